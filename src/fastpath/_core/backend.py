@@ -1,0 +1,109 @@
+"""Which path an op takes on given tensors: a Triton kernel or the PyTorch reference.
+
+Importing this module never touches a GPU and works without Triton installed: the
+kernel modules decorate their kernels with ``triton.jit`` from here, which is a stand-in
+that refuses to launch when Triton is missing.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "0").strip().lower() not in ("", "0", "false", "no")
+
+
+#: Triton's interpreter runs kernels on CPU tensors (tests in CI use this).
+INTERPRET = _flag("TRITON_INTERPRET")
+#: Set ``FASTPATH_DISABLE_TRITON=1`` to force every op onto its reference path.
+DISABLED = _flag("FASTPATH_DISABLE_TRITON")
+
+
+class _MissingTriton:
+    """Stands in for ``triton`` / ``triton.language`` when Triton cannot be imported."""
+
+    def __init__(self, why: str):
+        self._why = why
+
+    def __getattr__(self, name):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return _UnavailableKernel(args[0].__name__, self._why)
+        return self
+
+    def __getitem__(self, item):
+        return self
+
+
+class _UnavailableKernel:
+    def __init__(self, name: str, why: str):
+        self.__name__, self._why = name, why
+
+    def __getitem__(self, grid):
+        raise RuntimeError(f"kernel {self.__name__} needs Triton, which is unavailable: {self._why}")
+
+
+try:
+    import triton  # noqa: F401
+    import triton.language as tl  # noqa: F401
+
+    TRITON_ERROR: str | None = None
+    TRITON_VERSION: str | None = triton.__version__
+except Exception as exc:  # ImportError, or a broken install
+    TRITON_ERROR = f"{type(exc).__name__}: {exc}"
+    TRITON_VERSION = None
+    triton = _MissingTriton(TRITON_ERROR)  # type: ignore[assignment]
+    tl = _MissingTriton(TRITON_ERROR)  # type: ignore[assignment]
+
+#: Oldest CUDA compute capability the kernels are built and tested for.
+MIN_CAPABILITY = (8, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_reason(index: int) -> str | None:
+    if torch.version.hip is not None:
+        return None
+    cap = torch.cuda.get_device_capability(index)
+    if cap < MIN_CAPABILITY:
+        name = torch.cuda.get_device_name(index)
+        return (f"{name} has compute capability {cap[0]}.{cap[1]}; the kernels need "
+                f"{MIN_CAPABILITY[0]}.{MIN_CAPABILITY[1]} or newer")
+    return None
+
+
+def triton_reason(device: torch.device | str) -> str | None:
+    """``None`` when Triton kernels serve tensors on ``device``, else the reason they don't."""
+    device = torch.device(device)
+    if TRITON_ERROR is not None:
+        return f"Triton is not importable ({TRITON_ERROR})"
+    if DISABLED:
+        return "FASTPATH_DISABLE_TRITON is set"
+    if INTERPRET:
+        if device.type == "cpu":
+            return None
+        return f"TRITON_INTERPRET=1 runs kernels on CPU tensors; this tensor is on {device}"
+    if device.type != "cuda":
+        return f"Triton kernels run on CUDA/ROCm GPUs; this tensor is on {device.type}"
+    return _gpu_reason(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def use_triton(t: torch.Tensor) -> bool:
+    """True when the Triton kernels serve tensor ``t``'s device."""
+    return triton_reason(t.device) is None
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+@functools.lru_cache(maxsize=None)
+def num_sms(device: torch.device) -> int:
+    """Streaming multiprocessors on ``device`` (a small stand-in for the interpreter)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4

@@ -1,0 +1,48 @@
+"""One helper that turns an op implementation into a ``torch.library`` custom op.
+
+``torch.compile(fullgraph=True)`` traces the registered op (it is opaque to the compiler,
+with a fake implementation for shapes), and autograd goes through it when a backward is
+registered. Eager calls skip the dispatcher, which costs tens of microseconds per call on
+the decode path, and call the implementation directly.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import torch
+
+NAMESPACE = "fastpath"
+
+
+def _needs_grad(args) -> bool:
+    if not torch.is_grad_enabled():
+        return False
+    return any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+
+def register_op(name: str, *, fake: Callable, backward: Callable | None = None,
+                setup_context: Callable | None = None, mutates_args=()):
+    """Decorate ``impl(*args) -> Tensor`` (fully type-annotated, positional arguments).
+
+    Returns a callable with the same signature that calls ``impl`` directly in eager mode
+    and ``torch.ops.fastpath.<name>`` while compiling or when autograd must record it.
+    The registered op is available as ``.op``.
+    """
+
+    def decorate(impl: Callable) -> Callable:
+        op = torch.library.custom_op(f"{NAMESPACE}::{name}", impl, mutates_args=mutates_args)
+        op.register_fake(fake)
+        if backward is not None:
+            op.register_autograd(backward, setup_context=setup_context)
+
+        @functools.wraps(impl)
+        def call(*args):
+            if torch.compiler.is_compiling() or (backward is not None and _needs_grad(args)):
+                return op(*args)
+            return impl(*args)
+
+        call.op = op
+        return call
+
+    return decorate

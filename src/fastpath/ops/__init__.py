@@ -1,0 +1,2 @@
+"""One module per op family. Each module defines ``FAMILY`` for ``fastpath.info()``."""
+FAMILY_MODULES = ["softmax", "sampling"]

@@ -1,0 +1,264 @@
+"""softmax and log_softmax over one dimension.
+
+Two kernels:
+
+* ``_rows_kernel``: a block holds ``BLOCK_M`` whole rows in registers (one read, one write).
+* ``_split_kernel``: a row too wide for one block, or too few rows to fill the GPU, is
+  split into ``S`` chunks held in registers by ``S`` blocks. Each block publishes its
+  chunk's (max, sum of exp) and, in the fused variant (``PHASE=0``), waits at a per-row
+  barrier for the other chunks of its row, combines the ``S`` partials and writes its
+  chunk: one read and one write of the data in a single launch. Blocks take their
+  (row, chunk) from a ticket counter when the grid exceeds what is resident at once, so
+  that a row's chunks are always started together (no deadlock). Where blocks cannot run
+  concurrently (Triton's interpreter, or more chunks than multiprocessors) the same kernel
+  runs as two launches: ``PHASE=1`` writes the partials, ``PHASE=2`` combines and writes.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from .._core import alloc
+from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
+from .._core.errors import FLOAT_DTYPES, check_tensor, normalize_dim
+from .._core.registry import register_op
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+_KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+@triton.jit
+def _rows_kernel(x_ptr, y_ptr, n_rows, N, sxr, sxn, syr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOG: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < N)
+    rows64 = rows.to(tl.int64)
+    x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxn, mask=mask,
+                other=-float("inf")).to(tl.float32)
+    m = tl.max(x, axis=1)
+    e = tl.exp2((x - m[:, None]) * 1.4426950408889634)
+    s = tl.sum(e, axis=1)
+    if LOG:
+        y = x - (m + tl.log2(s) * 0.6931471805599453)[:, None]
+    else:
+        y = e * (1.0 / s)[:, None]
+    tl.store(y_ptr + rows64[:, None] * syr + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
+                  CHUNK: tl.constexpr, S_PAD: tl.constexpr, LOG: tl.constexpr,
+                  PHASE: tl.constexpr, TICKET: tl.constexpr):
+    # sync_ptr (int32): [0] ticket, [1] blocks done, then per row: arrived, departed.
+    if TICKET:
+        t = tl.atomic_add(sync_ptr, 1)
+    else:
+        t = tl.program_id(0)
+    row = t // S
+    chunk = t % S
+    offs = chunk * CHUNK + tl.arange(0, CHUNK)
+    mask = offs < N
+    x = tl.load(x_ptr + row.to(tl.int64) * sxr + offs * sxn, mask=mask,
+                other=-float("inf")).to(tl.float32)
+    part = part_ptr + row.to(tl.int64) * S * 2
+    if PHASE != 2:
+        m = tl.max(x, axis=0)
+        m_safe = tl.where(m == -float("inf"), 0.0, m)  # an all -inf chunk has sum 0
+        s = tl.sum(tl.exp2((x - m_safe) * 1.4426950408889634), axis=0)
+        tl.store(part + chunk * 2, m)
+        tl.store(part + chunk * 2 + 1, s)
+    if PHASE == 0:
+        arrived = sync_ptr + 2 + row * 2
+        tl.atomic_add(arrived, 1, sem="release")
+        while tl.atomic_add(arrived, 0, sem="acquire") < S:
+            pass
+    if PHASE != 1:
+        j = tl.arange(0, S_PAD)
+        mj = tl.load(part + j * 2, mask=j < S, other=-float("inf"), cache_modifier=".cg")
+        sj = tl.load(part + j * 2 + 1, mask=j < S, other=0.0, cache_modifier=".cg")
+        big = tl.max(mj, axis=0)
+        total_sum = tl.sum(sj * tl.exp2((mj - big) * 1.4426950408889634), axis=0)
+        if LOG:
+            y = x - (big + tl.log2(total_sum) * 0.6931471805599453)
+        else:
+            y = tl.exp2((x - big) * 1.4426950408889634) * (1.0 / total_sum)
+        tl.store(y_ptr + row.to(tl.int64) * syr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+    if PHASE == 0:
+        # The last block of the row to leave resets its counters for the next launch.
+        departed = sync_ptr + 3 + row * 2
+        if tl.atomic_add(departed, 1, sem="acq_rel") == S - 1:
+            tl.atomic_xchg(sync_ptr + 2 + row * 2, 0)
+            tl.atomic_xchg(departed, 0)
+        if TICKET:
+            if tl.atomic_add(sync_ptr + 1, 1, sem="acq_rel") == total - 1:
+                tl.atomic_xchg(sync_ptr, 0)
+                tl.atomic_xchg(sync_ptr + 1, 0)
+
+
+# ---------------------------------------------------------------------------- launcher
+
+#: Tuning knobs (the interpreter uses small blocks so that CI exercises every path).
+ROW_MAX = 256 if INTERPRET else 8192  # widest row held by one block
+MAX_CHUNK = 256 if INTERPRET else 16384  # widest chunk of a split row
+MIN_CHUNK = 64 if INTERPRET else 1024
+_sync_buffers: dict = {}
+
+
+def _sync_buffer(device: torch.device, n_rows: int) -> torch.Tensor:
+    """Zeroed int32 counters for the fused split kernel, one buffer per (device, stream).
+
+    The kernel returns every counter it touches to zero, so the buffer is zeroed once.
+    """
+    key = (device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0)
+    buf = _sync_buffers.get(key)
+    if buf is None or buf.numel() < 2 + 2 * n_rows:
+        buf = torch.zeros(2 + 2 * max(n_rows, 1024), dtype=torch.int32, device=device)
+        _sync_buffers[key] = buf
+    return buf
+
+
+def _num_warps(block: int) -> int:
+    return max(1, min(16, block // 1024)) if block >= 4096 else 4
+
+
+def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
+    """x: (..., N) with N the reduced dimension; returns a new (..., N) tensor."""
+    N = x.shape[-1]
+    try:
+        x2 = x.view(-1, N)
+    except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
+        x2 = x.reshape(-1, N)
+    n_rows = x2.shape[0]
+    y = alloc.empty(n_rows, N, dtype=out_dtype, device=x.device)
+    if n_rows == 0 or N == 0:
+        return y.view(x.shape)
+    sms = num_sms(x.device)
+    if N <= ROW_MAX and (n_rows >= 2 * sms or N <= MIN_CHUNK):
+        block_n = triton.next_power_of_2(N)
+        block_m = min(triton.next_power_of_2(n_rows), max(1, 2048 // block_n))
+        _rows_kernel[(triton.cdiv(n_rows, block_m),)](
+            x2, y, n_rows, N, x2.stride(0), x2.stride(1), y.stride(0),
+            BLOCK_M=block_m, BLOCK_N=block_n, LOG=log, num_warps=4 if block_n * block_m <= 2048 else 8)
+        return y.view(x.shape)
+    want = max(1, (2 * sms) // n_rows)  # chunks per row to give every SM work
+    chunk = min(MAX_CHUNK, max(MIN_CHUNK, triton.next_power_of_2(triton.cdiv(N, want))))
+    S = triton.cdiv(N, chunk)
+    total = n_rows * S
+    part = torch.empty(n_rows * S * 2, dtype=torch.float32, device=x.device)
+    args = (x2, y, part)
+    common = dict(CHUNK=chunk, S_PAD=triton.next_power_of_2(S), LOG=log, num_warps=_num_warps(chunk))
+    if INTERPRET or S > sms:
+        dummy = torch.empty(2, dtype=torch.int32, device=x.device)
+        for phase in (1, 2):
+            _split_kernel[(total,)](*args, dummy, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
+                                    PHASE=phase, TICKET=False, **common)
+    else:
+        sync = _sync_buffer(x.device, n_rows)
+        _split_kernel[(total,)](*args, sync, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
+                                PHASE=0, TICKET=total > sms, **common)
+    return y.view(x.shape)
+
+
+# ---------------------------------------------------------------------------- reference
+
+def reference_softmax(x: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype] = None,
+                      log: bool = False) -> torch.Tensor:
+    """PyTorch path: the oracle in tests and the path on devices Triton does not serve."""
+    fn = torch.log_softmax if log else torch.softmax
+    return fn(x, dim, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------- op
+
+def _fake(x: torch.Tensor, dim: int, log: bool, dtype: Optional[torch.dtype]) -> torch.Tensor:
+    return torch.empty_like(x, dtype=dtype or x.dtype)
+
+
+def _setup(ctx, inputs, output):
+    x, dim, log, dtype = inputs
+    ctx.dim, ctx.log, ctx.in_dtype = dim, log, x.dtype
+    ctx.save_for_backward(output)
+
+
+def _backward(ctx, grad):
+    (y,) = ctx.saved_tensors
+    g, yf = grad.float(), y.float()
+    if ctx.log:
+        gx = g - yf.exp() * g.sum(ctx.dim, keepdim=True)
+    else:
+        gx = yf * (g - (g * yf).sum(ctx.dim, keepdim=True))
+    return gx.to(ctx.in_dtype), None, None, None
+
+
+@register_op("softmax", fake=_fake, backward=_backward, setup_context=_setup)
+def _softmax_op(x: torch.Tensor, dim: int, log: bool, dtype: Optional[torch.dtype]) -> torch.Tensor:
+    out_dtype = dtype or x.dtype
+    if (x.dim() == 0 or not use_triton(x) or x.dtype not in _KERNEL_DTYPES
+            or out_dtype not in _KERNEL_DTYPES):
+        return reference_softmax(x, dim, dtype, log)
+    y = _launch(x.movedim(dim, -1), log, out_dtype)
+    return y.movedim(-1, dim)
+
+
+def _checked(x, dim, dtype, fname: str):
+    check_tensor("input", x)
+    if not (x.dtype.is_floating_point or dtype is not None):
+        raise TypeError(f"input: {fname} needs a floating-point tensor (or dtype=...), got {x.dtype}")
+    if dtype is not None and dtype not in FLOAT_DTYPES:
+        raise TypeError(f"dtype: expected one of float16, bfloat16, float32, float64, got {dtype}")
+    dim = normalize_dim("dim", dim, x.dim())
+    if dtype is not None and not x.dtype.is_floating_point:
+        x = x.to(dtype)
+    return x, dim
+
+
+def softmax(input: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """Softmax over ``dim``, with the semantics of ``torch.softmax``.
+
+    Parameters
+    ----------
+    input : Tensor of any shape, float16 / bfloat16 / float32 (float64 takes the reference path).
+    dim : the dimension to normalise over (negative counts from the end).
+    dtype : output dtype; the input is read as is and converted, arithmetic is float32.
+
+    Returns
+    -------
+    Tensor of ``input``'s shape and ``dtype`` (or ``input.dtype``). A row of all ``-inf``
+    gives NaN, as in PyTorch. Rows of any width, also a whole vocabulary, are split over
+    many blocks when there are too few rows to fill the GPU. Autograd and
+    ``torch.compile(fullgraph=True)`` are supported.
+
+    Raises
+    ------
+    IndexError if ``dim`` is out of range; TypeError for integer input without ``dtype``.
+
+    Example
+    -------
+    >>> import torch, fastpath
+    >>> fastpath.softmax(torch.tensor([[1.0, 2.0, 3.0]]), dim=-1)
+    tensor([[0.0900, 0.2447, 0.6652]])
+    """
+    x, dim = _checked(input, dim, dtype, "softmax")
+    return _softmax_op(x, dim, False, dtype)
+
+
+def log_softmax(input: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """Log-softmax over ``dim``, with the semantics of ``torch.log_softmax``.
+
+    Same arguments, dtypes, errors and paths as :func:`softmax`; computed as
+    ``x - max - log(sum(exp(x - max)))`` so that large magnitudes stay finite.
+
+    Example
+    -------
+    >>> import torch, fastpath
+    >>> fastpath.log_softmax(torch.tensor([0.0, 0.0]), dim=0)
+    tensor([-0.6931, -0.6931])
+    """
+    x, dim = _checked(input, dim, dtype, "log_softmax")
+    return _softmax_op(x, dim, True, dtype)
+
+
+FAMILY = {"name": "softmax", "ops": ["softmax", "log_softmax"], "reason": triton_reason}

@@ -1,0 +1,49 @@
+"""Test harness: Triton kernels run compiled on a GPU, or in Triton's interpreter on the CPU.
+
+``TRITON_INTERPRET=1`` must be set before ``triton`` is imported, so it is set here, at
+collection, before any fastpath module loads. With it set, fastpath's public functions
+take their Triton path on CPU tensors, so the tests exercise the public API.
+"""
+import os
+import zlib
+
+import torch
+
+if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+
+import pytest  # noqa: E402
+
+from fastpath._core import alloc  # noqa: E402
+
+#: Sizes that are not powers of two, for every reduced or tiled dimension.
+AWKWARD = [1, 7, 13, 67, 1000]
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.fixture
+def device():
+    return DEVICE
+
+
+@pytest.fixture(autouse=True)
+def _seed_and_poison(request):
+    """Seed every test from its own name, and fill every output fastpath allocates with NaN."""
+    torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
+    alloc.POISON = True
+    yield
+    alloc.POISON = False
+
+
+def noncontig(x: torch.Tensor) -> torch.Tensor:
+    """The same values as ``x`` in a non-contiguous view (every other column of a wider buffer)."""
+    wide = torch.empty(*x.shape[:-1], 2 * x.shape[-1], dtype=x.dtype, device=x.device)
+    wide.fill_(float("nan") if x.dtype.is_floating_point else 0)
+    view = wide[..., ::2]
+    view.copy_(x)
+    return view
+
+
+def randn(*shape, dtype=torch.float32, device=DEVICE, scale=1.0):
+    """Fresh normal data (never zeros), generated in float32 on the CPU then moved."""
+    return (torch.randn(*shape) * scale).to(dtype=dtype, device=device)
