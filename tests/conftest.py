@@ -46,4 +46,4 @@ def noncontig(x: torch.Tensor) -> torch.Tensor:
 
 def randn(*shape, dtype=torch.float32, device=DEVICE, scale=1.0):
     """Fresh normal data (never zeros), generated in float32 on the CPU then moved."""
-    return (torch.randn(*shape) * scale).to(dtype=dtype, device=device)
+    return (torch.randn(shape) * scale).to(dtype=dtype, device=device)

@@ -127,14 +127,14 @@ def _num_warps(block: int) -> int:
 def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
     """x: (..., N) with N the reduced dimension; returns a new (..., N) tensor."""
     N = x.shape[-1]
+    if x.numel() == 0:
+        return alloc.empty(x.shape, dtype=out_dtype, device=x.device)
     try:
         x2 = x.view(-1, N)
     except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
         x2 = x.reshape(-1, N)
     n_rows = x2.shape[0]
     y = alloc.empty(n_rows, N, dtype=out_dtype, device=x.device)
-    if n_rows == 0 or N == 0:
-        return y.view(x.shape)
     sms = num_sms(x.device)
     if N <= ROW_MAX and (n_rows >= 2 * sms or N <= MIN_CHUNK):
         block_n = triton.next_power_of_2(N)
