@@ -86,9 +86,9 @@ def triton_reason(device: torch.device | str) -> str | None:
     if INTERPRET:
         if device.type == "cpu":
             return None
-        return f"TRITON_INTERPRET=1 runs kernels on CPU tensors; this tensor is on {device}"
+        return f"TRITON_INTERPRET=1 runs kernels on CPU tensors, not on {device}"
     if device.type != "cuda":
-        return f"Triton kernels run on CUDA/ROCm GPUs; this tensor is on {device.type}"
+        return f"Triton kernels run on CUDA/ROCm GPUs, not on {device.type}"
     return _gpu_reason(device.index if device.index is not None else torch.cuda.current_device())
 
 

@@ -52,9 +52,11 @@ def _rows_kernel(x_ptr, y_ptr, n_rows, N, sxr, sxn, syr,
 def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
                   CHUNK: tl.constexpr, S_PAD: tl.constexpr, LOG: tl.constexpr,
                   PHASE: tl.constexpr, TICKET: tl.constexpr):
-    # sync_ptr (int32): [0] ticket, [1] blocks done, then per row: arrived, departed.
+    # sync_ptr (int32): [0] ticket, [1] unused, then per row: arrived, departed.
     if TICKET:
         t = tl.atomic_add(sync_ptr, 1)
+        if t == total - 1:  # the last ticket: every block has drawn one, reset for the next launch
+            tl.atomic_xchg(sync_ptr, 0)
     else:
         t = tl.program_id(0)
     row = t // S
@@ -92,18 +94,16 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
         if tl.atomic_add(departed, 1, sem="acq_rel") == S - 1:
             tl.atomic_xchg(sync_ptr + 2 + row * 2, 0)
             tl.atomic_xchg(departed, 0)
-        if TICKET:
-            if tl.atomic_add(sync_ptr + 1, 1, sem="acq_rel") == total - 1:
-                tl.atomic_xchg(sync_ptr, 0)
-                tl.atomic_xchg(sync_ptr + 1, 0)
 
 
 # ---------------------------------------------------------------------------- launcher
 
 #: Tuning knobs (the interpreter uses small blocks so that CI exercises every path).
 ROW_MAX = 256 if INTERPRET else 8192  # widest row held by one block
-MAX_CHUNK = 256 if INTERPRET else 16384  # widest chunk of a split row
-MIN_CHUNK = 64 if INTERPRET else 1024
+ROW_ALWAYS = 64 if INTERPRET else 8192  # rows up to this width never split
+CHUNK = 128 if INTERPRET else 4096  # chunk of a split row when rows alone fill the GPU
+MIN_CHUNK = 64 if INTERPRET else 1024  # smallest chunk when splitting few rows
+MAX_CHUNK = 256 if INTERPRET else 16384  # widest chunk held in registers
 _sync_buffers: dict = {}
 
 
@@ -121,7 +121,7 @@ def _sync_buffer(device: torch.device, n_rows: int) -> torch.Tensor:
 
 
 def _num_warps(block: int) -> int:
-    return max(1, min(16, block // 1024)) if block >= 4096 else 4
+    return max(4, min(16, block // 512))
 
 
 def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
@@ -136,15 +136,17 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
     n_rows = x2.shape[0]
     y = alloc.empty(n_rows, N, dtype=out_dtype, device=x.device)
     sms = num_sms(x.device)
-    if N <= ROW_MAX and (n_rows >= 2 * sms or N <= MIN_CHUNK):
+    if N <= ROW_ALWAYS or (N <= ROW_MAX and n_rows >= 2 * sms):
         block_n = triton.next_power_of_2(N)
         block_m = min(triton.next_power_of_2(n_rows), max(1, 2048 // block_n))
         _rows_kernel[(triton.cdiv(n_rows, block_m),)](
             x2, y, n_rows, N, x2.stride(0), x2.stride(1), y.stride(0),
             BLOCK_M=block_m, BLOCK_N=block_n, LOG=log, num_warps=4 if block_n * block_m <= 2048 else 8)
         return y.view(x.shape)
-    want = max(1, (2 * sms) // n_rows)  # chunks per row to give every SM work
-    chunk = min(MAX_CHUNK, max(MIN_CHUNK, triton.next_power_of_2(triton.cdiv(N, want))))
+    want = min(sms, max(1, (2 * sms) // n_rows))  # chunks per row to give every SM work
+    chunk = min(CHUNK, max(MIN_CHUNK, triton.next_power_of_2(triton.cdiv(N, want))))
+    chunk = max(chunk, triton.next_power_of_2(triton.cdiv(N, sms)))  # at most `sms` chunks a row
+    chunk = min(chunk, MAX_CHUNK)  # wider rows than sms * MAX_CHUNK take two launches
     S = triton.cdiv(N, chunk)
     total = n_rows * S
     part = torch.empty(n_rows * S * 2, dtype=torch.float32, device=x.device)
