@@ -52,6 +52,11 @@ for fn in (fastpath.softmax, torch.softmax):
     for _ in range(200): fn(x, -1)
     t1 = time.perf_counter(); torch.cuda.synchronize()
     print(f"CPU time per call {fn.__module__}.{fn.__name__}: {(t1 - t0) / 200 * 1e6:.1f} us")
+import cProfile, pstats
+pr = cProfile.Profile(); pr.enable()
+for _ in range(200): fastpath.softmax(x, -1)
+pr.disable(); torch.cuda.synchronize()
+pstats.Stats(pr).sort_stats("tottime").print_stats(12)
 for chunk in (2048, 4096, 8192, 16384):
     sm.CHUNK = chunk
     for shape in [(64, 128256), (16384, 131072)]:
