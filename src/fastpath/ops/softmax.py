@@ -20,6 +20,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
+from .._core.launch import cdiv, next_pow2, workspace
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, check_tensor, normalize_dim
 from .._core.registry import register_op
@@ -75,8 +76,9 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
     if PHASE == 0:
         arrived = sync_ptr + 2 + row * 2
         tl.atomic_add(arrived, 1, sem="release")
-        while tl.atomic_add(arrived, 0, sem="acquire") < S:
+        while tl.load(arrived, volatile=True) < S:  # plain polling loads, no RMW traffic
             pass
+        tl.atomic_add(arrived, 0, sem="acquire")
     if PHASE != 1:
         j = tl.arange(0, S_PAD)
         mj = tl.load(part + j * 2, mask=j < S, other=-float("inf"), cache_modifier=".cg")
@@ -101,25 +103,9 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
 #: Tuning knobs (the interpreter uses small blocks so that CI exercises every path).
 ROW_MAX = 256 if INTERPRET else 8192  # widest row held by one block
 ROW_ALWAYS = 64 if INTERPRET else 8192  # rows up to this width never split
-CHUNK = 128 if INTERPRET else 4096  # chunk of a split row when rows alone fill the GPU
+CHUNK = 128 if INTERPRET else 16384  # chunk of a split row when rows alone fill the GPU
 MIN_CHUNK = 64 if INTERPRET else 1024  # smallest chunk when splitting few rows
 MAX_CHUNK = 256 if INTERPRET else 16384  # widest chunk held in registers
-_sync_buffers: dict = {}
-
-
-def _sync_buffer(device: torch.device, n_rows: int) -> torch.Tensor:
-    """Zeroed int32 counters for the fused split kernel, one buffer per (device, stream).
-
-    The kernel returns every counter it touches to zero, so the buffer is zeroed once.
-    """
-    key = (device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0)
-    buf = _sync_buffers.get(key)
-    if buf is None or buf.numel() < 2 + 2 * n_rows:
-        buf = torch.zeros(2 + 2 * max(n_rows, 1024), dtype=torch.int32, device=device)
-        _sync_buffers[key] = buf
-    return buf
-
-
 def _num_warps(block: int) -> int:
     return max(4, min(16, block // 512))
 
@@ -137,28 +123,27 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
     y = alloc.empty(n_rows, N, dtype=out_dtype, device=x.device)
     sms = num_sms(x.device)
     if N <= ROW_ALWAYS or (N <= ROW_MAX and n_rows >= 2 * sms):
-        block_n = triton.next_power_of_2(N)
-        block_m = min(triton.next_power_of_2(n_rows), max(1, 2048 // block_n))
-        _rows_kernel[(triton.cdiv(n_rows, block_m),)](
+        block_n = next_pow2(N)
+        block_m = min(next_pow2(n_rows), max(1, 2048 // block_n))
+        _rows_kernel[(cdiv(n_rows, block_m),)](
             x2, y, n_rows, N, x2.stride(0), x2.stride(1), y.stride(0),
             BLOCK_M=block_m, BLOCK_N=block_n, LOG=log, num_warps=4 if block_n * block_m <= 2048 else 8)
         return y.view(x.shape)
     want = min(sms, max(1, (2 * sms) // n_rows))  # chunks per row to give every SM work
-    chunk = min(CHUNK, max(MIN_CHUNK, triton.next_power_of_2(triton.cdiv(N, want))))
-    chunk = max(chunk, triton.next_power_of_2(triton.cdiv(N, sms)))  # at most `sms` chunks a row
+    chunk = min(CHUNK, max(MIN_CHUNK, next_pow2(cdiv(N, want))))
+    chunk = max(chunk, next_pow2(cdiv(N, sms)))  # at most `sms` chunks a row
     chunk = min(chunk, MAX_CHUNK)  # wider rows than sms * MAX_CHUNK take two launches
-    S = triton.cdiv(N, chunk)
+    S = cdiv(N, chunk)
     total = n_rows * S
-    part = torch.empty(n_rows * S * 2, dtype=torch.float32, device=x.device)
+    part = workspace(x.device, "softmax.partials", n_rows * S * 2, torch.float32)
     args = (x2, y, part)
-    common = dict(CHUNK=chunk, S_PAD=triton.next_power_of_2(S), LOG=log, num_warps=_num_warps(chunk))
+    common = dict(CHUNK=chunk, S_PAD=next_pow2(S), LOG=log, num_warps=_num_warps(chunk))
     if INTERPRET or S > sms:
-        dummy = torch.empty(2, dtype=torch.int32, device=x.device)
         for phase in (1, 2):
-            _split_kernel[(total,)](*args, dummy, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
+            _split_kernel[(total,)](*args, part, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
                                     PHASE=phase, TICKET=False, **common)
     else:
-        sync = _sync_buffer(x.device, n_rows)
+        sync = workspace(x.device, "softmax.counters", 2 + 2 * n_rows, torch.int32, zeroed=True)
         _split_kernel[(total,)](*args, sync, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
                                 PHASE=0, TICKET=total > sms, **common)
     return y.view(x.shape)
@@ -201,8 +186,9 @@ def _softmax_op(x: torch.Tensor, dim: int, log: bool, dtype: Optional[torch.dtyp
     if (x.dim() == 0 or not use_triton(x) or x.dtype not in _KERNEL_DTYPES
             or out_dtype not in _KERNEL_DTYPES):
         return reference_softmax(x, dim, dtype, log)
-    y = _launch(x.movedim(dim, -1), log, out_dtype)
-    return y.movedim(-1, dim)
+    last = dim == x.dim() - 1
+    y = _launch(x if last else x.movedim(dim, -1), log, out_dtype)
+    return y if last else y.movedim(-1, dim)
 
 
 def _checked(x, dim, dtype, fname: str):

@@ -1,0 +1,33 @@
+"""Host-side helpers for launchers: cheap integer math (Triton's own ``cdiv`` and
+``next_power_of_2`` are JIT functions whose host calls cost microseconds each) and
+per-(device, stream) workspaces that survive between calls."""
+from __future__ import annotations
+
+import torch
+
+_workspaces: dict = {}
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def workspace(device: torch.device, name: str, numel: int, dtype: torch.dtype, *, zeroed: bool = False):
+    """A cached buffer of at least ``numel`` elements for this device and current stream.
+
+    ``zeroed`` buffers are zero-filled when (re)allocated only: kernels that use them as
+    counters must return every counter they touch to zero before they exit. Keying on the
+    stream keeps concurrent launches on different streams from sharing counters.
+    """
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (device, stream, name)
+    buf = _workspaces.get(key)
+    if buf is None or buf.numel() < numel:
+        size = max(numel, 2 * buf.numel() if buf is not None else 4096)
+        buf = (torch.zeros if zeroed else torch.empty)(size, dtype=dtype, device=device)
+        _workspaces[key] = buf
+    return buf
