@@ -52,19 +52,7 @@ for fn in (fastpath.softmax, torch.softmax):
     for _ in range(200): fn(x, -1)
     t1 = time.perf_counter(); torch.cuda.synchronize()
     print(f"CPU time per call {fn.__module__}.{fn.__name__}: {(t1 - t0) / 200 * 1e6:.1f} us")
-import cProfile, pstats
-pr = cProfile.Profile(); pr.enable()
-for _ in range(200): fastpath.softmax(x, -1)
-pr.disable(); torch.cuda.synchronize()
-pstats.Stats(pr).sort_stats("tottime").print_stats(12)
-for chunk in (4096, 16384):
-    sm.CHUNK = chunk
-    for shape in [(64, 128256), (16384, 131072)]:
-        x = torch.randn(shape, device=dev)
-        y = fastpath.softmax(x, -1); r = torch.softmax(x.double(), -1)
-        assert ((y.double() - r).norm() / r.norm()).item() < 1e-5
-        a = t_us(lambda: fastpath.softmax(x, -1), reps=20)
-        print(f"CHUNK {chunk} {shape}: {a:.1f} us {2 * x.numel() * 4 / a / 1e3:.0f} GB/s", flush=True)
+sm.FUSED = True
 sm.CHUNK = 16384
 for shape in [(1, 128256), (1, 151936), (1, 248320), (64, 128256), (16384, 131072), (4096, 4096), (32, 32000), (1, 4096)]:
     x = torch.randn(shape, device=dev) * 3
@@ -88,3 +76,16 @@ print("copy", end=" ")
 big = torch.empty(2**31 // 4, device=dev); big2 = torch.empty_like(big)
 c = t_us(lambda: big2.copy_(big), reps=10, cold=False)
 print(f"{2 * big.numel() * 4 / c / 1e3:.0f} GB/s")
+
+for fused, resident, chunk in [(1, 1, 16384), (1, 1, 8192), (0, 1, 16384), (1, 2, 8192)]:
+    sm.FUSED, sm.RESIDENT, sm.CHUNK = bool(fused), resident, chunk
+    for shape in [(64, 128256), (16384, 131072)]:
+        x = torch.randn(shape, device=dev)
+        y = fastpath.softmax(x, -1); r = torch.softmax(x.double(), -1)
+        assert ((y.double() - r).norm() / r.norm()).item() < 1e-5
+        a = t_us(lambda: fastpath.softmax(x, -1), reps=20)
+        line = f"fused={fused} resident={resident} CHUNK {chunk} {shape}: cold {a:.1f} us {2 * x.numel() * 4 / a / 1e3:.0f} GB/s"
+        if shape[0] == 64:
+            line += f" | graph {t_graph(lambda: fastpath.softmax(x, -1)):.1f} us"
+        print(line, flush=True)
+sm.FUSED, sm.RESIDENT, sm.CHUNK = True, 1, 16384

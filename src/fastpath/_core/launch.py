@@ -16,6 +16,14 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def _raw_stream(index) -> int:
+    """The current CUDA stream's handle (torch.cuda.current_stream costs microseconds)."""
+    if index is None:
+        index = torch.cuda.current_device()
+    getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return getter(index) if getter is not None else torch.cuda.current_stream(index).cuda_stream
+
+
 def workspace(device: torch.device, name: str, numel: int, dtype: torch.dtype, *, zeroed: bool = False):
     """A cached buffer of at least ``numel`` elements for this device and current stream.
 
@@ -23,7 +31,7 @@ def workspace(device: torch.device, name: str, numel: int, dtype: torch.dtype, *
     counters must return every counter they touch to zero before they exit. Keying on the
     stream keeps concurrent launches on different streams from sharing counters.
     """
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    stream = _raw_stream(device.index) if device.type == "cuda" else 0
     key = (device, stream, name)
     buf = _workspaces.get(key)
     if buf is None or buf.numel() < numel:
