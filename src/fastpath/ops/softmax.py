@@ -50,72 +50,62 @@ def _rows_kernel(x_ptr, y_ptr, n_rows, N, sxr, sxn, syr,
 
 
 @triton.jit
-def _load_chunk(x_ptr, row, offs, limit, sxr, sxn):
-    return tl.load(x_ptr + row.to(tl.int64) * sxr + offs * sxn, mask=offs < limit,
-                   other=-float("inf")).to(tl.float32)
-
-
-@triton.jit
-def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, n_rows, N, sxr, sxn, syr, S,
-                  CHUNK: tl.constexpr, S_PAD: tl.constexpr, LOG: tl.constexpr, PHASE: tl.constexpr):
-    # Program p owns chunk p % S of rows p // S, p // S + step, ... (step = programs / S), so
-    # a persistent grid no larger than what is resident at once never waits on a program
-    # that has not started. sync_ptr holds two int32 counters per row: arrived, departed.
-    pid = tl.program_id(0)
-    chunk = pid % S
-    row = pid // S
-    step = tl.num_programs(0) // S
+def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
+                  CHUNK: tl.constexpr, S_PAD: tl.constexpr, LOG: tl.constexpr,
+                  PHASE: tl.constexpr, TICKET: tl.constexpr):
+    # sync_ptr (int32): [0] ticket, [1] unused, then per row: arrived, departed.
+    if TICKET:
+        t = tl.atomic_add(sync_ptr, 1)
+        if t == total - 1:  # the last ticket: every block has drawn one, reset for the next launch
+            tl.atomic_xchg(sync_ptr, 0)
+    else:
+        t = tl.program_id(0)
+    row = t // S
+    chunk = t % S
     offs = chunk * CHUNK + tl.arange(0, CHUNK)
     mask = offs < N
-    x = _load_chunk(x_ptr, row, offs, N, sxr, sxn)
-    while row < n_rows:
-        part = part_ptr + row.to(tl.int64) * S * 2
-        nxt = row + step
-        if PHASE != 2:
-            m = tl.max(x, axis=0)
-            m_safe = tl.where(m == -float("inf"), 0.0, m)  # an all -inf chunk has sum 0
-            s = tl.sum(tl.exp2((x - m_safe) * 1.4426950408889634), axis=0)
-            tl.store(part + chunk * 2, m)
-            tl.store(part + chunk * 2 + 1, s)
-        if PHASE == 0:
-            arrived = sync_ptr + row * 2
-            tl.atomic_add(arrived, 1, sem="release")
-            # The next row's chunk is loaded while this row's other chunks arrive.
-            x_next = _load_chunk(x_ptr, nxt, offs, tl.where(nxt < n_rows, N, 0), sxr, sxn)
-            while tl.atomic_add(arrived, 0, sem="acquire") < S:
-                pass
+    x = tl.load(x_ptr + row.to(tl.int64) * sxr + offs * sxn, mask=mask,
+                other=-float("inf")).to(tl.float32)
+    part = part_ptr + row.to(tl.int64) * S * 2
+    if PHASE != 2:
+        m = tl.max(x, axis=0)
+        m_safe = tl.where(m == -float("inf"), 0.0, m)  # an all -inf chunk has sum 0
+        s = tl.sum(tl.exp2((x - m_safe) * 1.4426950408889634), axis=0)
+        tl.store(part + chunk * 2, m)
+        tl.store(part + chunk * 2 + 1, s)
+    if PHASE == 0:
+        arrived = sync_ptr + 2 + row * 2
+        tl.atomic_add(arrived, 1, sem="release")
+        while tl.atomic_add(arrived, 0, sem="acquire") < S:
+            pass
+    if PHASE != 1:
+        j = tl.arange(0, S_PAD)
+        mj = tl.load(part + j * 2, mask=j < S, other=-float("inf"), cache_modifier=".cg")
+        sj = tl.load(part + j * 2 + 1, mask=j < S, other=0.0, cache_modifier=".cg")
+        big = tl.max(mj, axis=0)
+        total_sum = tl.sum(sj * tl.exp2((mj - big) * 1.4426950408889634), axis=0)
+        if LOG:
+            y = x - (big + tl.log2(total_sum) * 0.6931471805599453)
         else:
-            x_next = _load_chunk(x_ptr, nxt, offs, tl.where(nxt < n_rows, N, 0), sxr, sxn)
-        if PHASE != 1:
-            j = tl.arange(0, S_PAD)
-            mj = tl.load(part + j * 2, mask=j < S, other=-float("inf"), cache_modifier=".cg")
-            sj = tl.load(part + j * 2 + 1, mask=j < S, other=0.0, cache_modifier=".cg")
-            big = tl.max(mj, axis=0)
-            total = tl.sum(sj * tl.exp2((mj - big) * 1.4426950408889634), axis=0)
-            if LOG:
-                y = x - (big + tl.log2(total) * 0.6931471805599453)
-            else:
-                y = tl.exp2((x - big) * 1.4426950408889634) * (1.0 / total)
-            tl.store(y_ptr + row.to(tl.int64) * syr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
-        if PHASE == 0:
-            # The last program of the row to leave returns its counters to zero.
-            if tl.atomic_add(sync_ptr + row * 2 + 1, 1, sem="acq_rel") == S - 1:
-                tl.atomic_xchg(arrived, 0)
-                tl.atomic_xchg(sync_ptr + row * 2 + 1, 0)
-        x = x_next
-        row = nxt
+            y = tl.exp2((x - big) * 1.4426950408889634) * (1.0 / total_sum)
+        tl.store(y_ptr + row.to(tl.int64) * syr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+    if PHASE == 0:
+        # The last block of the row to leave resets its counters for the next launch.
+        departed = sync_ptr + 3 + row * 2
+        if tl.atomic_add(departed, 1, sem="acq_rel") == S - 1:
+            tl.atomic_xchg(sync_ptr + 2 + row * 2, 0)
+            tl.atomic_xchg(departed, 0)
 
 
 # ---------------------------------------------------------------------------- launcher
 
-#: Tuning knobs (the interpreter uses small blocks so that CI exercises every path).
+#: Tuning knobs (measured on the H200: docs/perf-notes.md) (the interpreter uses small blocks so that CI exercises every path).
 ROW_MAX = 256 if INTERPRET else 8192  # widest row held by one block
 ROW_ALWAYS = 64 if INTERPRET else 8192  # rows up to this width never split
 CHUNK = 128 if INTERPRET else 16384  # chunk of a split row when rows alone fill the GPU
 MIN_CHUNK = 64 if INTERPRET else 1024  # smallest chunk when splitting few rows
 MAX_CHUNK = 256 if INTERPRET else 16384  # widest chunk held in registers
 FUSED = not INTERPRET  # one launch with a per-row barrier; False: two launches (tuning knob)
-RESIDENT = 1  # programs per SM that the fused grid assumes resident at once
 def _num_warps(block: int) -> int:
     return max(4, min(16, block // 512))
 
@@ -144,17 +134,18 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
     chunk = max(chunk, next_pow2(cdiv(N, sms)))  # at most `sms` chunks a row
     chunk = min(chunk, MAX_CHUNK)  # wider rows than sms * MAX_CHUNK take two launches
     S = cdiv(N, chunk)
+    total = n_rows * S
     part = workspace(x.device, "softmax.partials", n_rows * S * 2, torch.float32)
-    common = dict(CHUNK=chunk, S_PAD=next_pow2(S), LOG=log, num_warps=_num_warps(chunk))
     args = (x2, y, part)
-    strides = (x2.stride(0), x2.stride(1), y.stride(0))
+    common = dict(CHUNK=chunk, S_PAD=next_pow2(S), LOG=log, num_warps=_num_warps(chunk))
     if not FUSED or S > sms:
         for phase in (1, 2):
-            _split_kernel[(n_rows * S,)](*args, part, n_rows, N, *strides, S, PHASE=phase, **common)
+            _split_kernel[(total,)](*args, part, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
+                                    PHASE=phase, TICKET=False, **common)
     else:
-        sync = workspace(x.device, "softmax.counters", 2 * n_rows, torch.int32, zeroed=True)
-        rows_in_flight = min(n_rows, max(1, (RESIDENT * sms) // S))
-        _split_kernel[(rows_in_flight * S,)](*args, sync, n_rows, N, *strides, S, PHASE=0, **common)
+        sync = workspace(x.device, "softmax.counters", 2 + 2 * n_rows, torch.int32, zeroed=True)
+        _split_kernel[(total,)](*args, sync, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
+                                PHASE=0, TICKET=total > sms, **common)
     return y.view(x.shape)
 
 
