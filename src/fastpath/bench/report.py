@@ -1,0 +1,127 @@
+"""Write docs/perf.md from the benchmark records: ``python -m fastpath.bench.report``.
+
+``[--results DIR]`` (default ``bench/results``) holds the JSONL files that
+``python -m fastpath.bench`` appends to; ``[--out PATH]`` (default ``docs/perf.md``). For each
+GPU, the newest run's rows, grouped by suite, with that run's ceilings, versions, date, commit
+and command. The output depends only on the records (no clock, no paths): deterministic.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HEADER = ("> **Generated file: do not edit by hand.** Written by `python -m fastpath.bench.report` "
+          "from the JSONL records of `python -m fastpath.bench` (bench/results/); rerun those instead.")
+COLUMNS = [("case", "case"), ("shape", "shape"), ("dtype", "dtype"), ("mode", "mode"), ("l2", "L2"),
+           ("ours_us", "ours (us)"), ("torch_us", "torch (us)"), ("ratio", "torch / ours"),
+           ("bytes", "bytes moved"), ("gbps", "GB/s"), ("pct_copy", "% of copy"),
+           ("target", "target"), ("met", "met"), ("ok", "check")]
+
+
+def load(results: Path) -> list:
+    """Every record of every ``*.jsonl`` under ``results``, in file-name then line order."""
+    records = []
+    for path in sorted(Path(results).glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    print(f"skipping a line of {path.name} that is not JSON", file=sys.stderr)
+    return records
+
+
+def _bytes(n) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
+def _cell(key, row) -> str:
+    v = row.get(key)
+    if key == "ok":
+        return "ok" if v else f"FAIL: {row.get('check', '')}".replace("|", "\\|")
+    if v is None:
+        return "-"
+    if key == "shape":
+        return "x".join(map(str, v))
+    if key == "met":
+        return "yes" if v else "**no**"
+    if key == "ratio":
+        return f"{v:.2f}x"
+    if key == "bytes":
+        return _bytes(v)
+    if key == "gbps":
+        return f"{v:.0f}"
+    if key == "pct_copy":
+        return f"{v:.1f}"
+    if key.endswith("_us"):
+        return f"{v:.2f}" if v < 1000 else f"{v:.0f}"
+    return str(v)
+
+
+def render(records: list) -> str:
+    by_gpu = {}
+    for r in records:
+        by_gpu.setdefault(r.get("gpu", "unknown GPU"), []).append(r)
+    out = ["# Performance", "", HEADER, "",
+           "Timings from `python -m fastpath.bench` (fastpath.bench.harness: median of device-event "
+           "timings after warm-up. L2 *cold*: a buffer of 2x the L2 size was overwritten before each "
+           "call; *hot*: the inputs were just written, as logits are right after the lm_head matmul. "
+           "*eager* rows are single calls, so they include the host's launch overhead wherever it "
+           "exceeds the GPU time; *graph* rows are CUDA-graph replays of many calls (cold: rotating "
+           "over inputs larger than 2x L2) divided by the calls. *torch / ours* > 1 means fastpath "
+           "is faster; *bytes moved* "
+           "is the fewest bytes the op must read and write; *% of copy* is the achieved GB/s over the "
+           "device-to-device copy bandwidth measured in the same run.", ""]
+    for gpu in sorted(by_gpu):
+        recs = by_gpu[gpu]
+        newest = max(r.get("run", r.get("date", "")) for r in recs)
+        rows = [r for r in recs if r.get("run", r.get("date", "")) == newest]
+        first, ceil = rows[0], rows[0].get("ceilings", {})
+        out += [f"## {gpu}", "",
+                f"- run: {first.get('date', '?')} (UTC), commit `{first.get('commit', 'unknown')}`",
+                f"- versions: torch {first.get('torch', '?')}, triton {first.get('triton', '?')}, "
+                f"python {first.get('python', '?')}; {first.get('sms', '?')} SMs",
+                f"- command: `{first.get('command', '?')}`"]
+        if ceil:
+            out.append(f"- ceilings (same run): device-to-device copy {ceil['copy_gbps']:.0f} GB/s "
+                       f"(read + write), bf16 matmul {ceil['matmul_bf16_tflops']:.0f} TFLOP/s "
+                       f"({ceil.get('matmul_n', 8192)}^3, random data), "
+                       f"L2 {ceil.get('l2_bytes', 0) / 2**20:.0f} MiB")
+        suites = list(dict.fromkeys(r.get("suite", "?") for r in rows))
+        for suite in suites:
+            out += ["", f"### {suite}", "", "| " + " | ".join(t for _, t in COLUMNS) + " |",
+                    "|" + "---|" * len(COLUMNS)]
+            out += ["| " + " | ".join(_cell(k, r) for k, _ in COLUMNS) + " |"
+                    for r in rows if r.get("suite", "?") == suite]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fastpath.bench.report",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--results", default="bench/results",
+                   help="folder of JSONL records (default: bench/results)")
+    p.add_argument("--out", default="docs/perf.md", help="markdown file to write (default: docs/perf.md)")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    records = load(Path(args.results))
+    if not records:
+        print(f"no benchmark records (*.jsonl) under {args.results}: nothing written", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(records))
+    print(f"wrote {out} from {len(records)} records")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The benchmark harness on a machine without a GPU: CPU check mode, records -> docs, CLI."""
+import json
+
+import pytest
+import torch
+
+from fastpath._core import backend
+from fastpath.bench import harness, load_cases, report
+from fastpath.bench.__main__ import cpu_check, main
+
+NO_GPU = pytest.mark.skipif(torch.cuda.is_available(),
+                            reason="main() times on a GPU; this checks the no-GPU mode")
+
+
+@NO_GPU
+def test_cpu_check_mode_softmax_passes_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["softmax"]) == 0
+    out = capsys.readouterr().out
+    assert "no CUDA GPU found: timings need one; checking the reference/interpreter paths instead" in out
+    if backend.INTERPRET:  # conftest sets TRITON_INTERPRET=1 without a GPU: the kernels ran
+        assert "path checked: Triton interpreter" in out
+    assert out.count("pass  softmax") == len(load_cases(["softmax"])) and "FAIL" not in out
+    assert not (tmp_path / "bench").exists()  # no JSON in that mode
+
+
+def test_cpu_check_reports_a_wrong_result(capsys):
+    case = load_cases(["softmax"], quick=True)[0]
+    case.ours = lambda x: torch.softmax(x, -1) * 1.01  # 1% off: over the fp32 bound
+    assert cpu_check([case]) == 1
+    assert "FAIL  softmax" in capsys.readouterr().out
+
+
+def test_row_arithmetic():
+    case = load_cases(["softmax"], quick=True)[0]  # [1,128256] fp32, target <= 5 us
+    row = harness.make_row(case, "graph", "cold", 4.0, 20.0, True, "rel err 0", copy_gbps=4000.0)
+    assert row["bytes"] == 2 * 128256 * 4
+    assert row["ratio"] == pytest.approx(5.0)
+    assert row["gbps"] == pytest.approx(2 * 128256 * 4 / 4e-6 / 1e9)
+    assert row["pct_copy"] == pytest.approx(100 * row["gbps"] / 4000.0)
+    assert row["target"] == "<= 5 us" and row["met"] is True
+    assert harness.make_row(case, "eager", "hot", 6.0, 20.0, True, "", 4000.0)["met"] is False
+
+
+def _record(run, ours_us, torch_us, **kw):
+    base = {"gpu": "NVIDIA H200", "sms": 132, "torch": "2.11.0", "triton": "3.6.0", "python": "3.12.3",
+            "date": run[:19] + "Z", "run": run, "commit": "abc1234",
+            "command": "python -m fastpath.bench softmax",
+            "ceilings": {"copy_gbps": 4321.0, "copy_bytes": 2**31, "matmul_bf16_tflops": 777.0,
+                         "matmul_n": 8192, "l2_bytes": 60 * 2**20},
+            "suite": "softmax", "case": "softmax", "shape": [1, 128256], "dtype": "float32", "mode": "eager",
+            "l2": "cold", "ours_us": ours_us, "torch_us": torch_us, "ratio": torch_us / ours_us,
+            "bytes": 1026048, "gbps": 1026048 / ours_us / 1e3, "pct_copy": 1026048 / ours_us / 1e3 / 43.21,
+            "target": "<= 5 us", "met": ours_us <= 5, "ok": True, "check": "rel err 1e-07"}
+    base.update(kw)
+    return json.dumps(base)
+
+
+def test_report_round_trip(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    lines = [_record("2026-01-01T10:00:00.000001Z", 9.87, 55.5),  # an older run: not shown
+             _record("2026-01-02T10:00:00.000001Z", 3.21, 48.7),
+             _record("2026-01-02T10:00:00.000001Z", 6.54, 61.2, mode="graph", l2="hot",
+                     suite="sampling", case="greedy", ok=False, check="greedy != argmax")]
+    (results / "2026-01-02-nvidia-h200.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "docs" / "perf.md"
+    assert report.main(["--results", str(results), "--out", str(out)]) == 0
+    md = out.read_text()
+    assert "Generated file: do not edit by hand" in md.splitlines()[2]
+    assert "## NVIDIA H200" in md and "### softmax" in md and "### sampling" in md
+    row = next(line for line in md.splitlines() if "| 3.21 |" in line)
+    for cell in ("softmax", "1x128256", "float32", "eager", "cold", "48.70", "15.17x", "1.03 MB",
+                 "320", "7.4", "<= 5 us", "yes", "ok"):
+        assert f"| {cell} |" in row, cell
+    assert "| 6.54 | 61.20 | 9.36x |" in md and "FAIL: greedy != argmax" in md and "**no**" in md
+    for text in ("4321 GB/s", "777 TFLOP/s", "60 MiB", "abc1234", "torch 2.11.0", "triton 3.6.0",
+                 "python 3.12.3", "2026-01-02T10:00:00Z", "`python -m fastpath.bench softmax`"):
+        assert text in md, text
+    assert "9.87" not in md  # only the newest run
+    assert report.render(report.load(results)) == md  # deterministic
+
+
+def test_report_without_records(tmp_path):
+    assert report.main(["--results", str(tmp_path), "--out", str(tmp_path / "perf.md")]) == 1
+    assert not (tmp_path / "perf.md").exists()
+
+
+def test_unknown_suite_is_named_exit_2(capsys):
+    assert main(["softmax", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown suite 'nosuch'" in err and "softmax, sampling" in err
+    assert main(["--no-such-option"]) == 2
+
+
+def test_list_and_quick(capsys):
+    assert main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert "16384x131072" in out and "top_k=50 top_p=0.9 T=0.7" in out
+    assert main(["--list", "--quick", "softmax"]) == 0
+    quick = capsys.readouterr().out.strip().splitlines()
+    assert 0 < len(quick) < len(load_cases(["softmax"])) and all(line.startswith("softmax") for line in quick)
