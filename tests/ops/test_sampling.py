@@ -1,0 +1,241 @@
+"""fastpath.sample: greedy against torch.argmax, the sampled distribution against the exact
+target distribution computed independently in float64, kernel against reference with the
+same random numbers, reproducibility, errors, torch.compile."""
+import math
+
+import pytest
+import torch
+
+import fastpath
+from fastpath.ops import sampling
+from tests.conftest import AWKWARD, noncontig, randn
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def _gen(device, seed):
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+def _target(row: torch.Tensor, temperature: float, top_k=None, top_p=None) -> torch.Tensor:
+    """The exact sampling distribution (HF semantics) over the vocabulary, in float64."""
+    x = row.double().cpu() / temperature
+    V = x.numel()
+    order = torch.argsort(x, descending=True, stable=True)
+    v = x[order]
+    k = V if top_k is None else min(top_k, V)
+    p = torch.softmax(v[:k], 0)
+    if top_p is not None:
+        excl = torch.cumsum(p, 0) - p
+        keep = excl < top_p
+        keep[0] = True
+        p = p * keep
+    out = torch.zeros(V, dtype=torch.float64)
+    out[order[:k]] = p / p.sum()
+    return out
+
+
+def _chi2_bound(df: int, z: float = 4.75) -> float:
+    """Wilson-Hilferty upper quantile of chi-square(df) at about 1e-6 tail probability."""
+    a = 2.0 / (9.0 * df)
+    return df * (1.0 - a + z * math.sqrt(a)) ** 3
+
+
+def _assert_distribution(tokens: torch.Tensor, p: torch.Tensor):
+    """Tokens outside the support never appear; a chi-square test on the support (bins with
+    fewer than 5 expected draws pooled) fails a correct sampler with probability ~1e-6."""
+    n = tokens.numel()
+    counts = torch.bincount(tokens.cpu(), minlength=p.numel()).double()
+    assert counts.numel() == p.numel(), "token id out of range"
+    outside = counts[p == 0].sum().item()
+    assert outside == 0, f"{outside:.0f} draws of tokens with probability 0"
+    expected = n * p
+    big = expected >= 5
+    obs = torch.cat([counts[big], counts[~big & (p > 0)].sum().view(1)])
+    exp = torch.cat([expected[big], expected[~big & (p > 0)].sum().view(1)])
+    obs, exp = obs[exp > 0], exp[exp > 0]
+    stat = ((obs - exp) ** 2 / exp).sum().item()
+    df = max(obs.numel() - 1, 1)
+    assert stat < _chi2_bound(df), f"chi-square {stat:.1f} over bound {_chi2_bound(df):.1f} (df {df})"
+
+
+def _midpoint_top_p(row, temperature, top_k, keep):
+    """A top_p halfway between two cumulative masses, so that exactly `keep` tokens are kept
+    and no float rounding can move the boundary."""
+    v = torch.sort(row.double() / temperature, descending=True).values[:top_k]
+    c = torch.cumsum(torch.softmax(v, 0), 0)  # token i is kept iff c[i - 1] < top_p
+    return float((c[keep - 2] + c[keep - 1]) / 2)
+
+
+# ------------------------------------------------------------------ greedy
+
+
+@pytest.mark.parametrize("V", AWKWARD)
+@pytest.mark.parametrize("B", [1, 3])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_greedy_matches_argmax(device, V, B, dtype):
+    x = randn(B, V, dtype=dtype, device=device, scale=3.0)
+    ref = x.float().argmax(-1)
+    assert torch.equal(fastpath.sample(x, temperature=0.0), ref)
+    assert torch.equal(fastpath.sample(noncontig(x), temperature=0.0), ref)
+    assert torch.equal(fastpath.sample(x, temperature=0.9, top_k=1), ref)  # top-1 is greedy
+
+
+def test_greedy_ties_and_masked(device):
+    x = randn(3, 1000, device=device)
+    x[:, 500:] = -float("inf")
+    x[0, [3, 200, 999]] = 50.0  # ties: first index, like torch.argmax
+    x[1, 700] = 60.0
+    x[2, [150, 151]] = 40.0
+    assert fastpath.sample(x, temperature=0.0).tolist() == [3, 700, 150]
+
+
+# ------------------------------------------------------------------ distribution
+
+
+STAT_CASES = [  # (temperature, top_k, keep tokens by top_p or None)
+    (0.7, None, None),
+    (1.3, 7, None),
+    (1.0, None, 6),
+    (0.5, 20, 4),
+    (2.0, 1000, None),  # top_k > V is clamped: plain temperature sampling
+]
+
+
+@pytest.mark.parametrize("max_chunk", [None, 16], ids=["one_chunk", "split"])
+@pytest.mark.parametrize("temperature,top_k,keep", STAT_CASES)
+def test_distribution_matches_target(device, monkeypatch, temperature, top_k, keep, max_chunk):
+    if max_chunk is not None:  # several programs per row, merged by the last one
+        monkeypatch.setattr(sampling, "MAX_CHUNK", max_chunk)
+    V = 67
+    gumbel = keep is None and (top_k or V) >= V  # temperature only: the cheap Gumbel path
+    N = 12000 if gumbel else 3000
+    row = randn(V, device=device, scale=1.5)
+    row[[5, 40]] = -float("inf")  # masked vocabulary entries are never drawn
+    top_p = None if keep is None else _midpoint_top_p(row, temperature, top_k or V, keep)
+    tokens = fastpath.sample(row.expand(N, V), temperature=temperature, top_k=top_k, top_p=top_p,
+                             generator=_gen(device, 7))
+    assert tokens.shape == (N,) and tokens.dtype == torch.int64
+    _assert_distribution(tokens, _target(row, temperature, top_k, top_p))
+
+
+@pytest.mark.parametrize("temperature,top_k,keep", STAT_CASES + [(0.8, None, 30)])
+def test_reference_distribution_matches_target(device, temperature, top_k, keep):
+    V, N = 1000, 20000
+    row = randn(V, device=device, scale=2.0)
+    top_p = None if keep is None else _midpoint_top_p(row, temperature, top_k or V, keep)
+    tokens = fastpath.reference_sample(row.expand(N, V), temperature=temperature, top_k=top_k,
+                                       top_p=top_p, generator=_gen(device, 3))
+    _assert_distribution(tokens, _target(row, temperature, top_k, top_p))
+
+
+def test_distribution_half_precision(device):
+    V, N = 13, 3000
+    row = randn(V, dtype=torch.bfloat16, device=device, scale=2.0)
+    tokens = fastpath.sample(row.expand(N, V), temperature=0.9, top_k=5, generator=_gen(device, 1))
+    _assert_distribution(tokens, _target(row.float(), 0.9, 5))
+
+
+# ------------------------------------------------------------------ kernel vs reference
+
+
+@pytest.mark.parametrize("V", [67, 1000])
+@pytest.mark.parametrize("layout", ["random", "ascending", "descending"])
+@pytest.mark.parametrize("kw", [dict(top_k=5), dict(top_k=17, top_p=0.6, temperature=0.8),
+                                dict(top_k=200, top_p=0.9, temperature=3.0), dict(top_p=0.7)])
+def test_kernel_matches_reference(device, V, layout, kw):
+    """With top-k / top-p both paths turn the same random numbers into a token by inverse CDF,
+    so they agree token for token (float32 data with no ties)."""
+    x = randn(8, V, device=device, scale=2.0)
+    if layout != "random":
+        x = x.sort(-1, descending=layout == "descending").values  # the top tokens in one chunk
+    out = fastpath.sample(noncontig(x), generator=_gen(device, 11), **kw)
+    ref = fastpath.reference_sample(x, generator=_gen(device, 11), **kw)
+    assert torch.equal(out, ref)
+    for counters in sampling._counters.values():  # the last program re-zeroes its counter
+        assert not counters.any()
+
+
+def test_large_top_k_and_top_p_only_fall_back(device):
+    x = randn(3, 1000, device=device)
+    for kw in [dict(top_k=300), dict(top_p=0.5)]:  # the reference path on the same device
+        out = fastpath.sample(x, generator=_gen(device, 2), **kw)
+        assert torch.equal(out, fastpath.reference_sample(x, generator=_gen(device, 2), **kw))
+    allowed = x.topk(300, -1).indices
+    assert (allowed == fastpath.sample(x, top_k=300).unsqueeze(-1)).any(-1).all()
+
+
+def test_float64_takes_reference_path(device):
+    x = randn(3, 67, device=device).double()
+    assert torch.equal(fastpath.sample(x, temperature=0.0), x.argmax(-1))
+    out = fastpath.sample(x, top_k=4, generator=_gen(device, 5))
+    assert torch.equal(out, fastpath.reference_sample(x, top_k=4, generator=_gen(device, 5)))
+
+
+# ------------------------------------------------------------------ randomness, API
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(top_k=10, top_p=0.9)])
+def test_generator_reproducibility(device, kw):
+    x = randn(64, 67, device=device)
+    a = fastpath.sample(x, generator=_gen(device, 123), **kw)
+    b = fastpath.sample(x, generator=_gen(device, 123), **kw)
+    c = fastpath.sample(x, generator=_gen(device, 124), **kw)
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+    torch.manual_seed(5)
+    d = fastpath.sample(x, **kw)
+    torch.manual_seed(5)
+    assert torch.equal(d, fastpath.sample(x, **kw))
+
+
+def test_top_k_above_vocabulary_is_clamped(device):
+    x = randn(4, 13, device=device)
+    a = fastpath.sample(x, top_k=100, top_p=0.5, generator=_gen(device, 9))
+    assert torch.equal(a, fastpath.sample(x, top_k=13, top_p=0.5, generator=_gen(device, 9)))
+
+
+def test_shapes_dtype_device(device):
+    x = randn(7, device=device)
+    out = fastpath.sample(x, top_k=3)
+    assert out.shape == () and out.dtype == torch.int64 and out.device == x.device
+    assert 0 <= int(out) < 7
+    assert fastpath.sample(x, temperature=0.0).item() == int(x.argmax())
+    assert fastpath.sample(randn(0, 5, device=device)).shape == (0,)
+    assert fastpath.sample(randn(1, 1, device=device), top_k=5, top_p=0.3).tolist() == [0]
+
+
+@pytest.mark.parametrize("args,exc,name", [
+    (([1.0, 2.0],), TypeError, "logits"),
+    ((torch.ones(3, dtype=torch.int64),), TypeError, "logits"),
+    ((torch.ones(2, 3, 4),), ValueError, "logits"),
+    ((torch.ones(2, 0),), ValueError, "logits"),
+    ((torch.ones(3), -0.5), ValueError, "temperature"),
+    ((torch.ones(3), float("nan")), ValueError, "temperature"),
+    ((torch.ones(3), float("inf")), ValueError, "temperature"),
+    ((torch.ones(3), 1.0, 0), ValueError, "top_k"),
+    ((torch.ones(3), 1.0, 2.5), ValueError, "top_k"),
+    ((torch.ones(3), 1.0, True), ValueError, "top_k"),
+    ((torch.ones(3), 1.0, None, 0.0), ValueError, "top_p"),
+    ((torch.ones(3), 1.0, None, 1.5), ValueError, "top_p"),
+    ((torch.ones(3), 1.0, None, float("nan")), ValueError, "top_p"),
+    ((torch.ones(3), 1.0, None, None, "seed"), TypeError, "generator"),
+])
+def test_errors_name_the_argument(args, exc, name):
+    for fn in (fastpath.sample, fastpath.reference_sample):
+        with pytest.raises(exc, match=f"^{name}: "):
+            fn(*args)
+
+
+def test_torch_compile_fullgraph(device):
+    torch._dynamo.reset()
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def step(logits):
+        return fastpath.sample(logits, temperature=0.0), fastpath.sample(logits, top_k=5, top_p=0.9)
+
+    x = randn(3, 67, device=device)
+    greedy, sampled = step(x)
+    assert torch.equal(greedy, x.argmax(-1))
+    assert sampled.shape == (3,) and sampled.dtype == torch.int64
+    assert (x.topk(5, -1).indices == sampled.unsqueeze(-1)).any(-1).all()
