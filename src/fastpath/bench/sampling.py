@@ -79,7 +79,7 @@ def cases() -> list:
     return [
         _case("top_k=50 top_p=0.9 T=0.7", (1, v), (1, 1000), 0.7, 50, 0.9,
               target=("us", 20.0), graphs=True, quick=True),
-        _case("greedy", (1, v), (1, 1000), 0.0, quick=True),
-        _case("temperature T=0.7", (1, v), (1, 1000), 0.7),
-        _case("top_k=50 top_p=0.9", (64, v), (4, 500), 1.0, 50, 0.9),
+        _case("greedy", (1, v), (1, 1000), 0.0, graphs=True, quick=True),
+        _case("temperature T=0.7", (1, v), (1, 1000), 0.7, graphs=True),
+        _case("top_k=50 top_p=0.9", (64, v), (4, 500), 1.0, 50, 0.9, graphs=True),
     ]
