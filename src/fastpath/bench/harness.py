@@ -2,7 +2,7 @@
 
 Timing on a CUDA GPU: a few warm-up calls, then the median of per-call device-event timings.
 Cold L2 (default): before each timed call, outside the timed region, a buffer of 2x the L2
-size is overwritten. Hot L2 (cases with ``hot=True``, an extra row): the inputs are rewritten
+size is read (a write would leave dirty lines for the timed call to write back). Hot L2 (cases with ``hot=True``, an extra row): the inputs are rewritten
 in place just before each timed call, as logits are right after the lm_head matmul.
 Graph mode: many calls captured in one ``torch.cuda.CUDAGraph``, rotating over enough input
 sets that their bytes exceed 2x L2 (cold; a single set for hot), replays timed with events,
@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 import platform
 import re
 import statistics
@@ -121,6 +122,9 @@ def run_check(case: Case, inputs):
 # ---------------------------------------------------------------------------- environment
 
 def git_commit() -> str:
+    """The checkout's commit; ``FASTPATH_COMMIT`` where the tree was copied without .git."""
+    if os.environ.get("FASTPATH_COMMIT"):
+        return os.environ["FASTPATH_COMMIT"]
     for cwd in (Path(__file__).resolve().parent, Path.cwd()):
         try:
             out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=cwd,

@@ -69,7 +69,7 @@ def render(records: list) -> str:
         by_gpu.setdefault(r.get("gpu", "unknown GPU"), []).append(r)
     out = ["# Performance", "", HEADER, "",
            "Timings from `python -m fastpath.bench` (fastpath.bench.harness: median of device-event "
-           "timings after warm-up. L2 *cold*: a buffer of 2x the L2 size was overwritten before each "
+           "timings after warm-up. L2 *cold*: a buffer of 2x the L2 size was read (clean lines, nothing to write back) before each "
            "call; *hot*: the inputs were just written, as logits are right after the lm_head matmul. "
            "*eager* rows are single calls, so they include the host's launch overhead wherever it "
            "exceeds the GPU time; *graph* rows are CUDA-graph replays of many calls (cold: rotating "
