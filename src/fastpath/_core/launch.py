@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 _workspaces: dict = {}
+_retired: list = []  # outgrown buffers: a captured CUDA graph may still use them, never free
 
 
 def cdiv(a: int, b: int) -> int:
@@ -29,12 +30,15 @@ def workspace(device: torch.device, name: str, numel: int, dtype: torch.dtype, *
 
     ``zeroed`` buffers are zero-filled when (re)allocated only: kernels that use them as
     counters must return every counter they touch to zero before they exit. Keying on the
-    stream keeps concurrent launches on different streams from sharing counters.
+    stream keeps concurrent launches on different streams from sharing counters. Outgrown
+    buffers are kept alive, since a captured CUDA graph may still hold their addresses.
     """
     stream = _raw_stream(device.index) if device.type == "cuda" else 0
     key = (device, stream, name)
     buf = _workspaces.get(key)
     if buf is None or buf.numel() < numel:
+        if buf is not None:
+            _retired.append(buf)
         size = max(numel, 2 * buf.numel() if buf is not None else 4096)
         buf = (torch.zeros if zeroed else torch.empty)(size, dtype=dtype, device=device)
         _workspaces[key] = buf

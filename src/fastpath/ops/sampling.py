@@ -31,6 +31,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
+from .._core.launch import cdiv, next_pow2, workspace
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import check_tensor
 from .._core.registry import register_op
@@ -195,37 +196,23 @@ MAX_CHUNK = 256 if INTERPRET else 16384
 MAX_MERGE = 1024 if INTERPRET else 8192  # candidates the merging program holds at once
 BLOCK_ELEMS = 8192 if INTERPRET else 2048  # rows per program: BM * max(chunk, merge) <= this
 MAX_K = 256  # larger top_k (after clamping to V) takes the reference path
-_counters: dict = {}
-_retired: list = []
-
-
-def _counter(device: torch.device, n: int) -> torch.Tensor:
-    """Zeroed int32 counters, one buffer per (device, stream); the kernel re-zeroes them."""
-    key = (device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0)
-    buf = _counters.get(key)
-    if buf is None or buf.numel() < n:
-        if buf is not None:  # a captured CUDA graph may still use it: never free it
-            _retired.append(buf)
-        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-        _counters[key] = buf
-    return buf
 
 
 def _plan(n_rows: int, V: int, k_pad: int, mode: int, device: torch.device):
     """(chunk, S, BM) for a launch, or None when no chunking fits the merge budget."""
-    want = max(1, triton.cdiv(2 * num_sms(device), n_rows))  # chunks per row to fill the GPU
-    chunk = triton.next_power_of_2(triton.cdiv(V, want))
+    want = max(1, cdiv(2 * num_sms(device), n_rows))  # chunks per row to fill the GPU
+    chunk = next_pow2(cdiv(V, want))
     if mode == 2:  # balance the per-chunk top-k (~chunk) against the merge (~S * k_pad)
-        chunk = max(chunk, triton.next_power_of_2(math.isqrt(V * k_pad)))
-    chunk = max(min(max(chunk, MIN_CHUNK), MAX_CHUNK, triton.next_power_of_2(V)), k_pad)
-    S = triton.cdiv(V, chunk)
-    while S > 1 and triton.next_power_of_2(S * k_pad) > MAX_MERGE:
+        chunk = max(chunk, next_pow2(math.isqrt(V * k_pad)))
+    chunk = max(min(max(chunk, MIN_CHUNK), MAX_CHUNK, next_pow2(V)), k_pad)
+    S = cdiv(V, chunk)
+    while S > 1 and next_pow2(S * k_pad) > MAX_MERGE:
         chunk *= 2
-        S = triton.cdiv(V, chunk)
+        S = cdiv(V, chunk)
     if chunk > max(MAX_CHUNK, k_pad):
         return None
-    width = max(chunk, triton.next_power_of_2(S * k_pad) if S > 1 else 0)
-    return chunk, S, min(triton.next_power_of_2(n_rows), max(1, BLOCK_ELEMS // width))
+    width = max(chunk, next_pow2(S * k_pad) if S > 1 else 0)
+    return chunk, S, min(next_pow2(n_rows), max(1, BLOCK_ELEMS // width))
 
 
 def _mode(V: int, temperature: float, top_k: int, top_p: float):
@@ -242,14 +229,14 @@ def _launch(x: torch.Tensor, seeds: torch.Tensor, temperature: float, top_k: int
             top_p: float, plan) -> torch.Tensor:
     n_rows, V = x.shape
     mode, k = _mode(V, temperature, top_k, top_p)
-    k_pad = triton.next_power_of_2(k)
+    k_pad = next_pow2(k)
     out = alloc.empty(n_rows, dtype=torch.int64, device=x.device)
     chunk, S, bm = plan
     split = S > 1
-    n_rb = triton.cdiv(n_rows, bm)
-    ws = torch.empty(n_rb * S * bm * k_pad if split else 1, dtype=torch.int64, device=x.device)
-    cnt = _counter(x.device, n_rb) if split else ws
-    m_pad = triton.next_power_of_2(S * k_pad)
+    n_rb = cdiv(n_rows, bm)
+    ws = workspace(x.device, "sample.candidates", n_rb * S * bm * k_pad if split else 1, torch.int64)
+    cnt = workspace(x.device, "sample.counters", n_rb, torch.int32, zeroed=True) if split else ws
+    m_pad = next_pow2(S * k_pad)
     width = bm * max(chunk, m_pad if split else 0)
     # bitonic stages want every thread (H200, 4096 keys: 16 warps 43 us, 32 warps 37 us)
     num_warps = max(4, min(32, width // 128)) if mode == 2 else max(4, min(16, width // 256))
@@ -302,7 +289,7 @@ def _sample_op(logits: torch.Tensor, seeds: torch.Tensor, temperature: float, to
         return alloc.empty(0, dtype=torch.int64, device=logits.device)
     if use_triton(logits) and logits.dtype in _KERNEL_DTYPES:
         mode, k = _mode(V, temperature, top_k, top_p)
-        plan = _plan(n_rows, V, triton.next_power_of_2(k), mode, logits.device) if k <= MAX_K else None
+        plan = _plan(n_rows, V, next_pow2(k), mode, logits.device) if k <= MAX_K else None
         if plan is not None:
             return _launch(logits, seeds, temperature, top_k, top_p, plan)
     return _reference(logits, seeds, temperature, top_k, top_p)
