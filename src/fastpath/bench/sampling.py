@@ -39,7 +39,6 @@ def _nbytes(shape, itemsize):
 
 def _check(temperature, top_k, top_p):
     def check(inputs, ids, native_ids):
-        import torch
         (logits,) = inputs
         rows, vocab = logits.shape
         if ids.dtype.is_floating_point or ids.numel() != rows:

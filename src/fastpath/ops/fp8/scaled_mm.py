@@ -1,0 +1,414 @@
+"""``scaled_mm``: FP8 x FP8 matmul with tensor-, row- or block-wise scales.
+
+* ``_mm_kernel``: tiled ``tl.dot`` GEMM for ``M > 16``. ``NATIVE`` feeds fp8 tiles to the
+  tensor cores (compute capability >= 8.9, same fp8 dtype on both sides); otherwise the
+  operands are loaded as ``uint8`` and decoded in-kernel (``_decode``) to bfloat16 (exact
+  for every fp8 value) or to float32 in the interpreter (whose bf16 ``tl.dot`` is broken).
+* ``_mv_kernel``: ``M <= 16`` (decode): each program owns a ``BLOCK_N`` slice of the output
+  and streams its weight columns over one K chunk; when N alone cannot fill the GPU, K is
+  split and ``_splitk_reduce`` sums the fp32 partials in a fixed order (deterministic).
+"""
+from __future__ import annotations
+
+import enum
+from typing import Optional
+
+import torch
+
+from ..._core import alloc
+from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
+from ..._core.errors import check_tensor, require_fp8
+from ..._core.launch import cdiv, next_pow2, workspace
+from ..._core.registry import register_op
+from .bits import _decode, _fp8_dtypes, _native_fp8
+
+
+class ScalingType(enum.Enum):
+    """How a scale tensor maps onto its fp8 operand; names and values mirror
+    ``torch.nn.functional.ScalingType``. BlockWise1x16 / BlockWise1x32 (MX / NV formats)
+    exist for compatibility and raise ``NotImplementedError``."""
+    TensorWise = 0
+    RowWise = 1
+    BlockWise1x16 = 2
+    BlockWise1x32 = 3
+    BlockWise1x128 = 4
+    BlockWise128x128 = 5
+
+
+_OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@triton.jit
+def _load_f32(ptrs, mask, NATIVE: tl.constexpr, E5M2: tl.constexpr):
+    if NATIVE:
+        return tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+    else:
+        return _decode(tl.load(ptrs, mask=mask, other=0), E5M2)
+
+
+@triton.jit
+def _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n):
+    kb = k0 // 128
+    sa = tl.load(sa_ptr + offs_m * ssa_m + kb * ssa_k, mask=mmask, other=0.0)
+    sb = tl.load(sb_ptr + kb * ssb_k + (offs_n // 128) * ssb_n, mask=nmask, other=0.0)
+    return sa, sb
+
+
+@triton.jit
+def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
+              BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, RAW: tl.constexpr):
+    """Tensor- / row-wise scales (a stride of 0 broadcasts one scale), bias, cast, store.
+    RAW: store the scaled fp32 sum without bias (a split-K partial)."""
+    mmask = offs_m < M
+    nmask = offs_n < N
+    if not BLOCKWISE:
+        sa = tl.load(sa_ptr + offs_m * ssa_m, mask=mmask, other=0.0)
+        sb = tl.load(sb_ptr + offs_n * ssb_n, mask=nmask, other=0.0)
+        acc = acc * sa[:, None] * sb[None, :]
+    if HAS_BIAS and not RAW:
+        acc = acc + tl.load(bias_ptr + offs_n, mask=nmask, other=0.0).to(tl.float32)[None, :]
+    ptrs = out_ptr + offs_m.to(tl.int64)[:, None] * som + offs_n[None, :] * son
+    tl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=mmask[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
+               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
+               BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
+               A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * grid_n
+    first_m = (pid // width) * GROUP_M
+    size_m = tl.minimum(grid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    mmask = offs_m < M
+    nmask = offs_n < N
+    a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * sam + offs_k[None, :] * sak
+    b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kmask = (k0 + offs_k) < K
+        amask = mmask[:, None] & kmask[None, :]
+        bmask = kmask[:, None] & nmask[None, :]
+        if NATIVE:
+            d = tl.dot(tl.load(a_ptrs, mask=amask, other=0.0), tl.load(b_ptrs, mask=bmask, other=0.0))
+        else:
+            a = _decode(tl.load(a_ptrs, mask=amask, other=0), A_E5M2)
+            b = _decode(tl.load(b_ptrs, mask=bmask, other=0), B_E5M2)
+            if DOT_F32:
+                d = tl.dot(a, b, input_precision="ieee")
+            else:
+                d = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16))  # exact: fp8 values fit bf16
+        if BLOCKWISE:
+            sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
+            acc += d * sa[:, None] * sb[None, :]
+        else:
+            acc += d
+        a_ptrs += BLOCK_K * sak
+        b_ptrs += BLOCK_K * sbk
+    _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
+              BLOCKWISE, HAS_BIAS, False)
+
+
+@triton.jit
+def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K, k_chunk,
+               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
+               BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
+               A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, SPLIT: tl.constexpr,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # SPLIT: out_ptr is an fp32 (S, M, N) workspace and program (n, s) writes partial s.
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mmask = offs_m < M
+    nmask = offs_n < N
+    k_lo = pid_k * k_chunk
+    k_hi = tl.minimum(K, k_lo + k_chunk)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        kmask = offs_k < k_hi
+        a = _load_f32(a_ptr + offs_m[:, None] * sam + offs_k.to(tl.int64)[None, :] * sak,
+                      mmask[:, None] & kmask[None, :], NATIVE, A_E5M2)
+        b = _load_f32(b_ptr + offs_k.to(tl.int64)[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn,
+                      kmask[:, None] & nmask[None, :], NATIVE, B_E5M2)
+        d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+        if BLOCKWISE:
+            sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
+            acc += d * sa[:, None] * sb[None, :]
+        else:
+            acc += d
+    if SPLIT:
+        out_ptr += pid_k.to(tl.int64) * M * N
+    _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
+              BLOCKWISE, HAS_BIAS, SPLIT)
+
+
+@triton.jit
+def _splitk_reduce(ws_ptr, bias_ptr, out_ptr, M, N, S, som, son, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
+    idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = idx < M * N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in range(0, S):  # fixed order: deterministic
+        acc += tl.load(ws_ptr + s * M * N + idx, mask=mask, other=0.0)
+    n = idx % N
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + n, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + (idx // N) * som + n * son, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+#: Tuning knobs (the interpreter uses small blocks so that tests cross block edges and tails).
+MV_MAX_M = 16  # M up to this takes the matrix-vector kernel
+
+
+MV_BLOCK_N = 32 if INTERPRET else 64
+
+
+MV_BUDGET = 8192  # BLOCK_M * BLOCK_K * BLOCK_N of one step
+
+
+MM_BLOCKS = (32, 32, 32) if INTERPRET else (128, 128, 64)  # M, N, K
+
+
+MM_BLOCKS_NATIVE = (128, 128, 128)
+
+
+def _scale_strides(s: torch.Tensor, blockwise: bool, is_a: bool):
+    """(stride over M or N, stride over K-blocks) for the kernels; 0 broadcasts."""
+    if s.numel() == 1:
+        return 0, 0
+    if blockwise:
+        return (s.stride(0), s.stride(1)) if is_a else (s.stride(1), s.stride(0))
+    return (s.stride(0), 0) if is_a else (s.stride(1), 0)
+
+
+def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
+    M, K = a.shape
+    N = b.shape[1]
+    out = alloc.empty(M, N, dtype=out_dtype, device=a.device)
+    if M == 0 or N == 0:
+        return out
+    if K == 0:
+        out.zero_()
+        if bias is not None:
+            out += bias
+        return out
+    native = _native_fp8(a, b)
+    a_k, b_k = (a, b) if native else (a.view(torch.uint8), b.view(torch.uint8))
+    ssa_m, ssa_k = _scale_strides(sa, blockwise, True)
+    ssb_n, ssb_k = _scale_strides(sb, blockwise, False)
+    bias_arg = bias if bias is not None else out
+    flags = dict(BLOCKWISE=blockwise, HAS_BIAS=bias is not None, NATIVE=native,
+                 A_E5M2=a.dtype == torch.float8_e5m2, B_E5M2=b.dtype == torch.float8_e5m2)
+    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), ssa_m, ssa_k, ssb_k, ssb_n)
+    if M <= MV_MAX_M:
+        bm = next_pow2(M)
+        bn = min(MV_BLOCK_N, max(16, next_pow2(N)))
+        bk = max(16, min(128, MV_BUDGET // (bm * bn)))  # divides 128: block scales stay per tile
+        n_tiles = cdiv(N, bn)
+        k_tiles = cdiv(K, bk)
+        split = min(k_tiles, cdiv(2 * num_sms(a.device), n_tiles)) if n_tiles < num_sms(a.device) else 1
+        k_chunk = cdiv(k_tiles, split) * bk
+        split = cdiv(K, k_chunk)
+        warps = 4
+        if split == 1:
+            _mv_kernel[(n_tiles, 1)](a_k, b_k, sa, sb, bias_arg, out, M, N, K, k_chunk, *strides,
+                                     out.stride(0), out.stride(1), SPLIT=False,
+                                     BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, **flags)
+            return out
+        ws = workspace(a.device, "fp8.splitk", split * M * N, torch.float32)
+        _mv_kernel[(n_tiles, split)](a_k, b_k, sa, sb, bias_arg, ws, M, N, K, k_chunk, *strides,
+                                     N, 1, SPLIT=True, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                     num_warps=warps, **flags)
+        blk = 256 if INTERPRET else 1024
+        _splitk_reduce[(cdiv(M * N, blk),)](ws, bias_arg, out, M, N, split, out.stride(0), out.stride(1),
+                                            HAS_BIAS=bias is not None, BLOCK=blk, num_warps=4)
+        return out
+    bm, bn, bk = MM_BLOCKS_NATIVE if native else MM_BLOCKS
+    grid = (cdiv(M, bm) * cdiv(N, bn),)
+    _mm_kernel[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
+                     DOT_F32=INTERPRET, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                     num_warps=4 if INTERPRET else 8, num_stages=1 if INTERPRET else 3, **flags)
+    return out
+
+
+def reference_scaled_mm(mat_a, mat_b, scale_a, scale_b, blockwise: bool = False, bias=None,
+                        output_dtype=torch.bfloat16) -> torch.Tensor:
+    """PyTorch path of :func:`scaled_mm`: dequantise to float32, matmul, add bias, cast."""
+    a, b = mat_a.float(), mat_b.float()
+    M, K = a.shape
+    N = b.shape[1]
+    if blockwise:
+        sa = scale_a.float()[:, :cdiv(K, 128)].repeat_interleave(128, 1)[:, :K]
+        sb = scale_b.float()[:cdiv(K, 128), :cdiv(N, 128)].repeat_interleave(128, 0).repeat_interleave(128, 1)[:K, :N]
+        out = (a * sa) @ (b * sb)
+    else:
+        out = (a @ b) * scale_a.float().reshape(-1, 1) * scale_b.float().reshape(1, -1)
+    if bias is not None:
+        out = out + bias.float()
+    return out.to(output_dtype)
+
+
+def _recipe(name: str, r) -> ScalingType:
+    if isinstance(r, (list, tuple)) and len(r) == 1:
+        r = r[0]
+    if isinstance(r, ScalingType):
+        return r
+    if isinstance(r, str) or hasattr(r, "name"):  # also torch.nn.functional.ScalingType
+        key = (r if isinstance(r, str) else r.name).lower()
+        for s in ScalingType:
+            if s.name.lower() == key:
+                return s
+    elif isinstance(r, int) and not isinstance(r, bool):
+        try:
+            return ScalingType(r)
+        except ValueError:
+            pass
+    raise ValueError(f"{name}: expected a ScalingType, got {r!r}")
+
+
+_SUPPORTED = "(TensorWise, TensorWise), (RowWise, RowWise), (BlockWise1x128, BlockWise128x128)"
+
+
+def _check_mm(mat_a, mat_b, scale_a, ra: ScalingType, scale_b, rb: ScalingType, bias, output_dtype):
+    fp8 = _fp8_dtypes()
+    check_tensor("mat_a", mat_a, dtypes=fp8)
+    check_tensor("mat_b", mat_b, dtypes=fp8)
+    check_tensor("scale_a", scale_a)
+    check_tensor("scale_b", scale_b)
+    for name, t in (("mat_a", mat_a), ("mat_b", mat_b)):
+        if t.dim() != 2:
+            raise ValueError(f"{name}: expected a 2-D matrix, got shape {tuple(t.shape)}")
+    (M, K), (K2, N) = mat_a.shape, mat_b.shape
+    if K != K2:
+        raise ValueError(f"mat_b: expected {K} rows to match mat_a's (M, K) = ({M}, {K}), got shape ({K2}, {N})")
+    if output_dtype not in _OUT_DTYPES:
+        raise TypeError(f"output_dtype: expected one of float32, float16, bfloat16, got {output_dtype}")
+    for name, t in (("mat_b", mat_b), ("scale_a", scale_a), ("scale_b", scale_b)):
+        if t.device != mat_a.device:
+            raise ValueError(f"{name}: expected a tensor on {mat_a.device} like mat_a, got {t.device}")
+    if bias is not None:
+        check_tensor("bias", bias)
+        if bias.dtype != output_dtype:
+            raise TypeError(f"bias: dtype must equal output_dtype {output_dtype}, got {bias.dtype}")
+        if tuple(bias.shape) != (N,):
+            raise ValueError(f"bias: expected shape ({N},), got {tuple(bias.shape)}")
+        if bias.device != mat_a.device:
+            raise ValueError(f"bias: expected a tensor on {mat_a.device} like mat_a, got {bias.device}")
+    pair = (ra, rb)
+    if pair not in ((ScalingType.TensorWise,) * 2, (ScalingType.RowWise,) * 2,
+                    (ScalingType.BlockWise1x128, ScalingType.BlockWise128x128)):
+        raise NotImplementedError(f"scale_recipe_a, scale_recipe_b: ({ra.name}, {rb.name}) is not supported; "
+                                  f"supported pairs are {_SUPPORTED}")
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if s.dtype != torch.float32:
+            raise TypeError(f"{name}: {pair[name == 'scale_b'].name} scaling needs float32 scales, got {s.dtype}")
+    if ra == ScalingType.TensorWise:
+        for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+            if s.numel() != 1:
+                raise ValueError(f"{name}: TensorWise scaling needs one element, got shape {tuple(s.shape)}")
+    elif ra == ScalingType.RowWise:
+        if tuple(scale_a.shape) != (M, 1):
+            raise ValueError(f"scale_a: RowWise scaling needs shape ({M}, 1), got {tuple(scale_a.shape)}")
+        if tuple(scale_b.shape) != (1, N):
+            raise ValueError(f"scale_b: RowWise scaling needs shape (1, {N}), got {tuple(scale_b.shape)}")
+    else:
+        kb = cdiv(K, 128)
+        if tuple(scale_a.shape) != (M, kb):
+            raise ValueError(f"scale_a: BlockWise1x128 scaling needs shape ({M}, {kb}), got {tuple(scale_a.shape)}")
+        rows_ok = scale_b.dim() == 2 and scale_b.shape[0] in (kb, cdiv(kb, 4) * 4)  # PyTorch pads to 4
+        if not rows_ok or scale_b.shape[1] != cdiv(N, 128):
+            raise ValueError(f"scale_b: BlockWise128x128 scaling needs shape ({kb}, {cdiv(N, 128)}), "
+                             f"got {tuple(scale_b.shape)}")
+
+
+def _mm_fake(mat_a, mat_b, scale_a, recipe_a, scale_b, recipe_b, bias, output_dtype):
+    return mat_a.new_empty((mat_a.shape[0], mat_b.shape[1]), dtype=output_dtype)
+
+
+@register_op("scaled_mm", fake=_mm_fake)
+def _scaled_mm_op(mat_a: torch.Tensor, mat_b: torch.Tensor, scale_a: torch.Tensor, recipe_a: int,
+                  scale_b: torch.Tensor, recipe_b: int, bias: Optional[torch.Tensor],
+                  output_dtype: torch.dtype) -> torch.Tensor:
+    blockwise = recipe_a == ScalingType.BlockWise1x128.value
+    if not use_triton(mat_a):
+        return reference_scaled_mm(mat_a, mat_b, scale_a, scale_b, blockwise, bias, output_dtype)
+    return _mm_launch(mat_a, mat_b, scale_a, scale_b, bias, output_dtype, blockwise)
+
+
+def scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scale_a: torch.Tensor, scale_recipe_a,
+              scale_b: torch.Tensor, scale_recipe_b, swizzle_a=None, swizzle_b=None,
+              bias: Optional[torch.Tensor] = None, output_dtype: Optional[torch.dtype] = torch.bfloat16,
+              contraction_dim=(), use_fast_accum: bool = False) -> torch.Tensor:
+    """Scaled fp8 matrix product, with the arguments of ``torch.nn.functional.scaled_mm``.
+
+    ``out = (mat_a * scale_a) @ (mat_b * scale_b) + bias``, accumulated in float32 and cast
+    to ``output_dtype``.
+
+    Parameters
+    ----------
+    mat_a : (M, K) float8_e4m3fn or float8_e5m2, any strides.
+    mat_b : (K, N) fp8, any strides; typically ``weight_q.t()`` of a row-major (N, K) weight.
+    scale_a, scale_recipe_a, scale_b, scale_recipe_b : float32 dequantisation scales and how
+        they map onto the operands (a :class:`ScalingType`, ``torch.nn.functional.ScalingType``,
+        its name or value, or a one-element list of these). Supported pairs:
+
+        * ``TensorWise`` / ``TensorWise``: one element each (shape ``()``, ``(1,)``, ``(1, 1)``).
+        * ``RowWise`` / ``RowWise``: ``scale_a`` (M, 1), ``scale_b`` (1, N).
+        * ``BlockWise1x128`` / ``BlockWise128x128``: ``scale_a`` (M, cdiv(K, 128)),
+          ``scale_b`` (cdiv(K, 128), cdiv(N, 128)) (rows padded to a multiple of 4, as
+          PyTorch lays them out, are accepted). Any strides.
+    swizzle_a, swizzle_b : ``None`` or ``NO_SWIZZLE`` only (positional slots as in PyTorch,
+        so pass ``bias`` and ``output_dtype`` by keyword).
+    bias : optional (N,) tensor of ``output_dtype``, added in float32.
+    output_dtype : float32, float16 or bfloat16 (default; ``None`` means bfloat16).
+    contraction_dim : ``()`` or ``(1, 0)`` only.
+    use_fast_accum : accepted for compatibility; accumulation is float32 in every path.
+
+    Returns
+    -------
+    (M, N) tensor of ``output_dtype``, contiguous. NaN or inf scales propagate to the output.
+    M <= 16 takes a matrix-vector kernel (split over K, deterministically, when N is small);
+    larger M a tiled ``tl.dot`` kernel fed fp8 directly on GPUs with fp8 tensor cores.
+
+    Raises
+    ------
+    TypeError for wrong dtypes (operands, scales, ``output_dtype``, ``bias``); ValueError for
+    wrong shapes, a K mismatch, devices or an unknown recipe, each naming the argument;
+    NotImplementedError for unsupported recipe pairs, swizzles or contraction dims.
+
+    Example
+    -------
+    >>> qa, sa = fastpath.quantize_fp8(x, "rowwise")          # x (M, K)
+    >>> qw, sw = fastpath.quantize_fp8(w, "rowwise")          # w (N, K)
+    >>> y = fastpath.scaled_mm(qa, qw.t(), sa, ScalingType.RowWise, sw.t(), ScalingType.RowWise,
+    ...                        output_dtype=torch.bfloat16)   # ~ x @ w.t()
+    """
+    require_fp8()
+    if isinstance(scale_a, (list, tuple)) and len(scale_a) == 1:
+        scale_a = scale_a[0]
+    if isinstance(scale_b, (list, tuple)) and len(scale_b) == 1:
+        scale_b = scale_b[0]
+    ra = _recipe("scale_recipe_a", scale_recipe_a)
+    rb = _recipe("scale_recipe_b", scale_recipe_b)
+    for name, sw in (("swizzle_a", swizzle_a), ("swizzle_b", swizzle_b)):
+        if isinstance(sw, (list, tuple)) and len(sw) == 1:
+            sw = sw[0]
+        if isinstance(sw, torch.Tensor):
+            raise TypeError(f"{name}: expected a SwizzleType or None, got a Tensor "
+                            "(pass bias= and output_dtype= by keyword, as in torch.nn.functional.scaled_mm)")
+        if sw is not None and getattr(sw, "name", sw) not in ("NO_SWIZZLE", 0):
+            raise NotImplementedError(f"{name}: only None / NO_SWIZZLE is supported, got {sw!r}")
+    if tuple(contraction_dim) not in ((), (1, 0)):
+        raise NotImplementedError(f"contraction_dim: only () or (1, 0) is supported, got {contraction_dim!r}")
+    output_dtype = torch.bfloat16 if output_dtype is None else output_dtype
+    _check_mm(mat_a, mat_b, scale_a, ra, scale_b, rb, bias, output_dtype)
+    return _scaled_mm_op(mat_a, mat_b, scale_a, ra.value, scale_b, rb.value, bias, output_dtype)

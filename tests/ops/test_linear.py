@@ -1,0 +1,215 @@
+"""linear (GEMV path for <= 16 rows, F.linear beyond) and its FP8 weight-only variant, against
+float64 references, through the public API (compiled on a GPU, interpreted on the CPU)."""
+import math
+
+import pytest
+import torch
+
+from fastpath._core import backend
+from fastpath.ops import linear as L
+from tests.conftest import noncontig, randn
+from tests.tolerances import assert_close
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+HAS_FP8 = hasattr(torch, "float8_e4m3fn")
+needs_fp8 = pytest.mark.skipif(not HAS_FP8, reason="torch has no float8_e4m3fn")
+
+
+def ref64(x, w, b=None, scale=None):
+    wd = w.double() if scale is None else w.double() * scale.double().reshape(-1, 1)
+    y = x.double() @ wd.t()
+    return y + b.double() if b is not None else y
+
+
+def sqnr_db(out, ref):
+    out, ref = out.double().cpu(), ref.double().cpu()
+    return 10 * math.log10(ref.pow(2).sum().item() / max((out - ref).pow(2).sum().item(), 1e-300))
+
+
+@pytest.fixture
+def split_k(monkeypatch):
+    def force(n):
+        monkeypatch.setattr(L, "SPLIT_K_OVERRIDE", n)
+    return force
+
+
+def _rows_shape(rows, k):
+    return {1: (1, 1, k), 3: (3, 1, k), 16: (16, k), 17: (17, k), 300: (3, 100, k)}[rows]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,k,n", [(r, k, n) for r in (1, 3, 16) for k, n in ((13, 67), (200, 13), (1000, 67))]
+                         + [(17, 200, 13), (300, 67, 13)])  # > 16 rows: F.linear
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear(dtype, rows, k, n, bias, device):
+    x = randn(*_rows_shape(rows, k), dtype=dtype, device=device)
+    w = randn(n, k, dtype=dtype, device=device, scale=k ** -0.5)
+    b = randn(n, dtype=dtype, device=device) if bias else None
+    out = L.linear(x, w, b)
+    assert out.dtype == dtype and out.shape == (*x.shape[:-1], n)
+    assert_close(out, ref64(x, w, b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("split", [1, 2, 5, 100])
+def test_split_k_forced(dtype, split, split_k, device):
+    """SPLIT_K 1 (no split, even where the heuristic splits), 2, 5 (uneven last share) and
+    more than K allows (clamped)."""
+    split_k(split)
+    x = randn(4, 1000, dtype=dtype, device=device)
+    w = randn(13, 1000, dtype=dtype, device=device, scale=0.03)
+    b = randn(13, dtype=dtype, device=device)
+    assert_close(L.linear(x, w, b), ref64(x, w, b))
+
+
+def test_heuristic_splits_small_n(device):
+    """Few output features and a long K: the heuristic splits K (and the result is right)."""
+    M, N, K = 2, 13, 1000
+    _, _, _, split, k_per, _ = L._plan(M, N, K, device)
+    if device.type == "cpu":
+        assert split > 1 and (split - 1) * k_per < K <= split * k_per
+    x, w = randn(M, K, device=device), randn(N, K, device=device)
+    assert_close(L.linear(x, w), ref64(x, w))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_noncontiguous(dtype, device):
+    x = noncontig(randn(3, 200, dtype=dtype, device=device))
+    wt = randn(200, 67, dtype=dtype, device=device).t()  # transposed storage: strides (1, 67)
+    assert not x.is_contiguous() and wt.stride() == (1, 67)
+    b = randn(67, dtype=dtype, device=device)
+    assert_close(L.linear(x, wt, b), ref64(x, wt, b))
+    w = noncontig(randn(67, 200, dtype=dtype, device=device))  # row stride 400, column stride 2
+    x4 = randn(4, 3, 2, 200, dtype=dtype, device=device).permute(2, 0, 1, 3)[:, ::2]  # uncollapsible
+    assert_close(L.linear(x4, w), ref64(x4, w))
+
+
+def test_deterministic(split_k, device):
+    split_k(7)
+    x, w = randn(5, 1000, device=device), randn(67, 1000, device=device)
+    assert torch.equal(L.linear(x, w), L.linear(x, w))
+
+
+def test_empty_and_k1(device):
+    w = randn(13, 7, device=device)
+    assert L.linear(randn(0, 7, device=device), w).shape == (0, 13)
+    x1, w1, b1 = randn(2, 1, device=device), randn(67, 1, device=device), randn(67, device=device)
+    assert_close(L.linear(x1, w1, b1), ref64(x1, w1, b1))
+
+
+def test_backward(device):
+    x = randn(3, 67, device=device).requires_grad_()
+    w = randn(13, 67, device=device).requires_grad_()
+    b = randn(13, device=device).requires_grad_()
+    g = randn(3, 13, device=device)
+    L.linear(x, w, b).backward(g)
+    xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    torch.nn.functional.linear(xr, wr, br).backward(g)
+    for a, r in ((x, xr), (w, wr), (b, br)):
+        assert_close(a.grad, r.grad, tol=1e-5)
+
+
+# ---------------------------------------------------------------------------- FP8 weight-only
+
+def _fp8_weight(n, k, device, scale_shape="col"):
+    w = randn(n, k, device=device, scale=k ** -0.5)
+    amax = w.abs().amax(1, keepdim=True)
+    s = amax / 448.0
+    q = (w / s).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return w, q, (s if scale_shape == "col" else s.reshape(-1))
+
+
+@needs_fp8
+@pytest.mark.parametrize("decode", ["native", "bits"])
+@pytest.mark.parametrize("xdtype", DTYPES)
+@pytest.mark.parametrize("rows,k,n", [(1, 1000, 13), (3, 200, 13), (16, 200, 67), (17, 200, 13)])
+def test_fp8_weight_only(decode, xdtype, rows, k, n, monkeypatch, device):
+    monkeypatch.setattr(L, "FP8_DECODE", decode)
+    w, q, s = _fp8_weight(n, k, device, "col" if rows != 3 else "flat")
+    x = randn(*_rows_shape(rows, k), dtype=xdtype, device=device)
+    b = randn(n, dtype=xdtype, device=device)
+    out = L.linear(x, q, b, weight_scale=s)
+    assert out.dtype == xdtype and out.shape == (*x.shape[:-1], n)
+    # tight: against the float64 product with the dequantised weight
+    assert_close(out, ref64(x, q, b, s), tol=L_TOL[xdtype])
+    # loose: against the original (unquantised) weight
+    assert sqnr_db(out, ref64(x, w, b)) >= 25
+    assert_close(L.reference_linear(x, q, b, weight_scale=s), ref64(x, q, b, s), tol=L_TOL[xdtype])
+
+
+#: The >16-row FP8 path dequantises the weight to x.dtype before cuBLAS: one more rounding.
+L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
+
+
+@needs_fp8
+@pytest.mark.parametrize("decode", ["native", "bits"])
+def test_fp8_every_code(decode, split_k, monkeypatch, device):
+    """Every one of the 256 e4m3fn bit patterns through the kernel's decoding (NaN included),
+    with K split over programs: row n of the weight repeats code n, so out[n] = 64 * value."""
+    monkeypatch.setattr(L, "FP8_DECODE", decode)
+    split_k(3)
+    codes = torch.arange(256, dtype=torch.uint8, device=device).view(torch.float8_e4m3fn)
+    q = codes[:, None].expand(256, 64)  # stride (1, 0): also a broadcast weight
+    out = L.linear(torch.ones(1, 64, device=device), q, weight_scale=torch.ones(256, 1, device=device))
+    expect = codes.float() * 64
+    nan = expect.isnan()
+    assert int(nan.sum()) == 2
+    assert torch.equal(out[0][~nan], expect[~nan])
+    if decode == "native" and backend.INTERPRET:
+        return  # the interpreter's own float8 -> float32 conversion reads 0x7F as 480, not NaN
+    assert torch.equal(out[0].isnan(), nan)
+
+
+@needs_fp8
+def test_fp8_nonfinite_free_and_scale_applied(device):
+    w, q, s = _fp8_weight(67, 200, device)
+    x = randn(2, 200, dtype=torch.bfloat16, device=device)
+    out = L.linear(x, q, weight_scale=s * 2)
+    assert_close(out, ref64(x, q, None, s * 2), tol=L_TOL[torch.bfloat16])
+
+
+# ---------------------------------------------------------------------------- compile, errors
+
+def test_compile_fullgraph(device):
+    x = randn(2, 1, 67, device=device)
+    w, b = randn(13, 67, device=device), randn(13, device=device)
+    f = torch.compile(lambda x: L.linear(x, w, b) * 2, fullgraph=True, backend="aot_eager")
+    assert_close(f(x), 2 * ref64(x, w, b))
+    if HAS_FP8:
+        _, q, s = _fp8_weight(13, 67, device)
+        g = torch.compile(lambda x: L.linear(x, q, weight_scale=s), fullgraph=True, backend="aot_eager")
+        assert_close(g(x), ref64(x, q, None, s), tol=1e-5)
+
+
+def test_errors(device):
+    x = randn(2, 67, device=device)
+    w = randn(13, 67, device=device)
+    with pytest.raises(ValueError, match="weight"):
+        L.linear(x, randn(13, 66, device=device))
+    with pytest.raises(ValueError, match="weight"):
+        L.linear(x, randn(67, device=device))
+    with pytest.raises(TypeError, match="weight"):
+        L.linear(x, w.half())
+    with pytest.raises(TypeError, match="bias"):
+        L.linear(x, w, randn(13, device=device).half())
+    with pytest.raises(ValueError, match="bias"):
+        L.linear(x, w, randn(12, device=device))
+    with pytest.raises(TypeError, match="input"):
+        L.linear([1.0], w)
+    with pytest.raises(TypeError, match="input"):
+        L.linear(x.int(), w)
+    if HAS_FP8:
+        q = w.to(torch.float8_e4m3fn)
+        with pytest.raises(TypeError, match="weight_scale"):
+            L.linear(x, q)
+        with pytest.raises(ValueError, match="weight_scale"):
+            L.linear(x, q, weight_scale=torch.ones(12, 1, device=device))
+        with pytest.raises(TypeError, match="weight_scale"):
+            L.linear(x, q, weight_scale=torch.ones(13, 1, device=device, dtype=torch.float64))
+        with pytest.raises(TypeError, match="weight"):
+            L.linear(x, w, weight_scale=torch.ones(13, 1, device=device))
+
+
+def test_family():
+    assert L.FAMILY["name"] == "linear" and L.FAMILY["ops"] == ["linear"]
+    assert L.FAMILY["reason"]("cpu") is None or isinstance(L.FAMILY["reason"]("cpu"), str)
