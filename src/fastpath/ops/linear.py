@@ -1,27 +1,19 @@
 """``linear``: ``F.linear`` for decode (few rows), with an optional FP8 weight-only variant.
 
-One kernel, ``_gemv_kernel``, with ``tl.constexpr`` variants. Rows (the product of the
-leading dimensions of ``x``) up to ``MAX_GEMV_ROWS`` = 16 take it; more rows call
-``torch.nn.functional.linear`` (cuBLAS, the best bf16 matmul available there).
+Rows (the product of the leading dimensions of ``x``) up to ``MAX_GEMV_ROWS`` = 16 take the
+matrix-vector kernel of :mod:`fastpath.ops.matvec` (shared with small-M ``scaled_mm``);
+more rows call ``torch.nn.functional.linear`` (cuBLAS, the best bf16 matmul available there).
 
 * A program owns ``BLOCK_N`` output features for *all* ``BLOCK_M`` (<= 16) rows, so each
-  weight byte is read from memory once for every row. It walks its share of K in
-  ``BLOCK_K`` steps, multiplies broadcast ``[BLOCK_M, 1, BLOCK_K] * [1, BLOCK_N, BLOCK_K]``
-  tiles and reduces over K into a float32 ``[BLOCK_M, BLOCK_N]`` accumulator (no ``tl.dot``:
-  a matrix-vector product is bound by memory bandwidth, and the interpreter's bf16
-  ``tl.dot`` is wrong).
-* ``SPLIT_K > 1``: when ``N / BLOCK_N`` programs are too few to give every multiprocessor
-  work, K is split over ``SPLIT_K`` programs per feature block. Each writes its float32
-  partial sums to a workspace ``[SPLIT_K, M, N]``; a second small launch,
-  ``_splitk_reduce_kernel``, adds the partials in a fixed order (deterministic: no atomics)
-  and applies the epilogue.
-* ``FP8``: 0 for a bf16/fp16/fp32 weight; 1 loads a ``float8_e4m3fn`` weight and converts it
-  in registers (NVIDIA GPUs of compute capability 8.9 or newer); 2 reads the same bytes as
-  ``uint8`` and decodes the e4m3fn bits with integer operations (older GPUs, ROCm, and the
-  interpreter, whose own float8 conversion reads the NaN code 0x7F as 480).
-  The float32 accumulator is multiplied by the per-output-row scale in the epilogue.
-* The epilogue (row scale, bias in float32, one rounding to the output dtype, masked store)
-  is one ``@triton.jit`` helper shared by both kernels.
+  weight byte is read from memory once for every row, and reduces its share of K in float32
+  (no ``tl.dot``: a matrix-vector product is bound by memory bandwidth).
+* Split-K when ``N / BLOCK_N`` programs are too few to give every multiprocessor work:
+  float32 partials, added in a fixed order by a second small launch (deterministic).
+* FP8 weights (``weight_scale`` given): loaded as ``float8_e4m3fn`` and converted in
+  registers on NVIDIA GPUs of compute capability 8.9 or newer, or read as ``uint8`` and
+  decoded with integer operations elsewhere (older GPUs, ROCm, and the interpreter, whose
+  own float8 conversion reads the NaN code 0x7F as 480); the float32 sums are multiplied
+  by the per-output-row scale in the epilogue.
 """
 from __future__ import annotations
 
@@ -32,88 +24,18 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, num_sms, triton_reason, use_triton
 from .._core.errors import check_tensor
 from .._core.launch import cdiv, next_pow2, workspace
 from .._core.registry import register_op
-from .fp8.bits import _decode
+from . import matvec
+from .matvec import Operand
 
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _FP8 = getattr(torch, "float8_e4m3fn", None)
 
 #: Rows (product of the leading dims of x) served by the GEMV kernel; more go to F.linear.
 MAX_GEMV_ROWS = 16
-
-
-# ---------------------------------------------------------------------------- kernels
-
-@triton.jit
-def _epilogue(acc, offs_m, offs_n, M, N, s_ptr, ssn, b_ptr, y_ptr, sym,
-              HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr):
-    mask_n = offs_n < N
-    if HAS_SCALE:
-        s = tl.load(s_ptr + offs_n * ssn, mask=mask_n, other=0.0).to(tl.float32)
-        acc = acc * s[None, :]
-    if HAS_BIAS:
-        b = tl.load(b_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)
-        acc = acc + b[None, :]
-    mask = (offs_m[:, None] < M) & mask_n[None, :]
-    ptrs = y_ptr + offs_m.to(tl.int64)[:, None] * sym + offs_n[None, :]
-    tl.store(ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _gemv_kernel(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, part_ptr,
-                 M, N, K, sxm, sxk, swn, swk, ssn, sym, K_PER_SPLIT,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 SPLIT_K: tl.constexpr, FP8: tl.constexpr, HAS_BIAS: tl.constexpr):
-    pid_n = tl.program_id(0)
-    pid_k = tl.program_id(1)
-    offs_m = tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    mask_m = offs_m < M
-    mask_n = offs_n < N
-    x_rows = x_ptr + offs_m.to(tl.int64)[:, None] * sxm  # [BM, 1]
-    w_rows = w_ptr + offs_n.to(tl.int64)[:, None] * swn  # [BN, 1]
-    k_lo = pid_k * K_PER_SPLIT
-    k_hi = tl.minimum(k_lo + K_PER_SPLIT, K)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
-        kk = k0 + offs_k
-        mask_k = kk < k_hi
-        kk64 = kk.to(tl.int64)
-        x = tl.load(x_rows + kk64[None, :] * sxk, mask=mask_m[:, None] & mask_k[None, :],
-                    other=0.0).to(tl.float32)  # [BM, BK]
-        mask_w = mask_n[:, None] & mask_k[None, :]
-        w = tl.load(w_rows + kk64[None, :] * swk, mask=mask_w)  # [BN, BK]
-        if FP8 == 2:
-            w = _decode(w, False)  # e4m3fn bits -> float32, exactly
-        else:
-            w = w.to(tl.float32)
-        w = tl.where(mask_w, w, 0.0)  # no `other=`: it cannot be cast to float8
-        acc += tl.sum(x[:, None, :] * w[None, :, :], axis=2)
-    if SPLIT_K == 1:
-        _epilogue(acc, offs_m, offs_n, M, N, s_ptr, ssn, b_ptr, y_ptr, sym,
-                  HAS_SCALE=FP8 != 0, HAS_BIAS=HAS_BIAS)
-    else:  # partials [SPLIT_K, M, N], float32
-        ptrs = part_ptr + (pid_k * M + offs_m)[:, None].to(tl.int64) * N + offs_n[None, :]
-        tl.store(ptrs, acc, mask=mask_m[:, None] & mask_n[None, :])
-
-
-@triton.jit
-def _splitk_reduce_kernel(part_ptr, s_ptr, b_ptr, y_ptr, M, N, ssn, sym,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr,
-                          HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr):
-    offs_m = tl.arange(0, BLOCK_M)
-    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    ptrs = part_ptr + offs_m.to(tl.int64)[:, None] * N + offs_n[None, :]
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for s in range(SPLIT_K):  # fixed order: deterministic
-        acc += tl.load(ptrs + (s * M).to(tl.int64) * N, mask=mask, other=0.0)
-    _epilogue(acc, offs_m, offs_n, M, N, s_ptr, ssn, b_ptr, y_ptr, sym,
-              HAS_SCALE=HAS_SCALE, HAS_BIAS=HAS_BIAS)
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -178,28 +100,14 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     y = alloc.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0 or N == 0:
         return y.view(*x.shape[:-1], N)
-    bm, bn, bk, split, k_per, warps = _plan(M, N, K, x.device)
-    fp8 = 0
-    scale, ssn = y, 0  # dummies when unused
+    plan = _plan(M, N, K, x.device)
+    w = Operand(weight.t())
     if weight_scale is not None:
-        fp8 = _fp8_mode(x.device)
-        if fp8 == 2:
-            weight = weight.view(torch.uint8)
-        scale, ssn = weight_scale, weight_scale.stride(0)
-    b = bias if bias is not None else y
-    part = workspace(x.device, "linear.partials", split * M * N, torch.float32) if split > 1 else y
-    n_blocks = cdiv(N, bn)
-    _gemv_kernel[(n_blocks, split)](
-        x2, weight, scale, b, y, part, M, N, K, x2.stride(0), x2.stride(1),
-        weight.stride(0), weight.stride(1), ssn, y.stride(0), k_per,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SPLIT_K=split, FP8=fp8,
-        HAS_BIAS=bias is not None, num_warps=warps)
-    if split > 1:
-        rbn = max(16, min(1024, 4096 // bm, next_pow2(N)))
-        _splitk_reduce_kernel[(cdiv(N, rbn),)](
-            part, scale, b, y, M, N, ssn, y.stride(0),
-            BLOCK_M=bm, BLOCK_N=rbn, SPLIT_K=split, HAS_SCALE=fp8 != 0,
-            HAS_BIAS=bias is not None, num_warps=4)
+        mode = _fp8_mode(x.device)
+        w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
+    matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
+                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias,
+                  workspace_fn=lambda n: workspace(x.device, "linear.partials", n, torch.float32))
     return y.view(*x.shape[:-1], N)
 
 

@@ -4,9 +4,9 @@
   tensor cores (compute capability >= 8.9, same fp8 dtype on both sides); otherwise the
   operands are loaded as ``uint8`` and decoded in-kernel (``_decode``) to bfloat16 (exact
   for every fp8 value) or to float32 in the interpreter (whose bf16 ``tl.dot`` is broken).
-* ``_mv_kernel``: ``M <= 16`` (decode): each program owns a ``BLOCK_N`` slice of the output
-  and streams its weight columns over one K chunk; when N alone cannot fill the GPU, K is
-  split and ``_splitk_reduce`` sums the fp32 partials in a fixed order (deterministic).
+* ``M <= 16`` (decode) takes the matrix-vector kernel shared with ``linear``
+  (:mod:`fastpath.ops.matvec`), which streams the weight columns once for all rows and
+  splits K when N alone cannot fill the GPU.
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor, require_fp8
 from ..._core.launch import cdiv, next_pow2, workspace
 from ..._core.registry import register_op
+from .. import matvec
+from ..matvec import _block_scales, _epilogue
 from .bits import _decode, _fp8_dtypes, _native_fp8
 
 
@@ -36,39 +38,6 @@ class ScalingType(enum.Enum):
 
 
 _OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
-@triton.jit
-def _load_f32(ptrs, mask, NATIVE: tl.constexpr, E5M2: tl.constexpr):
-    if NATIVE:
-        return tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
-    else:
-        return _decode(tl.load(ptrs, mask=mask, other=0), E5M2)
-
-
-@triton.jit
-def _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n):
-    kb = k0 // 128
-    sa = tl.load(sa_ptr + offs_m * ssa_m + kb * ssa_k, mask=mmask, other=0.0)
-    sb = tl.load(sb_ptr + kb * ssb_k + (offs_n // 128) * ssb_n, mask=nmask, other=0.0)
-    return sa, sb
-
-
-@triton.jit
-def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, RAW: tl.constexpr):
-    """Tensor- / row-wise scales (a stride of 0 broadcasts one scale), bias, cast, store.
-    RAW: store the scaled fp32 sum without bias (a split-K partial)."""
-    mmask = offs_m < M
-    nmask = offs_n < N
-    if not BLOCKWISE:
-        sa = tl.load(sa_ptr + offs_m * ssa_m, mask=mmask, other=0.0)
-        sb = tl.load(sb_ptr + offs_n * ssb_n, mask=nmask, other=0.0)
-        acc = acc * sa[:, None] * sb[None, :]
-    if HAS_BIAS and not RAW:
-        acc = acc + tl.load(bias_ptr + offs_n, mask=nmask, other=0.0).to(tl.float32)[None, :]
-    ptrs = out_ptr + offs_m.to(tl.int64)[:, None] * som + offs_n[None, :] * son
-    tl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=mmask[:, None] & nmask[None, :])
 
 
 @triton.jit
@@ -114,55 +83,7 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
         a_ptrs += BLOCK_K * sak
         b_ptrs += BLOCK_K * sbk
     _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              BLOCKWISE, HAS_BIAS, False)
-
-
-@triton.jit
-def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K, k_chunk,
-               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
-               BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
-               A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, SPLIT: tl.constexpr,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # SPLIT: out_ptr is an fp32 (S, M, N) workspace and program (n, s) writes partial s.
-    pid_n = tl.program_id(0)
-    pid_k = tl.program_id(1)
-    offs_m = tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mmask = offs_m < M
-    nmask = offs_n < N
-    k_lo = pid_k * k_chunk
-    k_hi = tl.minimum(K, k_lo + k_chunk)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        kmask = offs_k < k_hi
-        a = _load_f32(a_ptr + offs_m[:, None] * sam + offs_k.to(tl.int64)[None, :] * sak,
-                      mmask[:, None] & kmask[None, :], NATIVE, A_E5M2)
-        b = _load_f32(b_ptr + offs_k.to(tl.int64)[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn,
-                      kmask[:, None] & nmask[None, :], NATIVE, B_E5M2)
-        d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
-        if BLOCKWISE:
-            sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
-            acc += d * sa[:, None] * sb[None, :]
-        else:
-            acc += d
-    if SPLIT:
-        out_ptr += pid_k.to(tl.int64) * M * N
-    _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              BLOCKWISE, HAS_BIAS, SPLIT)
-
-
-@triton.jit
-def _splitk_reduce(ws_ptr, bias_ptr, out_ptr, M, N, S, som, son, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
-    idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = idx < M * N
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for s in range(0, S):  # fixed order: deterministic
-        acc += tl.load(ws_ptr + s * M * N + idx, mask=mask, other=0.0)
-    n = idx % N
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + n, mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + (idx // N) * som + n * son, acc.to(out_ptr.dtype.element_ty), mask=mask)
+              not BLOCKWISE, not BLOCKWISE, HAS_BIAS, False)
 
 
 #: Tuning knobs (the interpreter uses small blocks so that tests cross block edges and tails).
@@ -217,21 +138,12 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
         k_tiles = cdiv(K, bk)
         split = min(k_tiles, cdiv(2 * num_sms(a.device), n_tiles)) if n_tiles < num_sms(a.device) else 1
         k_chunk = cdiv(k_tiles, split) * bk
-        split = cdiv(K, k_chunk)
-        warps = 4
-        if split == 1:
-            _mv_kernel[(n_tiles, 1)](a_k, b_k, sa, sb, bias_arg, out, M, N, K, k_chunk, *strides,
-                                     out.stride(0), out.stride(1), SPLIT=False,
-                                     BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, **flags)
-            return out
-        ws = workspace(a.device, "fp8.splitk", split * M * N, torch.float32)
-        _mv_kernel[(n_tiles, split)](a_k, b_k, sa, sb, bias_arg, ws, M, N, K, k_chunk, *strides,
-                                     N, 1, SPLIT=True, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                     num_warps=warps, **flags)
-        blk = 256 if INTERPRET else 1024
-        _splitk_reduce[(cdiv(M * N, blk),)](ws, bias_arg, out, M, N, split, out.stride(0), out.stride(1),
-                                            HAS_BIAS=bias is not None, BLOCK=blk, num_warps=4)
-        return out
+        mode = 1 if native else 2
+        return matvec.launch(
+            matvec.Operand(a_k, mode, flags["A_E5M2"]), matvec.Operand(b_k, mode, flags["B_E5M2"]), out,
+            plan=(bm, bn, bk, cdiv(K, k_chunk), k_chunk, 4), sa=sa, sb=sb, sa_strides=(ssa_m, ssa_k),
+            sb_strides=(ssb_n, ssb_k), blockwise=blockwise, bias=bias,
+            workspace_fn=lambda n: workspace(a.device, "fp8.splitk", n, torch.float32))
     bm, bn, bk = MM_BLOCKS_NATIVE if native else MM_BLOCKS
     grid = (cdiv(M, bm) * cdiv(N, bn),)
     _mm_kernel[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
