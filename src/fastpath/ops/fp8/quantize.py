@@ -26,6 +26,21 @@ _RECIPES = {"tensorwise": 0, "rowwise": 1, "blockwise": 2}
 
 
 @triton.jit
+def _tile(x_ptr, rows64, cols, r_hi, c_hi, sxr, sxc):
+    """One [BLOCK_R, BLOCK_C] tile of x as float32 (0 outside the group) and its mask."""
+    mask = (rows64[:, None] < r_hi) & (cols[None, :] < c_hi)
+    x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxc, mask=mask, other=0.0)
+    return x.to(tl.float32), mask
+
+
+@triton.jit
+def _scale_of(amax, FP8_MAX):
+    """Dequantisation scale from a group's amax: NaN for non-finite groups, 1 for all-zero."""
+    return tl.where(amax == float("inf"), float("nan"),
+                    tl.where(amax == 0.0, 1.0, tl.math.div_rn(amax, FP8_MAX)))
+
+
+@triton.jit
 def _quant_kernel(x_ptr, q_ptr, s_ptr, part_ptr, R, C, sxr, sxc, GR, GC, n_gc, n_parts,
                   FP8_MAX: tl.constexpr, MB: tl.constexpr, BIAS: tl.constexpr,
                   ROWS: tl.constexpr, PHASE: tl.constexpr, P_PAD: tl.constexpr,
@@ -70,8 +85,7 @@ def _quant_kernel(x_ptr, q_ptr, s_ptr, part_ptr, R, C, sxr, sxc, GR, GC, n_gc, n
             j = tl.arange(0, P_PAD)
             parts = tl.load(part_ptr + j, mask=j < n_parts, other=0.0)
             amax = tl.max(parts, axis=0)
-            scale = tl.where(amax == float("inf"), float("nan"),
-                             tl.where(amax == 0.0, 1.0, tl.math.div_rn(amax, FP8_MAX)))
+            scale = _scale_of(amax, FP8_MAX)
             if pid == 0:
                 tl.store(s_ptr, scale)
         else:
@@ -80,24 +94,21 @@ def _quant_kernel(x_ptr, q_ptr, s_ptr, part_ptr, R, C, sxr, sxc, GR, GC, n_gc, n
                 rows64 = (r0 + ar).to(tl.int64)
                 for c0 in range(c_lo, c_hi, BLOCK_C):
                     cols = c0 + ac
-                    mask = (rows64[:, None] < r_hi) & (cols[None, :] < c_hi)
-                    x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxc, mask=mask, other=0.0).to(tl.float32)
+                    x, mask = _tile(x_ptr, rows64, cols, r_hi, c_hi, sxr, sxc)
                     ax = tl.abs(x)
                     acc = tl.maximum(acc, tl.where(x != x, float("inf"), ax))  # non-finite -> inf
             amax = tl.max(tl.max(acc, axis=1), axis=0)
             if PHASE == 1:
                 tl.store(part_ptr + pid, amax)
             else:
-                scale = tl.where(amax == float("inf"), float("nan"),
-                                 tl.where(amax == 0.0, 1.0, tl.math.div_rn(amax, FP8_MAX)))
+                scale = _scale_of(amax, FP8_MAX)
                 tl.store(s_ptr + pid, scale)
         if PHASE != 1:
             for r0 in range(r_lo, r_hi, BLOCK_R):
                 rows64 = (r0 + ar).to(tl.int64)
                 for c0 in range(c_lo, c_hi, BLOCK_C):
                     cols = c0 + ac
-                    mask = (rows64[:, None] < r_hi) & (cols[None, :] < c_hi)
-                    x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxc, mask=mask, other=0.0).to(tl.float32)
+                    x, mask = _tile(x_ptr, rows64, cols, r_hi, c_hi, sxr, sxc)
                     y = tl.math.div_rn(x, scale)
                     y = tl.minimum(tl.maximum(y, -FP8_MAX), FP8_MAX)
                     y = tl.where(scale != scale, float("nan"), y)
