@@ -318,7 +318,10 @@ def _checked(logits, temperature, top_k, top_p, generator):
     if generator is not None and generator.device.type != logits.device.type:
         raise ValueError(f"generator: is on {generator.device}, logits on {logits.device}")
     x = logits.unsqueeze(0) if logits.dim() == 1 else logits
-    seeds = torch.randint(0, 2 ** 62, (x.shape[0],), generator=generator, device=x.device)
+    if temperature == 0 or top_k == 1:  # greedy: no random numbers, no extra launch
+        seeds = torch.empty(x.shape[0], dtype=torch.int64, device=x.device)
+    else:
+        seeds = torch.randint(0, 2 ** 62, (x.shape[0],), generator=generator, device=x.device)
     return x, seeds, float(temperature), int(top_k or 0), float(1.0 if top_p is None else top_p)
 
 
@@ -343,7 +346,8 @@ def sample(logits: torch.Tensor, temperature: float = 1.0, top_k: Optional[int] 
     -------
     int64 tensor of shape (B,) (or () for 1-D logits) on logits' device. No host-device
     synchronisation (CUDA-graph capturable); ``torch.compile(fullgraph=True)`` traces it.
-    The randomness is one int64 per row drawn from ``generator`` on the device. A Triton
+    The randomness is one int64 per row drawn from ``generator`` on the device (greedy
+    calls draw none and leave the generator untouched). A Triton
     kernel serves CUDA (and interpreted CPU) tensors; ``top_k`` above 256 after clamping,
     and ``top_p`` without ``top_k`` on a vocabulary wider than 256, take the PyTorch
     reference path on the same device (a full sort). NaN logits give an unspecified token.
