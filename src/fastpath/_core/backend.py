@@ -65,10 +65,16 @@ MIN_CAPABILITY = (8, 0)
 
 
 @functools.lru_cache(maxsize=None)
+def capability(index: int) -> tuple:
+    """CUDA compute capability of GPU ``index`` (cached: the query costs microseconds)."""
+    return torch.cuda.get_device_capability(index)
+
+
+@functools.lru_cache(maxsize=None)
 def _gpu_reason(index: int) -> str | None:
     if torch.version.hip is not None:
         return None
-    cap = torch.cuda.get_device_capability(index)
+    cap = capability(index)
     if cap < MIN_CAPABILITY:
         name = torch.cuda.get_device_name(index)
         return (f"{name} has compute capability {cap[0]}.{cap[1]}; the kernels need "

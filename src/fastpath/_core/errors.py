@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+#: Dtypes the Triton kernels read and write (float64 takes the reference path).
+KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 def check_tensor(name: str, t, *, dtypes=None, what: str = "") -> None:

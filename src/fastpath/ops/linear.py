@@ -17,7 +17,6 @@ more rows call ``torch.nn.functional.linear`` (cuBLAS, the best bf16 matmul avai
 """
 from __future__ import annotations
 
-import functools
 from typing import Optional
 
 import torch
@@ -25,13 +24,13 @@ import torch.nn.functional as F
 
 from .._core import alloc
 from .._core.backend import INTERPRET, num_sms, triton_reason, use_triton
-from .._core.errors import check_tensor
+from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from . import matvec
+from .fp8.bits import fp8_hardware
 from .matvec import Operand
 
-_KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _FP8 = getattr(torch, "float8_e4m3fn", None)
 
 #: Rows (product of the leading dims of x) served by the GEMV kernel; more go to F.linear.
@@ -73,19 +72,10 @@ def _plan(M: int, N: int, K: int, device: torch.device):
     return bm, bn, bk, split, k_per, warps
 
 
-@functools.lru_cache(maxsize=None)
-def _native_fp8(device: torch.device) -> bool:
-    """float8 loads convert in hardware on NVIDIA compute capability 8.9+ (Ada, Hopper, ...)."""
-    return (device.type == "cuda" and torch.version.hip is None
-            and torch.cuda.get_device_capability(device) >= (8, 9))
-
-
 def _fp8_mode(device: torch.device) -> int:
     if FP8_DECODE is not None:
         return 1 if FP8_DECODE == "native" else 2
-    # else bits: older GPUs, ROCm, and the interpreter (whose float8 conversion reads the
-    # NaN code 0x7F as 480)
-    return 1 if _native_fp8(device) else 2
+    return 1 if fp8_hardware(device) else 2  # else bits: older GPUs, ROCm, the interpreter
 
 
 def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
@@ -162,10 +152,10 @@ def _backward(ctx, grad):
 def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                weight_scale: Optional[torch.Tensor]) -> torch.Tensor:
     rows = x.numel() // max(x.shape[-1], 1) if x.dim() > 0 else 1
-    if (x.dim() < 1 or rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in _KERNEL_DTYPES):
+    if (x.dim() < 1 or rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES):
         if weight_scale is None:
             return F.linear(x, weight, bias)
-        if not use_triton(x) or x.dtype not in _KERNEL_DTYPES:
+        if not use_triton(x) or x.dtype not in KERNEL_DTYPES:
             return reference_linear(x, weight, bias, weight_scale=weight_scale)
         # Many rows with an FP8 weight: dequantise once (a temporary N x K in x.dtype), cuBLAS.
         return F.linear(x, dequantize_weight(weight, weight_scale, x.dtype), bias)

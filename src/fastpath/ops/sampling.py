@@ -33,10 +33,9 @@ import torch
 from .._core import alloc
 from .._core.launch import cdiv, next_pow2, workspace
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
-from .._core.errors import check_tensor
+from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.registry import register_op
 
-_KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _SENT = tl.constexpr(-(2 ** 63) + 1)  # key of a padding lane: below every real key
 
 
@@ -287,7 +286,7 @@ def _sample_op(logits: torch.Tensor, seeds: torch.Tensor, temperature: float, to
     n_rows, V = logits.shape
     if n_rows == 0:
         return alloc.empty(0, dtype=torch.int64, device=logits.device)
-    if use_triton(logits) and logits.dtype in _KERNEL_DTYPES:
+    if use_triton(logits) and logits.dtype in KERNEL_DTYPES:
         mode, k = _mode(V, temperature, top_k, top_p)
         plan = _plan(n_rows, V, next_pow2(k), mode, logits.device) if k <= MAX_K else None
         if plan is not None:

@@ -22,12 +22,11 @@ import torch
 from .._core import alloc
 from .._core.launch import cdiv, next_pow2, workspace
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
-from .._core.errors import FLOAT_DTYPES, check_tensor, normalize_dim
+from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor, normalize_dim
 from .._core.registry import register_op
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-_KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 @triton.jit
@@ -99,13 +98,16 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
 
 # ---------------------------------------------------------------------------- launcher
 
-#: Tuning knobs (measured on the H200: docs/perf-notes.md) (the interpreter uses small blocks so that CI exercises every path).
+#: Tuning knobs, measured on the H200 (docs/perf-notes.md); the interpreter uses small blocks
+#: so that CI exercises every path.
 ROW_MAX = 256 if INTERPRET else 8192  # widest row held by one block
 ROW_ALWAYS = 64 if INTERPRET else 8192  # rows up to this width never split
 CHUNK = 128 if INTERPRET else 16384  # chunk of a split row when rows alone fill the GPU
 MIN_CHUNK = 64 if INTERPRET else 1024  # smallest chunk when splitting few rows
 MAX_CHUNK = 256 if INTERPRET else 16384  # widest chunk held in registers
 FUSED = not INTERPRET  # one launch with a per-row barrier; False: two launches (tuning knob)
+
+
 def _num_warps(block: int) -> int:
     return max(4, min(16, block // 512))
 
@@ -183,8 +185,8 @@ def _backward(ctx, grad):
 @register_op("softmax", fake=_fake, backward=_backward, setup_context=_setup)
 def _softmax_op(x: torch.Tensor, dim: int, log: bool, dtype: Optional[torch.dtype]) -> torch.Tensor:
     out_dtype = dtype or x.dtype
-    if (x.dim() == 0 or not use_triton(x) or x.dtype not in _KERNEL_DTYPES
-            or out_dtype not in _KERNEL_DTYPES):
+    if (x.dim() == 0 or not use_triton(x) or x.dtype not in KERNEL_DTYPES
+            or out_dtype not in KERNEL_DTYPES):
         return reference_softmax(x, dim, dtype, log)
     last = dim == x.dim() - 1
     y = _launch(x if last else x.movedim(dim, -1), log, out_dtype)

@@ -6,11 +6,10 @@ convert bits (round to nearest even, as ``Tensor.to(float8)``).
 """
 from __future__ import annotations
 
-import functools
 
 import torch
 
-from ..._core.backend import INTERPRET, tl, triton
+from ..._core.backend import capability, INTERPRET, tl, triton
 
 
 def _fp8_dtypes():
@@ -22,16 +21,18 @@ def fp8_max(dtype: torch.dtype) -> float:
     return float(torch.finfo(dtype).max)
 
 
-@functools.lru_cache(maxsize=None)
-def _capability(index: int):
-    return torch.cuda.get_device_capability(index)
+def fp8_hardware(device: torch.device) -> bool:
+    """Whether fp8 loads convert in hardware and fp8 tensor cores exist: NVIDIA compute
+    capability 8.9+ (Ada, Hopper, ...). Not in the interpreter (it reads the e4m3fn NaN code
+    0x7F as 480) nor on ROCm."""
+    if INTERPRET or device.type != "cuda" or torch.version.hip is not None:
+        return False
+    return capability(device.index if device.index is not None else torch.cuda.current_device()) >= (8, 9)
 
 
 def _native_fp8(t: torch.Tensor, other: torch.Tensor) -> bool:
-    """fp8 tensor-core path: CUDA capability >= 8.9 and the same fp8 dtype on both operands."""
-    if INTERPRET or t.device.type != "cuda" or torch.version.hip is not None or t.dtype != other.dtype:
-        return False
-    return _capability(t.device.index if t.device.index is not None else torch.cuda.current_device()) >= (8, 9)
+    """fp8 tensor-core path: fp8 hardware and the same fp8 dtype on both operands."""
+    return t.dtype == other.dtype and fp8_hardware(t.device)
 
 
 @triton.jit

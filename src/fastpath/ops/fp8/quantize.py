@@ -13,13 +13,12 @@ import torch
 
 from ..._core import alloc
 from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
-from ..._core.errors import check_tensor, require_fp8
+from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
 from ..._core.launch import cdiv, next_pow2, workspace
 from ..._core.registry import register_op
 from .bits import _encode, _fp8_dtypes, fp8_max
 
 
-_IN_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 _RECIPES = {"tensorwise": 0, "rowwise": 1, "blockwise": 2}
@@ -214,7 +213,7 @@ def _scale_shape(x, recipe, block):
 @register_op("quantize_fp8", fake=_quant_fake)
 def _quantize_op(x: torch.Tensor, recipe: str, block_r: int, block_c: int,
                  dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    if not use_triton(x) or x.dtype not in _IN_DTYPES or x.numel() == 0:
+    if not use_triton(x) or x.dtype not in KERNEL_DTYPES or x.numel() == 0:
         return reference_quantize_fp8(x, recipe, block=(block_r, block_c), dtype=dtype)
     if recipe == "blockwise":
         x2 = x
@@ -271,7 +270,7 @@ def quantize_fp8(x: torch.Tensor, recipe: str = "tensorwise", *, block=128,
     """
     require_fp8()
     dtype = dtype or torch.float8_e4m3fn
-    check_tensor("x", x, dtypes=_IN_DTYPES + (torch.float64,))
+    check_tensor("x", x, dtypes=KERNEL_DTYPES + (torch.float64,))
     if dtype not in _fp8_dtypes():
         raise TypeError(f"dtype: expected torch.float8_e4m3fn or torch.float8_e5m2, got {dtype}")
     if not isinstance(recipe, str) or recipe.lower() not in _RECIPES:

@@ -17,7 +17,7 @@ import torch
 
 from ..._core import alloc
 from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
-from ..._core.errors import check_tensor, require_fp8
+from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
 from ..._core.launch import cdiv, next_pow2, workspace
 from ..._core.registry import register_op
 from .. import matvec
@@ -37,7 +37,6 @@ class ScalingType(enum.Enum):
     BlockWise128x128 = 5
 
 
-_OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 @triton.jit
@@ -202,7 +201,7 @@ def _check_mm(mat_a, mat_b, scale_a, ra: ScalingType, scale_b, rb: ScalingType, 
     (M, K), (K2, N) = mat_a.shape, mat_b.shape
     if K != K2:
         raise ValueError(f"mat_b: expected {K} rows to match mat_a's (M, K) = ({M}, {K}), got shape ({K2}, {N})")
-    if output_dtype not in _OUT_DTYPES:
+    if output_dtype not in KERNEL_DTYPES:
         raise TypeError(f"output_dtype: expected one of float32, float16, bfloat16, got {output_dtype}")
     for name, t in (("mat_b", mat_b), ("scale_a", scale_a), ("scale_b", scale_b)):
         if t.device != mat_a.device:
