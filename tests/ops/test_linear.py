@@ -7,6 +7,7 @@ import torch
 
 from fastpath._core import backend
 from fastpath.ops import linear as L
+from fastpath.ops import matvec
 from tests.conftest import noncontig, randn
 from tests.tolerances import assert_close
 
@@ -29,7 +30,7 @@ def sqnr_db(out, ref):
 @pytest.fixture
 def split_k(monkeypatch):
     def force(n):
-        monkeypatch.setattr(L, "SPLIT_K_OVERRIDE", n)
+        monkeypatch.setattr(matvec, "SPLIT_K_OVERRIDE", n)
     return force
 
 
@@ -65,7 +66,8 @@ def test_split_k_forced(dtype, split, split_k, device):
 def test_heuristic_splits_small_n(device):
     """Few output features and a long K: the heuristic splits K (and the result is right)."""
     M, N, K = 2, 13, 1000
-    _, _, _, split, k_per, _ = L._plan(M, N, K, device)
+    p = matvec.plan(M, N, K, device, None)
+    split, k_per = p.split, p.k_chunk
     if device.type == "cpu":
         assert split > 1 and (split - 1) * k_per < K <= split * k_per
     x, w = randn(M, K, device=device), randn(N, K, device=device)

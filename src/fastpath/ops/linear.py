@@ -23,9 +23,9 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import INTERPRET, num_sms, triton_reason, use_triton
+from .._core.backend import triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
-from .._core.launch import cdiv, next_pow2, workspace
+from .._core.launch import workspace
 from .._core.registry import register_op
 from . import matvec
 from .fp8.bits import fp8_hardware
@@ -39,37 +39,9 @@ MAX_GEMV_ROWS = 16
 
 # ---------------------------------------------------------------------------- launcher
 
-#: Tuning knobs (untuned guesses for the H200; the interpreter uses small blocks so that the
-#: tests cover several blocks, masked tails and split-K).
-TILE_ELEMS = 2048 if INTERPRET else 8192  # BLOCK_M * BLOCK_N * BLOCK_K held by one program
-MAX_BLOCK_K = 32 if INTERPRET else 256
-MIN_BLOCK_K = 16 if INTERPRET else 64  # 128 bytes of a bf16 weight row per step
-MAX_BLOCK_N = 16 if INTERPRET else 64
-MIN_BLOCK_N = 4 if INTERPRET else 8
-MIN_K_PER_SPLIT = 64 if INTERPRET else 1024  # smallest share of K worth a program
-PROGRAMS_PER_SM = 4  # split K until there are this many programs per multiprocessor
-#: Tests set these: force a SPLIT_K (clamped to what K allows), force the FP8 decoding
-#: ("native" loads float8 tensors, "bits" decodes uint8 bits).
-SPLIT_K_OVERRIDE: Optional[int] = None
+#: Tests set this: force the FP8 decoding ("native" loads float8 tensors, "bits" decodes
+#: uint8 bits). Block sizes and split-K live in :func:`fastpath.ops.matvec.plan`.
 FP8_DECODE: Optional[str] = None
-
-
-def _plan(M: int, N: int, K: int, device: torch.device):
-    """(BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, K_PER_SPLIT, num_warps): plain int math only."""
-    bm = next_pow2(M)
-    bk = min(MAX_BLOCK_K, next_pow2(K), max(MIN_BLOCK_K, TILE_ELEMS // (bm * MIN_BLOCK_N)))
-    bn = max(MIN_BLOCK_N, min(MAX_BLOCK_N, next_pow2(N), TILE_ELEMS // (bm * bk)))
-    n_blocks = cdiv(N, bn)
-    if SPLIT_K_OVERRIDE is not None:
-        split = SPLIT_K_OVERRIDE
-    else:
-        target = PROGRAMS_PER_SM * num_sms(device)
-        split = min(cdiv(target, n_blocks), max(1, K // MIN_K_PER_SPLIT)) if n_blocks < target else 1
-    split = max(1, min(split, cdiv(K, bk)))
-    k_per = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
-    split = max(1, cdiv(K, k_per))  # no empty splits
-    warps = 4 if bm * bn * bk <= 8192 else 8
-    return bm, bn, bk, split, k_per, warps
 
 
 def _fp8_mode(device: torch.device) -> int:
@@ -90,7 +62,7 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     y = alloc.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0 or N == 0:
         return y.view(*x.shape[:-1], N)
-    plan = _plan(M, N, K, x.device)
+    plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None)
     w = Operand(weight.t())
     if weight_scale is not None:
         mode = _fp8_mode(x.device)

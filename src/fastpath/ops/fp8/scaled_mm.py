@@ -16,9 +16,9 @@ from typing import Optional
 import torch
 
 from ..._core import alloc
-from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
+from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
-from ..._core.launch import cdiv, next_pow2, workspace
+from ..._core.launch import cdiv, workspace
 from ..._core.registry import register_op
 from .. import matvec
 from ..matvec import _block_scales, _epilogue
@@ -89,12 +89,6 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
 MV_MAX_M = 16  # M up to this takes the matrix-vector kernel
 
 
-MV_BLOCK_N = 32 if INTERPRET else 64
-
-
-MV_BUDGET = 8192  # BLOCK_M * BLOCK_K * BLOCK_N of one step
-
-
 MM_BLOCKS = (32, 32, 32) if INTERPRET else (128, 128, 64)  # M, N, K
 
 
@@ -130,17 +124,12 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
                  A_E5M2=a.dtype == torch.float8_e5m2, B_E5M2=b.dtype == torch.float8_e5m2)
     strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), ssa_m, ssa_k, ssb_k, ssb_n)
     if M <= MV_MAX_M:
-        bm = next_pow2(M)
-        bn = min(MV_BLOCK_N, max(16, next_pow2(N)))
-        bk = max(16, min(128, MV_BUDGET // (bm * bn)))  # divides 128: block scales stay per tile
-        n_tiles = cdiv(N, bn)
-        k_tiles = cdiv(K, bk)
-        split = min(k_tiles, cdiv(2 * num_sms(a.device), n_tiles)) if n_tiles < num_sms(a.device) else 1
-        k_chunk = cdiv(k_tiles, split) * bk
+        # block scales: BLOCK_K divides 128, so one scale pair covers a tile
+        plan = matvec.plan(M, N, K, a.device, torch.bfloat16, max_block_k=128)
         mode = 1 if native else 2
         return matvec.launch(
             matvec.Operand(a_k, mode, flags["A_E5M2"]), matvec.Operand(b_k, mode, flags["B_E5M2"]), out,
-            plan=(bm, bn, bk, cdiv(K, k_chunk), k_chunk, 4), sa=sa, sb=sb, sa_strides=(ssa_m, ssa_k),
+            plan=plan, sa=sa, sb=sb, sa_strides=(ssa_m, ssa_k),
             sb_strides=(ssb_n, ssb_k), blockwise=blockwise, bias=bias,
             workspace_fn=lambda n: workspace(a.device, "fp8.splitk", n, torch.float32))
     bm, bn, bk = MM_BLOCKS_NATIVE if native else MM_BLOCKS
