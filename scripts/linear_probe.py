@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from fastpath._core.backend import num_sms
-from fastpath._core.launch import cdiv, workspace
+from fastpath._core.launch import cdiv
 from fastpath.bench.harness import Timer, measure_ceilings
 from fastpath.ops import matvec
 from fastpath.ops.fp8 import quantize_fp8
@@ -54,8 +54,7 @@ def run_plan(p, x, w, scale):
     y = torch.empty(M, N, dtype=x.dtype, device=x.device)
     b = matvec.Operand(w.t(), 1 if scale is not None else 0)
     return matvec.launch(matvec.Operand(x), b, y, plan=p, sb=scale,
-                         sb_strides=(1 if scale is not None else 0, 0),
-                         workspace_fn=lambda n: workspace(x.device, "probe", n, torch.float32))
+                         sb_strides=(1 if scale is not None else 0, 0))
 
 
 def main():
@@ -86,7 +85,7 @@ def main():
             ref = (x.double() @ (w.double() * s.double()[:, None] if fp8 else w.double()).t())
             est = 2 * wbytes / ceil["copy_gbps"] / 1e6
             t_torch = timer.graph_us(lambda x, w, s, wr: F.linear(x, wr), sets, est)
-            default = matvec.plan(M, N, K, x.device, torch.bfloat16)
+            default = matvec.plan(M, N, K, x.device, torch.bfloat16, b_bytes=1 if fp8 else 2)
             results = []
             for p in candidates(M, N, K, fp8) + [default]:
                 try:

@@ -83,6 +83,7 @@ def test_quantize_mlp(device):
 
 def test_filter_fn_and_sequential(device):
     seq = nn.Sequential(nn.Linear(13, 67), nn.ReLU(), nn.Sequential(nn.Linear(67, 67), nn.Linear(67, 7)))
+    seq.to(device)
     seen = []
 
     def keep_nested(module, name):
@@ -98,7 +99,7 @@ def test_filter_fn_and_sequential(device):
     everything = quantize_(MLP(device=device), lambda m, n: True)
     assert isinstance(everything.lm_head, FP8Linear)
     # a bare Linear cannot replace itself: the return value is the new module
-    assert isinstance(quantize_(nn.Linear(13, 7)), FP8Linear)
+    assert isinstance(quantize_(nn.Linear(13, 7, device=device)), FP8Linear)
 
 
 def test_mha_out_proj_untouched_by_default():
@@ -137,11 +138,11 @@ def test_to_keeps_fp8(device):
     assert q(x).dtype == torch.float16
 
 
-def test_errors():
+def test_errors(device):
     with pytest.raises(NotImplementedError, match="dtype"):
         quantize_(MLP(), dtype=torch.float8_e5m2)
-    q = FP8Linear(67, 13)
+    q = FP8Linear(67, 13, device=device)
     with pytest.raises(TypeError, match="bias"):
-        q(randn(1, 67))  # float32 input, bfloat16 bias
+        q(randn(1, 67, device=device))  # float32 input, bfloat16 bias
     with pytest.raises(ValueError, match="weight"):
-        q(randn(1, 66, dtype=torch.bfloat16))
+        q(randn(1, 66, dtype=torch.bfloat16, device=device))

@@ -1,5 +1,6 @@
 """quantize_fp8 and scaled_mm on the Triton path (compiled on a GPU, interpreted on the CPU)
 through the public API, against float64 references computed here, independently."""
+import importlib
 import itertools
 import math
 
@@ -11,6 +12,8 @@ from fastpath.ops import fp8 as F8
 from fastpath.ops.fp8 import ScalingType, quantize_fp8, scaled_mm
 from tests.conftest import noncontig, randn
 from tests.tolerances import REL_TOL, assert_close, rel_error
+
+MM = importlib.import_module("fastpath.ops.fp8.scaled_mm")  # the module (the package exports the function)
 
 if not hasattr(torch, "float8_e4m3fn"):
     pytest.skip("this torch has no float8 dtypes", allow_module_level=True)
@@ -204,14 +207,21 @@ def make_mm(name, M, N, K, device, a_dtype=E4, b_dtype=E4):
     return dict(x=x, w=w, qa=qa, qb=qw.t(), sa=sa, sb=sb, ta=sa_t, tb=sb_t, deq_a=deq_a, deq_b=deq_b)
 
 
+#: Hopper's fp8 tensor-core instructions (the tiled path at M > 16 on capability 8.9+) add
+#: products with less than float32 precision inside each instruction, as cuBLAS's do:
+#: measured 5e-5..1.2e-4 relative error on an H200 against the float64 product.
+FP8_MMA_TOL = 3e-4
+
+
 def check_mm(d, out, bias, out_dtype):
     ref = d["deq_a"] @ d["deq_b"]
+    mma = F8.bits._native_fp8(d["qa"], d["qb"]) and d["qa"].shape[0] > MM.MV_MAX_M
     exact = d["x"].double().cpu() @ d["w"].double().cpu().t()
     if bias is not None:
         ref = ref + bias.double().cpu()
         exact = exact + bias.double().cpu()
     assert out.dtype == out_dtype and out.shape == ref.shape
-    tol = 1e-5 if out_dtype == torch.float32 else REL_TOL[out_dtype]
+    tol = (FP8_MMA_TOL if mma else 1e-5) if out_dtype == torch.float32 else REL_TOL[out_dtype]
     assert_close(out, ref.to(out_dtype), tol=tol + REL_TOL[out_dtype])
     assert rel_error(out, ref) <= tol
     assert sqnr(exact, out) >= 20.0
@@ -301,13 +311,14 @@ def test_scaled_mm_matches_torch(device):
     tf = torch.nn.functional
     if not hasattr(tf, "scaled_mm"):
         pytest.skip("torch.nn.functional.scaled_mm is not in this torch")
-    d = make_mm("tensorwise", 20, 13, 200, device)
+    d = make_mm("tensorwise", 20, 48, 208, device)  # cuBLAS wants K and N divisible by 16
     args = (d["qa"], d["qb"], d["sa"], tf.ScalingType.TensorWise, d["sb"], tf.ScalingType.TensorWise)
     try:
         want = tf.scaled_mm(*args, output_dtype=torch.float32)
     except (RuntimeError, NotImplementedError) as exc:
         pytest.skip(f"torch's scaled_mm does not run here: {exc}")
-    assert_close(scaled_mm(*args, output_dtype=torch.float32), want, tol=1e-6)
+    ours = scaled_mm(*args, output_dtype=torch.float32)
+    assert_close(ours, want, tol=2 * FP8_MMA_TOL if F8.bits._native_fp8(d["qa"], d["qb"]) else 1e-6)
 
 
 def test_scaled_mm_errors(device):

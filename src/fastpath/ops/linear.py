@@ -25,7 +25,6 @@ import torch.nn.functional as F
 from .._core import alloc
 from .._core.backend import triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
-from .._core.launch import workspace
 from .._core.registry import register_op
 from . import matvec
 from .fp8.bits import fp8_hardware
@@ -62,14 +61,14 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     y = alloc.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0 or N == 0:
         return y.view(*x.shape[:-1], N)
-    plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None)
+    plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
+                       b_bytes=1 if weight_scale is not None else weight.element_size())
     w = Operand(weight.t())
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
     matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
-                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias,
-                  workspace_fn=lambda n: workspace(x.device, "linear.partials", n, torch.float32))
+                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias)
     return y.view(*x.shape[:-1], N)
 
 

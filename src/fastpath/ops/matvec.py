@@ -24,7 +24,7 @@ import torch
 from typing import Optional
 
 from .._core.backend import INTERPRET, num_sms, tl, triton
-from .._core.launch import cdiv, next_pow2
+from .._core.launch import cdiv, next_pow2, workspace
 from .fp8.bits import _decode
 
 
@@ -50,28 +50,30 @@ def _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k
 
 @triton.jit
 def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, HAS_BIAS: tl.constexpr, RAW: tl.constexpr):
-    """Row / column scales, bias, cast, store. RAW: a split-K partial (fp32, no bias)."""
+              SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """Row / column scales, bias, cast, store."""
     mmask = offs_m < M
     nmask = offs_n < N
     if SCALE_A:
         acc = acc * tl.load(sa_ptr + offs_m * ssa_m, mask=mmask, other=0.0)[:, None]
     if SCALE_B:
         acc = acc * tl.load(sb_ptr + offs_n * ssb_n, mask=nmask, other=0.0)[None, :]
-    if HAS_BIAS and not RAW:
+    if HAS_BIAS:
         acc = acc + tl.load(bias_ptr + offs_n, mask=nmask, other=0.0).to(tl.float32)[None, :]
     ptrs = out_ptr + offs_m.to(tl.int64)[:, None] * som + offs_n[None, :] * son
     tl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=mmask[:, None] & nmask[None, :])
 
 
 @triton.jit
-def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K, k_chunk,
+def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, k_chunk, n_split,
                sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
                A_MODE: tl.constexpr, B_MODE: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # SPLIT: out_ptr is an fp32 (S, M, N) workspace and program (n, s) writes partial s.
+    # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer)
+    # and bumps cnt[n]; the last of the n_split programs of column block n adds the partials
+    # in the order s = 0, 1, ... (deterministic), finishes the tile and re-zeroes cnt[n].
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_m = tl.arange(0, BLOCK_M)
@@ -88,9 +90,9 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K, k_chunk
         kmask = offs_k < k_hi
         a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2, DT)
         b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
-        if not DOT:
+        if not DOT:  # (BLOCK_M < 16: a product-and-sum Triton does not turn into a tf32 dot)
             d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
-        elif DT == tl.float32:  # the interpreter (its 16-bit tl.dot is unreliable)
+        elif DT == tl.float32:  # float32 operands (and the interpreter: its 16-bit tl.dot is unreliable)
             d = tl.dot(a, b, input_precision="ieee")
         else:
             d = tl.dot(a, b)
@@ -99,38 +101,35 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K, k_chunk
             d = d * sa[:, None] * sb[None, :]
         acc += d
     if SPLIT:
-        out_ptr += pid_k.to(tl.int64) * M * N
-    _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS, SPLIT)
-
-
-@triton.jit
-def _splitk_reduce(ws_ptr, bias_ptr, out_ptr, M, N, S, som, son, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
-    idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = idx < M * N
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for s in range(0, S):  # fixed order: deterministic
-        acc += tl.load(ws_ptr + s * M * N + idx, mask=mask, other=0.0)
-    n = idx % N
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + n, mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + (idx // N) * som + n * son, acc.to(out_ptr.dtype.element_ty), mask=mask)
+        tile = offs_m[:, None] * N + offs_n[None, :]
+        tmask = mmask[:, None] & nmask[None, :]
+        tl.store(ws_ptr + pid_k.to(tl.int64) * M * N + tile, acc, mask=tmask)
+        tl.debug_barrier()  # every thread's partial is written before the release below
+        if tl.atomic_add(cnt_ptr + pid_n, 1, sem="acq_rel") == n_split - 1:
+            tl.atomic_xchg(cnt_ptr + pid_n, 0)
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            for s in range(0, n_split):
+                acc += tl.load(ws_ptr + s * M * N + tile, mask=tmask, other=0.0, cache_modifier=".cg")
+            _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
+                      SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS)
+    else:
+        _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
+                  SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS)
 
 
 # ---------------------------------------------------------------------------- plan
 
-#: Tuning knobs (measured on the H200, see docs/perf-notes.md; the interpreter uses small
-#: blocks so that the tests cover several blocks, masked tails and split-K).
-FMA_TILE = 2048 if INTERPRET else 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the float32 path
-MAX_BLOCK_K = 32 if INTERPRET else 256
-MIN_BLOCK_K = 16 if INTERPRET else 64  # 128 bytes of a bf16 weight row per step
-MAX_BLOCK_N = 16 if INTERPRET else 64
-MIN_BLOCK_N = 4 if INTERPRET else 8
-DOT_BLOCKS = (16, 32) if INTERPRET else (64, 128)  # BLOCK_N, BLOCK_K of the tl.dot path
-DOT_MIN_ROWS = 2  # 16-bit operands with this many rows or more take tl.dot
-MIN_K_PER_SPLIT = 64 if INTERPRET else 1024  # smallest share of K worth a program
-PROGRAMS_PER_SM = 4  # split K until there are this many programs per multiprocessor
-#: Tests set this: force a split-K count (clamped to what K allows).
+#: Tuned on the H200 (scripts/linear_probe.py; docs/perf-notes.md): (tl.dot?, BLOCK_N,
+#: BLOCK_K, programs per SM to split K for) by weight bytes per element and one row or more.
+#: 16-bit weights: tl.dot on 16-row tiles even for one row; fp8 weights and one row: the
+#: float32 product-and-sum (it converts fewer elements per byte streamed).
+TUNED = {(2, True): (True, 32, 256, 2), (2, False): (True, 32, 256, 2),
+         (1, True): (False, 32, 256, 4), (1, False): (True, 64, 64, 8)}
+FMA_TILE = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the float32 path (float32 weights)
+MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
+#: The interpreter uses small blocks so that the tests cover several blocks, masked tails
+#: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
+INTERPRET_BLOCKS = (16, 32)  # BLOCK_N, BLOCK_K
 SPLIT_K_OVERRIDE: Optional[int] = None
 _TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 
@@ -147,32 +146,35 @@ class Plan:
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
-         max_block_k: int = 1 << 30) -> Plan:
+         b_bytes: int = 2, max_block_k: int = 128 * 1024) -> Plan:
     """Blocks and split-K for ``(M, K) @ (K, N)``, plain int math only. ``dot_dtype``: the
-    16-bit dtype the operands convert to exactly for ``tl.dot`` (None: float32 only);
-    ``max_block_k``: a cap that keeps block-scale tiles whole."""
-    dot = dot_dtype if (dot_dtype is not None and M >= DOT_MIN_ROWS) else None
-    if dot is not None:
-        bm = 16
-        bn = min(DOT_BLOCKS[0], max(16, next_pow2(N)))
-        bk = min(DOT_BLOCKS[1], max(16, next_pow2(K)), max_block_k)
-        if INTERPRET:
-            dot = torch.float32
+    16-bit dtype both operands convert to exactly for ``tl.dot`` (None: float32 operands);
+    ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
+    tiles whole."""
+    if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
+        dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
+        bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
+        bn, per_sm = max(8, min(64, next_pow2(N), FMA_TILE // (bm * bk))), 4
     else:
-        bm = next_pow2(M)
-        bk = min(MAX_BLOCK_K, next_pow2(K), max(MIN_BLOCK_K, FMA_TILE // (bm * MIN_BLOCK_N)), max_block_k)
-        bn = max(MIN_BLOCK_N, min(MAX_BLOCK_N, next_pow2(N), FMA_TILE // (bm * bk)))
+        use_dot, bn, bk, per_sm = TUNED[(min(b_bytes, 2), M == 1)]
+        dot, bm = (dot_dtype, 16) if use_dot else (None, 1)
+        if M > 1 and not use_dot:
+            dot, bm = dot_dtype, 16
+    if INTERPRET:
+        bn, bk = INTERPRET_BLOCKS
+        dot = torch.float32 if dot is not None else None
+    bn = min(bn, max(16, next_pow2(N)))
+    bk = min(bk, max(16, next_pow2(K)), max_block_k)
     n_blocks = cdiv(N, bn)
     if SPLIT_K_OVERRIDE is not None:
         split = SPLIT_K_OVERRIDE
     else:
-        target = PROGRAMS_PER_SM * num_sms(device)
+        target = per_sm * num_sms(device)
         split = min(cdiv(target, n_blocks), max(1, K // MIN_K_PER_SPLIT)) if n_blocks < target else 1
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
     split = max(1, cdiv(K, k_chunk))  # no empty splits
-    warps = 4 if (dot is not None or bm * bn * bk <= 8192) else 8
-    return Plan(bm, bn, bk, split, k_chunk, warps, dot)
+    return Plan(bm, bn, bk, split, k_chunk, 4, dot)
 
 
 @dataclass
@@ -184,31 +186,29 @@ class Operand:
 
 
 def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb=None,
-           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, workspace_fn=None):
+           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None):
     """Run ``out = a @ b`` (+ scales, bias) with ``plan``; ``a`` is (M, K), ``b`` is (K, N),
     any strides. ``sa_strides`` is (stride over M, stride over K blocks), ``sb_strides``
-    (stride over N, over K blocks). ``workspace_fn(numel)`` gives the fp32 split-K buffer."""
+    (stride over N, over K blocks). Split-K uses two cached workspaces of this device and
+    stream: float32 partials and int32 counters (zeroed once, returned to zero by the kernel)."""
     M, K = a.t.shape
     N = b.t.shape[1]
     p = plan
-    bm, bn, bk, split, k_chunk, warps = p.block_m, p.block_n, p.block_k, p.split, p.k_chunk, p.warps
     dummy = out
     args = (a.t, b.t, sa if sa is not None else dummy, sb if sb is not None else dummy,
-            bias if bias is not None else dummy)
+            bias if bias is not None else dummy, out)
+    n_blocks = cdiv(N, p.block_n)
+    if p.split > 1:
+        args += (workspace(out.device, "matvec.partials", p.split * M * N, torch.float32),
+                 workspace(out.device, "matvec.counters", n_blocks, torch.int32, zeroed=True))
+    else:
+        args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
-               sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0])
-    flags = dict(A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
-                 SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None,
-                 DOT=p.dot is not None, DT=_TL[p.dot or torch.float32],
-                 BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps)
-    grid = (cdiv(N, bn), split)
-    if split == 1:
-        _mv_kernel[grid](*args, out, M, N, K, k_chunk, *strides, out.stride(0), out.stride(1),
-                         SPLIT=False, **flags)
-        return out
-    ws = workspace_fn(split * M * N)
-    _mv_kernel[grid](*args, ws, M, N, K, k_chunk, *strides, N, 1, SPLIT=True, **flags)
-    blk = 256 if INTERPRET else 1024
-    _splitk_reduce[(cdiv(M * N, blk),)](ws, args[4], out, M, N, split, out.stride(0), out.stride(1),
-                                        HAS_BIAS=bias is not None, BLOCK=blk, num_warps=4)
+               sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1))
+    _mv_kernel[(n_blocks, p.split)](
+        *args, M, N, K, p.k_chunk, p.split, *strides,
+        A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
+        SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
+        DOT=p.dot is not None, DT=_TL[p.dot or torch.float32],
+        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     return out

@@ -184,7 +184,9 @@ def reference_quantize_fp8(x: torch.Tensor, recipe: str = "tensorwise", *, block
         gflat = groups.reshape(groups.shape[0], groups.shape[-1])
     bad = ~torch.isfinite(gflat).all(-1)
     amax = gflat.abs().nan_to_num(0.0, 0.0, 0.0).amax(-1) if gflat.shape[-1] else gflat.new_zeros(gflat.shape[:-1])
-    scale = torch.where(amax == 0, torch.ones_like(amax), amax / fmax)
+    # a 0-d tensor on amax's device, not a Python number: CUDA divides by a CPU scalar as a
+    # multiplication by its reciprocal, one ulp off the kernels' correctly rounded division
+    scale = torch.where(amax == 0, torch.ones_like(amax), amax / amax.new_tensor(fmax))
     scale = torch.where(bad, torch.full_like(scale, float("nan")), scale)
     if recipe == "blockwise":
         full = scale.repeat_interleave(br, 0).repeat_interleave(bc, 1)[:xf.shape[0], :xf.shape[1]]

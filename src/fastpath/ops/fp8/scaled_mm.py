@@ -18,7 +18,7 @@ import torch
 from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
-from ..._core.launch import cdiv, workspace
+from ..._core.launch import cdiv
 from ..._core.registry import register_op
 from .. import matvec
 from ..matvec import _block_scales, _epilogue
@@ -82,7 +82,7 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
         a_ptrs += BLOCK_K * sak
         b_ptrs += BLOCK_K * sbk
     _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              not BLOCKWISE, not BLOCKWISE, HAS_BIAS, False)
+              not BLOCKWISE, not BLOCKWISE, HAS_BIAS)
 
 
 #: Tuning knobs (the interpreter uses small blocks so that tests cross block edges and tails).
@@ -125,13 +125,12 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
     strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), ssa_m, ssa_k, ssb_k, ssb_n)
     if M <= MV_MAX_M:
         # block scales: BLOCK_K divides 128, so one scale pair covers a tile
-        plan = matvec.plan(M, N, K, a.device, torch.bfloat16, max_block_k=128)
+        plan = matvec.plan(M, N, K, a.device, torch.bfloat16, b_bytes=1, max_block_k=128)
         mode = 1 if native else 2
         return matvec.launch(
             matvec.Operand(a_k, mode, flags["A_E5M2"]), matvec.Operand(b_k, mode, flags["B_E5M2"]), out,
             plan=plan, sa=sa, sb=sb, sa_strides=(ssa_m, ssa_k),
-            sb_strides=(ssb_n, ssb_k), blockwise=blockwise, bias=bias,
-            workspace_fn=lambda n: workspace(a.device, "fp8.splitk", n, torch.float32))
+            sb_strides=(ssb_n, ssb_k), blockwise=blockwise, bias=bias)
     bm, bn, bk = MM_BLOCKS_NATIVE if native else MM_BLOCKS
     grid = (cdiv(M, bm) * cdiv(N, bn),)
     _mm_kernel[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
