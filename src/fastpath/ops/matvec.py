@@ -33,8 +33,9 @@ def _load_as(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexp
     """Load a tile and convert it to ``DT`` (exact for fp8 into any of fp32/bf16/fp16)."""
     if MODE == 0:
         return tl.load(ptrs, mask=mask, other=0.0).to(DT)
-    elif MODE == 1:  # no `other=`: it cannot be cast to float8
-        return tl.where(mask, tl.load(ptrs, mask=mask).to(DT), 0.0)
+    elif MODE == 1:  # the bits as uint8 (a float8 `other=` cannot be expressed), zeros masked
+        raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0)
+        return raw.to(ptrs.dtype.element_ty, bitcast=True).to(DT)
     else:
         return _decode(tl.load(ptrs, mask=mask, other=0), E5M2).to(DT)
 
@@ -131,7 +132,12 @@ MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a progra
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
 INTERPRET_BLOCKS = (16, 32)  # BLOCK_N, BLOCK_K
 SPLIT_K_OVERRIDE: Optional[int] = None
+#: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
+#: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
+FP8_DOT: Optional[tuple] = (64, 128, 4)
 _TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+if hasattr(torch, "float8_e4m3fn"):
+    _TL.update({torch.float8_e4m3fn: tl.float8e4nv, torch.float8_e5m2: tl.float8e5})
 
 
 @dataclass(frozen=True)
@@ -157,9 +163,9 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         bn, per_sm = max(8, min(64, next_pow2(N), FMA_TILE // (bm * bk))), 4
     else:
         use_dot, bn, bk, per_sm = TUNED[(min(b_bytes, 2), M == 1)]
-        dot, bm = (dot_dtype, 16) if use_dot else (None, 1)
-        if M > 1 and not use_dot:
-            dot, bm = dot_dtype, 16
+        if dot_dtype.itemsize == 1:  # both operands fp8, fed to the tensor cores as they are
+            use_dot, (bn, bk, per_sm) = True, FP8_DOT
+        dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None

@@ -93,6 +93,7 @@ MM_BLOCKS = (32, 32, 32) if INTERPRET else (128, 128, 64)  # M, N, K
 
 
 MM_BLOCKS_NATIVE = (128, 128, 128)
+MM_WARPS_STAGES = (8, 3)  # num_warps, num_stages of the compiled tiled kernel
 
 
 def _scale_strides(s: torch.Tensor, blockwise: bool, is_a: bool):
@@ -125,7 +126,8 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
     strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), ssa_m, ssa_k, ssb_k, ssb_n)
     if M <= MV_MAX_M:
         # block scales: BLOCK_K divides 128, so one scale pair covers a tile
-        plan = matvec.plan(M, N, K, a.device, torch.bfloat16, b_bytes=1, max_block_k=128)
+        dot = a.dtype if (native and matvec.FP8_DOT is not None) else torch.bfloat16
+        plan = matvec.plan(M, N, K, a.device, dot, b_bytes=1, max_block_k=128 if blockwise else 1 << 20)
         mode = 1 if native else 2
         return matvec.launch(
             matvec.Operand(a_k, mode, flags["A_E5M2"]), matvec.Operand(b_k, mode, flags["B_E5M2"]), out,
@@ -135,7 +137,8 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
     grid = (cdiv(M, bm) * cdiv(N, bn),)
     _mm_kernel[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
                      DOT_F32=INTERPRET, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                     num_warps=4 if INTERPRET else 8, num_stages=1 if INTERPRET else 3, **flags)
+                     num_warps=4 if INTERPRET else MM_WARPS_STAGES[0],
+                     num_stages=1 if INTERPRET else MM_WARPS_STAGES[1], **flags)
     return out
 
 
