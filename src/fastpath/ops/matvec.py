@@ -134,7 +134,7 @@ INTERPRET_BLOCKS = (16, 32)  # BLOCK_N, BLOCK_K
 SPLIT_K_OVERRIDE: Optional[int] = None
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
-FP8_DOT: Optional[tuple] = (64, 128, 4)
+FP8_DOT: Optional[tuple] = (32, 256, 2)
 _TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 if hasattr(torch, "float8_e4m3fn"):
     _TL.update({torch.float8_e4m3fn: tl.float8e4nv, torch.float8_e5m2: tl.float8e5})
