@@ -5,6 +5,8 @@ Importing fastpath never launches GPU work and works without Triton or a GPU.
 from . import nn
 from .info import info
 from .nn import FP8Linear, quantize_
+from .ops.grouped_mm import grouped_mm, reference_grouped_mm
+from .ops.moe import fused_experts, quantize_experts, reference_fused_experts, reference_route, route
 from .ops.fp8 import ScalingType, quantize_fp8, reference_quantize_fp8, reference_scaled_mm, scaled_mm
 from .ops.linear import linear, reference_linear
 from .ops.sampling import reference_sample, sample
@@ -13,4 +15,6 @@ from .ops.softmax import log_softmax, reference_softmax, softmax
 __version__ = "0.1.0"
 __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8", "scaled_mm",
            "ScalingType", "FP8Linear", "quantize_", "nn", "reference_softmax", "reference_sample",
-           "reference_linear", "reference_quantize_fp8", "reference_scaled_mm", "__version__"]
+           "reference_linear", "reference_quantize_fp8", "reference_scaled_mm", "grouped_mm", "route",
+           "fused_experts", "quantize_experts", "reference_grouped_mm", "reference_route",
+           "reference_fused_experts", "__version__"]

@@ -1,0 +1,590 @@
+"""Mixture-of-experts: ``route`` (router scores -> top-k experts and weights) and
+``fused_experts`` (the whole routed expert MLP), as transformers' ``*TopKRouter`` and
+``*Experts`` modules compute them.
+
+* ``route``: one Triton program per token (kernel in :mod:`fastpath.ops.moe_kernels`).
+* ``fused_experts``, decode (at most ``MAX_DECODE_TOKENS`` tokens): three launches and no
+  sort. Every program of the gate/up and down kernels owns one expert and one block of
+  output features; it finds the tokens routed to its expert from ``topk_ids`` on the
+  device, exits at once if there are none, and otherwise streams its block of the
+  expert's weights once for all of them (``tl.dot`` on a 16..64-row token tile, float32
+  accumulation). A third launch adds each token's k weighted slot outputs in the fixed
+  order j = 0..k-1. No host synchronisation: capturable in a CUDA graph.
+* ``fused_experts``, prefill: the T*k (token, slot) pairs are sorted by expert on the
+  device, the rows gathered, and two grouped GEMMs (:func:`fastpath.ops.grouped_mm.grouped_mm`)
+  with the activation between them compute every expert's rows; a gather-combine kernel
+  un-permutes, weights and adds the slots in order (deterministic, no float atomics).
+* FP8 experts: ``float8_e4m3fn`` weights with one float32 scale per output row, converted
+  exactly in-kernel (hardware conversion on NVIDIA 8.9+, bit decoding elsewhere).
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+
+from .._core import alloc
+from .._core.backend import INTERPRET, tl, triton_reason, use_triton
+from .._core.errors import KERNEL_DTYPES, check_tensor
+from .._core.launch import cdiv, next_pow2, workspace
+from .._core.registry import register_op
+from . import moe_kernels as K
+from .fp8.bits import _fp8_dtypes, fp8_hardware
+
+#: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.
+MAX_DECODE_TOKENS = 64
+#: Tokens per prefill round (bounds the temporaries: rows of T*k pairs, float32 gate/up).
+PREFILL_CHUNK = 4096
+#: Largest number of experts the routing kernel holds in registers (more: reference path).
+MAX_ROUTE_EXPERTS = 16384
+#: Tests set this: force the FP8 decoding ("native" loads float8 tensors, "bits" decodes uint8).
+FP8_DECODE: Optional[str] = None
+#: Tests set this to force a path of fused_experts: "decode" or "prefill" (None: by token count).
+FORCE_PATH: Optional[str] = None
+
+_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+_ID_DTYPES = (torch.int32, torch.int64)
+
+
+def _shape(t) -> tuple:
+    return tuple(t.shape)
+
+
+def _act_code(activation) -> int:
+    name = K.ALIASES.get(activation, activation) if isinstance(activation, str) else activation
+    if name not in K.ACTIVATIONS:
+        raise NotImplementedError(f"activation: {activation!r} is not supported; supported: "
+                                  f"{', '.join(K.ACTIVATIONS)} (aliases: {', '.join(K.ALIASES)})")
+    return K.ACTIVATIONS[name]
+
+
+# ============================================================================ route
+
+def reference_route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax",
+                    norm_topk_prob: bool = False, expert_bias: Optional[torch.Tensor] = None,
+                    routed_scaling_factor: float = 1.0, *, norm_eps: Optional[float] = None
+                    ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """PyTorch path of :func:`route` (float32 math; float64 logits stay float64)."""
+    dt = torch.promote_types(router_logits.dtype, torch.float32)
+    x = router_logits.to(dt)
+    scores = torch.softmax(x, dim=-1) if scoring == "softmax" else torch.sigmoid(x)
+    choice = scores if expert_bias is None else scores + expert_bias.to(dt)
+    ids = torch.topk(choice, top_k, dim=-1).indices
+    w = scores.gather(-1, ids)
+    if norm_topk_prob:
+        eps = _norm_eps(scoring, norm_eps)
+        w = w / (w.sum(dim=-1, keepdim=True) + eps)
+    return w * routed_scaling_factor, ids
+
+
+def _norm_eps(scoring: str, norm_eps: Optional[float]) -> float:
+    if norm_eps is not None:
+        return float(norm_eps)
+    return 0.0 if scoring == "softmax" else 1e-6
+
+
+def _route_fake(router_logits, top_k, sigmoid, norm, expert_bias, scale, eps):
+    shape = (*router_logits.shape[:-1], top_k)
+    return (router_logits.new_empty(shape, dtype=torch.float32),
+            router_logits.new_empty(shape, dtype=torch.int64))
+
+
+@register_op("route", fake=_route_fake)
+def _route_op(router_logits: torch.Tensor, top_k: int, sigmoid: bool, norm: bool,
+              expert_bias: Optional[torch.Tensor], scale: float, eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    E = router_logits.shape[-1]
+    lead = router_logits.shape[:-1]
+    if (not use_triton(router_logits) or router_logits.dtype not in KERNEL_DTYPES or E > MAX_ROUTE_EXPERTS
+            or (expert_bias is not None and expert_bias.dtype not in KERNEL_DTYPES)):
+        w, ids = reference_route(router_logits, top_k, "sigmoid" if sigmoid else "softmax", norm, expert_bias,
+                                 scale, norm_eps=eps)
+        return w.float(), ids
+    x = router_logits.reshape(-1, E)  # a view for any collapsible layout
+    T = x.shape[0]
+    w = alloc.empty(T, top_k, dtype=torch.float32, device=x.device)
+    ids = alloc.empty(T, top_k, dtype=torch.int64, device=x.device)
+    if T > 0:
+        block_e = next_pow2(E)
+        K._route_kernel[(T,)](x, expert_bias if expert_bias is not None else x, w, ids, E, x.stride(0),
+                              x.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
+                              TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm,
+                              BLOCK_E=block_e, BLOCK_K=next_pow2(top_k),
+                              num_warps=1 if block_e <= 256 else (4 if block_e <= 4096 else 8))
+    return w.view(*lead, top_k), ids.view(*lead, top_k)
+
+
+def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", norm_topk_prob: bool = False,
+          expert_bias: Optional[torch.Tensor] = None, routed_scaling_factor: float = 1.0, *,
+          norm_eps: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Top-k expert routing: ``(topk_weights, topk_ids)`` from router logits, as the
+    transformers routers compute them.
+
+    ``scoring="softmax"`` (Qwen3-MoE, Qwen3.5-MoE, Mixtral, OLMoE): ``p = softmax(logits)`` over
+    the experts in float32, the ``top_k`` largest, then with ``norm_topk_prob`` divided by their
+    sum (Mixtral and Qwen3.5-MoE always renormalise: pass ``True``; gpt-oss's softmax over the
+    top-k logits is the same as softmax + renormalisation). ``scoring="sigmoid"`` (LFM2-MoE,
+    DeepSeek-V3 style): ``s = sigmoid(logits)``; the experts are chosen by ``s + expert_bias``
+    but weighted by the unbiased ``s``; with ``norm_topk_prob`` divided by ``sum + norm_eps``.
+    Finally the weights are multiplied by ``routed_scaling_factor``.
+
+    Parameters
+    ----------
+    router_logits : Tensor ``(..., E)`` (usually ``(T, E)``), float16 / bfloat16 / float32, any
+        strides (leading dims that cannot be collapsed are copied once); float64 takes the
+        reference path.
+    top_k : int in ``[1, E]``.
+    scoring : ``"softmax"`` or ``"sigmoid"``.
+    norm_topk_prob : renormalise the k weights to sum to one.
+    expert_bias : optional float Tensor ``(E,)``, added to the scores for choosing only
+        (LFM2-MoE ``expert_bias``, DeepSeek-V3 ``e_score_correction_bias``).
+    routed_scaling_factor : float multiplying the final weights.
+    norm_eps : added to the sum when renormalising. Default: 0 for softmax (Qwen3-MoE, Mixtral,
+        OLMoE divide by the plain sum), 1e-6 for sigmoid (LFM2-MoE); DeepSeek-V3 uses 1e-20.
+
+    Returns
+    -------
+    ``(topk_weights, topk_ids)`` of shape ``(..., top_k)``: weights **float32** (transformers
+    casts them to the logits' dtype afterwards; callers cast as they need, ``fused_experts``
+    takes float32), ids **int64** like ``torch.topk``, ordered by decreasing (biased) score;
+    equal scores go to the lowest expert index first. All math is float32, also for 16-bit
+    logits (LFM2-MoE computes its sigmoid in the logits' dtype: weights can differ by that
+    rounding). NaN logits rank first, as in ``torch.topk``. DeepSeek-V3's group-limited
+    choice (``n_group > 1``) is not modelled: with one group it is this function.
+
+    No host synchronisation; one Triton program per token. ``torch.compile`` traces it; no
+    autograd.
+
+    Raises
+    ------
+    TypeError for a non-float ``router_logits`` or ``expert_bias``; ValueError for a bad
+    ``top_k``, ``scoring``, ``expert_bias`` shape or device.
+
+    Example
+    -------
+    >>> logits = torch.randn(4, 128, device="cuda", dtype=torch.bfloat16)
+    >>> w, ids = fastpath.route(logits, 8, norm_topk_prob=True)
+    >>> w.dtype, ids.shape
+    (torch.float32, torch.Size([4, 8]))
+    """
+    check_tensor("router_logits", router_logits)
+    if not router_logits.dtype.is_floating_point:
+        raise TypeError(f"router_logits: expected a floating-point tensor, got {router_logits.dtype}")
+    if router_logits.dim() < 1:
+        raise ValueError("router_logits: expected shape (..., num_experts), got a 0-d tensor")
+    E = router_logits.shape[-1]
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= E:
+        raise ValueError(f"top_k: expected an int in [1, {E}] (num_experts), got {top_k!r}")
+    if scoring not in ("softmax", "sigmoid"):
+        raise ValueError(f"scoring: expected 'softmax' or 'sigmoid', got {scoring!r}")
+    if expert_bias is not None:
+        check_tensor("expert_bias", expert_bias)
+        if not expert_bias.dtype.is_floating_point:
+            raise TypeError(f"expert_bias: expected a floating-point tensor, got {expert_bias.dtype}")
+        if _shape(expert_bias) != (E,):
+            raise ValueError(f"expert_bias: expected shape ({E},), got {_shape(expert_bias)}")
+        if expert_bias.device != router_logits.device:
+            raise ValueError(f"expert_bias: expected a tensor on {router_logits.device} like router_logits, "
+                             f"got {expert_bias.device}")
+        if expert_bias.stride(0) != 1:
+            expert_bias = expert_bias.contiguous()  # E elements
+    return _route_op(router_logits, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
+                     float(routed_scaling_factor), _norm_eps(scoring, norm_eps))
+
+
+# ============================================================================ fused_experts: reference
+
+def _act_torch(g: torch.Tensor, u: torch.Tensor, code: int, alpha: float, limit: float) -> torch.Tensor:
+    if code == 0:
+        return F.silu(g) * u
+    if code == 1:
+        return F.gelu(g) * u
+    if code == 2:
+        return F.gelu(g, approximate="tanh") * u
+    g = g.clamp(max=limit)
+    u = u.clamp(min=-limit, max=limit)
+    return (u + 1) * (g * torch.sigmoid(g * alpha))
+
+
+def _rows_scale(s: Optional[torch.Tensor], e: int, dt) -> Optional[torch.Tensor]:
+    return None if s is None else s[e].reshape(-1, 1).to(dt)
+
+
+def reference_fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor,
+                            gate_up_proj: torch.Tensor, down_proj: torch.Tensor, *, activation: str = "silu",
+                            gate_up_bias: Optional[torch.Tensor] = None, down_bias: Optional[torch.Tensor] = None,
+                            gate_up_scale: Optional[torch.Tensor] = None, down_scale: Optional[torch.Tensor] = None,
+                            interleaved: bool = False, swiglu_alpha: float = 1.702,
+                            swiglu_limit: float = 7.0) -> torch.Tensor:
+    """PyTorch path of :func:`fused_experts`: the path on devices Triton does not serve and an
+    oracle. Float32 math (float64 inputs: float64); the intermediate ``act(gate) * up`` is
+    rounded to ``hidden_states.dtype`` as the kernels and transformers do; the k slot outputs
+    are weighted and added in float32 in slot order, then cast. Ids outside ``[0, E)``
+    contribute nothing. Loops over experts (host synchronisation: not for CUDA graphs)."""
+    code = _act_code(activation)
+    dt = torch.promote_types(hidden_states.dtype, torch.float32)
+    T, H = hidden_states.shape
+    E = gate_up_proj.shape[0]
+    k = topk_ids.shape[1]
+    x = hidden_states.to(dt)
+    ids = topk_ids.long()
+    w = topk_weights.to(dt)
+    parts = torch.zeros(T, k, H, dtype=dt, device=hidden_states.device)
+    for e in range(E):
+        tok, slot = (ids == e).nonzero(as_tuple=True)
+        if tok.numel() == 0:
+            continue
+        wgu = gate_up_proj[e].to(dt)
+        if gate_up_scale is not None:
+            wgu = wgu * _rows_scale(gate_up_scale, e, dt)
+        gu = x[tok] @ wgu.t()
+        if gate_up_bias is not None:
+            gu = gu + gate_up_bias[e].to(dt)
+        g, u = (gu[:, 0::2], gu[:, 1::2]) if interleaved else gu.chunk(2, dim=-1)
+        h = _act_torch(g, u, code, swiglu_alpha, swiglu_limit).to(hidden_states.dtype).to(dt)
+        wd = down_proj[e].to(dt)
+        if down_scale is not None:
+            wd = wd * _rows_scale(down_scale, e, dt)
+        y = h @ wd.t()
+        if down_bias is not None:
+            y = y + down_bias[e].to(dt)
+        parts[tok, slot] = y * w[tok, slot, None]
+    out = parts[:, 0]
+    for j in range(1, k):
+        out = out + parts[:, j]
+    return out.to(hidden_states.dtype)
+
+
+# ============================================================================ fused_experts: launchers
+
+def _fp8_mode(device: torch.device) -> int:
+    if FP8_DECODE is not None:
+        return 1 if FP8_DECODE == "native" else 2
+    return 1 if fp8_hardware(device) else 2
+
+
+def _operand(w: torch.Tensor, scaled: bool):
+    """(tensor as the kernel loads it, MODE, E5M2)."""
+    if not scaled:
+        return w, 0, False
+    mode = _fp8_mode(w.device)
+    e5m2 = w.dtype == getattr(torch, "float8_e5m2", None)
+    return (w.view(torch.uint8) if mode == 2 else w), mode, e5m2
+
+
+def _scale2d(s: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    return None if s is None else (s.squeeze(-1) if s.dim() == 3 else s)
+
+
+def _s(t: Optional[torch.Tensor]) -> tuple:
+    return (t.stride(0), t.stride(1)) if t is not None else (0, 0)
+
+
+def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+                   alpha, limit) -> torch.Tensor:
+    T, H = x.shape
+    k = ids.shape[1]
+    E, I2, _ = gate_up.shape
+    NI = I2 // 2
+    out = alloc.empty(T, H, dtype=x.dtype, device=x.device)
+    gu_scale, d_scale = _scale2d(gu_scale), _scale2d(d_scale)
+    w1, mode1, e5m2_1 = _operand(gate_up, gu_scale is not None)
+    w2, mode2, e5m2_2 = _operand(down, d_scale is not None)
+    p = K.decode_plan(T, k, E, H, NI, x.device, 1 if gu_scale is not None else gate_up.element_size())
+    dt = torch.float32 if (INTERPRET or x.dtype == torch.float32) else x.dtype
+    h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
+    y = workspace(x.device, "moe.y", T * k * H, torch.float32)
+    dummy = out
+    n0 = T * k if p.by_pair else E
+    n_tb = cdiv(T, p.block_t)
+    row_mul, up_off = (2, 1) if interleaved else (1, NI)
+    K._gate_up_kernel[(n0, cdiv(NI, p.block_i), n_tb)](
+        x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
+        T, H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),
+        w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
+        float(alpha), float(limit),
+        TOPK=k, BY_PAIR=p.by_pair, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None,
+        HAS_BIAS=gu_bias is not None, ACT=code, DT=_TL[dt], RNE=INTERPRET, BLOCK_P=p.block_p, BLOCK_T=p.block_t,
+        BLOCK_I=p.block_i, BLOCK_H=p.block_h, num_warps=p.warps)
+    K._down_kernel[(n0, cdiv(H, p.block_n), n_tb)](
+        h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, y,
+        T, H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
+        w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
+        TOPK=k, BY_PAIR=p.by_pair, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None,
+        HAS_BIAS=d_bias is not None, DT=_TL[dt], BLOCK_P=p.block_p, BLOCK_T=p.block_t,
+        BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
+    K._combine_kernel[(T, cdiv(H, p.block_c))](
+        y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,
+        out.stride(0), out.stride(1), TOPK=k, GATHER=False, WEIGHTED=False, RNE=INTERPRET, BLOCK=p.block_c, num_warps=4)
+    return out
+
+
+def _grouped_mm():
+    """fastpath's grouped GEMM, or None where it is unavailable (the decode kernels then
+    serve every token count)."""
+    try:
+        from .grouped_mm import grouped_mm
+    except ImportError:
+        return None
+    return grouped_mm
+
+
+def _launch_prefill(gmm, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+                    alpha, limit) -> torch.Tensor:
+    T, H = x.shape
+    out = alloc.empty(T, H, dtype=x.dtype, device=x.device)
+    step = PREFILL_CHUNK
+    for t0 in range(0, T, step):
+        _prefill_chunk(gmm, out[t0:t0 + step], x[t0:t0 + step], ids[t0:t0 + step], tw[t0:t0 + step], gate_up,
+                       down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved, alpha, limit)
+    return out
+
+
+def _prefill_chunk(gmm, out, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+                   alpha, limit) -> None:
+    T, H = x.shape
+    k = ids.shape[1]
+    E, I2, _ = gate_up.shape
+    NI = I2 // 2
+    P = T * k
+    dev = x.device
+    flat = ids.reshape(-1)
+    key = torch.where((flat >= 0) & (flat < E), flat, E)  # out-of-range ids: a trailing bucket no GEMM reads
+    sorted_key, order = torch.sort(key, stable=True)
+    ends = torch.arange(1, E + 1, device=dev, dtype=sorted_key.dtype)
+    offs = torch.searchsorted(sorted_key, ends).to(torch.int32)  # cumulative ends of groups 0..E-1
+    pos = torch.empty_like(order)  # pos[pair] = its row among the sorted rows
+    pos.scatter_(0, order, torch.arange(P, device=dev, dtype=order.dtype))
+    xs = x.index_select(0, order // k)
+    # gate/up in float32 (no rounding before the activation, like the decode kernels)
+    gu = gmm(xs, gate_up.transpose(1, 2), offs=offs, bias=_bias_for(gu_bias, x.dtype), out_dtype=torch.float32,
+             scale_b=_scale2d(gu_scale))
+    h = alloc.empty(P, NI, dtype=x.dtype, device=dev)
+    col_mul, up_off = (2, 1) if interleaved else (1, NI)
+    br, bi = (16, 32) if INTERPRET else (16, 128)
+    K._act_kernel[(cdiv(P, br), cdiv(NI, bi))](gu, h, P, NI, gu.stride(0), gu.stride(1), col_mul, up_off,
+                                              float(alpha), float(limit), ACT=code, RNE=INTERPRET,
+                                              BLOCK_R=br, BLOCK_I=bi)
+    y = gmm(h, down.transpose(1, 2), offs=offs, bias=_bias_for(d_bias, x.dtype), out_dtype=torch.float32,
+            scale_b=_scale2d(d_scale))
+    bc = 32 if INTERPRET else min(1024, max(128, next_pow2(H)))
+    K._combine_kernel[(T, cdiv(H, bc))](
+        y, ids, tw, pos, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), y.stride(0),
+        out.stride(0), out.stride(1), TOPK=k, GATHER=True, WEIGHTED=True, RNE=INTERPRET, BLOCK=bc, num_warps=4)
+
+
+def _bias_for(b: Optional[torch.Tensor], dtype: torch.dtype) -> Optional[torch.Tensor]:
+    """grouped_mm takes a bias of mat_a's dtype or of out_dtype (float32): others are
+    converted (E x N elements, not a weight)."""
+    return b if b is None or b.dtype in (dtype, torch.float32) else b.float()
+
+
+# ============================================================================ fused_experts: op
+
+def _fe_fake(hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias,
+             gate_up_scale, down_scale, act, interleaved, alpha, limit):
+    return hidden_states.new_empty(hidden_states.shape)
+
+
+@register_op("fused_experts", fake=_fe_fake)
+def _fused_experts_op(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor,
+                      gate_up_proj: torch.Tensor, down_proj: torch.Tensor, gate_up_bias: Optional[torch.Tensor],
+                      down_bias: Optional[torch.Tensor], gate_up_scale: Optional[torch.Tensor],
+                      down_scale: Optional[torch.Tensor], act: int, interleaved: bool, alpha: float,
+                      limit: float) -> torch.Tensor:
+    x = hidden_states
+    T, H = x.shape
+    NI = gate_up_proj.shape[1] // 2
+    if (not use_triton(x) or x.dtype not in KERNEL_DTYPES or T == 0 or H == 0 or NI == 0
+            or gate_up_proj.shape[0] == 0):
+        name = {v: n for n, v in K.ACTIVATIONS.items()}[act]
+        out = reference_fused_experts(x, topk_ids, topk_weights, gate_up_proj, down_proj, activation=name,
+                                      gate_up_bias=gate_up_bias, down_bias=down_bias, gate_up_scale=gate_up_scale,
+                                      down_scale=down_scale, interleaved=interleaved, swiglu_alpha=alpha,
+                                      swiglu_limit=limit)
+        res = alloc.empty(T, H, dtype=x.dtype, device=x.device)
+        return res.copy_(out)
+    args = (x, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias, gate_up_scale,
+            down_scale, act, interleaved, alpha, limit)
+    path = FORCE_PATH or ("decode" if T <= MAX_DECODE_TOKENS else "prefill")
+    gmm = _grouped_mm() if path == "prefill" else None
+    with torch.no_grad():  # inference only: grouped_mm must not record its autograd graph
+        if gmm is None:
+            return _launch_decode(*args)
+        return _launch_prefill(gmm, *args)
+
+
+def _check_same_device(name: str, t: torch.Tensor, device: torch.device) -> None:
+    if t.device != device:
+        raise ValueError(f"{name}: expected a tensor on {device} like hidden_states, got {t.device}")
+
+
+def _check_experts(hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias,
+                   gate_up_scale, down_scale) -> None:
+    x = hidden_states
+    check_tensor("hidden_states", x)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"hidden_states: expected a floating-point tensor, got {x.dtype}")
+    if x.dim() != 2:
+        raise ValueError(f"hidden_states: expected shape (num_tokens, hidden_size), got {_shape(x)}")
+    T, H = x.shape
+    check_tensor("topk_ids", topk_ids, dtypes=_ID_DTYPES)
+    if topk_ids.dim() != 2 or topk_ids.shape[0] != T or topk_ids.shape[1] < 1:
+        raise ValueError(f"topk_ids: expected shape ({T}, top_k) with top_k >= 1 (one row per token of "
+                         f"hidden_states), got {_shape(topk_ids)}")
+    k = topk_ids.shape[1]
+    check_tensor("topk_weights", topk_weights)
+    if not topk_weights.dtype.is_floating_point:
+        raise TypeError(f"topk_weights: expected a floating-point tensor, got {topk_weights.dtype}")
+    if _shape(topk_weights) != (T, k):
+        raise ValueError(f"topk_weights: expected shape ({T}, {k}) like topk_ids, got {_shape(topk_weights)}")
+    fp8 = _fp8_dtypes()
+    for name, w, sname, s in (("gate_up_proj", gate_up_proj, "gate_up_scale", gate_up_scale),
+                              ("down_proj", down_proj, "down_scale", down_scale)):
+        check_tensor(name, w)
+        if s is None:
+            if w.dtype in fp8:
+                raise TypeError(f"{name}: a {w.dtype} weight needs {sname} (float32, one scale per output row); "
+                                f"got {sname}=None")
+            if w.dtype != x.dtype:
+                raise TypeError(f"{name}: expected dtype {x.dtype} like hidden_states, got {w.dtype}")
+        else:
+            check_tensor(sname, s)
+            if w.dtype not in fp8:
+                raise TypeError(f"{name}: {sname} needs a float8_e4m3fn (or float8_e5m2) weight, got {w.dtype}")
+            if s.dtype != torch.float32:
+                raise TypeError(f"{sname}: expected dtype float32, got {s.dtype}")
+    if gate_up_proj.dim() != 3 or gate_up_proj.shape[2] != H or gate_up_proj.shape[1] % 2:
+        raise ValueError(f"gate_up_proj: expected shape (num_experts, 2 * intermediate_size, {H}) (hidden_size "
+                         f"{H} of hidden_states; for gpt-oss's (E, H, 2I) storage pass .transpose(1, 2)), "
+                         f"got {_shape(gate_up_proj)}")
+    E, NI = gate_up_proj.shape[0], gate_up_proj.shape[1] // 2
+    if _shape(down_proj) != (E, H, NI):
+        raise ValueError(f"down_proj: expected shape ({E}, {H}, {NI}) = (num_experts, hidden_size, "
+                         f"intermediate_size) to match gate_up_proj {_shape(gate_up_proj)} (for (E, I, H) storage "
+                         f"pass .transpose(1, 2)), got {_shape(down_proj)}")
+    for name, t, n in (("gate_up_scale", gate_up_scale, 2 * NI), ("down_scale", down_scale, H)):
+        if t is not None and _shape(t) not in ((E, n), (E, n, 1)):
+            raise ValueError(f"{name}: expected shape ({E}, {n}) or ({E}, {n}, 1) (one scale per output row of "
+                             f"each expert), got {_shape(t)}")
+    for name, t, n in (("gate_up_bias", gate_up_bias, 2 * NI), ("down_bias", down_bias, H)):
+        if t is None:
+            continue
+        check_tensor(name, t)
+        if not t.dtype.is_floating_point:
+            raise TypeError(f"{name}: expected a floating-point tensor, got {t.dtype}")
+        if _shape(t) != (E, n):
+            raise ValueError(f"{name}: expected shape ({E}, {n}), got {_shape(t)}")
+    for name, t in (("topk_ids", topk_ids), ("topk_weights", topk_weights), ("gate_up_proj", gate_up_proj),
+                    ("down_proj", down_proj), ("gate_up_bias", gate_up_bias), ("down_bias", down_bias),
+                    ("gate_up_scale", gate_up_scale), ("down_scale", down_scale)):
+        if t is not None:
+            _check_same_device(name, t, x.device)
+
+
+def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor,
+                  gate_up_proj: torch.Tensor, down_proj: torch.Tensor, *, activation: str = "silu",
+                  gate_up_bias: Optional[torch.Tensor] = None, down_bias: Optional[torch.Tensor] = None,
+                  gate_up_scale: Optional[torch.Tensor] = None, down_scale: Optional[torch.Tensor] = None,
+                  interleaved: bool = False, swiglu_alpha: float = 1.702, swiglu_limit: float = 7.0,
+                  validate: bool = False) -> torch.Tensor:
+    """The routed expert MLPs of a mixture-of-experts layer, as transformers' ``*Experts``
+    modules compute them: for each token t and slot j with expert ``e = topk_ids[t, j]``::
+
+        g, u = split(x_t @ gate_up_proj[e].T + gate_up_bias[e])
+        y_tj = (act(g) * u) @ down_proj[e].T + down_bias[e]
+        out_t = sum_j topk_weights[t, j] * y_tj
+
+    Parameters
+    ----------
+    hidden_states : Tensor ``(T, H)``, float16 / bfloat16 / float32, any strides (float64:
+        reference path).
+    topk_ids : int64 or int32 Tensor ``(T, k)`` (from :func:`route` or a transformers router).
+        Ids outside ``[0, E)`` select nothing and contribute nothing (transformers uses id
+        ``E`` to mask a slot); the kernels never read out of bounds for them. They are not
+        reported unless ``validate=True``.
+    topk_weights : float Tensor ``(T, k)`` (float32 or ``hidden_states.dtype``).
+    gate_up_proj : Tensor ``(E, 2I, H)``: rows ``[0, I)`` the gate, ``[I, 2I)`` the up
+        projection (or alternating gate, up rows with ``interleaved=True``), as
+        Qwen3-MoE, Qwen3.5-MoE, Mixtral, OLMoE, LFM2-MoE and DeepSeek-V3 store
+        ``experts.gate_up_proj`` in transformers 5. Any strides, never copied: gpt-oss stores
+        ``(E, H, 2I)``: pass ``gate_up_proj.transpose(1, 2)``. The dtype of ``hidden_states``,
+        or ``float8_e4m3fn`` with ``gate_up_scale``.
+    down_proj : Tensor ``(E, H, I)``, the same rules (gpt-oss: ``down_proj.transpose(1, 2)``).
+    activation : ``"silu"`` (SwiGLU, default), ``"gelu"`` (erf), ``"gelu_tanh"``, or
+        ``"gpt_oss"``: gpt-oss's clamped SwiGLU ``(clamp(u, -l, l) + 1) * g' * sigmoid(alpha g')``
+        with ``g' = min(g, l)``, ``alpha = swiglu_alpha``, ``l = swiglu_limit``; gpt-oss also
+        needs ``interleaved=True`` and its biases.
+    gate_up_bias, down_bias : optional float Tensors ``(E, 2I)`` and ``(E, H)`` (gpt-oss's
+        ``gate_up_proj_bias``, ``down_proj_bias``); ``down_bias`` is added before weighting.
+    gate_up_scale, down_scale : float32 Tensors ``(E, 2I)`` and ``(E, H)`` (or with a trailing
+        1): per-output-row scales of FP8 weights, ``W[e] = q[e].float() * scale[e][:, None]``
+        (see :func:`quantize_experts`).
+    interleaved : gate and up are columns ``2i`` and ``2i + 1`` of the gate/up output.
+    validate : check on the host that every id is in ``[0, E)`` (a host synchronisation:
+        not for CUDA graphs) and raise ``ValueError`` otherwise.
+
+    Returns
+    -------
+    Tensor ``(T, H)`` of ``hidden_states.dtype``. Products accumulate in float32; ``act(g) * u``
+    is rounded to ``hidden_states.dtype`` (as in transformers); the k slot outputs are
+    weighted and added in float32 in slot order (deterministic) and rounded once.
+
+    Paths: up to ``MAX_DECODE_TOKENS`` (64) tokens, three Triton launches without a sort that
+    read each routed expert's weights once (no host synchronisation: CUDA-graph capturable).
+    More tokens: the pairs are sorted by expert on the device and two grouped GEMMs run
+    (:mod:`fastpath.ops.grouped_mm`), ``PREFILL_CHUNK`` (4096) tokens at a time, with float32
+    temporaries of ``chunk * k * (2I + H)`` elements (no host synchronisation either). On
+    devices Triton does not serve, and for float64, :func:`reference_fused_experts` runs.
+    Inference only (no autograd). ``torch.compile`` traces it as one op.
+
+    Raises
+    ------
+    TypeError for a dtype mismatch (naming the argument), an FP8 weight without its scale or a
+    scale without an FP8 weight, ids that are not int32/int64; ValueError for shapes that do
+    not match (``H``, ``I``, ``E``, ``k``) or tensors on different devices (and for
+    out-of-range ids with ``validate=True``); NotImplementedError for an unknown activation.
+
+    Example
+    -------
+    >>> moe = model.model.layers[0].mlp                      # e.g. Qwen3MoeSparseMoeBlock
+    >>> _, w, ids = moe.gate(x)                              # or fastpath.route(logits, 8)
+    >>> y = fastpath.fused_experts(x, ids, w, moe.experts.gate_up_proj, moe.experts.down_proj)
+    """
+    code = _act_code(activation)
+    _check_experts(hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias,
+                   gate_up_scale, down_scale)
+    if validate and topk_ids.numel() > 0:
+        E = gate_up_proj.shape[0]
+        bad = (topk_ids < 0) | (topk_ids >= E)
+        if bool(bad.any()):
+            first = bad.nonzero()[0].tolist()
+            raise ValueError(f"topk_ids: expected ids in [0, {E}) (num_experts), got {int(topk_ids[tuple(first)])} "
+                             f"at {tuple(first)}")
+    return _fused_experts_op(hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias,
+                             down_bias, gate_up_scale, down_scale, code, bool(interleaved), float(swiglu_alpha),
+                             float(swiglu_limit))
+
+
+def quantize_experts(w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """FP8 expert weights with one float32 scale per output row, for :func:`fused_experts`.
+
+    ``w`` : Tensor ``(E, N, K)`` in the layout ``fused_experts`` reads (``gate_up_proj``
+    ``(E, 2I, H)`` or ``down_proj`` ``(E, H, I)``; for gpt-oss pass the ``.transpose(1, 2)``
+    views), any strides. Returns ``(q, scale)``: ``q`` contiguous ``float8_e4m3fn`` ``(E, N, K)``,
+    ``scale`` float32 ``(E, N)``, ``w ~= q.float() * scale[..., None]``
+    (:func:`fastpath.ops.fp8.quantize_fp8` ``"rowwise"``, each row of each expert).
+
+    >>> q, s = fastpath.ops.moe.quantize_experts(experts.gate_up_proj)
+    >>> y = fastpath.fused_experts(x, ids, w, q, experts.down_proj_q, gate_up_scale=s, ...)
+    """
+    from .fp8 import quantize_fp8
+
+    check_tensor("w", w)
+    if w.dim() != 3:
+        raise ValueError(f"w: expected shape (num_experts, out_features, in_features), got {_shape(w)}")
+    q, s = quantize_fp8(w, "rowwise")
+    return q, s.reshape(w.shape[0], w.shape[1])
+
+
+FAMILY = {"name": "moe", "ops": ["route", "fused_experts"], "reason": triton_reason}

@@ -1,0 +1,315 @@
+"""Triton kernels and block-size plans of :mod:`fastpath.ops.moe` (routing, expert MLPs).
+
+* ``_route_kernel``: one program per token: softmax or sigmoid over the E router logits in
+  float32, top-k by repeated arg-max (ties to the lowest expert index, as ``torch.topk``),
+  optional renormalisation and scaling.
+* Decode (few tokens), no sort: ``_gate_up_kernel`` (grid: expert x block of I x block of
+  tokens) finds the tokens routed to its expert, streams the expert's gate and up rows of
+  its I-block once with ``tl.dot`` on a 16..64-row token tile, applies the activation and
+  writes ``h`` for each routed (token, slot) pair; ``_down_kernel`` (expert x block of H x
+  block of tokens) does the same for ``down_proj`` and writes the weighted ``y`` of each
+  pair in float32; ``_combine_kernel`` adds the k slots of each token in the fixed order
+  j = 0..k-1 (deterministic, no atomics). When the pairs are fewer than the experts
+  (``BY_PAIR``) the grid runs over pairs instead: the first pair naming an expert computes
+  it for every token and the others exit at once, so no program is spent on idle experts.
+* Prefill: ``_act_kernel`` applies the activation to the grouped-GEMM output rows, and
+  ``_combine_kernel`` (``GATHER``) un-permutes, weights and adds the k slots.
+
+Expert ids are compared, never used as addresses (except after a range check), so ids
+outside ``[0, E)`` select nothing and contribute nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .._core.backend import INTERPRET, num_sms, tl, triton
+from .._core.launch import cdiv, next_pow2
+from .matvec import _load_as
+
+#: Activation codes of the kernels (``ACT``).
+ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
+ALIASES = {"swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "swiglu_oai": "gpt_oss"}
+
+
+# ---------------------------------------------------------------------------- routing
+
+@triton.jit
+def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale, eps,
+                  TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
+                  BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
+    t = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK_E)
+    emask = offs < E
+    x = tl.load(x_ptr + t * sxt + offs * sxe, mask=emask, other=-float("inf")).to(tl.float32)
+    if SIGMOID:
+        p = 1.0 / (1.0 + tl.exp(-x))
+    else:
+        m = tl.max(x, axis=0)
+        ex = tl.exp(x - m)
+        p = ex / tl.sum(ex, axis=0)
+    c = p
+    if HAS_BIAS:  # the bias only chooses; the weights come from the unbiased scores
+        c = p + tl.load(bias_ptr + offs, mask=emask, other=0.0).to(tl.float32)
+    c = tl.where(c != c, float("inf"), c)  # NaN ranks first, as in torch.topk
+    avail = emask
+    kk = tl.arange(0, BLOCK_K)
+    wv = tl.zeros([BLOCK_K], dtype=tl.float32)
+    iv = tl.zeros([BLOCK_K], dtype=tl.int32)
+    for j in tl.static_range(TOPK):
+        mx = tl.max(tl.where(avail, c, -float("inf")), axis=0)
+        idx = tl.min(tl.where(avail & (c == mx), offs, BLOCK_E), axis=0)  # lowest index among ties
+        idx = tl.minimum(idx, E - 1)
+        wj = tl.sum(tl.where(offs == idx, p, 0.0), axis=0)
+        wv = tl.where(kk == j, wj, wv)
+        iv = tl.where(kk == j, idx, iv)
+        avail = avail & (offs != idx)
+    if NORM:
+        wv = wv / (tl.sum(wv, axis=0) + eps)
+    wv = wv * scale
+    kmask = kk < TOPK
+    tl.store(w_ptr + t * swt + kk, wv, mask=kmask)
+    tl.store(ids_ptr + t * sit + kk, iv.to(ids_ptr.dtype.element_ty), mask=kmask)
+
+
+# ---------------------------------------------------------------------------- experts
+
+@triton.jit
+def _act(g, u, ACT: tl.constexpr, alpha, limit):
+    """``act(gate) * up`` in float32."""
+    if ACT == 0:  # SwiGLU
+        return g / (1.0 + tl.exp(-g)) * u
+    elif ACT == 1:  # GELU (erf) * up
+        return 0.5 * g * (1.0 + tl.erf(g * 0.7071067811865476)) * u
+    elif ACT == 2:  # GELU (tanh approximation) * up; tanh(z) = 2 sigmoid(2z) - 1
+        z = 0.7978845608028654 * (g + 0.044715 * g * g * g)
+        return g * (1.0 / (1.0 + tl.exp(-2.0 * z))) * u
+    else:  # gpt-oss: clamped SwiGLU with alpha, (up + 1); `where` keeps NaN like torch.clamp
+        g = tl.where(g > limit, limit, g)
+        u = tl.where(u > limit, limit, tl.where(u < -limit, -limit, u))
+        return (u + 1.0) * (g / (1.0 + tl.exp(-alpha * g)))
+
+
+@triton.jit
+def _cast(v, DTYPE: tl.constexpr, RNE: tl.constexpr):
+    """float32 -> ``DTYPE``. ``RNE``: round bfloat16 to nearest even by hand (Triton's
+    interpreter truncates float32 -> bfloat16; compiled code rounds)."""
+    if RNE and DTYPE == tl.bfloat16:
+        u = v.to(tl.int32, bitcast=True)
+        u = (u + (0x7FFF + ((u >> 16) & 1))) & -65536
+        v = u.to(tl.float32, bitcast=True)
+    return v.to(DTYPE)
+
+
+@triton.jit
+def _dot(a, b, acc, DT: tl.constexpr):
+    if DT == tl.float32:  # float32 operands (and the interpreter: its 16-bit tl.dot is unreliable)
+        return tl.dot(a, b, acc, input_precision="ieee")
+    else:
+        return tl.dot(a, b, acc)
+
+
+@triton.jit
+def _expert_of_program(ids_ptr, sit, sij, E, TOPK: tl.constexpr, BY_PAIR: tl.constexpr, BLOCK_P: tl.constexpr):
+    """(expert id as int64, skip flag). ``BY_PAIR``: program p serves the expert of pair p
+    unless an earlier pair names the same expert or the id is out of range."""
+    pid = tl.program_id(0)
+    if BY_PAIR:
+        e = tl.load(ids_ptr + (pid // TOPK) * sit + (pid % TOPK) * sij).to(tl.int64)
+        q = tl.arange(0, BLOCK_P)
+        qm = q < pid
+        idq = tl.load(ids_ptr + (q // TOPK) * sit + (q % TOPK) * sij, mask=qm, other=-1)
+        dup = tl.sum(((idq == e) & qm).to(tl.int32), axis=0)
+        skip = (dup > 0) | (e < 0) | (e >= E)
+    else:
+        e = pid.to(tl.int64)
+        skip = pid < 0
+    return e, skip
+
+
+@triton.jit
+def _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK: tl.constexpr):
+    """For each token of the tile: the slot j with ``ids[t, j] == e`` (the last one), or -1."""
+    slot = tl.where(tmask, -1, -1)
+    for j in tl.static_range(TOPK):
+        idj = tl.load(ids_ptr + offs_t * sit + j * sij, mask=tmask, other=-1)
+        slot = tl.where(idj == e, j, slot)
+    return slot
+
+
+@triton.jit
+def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
+                    sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
+                    TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
+                    HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
+                    RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr,
+                    BLOCK_H: tl.constexpr):
+    # h[t * TOPK + slot, i] = act(x_t . W[e, gate row i], x_t . W[e, up row i]) for the tokens t
+    # of this tile routed to expert e; gate row i = i * row_mul, up row = i * row_mul + up_off.
+    e, skip = _expert_of_program(ids_ptr, sit, sij, E, TOPK, BY_PAIR, BLOCK_P)
+    offs_t = tl.program_id(2) * BLOCK_T + tl.arange(0, BLOCK_T)
+    tmask = offs_t < T
+    slot = _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK)
+    if skip | (tl.max(slot, axis=0) < 0):
+        return
+    hit = slot >= 0
+    offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    imask = offs_i < NI
+    rows_g = (offs_i * row_mul).to(tl.int64)
+    rows_u = rows_g + up_off
+    w_e = w_ptr + e * swe
+    x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
+    acc_g = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
+    for k0 in range(0, H, BLOCK_H):
+        offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
+        kmask = offs_k < H
+        x = tl.load(x_rows + offs_k[None, :] * sxh, mask=hit[:, None] & kmask[None, :], other=0.0).to(DT)
+        wmask = kmask[:, None] & imask[None, :]
+        wk = w_e + offs_k[:, None] * swk
+        wg = _load_as(wk + rows_g[None, :] * swn, wmask, MODE, E5M2, DT)
+        wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
+        acc_g = _dot(x, wg, acc_g, DT)
+        acc_u = _dot(x, wu, acc_u, DT)
+    if HAS_SCALE:
+        acc_g = acc_g * tl.load(s_ptr + e * sse + rows_g * ssn, mask=imask, other=0.0)[None, :]
+        acc_u = acc_u * tl.load(s_ptr + e * sse + rows_u * ssn, mask=imask, other=0.0)[None, :]
+    if HAS_BIAS:
+        acc_g = acc_g + tl.load(b_ptr + e * sbe + rows_g * sbn, mask=imask, other=0.0).to(tl.float32)[None, :]
+        acc_u = acc_u + tl.load(b_ptr + e * sbe + rows_u * sbn, mask=imask, other=0.0).to(tl.float32)[None, :]
+    h = _act(acc_g, acc_u, ACT, alpha, limit)
+    rows_h = (offs_t * TOPK + slot).to(tl.int64)
+    tl.store(h_ptr + rows_h[:, None] * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
+             mask=hit[:, None] & imask[None, :])
+
+
+@triton.jit
+def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E,
+                 sit, sij, stt, stj, swe, swn, swk, sse, ssn, sbe, sbn,
+                 TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
+                 HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
+                 BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # y[t * TOPK + j, n] = w[t, j] * (h[t * TOPK + slot] . D[e, n] + bias) for every slot j with
+    # ids[t, j] == e (float32).
+    e, skip = _expert_of_program(ids_ptr, sit, sij, E, TOPK, BY_PAIR, BLOCK_P)
+    offs_t = tl.program_id(2) * BLOCK_T + tl.arange(0, BLOCK_T)
+    tmask = offs_t < T
+    slot = _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK)
+    if skip | (tl.max(slot, axis=0) < 0):
+        return
+    hit = slot >= 0
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = offs_n < H
+    a_rows = h_ptr + (offs_t * TOPK + slot).to(tl.int64)[:, None] * NI
+    b_cols = w_ptr + e * swe + offs_n.to(tl.int64)[None, :] * swn
+    acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, NI, BLOCK_K):
+        offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
+        kmask = offs_k < NI
+        a = tl.load(a_rows + offs_k[None, :], mask=hit[:, None] & kmask[None, :], other=0.0).to(DT)
+        b = _load_as(b_cols + offs_k[:, None] * swk, kmask[:, None] & nmask[None, :], MODE, E5M2, DT)
+        acc = _dot(a, b, acc, DT)
+    if HAS_SCALE:
+        acc = acc * tl.load(s_ptr + e * sse + offs_n * ssn, mask=nmask, other=0.0)[None, :]
+    if HAS_BIAS:
+        acc = acc + tl.load(b_ptr + e * sbe + offs_n * sbn, mask=nmask, other=0.0).to(tl.float32)[None, :]
+    for j in tl.static_range(TOPK):
+        m = tl.load(ids_ptr + offs_t * sit + j * sij, mask=tmask, other=-1) == e
+        wj = tl.load(tw_ptr + offs_t * stt + j * stj, mask=m, other=0.0).to(tl.float32)
+        rows = (offs_t * TOPK + j).to(tl.int64)
+        tl.store(y_ptr + rows[:, None] * H + offs_n[None, :], acc * wj[:, None], mask=m[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _combine_kernel(y_ptr, ids_ptr, tw_ptr, pos_ptr, out_ptr, H, E, sit, sij, stt, stj, syr, sot, soh,
+                    TOPK: tl.constexpr, GATHER: tl.constexpr, WEIGHTED: tl.constexpr, RNE: tl.constexpr,
+                    BLOCK: tl.constexpr):
+    # out[t] = sum_{j = 0..TOPK-1, ids[t, j] in [0, E)} (w[t, j] *) y[row(t, j)], in float32,
+    # row(t, j) = t * TOPK + j, or pos[t * TOPK + j] (GATHER: rows sorted by expert).
+    t = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < H
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for j in tl.static_range(TOPK):
+        idj = tl.load(ids_ptr + t * sit + j * sij)
+        valid = (idj >= 0) & (idj < E)
+        row = t * TOPK + j
+        if GATHER:
+            row = tl.load(pos_ptr + row).to(tl.int64)
+        row = tl.where(valid, row, 0)  # an invalid slot reads row 0 and adds nothing
+        v = tl.load(y_ptr + row * syr + offs, mask=m, other=0.0).to(tl.float32)
+        if WEIGHTED:
+            v = v * tl.load(tw_ptr + t * stt + j * stj).to(tl.float32)
+        acc += tl.where(valid, v, 0.0)
+    tl.store(out_ptr + t * sot + offs * soh, _cast(acc, out_ptr.dtype.element_ty, RNE), mask=m)
+
+
+@triton.jit
+def _act_kernel(gu_ptr, h_ptr, R, NI, sgr, sgc, col_mul, up_off, alpha, limit,
+                ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):
+    # h[r, i] = act(gu[r, i * col_mul], gu[r, i * col_mul + up_off]), h contiguous (R, I).
+    offs_r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    mask = (offs_r < R)[:, None] & (offs_i < NI)[None, :]
+    base = gu_ptr + offs_r.to(tl.int64)[:, None] * sgr
+    cols = (offs_i * col_mul).to(tl.int64)[None, :]
+    g = tl.load(base + cols * sgc, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(base + (cols + up_off) * sgc, mask=mask, other=0.0).to(tl.float32)
+    h = _act(g, u, ACT, alpha, limit)
+    h = _cast(h, h_ptr.dtype.element_ty, RNE)
+    tl.store(h_ptr + offs_r.to(tl.int64)[:, None] * NI + offs_i[None, :], h, mask=mask)
+
+
+# ---------------------------------------------------------------------------- plans
+
+#: Token rows of the decode tile (a tl.dot operand needs at least 16).
+MIN_BLOCK_T, MAX_BLOCK_T = 16, 64
+#: Programs per SM the decode kernels aim to stream weights with.
+PROGRAMS_PER_SM = 2
+#: Interpreter blocks: small, so that the tests cross block edges and masked tails.
+INTERPRET_BLOCKS = dict(block_i=16, block_h=16, block_n=16, block_k=16, block_c=32)
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    by_pair: bool  # grid over (token, slot) pairs instead of experts
+    block_p: int  # pairs a program scans for an earlier duplicate (BY_PAIR)
+    block_t: int  # token rows of the tl.dot tile
+    block_i: int  # gate/up kernel: I columns per program
+    block_h: int  # gate/up kernel: H chunk of the reduction
+    block_n: int  # down kernel: H columns per program
+    block_k: int  # down kernel: I chunk of the reduction
+    block_c: int  # combine kernel: H columns per program
+    warps: int
+
+
+def _largest_block(choices, active: int, n: int, target: int) -> int:
+    """The largest block in ``choices`` (descending) that still gives ``target`` programs."""
+    for b in choices:
+        if active * cdiv(n, b) >= target:
+            return b
+    return choices[-1]
+
+
+def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w_bytes: int) -> DecodePlan:
+    """Block sizes of the decode kernels, plain int math. Expert programs that find no token
+    exit at once, so the blocks are chosen for the experts that can be active,
+    ``min(E, T * k)``, to give every SM ``PROGRAMS_PER_SM`` programs that stream weights."""
+    pairs = T * k
+    block_t = max(MIN_BLOCK_T, next_pow2(min(T, MAX_BLOCK_T)))
+    by_pair = pairs < E and T <= block_t
+    block_p = next_pow2(pairs) if by_pair else 1
+    if INTERPRET:
+        b = INTERPRET_BLOCKS
+        return DecodePlan(by_pair, block_p, block_t, b["block_i"], b["block_h"], b["block_n"], b["block_k"],
+                          b["block_c"], 4)
+    active = min(E, pairs)
+    target = PROGRAMS_PER_SM * num_sms(device)
+    max_i = 64 if block_t <= 32 else 32  # two accumulators of block_t x block_i
+    block_i = _largest_block([b for b in (64, 32, 16) if b <= max_i], active, NI, target)
+    block_n = _largest_block((128, 64, 32, 16), active, H, target)
+    block_h = 256 if block_i <= 32 and block_t <= 32 and w_bytes <= 2 else 128
+    block_k = 128 if block_n <= 64 else 64
+    block_c = min(1024, max(128, next_pow2(H)))
+    return DecodePlan(by_pair, block_p, block_t, block_i, block_h, block_n, block_k, block_c, 4)
