@@ -379,9 +379,9 @@ def test_autograd(form, device):
     out = grouped_mm(a, b, offs=offs, bias=bias)
     w = randn(*out.shape, device=device)
     got = torch.autograd.grad((out * w).sum(), leaves)
-    leaves64 = [t.detach().double().requires_grad_() for t in leaves]
+    leaves64 = [t.detach().double().cpu().requires_grad_() for t in leaves]  # the float64 oracle on the CPU
     a64, b64 = leaves64[:2]
-    want = torch.autograd.grad((ref(a64, b64, leaves64[2] if bias is not None else None) * w.double()).sum(),
+    want = torch.autograd.grad((ref(a64, b64, leaves64[2] if bias is not None else None) * w.double().cpu()).sum(),
                                leaves64)
     for g, r in zip(got, want):
         assert_close(g, r)
