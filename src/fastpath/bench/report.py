@@ -2,8 +2,8 @@
 
 ``[--results DIR]`` (default ``bench/results``) holds the JSONL files that
 ``python -m fastpath.bench`` appends to; ``[--out PATH]`` (default ``docs/perf.md``). For each
-GPU, the newest run's rows, grouped by suite, with that run's ceilings, versions, date, commit
-and command. The output depends only on the records (no clock, no paths): deterministic.
+GPU and suite, the newest run's rows with that run's ceilings, versions, date, commit and
+command. The output depends only on the records (no clock, no paths): deterministic.
 """
 from __future__ import annotations
 
@@ -79,25 +79,24 @@ def render(records: list) -> str:
            "device-to-device copy bandwidth measured in the same run.", ""]
     for gpu in sorted(by_gpu):
         recs = by_gpu[gpu]
-        newest = max(r.get("run", r.get("date", "")) for r in recs)
-        rows = [r for r in recs if r.get("run", r.get("date", "")) == newest]
-        first, ceil = rows[0], rows[0].get("ceilings", {})
-        out += [f"## {gpu}", "",
-                f"- run: {first.get('date', '?')} (UTC), commit `{first.get('commit', 'unknown')}`",
-                f"- versions: torch {first.get('torch', '?')}, triton {first.get('triton', '?')}, "
-                f"python {first.get('python', '?')}; {first.get('sms', '?')} SMs",
-                f"- command: `{first.get('command', '?')}`"]
-        if ceil:
-            out.append(f"- ceilings (same run): device-to-device copy {ceil['copy_gbps']:.0f} GB/s "
-                       f"(read + write), bf16 matmul {ceil['matmul_bf16_tflops']:.0f} TFLOP/s "
-                       f"({ceil.get('matmul_n', 8192)}^3, random data), "
-                       f"L2 {ceil.get('l2_bytes', 0) / 2**20:.0f} MiB")
-        suites = list(dict.fromkeys(r.get("suite", "?") for r in rows))
-        for suite in suites:
-            out += ["", f"### {suite}", "", "| " + " | ".join(t for _, t in COLUMNS) + " |",
-                    "|" + "---|" * len(COLUMNS)]
-            out += ["| " + " | ".join(_cell(k, r) for k, _ in COLUMNS) + " |"
-                    for r in rows if r.get("suite", "?") == suite]
+        out += [f"## {gpu}"]
+        for suite in dict.fromkeys(r.get("suite", "?") for r in recs):  # each suite: its newest run
+            mine = [r for r in recs if r.get("suite", "?") == suite]
+            newest = max(r.get("run", r.get("date", "")) for r in mine)
+            rows = [r for r in mine if r.get("run", r.get("date", "")) == newest]
+            first, ceil = rows[0], rows[0].get("ceilings", {})
+            out += ["", f"### {suite}", "",
+                    f"- run: {first.get('date', '?')} (UTC), commit `{first.get('commit', 'unknown')}`",
+                    f"- versions: torch {first.get('torch', '?')}, triton {first.get('triton', '?')}, "
+                    f"python {first.get('python', '?')}; {first.get('sms', '?')} SMs",
+                    f"- command: `{first.get('command', '?')}`"]
+            if ceil:
+                out.append(f"- ceilings (same run): device-to-device copy {ceil['copy_gbps']:.0f} GB/s "
+                           f"(read + write), bf16 matmul {ceil['matmul_bf16_tflops']:.0f} TFLOP/s "
+                           f"({ceil.get('matmul_n', 8192)}^3, random data), "
+                           f"L2 {ceil.get('l2_bytes', 0) / 2**20:.0f} MiB")
+            out += ["", "| " + " | ".join(t for _, t in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+            out += ["| " + " | ".join(_cell(k, r) for k, _ in COLUMNS) + " |" for r in rows]
         out.append("")
     return "\n".join(out) + "\n"
 
