@@ -115,7 +115,8 @@ def test_route_softmax(dtype, norm, device):
 def test_route_sigmoid(bias, device):
     """LFM2-MoE / DeepSeek-V3: the bias changes the choice (it is large here) but not the weights."""
     E = 67
-    logits = randn(5, E, dtype=torch.bfloat16, device=device)
+    # float32 logits: bf16 ones tie often, and a float32 tie that float64 breaks reorders the top-k
+    logits = randn(5, E, device=device)
     b = randn(E, device=device, scale=0.5) if bias else None
     w, ids = moe.route(logits, 8, "sigmoid", True, b, 2.5)
     rw, rids = route64(logits, 8, "sigmoid", True, b, 2.5)
@@ -146,7 +147,7 @@ def test_route_matches_transformers(device):
     from transformers.models.mixtral.modeling_mixtral import MixtralTopKRouter
     from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeTopKRouter
 
-    x = randn(6, 32)
+    x = randn(6, 32, device="cpu")  # the transformers modules run on the CPU
     for norm in (False, True):
         cfg = transformers.Qwen3MoeConfig(hidden_size=32, num_experts=16, num_experts_per_tok=4, norm_topk_prob=norm)
         r = Qwen3MoeTopKRouter(cfg)
@@ -322,7 +323,7 @@ def test_matches_transformers_modules(device):
     from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeExperts
 
     T, E, k = 5, 8, 2
-    x = randn(T, H)
+    x = randn(T, H, device="cpu")  # the transformers modules run on the CPU
     w, ids = routing(T, E, k, "cpu")
     cfg = transformers.Qwen3MoeConfig(hidden_size=H, moe_intermediate_size=NI, num_experts=E, num_experts_per_tok=k)
     m = Qwen3MoeExperts(cfg)
