@@ -97,7 +97,8 @@ def _torch_layer(x, router, gate_up, down, k):
     w = w / w.sum(-1, keepdim=True)
     flat = ids.reshape(-1)
     order = flat.argsort(stable=True)
-    offs = torch.bincount(flat, minlength=E).cumsum(0).to(torch.int32)
+    counts = torch.zeros(E, dtype=torch.int32, device=x.device)  # bincount would sync (its size)
+    offs = counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int32)).cumsum(0, dtype=torch.int32)
     tok = order // k
     h = _gmm(x[tok], gate_up.transpose(1, 2), offs)
     gate, up = h.chunk(2, -1)
