@@ -1,4 +1,4 @@
-"""``python -m fastpath.bench [suite ...] [--json PATH] [--graphs] [--quick] [--list]``.
+"""``python -m fastpath.bench [suite ...] [--json PATH] [--graphs] [--quick] [--only TEXT] [--list]``.
 
 On a CUDA GPU: measures the ceilings, then checks and times every case of the selected
 suites (default: all) against the PyTorch-native way, prints a table and appends one JSON
@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="append the JSON lines here (default: bench/results/<date>-<gpu>.jsonl)")
     p.add_argument("--graphs", action="store_true", help="also time a CUDA-graph mode for every case")
     p.add_argument("--quick", action="store_true", help="only a few cases")
+    p.add_argument("--only", metavar="TEXT", help="only the cases whose name contains TEXT")
     p.add_argument("--list", action="store_true", help="list the suites and cases, run nothing")
     return p
 
@@ -124,6 +125,8 @@ def main(argv=None) -> int:
               f"(known: {', '.join(SUITES)})", file=sys.stderr)
         return 2
     cases = load_cases(list(dict.fromkeys(args.suites)), quick=args.quick)
+    if args.only:
+        cases = [c for c in cases if args.only in c.name]
     if args.list:
         for c in cases:
             flags = [f for f in ("graphs", "hot", "quick") if getattr(c, f)]
