@@ -84,3 +84,59 @@ def test_missing_triton_kernel_refuses_to_launch():
 
     with pytest.raises(RuntimeError, match="needs Triton"):
         k[(1,)](1)
+
+
+# ---------------------------------------------------------------------------- Launcher
+
+class _FakeParam:
+    def __init__(self, name):
+        self.name = name
+
+
+class _FakeKernel:
+    def __init__(self, log):
+        self.log = log
+
+    def __getitem__(self, grid):
+        return lambda *args, stream=None: self.log.append(("fast", grid, args, stream))
+
+
+class _FakeJit:
+    """Stands in for a compiled JITFunction: records slow launches, returns a kernel."""
+    params = [_FakeParam(n) for n in ("x_ptr", "n", "scale", "BLOCK")]
+
+    def __init__(self):
+        self.log, self.compiles = [], 0
+
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            self.compiles += 1
+            self.log.append(("slow", grid, args, kwargs))
+            return _FakeKernel(self.log)
+        return run
+
+
+def test_launcher_reuses_a_compiled_kernel_only_for_the_same_specialisation(monkeypatch):
+    from fastpath._core import launch
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_raw_stream", lambda dev: 1234)
+    fake = _FakeJit()
+    fast = launch.Launcher(fake)
+    x = torch.zeros(64)
+    fast[(3,)](x, 32, 0.5, BLOCK=16, num_warps=4)
+    fast[(5,)](x, 48, 0.25, BLOCK=16, num_warps=4)  # same specialisation: straight to the kernel
+    assert fake.compiles == 1
+    assert fake.log[-1] == ("fast", (5, 1, 1), (x, 48, 0.25, 16), 1234)  # every parameter, in order
+    fast[(5,)](x, 7, 0.25, BLOCK=16, num_warps=4)  # 7 is not divisible by 16: Triton's choice may differ
+    fast[(5,)](x, 1, 0.25, BLOCK=16, num_warps=4)  # equal to 1
+    fast[(5,)](x[1:], 48, 0.25, BLOCK=16, num_warps=4)  # 4-byte aligned data pointer
+    fast[(5,)](x.double(), 48, 0.25, BLOCK=16, num_warps=4)  # another dtype
+    fast[(5,)](x, 48, 0.25, BLOCK=32, num_warps=4)  # another constexpr
+    fast[(5,)](x, 48, 0.25, BLOCK=16, num_warps=8)  # another option
+    fast[(5,)](x, 2**40, 0.25, BLOCK=16, num_warps=4)  # a 64-bit integer
+    assert fake.compiles == 8
+    monkeypatch.setattr(launch, "FAST_LAUNCH", False)
+    fast[(5,)](x, 48, 0.25, BLOCK=16, num_warps=4)  # switched off: Triton's own path
+    assert fake.compiles == 9

@@ -1,9 +1,17 @@
 """Host-side helpers for launchers: cheap integer math (Triton's own ``cdiv`` and
-``next_power_of_2`` are JIT functions whose host calls cost microseconds each) and
-per-(device, stream) workspaces that survive between calls."""
+``next_power_of_2`` are JIT functions whose host calls cost microseconds each),
+per-(device, stream) workspaces that survive between calls, and :class:`Launcher`, which
+launches an already-compiled kernel without Triton's per-call argument binding."""
 from __future__ import annotations
 
+import os
+
 import torch
+
+from .backend import INTERPRET
+
+#: ``FASTPATH_FAST_LAUNCH=0`` sends every launch through Triton's own ``kernel[grid](...)``.
+FAST_LAUNCH = os.environ.get("FASTPATH_FAST_LAUNCH", "1") != "0"
 
 _workspaces: dict = {}
 _retired: list = []  # outgrown buffers: a captured CUDA graph may still use them, never free
@@ -43,3 +51,64 @@ def workspace(device: torch.device, name: str, numel: int, dtype: torch.dtype, *
         buf = (torch.zeros if zeroed else torch.empty)(size, dtype=dtype, device=device)
         _workspaces[key] = buf
     return buf
+
+
+def _spec(a):
+    """What Triton specialises a compiled kernel on, or finer: dtype and 16-byte alignment
+    of tensors; for integers equal-to-1, divisible-by-16 and 32-bit range; types otherwise."""
+    if isinstance(a, torch.Tensor):
+        return a.dtype, a.data_ptr() % 16 == 0
+    if isinstance(a, bool):
+        return bool, a
+    if isinstance(a, int):
+        return a == 1, a % 16 == 0, -2**31 <= a < 2**31
+    if isinstance(a, float):
+        return float
+    return a  # None, and constexpr values (hashable)
+
+
+class Launcher:
+    """``Launcher(jit_fn)[grid](*args, **kwargs)`` launches like ``jit_fn[grid](...)``.
+
+    Triton binds and specialises every argument in Python on each call (tens of
+    microseconds). Here the first call of each specialisation key goes through Triton, which
+    compiles and returns the kernel; later calls with the same key hand the arguments
+    straight to that compiled kernel's launcher. The key holds every constexpr and option
+    and, per runtime argument, at least what Triton specialises on (:func:`_spec`), plus
+    the current device, so a cached kernel is only reused where Triton would pick it too.
+    Off in Triton's interpreter, when Triton launch hooks are set, or with
+    ``FASTPATH_FAST_LAUNCH=0``."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.kernels: dict = {}
+        params = getattr(fn, "params", None)
+        self.names = [p.name for p in params] if params is not None and not INTERPRET else None
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.launch(grid, args, kwargs)
+
+    def launch(self, grid, args, kwargs):
+        if not FAST_LAUNCH or self.names is None or _hooks_set():
+            return self.fn[grid](*args, **kwargs)
+        dev = torch.cuda.current_device()
+        key = (dev, tuple(map(_spec, args)), tuple(kwargs.items()))
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            kernel = self.fn[grid](*args, **kwargs)
+            self.kernels[key] = kernel
+            return kernel
+        full = list(args) + [kwargs[n] for n in self.names[len(args):]]
+        g = tuple(grid) + (1,) * (3 - len(grid))
+        kernel[g](*full, stream=_raw_stream(dev))
+        return kernel
+
+
+def _hooks_set() -> bool:
+    """A profiler or tool hooked Triton's launches: let Triton launch, so that they run."""
+    try:
+        from triton import knobs
+        hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
+    except (ImportError, AttributeError):
+        return False
+    return any(h is not None and getattr(h, "calls", True) for h in hooks)  # HookChain: empty = unset

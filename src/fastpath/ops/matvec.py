@@ -24,7 +24,7 @@ import torch
 from typing import Optional
 
 from .._core.backend import INTERPRET, num_sms, tl, triton
-from .._core.launch import cdiv, next_pow2, workspace
+from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
 
 
@@ -116,6 +116,9 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     else:
         _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
                   SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS)
+
+
+_MV = Launcher(_mv_kernel)
 
 
 # ---------------------------------------------------------------------------- plan
@@ -211,7 +214,7 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
                sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1))
-    _mv_kernel[(n_blocks, p.split)](
+    _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,

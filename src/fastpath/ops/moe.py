@@ -27,9 +27,12 @@ import torch.nn.functional as F
 from .._core import alloc
 from .._core.backend import INTERPRET, tl, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
-from .._core.launch import cdiv, next_pow2, workspace
+from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from . import moe_kernels as K
+
+_ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT = map(Launcher, (K._route_kernel, K._gate_up_kernel, K._down_kernel,
+                                                          K._combine_kernel, K._act_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_hardware
 
 #: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.
@@ -106,7 +109,7 @@ def _route_op(router_logits: torch.Tensor, top_k: int, sigmoid: bool, norm: bool
     ids = alloc.empty(T, top_k, dtype=torch.int64, device=x.device)
     if T > 0:
         block_e = next_pow2(E)
-        K._route_kernel[(T,)](x, expert_bias if expert_bias is not None else x, w, ids, E, x.stride(0),
+        _ROUTE[(T,)](x, expert_bias if expert_bias is not None else x, w, ids, E, x.stride(0),
                               x.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
                               TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm,
                               BLOCK_E=block_e, BLOCK_K=next_pow2(top_k),
@@ -298,7 +301,7 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     n0 = T * k if p.by_pair else E
     n_tb = cdiv(T, p.block_t)
     row_mul, up_off = (2, 1) if interleaved else (1, NI)
-    K._gate_up_kernel[(n0, cdiv(NI, p.block_i), n_tb)](
+    _GATE_UP[(n0, cdiv(NI, p.block_i), n_tb)](
         x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
         T, H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),
         w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
@@ -306,14 +309,14 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None,
         HAS_BIAS=gu_bias is not None, ACT=code, DT=_TL[dt], RNE=INTERPRET, BLOCK_P=p.block_p, BLOCK_T=p.block_t,
         BLOCK_I=p.block_i, BLOCK_H=p.block_h, num_warps=p.warps)
-    K._down_kernel[(n0, cdiv(H, p.block_n), n_tb)](
+    _DOWN[(n0, cdiv(H, p.block_n), n_tb)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, y,
         T, H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None,
         HAS_BIAS=d_bias is not None, DT=_TL[dt], BLOCK_P=p.block_p, BLOCK_T=p.block_t,
         BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
-    K._combine_kernel[(T, cdiv(H, p.block_c))](
+    _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,
         out.stride(0), out.stride(1), TOPK=k, GATHER=False, WEIGHTED=False, RNE=INTERPRET, BLOCK=p.block_c, num_warps=4)
     return out
@@ -362,13 +365,13 @@ def _prefill_chunk(gmm, out, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scal
     h = alloc.empty(P, NI, dtype=x.dtype, device=dev)
     col_mul, up_off = (2, 1) if interleaved else (1, NI)
     br, bi = (16, 32) if INTERPRET else (16, 128)
-    K._act_kernel[(cdiv(P, br), cdiv(NI, bi))](gu, h, P, NI, gu.stride(0), gu.stride(1), col_mul, up_off,
+    _ACT[(cdiv(P, br), cdiv(NI, bi))](gu, h, P, NI, gu.stride(0), gu.stride(1), col_mul, up_off,
                                               float(alpha), float(limit), ACT=code, RNE=INTERPRET,
                                               BLOCK_R=br, BLOCK_I=bi)
     y = gmm(h, down.transpose(1, 2), offs=offs, bias=_bias_for(d_bias, x.dtype), out_dtype=torch.float32,
             scale_b=_scale2d(d_scale))
     bc = 32 if INTERPRET else min(1024, max(128, next_pow2(H)))
-    K._combine_kernel[(T, cdiv(H, bc))](
+    _COMBINE[(T, cdiv(H, bc))](
         y, ids, tw, pos, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), y.stride(0),
         out.stride(0), out.stride(1), TOPK=k, GATHER=True, WEIGHTED=True, RNE=INTERPRET, BLOCK=bc, num_warps=4)
 

@@ -31,7 +31,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.launch import cdiv, next_pow2, workspace
+from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.registry import register_op
@@ -197,6 +197,9 @@ BLOCK_ELEMS = 8192 if INTERPRET else 2048  # rows per program: BM * max(chunk, m
 MAX_K = 256  # larger top_k (after clamping to V) takes the reference path
 
 
+_SAMPLE = Launcher(_sample_kernel)
+
+
 def _plan(n_rows: int, V: int, k_pad: int, mode: int, device: torch.device):
     """(chunk, S, BM) for a launch, or None when no chunking fits the merge budget."""
     want = max(1, cdiv(2 * num_sms(device), n_rows))  # chunks per row to fill the GPU
@@ -239,7 +242,7 @@ def _launch(x: torch.Tensor, seeds: torch.Tensor, temperature: float, top_k: int
     width = bm * max(chunk, m_pad if split else 0)
     # bitonic stages want every thread (H200, 4096 keys: 16 warps 43 us, 32 warps 37 us)
     num_warps = max(4, min(32, width // 128)) if mode == 2 else max(4, min(16, width // 256))
-    _sample_kernel[(n_rb * S,)](
+    _SAMPLE[(n_rb * S,)](
         x, out, seeds, ws, cnt, n_rows, V, x.stride(0), x.stride(1), S, k,
         1.0 / temperature if temperature > 0 else 1.0, top_p,
         LOG_BM=bm.bit_length() - 1, LOG_CHUNK=chunk.bit_length() - 1, LOG_K=k_pad.bit_length() - 1,

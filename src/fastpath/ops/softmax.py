@@ -20,7 +20,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.launch import cdiv, next_pow2, workspace
+from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor, normalize_dim
 from .._core.registry import register_op
@@ -108,6 +108,9 @@ MAX_CHUNK = 256 if INTERPRET else 16384  # widest chunk held in registers
 FUSED = not INTERPRET  # one launch with a per-row barrier; False: two launches (tuning knob)
 
 
+_ROWS, _SPLIT = Launcher(_rows_kernel), Launcher(_split_kernel)
+
+
 def _num_warps(block: int) -> int:
     return max(4, min(16, block // 512))
 
@@ -127,7 +130,7 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
     if N <= ROW_ALWAYS or (N <= ROW_MAX and n_rows >= 2 * sms):
         block_n = next_pow2(N)
         block_m = min(next_pow2(n_rows), max(1, 2048 // block_n))
-        _rows_kernel[(cdiv(n_rows, block_m),)](
+        _ROWS[(cdiv(n_rows, block_m),)](
             x2, y, n_rows, N, x2.stride(0), x2.stride(1), y.stride(0),
             BLOCK_M=block_m, BLOCK_N=block_n, LOG=log, num_warps=4 if block_n * block_m <= 2048 else 8)
         return y.view(x.shape)
@@ -142,11 +145,11 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
     common = dict(CHUNK=chunk, S_PAD=next_pow2(S), LOG=log, num_warps=_num_warps(chunk))
     if not FUSED or S > sms:
         for phase in (1, 2):
-            _split_kernel[(total,)](*args, part, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
+            _SPLIT[(total,)](*args, part, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
                                     PHASE=phase, TICKET=False, **common)
     else:
         sync = workspace(x.device, "softmax.counters", 2 + 2 * n_rows, torch.int32, zeroed=True)
-        _split_kernel[(total,)](*args, sync, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
+        _SPLIT[(total,)](*args, sync, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
                                 PHASE=0, TICKET=total > sms, **common)
     return y.view(x.shape)
 
