@@ -36,7 +36,7 @@ from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import cdiv, next_pow2
 from .._core.registry import register_op
 from .fp8.bits import _fp8_dtypes, fp8_hardware
-from .matvec import _load_as
+from .matvec import _load_as, _tile_order
 
 
 # ---------------------------------------------------------------------------- kernel
@@ -79,11 +79,7 @@ def _gmm_kernel(a_ptr, b_ptr, out_ptr, offs_ptr, scale_ptr, bias_ptr,
     # the total of the jagged K, b has no group stride; JAG=0: M rows in every group.
     pid = tl.program_id(0)
     grid_n = tl.cdiv(N, BLOCK_N)
-    width = GROUP_M * grid_n
-    first_m = (pid // width) * GROUP_M
-    size_m = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % size_m
-    pid_n = (pid % width) // size_m
+    pid_m, pid_n = _tile_order(pid, grid_m, grid_n, GROUP_M)
     if JAG == 1:
         idx, starts, ends = _segments(offs_ptr, s_offs, G, M, GP)
         tiles = (ends - starts + (BLOCK_M - 1)) // BLOCK_M

@@ -50,6 +50,16 @@ def _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k
 
 
 @triton.jit
+def _tile_order(pid, grid_m, grid_n, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of tile ``pid`` in groups of GROUP_M row tiles (L2 reuse of ``b``);
+    used by the tiled matmuls (scaled_mm, grouped_mm)."""
+    width = GROUP_M * grid_n
+    first_m = (pid // width) * GROUP_M
+    size_m = tl.minimum(grid_m - first_m, GROUP_M)
+    return first_m + (pid % width) % size_m, (pid % width) // size_m
+
+
+@triton.jit
 def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
               SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, HAS_BIAS: tl.constexpr):
     """Row / column scales, bias, cast, store."""

@@ -139,6 +139,18 @@ def _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK: tl.constexpr):
 
 
 @triton.jit
+def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.constexpr, BLOCK_P: tl.constexpr,
+                 BLOCK_T: tl.constexpr):
+    """This program's expert, its tile of tokens (and their mask), each token's slot routed
+    to the expert (-1: none), and whether the program has nothing to do."""
+    e, skip = _expert_of_program(ids_ptr, sit, sij, E, TOPK, BY_PAIR, BLOCK_P)
+    offs_t = tl.program_id(2) * BLOCK_T + tl.arange(0, BLOCK_T)
+    tmask = offs_t < T
+    slot = _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK)
+    return e, offs_t, tmask, slot, skip | (tl.max(slot, axis=0) < 0)
+
+
+@triton.jit
 def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
                     sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
                     TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
@@ -147,11 +159,8 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
                     BLOCK_H: tl.constexpr):
     # h[t * TOPK + slot, i] = act(x_t . W[e, gate row i], x_t . W[e, up row i]) for the tokens t
     # of this tile routed to expert e; gate row i = i * row_mul, up row = i * row_mul + up_off.
-    e, skip = _expert_of_program(ids_ptr, sit, sij, E, TOPK, BY_PAIR, BLOCK_P)
-    offs_t = tl.program_id(2) * BLOCK_T + tl.arange(0, BLOCK_T)
-    tmask = offs_t < T
-    slot = _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK)
-    if skip | (tl.max(slot, axis=0) < 0):
+    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
+    if idle:
         return
     hit = slot >= 0
     offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
@@ -192,11 +201,8 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
                  BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # y[t * TOPK + j, n] = w[t, j] * (h[t * TOPK + slot] . D[e, n] + bias) for every slot j with
     # ids[t, j] == e (float32).
-    e, skip = _expert_of_program(ids_ptr, sit, sij, E, TOPK, BY_PAIR, BLOCK_P)
-    offs_t = tl.program_id(2) * BLOCK_T + tl.arange(0, BLOCK_T)
-    tmask = offs_t < T
-    slot = _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK)
-    if skip | (tl.max(slot, axis=0) < 0):
+    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
+    if idle:
         return
     hit = slot >= 0
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)

@@ -21,7 +21,7 @@ from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
 from ..._core.launch import cdiv
 from ..._core.registry import register_op
 from .. import matvec
-from ..matvec import _block_scales, _epilogue
+from ..matvec import _block_scales, _epilogue, _tile_order
 from .bits import _decode, _fp8_dtypes, _native_fp8
 
 
@@ -48,11 +48,7 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
     pid = tl.program_id(0)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
-    width = GROUP_M * grid_n
-    first_m = (pid // width) * GROUP_M
-    size_m = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % size_m
-    pid_n = (pid % width) // size_m
+    pid_m, pid_n = _tile_order(pid, grid_m, grid_n, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
