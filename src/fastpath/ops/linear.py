@@ -4,11 +4,13 @@ Rows (the product of the leading dimensions of ``x``) up to ``MAX_GEMV_ROWS`` = 
 matrix-vector kernel of :mod:`fastpath.ops.matvec` (shared with small-M ``scaled_mm``);
 more rows call ``torch.nn.functional.linear`` (cuBLAS, the best bf16 matmul available there).
 
-* A program owns ``BLOCK_N`` output features for *all* ``BLOCK_M`` (<= 16) rows, so each
-  weight byte is read from memory once for every row, and reduces its share of K in float32
-  (no ``tl.dot``: a matrix-vector product is bound by memory bandwidth).
+* A program owns ``BLOCK_N`` output features for *all* rows, so each weight byte is read
+  from memory once for every row, and reduces its share of K in float32: 16-bit inputs on
+  a 16-row ``tl.dot`` tile (even for one row: measured fastest on the H200), fp8 weights
+  with one row and float32 below 9 rows by a float32 product-and-sum.
 * Split-K when ``N / BLOCK_N`` programs are too few to give every multiprocessor work:
-  float32 partials, added in a fixed order by a second small launch (deterministic).
+  float32 partials, added in a fixed order by the last program of each column block, in
+  the same launch (deterministic).
 * FP8 weights (``weight_scale`` given): loaded as ``float8_e4m3fn`` and converted in
   registers on NVIDIA GPUs of compute capability 8.9 or newer, or read as ``uint8`` and
   decoded with integer operations elsewhere (older GPUs, ROCm, and the interpreter, whose
@@ -202,7 +204,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
 
     Paths: with at most 16 rows (product of the leading dims) a Triton matrix-vector kernel
     reads each weight byte once for all rows, splitting K over programs when N alone does
-    not fill the GPU (deterministic two-step reduction). More than 16 rows call
+    not fill the GPU (deterministic, one launch). More than 16 rows call
     ``torch.nn.functional.linear`` (cuBLAS is the best bf16 matmul there); with an FP8 weight
     the weight is first dequantised to ``x.dtype`` (a temporary ``N x K`` tensor). No host
     synchronisation: capturable in a CUDA graph. Autograd (gradients of ``x``, ``bias`` and a

@@ -2,8 +2,9 @@
 
 ``out[m, n] = sum_k a[m, k] * b[k, n]`` for M <= 16 rows: each program owns ``BLOCK_N``
 output columns for all rows (every weight byte is read once for all of them) and streams
-one chunk of K; when N alone cannot keep every SM busy, K is split over programs and
-``_splitk_reduce`` adds the fp32 partials in a fixed order (deterministic, no atomics).
+one chunk of K; when N alone cannot keep every SM busy, K is split over programs and the
+last program of each column block (an acq_rel ticket) adds the fp32 partials in a fixed
+order and finishes the tile: deterministic, one launch.
 
 Two ways to reduce a tile: ``DOT`` pads the rows to 16 and calls ``tl.dot`` on 16-bit
 operands (tensor cores: large tiles at little register cost, for 2..16 rows), otherwise a
