@@ -35,7 +35,7 @@ from .._core.backend import INTERPRET, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import cdiv, next_pow2
 from .._core.registry import register_op
-from .fp8.bits import _fp8_dtypes, fp8_hardware
+from .fp8.bits import _fp8_dtypes, fp8_load_mode
 from .matvec import _load_as, _tile_order
 
 
@@ -165,8 +165,8 @@ def _b_mode(b: torch.Tensor):
     if b.dtype not in _fp8_dtypes():
         return b, 0, False
     e5m2 = b.dtype == torch.float8_e5m2
-    native = fp8_hardware(b.device) if FP8_DECODE is None else FP8_DECODE == "native"
-    return (b, 1, e5m2) if native else (b.view(torch.uint8), 2, e5m2)
+    mode = fp8_load_mode(b.device, FP8_DECODE)
+    return (b, 1, e5m2) if mode == 1 else (b.view(torch.uint8), 2, e5m2)
 
 
 def _run(jag: int, a, sa, b, sb, out, so, offs, G: int, M: int, N: int, K: int,

@@ -29,7 +29,7 @@ from .._core.backend import triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.registry import register_op
 from . import matvec
-from .fp8.bits import fp8_hardware
+from .fp8.bits import fp8_load_mode
 from .matvec import Operand
 
 _FP8 = getattr(torch, "float8_e4m3fn", None)
@@ -46,9 +46,7 @@ FP8_DECODE: Optional[str] = None
 
 
 def _fp8_mode(device: torch.device) -> int:
-    if FP8_DECODE is not None:
-        return 1 if FP8_DECODE == "native" else 2
-    return 1 if fp8_hardware(device) else 2  # else bits: older GPUs, ROCm, the interpreter
+    return fp8_load_mode(device, FP8_DECODE)
 
 
 def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],

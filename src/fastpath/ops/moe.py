@@ -33,7 +33,7 @@ from . import moe_kernels as K
 
 _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT = map(Launcher, (K._route_kernel, K._gate_up_kernel, K._down_kernel,
                                                           K._combine_kernel, K._act_kernel))
-from .fp8.bits import _fp8_dtypes, fp8_hardware
+from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
 #: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.
 MAX_DECODE_TOKENS = 64
@@ -261,9 +261,7 @@ def reference_fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor,
 # ============================================================================ fused_experts: launchers
 
 def _fp8_mode(device: torch.device) -> int:
-    if FP8_DECODE is not None:
-        return 1 if FP8_DECODE == "native" else 2
-    return 1 if fp8_hardware(device) else 2
+    return fp8_load_mode(device, FP8_DECODE)
 
 
 def _operand(w: torch.Tensor, scaled: bool):

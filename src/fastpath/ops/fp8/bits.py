@@ -21,6 +21,15 @@ def fp8_max(dtype: torch.dtype) -> float:
     return float(torch.finfo(dtype).max)
 
 
+def fp8_load_mode(device: torch.device, override=None) -> int:
+    """How kernels load an fp8 operand: 1 = as float8, converted by the hardware; 2 = as
+    uint8 bits decoded exactly in registers (older GPUs, ROCm, the interpreter). Tests force
+    one with ``override`` = "native" or "bits"."""
+    if override is not None:
+        return 1 if override == "native" else 2
+    return 1 if fp8_hardware(device) else 2
+
+
 def fp8_hardware(device: torch.device) -> bool:
     """Whether fp8 loads convert in hardware and fp8 tensor cores exist: NVIDIA compute
     capability 8.9+ (Ada, Hopper, ...). Not in the interpreter (it reads the e4m3fn NaN code
