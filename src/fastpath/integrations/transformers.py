@@ -1,9 +1,12 @@
-"""``experts_implementation="fastpath"``: fastpath's fused MoE kernels inside Hugging Face
-transformers (5.x) models, through transformers' own ``ExpertsInterface``.
+"""``experts_implementation="fastpath"`` and ``attn_implementation="fastpath"``: fastpath's fused
+MoE and attention kernels inside Hugging Face transformers (5.x) models, through transformers'
+own ``ExpertsInterface`` and ``AttentionInterface``.
 
 >>> import fastpath.integrations.transformers          # registers "fastpath" (idempotent)
->>> model = AutoModelForCausalLM.from_pretrained(path, experts_implementation="fastpath")
+>>> model = AutoModelForCausalLM.from_pretrained(path, experts_implementation="fastpath",
+...                                              attn_implementation="fastpath")
 >>> model.set_experts_implementation("fastpath")          # or switch a loaded model
+>>> model.set_attn_implementation("fastpath")
 
 Every ``*Experts`` class decorated with ``@use_experts_implementation`` looks its forward up
 in the interface by ``config._experts_implementation`` on each call, so the choice holds for
@@ -49,6 +52,43 @@ Routers are left alone (no global patch). Those of the models above compute what
 sparse-MoE block and :func:`route_block` runs it, for code that builds its own MoE layer
 (transformers casts the weights to the logits' dtype; ``route`` returns float32, which
 ``fused_experts`` takes as it is).
+
+Attention. :func:`register` adds :func:`attention_forward` to ``AttentionInterface`` and
+:func:`attention_mask` to ``AttentionMaskInterface`` (transformers builds masks only for names
+that have a mask function; any other name would get ``attention_mask=None`` and ignore padding).
+Each attention module looks its function up by ``config._attn_implementation`` on every call,
+so ``set_attn_implementation("fastpath")`` and ``from_pretrained(..., attn_implementation=
+"fastpath")`` both hold for ``generate()``. Transformers 5.17 and 5.24 have the same interfaces
+(``AttentionInterface.register``, ``AttentionMaskInterface.register``, the same call
+``(module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs) ->
+(out (B, Q, H, D), weights)``); 5.24's ``sdpa_attention_forward`` adds the one-token GQA packing
+and rejects ``softcap``, neither of which changes what fastpath receives.
+
+The masks are the ones ``"sdpa"`` gets (``sdpa_mask``), and are mapped as
+``sdpa_attention_forward`` maps them onto :func:`fastpath.ops.attention.scaled_dot_product_attention`:
+
+===================================  =====================================================
+transformers gives                   fastpath gets
+===================================  =====================================================
+no mask, several query tokens        ``is_causal=True`` (``False`` where the caller or the
+                                     module says non-causal); keys past the queries of an
+                                     empty static cache are sliced off (a view)
+no mask, one query token             no mask: the token sees the whole cache
+boolean 4-D mask (padding, sliding   ``attn_mask`` as it is (True = attend), ``is_causal=
+window, chunks, packed sequences)    False``: the pattern is in the mask
+additive float 4-D mask              ``attn_mask`` as it is
+``H`` query / ``Hkv`` kv heads       ``enable_gqa=True`` (no ``repeat_kv`` copies)
+``scaling``                          ``scale``
+===================================  =====================================================
+
+The ``sliding_window`` keyword needs no mapping: wherever a window cuts a key, ``sdpa_mask``
+puts it in the mask (it returns None only when every key is inside the window).
+What fastpath does not compute runs transformers' implementation with a one-time
+``RuntimeWarning`` naming why (:func:`attention_fallback_reason`): ``dropout > 0`` (training),
+``output_attentions=True``, a ``position_bias``, dtypes other than float16 / bfloat16 / float32,
+non-tensor masks, and calls under autograd go to ``"sdpa"``; attention-logit ``softcap`` and
+attention sinks (``s_aux``), which sdpa does not compute, go to the model's own
+``eager_attention_forward`` (NotImplementedError where its modeling module has none).
 """
 from __future__ import annotations
 
@@ -94,20 +134,24 @@ def _fp8_interface():
 
 def register() -> None:
     """Register ``"fastpath"`` with transformers' ``ExpertsInterface`` (and
-    ``FP8ExpertsInterface``). Idempotent; importing this module calls it.
+    ``FP8ExpertsInterface``), ``AttentionInterface`` and ``AttentionMaskInterface``.
+    Idempotent; importing this module calls it.
 
-    Raises ImportError if transformers (>= 5, with ``ExpertsInterface``) is not installed.
+    Raises ImportError if transformers (>= 5, with ``ExpertsInterface`` and
+    ``AttentionInterface``) is not installed.
     """
     moe = _hf_moe()
     moe.ExpertsInterface.register(NAME, experts_forward)
     fp8 = _fp8_interface()
     if fp8 is not None:
         fp8.register(NAME, fp8_experts_forward)
+    register_attention()
 
 
 def is_registered() -> bool:
+    """True if ``"fastpath"`` is registered both as experts and as attention implementation."""
     try:
-        return NAME in _hf_moe().ALL_EXPERTS_FUNCTIONS
+        return NAME in _hf_moe().ALL_EXPERTS_FUNCTIONS and is_attention_registered()
     except ImportError:
         return False
 
@@ -367,6 +411,162 @@ def route_block(block: torch.nn.Module, hidden_states: torch.Tensor) -> tuple:
     return route(logits, **route_kwargs(block))
 
 
+# ---------------------------------------------------------------------------- attention
+
+#: The dtypes fastpath's attention takes (query, key and value alike).
+_ATTN_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _hf_attention():
+    """transformers' ``AttentionInterface``, ``AttentionMaskInterface`` and ``sdpa_mask``, or an
+    ImportError saying what is missing."""
+    try:
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+        from transformers.modeling_utils import AttentionInterface
+    except ImportError as exc:
+        raise ImportError("fastpath.integrations.transformers needs transformers >= 5 (AttentionInterface "
+                          f"and masking_utils.AttentionMaskInterface): {exc}") from exc
+    return AttentionInterface, AttentionMaskInterface, sdpa_mask
+
+
+def register_attention() -> None:
+    """Register ``"fastpath"`` with transformers' ``AttentionInterface`` (:func:`attention_forward`)
+    and ``AttentionMaskInterface`` (:func:`attention_mask`). Idempotent; :func:`register` calls it.
+
+    Both are needed: transformers builds masks only for implementations that have a mask function
+    (any other name gets ``attention_mask=None``, padding ignored)."""
+    attn, masks, _ = _hf_attention()
+    attn.register(NAME, attention_forward)
+    masks.register(NAME, attention_mask)
+
+
+def is_attention_registered() -> bool:
+    try:
+        attn, masks, _ = _hf_attention()
+    except ImportError:
+        return False
+    return attn._global_mapping.get(NAME) is attention_forward and masks._global_mapping.get(NAME) is attention_mask
+
+
+def attention_mask(*args, **kwargs):
+    """The ``"fastpath"`` entry of ``AttentionMaskInterface``: the masks transformers builds for
+    ``"sdpa"`` (``masking_utils.sdpa_mask``, same arguments). ``None`` where ``is_causal`` (or no
+    mask) expresses the pattern: no padding and one query token, or a prefill that sees every
+    key (no cache offset, no sliding window reached); otherwise a boolean ``(B, 1, Q, KV)`` mask,
+    True = attend, with padding, sliding windows, chunks and packed sequences in it."""
+    return _hf_attention()[2](*args, **kwargs)
+
+
+def _sdpa_fallback():
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    return "sdpa", sdpa_attention_forward
+
+
+def _eager_fallback(module):
+    """The model's own ``eager_attention_forward`` (softcaps, sinks), found in its modeling module."""
+    import sys
+    fn = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
+    return ("eager", fn) if callable(fn) else (None, None)
+
+
+def _additive_mask(module, query, key, mask, is_causal):
+    """The sdpa-style mask (None: causal or nothing; boolean: True = attend) as the additive mask
+    eager attention adds to its scores."""
+    if mask is not None and mask.dtype != torch.bool:
+        return mask
+    if mask is None:
+        causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+        if not (causal and query.shape[2] > 1):
+            return None
+        mask = torch.ones(query.shape[2], key.shape[2], dtype=torch.bool, device=query.device).tril()[None, None]
+    return torch.zeros(mask.shape, dtype=query.dtype, device=query.device).masked_fill(
+        ~mask, torch.finfo(query.dtype).min)
+
+
+def attention_fallback_reason(module, query, key, value, attention_mask=None, dropout=0.0, **kwargs):
+    """``None`` if ``attn_implementation="fastpath"`` runs this call on
+    :func:`fastpath.ops.attention.scaled_dot_product_attention`, else why transformers runs it
+    (the arguments are those of :func:`attention_forward`)."""
+    if dropout:
+        return f"dropout={dropout:g} (training; fastpath's attention computes no dropout)"
+    if kwargs.get("output_attentions", False):
+        return "output_attentions=True (fastpath returns no attention weights)"
+    if kwargs.get("softcap") is not None:
+        return f"softcap={kwargs['softcap']} (attention-logit softcapping)"
+    if kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
+        return "attention sinks (s_aux)"
+    if kwargs.get("position_bias") is not None:
+        return "a position_bias (learned relative-position bias)"
+    if not all(isinstance(t, torch.Tensor) for t in (query, key, value)):
+        return "query, key or value is not a tensor"
+    if query.dtype not in _ATTN_DTYPES or key.dtype != query.dtype or value.dtype != query.dtype:
+        return (f"dtypes query {query.dtype}, key {key.dtype}, value {value.dtype} (fastpath takes one of "
+                "float16, bfloat16, float32 for all three)")
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
+        return f"query {tuple(query.shape)} is not (batch, heads, tokens, head_dim)"
+    if query.shape[1] % key.shape[1]:
+        return f"{query.shape[1]} query heads are not a multiple of {key.shape[1]} key/value heads"
+    if attention_mask is not None and not isinstance(attention_mask, torch.Tensor):
+        return f"a {type(attention_mask).__name__} mask (fastpath takes boolean or additive tensors)"
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
+        return "autograd is recording (fastpath's attention is inference-only)"
+    return None
+
+
+def _warn_attention_once(module, reason: str, fallback: str) -> None:
+    key = ("attention", type(module).__qualname__, reason)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    warnings.warn(f"attn_implementation={NAME!r}: {type(module).__name__} runs transformers' {fallback!r} "
+                  f"attention instead of fastpath.scaled_dot_product_attention because {reason}",
+                  RuntimeWarning, stacklevel=3)
+
+
+def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                      attention_mask: Optional[torch.Tensor], dropout: float = 0.0, scaling: Optional[float] = None,
+                      is_causal: Optional[bool] = None, **kwargs) -> tuple:
+    """The ``"fastpath"`` entry of ``AttentionInterface``, called as transformers calls
+    ``sdpa_attention_forward``: ``query`` ``(B, H, Q, D)``, ``key`` / ``value`` ``(B, Hkv, KV, D)``
+    (``H`` a multiple of ``Hkv``: grouped-query attention without repeating keys), the mask
+    :func:`attention_mask` built (boolean, True = attend, or additive; ``None``: causal or none).
+    Returns ``(attn_output (B, Q, H, D) contiguous, None)``.
+
+    As ``sdpa_attention_forward`` decides: causal only for more than one query token and no mask
+    (a mask holds the causal pattern itself; one query token sees the whole cache), the module's
+    ``is_causal`` where the caller passes none; a causal prefill into a longer empty static cache
+    reads only the first ``Q`` keys. The ``sliding_window`` keyword is not needed: the window is
+    in the mask wherever it cuts a key. What fastpath does not compute runs transformers'
+    implementation (see :func:`attention_fallback_reason`), with one ``RuntimeWarning``."""
+    reason = attention_fallback_reason(module, query, key, value, attention_mask, dropout, **kwargs)
+    if reason is not None:
+        if kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or kwargs.get("sinks") is not None:
+            name, fn = _eager_fallback(module)  # sdpa computes neither
+            if fn is None:
+                raise NotImplementedError(f"attn_implementation={NAME!r}: {type(module).__name__} needs {reason}, "
+                                          "which neither fastpath nor sdpa computes; use attn_implementation='eager'")
+        else:
+            name, fn = _sdpa_fallback()
+        _warn_attention_once(module, reason, name)
+        if name == "eager":
+            scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
+            mask = _additive_mask(module, query, key, attention_mask, is_causal)
+            return fn(module, query, key, value, mask, dropout=dropout, scaling=scaling, **kwargs)
+        return fn(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                  is_causal=is_causal, **kwargs)
+
+    from ..ops.attention import scaled_dot_product_attention
+
+    q_len = query.shape[2]
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    causal = bool(q_len > 1 and attention_mask is None and causal)
+    if causal and key.shape[2] > q_len:  # empty static cache: keys past the prompt are all masked
+        key, value = key[:, :, :q_len], value[:, :, :q_len]
+    out = scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, is_causal=causal,
+                                       scale=scaling, enable_gqa=query.shape[1] != key.shape[1])
+    return out.transpose(1, 2).contiguous(), None
+
+
 def _register_on_import() -> None:
     try:
         register()
@@ -377,4 +577,5 @@ def _register_on_import() -> None:
 _register_on_import()
 
 __all__: list = ["NAME", "register", "is_registered", "experts_forward", "fp8_experts_forward",
-                 "activation_name", "fallback_reason", "route_kwargs", "route_block"]
+                 "activation_name", "fallback_reason", "route_kwargs", "route_block", "register_attention",
+                 "is_attention_registered", "attention_forward", "attention_mask", "attention_fallback_reason"]

@@ -1,0 +1,541 @@
+"""``scaled_dot_product_attention``: ``F.scaled_dot_product_attention`` with a split-KV
+decode kernel, a flash-attention prefill kernel and a PyTorch reference on every device.
+
+Paths (chosen on shapes and flags only, never on data):
+
+* Query length 1..16 (decode, speculative decode): ``_decode_kernel``. One program owns one
+  (batch, KV head, KV split) and *all* query heads of that KV head's group and all query
+  tokens: the ``G * Lq`` rows (padded to at least 16 for ``tl.dot``) share every K and V
+  tile, so the cache is read once per group. Online softmax in float32 (``exp2`` with the
+  scale folded into ``log2(e)``). The KV range is split over programs so that about two
+  programs per multiprocessor run; each writes its float32 partial (row max, row sum,
+  unnormalised output) to a workspace and the last program of each (batch, KV head) to
+  finish (an acq_rel ticket counter in a zeroed workspace, returned to zero) combines the
+  partials in the fixed order 0, 1, ... and writes the output: deterministic, one launch.
+  The split is of the *valid* range, computed in the kernel from ``kv_len`` (read on the
+  device) and ``window``: no host sync, and a growing ``kv_len`` neither recompiles nor
+  changes the grid (capturable in a CUDA graph).
+* Query length > 16 without ``attn_mask``: ``prefill_attention`` from
+  :mod:`fastpath.ops.attention_prefill` (flash-attention style), when that module exists.
+* Everything else (``dropout_p > 0``, a mask with more than 16 query tokens, float64,
+  head dims above 256, key and value head counts that differ beyond broadcasting, devices
+  Triton does not serve, autograd): :func:`reference_scaled_dot_product_attention`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from .._core import alloc
+from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
+from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
+from .._core.launch import Launcher, cdiv, next_pow2, workspace
+from .._core.registry import register_op
+
+try:
+    from .attention_prefill import prefill_attention
+except ImportError:
+    prefill_attention = None
+
+LOG2E = 1.4426950408889634
+
+
+# ---------------------------------------------------------------------------- kernel
+
+@triton.jit
+def _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod):
+    """acc / l (0 for a row that attends nothing, as PyTorch), cast, store."""
+    acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+    ptrs = (out_ptr + b.to(tl.int64) * sob + head[:, None] * soh + tok[:, None] * sol
+            + offs_dv[None, :] * sod)
+    tl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=rmask[:, None] & (offs_dv[None, :] < DV))
+
+
+@triton.jit
+def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cnt_ptr,
+                   Hkv, G, Lq, Lk, D, DV, n_rb, n_split, qk_scale, window,
+                   sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
+                   smb, smh, smq, smk, sob, soh, sol, sod,
+                   CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
+                   HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
+                   DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
+    # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
+    # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
+    # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32) and bumps cnt[p];
+    # the last of the n_split programs of p combines ws[p, 0..n_split) in order and
+    # re-zeroes cnt[p].
+    pid = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    rb = pid % n_rb
+    bh = pid // n_rb
+    kvh = bh % Hkv
+    b = bh // Hkv
+    rows = rb * BLOCK_R + tl.arange(0, BLOCK_R)
+    rmask = rows < G * Lq
+    tok = rows % Lq
+    head = (kvh * G + rows // Lq).to(tl.int64)
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_dv = tl.arange(0, BLOCK_DV)
+    dmask = offs_d < D
+    dvmask = offs_dv < DV
+
+    q = tl.load(q_ptr + b.to(tl.int64) * sqb + head[:, None] * sqh + tok[:, None] * sql + offs_d[None, :] * sqd,
+                mask=rmask[:, None] & dmask[None, :], other=0.0).to(DT)
+    k_base = k_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh
+    v_base = v_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh
+
+    # The keys row r may see: [lo_r, hi_r); the union over rows: [kv_lo, kv_hi).
+    L = Lk
+    if HAS_KVLEN:
+        L = tl.minimum(tl.maximum(tl.load(kvlen_ptr + b), 0), Lk)
+    if CAUSAL:  # PyTorch's top-left alignment: token t sees keys 0..t
+        hi_r = tl.minimum(tok + 1, L)
+        kv_hi = tl.minimum(L, Lq)
+    else:
+        hi_r = tl.zeros([BLOCK_R], dtype=tl.int32) + L
+        kv_hi = L
+    if WINDOW:  # causal: keys (t - window, t]; else the last `window` valid keys
+        if CAUSAL:
+            lo_r = tl.maximum(tok + 1 - window, 0)
+            kv_lo = 0
+        else:
+            lo_r = tl.maximum(hi_r - window, 0)
+            kv_lo = tl.maximum(kv_hi - window, 0)
+    else:
+        lo_r = tl.zeros([BLOCK_R], dtype=tl.int32)
+        kv_lo = 0
+    chunk = tl.cdiv(tl.cdiv(kv_hi - kv_lo, n_split), BLOCK_N) * BLOCK_N
+    start = kv_lo + pid_s * chunk
+    end = tl.minimum(kv_hi, start + chunk)
+
+    m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
+    for n0 in range(start, end, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        nmask = offs_n < end
+        kt = tl.load(k_base + offs_n[None, :].to(tl.int64) * skl + offs_d[:, None] * skd,
+                     mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
+        if DT == tl.float32:
+            s = tl.dot(q, kt, input_precision="ieee")
+        else:
+            s = tl.dot(q, kt)
+        s = s * qk_scale
+        valid = (offs_n[None, :] >= lo_r[:, None]) & (offs_n[None, :] < hi_r[:, None]) & nmask[None, :]
+        if HAS_MASK:
+            mptrs = (mask_ptr + b.to(tl.int64) * smb + head[:, None] * smh + tok[:, None] * smq
+                     + offs_n[None, :].to(tl.int64) * smk)
+            mm = rmask[:, None] & nmask[None, :]
+            if BOOL_MASK:  # True (nonzero byte) = attend
+                valid = valid & (tl.load(mptrs, mask=mm, other=0) != 0)
+            else:  # additive, in the log2 domain
+                s = s + tl.load(mptrs, mask=mm, other=0.0).to(tl.float32) * 1.4426950408889634
+        s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # nothing seen yet: p = 0, no NaN
+        alpha = tl.exp2(m_i - m_safe)
+        p = tl.exp2(s - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
+                     mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
+        if DT == tl.float32:
+            pv = tl.dot(p, vt, input_precision="ieee")
+        else:
+            pv = tl.dot(p.to(DT), vt)
+        acc = acc * alpha[:, None] + pv
+        m_i = m_new
+
+    if SPLIT:
+        STRIDE: tl.constexpr = BLOCK_R * (BLOCK_DV + 2)
+        r_ar = tl.arange(0, BLOCK_R)
+        tile = 2 * BLOCK_R + r_ar[:, None] * BLOCK_DV + offs_dv[None, :]
+        base = ws_ptr + (pid.to(tl.int64) * n_split + pid_s) * STRIDE
+        tl.store(base + r_ar, m_i)
+        tl.store(base + BLOCK_R + r_ar, l_i)
+        tl.store(base + tile, acc)
+        tl.debug_barrier()  # every thread's partial is written before the release below
+        if tl.atomic_add(cnt_ptr + pid, 1, sem="acq_rel") == n_split - 1:
+            tl.atomic_xchg(cnt_ptr + pid, 0)
+            first = ws_ptr + pid.to(tl.int64) * n_split * STRIDE
+            big = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
+            for sp in range(0, n_split):
+                big = tl.maximum(big, tl.load(first + sp * STRIDE + r_ar, cache_modifier=".cg"))
+            big = tl.where(big == float("-inf"), 0.0, big)
+            l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
+            acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
+            for sp in range(0, n_split):
+                part = first + sp * STRIDE
+                w = tl.exp2(tl.load(part + r_ar, cache_modifier=".cg") - big)
+                l_i += tl.load(part + BLOCK_R + r_ar, cache_modifier=".cg") * w
+                acc += tl.load(part + tile, cache_modifier=".cg") * w[:, None]
+            _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
+    else:
+        _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
+
+
+_DECODE = Launcher(_decode_kernel)
+
+
+# ---------------------------------------------------------------------------- launcher
+
+#: Longest query served by the decode kernel; longer ones go to the prefill kernel.
+MAX_DECODE_Q = 16
+#: Widest head dim (of q/k and of v) the decode kernel holds in registers.
+MAX_HEAD_DIM = 256
+#: Rows (query heads of a group x query tokens) per program; more rows take more programs.
+#: The interpreter uses small blocks so that CI covers several row blocks, KV blocks and splits.
+MAX_ROWS = 32 if INTERPRET else 64
+MIN_KV_PER_SPLIT = 32 if INTERPRET else 256  # smallest share of the KV range worth a program
+PROGRAMS_PER_SM = 2
+#: Tests set this to force the number of KV splits (clamped to what the KV length allows).
+SPLIT_OVERRIDE: Optional[int] = None
+_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+
+
+def _decode_blocks(D: int, DV: int, rows: int) -> tuple:
+    """(BLOCK_R, BLOCK_N, BLOCK_D, BLOCK_DV, num_warps); plain int math."""
+    bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
+    br = min(MAX_ROWS, max(16, next_pow2(rows)))
+    bn = 16 if INTERPRET else (64 if max(bd, bdv) <= 128 else 32)
+    warps = 8 if br * max(bd, bdv) >= 64 * 128 else 4
+    return br, bn, bd, bdv, warps
+
+
+def decode_split(span: int, programs: int, device: torch.device, block_n: int) -> int:
+    """KV splits for ``programs`` (batch x KV head x row block) programs over ``span`` keys:
+    enough for about ``PROGRAMS_PER_SM`` programs per multiprocessor, at least
+    ``MIN_KV_PER_SPLIT`` keys each."""
+    if SPLIT_OVERRIDE is not None:
+        split = SPLIT_OVERRIDE
+    else:
+        target = PROGRAMS_PER_SM * num_sms(device)
+        split = min(cdiv(target, max(programs, 1)), max(1, span // MIN_KV_PER_SPLIT))
+    return max(1, min(split, cdiv(max(span, 1), block_n)))
+
+
+def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int):
+    """q (B, Hout, Lq, D), k (B, Hkv, Lk, D), v (B, Hkv, Lk, DV) (strides of 0 broadcast),
+    mask None or (B, Hout, Lq, Lk) views, out (B, Hout, Lq, DV); Hout = Hkv * G."""
+    B, Hout, Lq, D = q.shape
+    Hkv, Lk, DV = k.shape[1], k.shape[2], v.shape[3]
+    rows = G * Lq
+    br, bn, bd, bdv, warps = _decode_blocks(D, DV, rows)
+    n_rb = cdiv(rows, br)
+    programs = B * Hkv * n_rb
+    span = Lk
+    if causal:
+        span = min(Lk, Lq)
+    elif window is not None:
+        span = min(Lk, window)
+    split = decode_split(span, programs, q.device, bn)
+    dummy = out
+    if split > 1:
+        ws = workspace(q.device, "attention.partials", programs * split * br * (bdv + 2), torch.float32)
+        cnt = workspace(q.device, "attention.counters", programs, torch.int32, zeroed=True)
+    else:
+        ws = cnt = dummy
+    if mask is not None:
+        bool_mask = mask.dtype == torch.bool
+        m = mask.view(torch.uint8) if bool_mask else mask
+        mstrides = m.stride()
+    else:
+        bool_mask, m, mstrides = False, dummy, (0, 0, 0, 0)
+    _DECODE[(programs, split)](
+        q, k, v, m, kv_len if kv_len is not None else dummy, out, ws, cnt,
+        Hkv, G, Lq, Lk, D, DV, n_rb, split, float(scale) * LOG2E, int(window or 0),
+        *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(),
+        CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
+        WINDOW=window is not None, SPLIT=split > 1,
+        DT=tl.float32 if INTERPRET else _TL[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
+        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, num_warps=warps)
+    return out
+
+
+# ---------------------------------------------------------------------------- shapes
+
+class _Shapes:
+    """How query, key, value (and the mask) broadcast, from shapes only.
+
+    ``prefix``: the broadcast batch dims before the head dim; ``heads``: output heads;
+    ``qh, kh, vh``: head counts as given (1 broadcasts); ``hkv``: KV heads of the kernel
+    (each of kh, vh is 1 or hkv, else None: reference path); ``group``: heads / hkv."""
+
+    def __init__(self, query, key, value, attn_mask, enable_gqa: bool):
+        qs, ks, vs = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+        self.lq, self.lk, self.d, self.dv = qs[-2], ks[-2], qs[-1], vs[-1]
+        if ks[-1] != self.d:
+            raise ValueError(f"key: expected head dim {self.d} like query (..., L, {self.d}), got shape {ks}")
+        if vs[-2] != self.lk:
+            raise ValueError(f"value: expected {self.lk} keys like key (..., {self.lk}, Ev), got shape {vs}")
+        if enable_gqa and min(len(qs), len(ks), len(vs)) < 3:
+            raise ValueError("enable_gqa: query, key and value need a head dimension (..., H, L, E); got "
+                             f"shapes {qs}, {ks}, {vs}")
+        qh, kh, vh = (s[-3] if len(s) >= 3 else 1 for s in (qs, ks, vs))
+        pre = [s[:-3] for s in (qs, ks, vs)]
+        try:
+            self.prefix = tuple(torch.broadcast_shapes(*pre))
+        except RuntimeError:
+            raise ValueError(f"key/value: batch dimensions {pre[1]} / {pre[2]} do not broadcast with "
+                             f"query's {pre[0]}") from None
+        if enable_gqa and not (qh == kh == vh):
+            for name, h in (("key", kh), ("value", vh)):
+                if h < 1 or qh % h != 0:
+                    raise ValueError(f"{name}: enable_gqa needs the number of query heads ({qh}) to be a "
+                                     f"multiple of {name}'s ({h})")
+            heads = qh
+        else:
+            heads = max(qh, kh, vh)
+            for name, h in (("query", qh), ("key", kh), ("value", vh)):
+                if h not in (1, heads):
+                    hint = "" if name == "query" else "; pass enable_gqa=True for grouped-query attention"
+                    raise ValueError(f"{name}: expected {heads} heads (or 1 to broadcast), got {h} "
+                                     f"(query {qh}, key {kh}, value {vh}){hint}")
+        self.qh, self.kh, self.vh, self.heads = qh, kh, vh, heads
+        self.hkv = max(kh, vh) if min(kh, vh) in (1, max(kh, vh)) else None
+        self.group = heads // self.hkv if self.hkv else None
+        self.ndim = max(len(qs), len(ks), len(vs))
+        self.batch = self.prefix + ((heads,) if self.ndim >= 3 else ())
+        if attn_mask is not None:
+            scores = self.batch + (self.lq, self.lk)
+            ms = tuple(attn_mask.shape)
+            ok = attn_mask.dim() >= 2
+            if ok:
+                try:
+                    ok = tuple(torch.broadcast_shapes(ms, scores)) == scores
+                except RuntimeError:
+                    ok = False
+            if not ok:
+                raise ValueError(f"attn_mask: expected a shape that broadcasts to the scores' {scores} "
+                                 f"(..., L, S), got {ms}")
+
+    @property
+    def out_shape(self) -> tuple:
+        return self.batch + (self.lq, self.dv)
+
+    @property
+    def nbatch(self) -> int:
+        return math.prod(self.prefix)
+
+
+def _as4(t: torch.Tensor, s: _Shapes, heads: int) -> torch.Tensor:
+    """``t`` (..., H, L, E) as (B, heads, L, E), broadcasting batch dims with stride 0 and a
+    single head (H == 1) to ``heads`` (a view where the strides allow, else one copy)."""
+    while t.dim() < 3:
+        t = t.unsqueeze(0)
+    t = t.expand(*s.prefix, heads, t.shape[-2], t.shape[-1])
+    return t.reshape(s.nbatch, heads, t.shape[-2], t.shape[-1])
+
+
+# ---------------------------------------------------------------------------- reference
+
+def _allowed(s: _Shapes, is_causal: bool, kv_len, window, device) -> Optional[torch.Tensor]:
+    """Boolean (True = attend) of the causal / kv_len / window constraints, broadcastable to
+    the scores, or None if there are none. Built with tensor ops only (no host sync)."""
+    if not (is_causal or kv_len is not None or window is not None):
+        return None
+    t = torch.arange(s.lq, device=device).view(-1, 1)
+    j = torch.arange(s.lk, device=device)
+    if kv_len is not None:
+        lens = kv_len.to(torch.int64).clamp(0, s.lk).view(*s.prefix, *([1] * (3 if s.ndim >= 3 else 2)))
+    else:
+        lens = torch.full((1, 1), s.lk, dtype=torch.int64, device=device)
+    hi = torch.minimum(t + 1, lens) if is_causal else lens
+    ok = j < hi
+    if window is not None:  # causal: keys (t - window, t]; else the last `window` valid keys
+        ok = ok & (j >= (t + 1 if is_causal else lens) - window)
+    return ok
+
+
+def reference_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                           scale=None, enable_gqa=False, *, kv_len=None, window=None):
+    """PyTorch path: the same function in plain PyTorch (float32 math, float64 stays float64).
+
+    The path on devices Triton does not serve, for dropout and for what the kernels do not
+    cover; also an oracle in tests. GQA expands key and value with ``repeat_interleave``.
+    Rows that attend to nothing give zeros, as PyTorch's own SDPA."""
+    s = _Shapes(query, key, value, attn_mask, enable_gqa)
+    ct = torch.float64 if query.dtype == torch.float64 else torch.float32
+    q, k, v = query.to(ct), key.to(ct), value.to(ct)
+    if enable_gqa and not (s.qh == s.kh == s.vh):
+        k = k.repeat_interleave(s.qh // s.kh, dim=-3)
+        v = v.repeat_interleave(s.qh // s.vh, dim=-3)
+    scale = 1.0 / math.sqrt(s.d) if scale is None else scale
+    scores = (torch.matmul(q, k.transpose(-2, -1)) * scale).expand(*s.batch, s.lq, s.lk)
+    ok = _allowed(s, is_causal, kv_len, window, query.device)
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            ok = attn_mask if ok is None else ok & attn_mask
+        else:
+            scores = scores + attn_mask.to(ct)
+    if ok is not None:
+        scores = scores.masked_fill(~ok, float("-inf"))
+    m = scores.amax(-1, keepdim=True) if s.lk > 0 else scores.sum(-1, keepdim=True)
+    m = torch.where(m == float("-inf"), torch.zeros_like(m), m)
+    p = torch.exp(scores - m)
+    den = p.sum(-1, keepdim=True)
+    p = p / torch.where(den == 0, torch.ones_like(den), den)
+    if dropout_p > 0:
+        p = torch.nn.functional.dropout(p, dropout_p)
+    out = torch.matmul(p, v)
+    return out.expand(s.out_shape).to(query.dtype)
+
+
+# ---------------------------------------------------------------------------- op
+
+def _fake(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, kv_len, window):
+    return query.new_empty(_Shapes(query, key, value, attn_mask, enable_gqa).out_shape)
+
+
+@register_op("scaled_dot_product_attention", fake=_fake)
+def _sdpa_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor],
+             dropout_p: float, is_causal: bool, scale: Optional[float], enable_gqa: bool,
+             kv_len: Optional[torch.Tensor], window: Optional[int]) -> torch.Tensor:
+    s = _Shapes(query, key, value, attn_mask, enable_gqa)
+    scale = 1.0 / math.sqrt(s.d) if scale is None else float(scale)
+    ref = (dropout_p > 0 or not use_triton(query) or query.dtype not in KERNEL_DTYPES or s.hkv is None
+           or max(s.d, s.dv) > MAX_HEAD_DIM or (attn_mask is not None and attn_mask.dtype not in (
+               torch.bool, torch.float32, query.dtype)))
+    decode = s.lq <= MAX_DECODE_Q
+    prefill = (not decode and prefill_attention is not None and attn_mask is None and s.d == s.dv
+               and (window is None or is_causal))  # (the prefill kernel's window needs causal)
+    if ref or not (decode or prefill):
+        return reference_scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                                      enable_gqa, kv_len=kv_len, window=window)
+    out = alloc.empty(s.nbatch, s.heads, s.lq, s.dv, dtype=query.dtype, device=query.device)
+    if out.numel() == 0:
+        return out.view(s.out_shape)
+    q = _as4(query, s, s.heads)
+    k = _as4(key, s, s.kh)
+    v = _as4(value, s, s.vh)
+    if s.kh != s.hkv:  # one key head shared by all: stride 0 over heads
+        k = k.expand(s.nbatch, s.hkv, s.lk, s.d)
+    if s.vh != s.hkv:
+        v = v.expand(s.nbatch, s.hkv, s.lk, s.dv)
+    if prefill:
+        res = prefill_attention(q, k, v, causal=is_causal, scale=scale, kv_len=kv_len, window=window)
+        return res.view(s.out_shape) if res.is_contiguous() else res.reshape(s.out_shape)
+    mask = None
+    if attn_mask is not None:
+        mask = attn_mask.expand(*s.batch, s.lq, s.lk).reshape(s.nbatch, s.heads, s.lq, s.lk)
+    _decode(q, k, v, mask, kv_len, out, is_causal, scale, window, s.group)
+    return out.view(s.out_shape)
+
+
+def _checked(query, key, value, attn_mask, dropout_p, is_causal, scale, kv_len, window):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, t, dtypes=FLOAT_DTYPES)
+        if t.dim() < 2:
+            raise ValueError(f"{name}: expected at least 2 dimensions (..., L, E), got shape {tuple(t.shape)}")
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype:
+            raise TypeError(f"{name}: expected dtype {query.dtype} like query, got {t.dtype}")
+        if t.device != query.device:
+            raise ValueError(f"{name}: expected a tensor on {query.device} like query, got {t.device}")
+    if attn_mask is not None:
+        check_tensor("attn_mask", attn_mask)
+        if attn_mask.dtype not in (torch.bool, torch.float32, query.dtype):
+            raise TypeError(f"attn_mask: expected dtype bool, float32 or {query.dtype} (query's), "
+                            f"got {attn_mask.dtype}")
+        if attn_mask.device != query.device:
+            raise ValueError(f"attn_mask: expected a tensor on {query.device} like query, got {attn_mask.device}")
+        if is_causal:
+            raise ValueError("attn_mask: must be None when is_causal=True (as in PyTorch); fold the causal "
+                             "constraint into the mask instead")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout_p: expected a probability in [0, 1], got {dropout_p}")
+    if scale is not None and not isinstance(scale, (int, float)):
+        raise TypeError(f"scale: expected a float or None, got {type(scale).__name__}")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise ValueError(f"window: expected an int >= 1 (keys attended per query) or None, got {window!r}")
+    if kv_len is not None:
+        check_tensor("kv_len", kv_len)
+        if kv_len.dtype != torch.int32:
+            raise TypeError(f"kv_len: expected dtype int32, got {kv_len.dtype}")
+        if kv_len.device != query.device:
+            raise ValueError(f"kv_len: expected a tensor on {query.device} like query, got {kv_len.device}")
+
+
+def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                                 attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: Optional[float] = None,
+                                 enable_gqa: bool = False, *, kv_len: Optional[torch.Tensor] = None,
+                                 window: Optional[int] = None) -> torch.Tensor:
+    """Attention ``softmax(q @ k.T * scale + mask) @ v``, with the semantics of
+    ``torch.nn.functional.scaled_dot_product_attention``, fast for decode.
+
+    Parameters
+    ----------
+    query : Tensor ``(..., Hq, L, E)``, float16 / bfloat16 / float32 (float64 takes the
+        reference path), any strides.
+    key : Tensor ``(..., Hk, S, E)``, query's dtype.
+    value : Tensor ``(..., Hv, S, Ev)``, query's dtype.
+        Batch dims broadcast as in PyTorch (``query (1, 1, 64)`` with ``key (2, 1, 1, 64)``
+        gives ``(2, 1, 1, 64)``), and so do heads: a count of 1 broadcasts to the others.
+    attn_mask : optional bool (True = attend) or additive float Tensor (float32 or query's
+        dtype) broadcastable to the scores ``(..., H, L, S)``.
+    dropout_p : dropout on the attention weights; > 0 takes the reference path.
+    is_causal : causal mask aligned top-left as in PyTorch: query token ``i`` attends keys
+        ``0..i`` (also when ``L != S``). Cannot be combined with ``attn_mask``.
+    scale : defaults to ``1 / sqrt(E)``.
+    enable_gqa : grouped-query attention: ``Hq`` a multiple of ``Hk`` and ``Hv``; query head
+        ``h`` uses key/value head ``h // (Hq / Hk)``.
+    kv_len : fastpath extension, keyword-only. Optional int32 Tensor ``(B,)`` on query's
+        device, ``B`` the product of the batch dims before the head dim (1 for 2-D / 3-D
+        inputs): the valid keys of each batch entry of a static cache; keys at positions
+        ``>= kv_len[b]`` are ignored (values clamped to ``[0, S]``). Read on the device: no
+        host sync, and a growing ``kv_len`` does not recompile (CUDA-graph capturable).
+    window : fastpath extension, keyword-only. Optional int >= 1: sliding window. With
+        ``is_causal``, query token ``i`` attends keys ``i - window < j <= i`` (itself and the
+        ``window - 1`` before it, positions counted top-left as for ``is_causal``; also
+        ``j < kv_len[b]``). Without it, every query attends the last ``window`` valid keys,
+        ``n - window <= j < n`` with ``n = kv_len[b]`` (or ``S``): the decode convention,
+        the queries standing at the end of the cache.
+
+    Returns
+    -------
+    Tensor ``(..., H, L, Ev)`` of query's dtype (the broadcast batch and head dims). Math is
+    float32 (online softmax). A query row that attends to no key gives zeros, as PyTorch.
+
+    Paths: query length 1..16 run a split-KV decode kernel that reads each key/value once
+    for all query heads of a GQA group, deterministic, no host sync. Longer queries without
+    ``attn_mask`` run the flash-attention prefill kernel (:mod:`fastpath.ops.attention_prefill`,
+    when present). ``dropout_p > 0``, masks with more than 16 query tokens, float64, head dims
+    above 256, autograd and devices Triton does not serve take
+    :func:`reference_scaled_dot_product_attention` (plain PyTorch, float32 math).
+    ``torch.compile(fullgraph=True)`` traces the op (registered with ``torch.library``).
+
+    Raises
+    ------
+    ValueError naming the argument: head dims differ (``key``), key/value lengths differ
+    (``value``), head counts that neither match nor broadcast (without ``enable_gqa``) or
+    are not divisors of the query heads (with it), batch dims or ``attn_mask`` that do not
+    broadcast, ``attn_mask`` with ``is_causal``, ``dropout_p`` outside [0, 1], ``kv_len``
+    of a wrong shape or device, ``window < 1``. TypeError for dtypes (mixed q/k/v, a mask
+    that is neither bool, float32 nor query's dtype, ``kv_len`` not int32).
+
+    Example
+    -------
+    >>> import torch, fastpath
+    >>> q = torch.randn(1, 32, 1, 128, dtype=torch.bfloat16, device="cuda")
+    >>> k = torch.randn(1, 8, 4096, 128, dtype=torch.bfloat16, device="cuda")
+    >>> v = torch.randn(1, 8, 4096, 128, dtype=torch.bfloat16, device="cuda")
+    >>> lens = torch.tensor([1000], dtype=torch.int32, device="cuda")
+    >>> fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True, kv_len=lens).shape
+    torch.Size([1, 32, 1, 128])
+    """
+    _checked(query, key, value, attn_mask, dropout_p, is_causal, scale, kv_len, window)
+    s = _Shapes(query, key, value, attn_mask, enable_gqa)
+    if kv_len is not None and tuple(kv_len.shape) != (s.nbatch,):
+        raise ValueError(f"kv_len: expected shape ({s.nbatch},) (one length per batch entry {s.prefix}), "
+                         f"got {tuple(kv_len.shape)}")
+    args = (query, key, value, attn_mask, float(dropout_p), bool(is_causal),
+            None if scale is None else float(scale), bool(enable_gqa), kv_len, window)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (query, key, value, attn_mask)):
+        return reference_scaled_dot_product_attention(*args[:8], kv_len=kv_len, window=window)
+    return _sdpa_op(*args)
+
+
+FAMILY = {"name": "attention", "ops": ["scaled_dot_product_attention"], "reason": triton_reason}

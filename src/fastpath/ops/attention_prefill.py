@@ -1,0 +1,348 @@
+"""``prefill_attention``: a flash-attention forward kernel for long query blocks (prompts),
+used by :func:`fastpath.scaled_dot_product_attention` for query lengths above 16.
+
+One program owns ``BLOCK_M`` queries of one (batch, query head) and streams the keys and
+values of its KV head (grouped-query attention: query head ``h`` reads KV head
+``h // (Hq // Hkv)``) in ``BLOCK_N`` blocks, keeping the running row maximum ``m``, the
+running denominator ``l`` and the float32 output accumulator in registers (online softmax).
+Scores are ``tl.dot(q, k^T)`` with float32 accumulation, multiplied once by
+``scale * log2(e)`` so that every exponential is an ``exp2``; the probabilities are cast to
+the input dtype for the second ``tl.dot`` with ``v`` (float32 inputs: exact ``ieee`` dots
+throughout). The head dimension is padded to the next power of two (80 -> 128, 96 -> 128)
+with masked loads and stores. The grid is ``(cdiv(Lq, BLOCK_M), Hq, B)`` (rather than
+``B * Hq`` on one axis, whose limit is 65535): the query tiles of one head run next to each
+other and share its keys and values in L2.
+
+The mask of query ``i`` and key ``j`` (``b`` the batch index)::
+
+    visible(i, j) = j < kv_len[b]                  (kv_len given; else j < Lk)
+                    and j <= i                     (causal)
+                    and j > i - window             (window given; needs causal)
+
+``causal`` is PyTorch's ``is_causal`` convention, top-left aligned also when ``Lq != Lk``
+(``torch.ones(Lq, Lk).tril()``): query ``i`` sees keys ``0..i``, so with ``Lq > Lk`` the
+queries ``i >= Lk`` see every key, and with ``Lq < Lk`` the keys ``j >= Lq`` are never seen.
+
+Key blocks are visited in three ranges: the blocks some of whose keys are masked for some
+query of the tile, before and after the blocks that every query of the tile sees whole; the
+mask is only computed on the former. Blocks wholly outside the mask (above the causal
+diagonal, past ``kv_len[b]``, before the window) are not visited: ``kv_len`` is read in the
+kernel (no host synchronisation; capturable in a CUDA graph). Under ``causal`` the query
+tiles are scheduled last-first, so the longest programs start first.
+
+A query row that sees no key at all (``kv_len[b] == 0``, ``Lk == 0``, or a window that ends
+before the keys that remain) gets zeros, as PyTorch 2.5+'s ``scaled_dot_product_attention``
+returns for fully masked rows.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from .._core import alloc
+from .._core.backend import INTERPRET, tl, triton, use_triton
+from .._core.errors import KERNEL_DTYPES
+from .._core.launch import Launcher, cdiv, next_pow2
+
+#: Head dimensions the kernel serves (others take :func:`reference_prefill_attention`).
+HEAD_DIMS = (64, 80, 96, 128, 256)
+_LOG2E = 1.4426950408889634
+
+
+# ---------------------------------------------------------------------------- kernel
+
+@triton.jit
+def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window, qk_scale,
+                 skn, skd, svn, svd, blk_lo, blk_hi,
+                 MASKED: tl.constexpr, CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
+                 PAD_D: tl.constexpr, DT: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Online-softmax update over key blocks ``blk_lo .. blk_hi - 1``. ``MASKED``: apply the
+    full mask (boundary blocks); otherwise every key of these blocks is visible to every
+    query of the tile and loads are masked only on a padded head dimension (``PAD_D``)."""
+    for blk in range(blk_lo, blk_hi):
+        offs_n = blk * BLOCK_N + tl.arange(0, BLOCK_N)
+        nmask = offs_n < kv_end
+        offs_n64 = offs_n.to(tl.int64)
+        k_ptrs = k_base + offs_n64[None, :] * skn + offs_d[:, None] * skd
+        v_ptrs = v_base + offs_n64[:, None] * svn + offs_d[None, :] * svd
+        if MASKED:
+            kt = tl.load(k_ptrs, mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
+        elif PAD_D:
+            kt = tl.load(k_ptrs, mask=dmask[:, None], other=0.0).to(DT)
+        else:
+            kt = tl.load(k_ptrs).to(DT)
+        if DT == tl.float32:  # float32 inputs, and the interpreter (its 16-bit tl.dot is unreliable)
+            s = tl.dot(q, kt, input_precision="ieee")
+        else:
+            s = tl.dot(q, kt)
+        s = s * qk_scale  # log2 units
+        if MASKED:
+            vis = nmask[None, :]
+            if CAUSAL:
+                vis = vis & (offs_n[None, :] <= offs_m[:, None])
+            if HAS_WINDOW:
+                vis = vis & (offs_n[None, :] > offs_m[:, None] - window)
+            s = tl.where(vis, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        # A row with no visible key so far keeps m = -inf; subtract 0 instead (p = 0, alpha = 0).
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.math.exp2(s - m_use[:, None])
+        alpha = tl.math.exp2(m_i - m_use)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if MASKED:
+            vt = tl.load(v_ptrs, mask=nmask[:, None] & dmask[None, :], other=0.0).to(DT)
+        elif PAD_D:
+            vt = tl.load(v_ptrs, mask=dmask[None, :], other=0.0).to(DT)
+        else:
+            vt = tl.load(v_ptrs).to(DT)
+        acc = acc * alpha[:, None]
+        if DT == tl.float32:
+            acc += tl.dot(p, vt, input_precision="ieee")
+        else:
+            acc += tl.dot(p.to(DT), vt)
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@triton.jit
+def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window, qk_scale, s_kvlen,
+                    sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som, sod,
+                    HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr, PAD_D: tl.constexpr, CAUSAL: tl.constexpr,
+                    HAS_KVLEN: tl.constexpr, HAS_WINDOW: tl.constexpr, DT: tl.constexpr,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # grid: (query tiles, Hq, B)
+    if CAUSAL:  # the longest programs (last query tiles) first
+        pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        pid_m = tl.program_id(0)
+    h = tl.program_id(1)
+    b = tl.program_id(2).to(tl.int64)
+    hk = (h // group).to(tl.int64)
+    h = h.to(tl.int64)
+    row0 = pid_m * BLOCK_M
+    offs_m = row0 + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    mmask = offs_m < Lq
+    dmask = offs_d < HEAD_D
+    q_ptrs = q_ptr + b * sqb + h * sqh + offs_m.to(tl.int64)[:, None] * sqm + offs_d[None, :] * sqd
+    q = tl.load(q_ptrs, mask=mmask[:, None] & dmask[None, :], other=0.0).to(DT)
+    k_base = k_ptr + b * skb + hk * skh
+    v_base = v_ptr + b * svb + hk * svh
+
+    # Key blocks [blk_lo, blk_hi) hold keys visible to some query of the tile; the blocks
+    # [full_blk_lo, full_blk_hi) only keys visible to every query of it (no mask needed).
+    kv_end = Lk
+    if HAS_KVLEN:
+        kv_end = tl.minimum(tl.maximum(tl.load(kvlen_ptr + b * s_kvlen), 0), Lk)
+    hi = kv_end
+    full_hi = kv_end
+    if CAUSAL:
+        hi = tl.minimum(hi, row0 + BLOCK_M)
+        full_hi = tl.minimum(full_hi, row0 + 1)
+    blk_hi = tl.cdiv(hi, BLOCK_N)
+    if HAS_WINDOW:  # the first row sees keys from row0 - window + 1, the last from row0 + BLOCK_M - window
+        blk_lo = tl.maximum(row0 - window + 1, 0) // BLOCK_N
+        full_blk_lo = tl.minimum(tl.maximum(tl.cdiv(tl.maximum(row0 + BLOCK_M - window, 0), BLOCK_N),
+                                            blk_lo), blk_hi)
+    else:
+        blk_lo = 0
+        full_blk_lo = 0
+    # blk_lo <= full_blk_lo <= full_blk_hi <= blk_hi (ranges past blk_hi are empty)
+    full_blk_hi = tl.minimum(tl.maximum(full_hi // BLOCK_N, full_blk_lo), blk_hi)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window,
+                                 qk_scale, skn, skd, svn, svd, blk_lo, full_blk_lo,
+                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
+    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window,
+                                 qk_scale, skn, skd, svn, svd, full_blk_lo, full_blk_hi,
+                                 False, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
+    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window,
+                                 qk_scale, skn, skd, svn, svd, full_blk_hi, blk_hi,
+                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
+    # Rows with no visible key: l = 0 and acc = 0, stored as zeros.
+    out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+    o_ptrs = o_ptr + b * sob + h * soh + offs_m.to(tl.int64)[:, None] * som + offs_d[None, :] * sod
+    tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=mmask[:, None] & dmask[None, :])
+
+
+_K = Launcher(_prefill_kernel)
+
+
+# ---------------------------------------------------------------------------- launcher
+
+#: Interpreter blocks (BLOCK_M, BLOCK_N): small, so that tests cross tile edges.
+INTERPRET_BLOCKS = (16, 16)
+#: Tests set this to force (BLOCK_M, BLOCK_N) on any backend.
+BLOCKS_OVERRIDE: Optional[tuple] = None
+_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+
+
+def blocks(head_dim: int, dtype: torch.dtype) -> tuple:
+    """``(BLOCK_M, BLOCK_N, num_warps, num_stages)`` for a padded head dimension and dtype.
+    16-bit inputs: 128 x 64 tiles up to D = 128 (8 warps for D = 128), 64 x 32 (8 warps) for
+    D = 256;
+    float32 inputs take half the rows (twice the bytes per element)."""
+    bd = next_pow2(head_dim)
+    if bd <= 64:
+        bm, bn, warps, stages = 128, 64, 4, 3
+    elif bd <= 128:
+        bm, bn, warps, stages = 128, 64, 8, 3
+    else:
+        bm, bn, warps, stages = 64, 32, 8, 2
+    if dtype == torch.float32:
+        bm, stages = bm // 2, 2
+    if INTERPRET:
+        bm, bn = INTERPRET_BLOCKS
+        warps, stages = 4, 1
+    if BLOCKS_OVERRIDE is not None:
+        bm, bn = BLOCKS_OVERRIDE
+    return bm, bn, warps, stages
+
+
+def _check(q, k, v, causal, kv_len, window):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"{name}: expected 4 dimensions (B, H, L, D), got shape {tuple(t.shape)}")
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name}: expected dtype {q.dtype} like q, got {t.dtype}")
+        if t.device != q.device:
+            raise ValueError(f"{name}: expected a tensor on {q.device} like q, got {t.device}")
+    B, Hq, _, D = q.shape
+    if k.shape[0] != B or k.shape[3] != D or k.shape[1] == 0 or Hq % k.shape[1]:
+        raise ValueError(f"k: expected shape ({B}, Hkv, Lk, {D}) with Hkv dividing {Hq}, got {tuple(k.shape)}")
+    if v.shape != k.shape:
+        raise ValueError(f"v: expected shape {tuple(k.shape)} like k, got {tuple(v.shape)}")
+    if kv_len is not None:
+        if not isinstance(kv_len, torch.Tensor) or kv_len.dtype != torch.int32 or tuple(kv_len.shape) != (B,):
+            got = (f"{kv_len.dtype} {tuple(kv_len.shape)}" if isinstance(kv_len, torch.Tensor)
+                   else type(kv_len).__name__)
+            raise ValueError(f"kv_len: expected an int32 tensor of shape ({B},), got {got}")
+        if kv_len.device != q.device:
+            raise ValueError(f"kv_len: expected a tensor on {q.device} like q, got {kv_len.device}")
+    if window is not None:
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"window: expected a positive int, got {window!r}")
+        if not causal:
+            raise NotImplementedError("window: a sliding window is supported with causal=True only")
+
+
+def _launch(q, k, v, causal, scale, kv_len, window):
+    B, Hq, Lq, D = q.shape
+    Hkv, Lk = k.shape[1], k.shape[2]
+    # The output has q's layout: (B, Lq, Hq, D) storage when q is a transposed view of one.
+    if q.stride(1) < q.stride(2):
+        out = alloc.empty(B, Lq, Hq, D, dtype=q.dtype, device=q.device).transpose(1, 2)
+    else:
+        out = alloc.empty(B, Hq, Lq, D, dtype=q.dtype, device=q.device)
+    if out.numel() == 0:
+        return out
+    bm, bn, warps, stages = blocks(D, q.dtype)
+    dt = tl.float32 if INTERPRET else _TL[q.dtype]
+    # window >= Lq + Lk cannot exclude a key: pass a bounded int (no int32 overflow).
+    win = min(window, Lq + Lk) if window is not None else 0
+    grid = (cdiv(Lq, bm), Hq, B)
+    _K[grid](q, k, v, out, kv_len if kv_len is not None else out, Lq, Lk, Hq // Hkv, win,
+             float(scale) * _LOG2E, kv_len.stride(0) if kv_len is not None else 0,
+             *q.stride(), *k.stride(), *v.stride(), *out.stride(),
+             HEAD_D=D, BLOCK_D=next_pow2(D), PAD_D=next_pow2(D) != D, CAUSAL=bool(causal), HAS_KVLEN=kv_len is not None,
+             HAS_WINDOW=window is not None, DT=dt, BLOCK_M=bm, BLOCK_N=bn,
+             num_warps=warps, num_stages=stages)
+    return out
+
+
+# ---------------------------------------------------------------------------- reference
+
+def attention_mask(Lq: int, Lk: int, *, causal: bool, kv_len: Optional[torch.Tensor] = None,
+                   window: Optional[int] = None, device=None) -> torch.Tensor:
+    """The boolean mask ``visible(i, j)`` of the module docstring: ``(B, 1, Lq, Lk)`` with
+    ``kv_len``, else ``(1, 1, Lq, Lk)``; True where query ``i`` attends key ``j``."""
+    i = torch.arange(Lq, device=device)[:, None]
+    j = torch.arange(Lk, device=device)[None, :]
+    vis = torch.ones(Lq, Lk, dtype=torch.bool, device=device)
+    if causal:
+        vis &= j <= i
+    if window is not None:
+        vis &= j > i - window
+    vis = vis[None, None]
+    if kv_len is not None:
+        vis = vis & (j < kv_len.to(device=device, dtype=torch.int64).clamp(0, Lk)[:, None, None, None])
+    return vis
+
+
+def reference_prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
+                                scale: float, kv_len: Optional[torch.Tensor] = None,
+                                window: Optional[int] = None) -> torch.Tensor:
+    """PyTorch path (float32 arithmetic; float64 inputs stay float64): the oracle in tests
+    and the path on devices Triton does not serve. Same conventions as the kernel: rows with
+    no visible key are zero. Materialises the ``(B, Hq, Lq, Lk)`` scores."""
+    B, Hq, Lq, D = q.shape
+    Hkv, Lk = k.shape[1], k.shape[2]
+    ct = torch.float64 if q.dtype == torch.float64 else torch.float32
+    qf = q.to(ct).reshape(B, Hkv, Hq // Hkv, Lq, D)
+    s = torch.einsum("bhgqd,bhkd->bhgqk", qf, k.to(ct)) * scale
+    vis = attention_mask(Lq, Lk, causal=causal, kv_len=kv_len, window=window, device=q.device)
+    s = s.masked_fill(~vis[:, :, None], float("-inf"))
+    m = s.amax(-1, keepdim=True)
+    m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    p = torch.exp(s - m)
+    l = p.sum(-1, keepdim=True)
+    o = torch.einsum("bhgqk,bhkd->bhgqd", p, v.to(ct)) / torch.where(l == 0, torch.ones_like(l), l)
+    return o.reshape(B, Hq, Lq, D).to(q.dtype)
+
+
+# ---------------------------------------------------------------------------- entry point
+
+def prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, scale: float,
+                      kv_len: Optional[torch.Tensor] = None, window: Optional[int] = None) -> torch.Tensor:
+    """Attention forward for long query blocks: ``softmax(q k^T * scale + mask) v``.
+
+    Parameters
+    ----------
+    q : ``(B, Hq, Lq, D)`` float16 / bfloat16 / float32, any strides (a transposed view
+        of ``(B, Lq, Hq, D)`` is read in place, not copied).
+    k, v : ``(B, Hkv, Lk, D)``, q's dtype and device, any strides; ``Hkv`` divides ``Hq``
+        and query head ``h`` uses KV head ``h // (Hq // Hkv)`` (grouped-query attention).
+    causal : PyTorch's ``is_causal``: query ``i`` attends keys ``j <= i`` (top-left aligned,
+        also when ``Lq != Lk``).
+    scale : multiplies ``q k^T`` (PyTorch's default is ``1 / sqrt(D)``; the caller passes it).
+    kv_len : optional int32 ``(B,)`` on q's device: keys ``j >= kv_len[b]`` are ignored
+        (values are clamped into ``[0, Lk]``); read in the kernel, no host synchronisation.
+    window : optional int >= 1, with ``causal=True`` only: query ``i`` attends keys
+        ``i - window < j <= i`` (itself and the ``window - 1`` keys before it, positions
+        counted from the top-left as for ``causal``).
+
+    Returns
+    -------
+    ``(B, Hq, Lq, D)`` of q's dtype, laid out like ``q`` (``(B, Lq, Hq, D)`` storage when
+    ``q`` is a transposed view of one, else contiguous). Arithmetic is float32. Query rows
+    that see no key (``kv_len[b] == 0``, ``Lk == 0``, or a window that ends before the keys
+    that remain) are zeros, as PyTorch's SDPA returns for fully masked rows.
+
+    Head dimensions 64, 80, 96, 128 and 256 with float16 / bfloat16 / float32 run the Triton
+    kernel where Triton serves the device; anything else (CPU without the interpreter,
+    float64, other head dimensions) runs :func:`reference_prefill_attention`.
+
+    Raises
+    ------
+    TypeError / ValueError for ranks, dtypes, devices, shapes, ``kv_len`` and ``window``
+    (naming the argument); NotImplementedError for ``window`` without ``causal``.
+
+    Example
+    -------
+    >>> q = torch.randn(1, 32, 1000, 128, dtype=torch.bfloat16, device="cuda")
+    >>> k = v = torch.randn(1, 8, 1000, 128, dtype=torch.bfloat16, device="cuda")
+    >>> prefill_attention(q, k, v, causal=True, scale=128 ** -0.5).shape
+    torch.Size([1, 32, 1000, 128])
+    """
+    _check(q, k, v, causal, kv_len, window)
+    if (not use_triton(q) or q.dtype not in KERNEL_DTYPES or q.shape[3] not in HEAD_DIMS
+            or not math.isfinite(float(scale))):
+        return reference_prefill_attention(q, k, v, causal=causal, scale=scale, kv_len=kv_len, window=window)
+    return _launch(q, k, v, causal, scale, kv_len, window)
