@@ -91,6 +91,16 @@ def close_check(inputs, out, ref):
     return err <= tol, f"rel err {err:.1e} (bound {tol:.0e})"
 
 
+def sqnr_check(against: str, bound_db: float = 25.0) -> Callable:
+    """A check for lossy variants (fp8): the SQNR of ours against ``against`` >= bound_db."""
+    def check(inputs, out, ref):
+        err = (out.double() - ref.double()).square().sum().item()
+        sig = ref.double().square().sum().item()
+        db = 10 * math.log10(sig / err) if err > 0 else float("inf")
+        return db >= bound_db, f"SQNR {db:.1f} dB vs {against} (bound {bound_db:g} dB)"
+    return check
+
+
 def describe(exc: BaseException) -> str:
     """One line: the type, the first line and (for long messages like Triton's) the last."""
     lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()] or [""]

@@ -7,7 +7,7 @@ and lm_heads the issue names, at 1, 4 and 16 rows. Weight bytes dominate every r
 """
 from __future__ import annotations
 
-from .harness import Case, close_check
+from .harness import Case, close_check, sqnr_check
 
 KN = [(4096, 4096), (4096, 14336), (14336, 4096), (2048, 4096), (4096, 2048), (2048, 151936),
       (4096, 128256)]
@@ -37,15 +37,6 @@ def _nbytes_fp8(shape, itemsize):
     return n * k + n * 4 + (m * k + m * n) * itemsize  # 1-byte weights and a scale per row
 
 
-def _sqnr_check(inputs, out, ref):
-    """FP8 weights change the answer slightly: SQNR of ours against bf16 F.linear >= 25 dB."""
-    import math
-    err = (out.double() - ref.double()).square().sum().item()
-    sig = ref.double().square().sum().item()
-    db = 10 * math.log10(sig / err) if err > 0 else float("inf")
-    return db >= 25.0, f"SQNR {db:.1f} dB vs bf16 F.linear (bound 25 dB)"
-
-
 def cases() -> list:
     import torch.nn.functional as F
 
@@ -61,6 +52,6 @@ def cases() -> list:
         out.append(Case(suite="linear", name="linear fp8 weights", shape=(1, k, n), dtype="bfloat16",
                         ours=lambda x, w, wq, s: linear(x, wq, weight_scale=s),
                         native=lambda x, w, wq, s: F.linear(x, w),
-                        check=_sqnr_check, nbytes=_nbytes_fp8, cpu_shape=(1, 67, 13),
+                        check=sqnr_check("bf16 F.linear"), nbytes=_nbytes_fp8, cpu_shape=(1, 67, 13),
                         make=lambda *a: _inputs(*a, fp8=True), graphs=True, quick=(k == n)))
     return out

@@ -15,9 +15,7 @@ E * (1 - (1 - k/E)^T) for uniform routing (random logits).
 """
 from __future__ import annotations
 
-import math
-
-from .harness import Case, close_check
+from .harness import Case, close_check, sqnr_check
 
 QWEN3_30B = (2048, 768, 128, 8)  # hidden, expert width, experts, top-k
 
@@ -113,14 +111,6 @@ def _layer_bytes(shape, itemsize, weight_bytes=None):
     return _experts_touched(T, E, k) * 3 * I * H * wb + E * H * itemsize + 2 * T * H * itemsize
 
 
-def _sqnr_check(inputs, out, ref):
-    """fp8 experts change the answer slightly: SQNR against the bf16 layer >= 25 dB."""
-    err = (out.double() - ref.double()).square().sum().item()
-    sig = ref.double().square().sum().item()
-    db = 10 * math.log10(sig / err) if err > 0 else float("inf")
-    return db >= 25.0, f"SQNR {db:.1f} dB vs the bf16 layer (bound 25 dB)"
-
-
 def cases() -> list:
     import functools
 
@@ -144,6 +134,6 @@ def cases() -> list:
         suite="moe", name="moe layer fp8 vs bf16", shape=(1, H, I, E, k), dtype="bfloat16",
         ours=lambda x, r, gu, d, qgu, sgu, qd, sd: _ours_layer(x, r, qgu, qd, k, sgu, sd),
         native=lambda x, r, gu, d, *_: _ours_layer(x, r, gu, d, k),
-        check=_sqnr_check, nbytes=functools.partial(_layer_bytes, weight_bytes=1), cpu_shape=cpu,
+        check=sqnr_check("the bf16 layer"), nbytes=functools.partial(_layer_bytes, weight_bytes=1), cpu_shape=cpu,
         make=functools.partial(_layer_inputs, fp8=True), graphs=True))
     return out
