@@ -404,9 +404,8 @@ def _sdpa_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_m
     if ref or not (decode or prefill):
         return reference_scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
                                                       enable_gqa, kv_len=kv_len, window=window)
-    out = alloc.empty(s.nbatch, s.heads, s.lq, s.dv, dtype=query.dtype, device=query.device)
-    if out.numel() == 0:
-        return out.view(s.out_shape)
+    if s.nbatch * s.heads * s.lq * s.dv == 0:
+        return alloc.empty(s.nbatch, s.heads, s.lq, s.dv, dtype=query.dtype, device=query.device).view(s.out_shape)
     q = _as4(query, s, s.heads)
     k = _as4(key, s, s.kh)
     v = _as4(value, s, s.vh)
@@ -417,6 +416,7 @@ def _sdpa_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_m
     if prefill:
         res = prefill_attention(q, k, v, causal=is_causal, scale=scale, kv_len=kv_len, window=window)
         return res.view(s.out_shape) if res.is_contiguous() else res.reshape(s.out_shape)
+    out = alloc.empty(s.nbatch, s.heads, s.lq, s.dv, dtype=query.dtype, device=query.device)
     mask = None
     if attn_mask is not None:
         mask = attn_mask.expand(*s.batch, s.lq, s.lk).reshape(s.nbatch, s.heads, s.lq, s.lk)
