@@ -3,6 +3,7 @@
 Importing fastpath never launches GPU work and works without Triton or a GPU.
 """
 from . import nn
+from .ops import linalg
 from .info import info
 from .nn import FP8Linear, quantize_
 from .ops.attention import reference_scaled_dot_product_attention, scaled_dot_product_attention
@@ -15,7 +16,7 @@ from .ops.softmax import log_softmax, reference_softmax, softmax
 
 __version__ = "0.1.0"
 __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8", "scaled_mm",
-           "ScalingType", "FP8Linear", "quantize_", "nn", "reference_softmax", "reference_sample",
+           "ScalingType", "FP8Linear", "quantize_", "nn", "linalg", "reference_softmax", "reference_sample",
            "reference_linear", "reference_quantize_fp8", "reference_scaled_mm", "grouped_mm", "route",
            "fused_experts", "quantize_experts", "reference_grouped_mm", "reference_route",
            "reference_fused_experts", "scaled_dot_product_attention",

@@ -1,0 +1,212 @@
+"""fastpath.ops.linalg (small): inv_ex / inv / solve_ex / solve against torch.linalg in
+float64 on the CPU. The error of a result is judged relative to the condition number of A."""
+import pytest
+import torch
+
+from fastpath.ops import linalg
+from tests.conftest import noncontig, randn
+from tests.tolerances import REL_TOL, rel_error
+
+DTYPES = [torch.float32, torch.float64]
+EPS = {torch.float32: 2.0 ** -24, torch.float64: 2.0 ** -53}
+
+
+def _ref_inv(A):
+    return torch.linalg.inv(A.double().cpu())
+
+
+def _ref_solve(A, B, left=True):
+    return torch.linalg.solve(A.double().cpu(), B.double().cpu(), left=left)
+
+
+def _tol(A, dtype):
+    """Forward error bound: a modest multiple of n * eps * cond(A) (worst matrix of the batch)."""
+    n = A.shape[-1]
+    if A.numel() == 0:
+        return REL_TOL[dtype]
+    cond = torch.linalg.cond(A.double().cpu()).max().item()
+    return max(REL_TOL[dtype], 20 * n * EPS[dtype] * cond)
+
+
+def _check(out, ref, A, dtype):
+    assert out.shape == ref.shape and out.dtype == dtype
+    assert not out.isnan().any(), "NaN in the result of a non-singular system"
+    err = rel_error(out, ref)
+    assert err <= _tol(A, dtype), f"relative error {err:.3e} > {_tol(A, dtype):.3e}"
+
+
+def _with_cond(batch, n, cond, dtype, device):
+    """Matrices U diag(s) V^T with singular values spread log-uniformly over [1/cond, 1]."""
+    U, _ = torch.linalg.qr(torch.randn(*batch, n, n, dtype=torch.float64))
+    V, _ = torch.linalg.qr(torch.randn(*batch, n, n, dtype=torch.float64))
+    s = torch.logspace(0, -torch.log10(torch.tensor(float(cond))).item(), n, dtype=torch.float64)
+    return ((U * s) @ V.mT).to(dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,batch", [(1, (5,)), (3, ()), (4, (2, 3)), (7, (9,)), (16, (3,))])
+def test_inv_ex(n, batch, dtype, device):
+    A = randn(*batch, n, n, dtype=dtype, device=device)
+    X, info = linalg.inv_ex(A)
+    assert info.shape == batch and info.dtype == torch.int32 and (info.cpu() == 0).all()
+    _check(X, _ref_inv(A), A, dtype)
+    _check(linalg.inv(A), _ref_inv(A), A, dtype)
+
+
+@pytest.mark.parametrize("batch", [(0,), (2, 0), (0, 3)])
+def test_empty_batch(batch, device):
+    A = randn(*batch, 4, 4, device=device)
+    X, info = linalg.inv_ex(A)
+    assert X.shape == A.shape and info.shape == batch and info.dtype == torch.int32
+    x = linalg.solve(A, randn(*batch, 4, 2, device=device))
+    assert x.shape == (*batch, 4, 2)
+
+
+@pytest.mark.parametrize("dtype,cond", [(torch.float32, 1e4), (torch.float64, 1e11)])
+def test_ill_conditioned(dtype, cond, device):
+    A = _with_cond((6,), 7, cond, dtype, device)
+    X, info = linalg.inv_ex(A)
+    assert (info.cpu() == 0).all()
+    _check(X, _ref_inv(A), A, dtype)
+    B = randn(6, 7, 3, dtype=dtype, device=device)
+    x = linalg.solve(A, B)
+    _check(x, _ref_solve(A, B), A, dtype)
+    # backward-stable: the residual is small relative to ||A|| ||x||, whatever the condition
+    r = A.double().cpu() @ x.double().cpu() - B.double().cpu()
+    scale = torch.linalg.matrix_norm(A.double().cpu()) * torch.linalg.matrix_norm(x.double().cpu())
+    assert (torch.linalg.matrix_norm(r) / scale).max().item() < 100 * 7 * EPS[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_singular(dtype, device):
+    n = 5
+    A = randn(6, n, n, dtype=dtype)
+    A[1, :, 2] = 0  # zero column: the third pivot is exactly zero
+    A[3, :, 0] = 0  # zero first column
+    A[4] = 0
+    A[5, 4] = A[5, 1]  # repeated row (with a zero column as well, to make the zero pivot exact)
+    A[5, :, 3] = 0
+    A = A.to(device)
+    X, info = linalg.inv_ex(A)
+    ref_info = torch.linalg.inv_ex(A.cpu().double()).info
+    assert info.cpu().tolist() == ref_info.tolist() == [0, 3, 0, 1, 1, 4]
+    ok = info.cpu() == 0
+    assert X[~ok.to(X.device)].isnan().all(), "a singular matrix must not give numbers"
+    _check(X[ok.to(X.device)], _ref_inv(A[ok.to(A.device)]), A[ok.to(A.device)], dtype)
+    with pytest.raises(torch.linalg.LinAlgError, match="Batch element 1"):
+        linalg.inv(A)
+    with pytest.raises(torch.linalg.LinAlgError):
+        linalg.inv_ex(A, check_errors=True)
+    with pytest.raises(torch.linalg.LinAlgError):
+        linalg.inv(A[4])
+    x, sinfo = linalg.solve_ex(A, randn(6, n, dtype=dtype, device=device))
+    assert sinfo.cpu().tolist() == info.cpu().tolist() and x[~ok.to(x.device)].isnan().all()
+    with pytest.raises(torch.linalg.LinAlgError):
+        linalg.solve(A, randn(6, n, 2, dtype=dtype, device=device))
+    with pytest.raises(torch.linalg.LinAlgError):
+        linalg.solve_ex(A, randn(6, n, dtype=dtype, device=device), check_errors=True)
+
+
+@pytest.mark.parametrize("n", [3, 7, 16])
+def test_permutation_needs_pivoting(n, device):
+    perms = [torch.roll(torch.arange(n), 1), torch.randperm(n), torch.arange(n).flip(0)]
+    P = torch.stack([torch.eye(n)[p] for p in perms]).to(device)
+    X, info = linalg.inv_ex(P)
+    assert (info.cpu() == 0).all()
+    assert torch.equal(X.cpu(), P.mT.cpu())  # exact: the inverse of a permutation is its transpose
+    # a permutation times a scaled well-conditioned matrix: zeros on the diagonal
+    A = (P @ (torch.eye(n) + 0.1 * torch.randn(n, n)).to(device)).double()
+    _check(linalg.inv(A), _ref_inv(A), A, torch.float64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_noncontiguous(dtype, device):
+    A = randn(3, 4, 6, 6, dtype=dtype, device=device)
+    for view in (noncontig(A), A.mT, A.permute(1, 0, 2, 3)):
+        _check(linalg.inv(view), _ref_inv(view), view, dtype)
+    B = noncontig(randn(4, 3, 6, 2, dtype=dtype, device=device)).permute(1, 0, 2, 3)
+    _check(linalg.solve(A.mT, B), _ref_solve(A.mT, B), A, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("a_shape,b_shape,left", [
+    ((4, 5, 5), (4, 5), True),  # batch of vectors (B.shape == A.shape[:-1])
+    ((4, 5, 5), (5,), True),  # one vector, broadcast
+    ((4, 5, 5), (4, 5, 3), True),
+    ((5, 5), (2, 3, 5, 16), True),  # A broadcast over B's batch, k = 16
+    ((3, 1, 7, 7), (4, 7, 2), True),  # batch dims broadcast both ways
+    ((4, 5, 5), (4, 3, 5), False),  # X A = B
+    ((2, 1, 16, 16), (3, 1, 16), False),
+])
+def test_solve(a_shape, b_shape, left, dtype, device):
+    A = randn(*a_shape, dtype=dtype, device=device)
+    B = randn(*b_shape, dtype=dtype, device=device)
+    ref = _ref_solve(A, B, left)
+    x, info = linalg.solve_ex(A, B, left=left)
+    assert info.dtype == torch.int32 and (info.cpu() == 0).all()
+    assert info.shape == torch.linalg.solve_ex(A.cpu(), B.cpu(), left=left).info.shape
+    _check(x, ref, A, dtype)
+    _check(linalg.solve(A, B, left=left), ref, A, dtype)
+
+
+def test_reference_paths(device):
+    """n or k > 16 and complex dtypes go to torch.linalg on A's device."""
+    A = randn(3, 20, 20, dtype=torch.float64, device=device)
+    _check(linalg.inv(A), _ref_inv(A), A, torch.float64)
+    B = randn(3, 20, dtype=torch.float64, device=device)
+    _check(linalg.solve(A, B), _ref_solve(A, B), A, torch.float64)
+    A = randn(2, 4, 4, dtype=torch.float64, device=device)
+    B = randn(2, 4, 17, dtype=torch.float64, device=device)
+    _check(linalg.solve(A, B), _ref_solve(A, B), A, torch.float64)
+    C = torch.complex(randn(2, 3, 3), randn(2, 3, 3)).to(device)
+    torch.testing.assert_close(linalg.inv(C), torch.linalg.inv(C))
+    # inputs that need gradients use torch.linalg (autograd works)
+    A = randn(2, 3, 3, dtype=torch.float64, device=device).requires_grad_()
+    linalg.inv(A).sum().backward()
+    assert A.grad is not None and A.grad.shape == A.shape
+
+
+def test_errors(device):
+    A = randn(3, 3, device=device)
+    with pytest.raises(ValueError, match="A: .*square"):
+        linalg.inv(randn(3, 4, device=device))
+    with pytest.raises(ValueError, match="A: "):
+        linalg.inv_ex(randn(3, device=device))
+    with pytest.raises(TypeError, match="A: .*int64"):
+        linalg.inv(torch.ones(3, 3, dtype=torch.int64, device=device))
+    with pytest.raises(TypeError, match="A: .*float16"):
+        linalg.solve(A.half(), A.half())
+    with pytest.raises(TypeError, match="A: expected a torch.Tensor"):
+        linalg.inv([[1.0]])
+    with pytest.raises(TypeError, match="B: .*float64"):
+        linalg.solve(A, A.double())
+    with pytest.raises(ValueError, match="B: .*n = 3"):
+        linalg.solve(A, randn(4, 2, device=device))
+    with pytest.raises(ValueError, match="B: .*n = 3"):
+        linalg.solve(A, randn(2, 4, device=device), left=False)
+    with pytest.raises(ValueError, match="B: .*broadcast"):
+        linalg.solve(randn(2, 3, 3, device=device), randn(4, 3, 1, device=device))
+    with pytest.raises(ValueError, match="B: .*left=True"):
+        linalg.solve(A, randn(3, device=device), left=False)
+    with pytest.raises(ValueError, match="B: .*left=True"):
+        linalg.solve(randn(1, 1, device=device), randn(1, device=device), left=False)
+
+
+def test_solve_singular_broadcast(device):
+    A = randn(2, 1, 4, 4, dtype=torch.float64)
+    A[1, 0, :, 1] = 0
+    A = A.to(device)
+    B = randn(3, 4, 2, dtype=torch.float64, device=device)
+    x, info = linalg.solve_ex(A, B)
+    assert info.shape == (2, 1) and info.cpu().flatten().tolist() == [0, 2]
+    assert x[1].isnan().all() and not x[0].isnan().any()
+    _check(x[0], _ref_solve(A[0], B), A[0], torch.float64)
+
+
+def test_registered_ops(device):
+    """The torch.library registrations (fake shapes, schema) pass torch's own op checks."""
+    A = randn(2, 3, 3, dtype=torch.float64, device=device)
+    B = randn(4, 1, 3, 2, dtype=torch.float64, device=device)
+    torch.library.opcheck(linalg.small._inv_ex_op.op, (A,), test_utils=("test_schema", "test_faketensor"))
+    torch.library.opcheck(linalg.small._solve_ex_op.op, (A, B, True),
+                          test_utils=("test_schema", "test_faketensor"))
