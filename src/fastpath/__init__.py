@@ -7,6 +7,7 @@ from .ops import linalg
 from .info import info
 from .nn import FP8Linear, quantize_
 from .ops.attention import reference_scaled_dot_product_attention, scaled_dot_product_attention
+from .ops.elementwise import eq, frexp, ge, gt, heaviside, le, logspace, lt, maximum, minimum, ne, take
 from .ops.grouped_mm import grouped_mm, reference_grouped_mm
 from .ops.moe import fused_experts, quantize_experts, reference_fused_experts, reference_route, route
 from .ops.fp8 import ScalingType, quantize_fp8, reference_quantize_fp8, reference_scaled_mm, scaled_mm
@@ -20,4 +21,5 @@ __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8",
            "reference_linear", "reference_quantize_fp8", "reference_scaled_mm", "grouped_mm", "route",
            "fused_experts", "quantize_experts", "reference_grouped_mm", "reference_route",
            "reference_fused_experts", "scaled_dot_product_attention",
-           "reference_scaled_dot_product_attention", "__version__"]
+           "reference_scaled_dot_product_attention", "frexp", "heaviside", "take", "logspace", "eq", "ne", "lt",
+           "le", "gt", "ge", "minimum", "maximum", "__version__"]

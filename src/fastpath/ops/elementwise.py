@@ -1,0 +1,643 @@
+"""Elementwise ops with PyTorch semantics: frexp, heaviside, unsigned comparisons and
+min/max, take, and logspace.
+
+Layout: every kernel reads its inputs through strides, so non-contiguous views and
+broadcast operands (``torch.broadcast_tensors`` views, stride 0) are read in place,
+without copies. On the host the broadcast shape is simplified (size-1 dimensions dropped,
+dimensions that are contiguous with each other in every operand merged); the kernels
+index up to :data:`MAX_DIMS` dimensions. A layout that still needs more dimensions takes
+the reference path (documented per op). Outputs are new contiguous tensors.
+
+Integers that PyTorch stores unsigned (uint8/16/32/64) are handed to the kernels as
+signed views of the same width and bit-cast to the unsigned Triton type after loading, so
+comparisons are unsigned whatever Triton version maps the torch dtype.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+
+from .._core import alloc
+from .._core.backend import tl, triton, triton_reason, use_triton
+from .._core.errors import KERNEL_DTYPES, check_tensor
+from .._core.launch import Launcher, cdiv, next_pow2
+from .._core.registry import register_op
+
+#: Dimensions the kernels index after the host has simplified the layout.
+MAX_DIMS = 4
+#: Elements per program.
+BLOCK = 1024
+
+UNSIGNED_DTYPES = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+#: Unsigned dtypes whose comparisons and min/max PyTorch (2.13, CPU) does not implement.
+_WIDE_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+_SIGNED_OF = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_BITS = {torch.uint8: 8, torch.uint16: 16, torch.uint32: 32, torch.uint64: 64}
+#: (exponent bits, mantissa bits, bias) of the float formats frexp's kernel handles.
+_FLOAT_FORMAT = {torch.float32: (8, 23, 127), torch.float16: (5, 10, 15), torch.bfloat16: (8, 7, 127)}
+
+_CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge", "minimum", "maximum")
+
+
+# ---------------------------------------------------------------------------- kernels
+
+@triton.jit
+def _index4(offs, D1, D2, D3):
+    """Row-major multi-index of flat ``offs`` (int64) in a (D0, D1, D2, D3) shape."""
+    i3 = offs % D3
+    r = offs // D3
+    i2 = r % D2
+    r = r // D2
+    i1 = r % D1
+    i0 = r // D1
+    return i0, i1, i2, i3
+
+
+@triton.jit
+def _as_unsigned(x, BITS: tl.constexpr):
+    if BITS == 8:
+        y = x.to(tl.uint8, bitcast=True)
+    elif BITS == 16:
+        y = x.to(tl.uint16, bitcast=True)
+    elif BITS == 32:
+        y = x.to(tl.uint32, bitcast=True)
+    else:
+        y = x.to(tl.uint64, bitcast=True)
+    return y
+
+
+@triton.jit
+def _as_signed(x, BITS: tl.constexpr):
+    if BITS == 8:
+        y = x.to(tl.int8, bitcast=True)
+    elif BITS == 16:
+        y = x.to(tl.int16, bitcast=True)
+    elif BITS == 32:
+        y = x.to(tl.int32, bitcast=True)
+    else:
+        y = x.to(tl.int64, bitcast=True)
+    return y
+
+
+@triton.jit
+def _norm_step(t, s, K: tl.constexpr, MB: tl.constexpr):
+    # One step of a binary search that shifts t left until bit MB is its highest set bit.
+    if K <= MB:
+        c = t < (1 << (MB + 1 - K))
+        t = tl.where(c, t << K, t)
+        s = tl.where(c, s + K, s)
+    return t, s
+
+
+@triton.jit
+def _frexp_kernel(x_ptr, m_ptr, e_ptr, n, D1, D2, D3, s0, s1, s2, s3,
+                  EB: tl.constexpr, MB: tl.constexpr, BIAS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
+    x = tl.load(x_ptr + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3, mask=mask, other=0.0)
+    if MB == 23:
+        bits = x.to(tl.uint32, bitcast=True)
+    else:
+        bits = x.to(tl.uint16, bitcast=True).to(tl.uint32)
+    W: tl.constexpr = 1 + EB + MB
+    sign = (bits >> (W - 1)) << (W - 1)
+    e = ((bits >> MB) & ((1 << EB) - 1)).to(tl.int32)
+    m = bits & ((1 << MB) - 1)
+    # subnormal: normalise the mantissa field (m != 0 there, so the search terminates)
+    t = tl.where(m == 0, 1 << MB, m)
+    s = tl.zeros_like(e)
+    t, s = _norm_step(t, s, 16, MB)
+    t, s = _norm_step(t, s, 8, MB)
+    t, s = _norm_step(t, s, 4, MB)
+    t, s = _norm_step(t, s, 2, MB)
+    t, s = _norm_step(t, s, 1, MB)
+    half_exp = (BIAS - 1) << MB  # the biased exponent of [0.5, 1)
+    sub = e == 0
+    exp = tl.where(sub, 2 - BIAS - s, e - (BIAS - 1))
+    frac = tl.where(sub, t & ((1 << MB) - 1), m)
+    mbits = sign | half_exp | frac
+    special = (e == (1 << EB) - 1) | (sub & (m == 0))  # inf, NaN, +-0: mantissa x, exponent 0
+    exp = tl.where(special, 0, exp)
+    if MB == 23:
+        mant = mbits.to(tl.float32, bitcast=True)
+    else:
+        mant = mbits.to(tl.uint16).to(m_ptr.dtype.element_ty, bitcast=True)
+    mant = tl.where(special, x, mant)  # the input itself (NaN payloads kept)
+    tl.store(m_ptr + offs, mant, mask=mask)
+    tl.store(e_ptr + offs, exp, mask=mask)
+
+
+@triton.jit
+def _heaviside_kernel(x_ptr, v_ptr, o_ptr, n, D1, D2, D3, sx0, sx1, sx2, sx3,
+                      sv0, sv1, sv2, sv3, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
+    x = tl.load(x_ptr + i0 * sx0 + i1 * sx1 + i2 * sx2 + i3 * sx3, mask=mask, other=0.0)
+    v = tl.load(v_ptr + i0 * sv0 + i1 * sv1 + i2 * sv2 + i3 * sv3, mask=mask, other=0.0)
+    # torch: input == 0 ? values : (input > 0); NaN input gives 0
+    xf = x.to(tl.float32)  # NaN compares false (also in the interpreter's bfloat16)
+    y = tl.where(xf == 0, v, tl.where(xf > 0, 1.0, 0.0).to(v.dtype))
+    tl.store(o_ptr + offs, y, mask=mask)
+
+
+@triton.jit
+def _ucmp_kernel(a_ptr, b_ptr, o_ptr, n, D1, D2, D3, sa0, sa1, sa2, sa3,
+                 sb0, sb1, sb2, sb3, OP: tl.constexpr, BITS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
+    a = _as_unsigned(tl.load(a_ptr + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3, mask=mask, other=0), BITS)
+    b = _as_unsigned(tl.load(b_ptr + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3, mask=mask, other=0), BITS)
+    if OP == 0:
+        r = a == b
+    elif OP == 1:
+        r = a != b
+    elif OP == 2:
+        r = a < b
+    elif OP == 3:
+        r = a <= b
+    elif OP == 4:
+        r = a > b
+    elif OP == 5:
+        r = a >= b
+    elif OP == 6:
+        r = _as_signed(tl.where(a < b, a, b), BITS)
+    else:
+        r = _as_signed(tl.where(a > b, a, b), BITS)
+    tl.store(o_ptr + offs, r, mask=mask)
+
+
+@triton.jit
+def _take_kernel(x_ptr, i_ptr, o_ptr, flag_ptr, n, numel, X1, X2, X3, sx0, sx1, sx2, sx3,
+                 D1, D2, D3, si0, si1, si2, si3, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
+    idx = tl.load(i_ptr + i0 * si0 + i1 * si1 + i2 * si2 + i3 * si3, mask=mask, other=0)
+    idx = tl.where(idx < 0, idx + numel, idx)
+    ok = (idx >= 0) & (idx < numel)
+    tl.store(flag_ptr + tl.zeros_like(offs), tl.full(offs.shape, 1, tl.int32), mask=mask & ~ok)
+    idx = tl.where(ok, idx, 0)  # clamp: never read out of bounds
+    j0, j1, j2, j3 = _index4(idx, X1, X2, X3)
+    v = tl.load(x_ptr + j0 * sx0 + j1 * sx1 + j2 * sx2 + j3 * sx3, mask=mask & ok, other=0)
+    tl.store(o_ptr + offs, v, mask=mask)
+
+
+_FREXP, _HEAVI, _UCMP, _TAKE = (Launcher(_frexp_kernel), Launcher(_heaviside_kernel),
+                               Launcher(_ucmp_kernel), Launcher(_take_kernel))
+
+
+# ---------------------------------------------------------------------------- launch helpers
+
+def _layout(shape: Sequence[int], *strides: Sequence[int]):
+    """Simplify a broadcast layout: drop size-1 dims, merge dims contiguous with each other
+    in every operand. Returns ``(sizes[4], [strides[4] per operand])`` or None when more
+    than :data:`MAX_DIMS` dimensions remain."""
+    dims = []
+    for i, size in enumerate(shape):
+        if size == 1:
+            continue
+        sts = [st[i] for st in strides]
+        if dims and all(p == c * size for p, c in zip(dims[-1][1], sts)):
+            dims[-1] = (dims[-1][0] * size, sts)
+        else:
+            dims.append((size, sts))
+    if len(dims) > MAX_DIMS:
+        return None
+    dims = [(1, [0] * len(strides))] * (MAX_DIMS - len(dims)) + dims
+    sizes = [d[0] for d in dims]
+    return sizes, [[d[1][k] for d in dims] for k in range(len(strides))]
+
+
+def _grid(n: int):
+    block = min(BLOCK, next_pow2(n))
+    return (cdiv(n, block),), block
+
+
+def _signed_view(t: torch.Tensor) -> torch.Tensor:
+    """The same bytes as a signed integer tensor of the same width (strides unchanged)."""
+    return t.view(_SIGNED_OF[t.element_size()])
+
+
+# ---------------------------------------------------------------------------- frexp
+
+def reference_frexp(input: torch.Tensor):
+    """PyTorch path: ``torch.frexp`` (mantissa in ``input.dtype``, exponent int32)."""
+    return torch.frexp(input)
+
+
+def _frexp_fake(x: torch.Tensor):
+    return torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty(
+        x.shape, dtype=torch.int32, device=x.device)
+
+
+@register_op("frexp", fake=_frexp_fake)
+def _frexp_op(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    lay = _layout(x.shape, x.stride()) if x.dtype in KERNEL_DTYPES and use_triton(x) else None
+    if lay is None:
+        return reference_frexp(x)
+    m = alloc.empty(x.shape, dtype=x.dtype, device=x.device)
+    e = alloc.empty(x.shape, dtype=torch.int32, device=x.device)
+    n = x.numel()
+    if n:
+        (D0, D1, D2, D3), (st,) = lay
+        grid, block = _grid(n)
+        eb, mb, bias = _FLOAT_FORMAT[x.dtype]
+        _FREXP[grid](x, m, e, n, D1, D2, D3, *st, EB=eb, MB=mb, BIAS=bias, BLOCK=block)
+    return m, e
+
+
+def frexp(input: torch.Tensor):
+    """Decompose ``input`` into mantissa and exponent, as ``torch.frexp``.
+
+    ``input == mantissa * 2**exponent`` with ``0.5 <= |mantissa| < 1``, computed exactly by
+    integer manipulation of the bits (subnormals are normalised). ``+-0``, ``+-inf`` and
+    NaN give ``mantissa = input`` and ``exponent = 0``, as PyTorch.
+
+    Parameters
+    ----------
+    input : Tensor of any shape and layout (strided views are read in place), float16 /
+        bfloat16 / float32 on the kernel; float64 and other devices take the reference path.
+
+    Returns
+    -------
+    (mantissa, exponent): new contiguous tensors of ``input``'s shape, ``input.dtype`` and int32.
+
+    Raises
+    ------
+    TypeError if ``input`` is not a floating-point tensor.
+
+    Example
+    -------
+    >>> import torch, fastpath.ops.elementwise as ew
+    >>> ew.frexp(torch.tensor([8.0, -0.75]))
+    (tensor([ 0.5000, -0.7500]), tensor([4, 0], dtype=torch.int32))
+    """
+    check_tensor("input", input)
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"input: frexp needs a floating-point tensor, got {input.dtype}")
+    return _frexp_op(input)
+
+
+# ---------------------------------------------------------------------------- heaviside
+
+def reference_heaviside(input: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """PyTorch path: ``torch.heaviside``."""
+    return torch.heaviside(input, values)
+
+
+def _heaviside_fake(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.empty(torch.broadcast_shapes(x.shape, v.shape), dtype=x.dtype, device=x.device)
+
+
+@register_op("heaviside", fake=_heaviside_fake)
+def _heaviside_op(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    if x.dtype not in KERNEL_DTYPES or x.dtype != v.dtype or x.device != v.device or not use_triton(x):
+        return reference_heaviside(x, v)
+    xb, vb = torch.broadcast_tensors(x, v)
+    lay = _layout(xb.shape, xb.stride(), vb.stride())
+    if lay is None:
+        return reference_heaviside(x, v)
+    out = alloc.empty(xb.shape, dtype=x.dtype, device=x.device)
+    n = out.numel()
+    if n:
+        (D0, D1, D2, D3), (sx, sv) = lay
+        grid, block = _grid(n)
+        _HEAVI[grid](xb, vb, out, n, D1, D2, D3, *sx, *sv, BLOCK=block)
+    return out
+
+
+def heaviside(input: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Heaviside step function, as ``torch.heaviside``: ``values`` where ``input == 0``,
+    1 where ``input > 0``, else 0 (NaN input gives 0, as PyTorch).
+
+    Parameters
+    ----------
+    input, values : tensors of one dtype, broadcastable to each other. float16 / bfloat16 /
+        float32 take the kernel (strided and broadcast operands read in place); other dtypes
+        and devices take the reference path.
+
+    Returns
+    -------
+    A new contiguous tensor of the broadcast shape and ``input.dtype``.
+
+    Raises
+    ------
+    TypeError naming ``values`` if the dtypes differ; ValueError if the shapes do not
+    broadcast.
+
+    Example
+    -------
+    >>> import torch, fastpath.ops.elementwise as ew
+    >>> ew.heaviside(torch.tensor([-1.0, 0.0, 2.0]), torch.tensor([0.5]))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    check_tensor("input", input)
+    check_tensor("values", values)
+    if values.dtype != input.dtype:
+        raise TypeError(f"values: heaviside needs the dtype of input ({input.dtype}), got {values.dtype}")
+    if input.dtype.is_complex:
+        raise NotImplementedError("input: heaviside supports real dtypes only, got complex")
+    try:
+        torch.broadcast_shapes(input.shape, values.shape)
+    except RuntimeError:
+        raise ValueError(f"values: shape {tuple(values.shape)} does not broadcast with input's "
+                         f"{tuple(input.shape)}") from None
+    return _heaviside_op(input, values)
+
+
+# ---------------------------------------------------------------------------- unsigned compare
+
+def reference_compare(op: str, input: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    """PyTorch path for :data:`_CMP_OPS`. PyTorch 2.13 on CPU lacks ``lt/le/gt/ge/minimum/
+    maximum`` for uint16/32/64; for those the sign bit of signed views is flipped, which maps
+    unsigned order onto signed order, and the signed op is applied."""
+    fn = getattr(torch, op)
+    if input.dtype not in _WIDE_UNSIGNED or op in ("eq", "ne"):
+        return fn(input, other)
+    bits = _BITS[input.dtype]
+    flip = -(1 << (bits - 1))  # the sign bit of the signed type
+    a = _signed_view(input) ^ flip
+    b = _signed_view(other) ^ flip
+    r = fn(a, b)
+    if op in ("minimum", "maximum"):
+        r = (r ^ flip).view(input.dtype)
+    return r
+
+
+def _cmp_fake(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    dtype = a.dtype if op in ("minimum", "maximum") else torch.bool
+    return torch.empty(torch.broadcast_shapes(a.shape, b.shape), dtype=dtype, device=a.device)
+
+
+@register_op("ucompare", fake=_cmp_fake)
+def _cmp_op(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if a.dtype not in UNSIGNED_DTYPES or a.dtype != b.dtype or a.device != b.device or not use_triton(a):
+        return reference_compare(op, a, b)
+    ab, bb = torch.broadcast_tensors(a, b)
+    lay = _layout(ab.shape, ab.stride(), bb.stride())
+    if lay is None:
+        return reference_compare(op, a, b)
+    code = _CMP_OPS.index(op)
+    out = alloc.empty(ab.shape, dtype=a.dtype if code >= 6 else torch.bool, device=a.device)
+    n = out.numel()
+    if n:
+        (D0, D1, D2, D3), (sa, sb) = lay
+        grid, block = _grid(n)
+        o = _signed_view(out) if code >= 6 else out
+        _UCMP[grid](_signed_view(ab), _signed_view(bb), o, n, D1, D2, D3, *sa, *sb,
+                    OP=code, BITS=_BITS[a.dtype], BLOCK=block)
+    return out
+
+
+def _compare(op: str, input, other) -> torch.Tensor:
+    check_tensor("input", input)
+    if isinstance(other, bool) or not isinstance(other, (int, torch.Tensor)):
+        raise TypeError(f"other: {op} expected a torch.Tensor or an int, got {type(other).__name__}")
+    if isinstance(other, int):
+        if input.dtype in UNSIGNED_DTYPES:
+            hi = 1 << _BITS[input.dtype]
+            if not 0 <= other < hi:
+                raise ValueError(f"other: {other} is outside the range of {input.dtype} [0, {hi - 1}]")
+            # Python ints above the signed range: build the tensor from its signed bit pattern
+            signed = other - hi if other >= hi // 2 else other
+            other = torch.tensor(signed, dtype=_SIGNED_OF[input.element_size()],
+                                 device=input.device).view(input.dtype)
+        else:
+            return getattr(torch, op)(input, other)
+    if input.device != other.device and other.dim() > 0 and input.dim() > 0:
+        raise ValueError(f"other: expected a tensor on {input.device}, got {other.device}")
+    wide = input.dtype in _WIDE_UNSIGNED or other.dtype in _WIDE_UNSIGNED
+    if wide and input.dtype != other.dtype:
+        raise NotImplementedError(
+            f"other: {op} on uint16/uint32/uint64 needs both operands of one dtype, got "
+            f"{input.dtype} and {other.dtype}")
+    try:
+        torch.broadcast_shapes(input.shape, other.shape)
+    except RuntimeError:
+        raise ValueError(f"other: shape {tuple(other.shape)} does not broadcast with input's "
+                         f"{tuple(input.shape)}") from None
+    if input.dtype in UNSIGNED_DTYPES and input.dtype == other.dtype:
+        return _cmp_op(op, input, other)
+    return getattr(torch, op)(input, other)  # other dtypes: PyTorch's own op and promotion
+
+
+_CMP_DOC = """Elementwise ``{op}`` with the semantics of ``torch.{op}``, correct for unsigned integers.
+
+    Parameters
+    ----------
+    input : Tensor. uint8 / uint16 / uint32 / uint64 take the kernel, which loads the values
+        as unsigned (so ``2**63 + 5 > 3`` for uint64); other dtypes go to ``torch.{op}``.
+    other : Tensor of ``input``'s dtype broadcastable with it, or a Python int in the range
+        of that dtype (for unsigned inputs; values above the signed range are fine).
+
+    Returns
+    -------
+    A new contiguous tensor of the broadcast shape: {ret}.
+
+    Raises
+    ------
+    TypeError for a non-tensor ``input`` or ``other``; ValueError naming ``other`` for an
+    int out of range or shapes that do not broadcast; NotImplementedError for uint16/32/64
+    mixed with another dtype.
+
+    Example
+    -------
+    >>> import torch, fastpath.ops.elementwise as ew
+    >>> a = torch.tensor([2**63 + 5, 3], dtype=torch.uint64)
+    >>> ew.{op}(a, torch.tensor([3, 2**63 + 5], dtype=torch.uint64))
+    """
+
+
+def _make_cmp(op: str):
+    def fn(input: torch.Tensor, other) -> torch.Tensor:
+        return _compare(op, input, other)
+    fn.__name__ = fn.__qualname__ = op
+    ret = "``input.dtype``" if op in ("minimum", "maximum") else "bool"
+    fn.__doc__ = _CMP_DOC.format(op=op, ret=ret)
+    return fn
+
+
+eq, ne, lt, le, gt, ge = (_make_cmp(o) for o in ("eq", "ne", "lt", "le", "gt", "ge"))
+minimum, maximum = _make_cmp("minimum"), _make_cmp("maximum")
+
+
+# ---------------------------------------------------------------------------- take
+
+def reference_take(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """PyTorch path: ``torch.take`` (raises IndexError for an index out of range). Dtypes
+    PyTorch's take lacks (uint16/32/64) are moved as signed integers of the same width."""
+    if input.dtype in _WIDE_UNSIGNED:
+        return torch.take(_signed_view(input), index).view(input.dtype)
+    return torch.take(input, index)
+
+
+def _take_fake(x: torch.Tensor, i: torch.Tensor, validate: bool) -> torch.Tensor:
+    return torch.empty(i.shape, dtype=x.dtype, device=x.device)
+
+
+@register_op("take", fake=_take_fake)
+def _take_op(x: torch.Tensor, i: torch.Tensor, validate: bool) -> torch.Tensor:
+    if x.dtype.is_complex or x.device != i.device or not use_triton(x):
+        return reference_take(x, i)
+    lx = _layout(x.shape, x.stride())
+    li = _layout(i.shape, i.stride())
+    if lx is None or li is None:
+        return reference_take(x, i)
+    out = alloc.empty(i.shape, dtype=x.dtype, device=x.device)
+    n = i.numel()
+    if n:
+        (_, X1, X2, X3), (sx,) = lx
+        (_, D1, D2, D3), (si,) = li
+        flag = torch.zeros(1, dtype=torch.int32, device=x.device)
+        grid, block = _grid(n)
+        xv = x.view(torch.uint8) if x.dtype == torch.bool else _signed_view(x) if not x.is_floating_point() else x
+        ov = out.view(xv.dtype)
+        _TAKE[grid](xv, i, ov, flag, n, x.numel(), X1, X2, X3, *sx, D1, D2, D3, *si, BLOCK=block)
+        if validate and bool(flag.item()):  # the one host sync; validate=False skips it
+            raise IndexError(f"index: out of range for input of {x.numel()} elements "
+                             f"(valid: [{-x.numel()}, {x.numel() - 1}])")
+    return out
+
+
+def take(input: torch.Tensor, index: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
+    """``input`` treated as 1-D (row-major, whatever its strides) indexed by ``index``, as
+    ``torch.take``. Negative indices count from the end.
+
+    Parameters
+    ----------
+    input : Tensor of any shape, layout and (non-complex) dtype; read in place.
+    index : int64 tensor of any shape and layout.
+    validate : with True (default), an index outside ``[-numel, numel)`` raises IndexError as
+        in PyTorch. The kernel flags such indices in a device word and the launcher reads it
+        once after the launch: one host<->device sync. With False there is no sync (the call
+        can be captured in a CUDA graph): out-of-range indices are never read out of bounds
+        (the kernel masks them) and give 0 (False for bool) in the output, unchecked.
+
+    Returns
+    -------
+    A new contiguous tensor of ``index``'s shape and ``input``'s dtype.
+
+    Raises
+    ------
+    TypeError naming ``index`` if it is not int64; IndexError naming ``index`` for an index
+    out of range, or any index into an empty ``input``.
+
+    Example
+    -------
+    >>> import torch, fastpath.ops.elementwise as ew
+    >>> ew.take(torch.tensor([[4, 3], [5, 6]]), torch.tensor([0, -1]))
+    tensor([4, 6])
+    """
+    check_tensor("input", input)
+    check_tensor("index", index, dtypes=(torch.int64,))
+    if input.numel() == 0 and index.numel() > 0:
+        raise IndexError("index: cannot take from an empty input")
+    if index.device != input.device and index.dim() > 0:
+        raise ValueError(f"index: expected a tensor on {input.device}, got {index.device}")
+    return _take_op(input, index, bool(validate))
+
+
+# ---------------------------------------------------------------------------- logspace
+
+def reference_logspace(start: float, end: float, steps: int, base: float = 10.0,
+                       dtype: Optional[torch.dtype] = None, device=None) -> torch.Tensor:
+    """``torch.logspace`` computed as PyTorch's CPU kernel does, on any device.
+
+    Floating dtypes: ``start``/``end`` are first rounded to ``dtype``; ``step = (end - start)
+    / (steps - 1)`` in float64 (the difference taken in ``dtype``); the first half is
+    ``base ** (start + step*i)``, the second half ``base ** (end - step*(steps-1-i))`` in
+    float64 ``pow``, then rounded to ``dtype``. Integer dtypes: ``start``/``end`` truncated to
+    the integer type, ``base`` rounded to float32, the same ``pow`` in float64, then truncated
+    toward zero. ``steps == 1`` gives ``base ** start``.
+    """
+    dtype = dtype or torch.get_default_dtype()
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    if steps == 0:
+        return torch.empty(0, dtype=dtype, device=device)
+    if steps == 1:
+        vals = [math.pow(float(base), float(start))]
+    else:
+        if dtype.is_floating_point:
+            ts, te = torch.tensor(float(start), dtype=dtype), torch.tensor(float(end), dtype=dtype)
+            s, e, b = float(ts), float(te), float(base)
+            step = float(te - ts) / (steps - 1)
+        else:
+            s, e = int(start), int(end)
+            step = float(e - s) / (steps - 1)
+            b = float(torch.tensor(float(base), dtype=torch.float32))
+        half = steps // 2
+        vals = [_pow(b, s + step * i) if i < half else _pow(b, e - step * (steps - i - 1))
+                for i in range(steps)]
+    if dtype.is_floating_point:
+        out = torch.tensor(vals, dtype=torch.float64).to(dtype)
+    else:
+        out = torch.tensor([_trunc(v) for v in vals], dtype=torch.float64).to(dtype)
+    return out.to(device)
+
+
+def _pow(b: float, x: float) -> float:
+    try:
+        return math.pow(b, x)
+    except OverflowError:
+        return math.inf
+    except ValueError:  # negative base, non-integer exponent: C pow gives NaN
+        return math.nan
+
+
+def _trunc(v: float) -> float:
+    return float(math.trunc(v)) if math.isfinite(v) else v
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0,
+             dtype: Optional[torch.dtype] = None, device=None) -> torch.Tensor:
+    """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in the exponent,
+    as ``torch.logspace`` (bit-exact with PyTorch's CPU kernel, see :func:`reference_logspace`).
+
+    A factory without tensor inputs: the values are computed on the host in float64 (C
+    ``pow``, as PyTorch's CPU kernel) and copied to ``device`` once; there is no kernel,
+    since float64 ``pow`` differs between GPU libraries and the aim is bit-exactness.
+
+    Parameters
+    ----------
+    start, end : exponents (Python numbers).
+    steps : number of values, ``>= 0``.
+    base : the base (default 10).
+    dtype : output dtype (default ``torch.get_default_dtype()``); integer dtypes truncate.
+    device : output device (default CPU, as PyTorch).
+
+    Raises
+    ------
+    ValueError naming ``steps`` if it is negative; TypeError naming the argument for a
+    non-number ``start``/``end``/``base`` or a non-int ``steps``; NotImplementedError naming
+    ``dtype`` for complex or bool.
+
+    Example
+    -------
+    >>> import fastpath.ops.elementwise as ew
+    >>> ew.logspace(0, 3, 4)
+    tensor([   1.,   10.,  100., 1000.])
+    """
+    for name, val in (("start", start), ("end", end), ("base", base)):
+        if isinstance(val, torch.Tensor) and val.dim() == 0:
+            val = val.item()
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            raise TypeError(f"{name}: expected a real number, got {type(val).__name__}")
+    start, end, base = (v.item() if isinstance(v, torch.Tensor) else v for v in (start, end, base))
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise TypeError(f"steps: expected an int, got {type(steps).__name__}")
+    if steps < 0:
+        raise ValueError(f"steps: must be non-negative, got {steps}")
+    if dtype is not None and (dtype.is_complex or dtype == torch.bool):
+        raise NotImplementedError(f"dtype: logspace supports real floating and integer dtypes, got {dtype}")
+    return reference_logspace(start, end, steps, base, dtype, device)
+
+
+FAMILY = {"name": "elementwise",
+          "ops": ["frexp", "heaviside", "eq", "ne", "lt", "le", "gt", "ge", "minimum", "maximum",
+                  "take", "logspace"],
+          "reason": triton_reason}

@@ -1,0 +1,254 @@
+"""Elementwise ops against exact references: torch's CPU result, float64, Python ints."""
+import math
+import random
+
+import pytest
+import torch
+
+import fastpath.ops.elementwise as ew
+from tests.conftest import AWKWARD, noncontig, randn
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16]
+_INT_OF = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+
+
+def _special_values(dtype):
+    fi = torch.finfo(dtype)
+    sub = fi.smallest_normal * fi.eps  # smallest subnormal
+    vals = [0.0, -0.0, math.inf, -math.inf, math.nan, fi.max, -fi.max, fi.tiny, -fi.tiny,
+            sub, -sub, 3 * sub, fi.tiny / 2, fi.tiny * (1 - fi.eps), -fi.tiny / 3, 1.0, -0.75, 8.0]
+    return torch.tensor(vals, dtype=torch.float64).to(dtype)
+
+
+def _assert_frexp(x):
+    m, e = ew.frexp(x)
+    rm, re_ = torch.frexp(x)
+    assert m.dtype == x.dtype and e.dtype == torch.int32 and m.shape == x.shape
+    assert torch.equal(e, re_)
+    nan = rm.isnan()
+    assert torch.equal(m.isnan(), nan)
+    it = _INT_OF[x.dtype]
+    assert torch.equal(m[~nan].contiguous().view(it), rm[~nan].contiguous().view(it))  # bit-exact
+    # and the decomposition reconstructs the input exactly (float64)
+    fin = torch.isfinite(x)
+    assert torch.equal((m[fin].double() * torch.pow(2.0, e[fin].double())), x[fin].double())
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_frexp_special_values(dtype):
+    _assert_frexp(_special_values(dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_frexp_all_subnormals_and_random(dtype):
+    if dtype == torch.float32:
+        bits = torch.cat([torch.arange(1, 5000, dtype=torch.int32),
+                          torch.randint(0, 2**23, (1000,), dtype=torch.int32),
+                          torch.randint(-2**31, 2**31 - 1, (1000,), dtype=torch.int32)])
+    else:  # every 16-bit pattern
+        bits = torch.arange(-2**15, 2**15, dtype=torch.int32).to(torch.int16)
+    _assert_frexp(bits.view(dtype))
+
+
+@pytest.mark.parametrize("n", AWKWARD)
+def test_frexp_sizes_and_noncontiguous(n):
+    x = randn(3, n, scale=100.0)
+    _assert_frexp(x)
+    _assert_frexp(noncontig(x))
+    _assert_frexp(x.t())
+
+
+def test_frexp_float64_reference_and_errors():
+    x = torch.tensor([0.0, 5e-324, 3.0, -math.inf], dtype=torch.float64)
+    m, e = ew.frexp(x)
+    rm, re_ = torch.frexp(x)
+    assert torch.equal(m, rm) and torch.equal(e, re_)
+    with pytest.raises(TypeError, match="input"):
+        ew.frexp(torch.arange(3))
+    with pytest.raises(TypeError, match="input"):
+        ew.frexp([1.0])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [1, 7, 67, 1000])
+def test_heaviside(dtype, n):
+    x = randn(4, n).to(dtype)
+    x[:, ::3] = 0
+    x[0, -1] = math.nan
+    v = randn(n).to(dtype)
+    v[0] = math.nan
+    for a, b in ((x, v), (noncontig(x), v[None, :]), (x.t().contiguous().t(), randn(4, 1).to(dtype))):
+        out = ew.heaviside(a, b)
+        ref = torch.heaviside(a, b)
+        assert out.dtype == ref.dtype and out.shape == ref.shape
+        assert torch.equal(out.isnan(), ref.isnan())
+        assert torch.equal(out[~ref.isnan()], ref[~ref.isnan()])
+
+
+def test_heaviside_errors_and_reference_dtypes():
+    with pytest.raises(TypeError, match="values"):
+        ew.heaviside(torch.zeros(3), torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="values"):
+        ew.heaviside(torch.zeros(3), torch.zeros(4))
+    x = torch.tensor([-2, 0, 3])
+    assert torch.equal(ew.heaviside(x, torch.tensor([7])), torch.tensor([0, 7, 1]))
+
+
+U = [torch.uint8, torch.uint16, torch.uint32, torch.uint64]
+BITS = {torch.uint8: 8, torch.uint16: 16, torch.uint32: 32, torch.uint64: 64}
+PY = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+      "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+      "minimum": min, "maximum": max}
+_SIGNED = {8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
+
+
+def _utensor(vals, dtype, shape):
+    bits = BITS[dtype]
+    signed = [v - (1 << bits) if v >= 1 << (bits - 1) else v for v in vals]
+    return torch.tensor(signed, dtype=_SIGNED[bits]).view(dtype).reshape(shape)
+
+
+def _uvalues(t):
+    bits = BITS[t.dtype]
+    return [v % (1 << bits) for v in t.contiguous().view(_SIGNED[bits]).flatten().tolist()]
+
+
+def _urandom(rng, dtype, n):
+    bits = BITS[dtype]
+    edge = [0, 1, 3, 7, (1 << (bits - 1)) - 1, 1 << (bits - 1), (1 << (bits - 1)) + 1,
+            (1 << (bits - 1)) + 5, (1 << bits) - 1]
+    return [rng.choice(edge) if rng.random() < 0.3 else rng.randrange(1 << bits) for _ in range(n)]
+
+
+@pytest.mark.parametrize("dtype", U)
+@pytest.mark.parametrize("n", [1, 7, 67])
+def test_unsigned_compare_and_minmax(dtype, n):
+    rng = random.Random(BITS[dtype] * 1000 + n)
+    a_vals, b_vals = _urandom(rng, dtype, 3 * n), _urandom(rng, dtype, 3 * n)
+    b_vals[::4] = a_vals[::4]  # some equal pairs
+    a, b = _utensor(a_vals, dtype, (3, n)), _utensor(b_vals, dtype, (3, n))
+    col = _utensor(_urandom(rng, dtype, 3), dtype, (3, 1))
+    for op, py in PY.items():
+        fn = getattr(ew, op)
+        for x, y in ((a, b), (noncontig(a), b), (a.t(), b.t().contiguous()), (a, col)):
+            out = fn(x, y)
+            xb, yb = torch.broadcast_tensors(x, y)
+            want = [py(p, q) for p, q in zip(_uvalues(xb), _uvalues(yb))]
+            if op in ("minimum", "maximum"):
+                assert out.dtype == dtype and _uvalues(out) == want, op
+            else:
+                assert out.dtype == torch.bool and out.flatten().tolist() == want, op
+            ref = ew.reference_compare(op, x, y)  # the reference path agrees too
+            assert torch.equal(ref.view(torch.uint8) if ref.dtype == torch.bool else ref.view(_SIGNED[BITS[dtype]]),
+                               out.view(torch.uint8) if out.dtype == torch.bool else out.view(_SIGNED[BITS[dtype]]))
+
+
+def test_unsigned_above_signed_range_with_python_ints():
+    big = _utensor([2**63 + 5, 3], torch.uint64, (2,))
+    assert ew.gt(big, 3).tolist() == [True, False]
+    assert ew.lt(big, 2**63 + 6).tolist() == [True, True]
+    assert _uvalues(ew.maximum(big, _utensor([3, 2**63 + 5], torch.uint64, (2,)))) == [2**63 + 5] * 2
+    u32 = _utensor([2**31 + 1, 7], torch.uint32, (2,))
+    assert ew.gt(u32, 7).tolist() == [True, False]
+    assert _uvalues(ew.minimum(u32, _utensor([7, 2**32 - 1], torch.uint32, (2,)))) == [7, 7]
+    # other dtypes go to torch
+    assert torch.equal(ew.lt(torch.tensor([1, -2]), torch.tensor([0, 0])), torch.tensor([False, True]))
+
+
+def test_unsigned_errors():
+    a = torch.zeros(3, dtype=torch.uint32)
+    with pytest.raises(ValueError, match="other"):
+        ew.lt(a, 2**32)
+    with pytest.raises(ValueError, match="other"):
+        ew.lt(a, -1)
+    with pytest.raises(NotImplementedError, match="other"):
+        ew.lt(a, torch.zeros(3, dtype=torch.int64))
+    with pytest.raises(ValueError, match="other"):
+        ew.eq(a, torch.zeros(4, dtype=torch.uint32))
+    with pytest.raises(TypeError, match="other"):
+        ew.eq(a, 1.5)
+    with pytest.raises(TypeError, match="input"):
+        ew.eq(3, a)
+
+
+@pytest.mark.parametrize("n", [1, 7, 67, 1000])
+def test_take(n):
+    x = randn(5, n)
+    numel = x.numel()
+    idx = torch.randint(-numel, numel, (3, 7))
+    for src in (x, noncontig(x), x.t()):
+        for ind in (idx, idx.t(), idx[:, ::2]):
+            out = ew.take(src, ind)
+            ref = torch.take(src, ind)
+            assert torch.equal(out, ref)
+            flat = src.flatten().tolist()
+            assert out.flatten().tolist() == [flat[i] for i in ind.flatten().tolist()]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.int8, torch.bool,
+                                   torch.uint8, torch.uint16, torch.uint32, torch.uint64])
+def test_take_dtypes(dtype):
+    base = torch.randint(-100, 100, (4, 7)).to(torch.int64)
+    if dtype in (torch.uint16, torch.uint32, torch.uint64):
+        x = _utensor([v % (1 << BITS[dtype]) for v in base.flatten().tolist()], dtype, (4, 7))
+    else:
+        x = base.to(dtype)
+    idx = torch.tensor([[0, -1, 27], [-28, 5, 13]])
+    out = ew.take(x.t(), idx)
+    ref = ew.reference_take(x.t(), idx)
+    assert out.dtype == dtype and torch.equal(out.view(torch.uint8) if dtype == torch.bool else out,
+                                             ref.view(torch.uint8) if dtype == torch.bool else ref)
+
+
+def test_take_errors_and_edges():
+    x = torch.arange(6.0)
+    with pytest.raises(IndexError, match="index"):
+        ew.take(x, torch.tensor([6]))
+    with pytest.raises(IndexError, match="index"):
+        ew.take(x, torch.tensor([0, -7]))
+    with pytest.raises(IndexError, match="index"):
+        ew.take(torch.empty(0), torch.tensor([0]))
+    with pytest.raises(TypeError, match="index"):
+        ew.take(x, torch.tensor([1], dtype=torch.int32))
+    # validate=False: no sync, out-of-range masked to 0, in-range entries correct
+    out = ew.take(x, torch.tensor([1, 100, -1]), validate=False)
+    assert out.tolist() == [1.0, 0.0, 5.0]
+    assert torch.equal(ew.take(torch.tensor(5.0), torch.tensor([0, -1])), torch.tensor([5.0, 5.0]))
+    assert ew.take(x, torch.empty(0, 3, dtype=torch.int64)).shape == (0, 3)
+
+
+LOGSPACE_CASES = [
+    (0, 3, 4, 10.0, None), (0, 10, 7, 2.0, torch.int64), (1, -1, 5, -2.0, None),
+    (0, 1, 1, 10.0, None), (2, 3, 0, 10.0, None), (-3.3, 2.7, 67, 10.0, torch.float64),
+    (0, 3, 5, 10.0, torch.float16), (-1.5, 2.25, 13, 3.0, torch.bfloat16), (0, 5, 1000, 1.7, torch.float32),
+    (0, 9, 7, 2.5, torch.int32), (1, 4, 13, 10.0, torch.int16), (0, 7, 8, 2.0, torch.uint8),
+]
+
+
+@pytest.mark.parametrize("case", LOGSPACE_CASES)
+def test_logspace_matches_torch_bitwise(case):
+    start, end, steps, base, dtype = case
+    out = ew.logspace(start, end, steps, base=base, dtype=dtype)
+    ref = torch.logspace(start, end, steps, base=base, dtype=dtype)
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    assert torch.equal(out.isnan(), ref.isnan()) if ref.is_floating_point() else True
+    keep = ~ref.isnan() if ref.is_floating_point() else torch.ones_like(ref, dtype=torch.bool)
+    assert torch.equal(out[keep], ref[keep])
+
+
+def test_logspace_random_and_errors():
+    rng = random.Random(0)
+    for _ in range(100):
+        dtype = rng.choice([torch.float32, torch.float64, torch.float16, torch.int64])
+        s, e = (rng.uniform(-3, 3), rng.uniform(-3, 3)) if dtype.is_floating_point else (
+            rng.randint(0, 4), rng.randint(0, 9))
+        steps, base = rng.choice([2, 3, 7, 67]), rng.choice([10.0, 2.0, 0.7, 3.3])
+        assert torch.equal(ew.logspace(s, e, steps, base, dtype), torch.logspace(s, e, steps, base, dtype=dtype))
+    with pytest.raises(ValueError, match="steps"):
+        ew.logspace(0, 1, -1)
+    with pytest.raises(TypeError, match="steps"):
+        ew.logspace(0, 1, 2.0)
+    with pytest.raises(TypeError, match="start"):
+        ew.logspace("0", 1, 2)
+    with pytest.raises(NotImplementedError, match="dtype"):
+        ew.logspace(0, 1, 2, dtype=torch.complex64)
