@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 import fastpath
 from fastpath.ops import linear as L
+from fastpath._core.backend import TL_DTYPES
 from fastpath.ops import matvec
 
 
@@ -38,7 +39,7 @@ def main():
     args = (x, w.t(), y, y, y, y, ws, cnt, 1, 4096, 4096, p.k_chunk, p.split,
             4096, 1, 1, 4096, 0, 0, 0, 0, 4096, 1)
     flags = dict(A_MODE=0, B_MODE=0, A_E5M2=False, B_E5M2=False, SCALE_A=False, SCALE_B=False,
-                 BLOCKWISE=False, HAS_BIAS=False, SPLIT=p.split > 1, DOT=True, DT=matvec._TL[torch.bfloat16],
+                 BLOCKWISE=False, HAS_BIAS=False, SPLIT=p.split > 1, DOT=True, DT=TL_DTYPES[torch.bfloat16],
                  BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     grid = (nb, p.split)
     rows = [

@@ -60,6 +60,11 @@ except Exception as exc:  # ImportError, or a broken install
     triton = _MissingTriton(TRITON_ERROR)  # type: ignore[assignment]
     tl = _MissingTriton(TRITON_ERROR)  # type: ignore[assignment]
 
+#: torch dtype -> Triton dtype, for kernels that take an element type as a constexpr.
+TL_DTYPES = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+if hasattr(torch, "float8_e4m3fn"):
+    TL_DTYPES.update({torch.float8_e4m3fn: tl.float8e4nv, torch.float8_e5m2: tl.float8e5})
+
 #: Oldest CUDA compute capability the kernels are built and tested for.
 MIN_CAPABILITY = (8, 0)
 

@@ -29,10 +29,11 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
+from .matvec import _mm
 
 try:
     from .attention_prefill import prefill_attention
@@ -119,11 +120,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
         nmask = offs_n < end
         kt = tl.load(k_base + offs_n[None, :].to(tl.int64) * skl + offs_d[:, None] * skd,
                      mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
-        if DT == tl.float32:
-            s = tl.dot(q, kt, input_precision="ieee")
-        else:
-            s = tl.dot(q, kt)
-        s = s * qk_scale
+        s = _mm(q, kt, DT) * qk_scale
         valid = (offs_n[None, :] >= lo_r[:, None]) & (offs_n[None, :] < hi_r[:, None]) & nmask[None, :]
         if HAS_MASK:
             mptrs = (mask_ptr + b.to(tl.int64) * smb + head[:, None] * smh + tok[:, None] * smq
@@ -141,11 +138,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
         l_i = l_i * alpha + tl.sum(p, axis=1)
         vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
                      mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
-        if DT == tl.float32:
-            pv = tl.dot(p, vt, input_precision="ieee")
-        else:
-            pv = tl.dot(p.to(DT), vt)
-        acc = acc * alpha[:, None] + pv
+        acc = acc * alpha[:, None] + _mm(p, vt, DT)
         m_i = m_new
 
     if SPLIT:
@@ -192,7 +185,6 @@ MIN_KV_PER_SPLIT = 32 if INTERPRET else 256  # smallest share of the KV range wo
 PROGRAMS_PER_SM = 2
 #: Tests set this to force the number of KV splits (clamped to what the KV length allows).
 SPLIT_OVERRIDE: Optional[int] = None
-_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 
 
 def _decode_blocks(D: int, DV: int, rows: int) -> tuple:
@@ -249,7 +241,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(),
         CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
-        DT=tl.float32 if INTERPRET else _TL[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
+        DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
         BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, num_warps=warps)
     return out
 

@@ -42,9 +42,10 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, tl, triton, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, tl, triton, use_triton
 from .._core.errors import KERNEL_DTYPES
 from .._core.launch import Launcher, cdiv, next_pow2
+from .matvec import _mm
 
 #: Head dimensions the kernel serves (others take :func:`reference_prefill_attention`).
 HEAD_DIMS = (64, 80, 96, 128, 256)
@@ -73,11 +74,7 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
             kt = tl.load(k_ptrs, mask=dmask[:, None], other=0.0).to(DT)
         else:
             kt = tl.load(k_ptrs).to(DT)
-        if DT == tl.float32:  # float32 inputs, and the interpreter (its 16-bit tl.dot is unreliable)
-            s = tl.dot(q, kt, input_precision="ieee")
-        else:
-            s = tl.dot(q, kt)
-        s = s * qk_scale  # log2 units
+        s = _mm(q, kt, DT) * qk_scale  # log2 units
         if MASKED:
             vis = nmask[None, :]
             if CAUSAL:
@@ -97,11 +94,7 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
             vt = tl.load(v_ptrs, mask=dmask[None, :], other=0.0).to(DT)
         else:
             vt = tl.load(v_ptrs).to(DT)
-        acc = acc * alpha[:, None]
-        if DT == tl.float32:
-            acc += tl.dot(p, vt, input_precision="ieee")
-        else:
-            acc += tl.dot(p.to(DT), vt)
+        acc = acc * alpha[:, None] + _mm(p, vt, DT)
         m_i = m_new
     return acc, m_i, l_i
 
@@ -179,7 +172,6 @@ _K = Launcher(_prefill_kernel)
 INTERPRET_BLOCKS = (16, 16)
 #: Tests set this to force (BLOCK_M, BLOCK_N) on any backend.
 BLOCKS_OVERRIDE: Optional[tuple] = None
-_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 
 
 def blocks(head_dim: int, dtype: torch.dtype) -> tuple:
@@ -244,7 +236,7 @@ def _launch(q, k, v, causal, scale, kv_len, window):
     if out.numel() == 0:
         return out
     bm, bn, warps, stages = blocks(D, q.dtype)
-    dt = tl.float32 if INTERPRET else _TL[q.dtype]
+    dt = tl.float32 if INTERPRET else TL_DTYPES[q.dtype]
     # window >= Lq + Lk cannot exclude a key: pass a bounded int (no int32 overflow).
     win = min(window, Lq + Lk) if window is not None else 0
     grid = (cdiv(Lq, bm), Hq, B)

@@ -31,12 +31,12 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import cdiv, next_pow2
 from .._core.registry import register_op
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
-from .matvec import _load_as, _tile_order
+from .matvec import _load_as, _mm, _tile_order
 
 
 # ---------------------------------------------------------------------------- kernel
@@ -114,10 +114,7 @@ def _gmm_kernel(a_ptr, b_ptr, out_ptr, offs_ptr, scale_ptr, bias_ptr,
         kmask = offs_k < k_hi
         a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], 0, False, DT)
         b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
-        if DT == tl.float32:  # float32 operands, and the interpreter (its 16-bit tl.dot is unreliable)
-            acc += tl.dot(a, b, input_precision="ieee")
-        else:
-            acc += tl.dot(a, b)
+        acc += _mm(a, b, DT)
     live = nmask & (tl.zeros_like(offs_n) + g < G)  # the tail segment stores zeros
     if HAS_SCALE:
         acc = acc * tl.load(scale_ptr + g64 * ssg + offs_n * ssn, mask=live, other=0.0)[None, :]
@@ -136,7 +133,6 @@ BLOCKS_OVERRIDE: Optional[tuple] = None
 #: Tests set this: force the fp8 decoding ("native" loads float8, "bits" decodes uint8).
 FP8_DECODE: Optional[str] = None
 GROUP_M = 8
-_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 
 
 def blocks(rows_per_group: int, dtype: torch.dtype) -> tuple:
@@ -193,7 +189,7 @@ def _run(jag: int, a, sa, b, sb, out, so, offs, G: int, M: int, N: int, K: int,
         G, M, N, K, grid_m, offs.stride(0) if offs is not None else 0,
         *sa, *sb, *so, *ss, *sx,
         JAG=jag, B_MODE=mode, B_E5M2=e5m2, HAS_SCALE=scale_b is not None, HAS_BIAS=bias is not None,
-        DT=_TL[dt], GP=max(16, next_pow2(G + 1)), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
+        DT=TL_DTYPES[dt], GP=max(16, next_pow2(G + 1)), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
         num_warps=warps, num_stages=stages)
 
 

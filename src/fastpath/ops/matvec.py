@@ -24,7 +24,7 @@ import torch
 
 from typing import Optional
 
-from .._core.backend import INTERPRET, num_sms, tl, triton
+from .._core.backend import INTERPRET, TL_DTYPES, num_sms, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
 
@@ -39,6 +39,17 @@ def _load_as(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexp
         return raw.to(ptrs.dtype.element_ty, bitcast=True).to(DT)
     else:
         return _decode(tl.load(ptrs, mask=mask, other=0), E5M2).to(DT)
+
+
+@triton.jit
+def _mm(a, b, DT: tl.constexpr):
+    """``a @ b`` accumulated in float32, both operands as ``DT``: an exact (ieee) dot for
+    float32 (and in Triton's interpreter, whose 16-bit tl.dot is unreliable), tensor cores
+    otherwise. Shared by every tl.dot kernel of the package."""
+    if DT == tl.float32:
+        return tl.dot(a, b, input_precision="ieee")
+    else:
+        return tl.dot(a.to(DT), b)
 
 
 @triton.jit
@@ -104,10 +115,8 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
         b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
         if not DOT:  # (BLOCK_M < 16: a product-and-sum Triton does not turn into a tf32 dot)
             d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
-        elif DT == tl.float32:  # float32 operands (and the interpreter: its 16-bit tl.dot is unreliable)
-            d = tl.dot(a, b, input_precision="ieee")
         else:
-            d = tl.dot(a, b)
+            d = _mm(a, b, DT)
         if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile
             sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
             d = d * sa[:, None] * sb[None, :]
@@ -149,9 +158,6 @@ SPLIT_K_OVERRIDE: Optional[int] = None
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
 FP8_DOT: Optional[tuple] = (32, 256, 2)
-_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
-if hasattr(torch, "float8_e4m3fn"):
-    _TL.update({torch.float8_e4m3fn: tl.float8e4nv, torch.float8_e5m2: tl.float8e5})
 
 
 @dataclass(frozen=True)
@@ -229,6 +235,6 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         *args, M, N, K, p.k_chunk, p.split, *strides,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
-        DOT=p.dot is not None, DT=_TL[p.dot or torch.float32],
+        DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32],
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     return out

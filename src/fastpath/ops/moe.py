@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import INTERPRET, tl, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
@@ -46,7 +46,6 @@ FP8_DECODE: Optional[str] = None
 #: Tests set this to force a path of fused_experts: "decode" or "prefill" (None: by token count).
 FORCE_PATH: Optional[str] = None
 
-_TL = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
 _ID_DTYPES = (torch.int32, torch.int64)
 
 
@@ -305,14 +304,14 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
         float(alpha), float(limit),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None,
-        HAS_BIAS=gu_bias is not None, ACT=code, DT=_TL[dt], RNE=INTERPRET, BLOCK_P=p.block_p, BLOCK_T=p.block_t,
+        HAS_BIAS=gu_bias is not None, ACT=code, DT=TL_DTYPES[dt], RNE=INTERPRET, BLOCK_P=p.block_p, BLOCK_T=p.block_t,
         BLOCK_I=p.block_i, BLOCK_H=p.block_h, num_warps=p.warps)
     _DOWN[(n0, cdiv(H, p.block_n), n_tb)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, y,
         T, H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None,
-        HAS_BIAS=d_bias is not None, DT=_TL[dt], BLOCK_P=p.block_p, BLOCK_T=p.block_t,
+        HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt], BLOCK_P=p.block_p, BLOCK_T=p.block_t,
         BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,

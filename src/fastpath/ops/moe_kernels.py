@@ -26,7 +26,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _load_as
+from .matvec import _load_as, _mm
 
 #: Activation codes of the kernels (``ACT``).
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
@@ -103,14 +103,6 @@ def _cast(v, DTYPE: tl.constexpr, RNE: tl.constexpr):
 
 
 @triton.jit
-def _dot(a, b, acc, DT: tl.constexpr):
-    if DT == tl.float32:  # float32 operands (and the interpreter: its 16-bit tl.dot is unreliable)
-        return tl.dot(a, b, acc, input_precision="ieee")
-    else:
-        return tl.dot(a, b, acc)
-
-
-@triton.jit
 def _expert_of_program(ids_ptr, sit, sij, E, TOPK: tl.constexpr, BY_PAIR: tl.constexpr, BLOCK_P: tl.constexpr):
     """(expert id as int64, skip flag). ``BY_PAIR``: program p serves the expert of pair p
     unless an earlier pair names the same expert or the id is out of range."""
@@ -179,8 +171,8 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
         wk = w_e + offs_k[:, None] * swk
         wg = _load_as(wk + rows_g[None, :] * swn, wmask, MODE, E5M2, DT)
         wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
-        acc_g = _dot(x, wg, acc_g, DT)
-        acc_u = _dot(x, wu, acc_u, DT)
+        acc_g += _mm(x, wg, DT)
+        acc_u += _mm(x, wu, DT)
     if HAS_SCALE:
         acc_g = acc_g * tl.load(s_ptr + e * sse + rows_g * ssn, mask=imask, other=0.0)[None, :]
         acc_u = acc_u * tl.load(s_ptr + e * sse + rows_u * ssn, mask=imask, other=0.0)[None, :]
@@ -215,7 +207,7 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
         kmask = offs_k < NI
         a = tl.load(a_rows + offs_k[None, :], mask=hit[:, None] & kmask[None, :], other=0.0).to(DT)
         b = _load_as(b_cols + offs_k[:, None] * swk, kmask[:, None] & nmask[None, :], MODE, E5M2, DT)
-        acc = _dot(a, b, acc, DT)
+        acc += _mm(a, b, DT)
     if HAS_SCALE:
         acc = acc * tl.load(s_ptr + e * sse + offs_n * ssn, mask=nmask, other=0.0)[None, :]
     if HAS_BIAS:
