@@ -26,8 +26,7 @@ transformers = pytest.importorskip("transformers", reason="transformers is not i
 pytest.importorskip("transformers.masking_utils", reason="transformers has no masking_utils (needs >= 5)")
 
 from fastpath.integrations import transformers as fpt  # noqa: E402
-
-attention = pytest.importorskip("fastpath.ops.attention", reason="fastpath.ops.attention is not written yet")
+from fastpath.ops import attention  # noqa: E402  (an import error fails the tests, never skips them)
 
 TOL = 1e-5  # logits of a 2-layer float32 model: a few float32 roundings apart
 PROMPT = 7
