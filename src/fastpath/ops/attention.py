@@ -35,10 +35,7 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from .matvec import _mm
 
-try:
-    from .attention_prefill import prefill_attention
-except ImportError:
-    prefill_attention = None
+from .attention_prefill import prefill_attention
 
 LOG2E = 1.4426950408889634
 
@@ -391,7 +388,7 @@ def _sdpa_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_m
            or max(s.d, s.dv) > MAX_HEAD_DIM or (attn_mask is not None and attn_mask.dtype not in (
                torch.bool, torch.float32, query.dtype)))
     decode = s.lq <= MAX_DECODE_Q
-    prefill = (not decode and prefill_attention is not None and attn_mask is None and s.d == s.dv
+    prefill = (not decode and attn_mask is None and s.d == s.dv
                and (window is None or is_causal))  # (the prefill kernel's window needs causal)
     if ref or not (decode or prefill):
         return reference_scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,

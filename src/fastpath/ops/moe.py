@@ -30,6 +30,7 @@ from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from . import moe_kernels as K
+from .grouped_mm import grouped_mm
 
 _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT = map(Launcher, (K._route_kernel, K._gate_up_kernel, K._down_kernel,
                                                           K._combine_kernel, K._act_kernel))
@@ -319,28 +320,18 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     return out
 
 
-def _grouped_mm():
-    """fastpath's grouped GEMM, or None where it is unavailable (the decode kernels then
-    serve every token count)."""
-    try:
-        from .grouped_mm import grouped_mm
-    except ImportError:
-        return None
-    return grouped_mm
-
-
-def _launch_prefill(gmm, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+def _launch_prefill(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                     alpha, limit) -> torch.Tensor:
     T, H = x.shape
     out = alloc.empty(T, H, dtype=x.dtype, device=x.device)
     step = PREFILL_CHUNK
     for t0 in range(0, T, step):
-        _prefill_chunk(gmm, out[t0:t0 + step], x[t0:t0 + step], ids[t0:t0 + step], tw[t0:t0 + step], gate_up,
+        _prefill_chunk(out[t0:t0 + step], x[t0:t0 + step], ids[t0:t0 + step], tw[t0:t0 + step], gate_up,
                        down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved, alpha, limit)
     return out
 
 
-def _prefill_chunk(gmm, out, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+def _prefill_chunk(out, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                    alpha, limit) -> None:
     T, H = x.shape
     k = ids.shape[1]
@@ -357,7 +348,7 @@ def _prefill_chunk(gmm, out, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scal
     pos.scatter_(0, order, torch.arange(P, device=dev, dtype=order.dtype))
     xs = x.index_select(0, order // k)
     # gate/up in float32 (no rounding before the activation, like the decode kernels)
-    gu = gmm(xs, gate_up.transpose(1, 2), offs=offs, bias=_bias_for(gu_bias, x.dtype), out_dtype=torch.float32,
+    gu = grouped_mm(xs, gate_up.transpose(1, 2), offs=offs, bias=_bias_for(gu_bias, x.dtype), out_dtype=torch.float32,
              scale_b=_scale2d(gu_scale))
     h = alloc.empty(P, NI, dtype=x.dtype, device=dev)
     col_mul, up_off = (2, 1) if interleaved else (1, NI)
@@ -365,7 +356,7 @@ def _prefill_chunk(gmm, out, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scal
     _ACT[(cdiv(P, br), cdiv(NI, bi))](gu, h, P, NI, gu.stride(0), gu.stride(1), col_mul, up_off,
                                               float(alpha), float(limit), ACT=code, RNE=INTERPRET,
                                               BLOCK_R=br, BLOCK_I=bi)
-    y = gmm(h, down.transpose(1, 2), offs=offs, bias=_bias_for(d_bias, x.dtype), out_dtype=torch.float32,
+    y = grouped_mm(h, down.transpose(1, 2), offs=offs, bias=_bias_for(d_bias, x.dtype), out_dtype=torch.float32,
             scale_b=_scale2d(d_scale))
     bc = 32 if INTERPRET else min(1024, max(128, next_pow2(H)))
     _COMBINE[(T, cdiv(H, bc))](
@@ -407,11 +398,8 @@ def _fused_experts_op(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_
     args = (x, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias, gate_up_scale,
             down_scale, act, interleaved, alpha, limit)
     path = FORCE_PATH or ("decode" if T <= MAX_DECODE_TOKENS else "prefill")
-    gmm = _grouped_mm() if path == "prefill" else None
     with torch.no_grad():  # inference only: grouped_mm must not record its autograd graph
-        if gmm is None:
-            return _launch_decode(*args)
-        return _launch_prefill(gmm, *args)
+        return _launch_decode(*args) if path == "decode" else _launch_prefill(*args)
 
 
 def _check_same_device(name: str, t: torch.Tensor, device: torch.device) -> None:
