@@ -69,19 +69,6 @@ def _as_unsigned(x, BITS: tl.constexpr):
 
 
 @triton.jit
-def _as_signed(x, BITS: tl.constexpr):
-    if BITS == 8:
-        y = x.to(tl.int8, bitcast=True)
-    elif BITS == 16:
-        y = x.to(tl.int16, bitcast=True)
-    elif BITS == 32:
-        y = x.to(tl.int32, bitcast=True)
-    else:
-        y = x.to(tl.int64, bitcast=True)
-    return y
-
-
-@triton.jit
 def _norm_step(t, s, K: tl.constexpr, MB: tl.constexpr):
     # One step of a binary search that shifts t left until bit MB is its highest set bit.
     if K <= MB:
@@ -150,8 +137,10 @@ def _ucmp_kernel(a_ptr, b_ptr, o_ptr, n, D1, D2, D3, sa0, sa1, sa2, sa3,
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
-    a = _as_unsigned(tl.load(a_ptr + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3, mask=mask, other=0), BITS)
-    b = _as_unsigned(tl.load(b_ptr + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3, mask=mask, other=0), BITS)
+    xa = tl.load(a_ptr + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3, mask=mask, other=0)  # signed views
+    xb = tl.load(b_ptr + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3, mask=mask, other=0)
+    a = _as_unsigned(xa, BITS)
+    b = _as_unsigned(xb, BITS)
     if OP == 0:
         r = a == b
     elif OP == 1:
@@ -165,9 +154,9 @@ def _ucmp_kernel(a_ptr, b_ptr, o_ptr, n, D1, D2, D3, sa0, sa1, sa2, sa3,
     elif OP == 5:
         r = a >= b
     elif OP == 6:
-        r = _as_signed(tl.where(a < b, a, b), BITS)
+        r = tl.where(a < b, xa, xb)  # the bits of the smaller, in the signed view's type
     else:
-        r = _as_signed(tl.where(a > b, a, b), BITS)
+        r = tl.where(a > b, xa, xb)
     tl.store(o_ptr + offs, r, mask=mask)
 
 
