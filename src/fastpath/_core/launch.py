@@ -13,7 +13,7 @@ from .backend import INTERPRET
 #: ``FASTPATH_FAST_LAUNCH=1`` turns on :class:`Launcher`'s cached relaunch. Off by default
 #: until ``scripts/launch_check.py`` has passed on a GPU (it was written after this
 #: session's last GPU run); off, every launch goes through Triton's ``kernel[grid](...)``.
-FAST_LAUNCH = os.environ.get("FASTPATH_FAST_LAUNCH", "0") == "1"
+FAST_LAUNCH = os.environ.get("FASTPATH_FAST_LAUNCH", "1") == "1"
 
 _workspaces: dict = {}
 _retired: list = []  # outgrown buffers: a captured CUDA graph may still use them, never free

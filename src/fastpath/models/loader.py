@@ -1,0 +1,235 @@
+"""Load a Hugging Face checkpoint directory (``config.json`` + ``*.safetensors``, sharded with
+``model.safetensors.index.json`` or not) into a :class:`~fastpath.models.transformer.Transformer`.
+
+The model's tensors are allocated once on the target device; each checkpoint tensor is
+memory-mapped, copied straight into its slot (quantised to FP8 on the device on the way
+when asked) and dropped: there are never two copies of the model. FP8 checkpoints with
+128x128 block scales (``weight_scale_inv``) are dequantised on the device as they load.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import sys
+import time
+from typing import Optional
+
+import torch
+
+from .config import ModelConfig
+from .safetensors import SafetensorsFile
+from .transformer import Transformer
+
+_LAYER = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
+_IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.weight_scale_inv|\.weight_scale|\.input_scale)$")
+
+
+class Progress:
+    """One status line on stderr, rewritten at most every half second."""
+
+    def __init__(self, total: int, what: str, stream=sys.stderr):
+        self.total, self.what, self.stream = max(total, 1), what, stream
+        self.done, self.t0, self.last = 0, time.perf_counter(), 0.0
+
+    def add(self, n: int) -> None:
+        self.done += n
+        now = time.perf_counter()
+        if now - self.last > 0.5 or self.done >= self.total:
+            self.last = now
+            rate = self.done / max(now - self.t0, 1e-9) / 1e9
+            self.stream.write(f"\r{self.what} {self.done / 1e9:6.2f} / {self.total / 1e9:.2f} GB "
+                              f"({100 * self.done / self.total:3.0f}%, {rate:.1f} GB/s)")
+            if self.done >= self.total:
+                self.stream.write("\n")
+            self.stream.flush()
+
+
+def _files(path: str) -> list:
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"model: {path!r} is not a directory")
+    index = os.path.join(path, "model.safetensors.index.json")
+    if os.path.isfile(index):
+        with open(index) as fh:
+            names = sorted(set(json.load(fh)["weight_map"].values()))
+        missing = [n for n in names if not os.path.isfile(os.path.join(path, n))]
+        if missing:
+            raise FileNotFoundError(f"model: shards listed in the index are missing: {', '.join(missing)}")
+        return [os.path.join(path, n) for n in names]
+    files = sorted(glob.glob(os.path.join(path, "*.safetensors")))
+    if not files:
+        raise FileNotFoundError(f"model: no *.safetensors in {path!r} (only safetensors checkpoints are read)")
+    return files
+
+
+class _Slot:
+    """Where one checkpoint tensor goes: ``target[index]`` (rows of a fused tensor) with its
+    FP8 scale rows ``scale[index]`` when the model is FP8."""
+
+    def __init__(self, target: torch.Tensor, index=(), scale: Optional[torch.Tensor] = None):
+        self.target, self.index, self.scale = target, index, scale
+
+    def write(self, w: torch.Tensor) -> None:
+        dst = self.target[self.index] if self.index != () else self.target
+        if tuple(dst.shape) != tuple(w.shape):
+            raise ValueError(f"checkpoint tensor of shape {tuple(w.shape)} does not fit {tuple(dst.shape)}")
+        if self.scale is None:
+            dst.copy_(w)
+            return
+        from ..nn.fp8_linear import quantize_rowwise
+
+        w2 = w.reshape(-1, w.shape[-1])
+        q, s = quantize_rowwise(w2.to(self.target.device, torch.float32))
+        dst.copy_(q.view(dst.shape))
+        sdst = self.scale[self.index] if self.index != () else self.scale
+        sdst.copy_(s.view(sdst.shape))
+
+
+def _slots(model: Transformer) -> dict:
+    """Checkpoint name -> slot, for every name a checkpoint of this architecture may hold."""
+    cfg, out = model.cfg, {}
+    nh, nkv, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+    out["model.embed_tokens.weight"] = _Slot(model.embed)
+    out["model.norm.weight"] = _Slot(model.norm)
+    if model.lm_head is not None:
+        out["lm_head.weight"] = _Slot(model.lm_head.weight, (), model.lm_head.scale)
+    for i, L in enumerate(model.layers):
+        p = f"model.layers.{i}."
+        out[p + "input_layernorm.weight"] = _Slot(L.attn_norm)
+        out[p + "post_attention_layernorm.weight"] = _Slot(L.mlp_norm)
+        rows = {"q": slice(0, nh * D), "k": slice(nh * D, (nh + nkv) * D), "v": slice((nh + nkv) * D, None)}
+        for n, r in rows.items():
+            out[p + f"self_attn.{n}_proj.weight"] = _Slot(L.qkv.weight, r, L.qkv.scale)
+            if L.qkv.bias is not None:
+                out[p + f"self_attn.{n}_proj.bias"] = _Slot(L.qkv.bias, r)
+        out[p + "self_attn.o_proj.weight"] = _Slot(L.o.weight, (), L.o.scale)
+        if cfg.qk_norm != "none":
+            out[p + "self_attn.q_norm.weight"] = _Slot(L.q_norm)
+            out[p + "self_attn.k_norm.weight"] = _Slot(L.k_norm)
+        if not L.moe:
+            I = cfg.intermediate_size
+            out[p + "mlp.gate_proj.weight"] = _Slot(L.gate_up.weight, slice(0, I), L.gate_up.scale)
+            out[p + "mlp.up_proj.weight"] = _Slot(L.gate_up.weight, slice(I, None), L.gate_up.scale)
+            out[p + "mlp.down_proj.weight"] = _Slot(L.down.weight, (), L.down.scale)
+            continue
+        I = cfg.moe_intermediate_size
+        moe = "block_sparse_moe." if cfg.model_type == "mixtral" else "mlp."
+        out[p + moe + "gate.weight"] = _Slot(L.router)
+        out[p + moe + "experts.gate_up_proj"] = _Slot(L.gate_up, (), L.gate_up_scale)
+        out[p + moe + "experts.down_proj"] = _Slot(L.down, (), L.down_scale)
+        names = {"gate": ("gate_proj", "w1"), "up": ("up_proj", "w3"), "down": ("down_proj", "w2")}
+        for e in range(cfg.num_experts):
+            for part, aliases in names.items():
+                if part == "down":
+                    slot = _Slot(L.down, (e,), L.down_scale)
+                else:
+                    r = slice(0, I) if part == "gate" else slice(I, 2 * I)
+                    slot = _Slot(L.gate_up, (e, r), L.gate_up_scale)
+                for a in aliases:
+                    out[p + moe + f"experts.{e}.{a}.weight"] = slot
+    return out
+
+
+def _dequant_block(q: torch.Tensor, s: torch.Tensor, dtype) -> torch.Tensor:
+    """``q * scale_inv`` with one scale per (bn x bk) block (block size from the shapes)."""
+    n, k = q.shape
+    bn, bk = -(-n // s.shape[0]), -(-k // s.shape[1])
+    full = s.float().repeat_interleave(bn, 0)[:n].repeat_interleave(bk, 1)[:, :k]
+    return (q.float() * full).to(dtype)
+
+
+def load(path: str, *, device="cuda", dtype=torch.bfloat16, fp8: bool = False, layers: Optional[int] = None,
+         progress: bool = True, config: Optional[ModelConfig] = None) -> Transformer:
+    """Build the model of ``path/config.json`` on ``device`` and fill it from the checkpoint.
+
+    ``fp8=True`` quantises every projection to float8_e4m3fn with per-row scales as it loads;
+    ``layers`` keeps only the first N layers (quick runs). Raises FileNotFoundError for a
+    missing config or shard, NotImplementedError for an unsupported architecture, and
+    ValueError naming the tensors the checkpoint lacks or holds in a wrong shape.
+    """
+    cfg = config or ModelConfig.from_dir(path)
+    if layers is not None:
+        cfg = cfg.with_layers(layers)
+    files = _files(path)
+    device = torch.device(device)
+    check_fits(cfg, device, dtype, fp8)
+    model = Transformer(cfg, dtype=dtype, device=device, fp8=fp8)
+    slots = _slots(model)
+    handles = [SafetensorsFile(f) for f in files]
+    where = {name: h for h in handles for name in h.keys()}
+    todo = [(n, h) for n, h in where.items() if n in slots]
+    total = sum(h.get(n).numel() * h.info(n)[0].itemsize for n, h in todo)
+    bar = Progress(total, f"loading {os.path.basename(os.path.normpath(path))}") if progress else None
+    filled = set()
+    for name, h in todo:
+        w = h.get(name)
+        if w.dtype in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)):
+            sname = name[: -len("weight")] + "weight_scale_inv"
+            if sname not in where:
+                raise ValueError(f"model: FP8 tensor {name!r} has no {sname!r} in the checkpoint")
+            w = _dequant_block(w.to(device), where[sname].get(sname).to(device), dtype)
+        try:
+            slots[name].write(w.to(device, non_blocking=False) if slots[name].scale is None else w)
+        except ValueError as e:
+            raise ValueError(f"model: tensor {name!r}: {e}") from None
+        filled.add(id(slots[name]))
+        if bar:
+            bar.add(h.get(name).numel() * h.info(name)[0].itemsize)
+    unknown = [n for n in where if n not in slots and not _IGNORED.search(n) and not _skippable(n, cfg)]
+    if unknown:
+        raise ValueError(f"model: checkpoint tensors fastpath does not know: {', '.join(unknown[:8])}"
+                         + (" ..." if len(unknown) > 8 else ""))
+    complete = _complete_experts(slots, filled)
+    missing = sorted(n for n, s in slots.items() if id(s) not in filled and n not in complete)
+    if missing:
+        raise ValueError(f"model: checkpoint lacks tensors: {', '.join(missing[:8])}"
+                         + (" ..." if len(missing) > 8 else ""))
+    return model
+
+
+def _skippable(name: str, cfg: ModelConfig) -> bool:
+    """Tensors of layers cut away with ``layers=``, or a tied LM head stored anyway."""
+    m = _LAYER.match(name)
+    if m:
+        return int(m.group(1)) >= cfg.num_layers
+    return name == "lm_head.weight" and cfg.tie_word_embeddings
+
+
+def _complete_experts(slots: dict, filled: set) -> set:
+    """Expert weights come either per expert (under Qwen or Mixtral names, which share slots)
+    or as the fused transformers-5 stacks: the expert-slot names of every layer whose experts
+    were filled one way or the other."""
+    groups: dict = {}
+    for n, s in slots.items():
+        if ".experts." in n:
+            prefix = n.split("experts.")[0] + "experts."
+            fused = n.endswith("experts.gate_up_proj") or n.endswith("experts.down_proj")
+            groups.setdefault(prefix, ([], [], []))[0 if fused else 1].append(s)
+            groups[prefix][2].append(n)
+    done = set()
+    for fused, per, names in groups.values():
+        if all(id(s) in filled for s in fused) or all(id(s) in filled for s in per):
+            done.update(names)
+    return done
+
+
+def weight_bytes(cfg: ModelConfig, dtype, fp8: bool) -> int:
+    """Bytes of the model's tensors on the device."""
+    p = cfg.num_params()["total"]
+    if not fp8:
+        return p * dtype.itemsize
+    small = cfg.vocab_size * cfg.hidden_size + 4 * cfg.hidden_size * cfg.num_layers  # embedding, norms
+    return (p - small) + small * dtype.itemsize
+
+
+def check_fits(cfg: ModelConfig, device: torch.device, dtype, fp8: bool, extra: int = 0) -> None:
+    """MemoryError (with the sizes and a suggestion) when the model cannot fit on ``device``."""
+    if device.type != "cuda":
+        return
+    free, total = torch.cuda.mem_get_info(device)
+    need = weight_bytes(cfg, dtype, fp8) + extra
+    if need > free:
+        hint = "" if fp8 else " Try --fp8 (FP8 weights need about half)."
+        raise MemoryError(f"model: needs {need / 2**30:.1f} GiB on {device}, which has {free / 2**30:.1f} GiB free "
+                          f"of {total / 2**30:.1f} GiB.{hint}")

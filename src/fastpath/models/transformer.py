@@ -1,0 +1,209 @@
+"""One compact decoder-only transformer for Llama, Qwen2, Qwen3, Qwen3-MoE, Mixtral and OLMoE,
+run on fastpath's ops, with its own static KV cache.
+
+Two entry points: :meth:`Transformer.prefill` (a chunk of ``T`` tokens of one or more
+sequences that all start at the host-known position ``p0``) and :meth:`Transformer.decode`
+(one token per sequence at positions held in a device tensor: no host sync, so the whole
+step can be captured in a CUDA graph). Weights are fused where the kernels benefit: q/k/v
+in one matrix, gate/up in one matrix, experts in ``(E, 2I, H)`` / ``(E, H, I)`` stacks as
+transformers 5 holds them. With ``fp8=True`` every projection (attention, MLP, experts,
+LM head) is float8_e4m3fn with one float32 scale per output row.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..ops.attention import scaled_dot_product_attention
+from ..ops.linear import linear
+from ..ops.moe import fused_experts, route
+from .config import ModelConfig, rope_inv_freq
+
+
+def _buf(module: nn.Module, name: str, shape, dtype, device) -> None:
+    module.register_buffer(name, torch.empty(shape, dtype=dtype, device=device), persistent=True)
+
+
+class Linear(nn.Module):
+    """``y = x @ W.T (+ b)``: bf16/fp16/fp32 ``W``, or float8 ``W`` with a per-row scale."""
+
+    def __init__(self, n: int, k: int, dtype, device, *, bias: bool = False, fp8: bool = False):
+        super().__init__()
+        _buf(self, "weight", (n, k), torch.float8_e4m3fn if fp8 else dtype, device)
+        self.register_buffer("scale", torch.empty(n, 1, device=device) if fp8 else None)
+        self.register_buffer("bias", torch.empty(n, dtype=dtype, device=device) if bias else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias, weight_scale=self.scale)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' RMSNorm: float32 statistics, cast back, then times the weight."""
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * xf.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rot = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rot * sin
+
+
+class Layer(nn.Module):
+    def __init__(self, cfg: ModelConfig, i: int, dtype, device, fp8: bool):
+        super().__init__()
+        H, D, nh, nkv = cfg.hidden_size, cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
+        self.cfg, self.moe = cfg, cfg.is_moe_layer(i)
+        _buf(self, "attn_norm", (H,), dtype, device)
+        _buf(self, "mlp_norm", (H,), dtype, device)
+        self.qkv = Linear((nh + 2 * nkv) * D, H, dtype, device, bias=cfg.attention_bias, fp8=fp8)
+        self.o = Linear(H, nh * D, dtype, device, fp8=fp8)
+        if cfg.qk_norm == "head":
+            _buf(self, "q_norm", (D,), dtype, device)
+            _buf(self, "k_norm", (D,), dtype, device)
+        elif cfg.qk_norm == "full":
+            _buf(self, "q_norm", (nh * D,), dtype, device)
+            _buf(self, "k_norm", (nkv * D,), dtype, device)
+        if self.moe:
+            E, I = cfg.num_experts, cfg.moe_intermediate_size
+            wdt = torch.float8_e4m3fn if fp8 else dtype
+            _buf(self, "router", (E, H), dtype, device)
+            _buf(self, "gate_up", (E, 2 * I, H), wdt, device)
+            _buf(self, "down", (E, H, I), wdt, device)
+            self.register_buffer("gate_up_scale", torch.empty(E, 2 * I, device=device) if fp8 else None)
+            self.register_buffer("down_scale", torch.empty(E, H, device=device) if fp8 else None)
+        else:
+            self.gate_up = Linear(2 * cfg.intermediate_size, H, dtype, device, fp8=fp8)
+            self.down = Linear(H, cfg.intermediate_size, dtype, device, fp8=fp8)
+
+    def mlp(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.moe:
+            g, u = self.gate_up(x).chunk(2, dim=-1)
+            return self.down(F.silu(g) * u)
+        shape = x.shape
+        x2 = x.reshape(-1, shape[-1])
+        logits = linear(x2, self.router)
+        w, ids = route(logits, self.cfg.top_k, "softmax", norm_topk_prob=self.cfg.norm_topk_prob)
+        out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
+                            down_scale=self.down_scale)
+        return out.reshape(shape)
+
+    def qkv_rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+        """q (B, T, nh, D), k and v (B, T, nkv, D), rotary embedding applied."""
+        cfg = self.cfg
+        B, T, _ = x.shape
+        nh, nkv, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        q, k, v = self.qkv(x).split([nh * D, nkv * D, nkv * D], dim=-1)
+        eps = cfg.rms_norm_eps
+        if cfg.qk_norm == "full":
+            q, k = rms_norm(q, self.q_norm, eps), rms_norm(k, self.k_norm, eps)
+        q, k, v = q.view(B, T, nh, D), k.view(B, T, nkv, D), v.view(B, T, nkv, D)
+        if cfg.qk_norm == "head":
+            q, k = rms_norm(q, self.q_norm, eps), rms_norm(k, self.k_norm, eps)
+        cos, sin = cos[:, :, None, :].to(x.dtype), sin[:, :, None, :].to(x.dtype)
+        return _rotate(q, cos, sin), _rotate(k, cos, sin), v
+
+
+class Transformer(nn.Module):
+    """The model plus its KV cache (allocated by :meth:`setup_cache`)."""
+
+    def __init__(self, cfg: ModelConfig, *, dtype=torch.bfloat16, device="cpu", fp8: bool = False):
+        super().__init__()
+        device = torch.device(device)
+        self.cfg, self.dtype, self.fp8 = cfg, dtype, fp8
+        H = cfg.hidden_size
+        _buf(self, "embed", (cfg.vocab_size, H), dtype, device)
+        self.layers = nn.ModuleList(Layer(cfg, i, dtype, device, fp8) for i in range(cfg.num_layers))
+        _buf(self, "norm", (H,), dtype, device)
+        self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.vocab_size, H, dtype, device, fp8=fp8)
+        self.register_buffer("inv_freq", rope_inv_freq(cfg).to(device), persistent=False)
+        self.cache_k: list = []
+        self.cache_v: list = []
+        self.max_seq = 0
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.device
+
+    def setup_cache(self, batch: int, max_seq: int) -> None:
+        """Static KV cache ``(batch, max_seq, kv_heads, head_dim)`` per layer, in the model dtype."""
+        cfg = self.cfg
+        if max_seq > cfg.max_position:
+            raise ValueError(f"max_seq: the model has {cfg.max_position} positions, asked for {max_seq}")
+        shape = (batch, max_seq, cfg.num_kv_heads, cfg.head_dim)
+        self.cache_k = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in self.layers]
+        self.cache_v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in self.layers]
+        self.batch, self.max_seq = batch, max_seq
+
+    def cache_bytes(self, batch: int, max_seq: int) -> int:
+        cfg = self.cfg
+        return 2 * cfg.num_layers * batch * max_seq * cfg.num_kv_heads * cfg.head_dim * self.dtype.itemsize
+
+    def _rope(self, pos: torch.Tensor):
+        f = pos.to(torch.float32)[..., None] * self.inv_freq
+        f = torch.cat((f, f), dim=-1)
+        return f.cos(), f.sin()
+
+    def _logits(self, h: torch.Tensor) -> torch.Tensor:
+        h = rms_norm(h, self.norm, self.cfg.rms_norm_eps)
+        return linear(h, self.embed) if self.lm_head is None else self.lm_head(h)
+
+    @torch.inference_mode()
+    def prefill(self, tokens: torch.Tensor, p0: int, rows: Optional[slice] = None,
+                last_only: bool = True) -> torch.Tensor:
+        """Run ``tokens`` (B, T) at positions ``p0 .. p0 + T - 1`` of cache rows ``rows``
+        (default: the first B); returns the logits of the last token (B, V), or of all (B, T, V)."""
+        cfg = self.cfg
+        B, T = tokens.shape
+        rows = rows if rows is not None else slice(0, B)
+        end = p0 + T
+        if end > self.max_seq:
+            raise ValueError(f"tokens: positions up to {end} do not fit the cache of {self.max_seq}")
+        pos = torch.arange(p0, end, device=self.device).expand(B, T)
+        cos, sin = self._rope(pos)
+        h = F.embedding(tokens, self.embed)
+        mask = None
+        if p0 > 0:
+            mask = torch.ones(T, end, dtype=torch.bool, device=self.device).tril(p0)
+        for i, layer in enumerate(self.layers):
+            x = rms_norm(h, layer.attn_norm, cfg.rms_norm_eps)
+            q, k, v = layer.qkv_rope(x, cos, sin)
+            ck, cv = self.cache_k[i][rows], self.cache_v[i][rows]
+            ck[:, p0:end] = k
+            cv[:, p0:end] = v
+            a = scaled_dot_product_attention(
+                q.transpose(1, 2), ck[:, :end].transpose(1, 2), cv[:, :end].transpose(1, 2),
+                attn_mask=mask, is_causal=mask is None, enable_gqa=True, window=None)
+            if cfg.sliding_window and end > cfg.sliding_window:
+                raise NotImplementedError("prefill: sliding-window attention beyond the window is not supported")
+            h = h + layer.o(a.transpose(1, 2).reshape(B, T, -1))
+            h = h + layer.mlp(rms_norm(h, layer.mlp_norm, cfg.rms_norm_eps))
+        if last_only:
+            h = h[:, -1]
+        return self._logits(h)
+
+    @torch.inference_mode()
+    def decode(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """One token per cache row: ``tokens`` (B,) int64 at positions ``pos`` (B,) int64 (device
+        tensors, read on the device). Returns the logits (B, V). No host synchronisation."""
+        cfg = self.cfg
+        B = tokens.shape[0]
+        cos, sin = self._rope(pos[:, None])
+        h = F.embedding(tokens[:, None], self.embed)
+        kv_len = (pos + 1).to(torch.int32)
+        bidx = torch.arange(B, device=self.device)
+        for i, layer in enumerate(self.layers):
+            x = rms_norm(h, layer.attn_norm, cfg.rms_norm_eps)
+            q, k, v = layer.qkv_rope(x, cos, sin)
+            ck, cv = self.cache_k[i][:B], self.cache_v[i][:B]
+            ck.index_put_((bidx, pos), k[:, 0])
+            cv.index_put_((bidx, pos), v[:, 0])
+            a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
+                                             enable_gqa=True, kv_len=kv_len, window=cfg.sliding_window)
+            h = h + layer.o(a.transpose(1, 2).reshape(B, 1, -1))
+            h = h + layer.mlp(rms_norm(h, layer.mlp_norm, cfg.rms_norm_eps))
+        return self._logits(h[:, 0])

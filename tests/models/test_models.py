@@ -1,0 +1,152 @@
+"""Every architecture against transformers itself: the same random weights saved in the
+Hugging Face layout, loaded by both; logits close (float32), greedy tokens equal for 32
+steps, also when the prompt is prefilled in chunks.
+
+On the CPU the kernels run in Triton's interpreter, which is too slow for 32-step loops of
+six models: those run fastpath's PyTorch reference paths (``FASTPATH_DISABLE_TRITON``
+semantics), and one test runs Qwen3-MoE with the kernels interpreted. On a GPU everything
+runs compiled.
+"""
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from fastpath._core import backend  # noqa: E402
+from fastpath.engine.generate import Engine, SamplingParams  # noqa: E402
+from fastpath.models.config import ModelConfig  # noqa: E402
+from fastpath.models.loader import load  # noqa: E402
+from tests.conftest import DEVICE  # noqa: E402
+
+SMALL = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+             intermediate_size=96, max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=False)
+ARCHS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(rope_scaling={
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64})),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(tie_word_embeddings=True)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(head_dim=32)),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(
+        head_dim=16, moe_intermediate_size=32, num_experts=6, num_experts_per_tok=2, norm_topk_prob=True,
+        decoder_sparse_step=1, mlp_only_layers=[1])),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(num_local_experts=4, num_experts_per_tok=2)),
+    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", dict(num_experts=6, num_experts_per_tok=2)),
+}
+
+
+def _hf_model(arch, tmp_path):
+    cfg_cls, model_cls, extra = ARCHS[arch]
+    cfg = getattr(transformers, cfg_cls)(**{**SMALL, **extra})
+    torch.manual_seed(1)
+    model = getattr(transformers, model_cls)(cfg).eval()
+    with torch.no_grad():  # random norms too, so that a misplaced norm weight shows
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(1 + 0.2 * torch.randn_like(p))
+    model.save_pretrained(tmp_path / arch)
+    return model, str(tmp_path / arch)
+
+
+@pytest.fixture
+def reference_paths(monkeypatch):
+    """fastpath's PyTorch reference paths where the kernels would be interpreted."""
+    if DEVICE.type == "cpu":
+        monkeypatch.setattr(backend, "DISABLED", True)
+
+
+def _greedy_hf(model, ids, n):
+    x = torch.tensor([ids])
+    out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, min_new_tokens=n,
+                         do_sample=False)
+    return out[0, len(ids):].tolist()
+
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_logits_and_greedy_match_transformers(arch, tmp_path, reference_paths):
+    hf, path = _hf_model(arch, tmp_path)
+    ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    ids = torch.randint(0, SMALL["vocab_size"], (1, 23)).tolist()[0]
+    with torch.no_grad():
+        ref = hf(torch.tensor([ids])).logits[0]
+    ours.setup_cache(1, 96)
+    got = ours.prefill(torch.tensor([ids], device=DEVICE), 0, last_only=False)[0].cpu()
+    err = ((got - ref).norm() / ref.norm()).item()
+    assert err < 1e-4, f"{arch}: logits rel err {err:.2e}"
+    # chunked prefill: 23 tokens as 10 + 10 + 3 give the same last logits
+    eng = Engine(ours, max_seq=96)
+    first_chunked = eng.prefill([ids], SamplingParams(), chunk=10)
+    assert first_chunked.item() == int(ref[-1].argmax())
+    want = _greedy_hf(hf, ids, 32)
+    got_tokens = [r[0] for r in eng.generate_step([ids], 32, chunk=10)]
+    assert got_tokens == want, f"{arch}: greedy tokens differ"
+
+
+def test_kernels_interpreted_qwen3_moe(tmp_path):
+    """Qwen3-MoE through the Triton kernels (interpreted on the CPU): logits and 6 greedy steps."""
+    hf, path = _hf_model("qwen3_moe", tmp_path)
+    ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    ids = torch.randint(0, SMALL["vocab_size"], (1, 9)).tolist()[0]
+    with torch.no_grad():
+        ref = hf(torch.tensor([ids])).logits[0]
+    eng = Engine(ours, max_seq=32)
+    got = ours.prefill(torch.tensor([ids], device=DEVICE), 0, last_only=False)[0].cpu()
+    err = ((got - ref).norm() / ref.norm()).item()
+    assert err < 1e-4, f"logits rel err {err:.2e}"
+    assert [r[0] for r in eng.generate_step([ids], 6)] == _greedy_hf(hf, ids, 6)
+
+
+def test_batch_rows_of_different_lengths(tmp_path, reference_paths):
+    """Two prompts of different lengths in one batch give what each gives alone."""
+    hf, path = _hf_model("qwen3", tmp_path)
+    ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    a, b = torch.randint(0, 160, (17,)).tolist(), torch.randint(0, 160, (5,)).tolist()
+    rows = list(Engine(ours, max_seq=64, batch=2).generate_step([a, b], 12))
+    assert [r[0] for r in rows] == _greedy_hf(hf, a, 12)
+    assert [r[1] for r in rows] == _greedy_hf(hf, b, 12)
+
+
+def test_stop_tokens_end_a_row(tmp_path, reference_paths):
+    hf, path = _hf_model("llama", tmp_path)
+    ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    ids = torch.randint(0, 160, (8,)).tolist()
+    want = _greedy_hf(hf, ids, 10)
+    stop = want[3]
+    got = [r[0] for r in Engine(ours, max_seq=32).generate_step([ids], 10, stop_ids=[stop])]
+    cut = want.index(stop) + 1
+    assert got == want[:cut]
+
+
+def test_fp8_weights_close_to_bf16(tmp_path, reference_paths):
+    """FP8 (per-row scales, quantised on load) logits stay close to the float32 model's."""
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8_e4m3fn")
+    hf, path = _hf_model("qwen3_moe", tmp_path)
+    ids = torch.randint(0, 160, (1, 11), device=DEVICE)
+    ref_m = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    q_m = load(path, device=DEVICE, dtype=torch.float32, fp8=True, progress=False)
+    for m in (ref_m, q_m):
+        m.setup_cache(1, 16)
+    ref = ref_m.prefill(ids, 0, last_only=False).double()
+    got = q_m.prefill(ids, 0, last_only=False).double()
+    sqnr = 10 * torch.log10(ref.pow(2).sum() / (got - ref).pow(2).sum()).item()
+    assert q_m.layers[0].qkv.weight.dtype == torch.float8_e4m3fn
+    assert sqnr > 25, f"FP8 model logits SQNR {sqnr:.1f} dB"
+
+
+def test_loader_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load(str(tmp_path), device="cpu")
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
+    with pytest.raises(NotImplementedError, match="qwen3_moe"):
+        load(str(tmp_path), device="cpu")
+    hf, path = _hf_model("qwen3", tmp_path)
+    from fastpath.models import safetensors as st
+    f = st.SafetensorsFile(path + "/model.safetensors")
+    tensors = {k: f.get(k) for k in f.keys() if "layers.1.mlp.down_proj" not in k}
+    st.save(tensors, path + "/model.safetensors")
+    with pytest.raises(ValueError, match="layers.1.mlp.down_proj"):
+        load(path, device="cpu", progress=False)
+    cfg = ModelConfig.from_dir(path)
+    assert cfg.with_layers(1).num_layers == 1
+    with pytest.raises(ValueError, match="layers"):
+        cfg.with_layers(5)
