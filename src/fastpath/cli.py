@@ -1,4 +1,4 @@
-"""The ``fastpath`` command line: ``fastpath info`` and ``fastpath bench [suite ...]``."""
+"""The ``fastpath`` command line: ``generate``, ``bench-decode``, ``info``, ``bench [suite ...]``."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +14,28 @@ def main(argv: list[str] | None = None) -> int:
     p_info.add_argument("--json", action="store_true", help="print the report as JSON")
     sub.add_parser("bench", help="run the benchmark suites (python -m fastpath.bench --help)",
                    add_help=False)
+    g = sub.add_parser("generate", help="generate text with a Hugging Face checkpoint (default: the embedded one)")
+    g.add_argument("--model", default=None, help="checkpoint directory (default: the small embedded model)")
+    g.add_argument("--prompt", default=None, help="prompt text (default: a fixed one for the embedded model)")
+    g.add_argument("--max-new-tokens", type=int, default=120)
+    g.add_argument("--temperature", type=float, default=0.7, help="0 = greedy")
+    g.add_argument("--top-k", type=int, default=50)
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
+    _model_args(g)
+    b = sub.add_parser("bench-decode", help="prefill/decode tok/s, bytes per token, %% of roofline (JSON record)")
+    src = b.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="checkpoint directory")
+    src.add_argument("--config", help="named shapes: " + ", ".join(_named()))
+    b.add_argument("--random-weights", action="store_true", help="random weights (with --config)")
+    b.add_argument("--batch", type=int, default=1)
+    b.add_argument("--layers", type=int, default=None, help="keep only the first N layers")
+    b.add_argument("--prompt-len", type=int, default=512)
+    b.add_argument("--new-tokens", type=int, default=256)
+    b.add_argument("--hf", action="store_true", help="also time transformers on the same shapes (eager)")
+    b.add_argument("--json", default=None, help="results file (default bench/results/<date>-<gpu>.jsonl)")
+    _model_args(b)
     if not argv:
         parser.print_help()
         return 2
@@ -21,6 +43,13 @@ def main(argv: list[str] | None = None) -> int:
         from .bench.__main__ import main as bench_main
         return bench_main(argv[1:])
     args = parser.parse_args(argv)
+    if args.command in ("generate", "bench-decode"):
+        from .engine import commands
+        try:
+            return (commands.generate if args.command == "generate" else commands.bench_decode)(args)
+        except (FileNotFoundError, NotImplementedError, ValueError, MemoryError) as e:
+            print(f"fastpath {args.command}: error: {e}", file=sys.stderr)
+            return 1
     if args.command == "info":
         from .info import info
         if args.json:
@@ -31,6 +60,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser.print_help()
     return 2
+
+
+def _named() -> list:
+    from .models.config import NAMED
+    return list(NAMED)
+
+
+def _model_args(p) -> None:
+    p.add_argument("--fp8", action="store_true", help="FP8 weights (quantised on load, per-row scales)")
+    p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
+    p.add_argument("--dtype", default=None, choices=["bfloat16", "float16", "float32"],
+                   help="default: bfloat16 on GPUs, float32 on the CPU")
 
 
 if __name__ == "__main__":

@@ -38,9 +38,10 @@ class Progress:
         now = time.perf_counter()
         if now - self.last > 0.5 or self.done >= self.total:
             self.last = now
-            rate = self.done / max(now - self.t0, 1e-9) / 1e9
-            self.stream.write(f"\r{self.what} {self.done / 1e9:6.2f} / {self.total / 1e9:.2f} GB "
-                              f"({100 * self.done / self.total:3.0f}%, {rate:.1f} GB/s)")
+            unit, div = ("GB", 1e9) if self.total >= 1e9 else ("MB", 1e6)
+            rate = self.done / max(now - self.t0, 1e-9) / div
+            self.stream.write(f"\r{self.what} {self.done / div:6.1f} / {self.total / div:.1f} {unit} "
+                              f"({100 * self.done / self.total:3.0f}%, {rate:.1f} {unit}/s)")
             if self.done >= self.total:
                 self.stream.write("\n")
             self.stream.flush()
