@@ -105,7 +105,7 @@ def hf_baseline(cfg_dict: dict, *, layers: Optional[int], prompt_len: int, new_t
     t1, tn = timed(1), timed(new_tokens)
     out = {"prefill_tps": prompt_len / t1, "decode_tps": (new_tokens - 1) / (tn - t1),
            "experts": experts or "default", "new_tokens": new_tokens}
-    del model
+    model = None
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
