@@ -14,6 +14,12 @@ from .ops.fp8 import ScalingType, quantize_fp8, reference_quantize_fp8, referenc
 from .ops.linear import linear, reference_linear
 from .ops.sampling import reference_sample, sample
 from .ops.softmax import log_softmax, reference_softmax, softmax
+from .ops.norm import reference_rms_norm, rms_norm
+from .ops.gated_delta import (chunk_gated_delta_rule, gated_delta_rule_step, recurrent_gated_delta_rule,
+                              reference_gated_delta_rule)
+from .ops.pad import pad, reference_pad
+from .ops.conv import (causal_conv1d, causal_conv1d_update, causal_conv3d, conv1d, reference_causal_conv1d,
+                       reference_causal_conv3d, reference_conv1d)
 
 __version__ = "0.1.0"
 __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8", "scaled_mm",
@@ -22,4 +28,7 @@ __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8",
            "fused_experts", "quantize_experts", "reference_grouped_mm", "reference_route",
            "reference_fused_experts", "scaled_dot_product_attention",
            "reference_scaled_dot_product_attention", "frexp", "heaviside", "take", "logspace", "eq", "ne", "lt",
-           "le", "gt", "ge", "minimum", "maximum", "__version__"]
+           "le", "gt", "ge", "minimum", "maximum", "rms_norm", "reference_rms_norm", "gated_delta_rule_step",
+           "chunk_gated_delta_rule", "recurrent_gated_delta_rule", "reference_gated_delta_rule", "pad",
+           "reference_pad", "causal_conv3d", "causal_conv1d", "causal_conv1d_update", "conv1d",
+           "reference_causal_conv3d", "reference_causal_conv1d", "reference_conv1d", "__version__"]

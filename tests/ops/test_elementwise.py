@@ -175,7 +175,7 @@ def test_unsigned_errors():
 def test_take(n):
     x = randn(5, n)
     numel = x.numel()
-    idx = torch.randint(-numel, numel, (3, 7))
+    idx = torch.randint(-numel, numel, (3, 7)).to(x.device)
     for src in (x, noncontig(x), x.t()):
         for ind in (idx, idx.t(), idx[:, ::2]):
             out = ew.take(src, ind)

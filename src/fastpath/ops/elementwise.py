@@ -457,9 +457,15 @@ minimum, maximum = _make_cmp("minimum"), _make_cmp("maximum")
 
 # ---------------------------------------------------------------------------- take
 
-def reference_take(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """PyTorch path: ``torch.take`` (raises IndexError for an index out of range). Dtypes
-    PyTorch's take lacks (uint16/32/64) are moved as signed integers of the same width."""
+def reference_take(input: torch.Tensor, index: torch.Tensor, validate: bool = True) -> torch.Tensor:
+    """PyTorch path: ``torch.take`` (raises IndexError for an index out of range; with
+    ``validate=False`` such indices give 0 instead, as the kernel does). Dtypes PyTorch's
+    take lacks (uint16/32/64) are moved as signed integers of the same width."""
+    if not validate and input.numel() > 0:
+        n = input.numel()
+        ok = (index >= -n) & (index < n)
+        got = reference_take(input, torch.where(ok, index, 0))
+        return torch.where(ok, got, torch.zeros((), dtype=got.dtype, device=got.device))
     if input.dtype in _WIDE_UNSIGNED:
         return torch.take(_signed_view(input), index).view(input.dtype)
     return torch.take(input, index)
@@ -472,11 +478,11 @@ def _take_fake(x: torch.Tensor, i: torch.Tensor, validate: bool) -> torch.Tensor
 @register_op("take", fake=_take_fake)
 def _take_op(x: torch.Tensor, i: torch.Tensor, validate: bool) -> torch.Tensor:
     if x.dtype.is_complex or x.device != i.device or not use_triton(x):
-        return reference_take(x, i)
+        return reference_take(x, i, validate)
     lx = _layout(x.shape, x.stride())
     li = _layout(i.shape, i.stride())
     if lx is None or li is None:
-        return reference_take(x, i)
+        return reference_take(x, i, validate)
     out = alloc.empty(i.shape, dtype=x.dtype, device=x.device)
     n = i.numel()
     if n:

@@ -129,7 +129,8 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
         return
     n_pad, k_pad = next_pow2(n), next_pow2(k)
     per = n_pad * (n_pad + k_pad) * (2 if A3.dtype == torch.float64 else 1)
-    block_b = max(1, min(next_pow2(nb), TILE_ELEMS // per))
+    cap = max(1, TILE_ELEMS // per)
+    block_b = min(next_pow2(nb), 1 << (cap.bit_length() - 1))  # powers of two (tl.arange)
     inv = B3 is None
     B3 = X3 if inv else B3
     _GJ[(cdiv(nb, block_b),)](

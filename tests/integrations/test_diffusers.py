@@ -1,0 +1,106 @@
+"""optimize_vae: tiny random-config Wan2.1 / Wan2.2 / Qwen-Image VAEs, stock vs optimized decode."""
+import copy
+
+import pytest
+import torch
+
+diffusers = pytest.importorskip("diffusers", reason="diffusers is not installed (pip install diffusers)")
+from diffusers import AutoencoderKLQwenImage, AutoencoderKLWan
+from diffusers.models.autoencoders import autoencoder_kl_wan as wan_mod
+
+from fastpath.integrations.diffusers import optimize_vae, restore_vae
+from tests.conftest import DEVICE
+from tests.tolerances import assert_close
+
+TINY = dict(base_dim=8, z_dim=4, dim_mult=[1, 2, 2, 2], num_res_blocks=1, temperal_downsample=[False, True, True])
+CONFIGS = {
+    "wan2.1": (AutoencoderKLWan, TINY),
+    "wan2.2": (AutoencoderKLWan, dict(TINY, decoder_base_dim=16, is_residual=True, in_channels=12, out_channels=12,
+                                      patch_size=2, scale_factor_spatial=16)),
+    "qwen-image": (AutoencoderKLQwenImage, TINY),
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny convolutions: one intra-op thread avoids spin-waiting on a busy CPU."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _vae(name):
+    cls, cfg = CONFIGS[name]
+    vae = cls(**cfg).eval()
+    with torch.no_grad():  # random weights around the initialisation (gammas of 1, zero biases otherwise)
+        for p in vae.parameters():
+            p.add_(torch.randn(p.shape) * 0.05)
+    return vae.to(DEVICE)
+
+
+@pytest.fixture(autouse=True)
+def _no_tf32(monkeypatch):
+    """float32 on a GPU: exact convolutions on both sides (stock cuDNN and fastpath's kernel)."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_decode_equals_stock(name):
+    vae = _vae(name)
+    opt = optimize_vae(copy.deepcopy(vae))  # "auto": the Triton kernel on a GPU, the lean PyTorch path on CPU
+    z = torch.randn(1, 4, 3, 2, 3, device=DEVICE)  # 3 latent frames -> 9 video frames
+    with torch.no_grad():
+        ref = vae.decode(z).sample
+        out = opt.decode(z).sample
+        tup = opt.decode(z, return_dict=False)[0]
+    assert out.shape == ref.shape and out.is_contiguous()
+    tol = 2e-6 if DEVICE.type == "cpu" else 1e-5
+    assert_close(out, ref, torch.float32, tol=tol)
+    assert torch.equal(tup, out)
+    # the stock class and other instances are untouched
+    assert type(vae.decoder.conv_in).forward is not type(opt.decoder.conv_in).forward
+    assert isinstance(opt.decoder.conv_in, type(vae.decoder.conv_in))
+    assert "_decode" not in vae.__dict__
+    restore_vae(opt)
+    assert type(opt.decoder.conv_in) is type(vae.decoder.conv_in)
+    with torch.no_grad():
+        assert_close(opt.decode(z).sample, ref, torch.float32, tol=tol)
+
+
+def test_qwen_image_round_trip_and_single_frame():
+    vae = _vae("qwen-image")
+    opt = optimize_vae(copy.deepcopy(vae), conv="torch", channels_last=True)
+    x = torch.randn(1, 3, 1, 16, 16, device=DEVICE)
+    with torch.no_grad():
+        ref = vae(x).sample  # encode + decode of one image
+        out = opt(x).sample
+    assert out.is_contiguous()
+    assert_close(out, ref, torch.float32, tol=2e-6)
+
+
+def test_triton_kernel_inside_the_modules():
+    """The swapped modules on the Triton path (interpreter on CPU): one causal conv with a cache,
+    one without, equal to the stock modules."""
+    vae = _vae("wan2.1")
+    opt = optimize_vae(copy.deepcopy(vae), conv="triton")
+    x, cache = torch.randn(1, 8, 2, 3, 5, device=DEVICE), torch.randn(1, 8, 2, 3, 5, device=DEVICE)
+    stock_conv, lean_conv = vae.decoder.up_blocks[3].resnets[0].conv1, opt.decoder.up_blocks[3].resnets[0].conv1
+    assert isinstance(lean_conv, wan_mod.WanCausalConv3d) and lean_conv.kernel_size == (3, 3, 3)
+    with torch.no_grad():
+        for c in (None, cache, cache[:, :, 1:]):
+            assert_close(lean_conv(x, c), stock_conv(x, c), torch.float32)
+        up_stock = vae.decoder.up_blocks[0].upsamplers[0]  # upsample3d: time_conv (3, 1, 1)
+        up_lean = opt.decoder.up_blocks[0].upsamplers[0]
+        z, zc = torch.randn(1, 16, 1, 2, 3, device=DEVICE), torch.randn(1, 16, 1, 2, 3, device=DEVICE)
+        for c in (None, zc):
+            assert_close(up_lean.time_conv(z, c), up_stock.time_conv(z, c), torch.float32)
+        h = torch.randn(3, 16, 2, 3, device=DEVICE, dtype=torch.bfloat16)  # (B*T, C, H, W)
+        assert torch.equal(up_lean.resample[0](h), up_stock.resample[0](h))  # nearest upsampling: bit-identical
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="vae"):
+        optimize_vae(torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="conv"):
+        optimize_vae(_vae("wan2.1"), conv="cudnn")
