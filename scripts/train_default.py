@@ -50,13 +50,24 @@ def main(argv=None) -> int:
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tokenizer", default=None,
+                    help="directory with tokenizer.json / tokenizer_config.json to reuse instead of training one")
     args = ap.parse_args(argv)
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(args.seed)
     text = corpus()
-    tok = train_tokenizer(text, 2048, args.out)
+    if args.tokenizer:
+        import shutil
+        from tokenizers import Tokenizer
+
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            if os.path.abspath(args.tokenizer) != os.path.abspath(args.out):
+                shutil.copy(os.path.join(args.tokenizer, f), os.path.join(args.out, f))
+        tok = Tokenizer.from_file(os.path.join(args.out, "tokenizer.json"))
+    else:
+        tok = train_tokenizer(text, 2048, args.out)
     eos = tok.token_to_id("<|endoftext|>")
     ids = []
     for chunk in text.split("\n\n"):

@@ -20,6 +20,8 @@ from torch import nn
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.linear import linear
 from ..ops.moe import fused_experts, route
+from ..ops.norm import rms_norm as fused_rms_norm
+from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
 
 
@@ -38,19 +40,6 @@ class Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias, weight_scale=self.scale)
-
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """transformers' RMSNorm: float32 statistics, cast back, then times the weight."""
-    xf = x.float()
-    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * xf.to(x.dtype)
-
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    rot = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rot * sin
 
 
 class Layer(nn.Module):
@@ -92,20 +81,20 @@ class Layer(nn.Module):
                             down_scale=self.down_scale)
         return out.reshape(shape)
 
-    def qkv_rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
-        """q (B, T, nh, D), k and v (B, T, nkv, D), rotary embedding applied."""
+    def project(self, x: torch.Tensor, pos: torch.Tensor, inv_freq: torch.Tensor, ck: torch.Tensor,
+                cv: torch.Tensor) -> torch.Tensor:
+        """q (B, T, nh, D) with q/k norm and rotary embedding applied; k and v written into the
+        cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T)."""
         cfg = self.cfg
-        B, T, _ = x.shape
         nh, nkv, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        q, k, v = self.qkv(x).split([nh * D, nkv * D, nkv * D], dim=-1)
-        eps = cfg.rms_norm_eps
-        if cfg.qk_norm == "full":
-            q, k = rms_norm(q, self.q_norm, eps), rms_norm(k, self.k_norm, eps)
-        q, k, v = q.view(B, T, nh, D), k.view(B, T, nkv, D), v.view(B, T, nkv, D)
-        if cfg.qk_norm == "head":
-            q, k = rms_norm(q, self.q_norm, eps), rms_norm(k, self.k_norm, eps)
-        cos, sin = cos[:, :, None, :].to(x.dtype), sin[:, :, None, :].to(x.dtype)
-        return _rotate(q, cos, sin), _rotate(k, cos, sin), v
+        qkv = self.qkv(x)
+        if cfg.qk_norm == "full":  # OLMoE: the norm spans all heads of q and of k
+            q, k, v = qkv.split([nh * D, nkv * D, nkv * D], dim=-1)
+            eps = cfg.rms_norm_eps
+            qkv = torch.cat((fused_rms_norm(q, self.q_norm, eps), fused_rms_norm(k, self.k_norm, eps), v), -1)
+        head = cfg.qk_norm == "head"
+        return qkv_rope(qkv, pos, inv_freq, nh, nkv, ck, cv, self.q_norm if head else None,
+                        self.k_norm if head else None, cfg.rms_norm_eps)
 
 
 class Transformer(nn.Module):
@@ -143,14 +132,19 @@ class Transformer(nn.Module):
         cfg = self.cfg
         return 2 * cfg.num_layers * batch * max_seq * cfg.num_kv_heads * cfg.head_dim * self.dtype.itemsize
 
-    def _rope(self, pos: torch.Tensor):
-        f = pos.to(torch.float32)[..., None] * self.inv_freq
-        f = torch.cat((f, f), dim=-1)
-        return f.cos(), f.sin()
+    def _layers(self, h: torch.Tensor, attend) -> torch.Tensor:
+        """The residual stream through every layer; each residual add is fused with the norm
+        that follows it. ``attend(i, layer, x)`` returns the attention output (B, T, nh * D)."""
+        eps = self.cfg.rms_norm_eps
+        x = fused_rms_norm(h, self.layers[0].attn_norm, eps)
+        for i, layer in enumerate(self.layers):
+            x, h = fused_rms_norm(layer.o(attend(i, layer, x)), layer.mlp_norm, eps, residual=h)
+            nxt = self.layers[i + 1].attn_norm if i + 1 < len(self.layers) else self.norm
+            x, h = fused_rms_norm(layer.mlp(x), nxt, eps, residual=h)
+        return x
 
-    def _logits(self, h: torch.Tensor) -> torch.Tensor:
-        h = rms_norm(h, self.norm, self.cfg.rms_norm_eps)
-        return linear(h, self.embed) if self.lm_head is None else self.lm_head(h)
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
 
     @torch.inference_mode()
     def prefill(self, tokens: torch.Tensor, p0: int, rows: Optional[slice] = None,
@@ -163,47 +157,36 @@ class Transformer(nn.Module):
         end = p0 + T
         if end > self.max_seq:
             raise ValueError(f"tokens: positions up to {end} do not fit the cache of {self.max_seq}")
+        if cfg.sliding_window and end > cfg.sliding_window:
+            raise NotImplementedError("prefill: sliding-window attention beyond the window is not supported")
         pos = torch.arange(p0, end, device=self.device).expand(B, T)
-        cos, sin = self._rope(pos)
-        h = F.embedding(tokens, self.embed)
-        mask = None
-        if p0 > 0:
-            mask = torch.ones(T, end, dtype=torch.bool, device=self.device).tril(p0)
-        for i, layer in enumerate(self.layers):
-            x = rms_norm(h, layer.attn_norm, cfg.rms_norm_eps)
-            q, k, v = layer.qkv_rope(x, cos, sin)
+        # the first chunk is plain causal attention; later chunks see the cached prefix too
+        mask = torch.ones(T, end, dtype=torch.bool, device=self.device).tril(p0) if p0 > 0 else None
+
+        def attend(i, layer, x):
             ck, cv = self.cache_k[i][rows], self.cache_v[i][rows]
-            ck[:, p0:end] = k
-            cv[:, p0:end] = v
-            a = scaled_dot_product_attention(
-                q.transpose(1, 2), ck[:, :end].transpose(1, 2), cv[:, :end].transpose(1, 2),
-                attn_mask=mask, is_causal=mask is None, enable_gqa=True, window=None)
-            if cfg.sliding_window and end > cfg.sliding_window:
-                raise NotImplementedError("prefill: sliding-window attention beyond the window is not supported")
-            h = h + layer.o(a.transpose(1, 2).reshape(B, T, -1))
-            h = h + layer.mlp(rms_norm(h, layer.mlp_norm, cfg.rms_norm_eps))
-        if last_only:
-            h = h[:, -1]
-        return self._logits(h)
+            q = layer.project(x, pos, self.inv_freq, ck, cv)
+            a = scaled_dot_product_attention(q.transpose(1, 2), ck[:, :end].transpose(1, 2),
+                                             cv[:, :end].transpose(1, 2), attn_mask=mask,
+                                             is_causal=mask is None, enable_gqa=True)
+            return a.transpose(1, 2).reshape(B, T, -1)
+
+        x = self._layers(F.embedding(tokens, self.embed), attend)
+        return self._head(x[:, -1] if last_only else x)
 
     @torch.inference_mode()
     def decode(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         """One token per cache row: ``tokens`` (B,) int64 at positions ``pos`` (B,) int64 (device
         tensors, read on the device). Returns the logits (B, V). No host synchronisation."""
-        cfg = self.cfg
         B = tokens.shape[0]
-        cos, sin = self._rope(pos[:, None])
-        h = F.embedding(tokens[:, None], self.embed)
         kv_len = (pos + 1).to(torch.int32)
-        bidx = torch.arange(B, device=self.device)
-        for i, layer in enumerate(self.layers):
-            x = rms_norm(h, layer.attn_norm, cfg.rms_norm_eps)
-            q, k, v = layer.qkv_rope(x, cos, sin)
+        pos2 = pos[:, None]
+
+        def attend(i, layer, x):
             ck, cv = self.cache_k[i][:B], self.cache_v[i][:B]
-            ck.index_put_((bidx, pos), k[:, 0])
-            cv.index_put_((bidx, pos), v[:, 0])
+            q = layer.project(x, pos2, self.inv_freq, ck, cv)
             a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
-                                             enable_gqa=True, kv_len=kv_len, window=cfg.sliding_window)
-            h = h + layer.o(a.transpose(1, 2).reshape(B, 1, -1))
-            h = h + layer.mlp(rms_norm(h, layer.mlp_norm, cfg.rms_norm_eps))
-        return self._logits(h[:, 0])
+                                             enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
+            return a.reshape(B, 1, -1)
+
+        return self._head(self._layers(F.embedding(tokens[:, None], self.embed), attend)[:, 0])

@@ -1,3 +1,3 @@
 """One module per op family. Each module defines ``FAMILY`` for ``fastpath.info()``."""
-FAMILY_MODULES = ["softmax", "sampling", "linear", "fp8", "grouped_mm", "moe", "attention", "linalg", "elementwise", "norm",
+FAMILY_MODULES = ["softmax", "sampling", "linear", "fp8", "grouped_mm", "moe", "attention", "linalg", "elementwise", "norm", "rope",
                  "gated_delta", "pad", "conv"]
