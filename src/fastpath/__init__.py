@@ -2,7 +2,12 @@
 
 Importing fastpath never launches GPU work and works without Triton or a GPU.
 """
-from . import nn
+from . import nn, streams
+from .streams import timed
+from .ops.dropout import dropout, reference_dropout
+from .ops.batch_norm import batch_norm, reference_batch_norm
+from .ops.loss import mse_loss, reference_mse_loss
+from .ops.bincount import bincount, reference_bincount
 from .ops import linalg
 from .info import info
 from .nn import FP8Linear, quantize_
@@ -31,4 +36,6 @@ __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8",
            "le", "gt", "ge", "minimum", "maximum", "rms_norm", "reference_rms_norm", "gated_delta_rule_step",
            "chunk_gated_delta_rule", "recurrent_gated_delta_rule", "reference_gated_delta_rule", "pad",
            "reference_pad", "causal_conv3d", "causal_conv1d", "causal_conv1d_update", "conv1d",
-           "reference_causal_conv3d", "reference_causal_conv1d", "reference_conv1d", "__version__"]
+           "reference_causal_conv3d", "reference_causal_conv1d", "reference_conv1d", "streams", "timed", "dropout",
+           "reference_dropout", "batch_norm", "reference_batch_norm", "mse_loss", "reference_mse_loss",
+           "bincount", "reference_bincount", "__version__"]

@@ -54,7 +54,8 @@ class ModelConfig:
         return dataclasses.replace(self, num_layers=n, moe_layers=list(self.moe_layers[:n]))
 
     def num_params(self) -> dict:
-        """Parameter counts: ``total`` and ``active`` (read per token: top-k experts only)."""
+        """Parameter counts: ``total`` and ``active`` (read per decoded token: top-k experts
+        only, the whole LM head, one embedding row)."""
         H, D = self.hidden_size, self.head_dim
         attn = H * D * (2 * self.num_heads + 2 * self.num_kv_heads)
         dense = 3 * H * self.intermediate_size
@@ -71,7 +72,8 @@ class ModelConfig:
                 active += dense
         emb = self.vocab_size * H
         head = 0 if self.tie_word_embeddings else emb
-        return {"total": total + emb + head + H, "active": active + head + H + H}
+        # per token: the LM head (or the tied embedding it reuses) whole, one embedding row
+        return {"total": total + emb + head + H, "active": active + emb + H + H}
 
     @classmethod
     def from_hf(cls, cfg: dict) -> "ModelConfig":

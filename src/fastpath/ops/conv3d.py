@@ -241,21 +241,29 @@ def new_cache(x: torch.Tensor, cache: Optional[torch.Tensor], frames: int) -> to
 
 # ---------------------------------------------------------------------------- op
 
-def _fake(x, weight, bias, padding, cache):
+def _fake(x, weight, bias, padding, cache, force=False):
     shape = _out_shape(x, weight, padding)
     if _is_channels_last(x):
         return torch.empty(shape, dtype=x.dtype, device=x.device).contiguous(memory_format=torch.channels_last_3d)
     return torch.empty(shape, dtype=x.dtype, device=x.device)
 
 
-def _kernel_ok(x: torch.Tensor) -> bool:
-    return x.dtype in KERNEL_DTYPES and use_triton(x)
+#: The implicit-GEMM kernel on compiled GPUs. Off: on the H200 (triton 3.6) it ran at
+#: 0.41-0.56x of cuDNN on the Wan decoder shapes, while the lean PyTorch path (spatial padding
+#: inside ``F.conv3d``, only the cached frames concatenated) ran at 1.03-1.31x of
+#: ``F.pad`` + ``F.conv3d`` (docs/perf-notes.md). The kernel still serves Triton's interpreter
+#: (tests) and ``optimize_vae(conv="triton")``.
+KERNEL_ON_GPU = False
+
+
+def _kernel_ok(x: torch.Tensor, force: bool = False) -> bool:
+    return x.dtype in KERNEL_DTYPES and use_triton(x) and (INTERPRET or KERNEL_ON_GPU or force)
 
 
 @register_op("causal_conv3d", fake=_fake)
 def _causal_conv3d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], padding: List[int],
-                      cache: Optional[torch.Tensor]) -> torch.Tensor:
-    if not _kernel_ok(x):
+                      cache: Optional[torch.Tensor], force: bool = False) -> torch.Tensor:
+    if not _kernel_ok(x, force):
         return reference_causal_conv3d(x, weight, bias, padding, cache)
     out = _empty_like_layout(x, _out_shape(x, weight, padding))
     return igemm_conv(x, weight, bias, out, padding, cache=cache)
@@ -360,5 +368,5 @@ def conv3d_forward(x, weight, bias, padding, cache, use_kernel: Optional[bool] =
     grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias, cache))
     if use_kernel is False or grad:
         return reference_causal_conv3d(x, weight, bias, padding, cache)
-    return _causal_conv3d_op(x, weight, bias, list(padding), cache)
+    return _causal_conv3d_op(x, weight, bias, list(padding), cache, bool(use_kernel))
 

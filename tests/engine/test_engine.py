@@ -1,0 +1,97 @@
+"""The embedded checkpoint and the command line: same text as transformers, clear errors."""
+import os
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from fastpath import cli  # noqa: E402
+from fastpath._core import backend  # noqa: E402
+from fastpath.engine.commands import DEFAULT_MODEL, DEFAULT_PROMPT  # noqa: E402
+from fastpath.engine.generate import Engine, SamplingParams, generate  # noqa: E402
+from fastpath.engine.tokenizer import StreamDecoder, Tokenizer  # noqa: E402
+from fastpath.models.loader import load  # noqa: E402
+from tests.conftest import DEVICE  # noqa: E402
+
+
+@pytest.fixture
+def reference_paths(monkeypatch):
+    if DEVICE.type == "cpu":  # 40-step loops are too slow in Triton's interpreter
+        monkeypatch.setattr(backend, "DISABLED", True)
+
+
+def test_embedded_checkpoint_generates_what_transformers_generates(reference_paths):
+    tok = Tokenizer(DEFAULT_MODEL)
+    hf_tok = transformers.AutoTokenizer.from_pretrained(DEFAULT_MODEL)
+    ids = tok.encode(DEFAULT_PROMPT)
+    assert ids == hf_tok(DEFAULT_PROMPT)["input_ids"]
+    hf = transformers.AutoModelForCausalLM.from_pretrained(DEFAULT_MODEL, dtype=torch.float32).eval()
+    x = torch.tensor([ids])
+    want = hf.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=40, do_sample=False)[0, len(ids):]
+    want_text = hf_tok.decode(want, skip_special_tokens=True)
+    eos = tok.token_id(tok.eos)
+    if eos in want.tolist():
+        want_text = hf_tok.decode(want[: want.tolist().index(eos)], skip_special_tokens=True)
+    model = load(DEFAULT_MODEL, device=DEVICE, dtype=torch.float32, progress=False)
+    eng = Engine(model, max_seq=64)
+    text = generate(eng, tok, DEFAULT_PROMPT, 40, SamplingParams(0.0))
+    assert text == want_text
+    assert len(text) > 40  # real text, not an early stop
+
+
+def test_stream_decoder_pieces_add_up():
+    tok = Tokenizer(DEFAULT_MODEL)
+    text = "for x in range(10):\n    print(x)  # é"
+    ids = tok.encode(text)
+    dec = StreamDecoder(tok)
+    assert "".join(dec.add([i]) for i in ids) == tok.decode(ids) == text
+
+
+def test_cli_generate_and_errors(capsys, tmp_path, reference_paths):
+    assert cli.main(["generate", "--max-new-tokens", "8", "--temperature", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(DEFAULT_PROMPT) and len(out) > len(DEFAULT_PROMPT)
+    assert "tok/s" in err
+    assert cli.main(["generate", "--model", str(tmp_path / "nope"), "--prompt", "x"]) == 1
+    assert "nope" in capsys.readouterr().err
+    assert cli.main(["generate", "--model", str(tmp_path), "--prompt", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "error" in err and str(tmp_path) in err
+    assert cli.main(["bench-decode", "--config", "qwen3-8b"]) == 1
+    assert "--random-weights" in capsys.readouterr().err
+    assert cli.main(["bench-decode", "--config", "nope", "--random-weights"]) == 1
+    assert "qwen3-30b-a3b" in capsys.readouterr().err
+
+
+def test_engine_argument_errors(reference_paths):
+    model = load(DEFAULT_MODEL, device=DEVICE, dtype=torch.float32, progress=False)
+    eng = Engine(model, max_seq=16)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        list(eng.generate_step([[1, 2, 3]], 20))
+    with pytest.raises(ValueError, match="prompts"):
+        list(eng.generate_step([], 2))
+    with pytest.raises(ValueError, match="batch"):
+        list(eng.generate_step([[1], [2]], 2))
+    with pytest.raises(ValueError, match="token ids"):
+        list(eng.generate_step([[10**6]], 2))
+
+
+def test_bench_run_on_the_embedded_model(reference_paths):
+    """The decode benchmark's loop (two runs, the second timed) and its bytes-per-token count,
+    checked against the model's own tensors."""
+    from fastpath.engine import bench
+
+    model = load(DEFAULT_MODEL, device=DEVICE, dtype=torch.float32, progress=False)
+    r = bench.run(model, prompt_len=8, new_tokens=4)
+    assert r["new_tokens"] == 4 and r["decode_tps"] > 0 and r["prefill_tps"] > 0
+    cfg = model.cfg
+    # independent count: every buffer except the experts and the embedding, plus top-k experts
+    # and one embedding row
+    total = sum(b.numel() for n, b in model.named_buffers() if n != "inv_freq")
+    experts = sum(L.gate_up.numel() + L.down.numel() for L in model.layers if L.moe)
+    active = total - experts - model.embed.numel() + experts * cfg.top_k // cfg.num_experts + cfg.hidden_size
+    if model.lm_head is None:  # tied head: the embedding is read whole by the LM head
+        active += model.embed.numel()
+    kv = 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 4 * (8 + 2)
+    assert abs(bench.bytes_per_token(model, 8 + 2) - (4 * active + kv)) <= 4 * 4 * cfg.hidden_size

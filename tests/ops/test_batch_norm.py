@@ -1,0 +1,176 @@
+"""batch_norm against torch.nn.functional.batch_norm in float64: output, running statistics,
+dx / dweight / dbias; gradcheck of the reference; layouts; errors."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from fastpath.ops.batch_norm import batch_norm, reference_batch_norm
+from tests.conftest import DEVICE, noncontig, randn
+from tests.tolerances import assert_close, rel_error
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16]
+SHAPES = [(67, 13), (4, 5, 7), (1, 7, 13), (3, 6, 5, 7), (2, 3, 1, 1000)]
+
+
+def _params(C, dtype, affine=True, running=True):
+    w = (randn(C) + 1.0).to(dtype) if affine else None
+    b = randn(C).to(dtype) if affine else None
+    rm = randn(C).to(dtype) if running else None
+    rv = (torch.rand(C) + 0.5).to(dtype=dtype, device=DEVICE) if running else None
+    return w, b, rm, rv
+
+
+def _run(x, w, b, rm, rv, training, momentum=0.1, grad=True, param_dtype=None):
+    """Ours and PyTorch's (float64 copies): outputs, running stats and gradients compared."""
+    f64 = [t.detach().double().requires_grad_(t.requires_grad) if t is not None else None for t in (x, w, b)]
+    r64 = [t.detach().double().clone() if t is not None else None for t in (rm, rv)]
+    ref = F.batch_norm(f64[0], r64[0], r64[1], f64[1], f64[2], training=training, momentum=momentum, eps=1e-5)
+    out = batch_norm(x, rm, rv, w, b, training=training, momentum=momentum)
+    assert out.shape == x.shape and out.dtype == x.dtype
+    assert_close(out, ref, dtype=x.dtype)
+    for mine, theirs in zip((rm, rv), r64):
+        if mine is not None:
+            assert_close(mine, theirs, dtype=param_dtype or mine.dtype)
+    if grad:
+        leaves = [t for t in (x, w, b) if t is not None and t.requires_grad]
+        refs = [t for t in f64 if t is not None and t.requires_grad]
+        g = randn(*x.shape, dtype=x.dtype)
+        got = torch.autograd.grad(out, leaves, g)
+        want = torch.autograd.grad(ref, refs, g.double())
+        for a, r, leaf in zip(got, want, leaves):
+            assert a.dtype == leaf.dtype and a.shape == leaf.shape
+            assert_close(a, r, dtype=leaf.dtype)
+    return out
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("training", [True, False])
+def test_matches_torch(dtype, shape, training):
+    x = (randn(*shape) * 3 + 2).to(dtype).requires_grad_()
+    w, b, rm, rv = _params(shape[1], dtype)
+    w.requires_grad_()
+    b.requires_grad_()
+    _run(x, w, b, rm, rv, training)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_layouts(training):
+    x = randn(3, 6, 5, 7)
+    cl = x.to(memory_format=torch.channels_last).requires_grad_()
+    out = _run(cl, *_params(6, torch.float32), training)
+    assert out.is_contiguous(memory_format=torch.channels_last)  # the input's format is kept
+    _run(noncontig(randn(4, 5, 13)).requires_grad_(), *_params(5, torch.float32), training)
+    _run(randn(13, 67).t().requires_grad_(), *_params(13, torch.float32), training)  # (N, C) with C-stride 67
+    spatial = randn(2, 3, 4, 10)[:, :, :, ::2].requires_grad_()  # spatial dims that do not merge: copied
+    _run(spatial, *_params(3, torch.float32), training)
+    x5 = randn(2, 4, 3, 5, 6).to(memory_format=torch.channels_last_3d).requires_grad_()
+    _run(x5, *_params(4, torch.float32), training)
+
+
+def test_no_grad_path_updates_running_stats_in_place():
+    x = randn(16, 7, 33) * 2 + 5
+    w, b, rm, rv = _params(7, torch.float32)
+    ids = rm.data_ptr(), rv.data_ptr()
+    with torch.no_grad():
+        for momentum in (0.1, 0.5):
+            _run(x, w, b, rm, rv, True, momentum=momentum, grad=False)
+    assert (rm.data_ptr(), rv.data_ptr()) == ids
+
+
+def test_without_affine_or_running_and_mixed_dtypes():
+    x = randn(5, 4, 9).requires_grad_()
+    _run(x, None, None, None, None, True)
+    _run(x, None, None, *_params(4, torch.float32)[2:], False)
+    xh = randn(6, 3, 11, dtype=torch.float16).requires_grad_()
+    w, b, rm, rv = _params(3, torch.float32)  # float32 parameters with half input (AMP)
+    w.requires_grad_()
+    _run(xh, w, b, rm, rv, True, param_dtype=torch.float16)
+    wide = torch.stack([randn(3) + 1, randn(3)], 1)  # strided (C,) parameters and running stats
+    run = torch.stack([randn(3), torch.rand(3, device=DEVICE) + 0.5], 1)
+    _run(randn(6, 3, 11).requires_grad_(), wide[:, 0], wide[:, 1], run[:, 0], run[:, 1], True)
+    only_w = randn(3).requires_grad_()
+    _run(randn(6, 3, 11), only_w, None, None, None, True)  # only dweight needed
+
+
+def test_large_mean_small_variance():
+    x = randn(64, 3, 50) * 0.01 + 1000.0
+    rm, rv = torch.zeros(3, device=DEVICE), torch.zeros(3, device=DEVICE)
+    out = batch_norm(x, rm, rv, training=True, momentum=1.0)  # running stats = batch stats
+    x64 = x.double()
+    ref = F.batch_norm(x64, None, None, training=True)
+    assert_close(rm, x64.mean((0, 2)))
+    assert_close(rv, x64.var((0, 2)), tol=1e-5)  # sum-of-squares in float32 would lose every digit
+    assert_close(out, ref)  # statistics of x - (first value): no cancellation against the mean
+    torch32 = rel_error(F.batch_norm(x.cpu(), None, None, training=True), ref)
+    assert rel_error(out, ref) <= torch32  # PyTorch's float32 kernel loses ~1e-3 here
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_gradcheck_float64(training):
+    x = torch.randn(4, 3, 5, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    w = torch.randn(3, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    b = torch.randn(3, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    rm = torch.randn(3, dtype=torch.float64, device=DEVICE)
+    rv = torch.rand(3, dtype=torch.float64, device=DEVICE) + 0.5
+    fn = lambda x_, w_, b_: batch_norm(x_, rm.clone(), rv.clone(), w_, b_, training=training)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x, w, b))
+
+
+def test_reference_matches_torch():
+    x = randn(5, 4, 6)
+    rm, rv = torch.zeros(4, device=DEVICE), torch.ones(4, device=DEVICE)
+    rm2, rv2 = rm.clone(), rv.clone()
+    assert_close(reference_batch_norm(x, rm, rv, training=True), F.batch_norm(x.double(), None, None, training=True))
+    F.batch_norm(x, rm2, rv2, training=True)
+    assert_close(rm, rm2) and assert_close(rv, rv2)
+
+
+def test_errors():
+    x = randn(4, 3, 5)
+    rm, rv = torch.zeros(3, device=DEVICE), torch.ones(3, device=DEVICE)
+    with pytest.raises(ValueError, match="input"):
+        batch_norm(randn(1, 3), None, None, training=True)
+    with pytest.raises(ValueError, match="input"):
+        batch_norm(randn(5), None, None, training=True)
+    with pytest.raises(TypeError, match="input"):
+        batch_norm(torch.ones(4, 3, dtype=torch.int64, device=DEVICE), rm, rv)
+    with pytest.raises(ValueError, match="running_mean"):
+        batch_norm(x, None, None, training=False)
+    with pytest.raises(ValueError, match="running_mean"):
+        batch_norm(x, rm, None, training=True)
+    with pytest.raises(ValueError, match="weight"):
+        batch_norm(x, rm, rv, weight=torch.ones(4, device=DEVICE))
+    with pytest.raises(TypeError, match="bias"):
+        batch_norm(x, rm, rv, bias=torch.ones(3, dtype=torch.int64, device=DEVICE))
+    with pytest.raises(ValueError, match="running_var"):
+        batch_norm(x, rm, torch.ones(3, 1, device=DEVICE))
+    with pytest.raises(TypeError, match="momentum"):
+        batch_norm(x, rm, rv, training=True, momentum=None)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="large sizes only on a GPU")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_large_gpu(dtype):
+    x = randn(32, 64, 56, 56, dtype=dtype).requires_grad_()
+    w, b, rm, rv = _params(64, torch.float32)
+    w.requires_grad_()
+    b.requires_grad_()
+    _run(x, w, b, rm, rv, True, param_dtype=dtype)
+    _run(x.detach().to(memory_format=torch.channels_last).requires_grad_(), w, b, rm, rv, True, param_dtype=dtype)
+
+
+def test_compiles_fullgraph():
+    x = (randn(4, 3, 9) * 2 + 1).requires_grad_()
+    w, b, rm, rv = _params(3, torch.float32)
+    w.requires_grad_()
+    r64 = [rm.double().clone(), rv.double().clone()]
+    fn = torch.compile(lambda t, wt: batch_norm(t, rm, rv, wt, b, training=True), fullgraph=True, backend="aot_eager")
+    out = fn(x, w)
+    x64, w64 = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    ref = F.batch_norm(x64, r64[0], r64[1], w64, b.double(), training=True)
+    assert_close(out, ref)
+    assert_close(rm, r64[0]) and assert_close(rv, r64[1])  # the mutation is kept under compile
+    g = randn(4, 3, 9)
+    for got, want in zip(torch.autograd.grad(out, (x, w), g), torch.autograd.grad(ref, (x64, w64), g.double())):
+        assert_close(got, want)

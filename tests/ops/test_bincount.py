@@ -1,0 +1,125 @@
+"""bincount against torch.bincount (exact counts; weights against float64 sums): uniform and
+skewed data, every path (register histogram, sliding window, weighted atomics), sizes and
+validation."""
+import pytest
+import torch
+
+from fastpath.ops.bincount import bincount
+from tests.conftest import DEVICE
+from tests.tolerances import assert_close
+
+INTS = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+BIG = torch.cuda.is_available()  # full-size skew tests only where the kernels are compiled
+
+
+def _ref(x, weights=None, minlength=0):
+    """torch.bincount on the CPU; weights summed in float64."""
+    w = None if weights is None else weights.cpu().double()
+    return torch.bincount(x.cpu().long(), w, minlength=minlength)
+
+
+def _assert_counts(x, minlength=0):
+    out = bincount(x, minlength=minlength)
+    ref = _ref(x, minlength=minlength)
+    assert out.dtype == torch.int64 and out.device == x.device
+    assert torch.equal(out.cpu(), ref)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("hi", [1, 7, 67, 255, 1000, 3000])
+def test_uniform_counts(dtype, hi):
+    if hi > torch.iinfo(dtype).max + 1:
+        hi = torch.iinfo(dtype).max + 1
+    x = torch.randint(0, hi, (1300,), device=DEVICE).to(dtype)
+    _assert_counts(x)
+    _assert_counts(x, minlength=hi + 13)  # minlength fixes the size: the flag path
+    _assert_counts(x[::3])  # strided
+
+
+@pytest.mark.parametrize("n", [1, 7, 13, 67, 1000])
+def test_awkward_sizes_and_repeat_calls(n):
+    x = torch.randint(0, 500, (n,), device=DEVICE)
+    for _ in range(2):  # the private copies are returned to zero after each call
+        _assert_counts(x)
+        _assert_counts(x, minlength=600)
+
+
+def test_skewed_inputs():
+    n = 2_000_000 if BIG else 40_000
+    same = torch.full((n,), 123, device=DEVICE)
+    _assert_counts(same)
+    _assert_counts(same, minlength=1000)
+    _assert_counts(torch.zeros(n, dtype=torch.int64, device=DEVICE), minlength=5)
+    geo = torch.distributions.Geometric(probs=torch.tensor(0.05)).sample((n,)).long().to(DEVICE)
+    _assert_counts(geo)  # heavy head, long tail
+    _assert_counts(torch.sort(torch.randint(0, 5000, (n,), device=DEVICE)).values)  # sorted runs
+    _assert_counts(torch.randint(4990, 5010, (n,), device=DEVICE))  # a cluster far from 0
+    mixed = torch.where(torch.rand(n, device=DEVICE) < 0.9, 7, torch.randint(0, 3000, (n,), device=DEVICE))
+    _assert_counts(mixed)
+    hot_high = torch.where(torch.rand(n, device=DEVICE) < 0.9, 2900, torch.randint(0, 3000, (n,), device=DEVICE))
+    _assert_counts(hot_high)  # the hot value above the tile minimum's window
+
+
+@pytest.mark.parametrize("wdtype", [torch.float32, torch.float64, torch.float16, torch.int32])
+@pytest.mark.parametrize("hi", [13, 1000])
+def test_weights(wdtype, hi):
+    x = torch.randint(0, hi, (3000,), device=DEVICE)
+    w = (torch.randn(3000, device=DEVICE) * 10).to(wdtype)
+    out = bincount(x, w)
+    assert out.dtype == torch.bincount(x.cpu(), w.cpu()).dtype  # float32 stays, the rest -> float64
+    assert_close(out, _ref(x, w), dtype=out.dtype)
+    out = bincount(x[::2], w[1::2], minlength=hi + 5)
+    assert_close(out, _ref(x[::2], w[1::2], minlength=hi + 5), dtype=out.dtype)
+    same = torch.full((5000,), 3, device=DEVICE)
+    assert_close(bincount(same, w.new_ones(5000), minlength=10), _ref(same, w.new_ones(5000), 10), dtype=out.dtype)
+
+
+def test_sizes_follow_torch():
+    x = torch.tensor([0, 5, 5, 2], device=DEVICE)
+    assert torch.equal(bincount(x, minlength=3).cpu(), _ref(x, minlength=3))  # minlength too small: redone
+    assert torch.equal(bincount(x, minlength=9).cpu(), _ref(x, minlength=9))
+    empty = torch.empty(0, dtype=torch.int64, device=DEVICE)
+    assert torch.equal(bincount(empty).cpu(), _ref(empty))
+    assert torch.equal(bincount(empty, minlength=4).cpu(), _ref(empty, minlength=4))
+    assert bincount(empty, torch.empty(0, device=DEVICE), minlength=2).dtype == torch.float32
+
+
+def test_validate_false_skips_out_of_range_without_sync():
+    x = torch.tensor([3, -1, 9, 0, 3, 12, 2, -7], device=DEVICE)
+    out = bincount(x, minlength=10, validate=False)
+    keep = x[(x >= 0) & (x < 10)]
+    assert torch.equal(out.cpu(), _ref(keep, minlength=10))
+    w = torch.arange(8.0, device=DEVICE)
+    outw = bincount(x, w, minlength=10, validate=False)
+    m = (x >= 0) & (x < 10)
+    assert_close(outw, _ref(x[m], w[m], 10), dtype=torch.float32)
+    big = torch.randint(0, 2000, (3000,), device=DEVICE)
+    assert torch.equal(bincount(big, minlength=1000, validate=False).cpu(),
+                       _ref(big[big < 1000], minlength=1000))
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="input"):
+        bincount(torch.tensor([1, -1, 3], device=DEVICE))
+    with pytest.raises(ValueError, match="input"):
+        bincount(torch.tensor([1, -1, 3], device=DEVICE), minlength=10)
+    with pytest.raises(ValueError, match="input"):
+        bincount(torch.zeros(2, 3, dtype=torch.int64, device=DEVICE))
+    with pytest.raises(TypeError, match="input"):
+        bincount(torch.zeros(3, device=DEVICE))
+    with pytest.raises(TypeError, match="input"):
+        bincount([1, 2])
+    with pytest.raises(ValueError, match="weights"):
+        bincount(torch.zeros(3, dtype=torch.int64, device=DEVICE), torch.ones(4, device=DEVICE))
+    with pytest.raises(TypeError, match="weights"):
+        bincount(torch.zeros(3, dtype=torch.int64, device=DEVICE), torch.ones(3, dtype=torch.complex64))
+    with pytest.raises(ValueError, match="minlength"):
+        bincount(torch.zeros(3, dtype=torch.int64, device=DEVICE), minlength=-1)
+    with pytest.raises(ValueError, match="minlength"):
+        bincount(torch.zeros(3, dtype=torch.int64, device=DEVICE), validate=False)
+
+
+def test_compiles_fullgraph_without_sync():
+    x = torch.randint(0, 40, (500,), device=DEVICE)
+    fn = torch.compile(lambda t: bincount(t, minlength=50, validate=False), fullgraph=True, backend="aot_eager")
+    assert torch.equal(fn(x).cpu(), _ref(x, minlength=50))
