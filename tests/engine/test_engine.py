@@ -1,5 +1,4 @@
 """The embedded checkpoint and the command line: same text as transformers, clear errors."""
-import os
 
 import pytest
 import torch

@@ -196,13 +196,13 @@ def measure_ceilings(copy_bytes: int = 2 * 2**30, n: int = 8192) -> dict:
     for _ in range(3):
         dst.copy_(src)
     copy_ms = _median_ms(lambda: dst.copy_(src), 10)
-    del src, dst
+    src = dst = None  # free before the matmul
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     for _ in range(3):
         a @ b
     mm_ms = _median_ms(lambda: a @ b, 10)
-    del a, b
+    a = b = None
     torch.cuda.empty_cache()
     return {"copy_gbps": 2 * copy_bytes / copy_ms / 1e6, "copy_bytes": copy_bytes,
             "matmul_bf16_tflops": 2 * n**3 / mm_ms / 1e9, "matmul_n": n, "l2_bytes": l2}
