@@ -62,6 +62,9 @@ def _torch_chunk(q, k, v, g, beta, state):
     if torch_chunk_gated_delta_rule is None:
         from ..ops.gated_delta import reference_gated_delta_rule
         return reference_gated_delta_rule(q, k, v, g, beta, initial_state=state)[0]
+    rep = v.shape[2] // q.shape[2]  # value heads per key head: transformers repeats q/k first
+    if rep > 1:
+        q, k = q.repeat_interleave(rep, dim=2), k.repeat_interleave(rep, dim=2)
     return torch_chunk_gated_delta_rule(q, k, v, g, beta, initial_state=state, output_final_state=True,
                                         use_qk_l2norm_in_kernel=True)[0]
 

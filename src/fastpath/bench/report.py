@@ -80,7 +80,8 @@ def render(records: list) -> str:
     for gpu in sorted(by_gpu):
         recs = by_gpu[gpu]
         out += [f"## {gpu}"]
-        for suite in dict.fromkeys(r.get("suite", "?") for r in recs):  # each suite: its newest run
+        out += _decode_table([r for r in recs if r.get("suite") == "decode"])
+        for suite in dict.fromkeys(r.get("suite", "?") for r in recs if r.get("suite") != "decode"):
             mine = [r for r in recs if r.get("suite", "?") == suite]
             newest = max(r.get("run", r.get("date", "")) for r in mine)
             rows = [r for r in mine if r.get("run", r.get("date", "")) == newest]
@@ -99,6 +100,42 @@ def render(records: list) -> str:
             out += ["| " + " | ".join(_cell(k, r) for k, _ in COLUMNS) + " |" for r in rows]
         out.append("")
     return "\n".join(out) + "\n"
+
+
+DECODE_COLUMNS = ["model", "weights", "engine", "batch", "prefill tok/s", "decode tok/s", "GB read / token",
+                  "% of roofline", "fastpath / this (same run)", "date, commit", "command"]
+
+
+def _decode_table(recs: list) -> list:
+    """``fastpath bench-decode`` records: the newest per (model, layers, weights, engine, batch)."""
+    if not recs:
+        return []
+    newest: dict = {}
+    for r in recs:
+        key = (r.get("model"), r.get("layers"), bool(r.get("fp8")), r.get("engine", "fastpath"), r.get("batch", 1))
+        if key not in newest or r.get("run", "") >= newest[key].get("run", ""):
+            newest[key] = r
+    out = ["", "### decode (`fastpath bench-decode`)", "",
+           "Batch 1 unless stated, random weights with the real shapes, 512-token prompt, 256 new tokens "
+           "(transformers: 32), greedy. *GB read / token*: the active weights (top-k experts only, the "
+           "whole LM head) and the KV cache at the mean context; *% of roofline*: decode tok/s over "
+           "copy bandwidth (measured in the same run) / bytes per token. The last-but-one column is "
+           "fastpath's decode tok/s over this row's, both measured in one run.", "",
+           "| " + " | ".join(DECODE_COLUMNS) + " |", "|" + "---|" * len(DECODE_COLUMNS)]
+    for key in sorted(newest, key=lambda k: (str(k[0]), str(k[1]), k[2], k[3] != "fastpath", k[3], k[4])):
+        r = newest[key]
+        model = f"{r.get('model')} ({r.get('layers')} layers)"
+        cells = [model, "fp8" if r.get("fp8") else r.get("dtype", "bfloat16"), r.get("engine", "fastpath"),
+                 str(r.get("batch", 1)), f"{r['prefill_tps']:.0f}", f"{r['decode_tps']:.1f}",
+                 f"{r['bytes_per_token'] / 1e9:.2f}" if r.get("bytes_per_token") else "-",
+                 f"{r['pct_roofline']:.0f}%" if r.get("pct_roofline") else "-",
+                 f"{r['ratio']:.1f}x" if r.get("ratio") else "-",
+                 f"{r.get('date', '?')[:16]}, `{r.get('commit', '?')}`", f"`{r.get('command', '?')}`"]
+        out.append("| " + " | ".join(cells) + " |")
+    first = recs[-1]
+    out.append(f"\nVersions: torch {first.get('torch', '?')}, triton {first.get('triton', '?')}, "
+               f"python {first.get('python', '?')}.")
+    return out
 
 
 def main(argv=None) -> int:
