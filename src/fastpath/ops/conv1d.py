@@ -331,14 +331,19 @@ def reference_conv1d(x, weight, bias, stride, pad_l, pad_r, dilation, groups) ->
 MIN_DENSE_CHANNELS = 16
 
 
+#: The dense implicit-GEMM kernel on compiled GPUs. Off: on the H200 it ran at 0.43-0.83x of
+#: cuDNN on Whisper-like shapes (docs/perf-notes.md); it still serves Triton's interpreter.
+DENSE_ON_GPU = False
+
+
 @register_op("conv1d", fake=_conv1d_fake)
 def _conv1d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], stride: int,
                pad_l: int, pad_r: int, dilation: int, groups: int) -> torch.Tensor:
     B, C, L = x.shape
     N, _, K = weight.shape
     depthwise = groups == C and N == C
-    if (x.dtype not in KERNEL_DTYPES or not use_triton(x)
-            or not (depthwise or (groups == 1 and C >= MIN_DENSE_CHANNELS))):
+    dense = groups == 1 and C >= MIN_DENSE_CHANNELS and (INTERPRET or DENSE_ON_GPU)
+    if x.dtype not in KERNEL_DTYPES or not use_triton(x) or not (depthwise or dense):
         return reference_conv1d(x, weight, bias, stride, pad_l, pad_r, dilation, groups)
     L_out = (L + pad_l + pad_r - dilation * (K - 1) - 1) // stride + 1
     out = alloc.empty(B, N, L_out, dtype=x.dtype, device=x.device)
@@ -355,10 +360,9 @@ def conv1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     """``torch.nn.functional.conv1d`` with Triton paths for depthwise and dense convolutions.
 
     Paths: depthwise (``groups == C_in == C_out``, any kernel size, stride, dilation) on the
-    depthwise kernel; dense (``groups == 1``, ``C_in >= MIN_DENSE_CHANNELS``) on the
-    implicit-GEMM kernel (float32 accumulation; tensor cores for 16-bit inputs, exact
-    products for float32); everything else, float64, and calls that need autograd take
-    ``F.conv1d``.
+    depthwise kernel; dense (``groups == 1``) on ``F.conv1d`` (cuDNN was faster than the
+    implicit-GEMM kernel on the H200; ``DENSE_ON_GPU`` turns the kernel on, and Triton's
+    interpreter always runs it); float64 and calls that need autograd take ``F.conv1d``.
 
     Parameters
     ----------
