@@ -150,3 +150,72 @@ def test_loader_errors(tmp_path):
     assert cfg.with_layers(1).num_layers == 1
     with pytest.raises(ValueError, match="layers"):
         cfg.with_layers(5)
+
+
+def _rewrite(path, transform):
+    """Rewrite a single-file checkpoint: ``transform(tensors) -> list of {name: tensor}`` shards
+    (more than one: written with a model.safetensors.index.json)."""
+    import json
+    import os
+
+    from fastpath.models import safetensors as st
+    f = st.SafetensorsFile(os.path.join(path, "model.safetensors"))
+    tensors = {k: f.get(k).clone() for k in f.keys()}
+    del f
+    os.remove(os.path.join(path, "model.safetensors"))
+    shards = transform(tensors)
+    if len(shards) == 1:
+        st.save(shards[0], os.path.join(path, "model.safetensors"))
+        return
+    weight_map = {}
+    for i, shard in enumerate(shards):
+        name = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        st.save(shard, os.path.join(path, name))
+        weight_map.update({k: name for k in shard})
+    with open(os.path.join(path, "model.safetensors.index.json"), "w") as fh:
+        json.dump({"metadata": {}, "weight_map": weight_map}, fh)
+
+
+def test_sharded_and_fp8_block_scaled_checkpoints(tmp_path, reference_paths):
+    """A checkpoint split over shards with an index, and one stored as FP8 with 32x32 block
+    scales (``weight_scale_inv``), load to the same model as the plain float32 one."""
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8_e4m3fn")
+    hf, path = _hf_model("qwen3_moe", tmp_path)
+    ids = torch.randint(0, 160, (1, 9), device=DEVICE)
+    ref_m = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    ref_m.setup_cache(1, 16)
+    ref = ref_m.prefill(ids, 0, last_only=False)
+
+    names = sorted(hf.state_dict())
+    _rewrite(path, lambda t: [{k: v for k, v in t.items() if k < names[len(names) // 2]},
+                              {k: v for k, v in t.items() if k >= names[len(names) // 2]}])
+    sharded = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    sharded.setup_cache(1, 16)
+    assert torch.equal(sharded.prefill(ids, 0, last_only=False), ref)
+
+    def to_fp8(tensors):
+        out = {}
+        for k, v in tensors.items():
+            if k.endswith("proj.weight") and v.dim() == 2:
+                n, kk = v.shape
+                blocks = v.float().reshape(-(-n // 32), 32, -(-kk // 32), 32) if n % 32 == 0 and kk % 32 == 0 else None
+                if blocks is not None:
+                    s = blocks.abs().amax(dim=(1, 3)) / 448
+                    q = (blocks / s[:, None, :, None]).reshape(n, kk).to(torch.float8_e4m3fn)
+                    out[k], out[k[:-len("weight")] + "weight_scale_inv"] = q, s
+                    continue
+            out[k] = v
+        return [out]
+
+    import os
+    for f in os.listdir(path):
+        if f.endswith(".safetensors") or f.endswith(".index.json"):
+            os.remove(os.path.join(path, f))
+    hf.save_pretrained(path)
+    _rewrite(path, to_fp8)
+    fp8_m = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    fp8_m.setup_cache(1, 16)
+    got = fp8_m.prefill(ids, 0, last_only=False).double()
+    sqnr = 10 * torch.log10(ref.double().pow(2).sum() / (got - ref.double()).pow(2).sum()).item()
+    assert 20 < sqnr < 200, f"FP8 block-scaled checkpoint logits SQNR {sqnr:.1f} dB"
