@@ -1,4 +1,5 @@
 """The embedded checkpoint and the command line: same text as transformers, clear errors."""
+import os
 
 import pytest
 import torch
@@ -94,3 +95,24 @@ def test_bench_run_on_the_embedded_model(reference_paths):
         active += model.embed.numel()
     kv = 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 4 * (8 + 2)
     assert abs(bench.bytes_per_token(model, 8 + 2) - (4 * active + kv)) <= 4 * 4 * cfg.hidden_size
+
+
+def test_chat_template_matches_transformers(tmp_path):
+    """The chat template is rendered as transformers renders it (same token ids)."""
+    import json
+    import shutil
+
+    shutil.copy(os.path.join(DEFAULT_MODEL, "tokenizer.json"), tmp_path / "tokenizer.json")
+    template = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}<|endoftext|>\n{% endfor %}"
+                "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+    cfg = json.load(open(os.path.join(DEFAULT_MODEL, "tokenizer_config.json")))
+    cfg["chat_template"] = template
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(cfg))
+    tok = Tokenizer(str(tmp_path))
+    hf_tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is a list?"}]
+    want = hf_tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+    want = want["input_ids"] if isinstance(want, dict) or hasattr(want, "keys") else want
+    assert tok.encode("What is a list?", chat=True, system="Be brief.") == list(want)
+    with pytest.raises(ValueError, match="chat template"):
+        Tokenizer(DEFAULT_MODEL).encode("x", chat=True)
