@@ -1,0 +1,339 @@
+"""fastpath.ops.linalg (lu, triangular): lu_factor(_ex), lu_solve, det, slogdet and
+solve_triangular against torch.linalg in float64 / complex128 on the CPU. Factorisations are
+judged by reconstruction (P L U = A), solves by their error relative to the condition number."""
+import pytest
+import torch
+
+from fastpath.ops.linalg import lu as L
+from fastpath.ops.linalg import triangular as T
+from tests.conftest import noncontig
+from tests.tolerances import REL_TOL, rel_error
+
+DTYPES = [torch.float32, torch.float64, torch.complex64]
+EPS = {torch.float32: 2.0 ** -24, torch.float64: 2.0 ** -53, torch.complex64: 2.0 ** -24,
+       torch.complex128: 2.0 ** -53}
+TOL = {**REL_TOL, torch.complex64: REL_TOL[torch.float32], torch.complex128: REL_TOL[torch.float64]}
+
+
+def _hi(dtype):
+    return torch.complex128 if dtype.is_complex else torch.float64
+
+
+def rand(*shape, dtype=torch.float32, device="cpu"):
+    """Normal data drawn in float64 on the CPU (complex: independent real and imaginary parts)."""
+    x = torch.randn(shape, dtype=torch.float64)
+    if dtype.is_complex:
+        x = torch.complex(x, torch.randn(shape, dtype=torch.float64))
+    return x.to(dtype=dtype, device=device)
+
+
+def _ref(x):
+    return x.detach().cpu().to(_hi(x.dtype))
+
+
+def _cond(A):
+    return torch.linalg.cond(_ref(A)).max().item() if A.numel() else 1.0
+
+
+def _check_solution(X, ref, A, dtype):
+    """Forward error within a modest multiple of n * eps * cond(A) (worst matrix of the batch)."""
+    assert X.shape == ref.shape and X.dtype == dtype
+    assert not X.isnan().any()
+    n = A.shape[-1]
+    tol = max(TOL[dtype], 20 * n * EPS[dtype] * _cond(A))
+    err = ((X.cpu().to(ref.dtype) - ref).abs().norm() / ref.abs().norm()).item()
+    assert err <= tol, f"relative error {err:.3e} > {tol:.3e}"
+
+
+def _reconstruct(LU, piv, A):
+    """||P L U - A|| / ||A|| in float64 via torch.lu_unpack (LAPACK's pivot convention)."""
+    P, Lm, U = torch.lu_unpack(_ref(LU), piv.cpu())
+    R = P @ Lm @ U
+    return ((R - _ref(A)).abs().norm() / _ref(A).abs().norm().clamp_min(1e-300)).item()
+
+
+# ---------------------------------------------------------------------------- lu_factor
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,batch", [(1, 1, (5,)), (4, 4, (2, 3)), (7, 5, (3,)), (5, 7, (2,)),
+                                       (13, 13, (3,)), (32, 32, (2,)), (45, 37, ())])
+def test_lu_factor(m, n, batch, dtype, device):
+    A = rand(*batch, m, n, dtype=dtype, device=device)
+    LU, piv, info = L.lu_factor_ex(A)
+    k = min(m, n)
+    assert LU.shape == A.shape and LU.dtype == dtype
+    assert piv.shape == (*batch, k) and piv.dtype == torch.int32
+    assert info.shape == batch and info.dtype == torch.int32 and (info.cpu() == 0).all()
+    assert _reconstruct(LU, piv, A) <= max(TOL[dtype], 8 * max(m, n) * EPS[dtype])
+    # the pivots LAPACK picks on the same input (largest |re| + |im|, first on a tie)
+    assert torch.equal(piv.cpu(), torch.linalg.lu_factor_ex(A.cpu()).pivots)
+    Lm = torch.tril(LU.cpu(), -1)
+    bound = 2 ** 0.5 if dtype.is_complex else 1.0  # pivots maximise |re| + |im|, not |.|
+    assert (Lm.abs() <= bound + 1e-6).all(), "partial pivoting bounds the multipliers"
+    LU2, piv2 = L.lu_factor(A)
+    assert torch.equal(LU2, LU) and torch.equal(piv2, piv)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_lu_factor_noncontiguous(dtype, device):
+    A = rand(3, 2, 6, 6, dtype=dtype, device=device)
+    for view in (noncontig(A), A.mT, A.permute(1, 0, 2, 3), A.conj()):
+        LU, piv, info = L.lu_factor_ex(view)
+        assert _reconstruct(LU, piv, view) <= 8 * 6 * EPS[dtype]
+    A = rand(2, 40, 40, dtype=dtype, device=device).mT  # blocked path, column-major input
+    LU, piv, _ = L.lu_factor_ex(A)
+    assert _reconstruct(LU, piv, A) <= 8 * 40 * EPS[dtype]
+
+
+def _singular_batch(n, dtype):
+    A = rand(6, n, n, dtype=dtype)
+    A[1, :, 2] = 0  # zero column: the third pivot is exactly zero
+    A[3, :, 0] = 0
+    A[4] = 0
+    A[5, 4] = A[5, 1]  # a repeated row with a zero column, so that the zero pivot is exact
+    A[5, :, 3] = 0
+    return A
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lu_singular(dtype, device):
+    n = 5
+    A = _singular_batch(n, dtype).to(device)
+    LU, piv, info = L.lu_factor_ex(A)
+    ref = torch.linalg.lu_factor_ex(_ref(A))
+    assert info.cpu().tolist() == ref.info.tolist() == [0, 3, 0, 1, 1, 4]
+    assert torch.equal(piv.cpu(), ref.pivots)
+    assert _reconstruct(LU, piv, A) <= 8 * n * EPS[dtype]  # the factorisation completes anyway
+    with pytest.raises(torch.linalg.LinAlgError, match="Batch element 1"):
+        L.lu_factor(A)
+    with pytest.raises(torch.linalg.LinAlgError):
+        L.lu_factor_ex(A, check_errors=True)
+    d = L.det(A)
+    s, la = L.slogdet(A)
+    bad = (info.cpu() != 0).to(d.device)
+    assert (d[bad] == 0).all() and (s[bad] == 0).all() and (la[bad] == float("-inf")).all()
+    assert torch.isfinite(la[~bad]).all()
+
+
+def test_lu_singular_blocked(device):
+    A = _singular_batch(36, torch.complex64)[[0, 1, 3, 5]].to(device)
+    LU, piv, info = L.lu_factor_ex(A)
+    ref = torch.linalg.lu_factor_ex(_ref(A))
+    assert info.cpu().tolist() == ref.info.tolist() == [0, 3, 1, 4]
+    assert torch.equal(piv.cpu(), ref.pivots)
+    assert _reconstruct(LU, piv, A) <= 8 * 36 * EPS[torch.complex64]
+    s, la = L.slogdet(A)
+    assert s[0].abs().item() == pytest.approx(1.0) and (s[1:] == 0).all() and (la[1:] == float("-inf")).all()
+
+
+@pytest.mark.parametrize("n", [6, 40])
+def test_lu_no_pivoting(n, device):
+    A = rand(3, n, n, dtype=torch.float64) + 4 * n ** 0.5 * torch.eye(n, dtype=torch.float64)
+    LU, piv, info = L.lu_factor_ex(A.to(device), pivot=False)
+    assert (info.cpu() == 0).all()
+    assert torch.equal(piv.cpu(), torch.arange(1, n + 1, dtype=torch.int32).expand(3, n))
+    Lm = torch.tril(LU.cpu(), -1) + torch.eye(n, dtype=torch.float64)
+    assert rel_error(Lm @ torch.triu(LU.cpu()), A) <= 8 * n * EPS[torch.float64]
+
+
+# ---------------------------------------------------------------------------- lu_solve
+
+@pytest.mark.parametrize("n,k,dtype", [(1, 1, torch.float32), (5, 3, torch.float32), (5, 3, torch.float64),
+                                       (5, 3, torch.complex64), (16, 16, torch.float64), (16, 16, torch.complex64),
+                                       (17, 40, torch.complex64), (40, 20, torch.float32), (40, 3, torch.complex64)])
+@pytest.mark.parametrize("left,adjoint", [(True, False), (True, True), (False, False), (False, True)])
+def test_lu_solve(n, k, left, adjoint, dtype, device):
+    A = rand(2, n, n, dtype=dtype, device=device)
+    B = rand(2, n, k, dtype=dtype, device=device) if left else rand(2, k, n, dtype=dtype, device=device)
+    # n > 32 (the blocked solve) with torch's factors: column-major LU, and quicker in the interpreter
+    LU, piv = L.lu_factor(A) if n <= 32 else torch.linalg.lu_factor(A)
+    X = L.lu_solve(LU, piv, B, left=left, adjoint=adjoint)
+    Ah = _ref(A).mH if adjoint else _ref(A)
+    ref = torch.linalg.solve(Ah, _ref(B), left=left)
+    _check_solution(X, ref, A, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_lu_solve_torch_factors_and_broadcast(dtype, device):
+    """LU from torch (column-major strides), B broadcast over LU's batch and the reverse."""
+    A = rand(3, 1, 6, 6, dtype=dtype, device=device)
+    LU, piv = torch.linalg.lu_factor(A)
+    B = noncontig(rand(4, 6, 2, dtype=dtype, device=device))
+    X = L.lu_solve(LU, piv, B)
+    assert X.shape == (3, 4, 6, 2)
+    _check_solution(X, torch.linalg.solve(_ref(A), _ref(B)), A, dtype)
+    B1 = rand(6, 5, dtype=dtype, device=device)
+    _check_solution(L.lu_solve(LU, piv, B1, adjoint=True), torch.linalg.solve(_ref(A).mH, _ref(B1)), A, dtype)
+
+
+def test_lu_solve_ill_conditioned(device):
+    """Backward stable: the residual is small relative to ||A|| ||x|| whatever the condition."""
+    n = 12
+    U, _ = torch.linalg.qr(torch.randn(4, n, n, dtype=torch.float64))
+    V, _ = torch.linalg.qr(torch.randn(4, n, n, dtype=torch.float64))
+    A = ((U * torch.logspace(0, -5, n, dtype=torch.float64)) @ V.mT).float().to(device)
+    B = rand(4, n, 3, device=device)
+    X = L.lu_solve(*L.lu_factor(A), B)
+    _check_solution(X, torch.linalg.solve(_ref(A), _ref(B)), A, torch.float32)
+    r = _ref(A) @ _ref(X) - _ref(B)
+    scale = torch.linalg.matrix_norm(_ref(A)) * torch.linalg.matrix_norm(_ref(X))
+    assert (torch.linalg.matrix_norm(r) / scale).max().item() < 50 * n * EPS[torch.float32]
+
+
+# ---------------------------------------------------------------------------- det, slogdet
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,batch", [(1, (4,)), (3, (5,)), (4, (2, 3)), (9, (3,)), (32, (2,))])
+def test_det_slogdet(n, batch, dtype, device):
+    _check_det(n, batch, dtype, device)
+
+
+def test_det_slogdet_blocked(device):
+    _check_det(36, (2,), torch.complex64, device)
+
+
+def _check_det(n, batch, dtype, device):
+    A = rand(*batch, n, n, dtype=dtype, device=device)
+    d = L.det(A)
+    s, la = L.slogdet(A)
+    rd = torch.linalg.det(_ref(A))
+    rs, rla = torch.linalg.slogdet(_ref(A))
+    assert d.shape == batch and d.dtype == dtype and s.dtype == dtype
+    assert la.shape == batch and la.dtype == A.real.dtype
+    tol = max(TOL[dtype], 20 * n * EPS[dtype] * _cond(A))
+    assert ((d.cpu().to(rd.dtype) - rd).abs() / rd.abs()).max().item() <= tol
+    assert (la.cpu().double() - rla).abs().max().item() <= tol
+    assert (s.cpu().to(rs.dtype) - rs).abs().max().item() <= tol
+
+
+def test_det_extreme_scales_and_empty(device):
+    n = 20
+    A = (1e-30 * (torch.eye(n) + 0.1 * torch.randn(3, n, n))).to(device)  # det underflows float32
+    s, la = L.slogdet(A)
+    rs, rla = torch.linalg.slogdet(_ref(A))
+    assert torch.equal(s.cpu().double(), rs)
+    assert ((la.cpu().double() - rla).abs() / rla.abs()).max().item() < 1e-6
+    assert (L.det(A).cpu() == 0).all()
+    E = torch.zeros(2, 0, 0, device=device)
+    assert torch.equal(L.det(E).cpu(), torch.ones(2))
+    s, la = L.slogdet(E)
+    assert torch.equal(s.cpu(), torch.ones(2)) and torch.equal(la.cpu(), torch.zeros(2))
+    P = torch.eye(5)[[1, 0, 3, 4, 2]].to(device)  # one swap and a 3-cycle: det = -1 exactly
+    assert L.det(P).item() == -1.0
+
+
+# ---------------------------------------------------------------------------- solve_triangular
+
+def _triangular(batch, n, dtype, upper, device):
+    A = rand(*batch, n, n, dtype=dtype) + 3 * n ** 0.5 * torch.eye(n)  # diagonal keeps cond modest
+    A = A.triu() if upper else A.tril()
+    return A.to(device)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,k", [(1, 3), (7, 5), (16, 1), (40, 20)])
+@pytest.mark.parametrize("upper,left,unit", [(True, True, False), (False, True, True), (True, False, True),
+                                             (False, False, False)])
+def test_solve_triangular(n, k, upper, left, unit, dtype, device):
+    A = _triangular((2,), n, dtype, upper, device)
+    other = rand(2, n, n, dtype=dtype, device=device)
+    A = A + (other.tril(-1) if upper else other.triu(1))  # the other triangle must never be read
+    B = rand(2, n, k, dtype=dtype, device=device) if left else rand(2, k, n, dtype=dtype, device=device)
+    X = T.solve_triangular(A, B, upper=upper, left=left, unitriangular=unit)
+    ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper, left=left, unitriangular=unit)
+    Aeff = (A.triu() if upper else A.tril())
+    if unit:
+        Aeff = Aeff - torch.diag_embed(Aeff.diagonal(dim1=-2, dim2=-1)) + torch.eye(n, dtype=dtype, device=device)
+    _check_solution(X, ref, Aeff, dtype)
+
+
+def test_solve_triangular_broadcast_views_and_host_blocks(device, monkeypatch):
+    A = _triangular((3, 1), 9, torch.float64, False, device)
+    B = noncontig(rand(4, 9, 3, dtype=torch.float64, device=device))
+    X = T.solve_triangular(A.mT, B, upper=True)  # a transposed view of a lower triangle
+    assert X.shape == (3, 4, 9, 3)
+    _check_solution(X, torch.linalg.solve_triangular(_ref(A.mT), _ref(B), upper=True), A, torch.float64)
+    monkeypatch.setattr(T, "HOST_BLOCK_N", 24)  # host blocks of 12 rows, torch.matmul updates
+    for upper, left in [(False, True), (True, False)]:
+        A = _triangular((2,), 50, torch.complex64, upper, device)
+        B = rand(2, 50, 4, dtype=torch.complex64, device=device)
+        B = B if left else B.mT
+        X = T.solve_triangular(A, B, upper=upper, left=left)
+        ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper, left=left)
+        _check_solution(X, ref, A, torch.complex64)
+
+
+def test_fused_reductions(device, monkeypatch):
+    """The multi-operand tl.reduce the GPU build uses (the interpreter takes separate sums)."""
+    from triton import language as tl
+
+    from fastpath.ops.linalg import tiles
+    A = rand(3, 7, 7, dtype=torch.complex64, device=device)
+    ref = L.lu_factor_ex(A)
+    monkeypatch.setattr(tiles, "FUSED_REDUCE", tl.constexpr(True))
+    out = L.lu_factor_ex(A)
+    assert all(torch.equal(a, b) for a, b in zip(out, ref))  # picks add zeros: bit-identical
+
+
+# ---------------------------------------------------------------------------- paths, errors, ops
+
+def test_reference_paths(device):
+    """One large matrix and inputs that need gradients go to torch.linalg (autograd works)."""
+    A = rand(300, 300, dtype=torch.float64, device=device)
+    LU, piv, _ = L.lu_factor_ex(A)
+    assert _reconstruct(LU, piv, A) < 1e-13
+    A = rand(2, 4, 4, dtype=torch.float64, device=device).requires_grad_()
+    L.det(A).sum().backward()
+    assert A.grad is not None and A.grad.shape == A.shape
+    A = rand(3, 3, dtype=torch.float64, device=device)
+    torch.testing.assert_close(L.det(A.half().double()), torch.linalg.det(A.half().double()))
+
+
+def test_errors(device):
+    A = rand(3, 3, device=device)
+    LU, piv = L.lu_factor(A)
+    with pytest.raises(TypeError, match="A: .*float16"):
+        L.lu_factor(A.half())
+    with pytest.raises(TypeError, match="A: .*int64"):
+        L.det(torch.ones(3, 3, dtype=torch.int64, device=device))
+    with pytest.raises(TypeError, match="A: expected a torch.Tensor"):
+        L.slogdet([[1.0]])
+    with pytest.raises(ValueError, match="A: .*square"):
+        L.det(rand(3, 4, device=device))
+    with pytest.raises(ValueError, match="A: .*square"):
+        T.solve_triangular(rand(3, 4, device=device), rand(3, 1, device=device), upper=True)
+    with pytest.raises(ValueError, match="A: "):
+        L.lu_factor(rand(3, device=device))
+    with pytest.raises(ValueError, match="LU: .*square"):
+        L.lu_solve(LU[:, :2], piv, rand(3, 1, device=device))
+    with pytest.raises(TypeError, match="pivots: .*int32"):
+        L.lu_solve(LU, piv.long(), rand(3, 1, device=device))
+    with pytest.raises(ValueError, match="pivots: .*shape"):
+        L.lu_solve(LU, piv[:2], rand(3, 1, device=device))
+    with pytest.raises(TypeError, match="B: .*float64"):
+        L.lu_solve(LU, piv, rand(3, 1, dtype=torch.float64, device=device))
+    with pytest.raises(ValueError, match="B: .*n = 3"):
+        L.lu_solve(LU, piv, rand(4, 1, device=device))
+    with pytest.raises(ValueError, match="B: .*at least 2"):
+        L.lu_solve(LU, piv, rand(3, device=device))
+    with pytest.raises(ValueError, match="B: .*broadcast"):
+        T.solve_triangular(rand(2, 3, 3, device=device), rand(4, 3, 1, device=device), upper=False)
+    with pytest.raises(ValueError, match="B: .*n = 3"):
+        T.solve_triangular(A, rand(2, 4, device=device), upper=False, left=False)
+    with pytest.raises(TypeError, match="upper: expected a bool"):
+        T.solve_triangular(A, A, upper=None)
+    with pytest.raises(TypeError, match="pivot: expected a bool"):
+        L.lu_factor(A, pivot=1)
+
+
+def test_registered_ops(device):
+    """The torch.library registrations (fake shapes, schema) pass torch's own op checks."""
+    A = rand(2, 3, 3, dtype=torch.float64, device=device)
+    B = rand(4, 1, 3, 2, dtype=torch.float64, device=device)
+    LU, piv = L.lu_factor(A)
+    utils = ("test_schema", "test_faketensor")
+    torch.library.opcheck(L._lu_factor_ex_op.op, (A, True), test_utils=utils)
+    torch.library.opcheck(L._lu_solve_op.op, (LU, piv, B, True, False), test_utils=utils)
+    torch.library.opcheck(L._det_op.op, (A,), test_utils=utils)
+    torch.library.opcheck(L._slogdet_op.op, (A,), test_utils=utils)
+    torch.library.opcheck(T._solve_triangular_op.op, (A, B, True, True, False), test_utils=utils)

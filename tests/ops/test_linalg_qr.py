@@ -1,0 +1,138 @@
+"""fastpath.ops.linalg (qr): Householder QR against torch.linalg.qr in float64 / complex128 on
+the CPU: reconstruction (Q R = A), orthonormal Q, upper-triangular R, and LAPACK's sign
+conventions (the same Q and R as torch up to rounding)."""
+import importlib
+
+import pytest
+import torch
+
+from tests.conftest import noncontig
+from tests.tolerances import REL_TOL
+
+# the module (fastpath.ops.linalg.qr is the function the package re-exports)
+Q = importlib.import_module("fastpath.ops.linalg.qr")
+
+DTYPES = [torch.float32, torch.float64, torch.complex64]
+EPS = {torch.float32: 2.0 ** -24, torch.float64: 2.0 ** -53, torch.complex64: 2.0 ** -24,
+       torch.complex128: 2.0 ** -53}
+TOL = {**REL_TOL, torch.complex64: REL_TOL[torch.float32], torch.complex128: REL_TOL[torch.float64]}
+
+
+def _hi(dtype):
+    return torch.complex128 if dtype.is_complex else torch.float64
+
+
+def rand(*shape, dtype=torch.float32, device="cpu"):
+    x = torch.randn(shape, dtype=torch.float64)
+    if dtype.is_complex:
+        x = torch.complex(x, torch.randn(shape, dtype=torch.float64))
+    return x.to(dtype=dtype, device=device)
+
+
+def _rel(a, b):
+    a, b = a.detach().cpu().to(b.dtype), b.cpu()
+    return ((a - b).abs().norm() / b.abs().norm().clamp_min(1e-300)).item()
+
+
+def _check(A, mode):
+    Qm, R = Q.qr(A, mode=mode)
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    batch = A.shape[:-2]
+    hi = _hi(A.dtype)
+    rows = m if mode == "complete" else k
+    assert R.shape == (*batch, rows, n) and R.dtype == A.dtype
+    assert torch.equal(R.cpu(), R.cpu().triu()), "R is not upper triangular"
+    tol = max(TOL[A.dtype], 10 * max(m, n) * EPS[A.dtype])
+    rq, rr = torch.linalg.qr(A.cpu().to(hi), mode=mode)
+    cond = torch.linalg.cond(A.cpu().to(hi)).max().item() if min(m, n) > 0 else 1.0
+    assert _rel(R, rr) <= tol * max(1.0, cond), "R differs from LAPACK's"
+    if mode == "r":
+        assert Qm.shape == (0,)
+        return
+    assert Qm.shape == (*batch, m, rows) and Qm.dtype == A.dtype
+    Qd = Qm.cpu().to(hi)
+    eye = torch.eye(rows, dtype=hi)
+    assert (Qd.mH @ Qd - eye).abs().max().item() <= tol, "Q is not orthonormal"
+    assert _rel(Qd @ R.cpu().to(hi), A.cpu().to(hi)) <= tol, "Q R != A"
+    if mode == "reduced" or m <= n:  # complete Q beyond the first k columns is any orthonormal basis
+        assert _rel(Qm[..., :k], rq[..., :k]) <= tol * max(1.0, cond), "Q differs from LAPACK's"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,batch", [(1, 1, (3,)), (4, 4, (2, 3)), (7, 5, (2,)), (5, 7, (2,)),
+                                       (13, 13, (3,)), (32, 32, (2,)), (67, 9, ())])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr(m, n, batch, mode, dtype, device):
+    _check(rand(*batch, m, n, dtype=dtype, device=device), mode)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_qr_tall_skinny(dtype, device):
+    """One matrix per program, its whole height in registers (256 x 16 float32)."""
+    m = 256 if dtype == torch.float32 else 128
+    assert Q._fits(m, 13, "reduced", dtype)
+    _check(rand(2, m, 13, dtype=dtype, device=device), "reduced")
+
+
+def test_qr_degenerate_columns(device):
+    """Zero columns and columns already zero below the diagonal: no reflection, as LAPACK."""
+    A = rand(4, 6, 4, dtype=torch.float64)
+    A[0, :, 0] = 0
+    A[1, 1:, 0] = 0  # alpha only: tau = 0, R[0, 0] = alpha (may be negative)
+    A[1, 0, 0] = -2.0
+    A[2] = 0
+    A[3, :, 2] = A[3, :, 1]  # rank-deficient
+    for mode in ("reduced", "complete"):
+        Qm, R = Q.qr(A.to(device), mode=mode)
+        rq, rr = torch.linalg.qr(A, mode=mode)
+        assert (R[1, 0, 0].item() == -2.0) and torch.isfinite(Qm).all()
+        assert _rel(R, rr) <= 1e-13
+        Qd = Qm.cpu()
+        assert (Qd.mT @ Qd - torch.eye(Qd.shape[-1], dtype=torch.float64)).abs().max() <= 1e-14
+        assert _rel(Qd @ R.cpu(), A) <= 1e-14
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e30])
+def test_qr_extreme_scales(scale, device):
+    A = (rand(2, 9, 5, dtype=torch.float64) * scale).float().to(device)
+    Qm, R = Q.qr(A)
+    assert torch.isfinite(Qm).all() and torch.isfinite(R).all()
+    rq, rr = torch.linalg.qr(A.double().cpu())
+    assert _rel(R, rr) <= 1e-5 and _rel(Qm, rq) <= 1e-5
+
+
+def test_qr_noncontiguous(device):
+    A = rand(3, 2, 6, 5, dtype=torch.complex64, device=device)
+    for view in (noncontig(A), A.mT, A.permute(1, 0, 2, 3), A.conj()):
+        _check(view, "reduced")
+
+
+def test_reference_paths(device):
+    """A matrix too large for one program and inputs that need gradients take torch.linalg.qr."""
+    A = rand(300, 200, dtype=torch.float64, device=device)
+    Qm, R = Q.qr(A)
+    torch.testing.assert_close(Qm @ R, A)
+    A = rand(2, 4, 3, dtype=torch.float64, device=device).requires_grad_()
+    Q.qr(A).R.sum().backward()
+    assert A.grad is not None
+    E = rand(2, 0, 3, device=device)
+    assert Q.qr(E).R.shape == torch.linalg.qr(E).R.shape
+
+
+def test_errors(device):
+    A = rand(3, 3, device=device)
+    with pytest.raises(TypeError, match="A: .*float16"):
+        Q.qr(A.half())
+    with pytest.raises(TypeError, match="A: expected a torch.Tensor"):
+        Q.qr([[1.0]])
+    with pytest.raises(ValueError, match="A: "):
+        Q.qr(rand(3, device=device))
+    with pytest.raises(ValueError, match="mode: .*'x'"):
+        Q.qr(A, mode="x")
+
+
+def test_registered_op(device):
+    A = rand(2, 5, 3, dtype=torch.float64, device=device)
+    for mode in ("reduced", "complete", "r"):
+        torch.library.opcheck(Q._qr_op.op, (A, mode), test_utils=("test_schema", "test_faketensor"))
