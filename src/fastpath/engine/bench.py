@@ -17,11 +17,11 @@ from .generate import Engine, SamplingParams
 
 def random_model(cfg: ModelConfig, *, device, dtype=torch.bfloat16, fp8: bool = False, seed: int = 0) -> Transformer:
     """The model with random weights (std 0.02, norms 1), filled tensor by tensor on the device."""
-    from ..models.loader import check_fits
+    from ..models.loader import check_fits, new_model
 
     device = torch.device(device)
     check_fits(cfg, device, dtype, fp8)
-    model = Transformer(cfg, dtype=dtype, device=device, fp8=fp8)
+    model = new_model(cfg, dtype=dtype, device=device, fp8=fp8)
     gen = torch.Generator(device).manual_seed(seed)
     for name, buf in model.named_buffers():
         if name == "inv_freq":
@@ -74,15 +74,18 @@ def hf_baseline(cfg_dict: dict, *, layers: Optional[int], prompt_len: int, new_t
     prefill time from a 1-token generate, decode tok/s from the rest."""
     import transformers
 
-    kw = dict(cfg_dict)
+    kw = dict(cfg_dict.get("text_config") or cfg_dict)  # the text model of a multimodal checkpoint
     mt, theta = kw.pop("model_type"), kw.pop("rope_theta", 10000.0)
+    mt = {"qwen3_5_moe": "qwen3_5_moe_text"}.get(mt, mt)  # the text model of a multimodal type
+    rope = kw.pop("rope_parameters", None) or {"rope_type": "default", "rope_theta": theta}
     if layers:
         kw["num_hidden_layers"] = layers
+        if "layer_types" in kw:
+            kw["layer_types"] = kw["layer_types"][:layers]
     try:  # transformers 5 takes rope_parameters; some 5.x releases still take rope_theta
-        cfg_cls = transformers.AutoConfig.for_model(mt, **kw, rope_parameters={"rope_type": "default",
-                                                                              "rope_theta": theta})
+        cfg_cls = transformers.AutoConfig.for_model(mt, **kw, rope_parameters=rope)
     except TypeError:
-        cfg_cls = transformers.AutoConfig.for_model(mt, **kw, rope_theta=theta)
+        cfg_cls = transformers.AutoConfig.for_model(mt, **kw, rope_theta=rope["rope_theta"])
     torch.manual_seed(seed)
     with torch.device(device):
         model = transformers.AutoModelForCausalLM.from_config(cfg_cls, dtype=torch.bfloat16).eval()

@@ -80,7 +80,11 @@ class Engine:
     def _graph_for(self, B: int, sp: SamplingParams):
         key = (B,) + sp.key()
         if key not in self._graphs:
+            # the warm-up steps advance the cache and any recurrent/conv state in place: save
+            # what they change and put it back after the capture
             tok0, pos0 = self.tok.clone(), self.pos.clone()
+            states = list(getattr(self.model, "state_tensors", list)())
+            saved = [t.clone() for t in states]
             s = torch.cuda.Stream(self.device)
             s.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(s):
@@ -92,6 +96,8 @@ class Engine:
                 out = self._step(B, sp)
             self.tok.copy_(tok0)
             self.pos.copy_(pos0)
+            for t, t0 in zip(states, saved):
+                t.copy_(t0)
             self._graphs[key] = (g, out)
         return self._graphs[key]
 

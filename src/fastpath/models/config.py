@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
 import os
@@ -10,7 +11,18 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 #: transformers ``model_type`` values fastpath runs, and what each needs.
-SUPPORTED = ("llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "olmoe")
+SUPPORTED = ("llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "olmoe", "qwen3_5_moe", "lfm2_moe")
+
+#: ``model_type`` -> module (in this package) of an architecture with its own model class:
+#: it defines ``Config`` (with ``from_hf``), ``Model``, ``checkpoint_slots(model)`` and
+#: ``checkpoint_name(name)``. The other types run on :class:`~.transformer.Transformer`.
+ARCHITECTURES = {"qwen3_5_moe": "qwen3_5_moe", "qwen3_5_moe_text": "qwen3_5_moe", "lfm2_moe": "lfm2_moe"}
+
+
+def architecture(model_type: Optional[str]):
+    """The module of ``model_type`` in :data:`ARCHITECTURES`, or None (a Transformer)."""
+    name = ARCHITECTURES.get(model_type)
+    return importlib.import_module(f"{__package__}.{name}") if name else None
 
 
 @dataclass
@@ -77,7 +89,11 @@ class ModelConfig:
 
     @classmethod
     def from_hf(cls, cfg: dict) -> "ModelConfig":
-        """From the dict of a transformers ``config.json`` (the text part of a multimodal one)."""
+        """From the dict of a transformers ``config.json`` (the text part of a multimodal one);
+        an architecture of :data:`ARCHITECTURES` gets its own config class."""
+        arch = architecture(cfg.get("model_type")) or architecture((cfg.get("text_config") or {}).get("model_type"))
+        if arch is not None:
+            return arch.Config.from_hf(cfg)
         if "text_config" in cfg and "model_type" not in cfg.get("text_config", {}):
             cfg = {**cfg, **cfg["text_config"]}
         elif "text_config" in cfg:
@@ -179,6 +195,28 @@ NAMED = {
                         num_attention_heads=32, num_key_value_heads=8, intermediate_size=14336, num_local_experts=8,
                         num_experts_per_tok=2, rms_norm_eps=1e-5, rope_theta=1000000.0,
                         max_position_embeddings=32768, eos_token_id=2),
+    # the text part of Qwen/Qwen3.6-35B-A3B (the architecture of Qwen3.5-35B-A3B)
+    "qwen3.6-35b-a3b": _hf("qwen3_5_moe", vocab_size=248320, hidden_size=2048, num_hidden_layers=40,
+                           num_attention_heads=16, num_key_value_heads=2, head_dim=256, linear_num_key_heads=16,
+                           linear_num_value_heads=32, linear_key_head_dim=128, linear_value_head_dim=128,
+                           linear_conv_kernel_dim=4, full_attention_interval=4, num_experts=256,
+                           num_experts_per_tok=8, moe_intermediate_size=512, shared_expert_intermediate_size=512,
+                           rms_norm_eps=1e-6, max_position_embeddings=262144,
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000000.0,
+                                            "partial_rotary_factor": 0.25},
+                           eos_token_id=[248046, 248044]),
+    "lfm2.5-8b-a1b": _hf("lfm2_moe", vocab_size=128000, hidden_size=2048, num_hidden_layers=24,
+                         num_attention_heads=32, num_key_value_heads=8, intermediate_size=7168,
+                         moe_intermediate_size=1792, num_experts=32, num_experts_per_tok=4, num_dense_layers=2,
+                         layer_types=["full_attention" if i in (2, 6, 10, 14, 18, 21) else "conv" for i in range(24)],
+                         conv_L_cache=3, norm_eps=1e-5, rope_theta=5000000.0, max_position_embeddings=128000,
+                         tie_word_embeddings=True, use_expert_bias=True, norm_topk_prob=True, eos_token_id=7),
+    "lfm2-8b-a1b": _hf("lfm2_moe", vocab_size=65536, hidden_size=2048, num_hidden_layers=24,
+                       num_attention_heads=32, num_key_value_heads=8, intermediate_size=7168,
+                       moe_intermediate_size=1792, num_experts=32, num_experts_per_tok=4, num_dense_layers=2,
+                       layer_types=["full_attention" if i in (2, 6, 10, 14, 18, 21) else "conv" for i in range(24)],
+                       conv_L_cache=3, norm_eps=1e-5, rope_theta=1000000.0, max_position_embeddings=128000,
+                       tie_word_embeddings=True, use_expert_bias=True, norm_topk_prob=True, eos_token_id=7),
 }
 
 

@@ -1,5 +1,6 @@
 """Load a Hugging Face checkpoint directory (``config.json`` + ``*.safetensors``, sharded with
-``model.safetensors.index.json`` or not) into a :class:`~fastpath.models.transformer.Transformer`.
+``model.safetensors.index.json`` or not) into a :class:`~fastpath.models.transformer.Transformer`,
+or into the model class of an architecture of :data:`~fastpath.models.config.ARCHITECTURES`.
 
 The model's tensors are allocated once on the target device; each checkpoint tensor is
 memory-mapped, copied straight into its slot (quantised to FP8 on the device on the way
@@ -18,7 +19,7 @@ from typing import Optional
 
 import torch
 
-from .config import ModelConfig
+from .config import ModelConfig, architecture
 from .safetensors import SafetensorsFile
 from .transformer import Transformer
 
@@ -155,28 +156,32 @@ def load(path: str, *, device="cuda", dtype=torch.bfloat16, fp8: bool = False, l
     files = _files(path)
     device = torch.device(device)
     check_fits(cfg, device, dtype, fp8)
-    model = Transformer(cfg, dtype=dtype, device=device, fp8=fp8)
-    slots = _slots(model)
+    model = new_model(cfg, dtype=dtype, device=device, fp8=fp8)
+    arch = architecture(cfg.model_type)
+    slots = _slots(model) if arch is None else arch.checkpoint_slots(model)
+    rename = (lambda n: n) if arch is None else arch.checkpoint_name
     handles = [SafetensorsFile(f) for f in files]
-    where = {name: h for h in handles for name in h.keys()}
-    todo = [(n, h) for n, h in where.items() if n in slots]
-    total = sum(h.get(n).numel() * h.info(n)[0].itemsize for n, h in todo)
+    # the model's name of each checkpoint tensor -> (file, name in the file); None: not the model's
+    where = {rename(n): (h, n) for h in handles for n in h.keys() if rename(n) is not None}
+    todo = [(n, h, orig) for n, (h, orig) in where.items() if n in slots]
+    total = sum(h.get(o).numel() * h.info(o)[0].itemsize for _, h, o in todo)
     bar = Progress(total, f"loading {os.path.basename(os.path.normpath(path))}") if progress else None
     filled = set()
-    for name, h in todo:
-        w = h.get(name)
+    for name, h, orig in todo:
+        w = h.get(orig)
         if w.dtype in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)):
             sname = name[: -len("weight")] + "weight_scale_inv"
             if sname not in where:
-                raise ValueError(f"model: FP8 tensor {name!r} has no {sname!r} in the checkpoint")
-            w = _dequant_block(w.to(device), where[sname].get(sname).to(device), dtype)
+                raise ValueError(f"model: FP8 tensor {orig!r} has no {sname!r} in the checkpoint")
+            sh, so = where[sname]
+            w = _dequant_block(w.to(device), sh.get(so).to(device), dtype)
         try:
             slots[name].write(w.to(device, non_blocking=False) if slots[name].scale is None else w)
         except ValueError as e:
             raise ValueError(f"model: tensor {name!r}: {e}") from None
         filled.add(id(slots[name]))
         if bar:
-            bar.add(h.get(name).numel() * h.info(name)[0].itemsize)
+            bar.add(h.get(orig).numel() * h.info(orig)[0].itemsize)
     unknown = [n for n in where if n not in slots and not _IGNORED.search(n) and not _skippable(n, cfg)]
     if unknown:
         raise ValueError(f"model: checkpoint tensors fastpath does not know: {', '.join(unknown[:8])}"
@@ -187,6 +192,14 @@ def load(path: str, *, device="cuda", dtype=torch.bfloat16, fp8: bool = False, l
         raise ValueError(f"model: checkpoint lacks tensors: {', '.join(missing[:8])}"
                          + (" ..." if len(missing) > 8 else ""))
     return model
+
+
+def new_model(cfg, *, dtype=torch.bfloat16, device="cpu", fp8: bool = False):
+    """The (empty) model of ``cfg``: a :class:`Transformer`, or the class of its architecture
+    in :data:`~fastpath.models.config.ARCHITECTURES`."""
+    arch = architecture(cfg.model_type)
+    cls = Transformer if arch is None else arch.Model
+    return cls(cfg, dtype=dtype, device=device, fp8=fp8)
 
 
 def _skippable(name: str, cfg: ModelConfig) -> bool:

@@ -1,0 +1,268 @@
+"""What the hybrid decoders (Qwen3.5/3.6-MoE, LFM2-MoE) share: the decoder loop with its
+per-layer caches, grouped-query attention on a static KV cache, the dense and the
+mixture-of-experts feed-forward blocks, and a checkpoint slot that reshapes a tensor on its
+way in.
+
+A hybrid layer is ``h += mixer(norm1(h)); h += ffn(norm2(h))``; the mixer is attention or a
+recurrent block (gated DeltaNet, short convolution) that keeps per-row state. Every mixer
+owns its cache, allocated by :meth:`HybridLM.setup_cache`: ``(batch, max_seq, kv_heads, D)``
+keys and values for attention, fixed-size conv / recurrent states for the others (updated in
+place by :meth:`HybridLM.decode`, so a decode step is capturable in a CUDA graph). A prefill
+at ``p0 == 0`` starts the rows it fills from zero state; later chunks continue from it.
+
+Because the recurrent states advance in place, a decode step is not idempotent: whoever
+runs extra steps (a CUDA-graph warm-up) must save and restore :meth:`HybridLM.state_tensors`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..ops.attention import scaled_dot_product_attention
+from ..ops.linear import linear
+from ..ops.moe import fused_experts, route
+from ..ops.norm import rms_norm
+from ..ops.rope import qkv_rope
+from .transformer import Linear, _buf
+
+
+@dataclass
+class Ctx:
+    """One forward call: ``rows`` of the caches, positions ``pos`` (B, T) on the device;
+    prefill also has the host-known start ``p0``, the key count ``end`` and the mask;
+    decode has ``kv_len`` (B,) int32."""
+    decode: bool
+    rows: slice
+    pos: torch.Tensor
+    inv_freq: torch.Tensor
+    p0: int = 0
+    end: int = 0
+    mask: Optional[torch.Tensor] = None
+    kv_len: Optional[torch.Tensor] = None
+
+
+class Attention(nn.Module):
+    """GQA with per-head q/k RMSNorm and rotary embedding on a static KV cache; with
+    ``gate`` (Qwen3.5) the projection also gives an output gate: ``o(attn * sigmoid(gate))``.
+    The projection is one matrix: q, k, v (, gate) rows."""
+
+    def __init__(self, H: int, nh: int, nkv: int, D: int, eps: float, dtype, device, fp8: bool, gate: bool = False):
+        super().__init__()
+        self.nh, self.nkv, self.D, self.eps, self.gate = nh, nkv, D, eps, gate
+        self.n_qkv = (nh + 2 * nkv) * D
+        self.proj = Linear(self.n_qkv + (nh * D if gate else 0), H, dtype, device, fp8=fp8)
+        _buf(self, "q_norm", (D,), dtype, device)
+        _buf(self, "k_norm", (D,), dtype, device)
+        self.o = Linear(H, nh * D, dtype, device, fp8=fp8)
+        self.ck = self.cv = None
+
+    def alloc(self, batch: int, max_seq: int) -> None:
+        shape = (batch, max_seq, self.nkv, self.D)
+        self.ck = torch.zeros(shape, dtype=self.q_norm.dtype, device=self.q_norm.device)
+        self.cv = torch.zeros_like(self.ck)
+
+    def state_tensors(self) -> list:
+        return []  # the KV cache is written at positions: replaying a step rewrites the same slots
+
+    def forward(self, x: torch.Tensor, c: Ctx) -> torch.Tensor:
+        B, T = x.shape[:2]
+        p = self.proj(x)
+        ck, cv = self.ck[c.rows], self.cv[c.rows]
+        q = qkv_rope(p[..., :self.n_qkv], c.pos, c.inv_freq, self.nh, self.nkv, ck, cv, self.q_norm, self.k_norm,
+                     self.eps)
+        if c.decode:
+            a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
+                                             enable_gqa=True, kv_len=c.kv_len)
+        else:
+            a = scaled_dot_product_attention(q.transpose(1, 2), ck[:, :c.end].transpose(1, 2),
+                                             cv[:, :c.end].transpose(1, 2), attn_mask=c.mask,
+                                             is_causal=c.mask is None, enable_gqa=True)
+        a = a.transpose(1, 2).reshape(B, T, -1)
+        if self.gate:
+            a = a * torch.sigmoid(p[..., self.n_qkv:])
+        return self.o(a)
+
+
+class MLP(nn.Module):
+    """SwiGLU ``down(silu(gate(x)) * up(x))`` with gate and up in one matrix."""
+
+    def __init__(self, H: int, I: int, dtype, device, fp8: bool):
+        super().__init__()
+        self.gate_up = Linear(2 * I, H, dtype, device, fp8=fp8)
+        self.down = Linear(H, I, dtype, device, fp8=fp8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        g, u = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(F.silu(g) * u)
+
+
+class MoE(nn.Module):
+    """Routed experts (``(E, 2I, H)`` / ``(E, H, I)`` stacks) and an optional shared expert
+    behind a sigmoid gate (Qwen3.5). The shared gate's logit is one more row of the router
+    matrix; a shared expert of the experts' width is stacked as expert ``E`` and run by the
+    same :func:`fused_experts` call as a ``k + 1``-th slot weighted by its gate."""
+
+    def __init__(self, H: int, E: int, I: int, top_k: int, dtype, device, fp8: bool, *, scoring: str = "softmax",
+                 norm_topk_prob: bool = True, scaling: float = 1.0, expert_bias: bool = False, shared: int = 0):
+        super().__init__()
+        self.E, self.top_k, self.scoring, self.norm, self.scaling = E, top_k, scoring, norm_topk_prob, scaling
+        self.shared, self.stacked = shared, bool(shared) and shared == I
+        n = E + (1 if self.stacked else 0)
+        wdt = torch.float8_e4m3fn if fp8 else dtype
+        _buf(self, "router", (E + (1 if shared else 0), H), dtype, device)
+        _buf(self, "gate_up", (n, 2 * I, H), wdt, device)
+        _buf(self, "down", (n, H, I), wdt, device)
+        self.register_buffer("gate_up_scale", torch.empty(n, 2 * I, device=device) if fp8 else None)
+        self.register_buffer("down_scale", torch.empty(n, H, device=device) if fp8 else None)
+        self.register_buffer("expert_bias", torch.empty(E, device=device) if expert_bias else None)
+        self.shared_mlp = MLP(H, shared, dtype, device, fp8) if shared and not self.stacked else None
+        self.shared_id = torch.full((1, 1), E, dtype=torch.int64, device=device)  # a constant, not a buffer
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x2 = x.reshape(-1, x.shape[-1])
+        logits = linear(x2, self.router)
+        w, ids = route(logits[:, :self.E], self.top_k, self.scoring, norm_topk_prob=self.norm,
+                       expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
+        if self.shared:
+            sg = torch.sigmoid(logits[:, self.E:].float())
+        if self.stacked:  # the shared expert as one more slot
+            ids = torch.cat((ids, self.shared_id.expand(ids.shape[0], 1)), dim=1)
+            w = torch.cat((w, sg), dim=1)
+        out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
+                            down_scale=self.down_scale)
+        if self.shared_mlp is not None:
+            out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
+        return out.reshape(x.shape)
+
+
+class Block(nn.Module):
+    """One decoder layer: ``norm1``, ``mixer``, ``norm2``, ``ffn``."""
+
+    def __init__(self, H: int, mixer: nn.Module, ffn: nn.Module, dtype, device):
+        super().__init__()
+        _buf(self, "norm1", (H,), dtype, device)
+        _buf(self, "norm2", (H,), dtype, device)
+        self.mixer, self.ffn = mixer, ffn
+
+
+class HybridLM(nn.Module):
+    """Embedding, :class:`Block` layers, final norm and LM head, with the interface of
+    :class:`~fastpath.models.transformer.Transformer` (``setup_cache``, ``prefill``,
+    ``decode``). Subclasses build the layers (:meth:`block`) and the rotary frequencies."""
+
+    zero_centered = False  # RMSNorm weights stored around 0 (``y = n * (1 + w)``)
+
+    def __init__(self, cfg, *, dtype=torch.bfloat16, device="cpu", fp8: bool = False):
+        super().__init__()
+        device = torch.device(device)
+        self.cfg, self.dtype, self.fp8 = cfg, dtype, fp8
+        H = cfg.hidden_size
+        _buf(self, "embed", (cfg.vocab_size, H), dtype, device)
+        self.layers = nn.ModuleList(self.block(i, dtype, device, fp8) for i in range(cfg.num_layers))
+        _buf(self, "norm", (H,), dtype, device)
+        self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.vocab_size, H, dtype, device, fp8=fp8)
+        self.register_buffer("inv_freq", self.rope_inv_freq().to(device), persistent=False)
+        self.batch = self.max_seq = 0
+
+    def block(self, i: int, dtype, device, fp8: bool) -> Block:
+        raise NotImplementedError
+
+    def rope_inv_freq(self) -> torch.Tensor:
+        raise NotImplementedError
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.device
+
+    def setup_cache(self, batch: int, max_seq: int) -> None:
+        """Per layer: the KV cache ``(batch, max_seq, kv_heads, head_dim)`` of attention layers,
+        the conv / recurrent states of the others (zeros)."""
+        if max_seq > self.cfg.max_position:
+            raise ValueError(f"max_seq: the model has {self.cfg.max_position} positions, asked for {max_seq}")
+        for layer in self.layers:
+            layer.mixer.alloc(batch, max_seq)
+        self.batch, self.max_seq = batch, max_seq
+
+    def state_tensors(self) -> list:
+        """The tensors a decode step advances in place (conv and recurrent states): what a
+        caller that runs throw-away steps (a CUDA-graph warm-up) must save and restore."""
+        return [t for layer in self.layers for t in layer.mixer.state_tensors()]
+
+    def _run(self, h: torch.Tensor, c: Ctx) -> torch.Tensor:
+        """The residual stream through every layer, each residual add fused with the next norm."""
+        eps, zc = self.cfg.rms_norm_eps, self.zero_centered
+        x = rms_norm(h, self.layers[0].norm1, eps, zero_centered=zc)
+        for i, layer in enumerate(self.layers):
+            x, h = rms_norm(layer.mixer(x, c), layer.norm2, eps, residual=h, zero_centered=zc)
+            nxt = self.layers[i + 1].norm1 if i + 1 < len(self.layers) else self.norm
+            x, h = rms_norm(layer.ffn(x), nxt, eps, residual=h, zero_centered=zc)
+        return x
+
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
+
+    @torch.inference_mode()
+    def prefill(self, tokens: torch.Tensor, p0: int, rows: Optional[slice] = None,
+                last_only: bool = True) -> torch.Tensor:
+        """Run ``tokens`` (B, T) at positions ``p0 .. p0 + T - 1`` of cache rows ``rows``
+        (default: the first B); ``p0 == 0`` starts those rows from zero state. Returns the
+        logits of the last token (B, V), or of all (B, T, V)."""
+        B, T = tokens.shape
+        rows = rows if rows is not None else slice(0, B)
+        end = p0 + T
+        if end > self.max_seq:
+            raise ValueError(f"tokens: positions up to {end} do not fit the cache of {self.max_seq}")
+        if len(range(self.batch)[rows]) != B:
+            raise ValueError(f"rows: expected {B} rows of the cache's {self.batch}, got {rows}")
+        pos = torch.arange(p0, end, device=self.device).expand(B, T)
+        mask = torch.ones(T, end, dtype=torch.bool, device=self.device).tril(p0) if p0 > 0 else None
+        c = Ctx(decode=False, rows=rows, pos=pos, inv_freq=self.inv_freq, p0=p0, end=end, mask=mask)
+        x = self._run(F.embedding(tokens, self.embed), c)
+        return self._head(x[:, -1] if last_only else x)
+
+    @torch.inference_mode()
+    def decode(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """One token per cache row: ``tokens`` (B,) int64 at positions ``pos`` (B,) int64 (device
+        tensors). Returns the logits (B, V). No host synchronisation; states advance in place."""
+        B = tokens.shape[0]
+        c = Ctx(decode=True, rows=slice(0, B), pos=pos[:, None], inv_freq=self.inv_freq,
+                kv_len=(pos + 1).to(torch.int32))
+        return self._head(self._run(F.embedding(tokens[:, None], self.embed), c)[:, 0])
+
+
+class Mapped:
+    """A checkpoint tensor written through ``fn`` (tensor -> tensors) into ``parts``, a list of
+    loader slots (e.g. one projection split into rows of two fused matrices, permuted)."""
+
+    def __init__(self, parts: list, fn):
+        self.parts, self.fn = parts, fn
+        self.scale = parts[0].scale  # the loader moves unscaled tensors to the device first
+
+    def write(self, w: torch.Tensor) -> None:
+        outs = self.fn(w)
+        for slot, piece in zip(self.parts, outs):
+            slot.write(piece)
+
+
+def moe_slots(S, out: dict, p: str, moe: MoE, names: dict) -> None:
+    """Slots of a :class:`MoE` block under prefix ``p`` (``.../mlp.``): the router, the fused
+    transformers-5 stacks ``experts.gate_up_proj`` / ``experts.down_proj`` and the per-expert
+    ``experts.{e}.{gate,up,down}`` weights under the names ``names`` gives for each part."""
+    E, I = moe.E, moe.gate_up.shape[1] // 2
+    out[p + "gate.weight"] = S(moe.router, slice(0, E))
+    out[p + "experts.gate_up_proj"] = S(moe.gate_up, slice(0, E), moe.gate_up_scale)
+    out[p + "experts.down_proj"] = S(moe.down, slice(0, E), moe.down_scale)
+    for e in range(E):
+        out[p + f"experts.{e}.{names['gate']}.weight"] = S(moe.gate_up, (e, slice(0, I)), moe.gate_up_scale)
+        out[p + f"experts.{e}.{names['up']}.weight"] = S(moe.gate_up, (e, slice(I, 2 * I)), moe.gate_up_scale)
+        out[p + f"experts.{e}.{names['down']}.weight"] = S(moe.down, (e,), moe.down_scale)
+    if moe.expert_bias is not None:
+        out[p + "expert_bias"] = S(moe.expert_bias)
+
+
+def linear_slot(S, lin: Linear, rows=()):
+    return S(lin.weight, rows, lin.scale)
