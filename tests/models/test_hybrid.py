@@ -75,7 +75,8 @@ def _greedy_hf(model, ids, n):
 
 
 def _rel(got, ref):
-    return ((got.cpu().double() - ref.double()).norm() / ref.double().norm()).item()
+    got, ref = got.cpu().double(), ref.cpu().double()
+    return ((got - ref).norm() / ref.norm()).item()
 
 
 @pytest.mark.parametrize("arch", list(ARCHS))

@@ -91,10 +91,13 @@ class Launcher:
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
     def launch(self, grid, args, kwargs):
-        if not FAST_LAUNCH or self.names is None or _hooks_set():
-            return self.fn[grid](*args, **kwargs)
+        if not FAST_LAUNCH or self.names is None or _hooks_set() or torch.compiler.is_compiling():
+            return self.fn[grid](*args, **kwargs)  # compiling: dynamo traces kernel[grid] itself
         dev = torch.cuda.current_device()
-        key = (dev, tuple(map(_spec, args)), tuple(kwargs.items()))
+        try:
+            key = (dev, tuple(map(_spec, args)), tuple(kwargs.items()))
+        except RuntimeError:  # tensors without storage (fake tensors while tracing): no cache
+            return self.fn[grid](*args, **kwargs)
         kernel = self.kernels.get(key)
         if kernel is None:
             kernel = self.fn[grid](*args, **kwargs)
