@@ -78,7 +78,7 @@ def test_lu_factor(m, n, batch, dtype, device):
 def test_lu_factor_noncontiguous(dtype, device):
     A = rand(3, 2, 6, 6, dtype=dtype, device=device)
     for view in (noncontig(A), A.mT, A.permute(1, 0, 2, 3), A.conj()):
-        LU, piv, info = L.lu_factor_ex(view)
+        LU, piv, _ = L.lu_factor_ex(view)
         assert _reconstruct(LU, piv, view) <= 8 * 6 * EPS[dtype]
     A = rand(2, 40, 40, dtype=dtype, device=device).mT  # blocked path, column-major input
     LU, piv, _ = L.lu_factor_ex(A)
@@ -166,14 +166,15 @@ def test_lu_solve_torch_factors_and_broadcast(dtype, device):
     _check_solution(L.lu_solve(LU, piv, B1, adjoint=True), torch.linalg.solve(_ref(A).mH, _ref(B1)), A, dtype)
 
 
-def test_lu_solve_ill_conditioned(device):
-    """Backward stable: the residual is small relative to ||A|| ||x|| whatever the condition."""
-    n = 12
+@pytest.mark.parametrize("n", [12, 40])
+def test_lu_solve_ill_conditioned(n, device):
+    """Backward stable: the residual is small relative to ||A|| ||x|| whatever the condition
+    (n = 40: the blocked solve, which applies inverted 32 x 32 diagonal blocks)."""
     U, _ = torch.linalg.qr(torch.randn(4, n, n, dtype=torch.float64))
     V, _ = torch.linalg.qr(torch.randn(4, n, n, dtype=torch.float64))
     A = ((U * torch.logspace(0, -5, n, dtype=torch.float64)) @ V.mT).float().to(device)
     B = rand(4, n, 3, device=device)
-    X = L.lu_solve(*L.lu_factor(A), B)
+    X = L.lu_solve(*(L.lu_factor(A) if n <= 32 else torch.linalg.lu_factor(A)), B)
     _check_solution(X, torch.linalg.solve(_ref(A), _ref(B)), A, torch.float32)
     r = _ref(A) @ _ref(X) - _ref(B)
     scale = torch.linalg.matrix_norm(_ref(A)) * torch.linalg.matrix_norm(_ref(X))
@@ -261,6 +262,25 @@ def test_solve_triangular_broadcast_views_and_host_blocks(device, monkeypatch):
         X = T.solve_triangular(A, B, upper=upper, left=left)
         ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper, left=left)
         _check_solution(X, ref, A, torch.complex64)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="issue-sized batches only where the kernels run compiled")
+@pytest.mark.parametrize("dtype,n,batch", [(torch.complex64, 256, 64), (torch.float32, 500, 9),
+                                           (torch.float64, 129, 3), (torch.float32, 4, 100_000)])
+def test_issue_sizes(dtype, n, batch, device):
+    A = rand(batch, n, n, dtype=dtype, device=device)
+    LU, piv, info = L.lu_factor_ex(A)
+    assert (info == 0).all()
+    assert _reconstruct(LU, piv, A) <= 8 * n * EPS[dtype]
+    B = rand(batch, n, 7, dtype=dtype, device=device)
+    for adjoint in (False, True):
+        X = L.lu_solve(LU, piv, B, adjoint=adjoint)
+        ref = torch.linalg.solve(A.to(_hi(dtype)).mH if adjoint else A.to(_hi(dtype)), B.to(_hi(dtype)))
+        _check_solution(X, ref, A, dtype)
+    T2 = _triangular((1,), 2100, torch.float32, True, device)[0]  # host blocks
+    B2 = rand(2100, 300, device=device)
+    X2 = T.solve_triangular(T2, B2, upper=True)
+    _check_solution(X2, torch.linalg.solve_triangular(_ref(T2), _ref(B2), upper=True), T2, torch.float32)
 
 
 def test_fused_reductions(device, monkeypatch):

@@ -75,6 +75,15 @@ def test_qr_tall_skinny(dtype, device):
     _check(rand(2, m, 13, dtype=dtype, device=device), "reduced")
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="issue-sized batches only where the kernels run compiled")
+@pytest.mark.parametrize("m,n,batch,dtype", [(32, 32, 10_000, torch.float32), (64, 64, 300, torch.float32),
+                                             (256, 16, 500, torch.float32), (32, 32, 1000, torch.complex64)])
+def test_qr_issue_sizes(m, n, batch, dtype, device):
+    assert Q._fits(m, n, "reduced", dtype)
+    for mode in ("reduced", "complete"):
+        _check(rand(batch, m, n, dtype=dtype, device=device), mode)
+
+
 def test_qr_degenerate_columns(device):
     """Zero columns and columns already zero below the diagonal: no reflection, as LAPACK."""
     A = rand(4, 6, 4, dtype=torch.float64)
@@ -85,7 +94,7 @@ def test_qr_degenerate_columns(device):
     A[3, :, 2] = A[3, :, 1]  # rank-deficient
     for mode in ("reduced", "complete"):
         Qm, R = Q.qr(A.to(device), mode=mode)
-        rq, rr = torch.linalg.qr(A, mode=mode)
+        rr = torch.linalg.qr(A, mode=mode).R
         assert (R[1, 0, 0].item() == -2.0) and torch.isfinite(Qm).all()
         assert _rel(R, rr) <= 1e-13
         Qd = Qm.cpu()

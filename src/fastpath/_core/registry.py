@@ -21,6 +21,12 @@ def _needs_grad(args) -> bool:
     return any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
 
 
+def _traced(args) -> bool:
+    """Tensor subclasses (fake and functional tensors while torch.compile or AOT autograd
+    traces, e.g. a backward that calls another registered op) must go through the op."""
+    return any(isinstance(a, torch.Tensor) and type(a) not in (torch.Tensor, torch.nn.Parameter) for a in args)
+
+
 def register_op(name: str, *, fake: Callable, backward: Callable | None = None,
                 setup_context: Callable | None = None, mutates_args=()):
     """Decorate ``impl(*args) -> Tensor`` (fully type-annotated, positional arguments).
@@ -38,7 +44,8 @@ def register_op(name: str, *, fake: Callable, backward: Callable | None = None,
 
         @functools.wraps(impl)
         def call(*args):
-            if torch.compiler.is_compiling() or (backward is not None and _needs_grad(args)):
+            if (torch.compiler.is_compiling() or (backward is not None and _needs_grad(args))
+                    or _traced(args)):
                 return op(*args)
             return impl(*args)
 

@@ -11,10 +11,11 @@ one) and the factorisation carries on, as ``getrf`` does.
   and eliminates column by column (``_lu_panel`` on a (BLOCK_B, M, N) tile).
 * ``BLOCKED=True`` (one matrix per program, factored in place in the output): right-looking
   blocked LU with panels of ``W`` columns. Per panel: ``_lu_panel`` on the (M, W) panel in
-  registers; the panel's row interchanges applied to the other columns as one row gather
-  (rows tracked backwards through the swaps, :func:`.triangular._track`); ``U12 = L11^-1 A12``
-  by substitution in registers; ``A22 -= L21 U12`` with ``tl.dot`` (exact float32).
-  Barriers order the phases, which read what the previous one wrote.
+  registers; its row interchanges applied to the other columns by moving only the rows they
+  touch (at most 2W: sources tracked backwards through the swaps, :func:`.triangular._track`);
+  ``L11^-1`` formed once in registers, then per chunk of columns ``U12 = L11^-1 A12`` and
+  ``A22 -= L21 U12`` with ``tl.dot`` (exact float32). Barriers order the phases, which read
+  what the previous one wrote.
 * ``DET=1|2``: the determinant (product of the pivots, sign flipped per interchange) or
   ``(sign, log|det|)`` accumulated as the pivots are found; with ``STORE_LU=False`` (small
   matrices) nothing else is written.
@@ -446,10 +447,11 @@ def lu_factor_ex(A: torch.Tensor, *, pivot: bool = True, check_errors: bool = Fa
     (LAPACK's ipiv, so that ``A = P L U``); ``info`` (*) int32: 0, or the 1-based index of
     the first exactly-zero pivot (the factorisation still completes, as LAPACK's).
 
-    Paths: m, n <= 32, whole matrices in registers, many per program; up to 1024 rows
-    (512 complex64/float64, 256 complex128) a blocked LU per matrix in one program, for
-    batches of 8 or more matrices (any batch up to 128x128); otherwise, and on devices Triton
-    does not serve or for inputs that need gradients, ``torch.linalg.lu_factor_ex``.
+    Paths: m, n <= 32, whole matrices in registers, many per program; up to 512 rows
+    (256 complex64/float64, 128 complex128) a blocked LU per matrix in one program, for
+    batches of 8 or more matrices (any batch up to 128 x 128); otherwise (e.g. one 2048 x 2048
+    matrix), on devices Triton does not serve and for inputs that need gradients,
+    ``torch.linalg.lu_factor_ex`` (cuSOLVER/MAGMA).
 
     Raises
     ------

@@ -99,12 +99,12 @@ def _qr_kernel(a_ptr, q_ptr, r_ptr, nbatch, m, n, QC, RR,
         xr = tl.where(below, colr, 0.0)
         if CPLX:
             xi = tl.where(below, coli, 0.0)
-            trivial = (ali == 0.0)
         else:
             xi = xr
-            trivial = alr == alr  # all true: refined below
         xnorm = _norm2(xr, xi, 1, CPLX)
-        trivial = trivial & (xnorm == 0.0)
+        trivial = xnorm == 0.0  # nothing below the diagonal (and alpha real): H = I
+        if CPLX:
+            trivial = trivial & (ali == 0.0)
         if CPLX:
             bmag = _hypot3(alr, ali, xnorm)
         else:

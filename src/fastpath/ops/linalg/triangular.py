@@ -8,8 +8,10 @@ through its strides, so a transposed ``T`` is a view, not a copy), optionally co
   ``KB`` right-hand-side columns in registers and substitutes row by row.
 * ``BLOCKED=True`` (one matrix per program, a chunk of ``KB`` right-hand sides): rows in
   blocks of ``NB``; block ``i`` takes ``B_i - sum_k M_ik X_k`` over the blocks already solved
-  (``tl.dot``, exact float32), then substitutes inside the diagonal block in registers and
-  writes ``X_i``, which later blocks read back (a barrier orders the write and the reads).
+  and multiplies by ``M_ii^-1`` (``tl.dot``, exact float32; the diagonal blocks are inverted
+  beforehand, all at once, by ``_diag_inv_kernel``, so the sweep has no row-by-row step, as
+  GPU trsm implementations do), and writes ``X_i``, which later blocks read back (a barrier
+  orders the write and the reads).
 * ``LU=True``: two passes, ``M1`` then ``M2`` with the opposite triangle and unit flag, and
   the row interchanges of LAPACK's ``ipiv`` (``pivots``) applied to B on the way in
   (``PERM_OUT=False``: ``X = U^-1 L^-1 P^T B``) or to X on the way out (``PERM_OUT=True``:
@@ -375,7 +377,8 @@ def solve_triangular(A: torch.Tensor, B: torch.Tensor, *, upper: bool, left: boo
     A zero on the diagonal gives inf/NaN, as in torch (no error is raised, no sync).
 
     Paths: n <= 32, whole matrices in registers, many per program; n <= 1024, one matrix per
-    program in blocks of 32 rows (tl.dot for the off-diagonal blocks); larger n block by block
+    program in blocks of 32 rows (16 complex), all tl.dot (diagonal blocks inverted up front,
+    in parallel); larger n block by block
     from the host (the kernel on 512-row diagonal blocks, ``torch.matmul`` for the updates).
     Devices Triton does not serve and inputs that need gradients take torch.linalg.
 
