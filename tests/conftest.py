@@ -47,3 +47,20 @@ def noncontig(x: torch.Tensor) -> torch.Tensor:
 def randn(*shape, dtype=torch.float32, device=DEVICE, scale=1.0):
     """Fresh normal data (never zeros), generated in float32 on the CPU then moved."""
     return (torch.randn(shape) * scale).to(dtype=dtype, device=device)
+
+
+@pytest.fixture
+def reference_paths(monkeypatch):
+    """fastpath's PyTorch reference paths where the kernels would run in Triton's interpreter
+    (whole-model loops are too slow there); compiled kernels on a GPU."""
+    if DEVICE.type == "cpu":
+        from fastpath._core import backend
+        monkeypatch.setattr(backend, "DISABLED", True)
+
+
+def greedy_hf(model, ids, n):
+    """``n`` greedy tokens of a transformers model after the prompt ``ids`` (every position attended)."""
+    x = torch.tensor([ids])
+    out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, min_new_tokens=n,
+                         do_sample=False, pad_token_id=0)
+    return out[0, len(ids):].tolist()

@@ -7,18 +7,12 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from fastpath import cli  # noqa: E402
-from fastpath._core import backend  # noqa: E402
 from fastpath.engine.commands import DEFAULT_MODEL, DEFAULT_PROMPT  # noqa: E402
 from fastpath.engine.generate import Engine, SamplingParams, generate  # noqa: E402
 from fastpath.engine.tokenizer import StreamDecoder, Tokenizer  # noqa: E402
 from fastpath.models.loader import load  # noqa: E402
 from tests.conftest import DEVICE  # noqa: E402
 
-
-@pytest.fixture
-def reference_paths(monkeypatch):
-    if DEVICE.type == "cpu":  # 40-step loops are too slow in Triton's interpreter
-        monkeypatch.setattr(backend, "DISABLED", True)
 
 
 def test_embedded_checkpoint_generates_what_transformers_generates(reference_paths):

@@ -17,13 +17,12 @@ transformers = pytest.importorskip("transformers")
 if not hasattr(transformers, "Qwen3_5MoeForCausalLM") or not hasattr(transformers, "Lfm2MoeForCausalLM"):
     pytest.skip(f"transformers {transformers.__version__} has no qwen3_5_moe / lfm2_moe", allow_module_level=True)
 
-from fastpath._core import backend  # noqa: E402
 from fastpath.engine import bench  # noqa: E402
 from fastpath.engine.generate import Engine  # noqa: E402
 from fastpath.models import safetensors as st  # noqa: E402
 from fastpath.models.config import ModelConfig, named  # noqa: E402
 from fastpath.models.loader import load  # noqa: E402
-from tests.conftest import DEVICE  # noqa: E402
+from tests.conftest import DEVICE, greedy_hf  # noqa: E402
 
 logging.getLogger("transformers").setLevel(logging.ERROR)  # "falling back to the PyTorch implementation"
 
@@ -60,18 +59,6 @@ def _hf_model(arch, tmp_path, **over):
     return model, str(path)
 
 
-@pytest.fixture
-def reference_paths(monkeypatch):
-    """fastpath's PyTorch reference paths where the kernels would be interpreted."""
-    if DEVICE.type == "cpu":
-        monkeypatch.setattr(backend, "DISABLED", True)
-
-
-def _greedy_hf(model, ids, n):
-    x = torch.tensor([ids])
-    out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, min_new_tokens=n, do_sample=False,
-                         pad_token_id=0)
-    return out[0, len(ids):].tolist()
 
 
 def _rel(got, ref):
@@ -92,7 +79,7 @@ def test_logits_and_greedy_match_transformers(arch, tmp_path, reference_paths):
     # 23 tokens in chunks of 5: every logit equal, the states carried across the chunks
     chunks = torch.cat([ours.prefill(t[:, p:p + 5], p, last_only=False)[0] for p in range(0, 23, 5)])
     assert _rel(chunks, ref) < 1e-4, f"{arch}: chunked prefill"
-    want = _greedy_hf(hf, ids, 32)
+    want = greedy_hf(hf, ids, 32)
     assert len(set(want)) > 3  # a real sequence, not one repeated token
     eng = Engine(ours, max_seq=64)
     assert [r[0] for r in eng.generate_step([ids], 32, chunk=5)] == want, f"{arch}: greedy tokens (chunk 5)"
@@ -106,8 +93,8 @@ def test_batch_rows_of_different_lengths(arch, tmp_path, reference_paths):
     ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
     a, b = torch.randint(0, V, (17,)).tolist(), torch.randint(0, V, (5,)).tolist()
     rows = list(Engine(ours, max_seq=32, batch=2).generate_step([a, b], 8, chunk=8))
-    assert [r[0] for r in rows] == _greedy_hf(hf, a, 8)
-    assert [r[1] for r in rows] == _greedy_hf(hf, b, 8)
+    assert [r[0] for r in rows] == greedy_hf(hf, a, 8)
+    assert [r[1] for r in rows] == greedy_hf(hf, b, 8)
 
 
 @pytest.mark.parametrize("arch", list(ARCHS))
@@ -128,7 +115,7 @@ def test_kernels_interpreted(arch, tmp_path):
     for p in (7, 8):
         logits = ours.decode(torch.tensor(toks[-1:], device=DEVICE), torch.tensor([p], device=DEVICE))
         toks.append(int(logits[0].argmax()))
-    assert toks == _greedy_hf(hf, ids, 3)
+    assert toks == greedy_hf(hf, ids, 3)
 
 
 def test_qwen_shared_expert_of_another_width(tmp_path, reference_paths):

@@ -12,11 +12,10 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from fastpath._core import backend  # noqa: E402
 from fastpath.engine.generate import Engine, SamplingParams  # noqa: E402
 from fastpath.models.config import ModelConfig  # noqa: E402
 from fastpath.models.loader import load  # noqa: E402
-from tests.conftest import DEVICE  # noqa: E402
+from tests.conftest import DEVICE, greedy_hf  # noqa: E402
 
 SMALL = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
              intermediate_size=96, max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=False)
@@ -47,18 +46,6 @@ def _hf_model(arch, tmp_path):
     return model, str(tmp_path / arch)
 
 
-@pytest.fixture
-def reference_paths(monkeypatch):
-    """fastpath's PyTorch reference paths where the kernels would be interpreted."""
-    if DEVICE.type == "cpu":
-        monkeypatch.setattr(backend, "DISABLED", True)
-
-
-def _greedy_hf(model, ids, n):
-    x = torch.tensor([ids])
-    out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, min_new_tokens=n,
-                         do_sample=False)
-    return out[0, len(ids):].tolist()
 
 
 @pytest.mark.parametrize("arch", list(ARCHS))
@@ -76,7 +63,7 @@ def test_logits_and_greedy_match_transformers(arch, tmp_path, reference_paths):
     eng = Engine(ours, max_seq=96)
     first_chunked = eng.prefill([ids], SamplingParams(), chunk=10)
     assert first_chunked.item() == int(ref[-1].argmax())
-    want = _greedy_hf(hf, ids, 32)
+    want = greedy_hf(hf, ids, 32)
     got_tokens = [r[0] for r in eng.generate_step([ids], 32, chunk=10)]
     assert got_tokens == want, f"{arch}: greedy tokens differ"
 
@@ -92,7 +79,7 @@ def test_kernels_interpreted_qwen3_moe(tmp_path):
     got = ours.prefill(torch.tensor([ids], device=DEVICE), 0, last_only=False)[0].cpu()
     err = ((got - ref).norm() / ref.norm()).item()
     assert err < 1e-4, f"logits rel err {err:.2e}"
-    assert [r[0] for r in eng.generate_step([ids], 6)] == _greedy_hf(hf, ids, 6)
+    assert [r[0] for r in eng.generate_step([ids], 6)] == greedy_hf(hf, ids, 6)
 
 
 def test_batch_rows_of_different_lengths(tmp_path, reference_paths):
@@ -101,15 +88,15 @@ def test_batch_rows_of_different_lengths(tmp_path, reference_paths):
     ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
     a, b = torch.randint(0, 160, (17,)).tolist(), torch.randint(0, 160, (5,)).tolist()
     rows = list(Engine(ours, max_seq=64, batch=2).generate_step([a, b], 12))
-    assert [r[0] for r in rows] == _greedy_hf(hf, a, 12)
-    assert [r[1] for r in rows] == _greedy_hf(hf, b, 12)
+    assert [r[0] for r in rows] == greedy_hf(hf, a, 12)
+    assert [r[1] for r in rows] == greedy_hf(hf, b, 12)
 
 
 def test_stop_tokens_end_a_row(tmp_path, reference_paths):
     hf, path = _hf_model("llama", tmp_path)
     ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
     ids = torch.randint(0, 160, (8,)).tolist()
-    want = _greedy_hf(hf, ids, 10)
+    want = greedy_hf(hf, ids, 10)
     stop = want[3]
     got = [r[0] for r in Engine(ours, max_seq=32).generate_step([ids], 10, stop_ids=[stop])]
     cut = want.index(stop) + 1

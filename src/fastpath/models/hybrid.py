@@ -15,6 +15,8 @@ runs extra steps (a CUDA-graph warm-up) must save and restore :meth:`HybridLM.st
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from typing import Optional
 
@@ -28,6 +30,20 @@ from ..ops.moe import fused_experts, route
 from ..ops.norm import rms_norm
 from ..ops.rope import qkv_rope
 from .transformer import Linear, _buf
+
+
+class LayerTypesConfig:
+    """What the hybrid configs share: common defaults and cutting to the first ``n`` layers
+    (their ``layer_types`` list cut with them)."""
+
+    rope_scaling = None
+    sliding_window = None
+    is_moe = True
+
+    def with_layers(self, n: int):
+        if not 1 <= n <= self.num_layers:
+            raise ValueError(f"layers: expected 1..{self.num_layers}, got {n}")
+        return dataclasses.replace(self, num_layers=n, layer_types=list(self.layer_types[:n]))
 
 
 @dataclass

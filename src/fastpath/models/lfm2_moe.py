@@ -9,7 +9,6 @@ Short convolution (one in-projection ``[B | C | x]``)::
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -18,14 +17,14 @@ from torch import nn
 
 from ..ops.conv1d import causal_conv1d, causal_conv1d_update
 from .config import rope_inv_freq
-from .hybrid import MLP, Attention, Block, HybridLM, MoE, linear_slot, moe_slots
+from .hybrid import LayerTypesConfig, MLP, Attention, Block, HybridLM, MoE, linear_slot, moe_slots
 from .transformer import Linear, _buf
 
 MODEL_TYPES = ("lfm2_moe",)
 
 
 @dataclass
-class Lfm2MoeConfig:
+class Lfm2MoeConfig(LayerTypesConfig):
     model_type: str
     vocab_size: int
     hidden_size: int
@@ -50,18 +49,8 @@ class Lfm2MoeConfig:
     norm_topk_prob: bool = True
     eos_token_ids: list = field(default_factory=list)
     bos_token_id: Optional[int] = None
-    rope_scaling = None
-    sliding_window = None
-
-    is_moe = True
-
     def is_moe_layer(self, i: int) -> bool:
         return i >= self.num_dense_layers
-
-    def with_layers(self, n: int) -> "Lfm2MoeConfig":
-        if not 1 <= n <= self.num_layers:
-            raise ValueError(f"layers: expected 1..{self.num_layers}, got {n}")
-        return dataclasses.replace(self, num_layers=n, layer_types=list(self.layer_types[:n]))
 
     def num_params(self) -> dict:
         """``total`` and ``active`` (read per decoded token) parameter counts."""

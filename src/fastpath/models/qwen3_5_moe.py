@@ -19,7 +19,6 @@ q/k norm weights are stored as ``1 + w`` (permuted alike).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -30,14 +29,14 @@ from torch import nn
 from ..ops.conv1d import causal_conv1d, causal_conv1d_update
 from ..ops.gated_delta import chunk_gated_delta_rule, gated_delta_rule_step
 from ..ops.norm import rms_norm
-from .hybrid import Attention, Block, HybridLM, Mapped, MoE, linear_slot, moe_slots
+from .hybrid import LayerTypesConfig, Attention, Block, HybridLM, Mapped, MoE, linear_slot, moe_slots
 from .transformer import Linear, _buf
 
 MODEL_TYPES = ("qwen3_5_moe", "qwen3_5_moe_text")
 
 
 @dataclass
-class Qwen35MoeConfig:
+class Qwen35MoeConfig(LayerTypesConfig):
     model_type: str
     vocab_size: int
     hidden_size: int
@@ -62,18 +61,8 @@ class Qwen35MoeConfig:
     tie_word_embeddings: bool = False
     eos_token_ids: list = field(default_factory=list)
     bos_token_id: Optional[int] = None
-    rope_scaling = None
-    sliding_window = None
-
-    is_moe = True
-
     def is_moe_layer(self, i: int) -> bool:
         return True
-
-    def with_layers(self, n: int) -> "Qwen35MoeConfig":
-        if not 1 <= n <= self.num_layers:
-            raise ValueError(f"layers: expected 1..{self.num_layers}, got {n}")
-        return dataclasses.replace(self, num_layers=n, layer_types=list(self.layer_types[:n]))
 
     def num_params(self) -> dict:
         """``total`` and ``active`` (read per decoded token) parameter counts."""
