@@ -14,7 +14,7 @@ from tests.tolerances import assert_close
 prefill_attention = AP.prefill_attention
 
 
-def ref64(q, k, v, *, causal, scale, kv_len=None, window=None):
+def ref64(q, k, v, *, causal, scale, kv_len=None, window=None, q_offset=0):
     """float64 attention with the documented mask; rows with no visible key are zero."""
     q, k, v = q.double().cpu(), k.double().cpu(), v.double().cpu()
     B, Hq, Lq, D = q.shape
@@ -22,7 +22,7 @@ def ref64(q, k, v, *, causal, scale, kv_len=None, window=None):
     rep = Hq // Hkv
     k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
     s = torch.einsum("bhqd,bhkd->bhqk", q, k) * scale
-    i = torch.arange(Lq)[:, None]
+    i = torch.arange(Lq)[:, None] + q_offset
     j = torch.arange(Lk)[None, :]
     vis = torch.ones(B, 1, Lq, Lk, dtype=torch.bool)
     if causal:
@@ -124,6 +124,19 @@ def test_window_and_kv_len(device):
     q, k, v = make(3, 4, 4, 100, 100, 80, torch.float32, device, bshd=True)
     kv_len = torch.tensor([100, 30, 71], dtype=torch.int32, device=device)
     check(q, k, v, causal=True, window=25, kv_len=kv_len)
+
+
+@pytest.mark.parametrize("Lq,Lk,window", [(17, 67, None), (40, 100, None), (33, 100, 25), (67, 67, None)])
+def test_q_offset_chunk_after_a_cached_prefix(Lq, Lk, window, device):
+    """A prompt chunk of Lq queries after Lk - Lq cached keys (bottom-right causal), with and
+    without a window; equal to the rows of one causal pass over the whole sequence."""
+    q, k, v = make(2, 4, 2, Lq, Lk, 64, torch.float32, device)
+    out = check(q, k, v, causal=True, window=window, q_offset=Lk - Lq)
+    qf = torch.cat([randn(2, 4, Lk - Lq, 64, device=device), q], dim=2)
+    whole = prefill_attention(qf, k, v, causal=True, scale=64 ** -0.5, window=window)
+    assert_close(out, whole[:, :, Lk - Lq:], dtype=torch.float32)
+    with pytest.raises(ValueError, match="q_offset"):
+        prefill_attention(q, k, v, causal=True, scale=1.0, q_offset=-1)
 
 
 @pytest.mark.parametrize("blocks", [(32, 16), (16, 32)])

@@ -29,7 +29,7 @@ from ..ops.linear import linear
 from ..ops.moe import fused_experts, route
 from ..ops.norm import rms_norm
 from ..ops.rope import qkv_rope
-from .transformer import Linear, _buf
+from .transformer import Linear, _buf, chunk_attention
 
 
 class LayerTypesConfig:
@@ -49,7 +49,7 @@ class LayerTypesConfig:
 @dataclass
 class Ctx:
     """One forward call: ``rows`` of the caches, positions ``pos`` (B, T) on the device;
-    prefill also has the host-known start ``p0``, the key count ``end`` and the mask;
+    prefill also has the host-known start ``p0`` and the key count ``end``;
     decode has ``kv_len`` (B,) int32."""
     decode: bool
     rows: slice
@@ -57,7 +57,6 @@ class Ctx:
     inv_freq: torch.Tensor
     p0: int = 0
     end: int = 0
-    mask: Optional[torch.Tensor] = None
     kv_len: Optional[torch.Tensor] = None
 
 
@@ -94,9 +93,8 @@ class Attention(nn.Module):
             a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
                                              enable_gqa=True, kv_len=c.kv_len)
         else:
-            a = scaled_dot_product_attention(q.transpose(1, 2), ck[:, :c.end].transpose(1, 2),
-                                             cv[:, :c.end].transpose(1, 2), attn_mask=c.mask,
-                                             is_causal=c.mask is None, enable_gqa=True)
+            a = chunk_attention(q.transpose(1, 2), ck[:, :c.end].transpose(1, 2), cv[:, :c.end].transpose(1, 2),
+                                c.p0)
         a = a.transpose(1, 2).reshape(B, T, -1)
         if self.gate:
             a = a * torch.sigmoid(p[..., self.n_qkv:])
@@ -235,8 +233,7 @@ class HybridLM(nn.Module):
         if len(range(self.batch)[rows]) != B:
             raise ValueError(f"rows: expected {B} rows of the cache's {self.batch}, got {rows}")
         pos = torch.arange(p0, end, device=self.device).expand(B, T)
-        mask = torch.ones(T, end, dtype=torch.bool, device=self.device).tril(p0) if p0 > 0 else None
-        c = Ctx(decode=False, rows=rows, pos=pos, inv_freq=self.inv_freq, p0=p0, end=end, mask=mask)
+        c = Ctx(decode=False, rows=rows, pos=pos, inv_freq=self.inv_freq, p0=p0, end=end)
         x = self._run(F.embedding(tokens, self.embed), c)
         return self._head(x[:, -1] if last_only else x)
 

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
+from ..ops.attention_prefill import prefill_attention
 from ..ops.linear import linear
 from ..ops.moe import fused_experts, route
 from ..ops.norm import rms_norm as fused_rms_norm
@@ -27,6 +28,20 @@ from .config import ModelConfig, rope_inv_freq
 
 def _buf(module: nn.Module, name: str, shape, dtype, device) -> None:
     module.register_buffer(name, torch.empty(shape, dtype=dtype, device=device), persistent=True)
+
+
+def chunk_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p0: int) -> torch.Tensor:
+    """Causal attention of a prompt chunk: queries (B, H, T, D) at positions ``p0 .. p0 + T - 1``
+    over the cached keys (B, Hkv, p0 + T, D). The first chunk is plain causal attention;
+    a later one runs the flash kernel with the queries offset by ``p0`` (a few tokens: the
+    decode kernel with a mask)."""
+    T = q.shape[2]
+    if p0 == 0:
+        return scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    if T > 16:
+        return prefill_attention(q, k, v, causal=True, scale=q.shape[-1] ** -0.5, q_offset=p0)
+    mask = torch.ones(T, p0 + T, dtype=torch.bool, device=q.device).tril(p0)
+    return scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
 
 
 class Linear(nn.Module):
@@ -160,15 +175,11 @@ class Transformer(nn.Module):
         if cfg.sliding_window and end > cfg.sliding_window:
             raise NotImplementedError("prefill: sliding-window attention beyond the window is not supported")
         pos = torch.arange(p0, end, device=self.device).expand(B, T)
-        # the first chunk is plain causal attention; later chunks see the cached prefix too
-        mask = torch.ones(T, end, dtype=torch.bool, device=self.device).tril(p0) if p0 > 0 else None
 
         def attend(i, layer, x):
             ck, cv = self.cache_k[i][rows], self.cache_v[i][rows]
             q = layer.project(x, pos, self.inv_freq, ck, cv)
-            a = scaled_dot_product_attention(q.transpose(1, 2), ck[:, :end].transpose(1, 2),
-                                             cv[:, :end].transpose(1, 2), attn_mask=mask,
-                                             is_causal=mask is None, enable_gqa=True)
+            a = chunk_attention(q.transpose(1, 2), ck[:, :end].transpose(1, 2), cv[:, :end].transpose(1, 2), p0)
             return a.transpose(1, 2).reshape(B, T, -1)
 
         x = self._layers(F.embedding(tokens, self.embed), attend)

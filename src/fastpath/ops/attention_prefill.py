@@ -100,7 +100,7 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
 
 
 @triton.jit
-def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window, qk_scale, s_kvlen,
+def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window, qk_scale, s_kvlen, q_off,
                     sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som, sod,
                     HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr, PAD_D: tl.constexpr, CAUSAL: tl.constexpr,
                     HAS_KVLEN: tl.constexpr, HAS_WINDOW: tl.constexpr, DT: tl.constexpr,
@@ -124,20 +124,23 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
     k_base = k_ptr + b * skb + hk * skh
     v_base = v_ptr + b * svb + hk * svh
 
-    # Key blocks [blk_lo, blk_hi) hold keys visible to some query of the tile; the blocks
+    # Query row i sits at position i + q_off (a chunk after a cached prefix). Key blocks
+    # [blk_lo, blk_hi) hold keys visible to some query of the tile; the blocks
     # [full_blk_lo, full_blk_hi) only keys visible to every query of it (no mask needed).
+    pos0 = row0 + q_off
+    pos_m = offs_m + q_off
     kv_end = Lk
     if HAS_KVLEN:
         kv_end = tl.minimum(tl.maximum(tl.load(kvlen_ptr + b * s_kvlen), 0), Lk)
     hi = kv_end
     full_hi = kv_end
     if CAUSAL:
-        hi = tl.minimum(hi, row0 + BLOCK_M)
-        full_hi = tl.minimum(full_hi, row0 + 1)
+        hi = tl.minimum(hi, pos0 + BLOCK_M)
+        full_hi = tl.minimum(full_hi, pos0 + 1)
     blk_hi = tl.cdiv(hi, BLOCK_N)
-    if HAS_WINDOW:  # the first row sees keys from row0 - window + 1, the last from row0 + BLOCK_M - window
-        blk_lo = tl.maximum(row0 - window + 1, 0) // BLOCK_N
-        full_blk_lo = tl.minimum(tl.maximum(tl.cdiv(tl.maximum(row0 + BLOCK_M - window, 0), BLOCK_N),
+    if HAS_WINDOW:  # the first row sees keys from pos0 - window + 1, the last from pos0 + BLOCK_M - window
+        blk_lo = tl.maximum(pos0 - window + 1, 0) // BLOCK_N
+        full_blk_lo = tl.minimum(tl.maximum(tl.cdiv(tl.maximum(pos0 + BLOCK_M - window, 0), BLOCK_N),
                                             blk_lo), blk_hi)
     else:
         blk_lo = 0
@@ -148,13 +151,13 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window,
+    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, blk_lo, full_blk_lo,
                                  True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
-    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window,
+    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, full_blk_lo, full_blk_hi,
                                  False, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
-    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window,
+    acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, full_blk_hi, blk_hi,
                                  True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
     # Rows with no visible key: l = 0 and acc = 0, stored as zeros.
@@ -225,7 +228,7 @@ def _check(q, k, v, causal, kv_len, window):
             raise NotImplementedError("window: a sliding window is supported with causal=True only")
 
 
-def _launch(q, k, v, causal, scale, kv_len, window):
+def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
     B, Hq, Lq, D = q.shape
     Hkv, Lk = k.shape[1], k.shape[2]
     # The output has q's layout: (B, Lq, Hq, D) storage when q is a transposed view of one.
@@ -238,10 +241,10 @@ def _launch(q, k, v, causal, scale, kv_len, window):
     bm, bn, warps, stages = blocks(D, q.dtype)
     dt = tl.float32 if INTERPRET else TL_DTYPES[q.dtype]
     # window >= Lq + Lk cannot exclude a key: pass a bounded int (no int32 overflow).
-    win = min(window, Lq + Lk) if window is not None else 0
+    win = min(window, Lq + Lk + q_offset) if window is not None else 0
     grid = (cdiv(Lq, bm), Hq, B)
     _K[grid](q, k, v, out, kv_len if kv_len is not None else out, Lq, Lk, Hq // Hkv, win,
-             float(scale) * _LOG2E, kv_len.stride(0) if kv_len is not None else 0,
+             float(scale) * _LOG2E, kv_len.stride(0) if kv_len is not None else 0, int(q_offset),
              *q.stride(), *k.stride(), *v.stride(), *out.stride(),
              HEAD_D=D, BLOCK_D=next_pow2(D), PAD_D=next_pow2(D) != D, CAUSAL=bool(causal), HAS_KVLEN=kv_len is not None,
              HAS_WINDOW=window is not None, DT=dt, BLOCK_M=bm, BLOCK_N=bn,
@@ -252,10 +255,11 @@ def _launch(q, k, v, causal, scale, kv_len, window):
 # ---------------------------------------------------------------------------- reference
 
 def attention_mask(Lq: int, Lk: int, *, causal: bool, kv_len: Optional[torch.Tensor] = None,
-                   window: Optional[int] = None, device=None) -> torch.Tensor:
+                   window: Optional[int] = None, device=None, q_offset: int = 0) -> torch.Tensor:
     """The boolean mask ``visible(i, j)`` of the module docstring: ``(B, 1, Lq, Lk)`` with
-    ``kv_len``, else ``(1, 1, Lq, Lk)``; True where query ``i`` attends key ``j``."""
-    i = torch.arange(Lq, device=device)[:, None]
+    ``kv_len``, else ``(1, 1, Lq, Lk)``; True where query ``i`` (at position ``i + q_offset``)
+    attends key ``j``."""
+    i = torch.arange(Lq, device=device)[:, None] + q_offset
     j = torch.arange(Lk, device=device)[None, :]
     vis = torch.ones(Lq, Lk, dtype=torch.bool, device=device)
     if causal:
@@ -270,7 +274,7 @@ def attention_mask(Lq: int, Lk: int, *, causal: bool, kv_len: Optional[torch.Ten
 
 def reference_prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
                                 scale: float, kv_len: Optional[torch.Tensor] = None,
-                                window: Optional[int] = None) -> torch.Tensor:
+                                window: Optional[int] = None, q_offset: int = 0) -> torch.Tensor:
     """PyTorch path (float32 arithmetic; float64 inputs stay float64): the oracle in tests
     and the path on devices Triton does not serve. Same conventions as the kernel: rows with
     no visible key are zero. Materialises the ``(B, Hq, Lq, Lk)`` scores."""
@@ -279,7 +283,8 @@ def reference_prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     ct = torch.float64 if q.dtype == torch.float64 else torch.float32
     qf = q.to(ct).reshape(B, Hkv, Hq // Hkv, Lq, D)
     s = torch.einsum("bhgqd,bhkd->bhgqk", qf, k.to(ct)) * scale
-    vis = attention_mask(Lq, Lk, causal=causal, kv_len=kv_len, window=window, device=q.device)
+    vis = attention_mask(Lq, Lk, causal=causal, kv_len=kv_len, window=window, device=q.device,
+                         q_offset=q_offset)
     s = s.masked_fill(~vis[:, :, None], float("-inf"))
     m = s.amax(-1, keepdim=True)
     m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
@@ -292,7 +297,8 @@ def reference_prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
 # ---------------------------------------------------------------------------- entry point
 
 def prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, scale: float,
-                      kv_len: Optional[torch.Tensor] = None, window: Optional[int] = None) -> torch.Tensor:
+                      kv_len: Optional[torch.Tensor] = None, window: Optional[int] = None,
+                      q_offset: int = 0) -> torch.Tensor:
     """Attention forward for long query blocks: ``softmax(q k^T * scale + mask) v``.
 
     Parameters
@@ -309,6 +315,9 @@ def prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, caus
     window : optional int >= 1, with ``causal=True`` only: query ``i`` attends keys
         ``i - window < j <= i`` (itself and the ``window - 1`` keys before it, positions
         counted from the top-left as for ``causal``).
+    q_offset : int >= 0: query row ``i`` stands at position ``i + q_offset`` for ``causal``
+        and ``window`` (a prompt chunk after ``q_offset`` cached keys: bottom-right aligned
+        when ``q_offset == Lk - Lq``).
 
     Returns
     -------
@@ -334,7 +343,10 @@ def prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, caus
     torch.Size([1, 32, 1000, 128])
     """
     _check(q, k, v, causal, kv_len, window)
+    if isinstance(q_offset, bool) or not isinstance(q_offset, int) or not 0 <= q_offset < 2**30:
+        raise ValueError(f"q_offset: expected an int in [0, 2**30), got {q_offset!r}")
     if (not use_triton(q) or q.dtype not in KERNEL_DTYPES or q.shape[3] not in HEAD_DIMS
             or not math.isfinite(float(scale))):
-        return reference_prefill_attention(q, k, v, causal=causal, scale=scale, kv_len=kv_len, window=window)
-    return _launch(q, k, v, causal, scale, kv_len, window)
+        return reference_prefill_attention(q, k, v, causal=causal, scale=scale, kv_len=kv_len, window=window,
+                                           q_offset=q_offset)
+    return _launch(q, k, v, causal, scale, kv_len, window, q_offset)
