@@ -110,3 +110,16 @@ def test_chat_template_matches_transformers(tmp_path):
     assert tok.encode("What is a list?", chat=True, system="Be brief.") == list(want)
     with pytest.raises(ValueError, match="chat template"):
         Tokenizer(DEFAULT_MODEL).encode("x", chat=True)
+
+
+def test_cli_bench_decode_on_a_checkpoint(capsys, tmp_path, reference_paths):
+    """``fastpath bench-decode --model DIR`` end to end on the embedded checkpoint."""
+    out_json = tmp_path / "decode.jsonl"
+    assert cli.main(["bench-decode", "--model", DEFAULT_MODEL, "--prompt-len", "8", "--new-tokens", "4",
+                     "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    assert "decode" in out and "GB/token" in out
+    if DEVICE.type == "cuda":  # a record with the roofline fraction
+        import json
+        rec = json.loads(out_json.read_text().splitlines()[-1])
+        assert rec["model"] == "default" and 0 < rec["pct_roofline"]
