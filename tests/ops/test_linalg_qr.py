@@ -7,26 +7,10 @@ import pytest
 import torch
 
 from tests.conftest import noncontig
-from tests.tolerances import REL_TOL
+from tests.ops.linalg_common import DTYPES, EPS, TOL, _hi, rand
 
 # the module (fastpath.ops.linalg.qr is the function the package re-exports)
 Q = importlib.import_module("fastpath.ops.linalg.qr")
-
-DTYPES = [torch.float32, torch.float64, torch.complex64]
-EPS = {torch.float32: 2.0 ** -24, torch.float64: 2.0 ** -53, torch.complex64: 2.0 ** -24,
-       torch.complex128: 2.0 ** -53}
-TOL = {**REL_TOL, torch.complex64: REL_TOL[torch.float32], torch.complex128: REL_TOL[torch.float64]}
-
-
-def _hi(dtype):
-    return torch.complex128 if dtype.is_complex else torch.float64
-
-
-def rand(*shape, dtype=torch.float32, device="cpu"):
-    x = torch.randn(shape, dtype=torch.float64)
-    if dtype.is_complex:
-        x = torch.complex(x, torch.randn(shape, dtype=torch.float64))
-    return x.to(dtype=dtype, device=device)
 
 
 def _rel(a, b):
