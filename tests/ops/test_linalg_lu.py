@@ -7,9 +7,8 @@ import torch
 from fastpath.ops.linalg import lu as L
 from fastpath.ops.linalg import triangular as T
 from tests.conftest import noncontig
-from tests.tolerances import rel_error
-
 from tests.ops.linalg_common import DTYPES, EPS, TOL, _hi, rand
+from tests.tolerances import rel_error
 
 
 def _ref(x):
