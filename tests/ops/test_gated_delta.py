@@ -165,6 +165,32 @@ def test_step_in_place_strided_and_gqa():
     assert_close(state, rs)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_step_with_raw_gates(dtype):
+    """A_log / dt_bias: the kernel computes g = -exp(A_log) softplus(a + dt_bias) and
+    beta = sigmoid(b) from the raw projections itself (softplus across its thresholds)."""
+    b, hk, hv = 2, 1, 4
+    q, k = randn(b, hk, DK, dtype=dtype), randn(b, hk, DK, dtype=dtype)
+    v = randn(b, hv, DV, dtype=dtype)
+    a = torch.tensor([[-30.0, -16.0, 0.3, 25.0], [-2.0, 1.5, 19.0, -14.0]]).to(dtype=dtype, device=DEVICE)
+    braw = randn(b, hv, dtype=dtype, scale=2.0)
+    a_log, dt_bias = randn(hv, scale=0.5), randn(hv, scale=0.5)
+    s0 = state0(b, hv)
+    state = s0.clone()
+    o = gated_delta_rule_step(q, k, v, a, braw, state, A_log=a_log, dt_bias=dt_bias)
+    x = a.double().cpu() + dt_bias.double().cpu()
+    g = -torch.exp(a_log.double().cpu()) * torch.where(x > 20, x, torch.log1p(torch.exp(x)))
+    beta = torch.sigmoid(braw.double().cpu())
+    ro, rs = f64_rule(q[:, None], k[:, None], v[:, None], g[:, None], beta[:, None], s0)
+    tol = None if dtype == torch.float32 else 2e-2
+    assert_close(o, ro[:, 0], dtype, tol=tol)
+    assert_close(state, rs, torch.float32, tol=1e-5)
+    with pytest.raises(ValueError, match="A_log"):
+        gated_delta_rule_step(q, k, v, a, braw, s0.clone(), A_log=a_log)
+    with pytest.raises(ValueError, match="dt_bias"):
+        gated_delta_rule_step(q, k, v, a, braw, s0.clone(), A_log=a_log, dt_bias=dt_bias[:2])
+
+
 def test_step_bf16_and_state_pool_with_padding():
     b, n_slots = 3, 5
     q, k, v, g, beta = (x[:, 0] for x in inputs(1, dtype=torch.bfloat16, b=b))

@@ -173,11 +173,12 @@ class GatedDeltaNet(nn.Module):
         q = mixed[..., :self.kd].unflatten(-1, (self.HK, self.Dk))
         k = mixed[..., self.kd:2 * self.kd].unflatten(-1, (self.HK, self.Dk))
         v = mixed[..., 2 * self.kd:].unflatten(-1, (HV, self.Dv))
-        beta = torch.sigmoid(p[..., C + vd:C + vd + HV])
-        g = -torch.exp(self.A_log) * F.softplus(p[..., C + vd + HV:].float() + self.dt_bias)
-        if c.decode:
-            o = gated_delta_rule_step(q, k, v, g, beta, rs)
+        b, a = p[..., C + vd:C + vd + HV], p[..., C + vd + HV:]
+        if c.decode:  # the gating (sigmoid, softplus, exp) happens inside the step kernel
+            o = gated_delta_rule_step(q, k, v, a, b, rs, A_log=self.A_log, dt_bias=self.dt_bias)
         else:
+            beta = torch.sigmoid(b)
+            g = -torch.exp(self.A_log) * F.softplus(a.float() + self.dt_bias)
             o, s = chunk_gated_delta_rule(q, k, v, g, beta, initial_state=rs)
             rs.copy_(s)
         y = rms_norm(o, self.norm, self.eps, gate=p[..., C:C + vd].unflatten(-1, (HV, self.Dv)))

@@ -60,13 +60,13 @@ def _dot(a, b):
 
 
 @triton.jit
-def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, idx_ptr,
+def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, idx_ptr, alog_ptr, dtb_ptr,
                       T, HV, GROUP, Dk, Dv, scale,
                       sqb, sqt, sqh, sqd, skb, skt, skh, skd, svb, svt, svh, svd,
                       sgb, sgt, sgh, sbb, sbt, sbh, sob, sot, soh,
                       sib, sih, sik, siv, ssb, ssh, ssk, ssv,
                       L2NORM: tl.constexpr, HAS_INIT: tl.constexpr, HAS_IDX: tl.constexpr,
-                      BK: tl.constexpr, BV: tl.constexpr):
+                      RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
     pid_v = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // HV).to(tl.int64)
@@ -93,12 +93,20 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
     g_ptr += b * sgb + h * sgh
     b_ptr += b * sbb + h * sbh
     o_ptr += b * sob + h * soh + ov
+    if RAW_GATES:  # Qwen3.5's gating from the raw projections: g = -exp(A_log) softplus(a + dt_bias)
+        decay = -tl.exp(tl.load(alog_ptr + h).to(tl.float32))
+        dtb = tl.load(dtb_ptr + h).to(tl.float32)
     for _ in range(T):  # the pointers advance by a token each step (64-bit arithmetic)
         q = tl.load(q_ptr, mask=mk, other=0.0).to(tl.float32)
         k = tl.load(k_ptr, mask=mk, other=0.0).to(tl.float32)
         v = tl.load(v_ptr, mask=mv, other=0.0).to(tl.float32)
         gt = tl.load(g_ptr).to(tl.float32)
         bt = tl.load(b_ptr).to(tl.float32)
+        if RAW_GATES:  # softplus as torch's (threshold 20); exp(x) where log(1 + exp(x)) rounds to 0
+            x = gt + dtb
+            sp = tl.where(x > 20.0, x, tl.where(x < -15.0, tl.exp(x), tl.log(1.0 + tl.exp(tl.minimum(x, 20.0)))))
+            gt = decay * sp
+            bt = tl.sigmoid(bt)
         q = _l2norm(q, L2NORM, 0) * scale
         k = _l2norm(k, L2NORM, 0)
         S = S * tl.exp(gt)
@@ -228,7 +236,7 @@ def _step_bv(n_bh: int, Dv: int, device) -> int:
     return min(bv, next_pow2(Dv))
 
 
-def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx):
+def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_log=None, dt_bias=None):
     """q, k (B, T, HK, Dk); v (B, T, HV, Dv); g, beta (B, T, HV). Writes o (B, T, HV, Dv)
     and state_out (may be state_in: in place)."""
     B, T, HK, Dk = q.shape
@@ -241,10 +249,12 @@ def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx):
     si = state_in if state_in is not None else state_out
     _RECURRENT[(cdiv(Dv, bv), B * HV)](
         q, k, v, g, beta, o, si, state_out, idx if idx is not None else o,
+        a_log if a_log is not None else o, dt_bias if dt_bias is not None else o,
         T, HV, HV // HK, Dk, Dv, float(scale),
         *q.stride(), *k.stride(), *v.stride(), *g.stride(), *beta.stride(), *o.stride()[:3],
         *si.stride(), *state_out.stride(),
-        L2NORM=l2, HAS_INIT=state_in is not None, HAS_IDX=idx is not None, BK=bk, BV=bv,
+        L2NORM=l2, HAS_INIT=state_in is not None, HAS_IDX=idx is not None, RAW_GATES=a_log is not None,
+        BK=bk, BV=bv,
         num_warps=max(1, min(8, bk * bv // 512)))
     return o
 
@@ -327,18 +337,27 @@ def _kernel_ok(*ts) -> bool:
     return use_triton(ts[0]) and all(t.dtype in KERNEL_DTYPES for t in ts if t is not None)
 
 
-def _step_fake(q, k, v, g, beta, state, state_indices, scale, l2):
+def _step_fake(q, k, v, g, beta, state, state_indices, scale, l2, a_log, dt_bias):
     return q.new_empty(v.shape)
+
+
+def raw_gates(a: torch.Tensor, b: torch.Tensor, a_log: torch.Tensor, dt_bias: torch.Tensor):
+    """``(g, beta)`` from Qwen3.5's raw projections, as transformers computes them (float32)."""
+    g = -torch.exp(a_log.float()) * torch.nn.functional.softplus(a.float() + dt_bias.float())
+    return g, torch.sigmoid(b.float())
 
 
 @register_op("gated_delta_rule_step", fake=_step_fake, mutates_args=("state",))
 def _step_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
              state: torch.Tensor, state_indices: Optional[torch.Tensor], scale: float,
-             l2: bool) -> torch.Tensor:
-    """q, k (B, HK, Dk); v (B, HV, Dv); g, beta (B, HV); state (N, HV, Dk, Dv) float32."""
+             l2: bool, a_log: Optional[torch.Tensor], dt_bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """q, k (B, HK, Dk); v (B, HV, Dv); g, beta (B, HV) (raw a, b with a_log, dt_bias (HV,));
+    state (N, HV, Dk, Dv) float32."""
     q4, k4, v4, g3, b3 = (x.unsqueeze(1) for x in (q, k, v, g, beta))
-    if _kernel_ok(q, k, v, g, beta):
-        return _launch_recurrent(q4, k4, v4, g3, b3, scale, l2, state, state, state_indices)[:, 0]
+    if _kernel_ok(q, k, v, g, beta, a_log, dt_bias):
+        return _launch_recurrent(q4, k4, v4, g3, b3, scale, l2, state, state, state_indices, a_log, dt_bias)[:, 0]
+    if a_log is not None:
+        g3, b3 = raw_gates(g3, b3, a_log, dt_bias)
     sel = slice(None) if state_indices is None else state_indices.long().clamp(min=0)
     o, new = reference_gated_delta_rule(q4, k4, v4, g3, b3, scale=scale, initial_state=state[sel],
                                         use_qk_l2norm=l2)
@@ -411,8 +430,9 @@ def _check_seq(q, k, v, g, beta, initial_state, scale, names=("q", "k", "v", "g"
 
 def gated_delta_rule_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
                           beta: torch.Tensor, state: torch.Tensor, *, scale: Optional[float] = None,
-                          use_qk_l2norm: bool = True,
-                          state_indices: Optional[torch.Tensor] = None) -> torch.Tensor:
+                          use_qk_l2norm: bool = True, state_indices: Optional[torch.Tensor] = None,
+                          A_log: Optional[torch.Tensor] = None, dt_bias: Optional[torch.Tensor] = None
+                          ) -> torch.Tensor:
     """One decode step of the gated delta rule: updates ``state`` in place and returns the
     output (transformers' ``torch_recurrent_gated_delta_rule`` for one token, with the
     state kept).
@@ -432,6 +452,10 @@ def gated_delta_rule_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: 
     state_indices : optional ``(B,)`` int32/int64: sequence ``b`` uses ``state[state_indices[b]]``;
         a negative index marks padding (output zeros, no state touched). Slots must be
         distinct; they are not checked against ``N`` (that would need a host sync).
+    A_log, dt_bias : optional ``(HV,)`` float tensors, both or neither: then ``g`` and ``beta``
+        are Qwen3.5's raw projections ``a`` and ``b`` and the kernel computes
+        ``g = -exp(A_log) * softplus(a + dt_bias)`` and ``beta = sigmoid(b)`` itself (float32),
+        saving the half-dozen small kernels of the eager gating on every decode step.
 
     Returns
     -------
@@ -486,7 +510,15 @@ def gated_delta_rule_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: 
             raise ValueError(f"state_indices: expected a tensor on {q.device}, got {state_indices.device}")
         if state.dim() != 4 or tuple(state.shape[1:]) != (HV, Dk, Dv):
             raise ValueError(f"state: expected a pool of shape (N, {HV}, {Dk}, {Dv}), got {tuple(state.shape)}")
-    o = _step_op(q, k, v, g, beta, state, state_indices, sc, bool(use_qk_l2norm))
+    if (A_log is None) != (dt_bias is None):
+        raise ValueError("A_log, dt_bias: give both (raw gates) or neither")
+    for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
+        if t is not None:
+            check_tensor(name, t)
+            if not t.dtype.is_floating_point or tuple(t.shape) != (HV,) or t.device != q.device:
+                raise ValueError(f"{name}: expected a float ({HV},) tensor on {q.device}, "
+                                 f"got {t.dtype} {tuple(t.shape)} on {t.device}")
+    o = _step_op(q, k, v, g, beta, state, state_indices, sc, bool(use_qk_l2norm), A_log, dt_bias)
     return o.unsqueeze(1) if four else o
 
 
