@@ -262,17 +262,14 @@ class Mapped:
 
 
 def moe_slots(S, out: dict, p: str, moe: MoE, names: dict) -> None:
-    """Slots of a :class:`MoE` block under prefix ``p`` (``.../mlp.``): the router, the fused
-    transformers-5 stacks ``experts.gate_up_proj`` / ``experts.down_proj`` and the per-expert
-    ``experts.{e}.{gate,up,down}`` weights under the names ``names`` gives for each part."""
-    E, I = moe.E, moe.gate_up.shape[1] // 2
-    out[p + "gate.weight"] = S(moe.router, slice(0, E))
-    out[p + "experts.gate_up_proj"] = S(moe.gate_up, slice(0, E), moe.gate_up_scale)
-    out[p + "experts.down_proj"] = S(moe.down, slice(0, E), moe.down_scale)
-    for e in range(E):
-        out[p + f"experts.{e}.{names['gate']}.weight"] = S(moe.gate_up, (e, slice(0, I)), moe.gate_up_scale)
-        out[p + f"experts.{e}.{names['up']}.weight"] = S(moe.gate_up, (e, slice(I, 2 * I)), moe.gate_up_scale)
-        out[p + f"experts.{e}.{names['down']}.weight"] = S(moe.down, (e,), moe.down_scale)
+    """Slots of a :class:`MoE` block under prefix ``p`` (``.../mlp.``): the router, the experts
+    (:func:`~fastpath.models.loader.expert_slots`, per-expert names from ``names``) and the
+    expert bias."""
+    from .loader import expert_slots
+
+    out[p + "gate.weight"] = S(moe.router, slice(0, moe.E))
+    expert_slots(out, p, moe.gate_up, moe.down, moe.gate_up_scale, moe.down_scale, moe.E,
+                 {part: (name,) for part, name in names.items()})
     if moe.expert_bias is not None:
         out[p + "expert_bias"] = S(moe.expert_bias)
 

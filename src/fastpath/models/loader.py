@@ -88,6 +88,24 @@ class _Slot:
         sdst.copy_(s.view(sdst.shape))
 
 
+def expert_slots(out: dict, p: str, gate_up: torch.Tensor, down: torch.Tensor, gate_up_scale, down_scale,
+                 num_experts: int, names: dict) -> None:
+    """Slots of the first ``num_experts`` experts under prefix ``p`` (``.../mlp.``): the fused
+    transformers-5 stacks ``experts.gate_up_proj`` / ``experts.down_proj``, and the per-expert
+    ``experts.{e}.<name>.weight`` under every alias ``names`` gives for ``gate``, ``up`` and
+    ``down`` (aliases share one slot)."""
+    E, I = num_experts, gate_up.shape[1] // 2
+    out[p + "experts.gate_up_proj"] = _Slot(gate_up, slice(0, E), gate_up_scale)
+    out[p + "experts.down_proj"] = _Slot(down, slice(0, E), down_scale)
+    for e in range(E):
+        parts = {"gate": _Slot(gate_up, (e, slice(0, I)), gate_up_scale),
+                 "up": _Slot(gate_up, (e, slice(I, 2 * I)), gate_up_scale),
+                 "down": _Slot(down, (e,), down_scale)}
+        for part, slot in parts.items():
+            for alias in names[part]:
+                out[p + f"experts.{e}.{alias}.weight"] = slot
+
+
 def _slots(model: Transformer) -> dict:
     """Checkpoint name -> slot, for every name a checkpoint of this architecture may hold."""
     cfg, out = model.cfg, {}
@@ -115,21 +133,10 @@ def _slots(model: Transformer) -> dict:
             out[p + "mlp.up_proj.weight"] = _Slot(L.gate_up.weight, slice(I, None), L.gate_up.scale)
             out[p + "mlp.down_proj.weight"] = _Slot(L.down.weight, (), L.down.scale)
             continue
-        I = cfg.moe_intermediate_size
         moe = "block_sparse_moe." if cfg.model_type == "mixtral" else "mlp."
         out[p + moe + "gate.weight"] = _Slot(L.router)
-        out[p + moe + "experts.gate_up_proj"] = _Slot(L.gate_up, (), L.gate_up_scale)
-        out[p + moe + "experts.down_proj"] = _Slot(L.down, (), L.down_scale)
-        names = {"gate": ("gate_proj", "w1"), "up": ("up_proj", "w3"), "down": ("down_proj", "w2")}
-        for e in range(cfg.num_experts):
-            for part, aliases in names.items():
-                if part == "down":
-                    slot = _Slot(L.down, (e,), L.down_scale)
-                else:
-                    r = slice(0, I) if part == "gate" else slice(I, 2 * I)
-                    slot = _Slot(L.gate_up, (e, r), L.gate_up_scale)
-                for a in aliases:
-                    out[p + moe + f"experts.{e}.{a}.weight"] = slot
+        expert_slots(out, p + moe, L.gate_up, L.down, L.gate_up_scale, L.down_scale, cfg.num_experts,
+                     {"gate": ("gate_proj", "w1"), "up": ("up_proj", "w3"), "down": ("down_proj", "w2")})
     return out
 
 
