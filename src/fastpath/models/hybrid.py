@@ -29,7 +29,7 @@ from ..ops.linear import linear
 from ..ops.moe import fused_experts, route
 from ..ops.norm import rms_norm
 from ..ops.rope import qkv_rope
-from .transformer import Linear, _buf, chunk_attention
+from .transformer import CachedLM, Linear, _buf, chunk_attention
 
 
 class LayerTypesConfig:
@@ -163,7 +163,7 @@ class Block(nn.Module):
         self.mixer, self.ffn = mixer, ffn
 
 
-class HybridLM(nn.Module):
+class HybridLM(CachedLM):
     """Embedding, :class:`Block` layers, final norm and LM head, with the interface of
     :class:`~fastpath.models.transformer.Transformer` (``setup_cache``, ``prefill``,
     ``decode``). Subclasses build the layers (:meth:`block`) and the rotary frequencies."""
@@ -180,7 +180,6 @@ class HybridLM(nn.Module):
         _buf(self, "norm", (H,), dtype, device)
         self.lm_head = None if cfg.tie_word_embeddings else Linear(cfg.vocab_size, H, dtype, device, fp8=fp8)
         self.register_buffer("inv_freq", self.rope_inv_freq().to(device), persistent=False)
-        self.batch = self.max_seq = 0
 
     def block(self, i: int, dtype, device, fp8: bool) -> Block:
         raise NotImplementedError
@@ -216,23 +215,13 @@ class HybridLM(nn.Module):
             x, h = rms_norm(layer.ffn(x), nxt, eps, residual=h, zero_centered=zc)
         return x
 
-    def _head(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
-
     @torch.inference_mode()
     def prefill(self, tokens: torch.Tensor, p0: int, rows: Optional[slice] = None,
                 last_only: bool = True) -> torch.Tensor:
         """Run ``tokens`` (B, T) at positions ``p0 .. p0 + T - 1`` of cache rows ``rows``
         (default: the first B); ``p0 == 0`` starts those rows from zero state. Returns the
         logits of the last token (B, V), or of all (B, T, V)."""
-        B, T = tokens.shape
-        rows = rows if rows is not None else slice(0, B)
-        end = p0 + T
-        if end > self.max_seq:
-            raise ValueError(f"tokens: positions up to {end} do not fit the cache of {self.max_seq}")
-        if len(range(self.batch)[rows]) != B:
-            raise ValueError(f"rows: expected {B} rows of the cache's {self.batch}, got {rows}")
-        pos = torch.arange(p0, end, device=self.device).expand(B, T)
+        rows, end, pos = self._chunk(tokens, p0, rows)
         c = Ctx(decode=False, rows=rows, pos=pos, inv_freq=self.inv_freq, p0=p0, end=end)
         x = self._run(F.embedding(tokens, self.embed), c)
         return self._head(x[:, -1] if last_only else x)

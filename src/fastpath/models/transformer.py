@@ -112,7 +112,29 @@ class Layer(nn.Module):
                         self.k_norm if head else None, cfg.rms_norm_eps)
 
 
-class Transformer(nn.Module):
+class CachedLM(nn.Module):
+    """What every model of the engine shares: the LM head (or the tied embedding) and the
+    checks and positions of a prefill chunk."""
+
+    batch = max_seq = 0
+
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
+
+    def _chunk(self, tokens: torch.Tensor, p0: int, rows: Optional[slice]):
+        """``(rows, end, pos)`` of a prefill chunk ``tokens`` (B, T) at ``p0``: the cache rows
+        (default: the first B), the key count after it, the positions (B, T) on the device."""
+        B, T = tokens.shape
+        rows = rows if rows is not None else slice(0, B)
+        end = p0 + T
+        if end > self.max_seq:
+            raise ValueError(f"tokens: positions up to {end} do not fit the cache of {self.max_seq}")
+        if len(range(self.batch)[rows]) != B:
+            raise ValueError(f"rows: expected {B} rows of the cache's {self.batch}, got {rows}")
+        return rows, end, torch.arange(p0, end, device=self.device).expand(B, T)
+
+
+class Transformer(CachedLM):
     """The model plus its KV cache (allocated by :meth:`setup_cache`)."""
 
     def __init__(self, cfg: ModelConfig, *, dtype=torch.bfloat16, device="cpu", fp8: bool = False):
@@ -127,7 +149,6 @@ class Transformer(nn.Module):
         self.register_buffer("inv_freq", rope_inv_freq(cfg).to(device), persistent=False)
         self.cache_k: list = []
         self.cache_v: list = []
-        self.max_seq = 0
 
     @property
     def device(self) -> torch.device:
@@ -158,23 +179,15 @@ class Transformer(nn.Module):
             x, h = fused_rms_norm(layer.mlp(x), nxt, eps, residual=h)
         return x
 
-    def _head(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
-
     @torch.inference_mode()
     def prefill(self, tokens: torch.Tensor, p0: int, rows: Optional[slice] = None,
                 last_only: bool = True) -> torch.Tensor:
         """Run ``tokens`` (B, T) at positions ``p0 .. p0 + T - 1`` of cache rows ``rows``
         (default: the first B); returns the logits of the last token (B, V), or of all (B, T, V)."""
-        cfg = self.cfg
         B, T = tokens.shape
-        rows = rows if rows is not None else slice(0, B)
-        end = p0 + T
-        if end > self.max_seq:
-            raise ValueError(f"tokens: positions up to {end} do not fit the cache of {self.max_seq}")
-        if cfg.sliding_window and end > cfg.sliding_window:
+        rows, end, pos = self._chunk(tokens, p0, rows)
+        if self.cfg.sliding_window and end > self.cfg.sliding_window:
             raise NotImplementedError("prefill: sliding-window attention beyond the window is not supported")
-        pos = torch.arange(p0, end, device=self.device).expand(B, T)
 
         def attend(i, layer, x):
             ck, cv = self.cache_k[i][rows], self.cache_v[i][rows]
