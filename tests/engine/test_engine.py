@@ -83,7 +83,7 @@ def test_bench_run_on_the_embedded_model(reference_paths):
     # independent count: every buffer except the experts and the embedding, plus top-k experts
     # and one embedding row
     total = sum(b.numel() for n, b in model.named_buffers() if n != "inv_freq")
-    experts = sum(L.gate_up.numel() + L.down.numel() for L in model.layers if L.moe)
+    experts = sum(L.ffn.gate_up.numel() + L.ffn.down.numel() for L in model.layers if L.moe)
     active = total - experts - model.embed.numel() + experts * cfg.top_k // cfg.num_experts + cfg.hidden_size
     if model.lm_head is None:  # tied head: the embedding is read whole by the LM head
         active += model.embed.numel()

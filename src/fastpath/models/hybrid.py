@@ -1,7 +1,7 @@
 """What the hybrid decoders (Qwen3.5/3.6-MoE, LFM2-MoE) share: the decoder loop with its
-per-layer caches, grouped-query attention on a static KV cache, the dense and the
-mixture-of-experts feed-forward blocks, and a checkpoint slot that reshapes a tensor on its
-way in.
+per-layer caches, grouped-query attention on a static KV cache, and a checkpoint slot that
+reshapes a tensor on its way in. The feed-forward blocks (``MLP``, ``MoE``) are those of
+:mod:`~fastpath.models.transformer`.
 
 A hybrid layer is ``h += mixer(norm1(h)); h += ffn(norm2(h))``; the mixer is attention or a
 recurrent block (gated DeltaNet, short convolution) that keeps per-row state. Every mixer
@@ -25,8 +25,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
-from ..ops.linear import linear
-from ..ops.moe import fused_experts, route
 from ..ops.norm import rms_norm
 from ..ops.rope import qkv_rope
 from .transformer import CachedLM, Linear, _buf, chunk_attention
@@ -99,58 +97,6 @@ class Attention(nn.Module):
         if self.gate:
             a = a * torch.sigmoid(p[..., self.n_qkv:])
         return self.o(a)
-
-
-class MLP(nn.Module):
-    """SwiGLU ``down(silu(gate(x)) * up(x))`` with gate and up in one matrix."""
-
-    def __init__(self, H: int, I: int, dtype, device, fp8: bool):
-        super().__init__()
-        self.gate_up = Linear(2 * I, H, dtype, device, fp8=fp8)
-        self.down = Linear(H, I, dtype, device, fp8=fp8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        g, u = self.gate_up(x).chunk(2, dim=-1)
-        return self.down(F.silu(g) * u)
-
-
-class MoE(nn.Module):
-    """Routed experts (``(E, 2I, H)`` / ``(E, H, I)`` stacks) and an optional shared expert
-    behind a sigmoid gate (Qwen3.5). The shared gate's logit is one more row of the router
-    matrix; a shared expert of the experts' width is stacked as expert ``E`` and run by the
-    same :func:`fused_experts` call as a ``k + 1``-th slot weighted by its gate."""
-
-    def __init__(self, H: int, E: int, I: int, top_k: int, dtype, device, fp8: bool, *, scoring: str = "softmax",
-                 norm_topk_prob: bool = True, scaling: float = 1.0, expert_bias: bool = False, shared: int = 0):
-        super().__init__()
-        self.E, self.top_k, self.scoring, self.norm, self.scaling = E, top_k, scoring, norm_topk_prob, scaling
-        self.shared, self.stacked = shared, bool(shared) and shared == I
-        n = E + (1 if self.stacked else 0)
-        wdt = torch.float8_e4m3fn if fp8 else dtype
-        _buf(self, "router", (E + (1 if shared else 0), H), dtype, device)
-        _buf(self, "gate_up", (n, 2 * I, H), wdt, device)
-        _buf(self, "down", (n, H, I), wdt, device)
-        self.register_buffer("gate_up_scale", torch.empty(n, 2 * I, device=device) if fp8 else None)
-        self.register_buffer("down_scale", torch.empty(n, H, device=device) if fp8 else None)
-        self.register_buffer("expert_bias", torch.empty(E, device=device) if expert_bias else None)
-        self.shared_mlp = MLP(H, shared, dtype, device, fp8) if shared and not self.stacked else None
-        self.shared_id = torch.full((1, 1), E, dtype=torch.int64, device=device)  # a constant, not a buffer
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x2 = x.reshape(-1, x.shape[-1])
-        logits = linear(x2, self.router)
-        w, ids = route(logits[:, :self.E], self.top_k, self.scoring, norm_topk_prob=self.norm,
-                       expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
-        if self.shared:
-            sg = torch.sigmoid(logits[:, self.E:].float())
-        if self.stacked:  # the shared expert as one more slot
-            ids = torch.cat((ids, self.shared_id.expand(ids.shape[0], 1)), dim=1)
-            w = torch.cat((w, sg), dim=1)
-        out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
-                            down_scale=self.down_scale)
-        if self.shared_mlp is not None:
-            out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
-        return out.reshape(x.shape)
 
 
 class Block(nn.Module):
@@ -248,19 +194,6 @@ class Mapped:
         outs = self.fn(w)
         for slot, piece in zip(self.parts, outs):
             slot.write(piece)
-
-
-def moe_slots(S, out: dict, p: str, moe: MoE, names: dict) -> None:
-    """Slots of a :class:`MoE` block under prefix ``p`` (``.../mlp.``): the router, the experts
-    (:func:`~fastpath.models.loader.expert_slots`, per-expert names from ``names``) and the
-    expert bias."""
-    from .loader import expert_slots
-
-    out[p + "gate.weight"] = S(moe.router, slice(0, moe.E))
-    expert_slots(out, p, moe.gate_up, moe.down, moe.gate_up_scale, moe.down_scale, moe.E,
-                 {part: (name,) for part, name in names.items()})
-    if moe.expert_bias is not None:
-        out[p + "expert_bias"] = S(moe.expert_bias)
 
 
 def linear_slot(S, lin: Linear, rows=()):

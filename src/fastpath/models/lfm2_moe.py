@@ -17,8 +17,8 @@ from torch import nn
 
 from ..ops.conv1d import causal_conv1d, causal_conv1d_update
 from .config import rope_inv_freq
-from .hybrid import LayerTypesConfig, MLP, Attention, Block, HybridLM, MoE, linear_slot, moe_slots
-from .transformer import Linear, _buf
+from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, linear_slot
+from .transformer import MLP, Linear, MoE, _buf
 
 MODEL_TYPES = ("lfm2_moe",)
 
@@ -163,7 +163,7 @@ def checkpoint_name(name: str) -> Optional[str]:
 
 def checkpoint_slots(model: Lfm2Moe) -> dict:
     """Checkpoint name -> slot for every tensor of the model."""
-    from .loader import _Slot as S
+    from .loader import _Slot as S, moe_slots
 
     cfg, out = model.cfg, {}
     D, nh, nkv = cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
@@ -195,7 +195,7 @@ def checkpoint_slots(model: Lfm2Moe) -> dict:
                 out[s + "out_proj.bias"] = S(m.out.bias)
         f, ff = L.ffn, p + "feed_forward."
         if isinstance(f, MoE):
-            moe_slots(S, out, ff, f, {"gate": "w1", "up": "w3", "down": "w2"})
+            moe_slots(out, ff, f, {"gate": ("w1",), "up": ("w3",), "down": ("w2",)})
         else:
             I = cfg.intermediate_size
             out[ff + "w1.weight"] = linear_slot(S, f.gate_up, slice(0, I))

@@ -88,22 +88,25 @@ class _Slot:
         sdst.copy_(s.view(sdst.shape))
 
 
-def expert_slots(out: dict, p: str, gate_up: torch.Tensor, down: torch.Tensor, gate_up_scale, down_scale,
-                 num_experts: int, names: dict) -> None:
-    """Slots of the first ``num_experts`` experts under prefix ``p`` (``.../mlp.``): the fused
-    transformers-5 stacks ``experts.gate_up_proj`` / ``experts.down_proj``, and the per-expert
-    ``experts.{e}.<name>.weight`` under every alias ``names`` gives for ``gate``, ``up`` and
-    ``down`` (aliases share one slot)."""
-    E, I = num_experts, gate_up.shape[1] // 2
-    out[p + "experts.gate_up_proj"] = _Slot(gate_up, slice(0, E), gate_up_scale)
-    out[p + "experts.down_proj"] = _Slot(down, slice(0, E), down_scale)
+def moe_slots(out: dict, p: str, moe, names: dict) -> None:
+    """Slots of a :class:`~fastpath.models.transformer.MoE` block under prefix ``p``
+    (``.../mlp.``): the router, the fused transformers-5 stacks ``experts.gate_up_proj`` /
+    ``experts.down_proj``, the per-expert ``experts.{e}.<name>.weight`` under every alias
+    ``names`` gives for ``gate``, ``up`` and ``down`` (aliases share one slot), and the
+    expert bias."""
+    E, I = moe.E, moe.gate_up.shape[1] // 2
+    out[p + "gate.weight"] = _Slot(moe.router, slice(0, E))
+    out[p + "experts.gate_up_proj"] = _Slot(moe.gate_up, slice(0, E), moe.gate_up_scale)
+    out[p + "experts.down_proj"] = _Slot(moe.down, slice(0, E), moe.down_scale)
     for e in range(E):
-        parts = {"gate": _Slot(gate_up, (e, slice(0, I)), gate_up_scale),
-                 "up": _Slot(gate_up, (e, slice(I, 2 * I)), gate_up_scale),
-                 "down": _Slot(down, (e,), down_scale)}
+        parts = {"gate": _Slot(moe.gate_up, (e, slice(0, I)), moe.gate_up_scale),
+                 "up": _Slot(moe.gate_up, (e, slice(I, 2 * I)), moe.gate_up_scale),
+                 "down": _Slot(moe.down, (e,), moe.down_scale)}
         for part, slot in parts.items():
             for alias in names[part]:
                 out[p + f"experts.{e}.{alias}.weight"] = slot
+    if moe.expert_bias is not None:
+        out[p + "expert_bias"] = _Slot(moe.expert_bias)
 
 
 def _slots(model: Transformer) -> dict:
@@ -127,16 +130,15 @@ def _slots(model: Transformer) -> dict:
         if cfg.qk_norm != "none":
             out[p + "self_attn.q_norm.weight"] = _Slot(L.q_norm)
             out[p + "self_attn.k_norm.weight"] = _Slot(L.k_norm)
+        f = L.ffn
         if not L.moe:
             I = cfg.intermediate_size
-            out[p + "mlp.gate_proj.weight"] = _Slot(L.gate_up.weight, slice(0, I), L.gate_up.scale)
-            out[p + "mlp.up_proj.weight"] = _Slot(L.gate_up.weight, slice(I, None), L.gate_up.scale)
-            out[p + "mlp.down_proj.weight"] = _Slot(L.down.weight, (), L.down.scale)
+            out[p + "mlp.gate_proj.weight"] = _Slot(f.gate_up.weight, slice(0, I), f.gate_up.scale)
+            out[p + "mlp.up_proj.weight"] = _Slot(f.gate_up.weight, slice(I, None), f.gate_up.scale)
+            out[p + "mlp.down_proj.weight"] = _Slot(f.down.weight, (), f.down.scale)
             continue
-        moe = "block_sparse_moe." if cfg.model_type == "mixtral" else "mlp."
-        out[p + moe + "gate.weight"] = _Slot(L.router)
-        expert_slots(out, p + moe, L.gate_up, L.down, L.gate_up_scale, L.down_scale, cfg.num_experts,
-                     {"gate": ("gate_proj", "w1"), "up": ("up_proj", "w3"), "down": ("down_proj", "w2")})
+        moe_slots(out, p + ("block_sparse_moe." if cfg.model_type == "mixtral" else "mlp."), f,
+                  {"gate": ("gate_proj", "w1"), "up": ("up_proj", "w3"), "down": ("down_proj", "w2")})
     return out
 
 

@@ -29,8 +29,8 @@ from torch import nn
 from ..ops.conv1d import causal_conv1d, causal_conv1d_update
 from ..ops.gated_delta import chunk_gated_delta_rule, gated_delta_rule_step
 from ..ops.norm import rms_norm
-from .hybrid import LayerTypesConfig, Attention, Block, HybridLM, Mapped, MoE, linear_slot, moe_slots
-from .transformer import Linear, _buf
+from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped, linear_slot
+from .transformer import Linear, MoE, _buf
 
 MODEL_TYPES = ("qwen3_5_moe", "qwen3_5_moe_text")
 
@@ -221,7 +221,7 @@ def checkpoint_name(name: str) -> Optional[str]:
 
 def checkpoint_slots(model: Qwen35Moe) -> dict:
     """Checkpoint name -> slot for every tensor of the text model."""
-    from .loader import _Slot as S
+    from .loader import _Slot as S, moe_slots
 
     cfg, out = model.cfg, {}
     D, nh, nkv = cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
@@ -263,7 +263,7 @@ def checkpoint_slots(model: Qwen35Moe) -> dict:
             out[g + "norm.weight"] = S(m.norm)
             out[g + "out_proj.weight"] = linear_slot(S, m.out)
         f = L.ffn
-        moe_slots(S, out, p + "mlp.", f, {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"})
+        moe_slots(out, p + "mlp.", f, {"gate": ("gate_proj",), "up": ("up_proj",), "down": ("down_proj",)})
         E, Is = f.E, f.shared
         out[p + "mlp.shared_expert_gate.weight"] = S(f.router, slice(E, E + 1))
         sh = p + "mlp.shared_expert."

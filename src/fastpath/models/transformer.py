@@ -57,6 +57,58 @@ class Linear(nn.Module):
         return linear(x, self.weight, self.bias, weight_scale=self.scale)
 
 
+class MLP(nn.Module):
+    """SwiGLU ``down(silu(gate(x)) * up(x))`` with gate and up in one matrix."""
+
+    def __init__(self, H: int, I: int, dtype, device, fp8: bool):
+        super().__init__()
+        self.gate_up = Linear(2 * I, H, dtype, device, fp8=fp8)
+        self.down = Linear(H, I, dtype, device, fp8=fp8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        g, u = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(F.silu(g) * u)
+
+
+class MoE(nn.Module):
+    """Routed experts (``(E, 2I, H)`` / ``(E, H, I)`` stacks) and an optional shared expert
+    behind a sigmoid gate (Qwen3.5). The shared gate's logit is one more row of the router
+    matrix; a shared expert of the experts' width is stacked as expert ``E`` and run by the
+    same :func:`fused_experts` call as a ``k + 1``-th slot weighted by its gate."""
+
+    def __init__(self, H: int, E: int, I: int, top_k: int, dtype, device, fp8: bool, *, scoring: str = "softmax",
+                 norm_topk_prob: bool = True, scaling: float = 1.0, expert_bias: bool = False, shared: int = 0):
+        super().__init__()
+        self.E, self.top_k, self.scoring, self.norm, self.scaling = E, top_k, scoring, norm_topk_prob, scaling
+        self.shared, self.stacked = shared, bool(shared) and shared == I
+        n = E + (1 if self.stacked else 0)
+        wdt = torch.float8_e4m3fn if fp8 else dtype
+        _buf(self, "router", (E + (1 if shared else 0), H), dtype, device)
+        _buf(self, "gate_up", (n, 2 * I, H), wdt, device)
+        _buf(self, "down", (n, H, I), wdt, device)
+        self.register_buffer("gate_up_scale", torch.empty(n, 2 * I, device=device) if fp8 else None)
+        self.register_buffer("down_scale", torch.empty(n, H, device=device) if fp8 else None)
+        self.register_buffer("expert_bias", torch.empty(E, device=device) if expert_bias else None)
+        self.shared_mlp = MLP(H, shared, dtype, device, fp8) if shared and not self.stacked else None
+        self.shared_id = torch.full((1, 1), E, dtype=torch.int64, device=device)  # a constant, not a buffer
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x2 = x.reshape(-1, x.shape[-1])
+        logits = linear(x2, self.router)
+        w, ids = route(logits[:, :self.E], self.top_k, self.scoring, norm_topk_prob=self.norm,
+                       expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
+        if self.shared:
+            sg = torch.sigmoid(logits[:, self.E:].float())
+        if self.stacked:  # the shared expert as one more slot
+            ids = torch.cat((ids, self.shared_id.expand(ids.shape[0], 1)), dim=1)
+            w = torch.cat((w, sg), dim=1)
+        out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
+                            down_scale=self.down_scale)
+        if self.shared_mlp is not None:
+            out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
+        return out.reshape(x.shape)
+
+
 class Layer(nn.Module):
     def __init__(self, cfg: ModelConfig, i: int, dtype, device, fp8: bool):
         super().__init__()
@@ -73,28 +125,10 @@ class Layer(nn.Module):
             _buf(self, "q_norm", (nh * D,), dtype, device)
             _buf(self, "k_norm", (nkv * D,), dtype, device)
         if self.moe:
-            E, I = cfg.num_experts, cfg.moe_intermediate_size
-            wdt = torch.float8_e4m3fn if fp8 else dtype
-            _buf(self, "router", (E, H), dtype, device)
-            _buf(self, "gate_up", (E, 2 * I, H), wdt, device)
-            _buf(self, "down", (E, H, I), wdt, device)
-            self.register_buffer("gate_up_scale", torch.empty(E, 2 * I, device=device) if fp8 else None)
-            self.register_buffer("down_scale", torch.empty(E, H, device=device) if fp8 else None)
+            self.ffn = MoE(H, cfg.num_experts, cfg.moe_intermediate_size, cfg.top_k, dtype, device, fp8,
+                           norm_topk_prob=cfg.norm_topk_prob)
         else:
-            self.gate_up = Linear(2 * cfg.intermediate_size, H, dtype, device, fp8=fp8)
-            self.down = Linear(H, cfg.intermediate_size, dtype, device, fp8=fp8)
-
-    def mlp(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.moe:
-            g, u = self.gate_up(x).chunk(2, dim=-1)
-            return self.down(F.silu(g) * u)
-        shape = x.shape
-        x2 = x.reshape(-1, shape[-1])
-        logits = linear(x2, self.router)
-        w, ids = route(logits, self.cfg.top_k, "softmax", norm_topk_prob=self.cfg.norm_topk_prob)
-        out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
-                            down_scale=self.down_scale)
-        return out.reshape(shape)
+            self.ffn = MLP(H, cfg.intermediate_size, dtype, device, fp8)
 
     def project(self, x: torch.Tensor, pos: torch.Tensor, inv_freq: torch.Tensor, ck: torch.Tensor,
                 cv: torch.Tensor) -> torch.Tensor:
@@ -176,7 +210,7 @@ class Transformer(CachedLM):
         for i, layer in enumerate(self.layers):
             x, h = fused_rms_norm(layer.o(attend(i, layer, x)), layer.mlp_norm, eps, residual=h)
             nxt = self.layers[i + 1].attn_norm if i + 1 < len(self.layers) else self.norm
-            x, h = fused_rms_norm(layer.mlp(x), nxt, eps, residual=h)
+            x, h = fused_rms_norm(layer.ffn(x), nxt, eps, residual=h)
         return x
 
     @torch.inference_mode()
