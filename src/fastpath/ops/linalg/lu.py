@@ -34,9 +34,9 @@ from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import (_abs1, _cdot, _div, _dot_sub, _ld, _mul, _pick, _pick2, _st, _tri_solve, flat3, kernel_strides,
-                    real_view)
-from .triangular import KERNEL_DTYPES, _track, check_square, kernel_ok, rhs_shapes, trsm
+from .tiles import (_abs1, _cdot, _div, _dot_sub, _ld, _mul, _pick, _pick2, _st, _tri_solve, check_matrices, flat3,
+                    kernel_strides, raise_singular, real_view)
+from .triangular import _track, check_square, kernel_ok, rhs_shapes, trsm
 
 #: m and n up to this: whole matrices in registers.
 SMALL_N = 32
@@ -290,14 +290,6 @@ def reference_slogdet(A: torch.Tensor):
 
 # ---------------------------------------------------------------------------- ops
 
-def _check_matrix(A, fname: str) -> None:
-    from ..._core.errors import check_tensor
-    check_tensor("A", A)
-    if A.dtype not in KERNEL_DTYPES:
-        raise TypeError(f"A: {fname} supports float32, float64, complex64, complex128, got {A.dtype}")
-    if A.dim() < 2:
-        raise ValueError(f"A: {fname} expects a batch of matrices (*, m, n), got shape {tuple(A.shape)}")
-
 
 def _lu_fake(A, pivot):
     m, n = A.shape[-2:]
@@ -415,17 +407,9 @@ class SlogDet(NamedTuple):
 
 
 def _raise_singular(info: torch.Tensor, fname: str) -> None:
-    """One host sync: torch's LinAlgError for the first batch element with info > 0."""
-    bad = info.reshape(-1).nonzero()
-    if bad.numel() == 0:
-        return
-    b = int(bad[0, 0])
-    j = int(info.reshape(-1)[b])
-    where = f"(Batch element {b}): " if info.dim() > 0 else ""
-    raise torch.linalg.LinAlgError(
-        f"{fname}: {where}U[{j},{j}] is zero and using it on lu_solve would result in a division by "
-        "zero. If you still want to perform the factorization, consider calling "
-        "linalg.lu_factor_ex(A, pivot=pivot)")
+    raise_singular(info, fname, "U[{j},{j}] is zero and using it on lu_solve would result in a division by "
+                                "zero. If you still want to perform the factorization, consider calling "
+                                "linalg.lu_factor_ex(A, pivot=pivot)")
 
 
 def lu_factor_ex(A: torch.Tensor, *, pivot: bool = True, check_errors: bool = False) -> LUFactorEx:
@@ -464,7 +448,7 @@ def lu_factor_ex(A: torch.Tensor, *, pivot: bool = True, check_errors: bool = Fa
     >>> piv, info
     (tensor([2, 2], dtype=torch.int32), tensor(0, dtype=torch.int32))
     """
-    _check_matrix(A, "lu_factor_ex")
+    check_matrices(A, "lu_factor_ex")
     if not isinstance(pivot, bool):
         raise TypeError(f"pivot: expected a bool, got {type(pivot).__name__}")
     LU, piv, info = _lu_factor_ex_op(A, pivot)
@@ -485,7 +469,7 @@ def lu_factor(A: torch.Tensor, *, pivot: bool = True) -> LUFactor:
     >>> LU, pivots = fastpath.linalg.lu_factor(A)
     >>> x = fastpath.linalg.lu_solve(LU, pivots, torch.randn(1000, 4, 1))
     """
-    _check_matrix(A, "lu_factor")
+    check_matrices(A, "lu_factor")
     if not isinstance(pivot, bool):
         raise TypeError(f"pivot: expected a bool, got {type(pivot).__name__}")
     LU, piv, info = _lu_factor_ex_op(A, pivot)

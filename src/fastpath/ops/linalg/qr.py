@@ -22,10 +22,9 @@ import torch
 
 from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton, use_triton
-from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _div, _ld, _mul, _pick, _st, flat3, kernel_strides, real_view
+from .tiles import _div, _ld, _mul, _pick, _st, check_matrices, flat3, kernel_strides, real_view
 
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 #: Real elements of the A and Q tiles of one matrix that one program may hold.
@@ -259,11 +258,7 @@ def qr(A: torch.Tensor, mode: str = "reduced") -> QR:
     >>> import torch, fastpath
     >>> Q, R = fastpath.linalg.qr(torch.randn(10000, 32, 32))
     """
-    check_tensor("A", A)
-    if A.dtype not in KERNEL_DTYPES:
-        raise TypeError(f"A: qr supports float32, float64, complex64, complex128, got {A.dtype}")
-    if A.dim() < 2:
-        raise ValueError(f"A: qr expects a batch of matrices (*, m, n), got shape {tuple(A.shape)}")
+    check_matrices(A, "qr")
     if mode not in MODES:
         raise ValueError(f"mode: expected one of 'reduced', 'complete', 'r', got {mode!r}")
     return QR(*_qr_op(A, mode))

@@ -29,12 +29,12 @@ from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
+from .tiles import LINALG_DTYPES, flat3, raise_singular
 
 #: Largest n (and number of right-hand sides k) the kernel serves.
 MAX_N = 16
 #: Dtypes the kernel computes in; torch.linalg also takes complex64/complex128 (reference path).
 KERNEL_DTYPES = (torch.float32, torch.float64)
-LINALG_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 #: Elements of A plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
 
@@ -108,19 +108,6 @@ _GJ = Launcher(_gj_kernel)
 
 
 # ---------------------------------------------------------------------------- launcher
-
-def _flat(t: torch.Tensor, batch: tuple, tail: tuple) -> torch.Tensor:
-    """``t`` broadcast to ``batch + tail`` as a 3-D (batch, rows, cols) view; a copy only when
-    the broadcast batch dimensions cannot be collapsed into one stride."""
-    t = t.expand(*batch, *tail)
-    nb = 1
-    for s in batch:
-        nb *= s
-    try:
-        return t.view(nb, *tail)
-    except RuntimeError:
-        return t.reshape(nb, *tail)
-
 
 def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, k: int) -> None:
     """A3 (nb, n, n), B3 (nb, n, k) or None for the inverse, X3 (nb, n, k) output views."""
@@ -218,7 +205,7 @@ def _inv_ex_op(A: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     batch = tuple(A.shape[:-2])
     X = alloc.empty(*batch, n, n, dtype=A.dtype, device=A.device)
     info = alloc.empty(batch, dtype=torch.int32, device=A.device)
-    _launch(_flat(A, batch, (n, n)), None, X.view(-1, n, n), info.view(-1), n, n)
+    _launch(flat3(A, batch, (n, n)), None, X.view(-1, n, n), info.view(-1), n, n)
     return X, info
 
 
@@ -237,10 +224,10 @@ def _solve_ex_op(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Te
     Bm = B.unsqueeze(-1) if vector else B
     Xm = X.unsqueeze(-1) if vector else X
     if left:  # A X = B
-        A3, B3, X3 = _flat(A, batch, (n, n)), _flat(Bm, batch, (n, k)), Xm.view(-1, n, k)
+        A3, B3, X3 = flat3(A, batch, (n, n)), flat3(Bm, batch, (n, k)), Xm.view(-1, n, k)
     else:  # X A = B  <=>  A^T X^T = B^T: transposed views, no copies
-        A3 = _flat(A, batch, (n, n)).mT
-        B3 = _flat(Bm, batch, (k, n)).mT
+        A3 = flat3(A, batch, (n, n)).mT
+        B3 = flat3(Bm, batch, (k, n)).mT
         X3 = Xm.view(-1, k, n).mT
     _launch(A3, B3, X3, info.view(-1), n, k)
     abatch = tuple(A.shape[:-2])
@@ -264,16 +251,8 @@ class SolveEx(NamedTuple):
 
 
 def _raise_singular(info: torch.Tensor, fname: str, what: str) -> None:
-    """One host sync: raise torch's LinAlgError for the first batch element with info > 0."""
-    bad = info.reshape(-1).nonzero()
-    if bad.numel() == 0:
-        return
-    b = int(bad[0, 0])
-    j = int(info.reshape(-1)[b])
-    where = f"(Batch element {b}): " if info.dim() > 0 else ""
-    raise torch.linalg.LinAlgError(
-        f"{fname}: {where}The diagonal element {j} is zero, the {what} could not be completed "
-        "because the input matrix is singular.")
+    raise_singular(info, fname, f"The diagonal element {{j}} is zero, the {what} could not be completed "
+                                "because the input matrix is singular.")
 
 
 def inv_ex(A: torch.Tensor, *, check_errors: bool = False) -> InvEx:

@@ -33,15 +33,13 @@ import torch
 
 from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton, use_triton
-from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _maxs2, _sums3, flat3
+from .tiles import _maxs2, _sums3, check_matrices, flat3
 
 #: Largest m and n the kernel serves.
 MAX_N = 32
 KERNEL_DTYPES = (torch.float32, torch.float64)
-LINALG_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 MAX_SWEEPS = 30
 #: Real elements of all tiles of one program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 2048
@@ -249,13 +247,6 @@ def reference_pinv(A: torch.Tensor, atol=None, rtol=None, hermitian: bool = Fals
 
 # ---------------------------------------------------------------------------- ops
 
-def _check(A, fname: str) -> None:
-    check_tensor("A", A)
-    if A.dtype not in LINALG_DTYPES:
-        raise TypeError(f"A: {fname} supports float32, float64, complex64, complex128, got {A.dtype}")
-    if A.dim() < 2:
-        raise ValueError(f"A: {fname} expects a batch of matrices (*, m, n), got shape {tuple(A.shape)}")
-
 
 def _kernel_ok(A) -> bool:
     if A.dtype not in KERNEL_DTYPES or max(A.shape[-2:]) > MAX_N or min(A.shape[-2:]) == 0:
@@ -391,7 +382,7 @@ def svd(A: torch.Tensor, full_matrices: bool = True, *, driver: Optional[str] = 
     >>> bool(torch.dist(U @ torch.diag_embed(S) @ Vh, A) < 1e-3)
     True
     """
-    _check(A, "svd")
+    check_matrices(A, "svd")
     if not isinstance(full_matrices, bool):
         raise TypeError(f"full_matrices: expected a bool, got {type(full_matrices).__name__}")
     if driver is not None:
@@ -406,7 +397,7 @@ def svdvals(A: torch.Tensor, *, driver: Optional[str] = None) -> torch.Tensor:
     real. Example: ``fastpath.linalg.svdvals(torch.diag(torch.tensor([1.0, -3.0])))`` gives
     ``tensor([3., 1.])``.
     """
-    _check(A, "svdvals")
+    check_matrices(A, "svdvals")
     if driver is not None:
         return reference_svdvals(A, driver)
     return _svdvals_op(A)
@@ -442,7 +433,7 @@ def pinv(A: torch.Tensor, *, atol: Union[float, torch.Tensor, None] = None,
     tensor([[1., 0.],
             [0., 0.]])
     """
-    _check(A, "pinv")
+    check_matrices(A, "pinv")
     if not isinstance(hermitian, bool):
         raise TypeError(f"hermitian: expected a bool, got {type(hermitian).__name__}")
     for name, t in (("atol", atol), ("rtol", rtol)):

@@ -30,6 +30,33 @@ def real_view(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+#: What fastpath.linalg accepts (each op's kernel may serve fewer: see its KERNEL_DTYPES).
+LINALG_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+
+
+def check_matrices(A, fname: str) -> None:
+    """``A``: a tensor of a linalg dtype with at least 2 dims, errors naming ``A`` and ``fname``."""
+    from ..._core.errors import check_tensor
+
+    check_tensor("A", A)
+    if A.dtype not in LINALG_DTYPES:
+        raise TypeError(f"A: {fname} supports float32, float64, complex64, complex128, got {A.dtype}")
+    if A.dim() < 2:
+        raise ValueError(f"A: {fname} expects a batch of matrices (*, m, n), got shape {tuple(A.shape)}")
+
+
+def raise_singular(info: torch.Tensor, fname: str, message: str) -> None:
+    """One host sync: torch's LinAlgError for the first batch element with ``info > 0``;
+    ``message`` is formatted with ``j``, that element's info."""
+    bad = info.reshape(-1).nonzero()
+    if bad.numel() == 0:
+        return
+    b = int(bad[0, 0])
+    j = int(info.reshape(-1)[b])
+    where = f"(Batch element {b}): " if info.dim() > 0 else ""
+    raise torch.linalg.LinAlgError(f"{fname}: {where}" + message.format(j=j))
+
+
 def kernel_strides(t: torch.Tensor) -> tuple:
     """Strides of the (batch, rows, cols) dimensions of ``t`` in units of one real component."""
     s = t.stride()[-3:] if t.dim() >= 3 else (0,) * (3 - t.dim()) + t.stride()
