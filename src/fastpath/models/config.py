@@ -211,13 +211,12 @@ NAMED = {
                          layer_types=["full_attention" if i in (2, 6, 10, 14, 18, 21) else "conv" for i in range(24)],
                          conv_L_cache=3, norm_eps=1e-5, rope_theta=5000000.0, max_position_embeddings=128000,
                          tie_word_embeddings=True, use_expert_bias=True, norm_topk_prob=True, eos_token_id=7),
-    "lfm2-8b-a1b": _hf("lfm2_moe", vocab_size=65536, hidden_size=2048, num_hidden_layers=24,
-                       num_attention_heads=32, num_key_value_heads=8, intermediate_size=7168,
-                       moe_intermediate_size=1792, num_experts=32, num_experts_per_tok=4, num_dense_layers=2,
-                       layer_types=["full_attention" if i in (2, 6, 10, 14, 18, 21) else "conv" for i in range(24)],
-                       conv_L_cache=3, norm_eps=1e-5, rope_theta=1000000.0, max_position_embeddings=128000,
-                       tie_word_embeddings=True, use_expert_bias=True, norm_topk_prob=True, eos_token_id=7),
+    # LFM2-8B-A1B: LFM2.5's architecture with the smaller vocabulary and rope base
+    "lfm2-8b-a1b": None,
 }
+
+
+NAMED["lfm2-8b-a1b"] = {**NAMED["lfm2.5-8b-a1b"], "vocab_size": 65536, "rope_theta": 1000000.0}
 
 
 def named(name: str) -> ModelConfig:
