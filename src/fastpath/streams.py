@@ -36,6 +36,9 @@ from typing import Callable, Optional
 
 import torch
 
+#: L2 size assumed where the device does not report one (bytes).
+DEFAULT_L2 = 64 * 2**20
+
 __all__ = ["Stream", "Event", "stream", "current_stream", "default_stream", "set_stream",
            "synchronize", "record_stream", "timed"]
 
@@ -424,13 +427,12 @@ class Event:
 # ---------------------------------------------------------------------------- timing
 
 @functools.lru_cache(maxsize=None)
-def _cuda_timer(index: int):
-    """The benchmark harness's Timer (its 2x L2 flush buffer) for CUDA device ``index``."""
-    from .bench import harness
-    props = torch.cuda.get_device_properties(index)
-    l2 = int(getattr(props, "L2_cache_size", 0) or harness.DEFAULT_L2)
-    with torch.cuda.device(index):
-        return harness.Timer(l2)
+def _flush_buffer(dev: torch.device) -> torch.Tensor:
+    """Twice the L2 size of ones on ``dev``, kept for the process: reading it evicts the cache
+    (clean lines, nothing to write back)."""
+    props = torch.cuda.get_device_properties(dev) if dev.type == "cuda" else None
+    l2 = int(getattr(props, "L2_cache_size", 0) or DEFAULT_L2)
+    return torch.ones(2 * l2 // 4, device=dev)
 
 
 def _first_tensor_device(args, kwargs):
@@ -448,8 +450,7 @@ def timed(fn: Callable, *args, warmup: int = 3, iters: Optional[int] = None, col
     two events on the current stream; the median of the per-call intervals. ``iters=None``
     follows the harness: one timed call estimates the cost, then about 200 ms of calls
     (10 to 100). ``cold_l2`` reads a buffer of twice the L2 size before each timed call,
-    outside the timed interval (on CUDA this is the harness's own ``Timer`` buffer, kept
-    for the process; on the CPU caches are not flushed). ``device`` defaults to the device
+    outside the timed interval (on the CPU caches are not flushed). ``device`` defaults to the device
     of the first tensor argument, else the current accelerator, else the CPU (there the
     events record host time, which covers the synchronous work).
 
@@ -474,33 +475,24 @@ def timed(fn: Callable, *args, warmup: int = 3, iters: Optional[int] = None, col
     def call():
         fn(*args, **kwargs)
 
-    if dev.type == "cuda":
-        from .bench import harness
-        with torch.cuda.device(dev):
-            before = _cuda_timer(dev.index).flush if cold_l2 else None
-            for _ in range(warmup):
-                call()
-            if iters is None:
-                iters = _harness_reps(harness._median_ms(call, 1, before))
-            return harness._median_ms(call, iters, before)
-    before = None
-    if cold_l2 and dev.type != "cpu":
-        from .bench.harness import DEFAULT_L2
-        buf = torch.ones(2 * DEFAULT_L2 // 4, device=dev)
-        before = buf.sum
+    before = _flush_buffer(dev).sum if cold_l2 and dev.type != "cpu" else None
     for _ in range(warmup):
         call()
     if iters is None:
-        iters = _harness_reps(_median_events(call, 1, before, dev))
-    return _median_events(call, iters, before, dev)
+        iters = reps_for(median_ms(call, 1, before, dev))
+    return median_ms(call, iters, before, dev)
 
 
-def _harness_reps(est_ms: float) -> int:
-    """The harness's repetition count (Timer.eager_us): about 200 ms of calls, 10 to 100."""
+def reps_for(est_ms: float) -> int:
+    """The repetition count of an eager timing: about 200 ms of calls, 10 to 100."""
     return max(10, min(100, int(200 / (est_ms + 0.05))))
 
 
-def _median_events(call, reps: int, before, dev: torch.device) -> float:
+def median_ms(call: Callable, reps: int, before: Optional[Callable] = None, device=None) -> float:
+    """Median milliseconds of ``reps`` calls of ``call``, each between two events on the
+    current stream of ``device`` (default: the current accelerator), ``before()`` run
+    outside every interval. The timing core of :func:`timed` and of the benchmark harness."""
+    dev = _device(device)
     ev = [(Event(enable_timing=True, device=dev), Event(enable_timing=True, device=dev))
           for _ in range(reps)]
     for start, end in ev:

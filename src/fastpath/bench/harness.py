@@ -16,13 +16,13 @@ import math
 import os
 import platform
 import re
-import statistics
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-DEFAULT_L2 = 64 * 2**20
+from ..streams import DEFAULT_L2, reps_for
+
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 #: Loose bounds on ||ours - torch|| / ||torch|| for the correctness check before timing.
 REL_TOL = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-2, "float64": 1e-10}
@@ -173,17 +173,9 @@ def append_record(path: Path, record: dict) -> None:
 # ---------------------------------------------------------------------------- timing
 
 def _median_ms(fn: Callable, reps: int, before: Optional[Callable] = None) -> float:
-    import torch
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(reps)]
-    for start, end in ev:
-        if before is not None:
-            before()
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in ev)
+    """Median ms of ``reps`` calls on the current CUDA device (:func:`fastpath.streams.median_ms`)."""
+    from ..streams import median_ms
+    return median_ms(fn, reps, before, "cuda")
 
 
 def measure_ceilings(copy_bytes: int = 2 * 2**30, n: int = 8192) -> dict:
@@ -227,7 +219,7 @@ class Timer:
         return _median_ms(lambda: fn(*inputs), 1, self.flush)
 
     def eager_us(self, fn, inputs, hot: bool, est_ms: float) -> float:
-        reps = max(10, min(100, int(200 / (est_ms + 0.05))))
+        reps = reps_for(est_ms)
 
         def before():
             self.flush()
