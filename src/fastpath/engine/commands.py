@@ -96,7 +96,7 @@ def bench_decode(args) -> int:
         for impl in impls:
             h = bench.hf_baseline(cfg_dict, layers=args.layers, prompt_len=args.prompt_len,
                                   new_tokens=min(args.new_tokens, 32), experts=impl, device=device)
-            hr = {"suite": "decode", "model": name, "dtype": "bfloat16", "layers": model_layers(args, mcfg),
+            hr = {"suite": "decode", "model": name, "dtype": "bfloat16", "layers": args.layers or mcfg.num_layers,
                   "engine": f"transformers eager ({h['experts']} experts)" if mcfg.is_moe else "transformers eager",
                   **h, "ratio": rec["decode_tps"] / h["decode_tps"]}
             print(_line(hr["engine"], hr), flush=True)
@@ -109,9 +109,6 @@ def bench_decode(args) -> int:
         print(f"recorded in {path} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return 0
 
-
-def model_layers(args, cfg) -> int:
-    return args.layers or cfg.num_layers
 
 
 def _line(who: str, r: dict) -> str:

@@ -11,7 +11,7 @@ Elsewhere the same step runs eagerly.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import torch
@@ -37,7 +37,6 @@ class Stats:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     steps: int = 0
-    extra: dict = field(default_factory=dict)
 
     @property
     def prefill_tps(self) -> float:

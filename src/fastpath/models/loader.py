@@ -246,12 +246,12 @@ def weight_bytes(cfg: ModelConfig, dtype, fp8: bool) -> int:
     return (p - small) + small * dtype.itemsize
 
 
-def check_fits(cfg: ModelConfig, device: torch.device, dtype, fp8: bool, extra: int = 0) -> None:
+def check_fits(cfg: ModelConfig, device: torch.device, dtype, fp8: bool) -> None:
     """MemoryError (with the sizes and a suggestion) when the model cannot fit on ``device``."""
     if device.type != "cuda":
         return
     free, total = torch.cuda.mem_get_info(device)
-    need = weight_bytes(cfg, dtype, fp8) + extra
+    need = weight_bytes(cfg, dtype, fp8)
     if need > free:
         hint = "" if fp8 else " Try --fp8 (FP8 weights need about half)."
         raise MemoryError(f"model: needs {need / 2**30:.1f} GiB on {device}, which has {free / 2**30:.1f} GiB free "

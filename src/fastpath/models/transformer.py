@@ -198,10 +198,6 @@ class Transformer(CachedLM):
         self.cache_v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in self.layers]
         self.batch, self.max_seq = batch, max_seq
 
-    def cache_bytes(self, batch: int, max_seq: int) -> int:
-        cfg = self.cfg
-        return 2 * cfg.num_layers * batch * max_seq * cfg.num_kv_heads * cfg.head_dim * self.dtype.itemsize
-
     def _layers(self, h: torch.Tensor, attend) -> torch.Tensor:
         """The residual stream through every layer; each residual add is fused with the norm
         that follows it. ``attend(i, layer, x)`` returns the attention output (B, T, nh * D)."""
