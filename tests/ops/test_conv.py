@@ -12,13 +12,7 @@ from tests.tolerances import assert_close
 FLOATS = [torch.float32, torch.bfloat16, torch.float16]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny shapes: one intra-op thread avoids spin-waiting on a busy CPU."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _oracle3d(x, w, b, pad, cache=None):
