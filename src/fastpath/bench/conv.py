@@ -160,7 +160,7 @@ def cases() -> list:
 #: Real configs (random weights): Wan2.1 VAE, Wan2.2 TI2V-5B VAE, Qwen-Image VAE; latent shapes
 #: of 81 frames at 480x832 (and 704x1280), one 1024x1024 image.
 VAES = {
-    "wan2.1": ("AutoencoderKLWan", {}, [(16, 21, 60, 104)]),
+    "wan2.1": ("AutoencoderKLWan", {}, [(16, 21, 60, 104), (16, 21, 88, 160)]),
     "wan2.2": ("AutoencoderKLWan", dict(base_dim=160, decoder_base_dim=256, z_dim=48, is_residual=True,
                                         in_channels=12, out_channels=12, patch_size=2, scale_factor_spatial=16),
                [(48, 21, 30, 52), (48, 21, 44, 80)]),

@@ -23,7 +23,8 @@ from typing import Callable, Optional
 
 from ..streams import DEFAULT_L2, reps_for
 
-ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8,
+            "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}
 #: Loose bounds on ||ours - torch|| / ||torch|| for the correctness check before timing.
 REL_TOL = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-2, "float64": 1e-10}
 
