@@ -80,7 +80,9 @@ def test_qr_degenerate_columns(device):
         Qm, R = Q.qr(A.to(device), mode=mode)
         rr = torch.linalg.qr(A, mode=mode).R
         assert (R[1, 0, 0].item() == -2.0) and torch.isfinite(Qm).all()
-        assert _rel(R, rr) <= 1e-13
+        # A[3] is rank-deficient: below row 2, R is rounding noise reflected by whatever
+        # Householder vector that noise gives, so only its first two rows are compared.
+        assert _rel(R[:3], rr[:3]) <= 1e-13 and _rel(R[3, :2], rr[3, :2]) <= 1e-13
         Qd = Qm.cpu()
         assert (Qd.mT @ Qd - torch.eye(Qd.shape[-1], dtype=torch.float64)).abs().max() <= 1e-14
         assert _rel(Qd @ R.cpu(), A) <= 1e-14

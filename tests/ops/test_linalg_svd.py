@@ -50,7 +50,9 @@ def test_svd(m, n, batch, full, dtype, device):
     A = torch.randn(*batch, m, n, dtype=torch.float64).to(dtype=dtype, device=device)
     U, Sv, Vh = S.svd(A, full_matrices=full)
     _check_svd(A, U, Sv, Vh, full)
-    assert torch.equal(S.svdvals(A), Sv)  # the same sweeps, without the vectors
+    # the same sweeps without the vectors: equal up to the rounding of a compiler's fused ops
+    eps = torch.finfo(Sv.dtype).eps
+    assert ((S.svdvals(A) - Sv).abs() <= 4 * eps * Sv[..., :1]).all()
 
 
 @pytest.mark.skipif(not BIG, reason="32 x 32 Jacobi sweeps take minutes in Triton's interpreter")

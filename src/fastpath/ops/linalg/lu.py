@@ -113,7 +113,10 @@ def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M: tl.constexpr, W: tl.co
                     mag = tl.abs(pr)
                 la = tl.where(mag > 0, la + tl.log(tl.where(mag > 0, mag, 1.0)), float("-inf"))
                 safe = tl.where(mag > 0, mag, 1.0)
-                d_r, d_i = _mul(d_r, d_i, tl.where(mag > 0, pr / safe, 0.0), pi / safe, CPLX)
+                if CPLX:
+                    d_r, d_i = _mul(d_r, d_i, tl.where(mag > 0, pr / safe, 0.0), pi / safe, CPLX)
+                else:  # exactly +-1 (a GPU division pr / |pr| may round to 1 - ulp)
+                    d_r = d_r * tl.where(pr > 0, 1.0, tl.where(pr < 0, -1.0, 0.0))
             d_r = tl.where(flip, -d_r, d_r)
             if CPLX:
                 d_i = tl.where(flip, -d_i, d_i)
