@@ -98,3 +98,25 @@ def test_errors():
         optimize_vae(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="conv"):
         optimize_vae(_vae("wan2.1"), conv="cudnn")
+
+
+@pytest.mark.parametrize("name", ["wan2.1", "wan2.2"])
+def test_tail_streams_one_frame_at_a_time(name):
+    """conv_out runs once per output frame (not once per chunk), and the output still equals
+    the stock decode (checked above); an image decode keeps no caches."""
+    from fastpath.integrations.diffusers import _tail_start
+    vae = optimize_vae(_vae(name), conv="torch")
+    assert _tail_start(vae.decoder) == len(vae.decoder.up_blocks) - 2  # after the last temporal upsample
+    calls = []
+    vae.decoder.conv_out.register_forward_hook(lambda m, a, o: calls.append(o.shape[2]))
+    z = torch.randn(1, 4, 3, 2, 3, device=DEVICE)
+    with torch.no_grad():
+        out = vae.decode(z).sample
+    assert calls == [1] * len(calls) and len(calls) == out.shape[2] == 9
+    calls.clear()
+    seen = []
+    conv = vae.decoder.up_blocks[-1].resnets[0].conv1
+    conv.register_forward_pre_hook(lambda m, a: seen.append(len(a) > 1 and a[1] is not None))
+    with torch.no_grad():
+        vae.decode(z[:, :, :1])
+    assert calls == [1] and seen == [False]  # one frame, decoded without caches

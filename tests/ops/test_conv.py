@@ -58,6 +58,18 @@ def test_causal_conv3d_matches_pad_conv3d_float32(case):
     assert torch.equal(new, hist[:, :, max(hist.shape[2] - pad[0], 0):])
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("k,pad", [((3, 3, 3), (2, 1, 1)), ((3, 1, 1), (2, 0, 0)), ((2, 3, 3), (1, 1, 1)), ((3, 3, 3), (3, 1, 1))])
+def test_reference_single_frame_without_cache(k, pad, layout):
+    """One frame after causal zeros takes a single temporal tap (wider padding: the general path)."""
+    x, w, b = randn(1, 6, 1, 4, 5), randn(7, 6, *k), randn(7)
+    x = _cl(x) if layout == "channels_last" else x
+    out = c3.reference_causal_conv3d(x, w, b, pad, None)
+    assert_close(out, _oracle3d(x, w, b, pad), torch.float32)
+    assert out.is_contiguous(memory_format=torch.channels_last_3d if layout == "channels_last"
+                             else torch.contiguous_format)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_causal_conv3d_16bit_and_weight_layouts(dtype):
     x, cache = _cl(randn(1, 24, 2, 4, 5, dtype=dtype)), _cl(randn(1, 24, 2, 4, 5, dtype=dtype))

@@ -252,3 +252,146 @@ def test_logspace_random_and_errors():
         ew.logspace("0", 1, 2)
     with pytest.raises(NotImplementedError, match="dtype"):
         ew.logspace(0, 1, 2, dtype=torch.complex64)
+
+
+# ---------------------------------------------------------------- kernel variants (layouts, index width, blocks)
+
+def _ndim_of(t):
+    lay = ew._layout(t.shape, t.stride())
+    return None if lay is None else ew._ndim(lay[0])
+
+
+def _views():
+    """Views whose simplified layout has 1 (strided), 2, 3, 4 and more than 4 dims."""
+    base = randn(3, 4, 5, 6)
+    views = {1: randn(40)[::3], 2: base[::2], 3: randn(4, 5, 6)[:, ::2, ::2],
+             4: base.permute(0, 2, 1, 3), None: randn(2, 3, 2, 3, 2).permute(0, 2, 4, 1, 3)}
+    for nd, v in views.items():
+        assert _ndim_of(v) == nd  # each variant of the kernels is really taken
+    return views
+
+
+def _ucopy(v, dtype, seed):
+    """Unsigned values over the whole range (half above the signed maximum) in ``v``'s layout."""
+    g = torch.Generator().manual_seed(seed)
+    bits = BITS[dtype]
+    s = torch.randint(-(1 << (bits - 1)), (1 << (bits - 1)) - 1, v.shape, generator=g, dtype=torch.int64)
+    out = torch.empty_strided(v.shape, v.stride(), dtype=_SIGNED[bits])
+    out.copy_(s.to(_SIGNED[bits]))
+    return out.view(dtype)
+
+
+def _strided_like(v, values):
+    """``values`` in a tensor with ``v``'s strides (a fresh buffer, same layout)."""
+    out = torch.empty_strided(v.shape, v.stride(), dtype=values.dtype)
+    out.copy_(values)
+    return out
+
+
+def _check_every_op(views):
+    for nd, v in views.items():
+        x = _strided_like(v, (v * 1e3).round() / 16)
+        _assert_frexp(x)
+        zx = _strided_like(v, torch.where(x.abs() < 30, torch.zeros_like(x), x))  # exact zeros
+        assert _ndim_of(x) == _ndim_of(zx) == nd
+        for val in (_strided_like(v, torch.full(v.shape, 0.25)), torch.tensor(-2.0)):
+            out = ew.heaviside(zx, val)
+            assert torch.equal(out, torch.heaviside(zx, val)), nd
+        for dtype in U:
+            a = _ucopy(v, dtype, 1)
+            b = _ucopy(v, dtype, 2)
+            assert _ndim_of(a) == _ndim_of(b) == nd
+            for op in ("eq", "lt", "ge", "maximum"):
+                out = getattr(ew, op)(a, b)
+                want = [PY[op](p, q) for p, q in zip(_uvalues(a), _uvalues(b))]
+                got = _uvalues(out) if op == "maximum" else out.flatten().tolist()
+                assert got == want, (nd, dtype, op)
+        idx = torch.randint(-v.numel(), v.numel(), (5, 7))
+        for ind in (idx, idx.t()):
+            out = ew.take(v, ind)
+            flat = v.flatten().tolist()
+            assert out.flatten().tolist() == [flat[i] for i in ind.flatten().tolist()], nd
+
+
+def test_layout_variants_every_op():
+    _check_every_op(_views())
+
+
+def test_int64_index_path(monkeypatch):
+    """The 64-bit index arithmetic (taken above 2**31 elements) on small strided inputs."""
+    monkeypatch.setattr(ew, "_needs_int64", lambda *a: True)
+    views = _views()
+    _check_every_op({k: views[k] for k in (1, 3, 4)})
+
+
+def test_needs_int64_bounds():
+    assert not ew._needs_int64(2**31 - 2048, 1024, [1, 1, 1, 2**31 - 2048], [0, 0, 0, 1])
+    assert ew._needs_int64(2**31 - 1000, 1024, [1, 1, 1, 2**31 - 1000], [0, 0, 0, 1])
+    # few elements, but an element offset (3 - 1) * 2**30 beyond int32 in the second operand
+    assert ew._needs_int64(6, 8, [1, 1, 3, 2], [0, 0, 2, 1], [0, 0, 2**30, 1])
+    assert not ew._needs_int64(6, 8, [1, 1, 3, 2], [0, 0, 2, 1], [0, 0, 0, 0])
+
+
+def test_config_rule_and_tuned_table(monkeypatch):
+    grid, block, warps = ew._config("cmp", torch.uint8, 3, 1 << 26)  # 32 KB / 3 B -> 8192
+    assert (block, warps) == (8192, 8) and grid == ((1 << 26) // 8192,)
+    assert ew._config("cmp", torch.uint64, 17, 1 << 26)[1:] == (1024, 4)  # clamped to MIN_BLOCK
+    assert ew._config("frexp", torch.bfloat16, 8, 1 << 26)[1:] == (4096, 8)
+    assert ew._config("cmp", torch.uint8, 3, 7)[1:] == (8, 1)  # tiny: one small program
+    monkeypatch.setitem(ew.TUNED, ("cmp", torch.uint8), (256, 2))
+    assert ew._config("cmp", torch.uint8, 3, 1000) == ((4,), 256, 2)
+
+
+@pytest.mark.parametrize("tuned", [None, (256, 2)])
+def test_many_programs_with_tail(tuned, monkeypatch):
+    """Several programs and a partial last one, with the default blocks and a tuned one."""
+    if tuned is not None:
+        for key in (("frexp", torch.bfloat16), ("heaviside", torch.float32), ("cmp", torch.uint8),
+                    ("cmp", torch.uint16), ("take", torch.float32)):
+            monkeypatch.setitem(ew.TUNED, key, tuned)
+    n = 2 * 8192 + 13
+    x = randn(n, scale=1e3).to(torch.bfloat16)
+    x[::5] = 0
+    _assert_frexp(x)
+    xf, v = x.float(), randn(n)
+    assert torch.equal(ew.heaviside(xf, v), torch.heaviside(xf, v))
+    for dtype in (torch.uint8, torch.uint16):
+        a, b = _ucopy(xf, dtype, 3), _ucopy(xf, dtype, 4)
+        b[::3] = a[::3]
+        sa, sb = a.view(_SIGNED[BITS[dtype]]).long() % (1 << BITS[dtype]), b.view(_SIGNED[BITS[dtype]]).long() % (1 << BITS[dtype])
+        assert torch.equal(ew.eq(a, b), sa == sb) and torch.equal(ew.lt(a, b), sa < sb)
+        mn = ew.minimum(a, b).view(_SIGNED[BITS[dtype]]).long() % (1 << BITS[dtype])
+        assert torch.equal(mn, torch.minimum(sa, sb))
+    idx = torch.randint(-n, n, (n - 5,))
+    assert torch.equal(ew.take(xf, idx), xf[idx % n])
+
+
+def test_frexp_float32_subnormal_every_leading_bit():
+    bits = [1 << k for k in range(23)] + [(1 << (k + 1)) - 1 for k in range(23)] + [(1 << 23) - 2, 5 << 20]
+    t = torch.tensor(bits, dtype=torch.int32)
+    _assert_frexp(torch.cat([t, t | torch.tensor(-2**31, dtype=torch.int32)]).view(torch.float32))
+
+
+def test_take_flag_is_clear_after_an_error_and_per_thread():
+    import threading
+    x = torch.arange(10.0)
+    bad = torch.tensor([3, 10])
+    with pytest.raises(IndexError, match="index"):
+        ew.take(x, bad)
+    assert ew.take(x, torch.tensor([9, -10])).tolist() == [9.0, 0.0]  # no stale flag
+    assert ew.take(x, bad, validate=False).tolist() == [3.0, 0.0]  # leaves no flag either
+    assert ew.take(x, torch.tensor([1])).tolist() == [1.0]
+    with pytest.raises(IndexError, match="index"):  # strided index, bad entry not first
+        ew.take(x, torch.tensor([[0, 1], [2, -11]]).t())
+    errors = []
+
+    def worker():
+        try:
+            ew.take(x, bad)
+        except IndexError as exc:
+            errors.append(exc)
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join()
+    assert len(errors) == 1  # the other thread's failure is its own
+    assert ew.take(x, torch.tensor([2])).tolist() == [2.0]

@@ -35,6 +35,7 @@ Results equal the stock decoder up to the summation order of the convolutions (f
 """
 from __future__ import annotations
 
+import itertools
 import types
 from typing import Optional
 
@@ -113,8 +114,87 @@ def _place(dst: torch.Tensor, piece: torch.Tensor, patch: Optional[int]) -> None
     torch.clamp(src, -1.0, 1.0, out=dst)
 
 
+#: Up-block classes whose forward is known: resnets, then an optional resampler (and Wan2.2's
+#: frame-duplicating shortcut); frame-causal unless they upsample in time.
+_UP_BLOCKS = ("WanUpBlock", "WanResidualUpBlock", "QwenImageUpBlock")
+
+
+def _tail_start(decoder) -> Optional[int]:
+    """Index of the first up block after the last one that changes the frame count: from
+    there on the decoder is frame-causal (causal convolutions with their caches, per-frame
+    norms and 2-D resampling), so it can run one frame at a time. None: unknown structure."""
+    need = ("conv_in", "mid_block", "up_blocks", "norm_out", "nonlinearity", "conv_out")
+    if not all(hasattr(decoder, a) for a in need):
+        return None
+    last = -1
+    for i, ub in enumerate(decoder.up_blocks):
+        if type(ub).__name__ not in _UP_BLOCKS:
+            return None
+        ups = getattr(ub, "upsamplers", None)
+        up = ups[0] if ups else getattr(ub, "upsampler", None)
+        short = getattr(ub, "avg_shortcut", None)
+        if (up is not None and getattr(up, "mode", None) != "upsample2d") or \
+                (short is not None and getattr(short, "factor_t", 1) != 1):
+            last = i
+    return last + 1
+
+
+def _cached_conv(conv, x, cache, idx):
+    """The stock decoders' head/tail convolution step: the input's last two frames (with the
+    previous cache's last frame in front when fewer) become the new cache."""
+    i = idx[0]
+    cache_x = x[:, :, -2:].clone()
+    if cache_x.shape[2] < 2 and cache[i] is not None:
+        cache_x = torch.cat([cache[i][:, :, -1:].to(cache_x.device), cache_x], dim=2)
+    out = conv(x, cache[i])
+    cache[i] = cache_x
+    idx[0] += 1
+    return out
+
+
+def _decode_chunk(decoder, x, cache, idx, extra, tail):
+    """The decoder's forward on one latent chunk: whole up to the last frame-count change,
+    then one frame at a time through the frame-causal rest (the caches carry the history
+    exactly as between chunks), so the largest activations and their temporaries exist for
+    one frame instead of the chunk's four. Returns (output frames, generator of pieces); the
+    generator must be exhausted before the next chunk starts (it updates the caches)."""
+    x = _cached_conv(decoder.conv_in, x, cache, idx)
+    x = decoder.mid_block(x, feat_cache=cache, feat_idx=idx)
+    for ub in decoder.up_blocks[:tail]:
+        x = ub(x, feat_cache=cache, feat_idx=idx, **extra)
+
+    def frames(x, start=idx[0]):
+        for t in range(x.shape[2]):
+            idx[0] = start
+            y = x[:, :, t:t + 1]
+            for ub in decoder.up_blocks[tail:]:
+                y = ub(y, feat_cache=cache, feat_idx=idx, **extra)
+            y = decoder.nonlinearity(decoder.norm_out(y))
+            yield _cached_conv(decoder.conv_out, y, cache, idx)
+    return x.shape[2], frames(x)
+
+
+def _chunks(self, x, num_frame, opts):
+    """(output frames, pieces) of each latent frame, in order."""
+    tail = _tail_start(self.decoder) if opts["stream"] else None
+    for i in range(num_frame):
+        self._conv_idx = [0]
+        extra = {"first_chunk": True} if (opts["wan"] and i == 0) else {}
+        xi = x[:, :, i:i + 1]
+        if num_frame == 1:  # an image: no later chunk reads the caches, so none are kept
+            piece = self.decoder(xi, **extra)
+        elif tail is None:
+            piece = self.decoder(xi, feat_cache=self._feat_map, feat_idx=self._conv_idx, **extra)
+        else:
+            yield _decode_chunk(self.decoder, xi, self._feat_map, self._conv_idx, extra, tail)
+            continue
+        yield piece.shape[2], iter([piece])
+        del piece
+
+
 def _decode(self, z: torch.Tensor, return_dict: bool = True):
-    """The stock ``_decode`` loop, writing every chunk into one preallocated output."""
+    """The stock ``_decode`` loop, writing every chunk into one preallocated output (an image
+    keeps no caches; video chunks stream their frame-causal tail, see :func:`_decode_chunk`)."""
     from diffusers.models.autoencoders.vae import DecoderOutput
 
     _, _, num_frame, height, width = z.shape
@@ -128,31 +208,29 @@ def _decode(self, z: torch.Tensor, return_dict: bool = True):
         channels_last = z.is_cuda and opts["conv"] == "triton"
     patch = getattr(self.config, "patch_size", None)
     patch = patch if patch and patch > 1 else None
+    p = patch or 1
     self.clear_cache()
     x = self.post_quant_conv(z)
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last_3d)
-    out, pending, f = None, [], 0
-    for i in range(num_frame):
-        self._conv_idx = [0]
-        extra = {"first_chunk": True} if (opts["wan"] and i == 0) else {}
-        piece = self.decoder(x[:, :, i:i + 1], feat_cache=self._feat_map, feat_idx=self._conv_idx, **extra)
-        if out is None:  # allocate once the frame count of the later chunks is known (second chunk)
-            pending.append(piece)
-            if len(pending) < min(2, num_frame):
-                continue
-            total = pending[0].shape[2] + pending[-1].shape[2] * (num_frame - 1)
-            b, c, _, h, w = piece.shape
-            p = patch or 1
-            out = torch.empty(b, c // (p * p), total, h * p, w * p, dtype=piece.dtype, device=piece.device)
-        todo, pending = pending or [piece], []
-        for pc in todo:
-            n = pc.shape[2]
-            if f + n > out.shape[2]:  # a chunk longer than the second one (not seen in practice): grow
-                out = torch.cat([out, out.new_empty(*out.shape[:2], f + n - out.shape[2], *out.shape[3:])], 2)
-            _place(out[:, :, f:f + n], pc, patch)
-            f += n
-        del piece, todo
+    out, held, f = None, [], 0
+    for i, (n, pieces) in enumerate(_chunks(self, x, num_frame, opts)):
+        if out is None and i == 0 and num_frame > 1:
+            held = list(pieces)  # the first chunk's frames, until the second chunk's count is known
+            continue
+        if out is None:  # every later chunk is expected to be as long as this one
+            total = sum(pc.shape[2] for pc in held) + n * (num_frame - i)
+            pieces, held = itertools.chain(held, pieces), []
+        for pc in pieces:
+            if out is None:
+                b, c, _, h, w = pc.shape
+                out = torch.empty(b, c // (p * p), total, h * p, w * p, dtype=pc.dtype, device=pc.device)
+            k = pc.shape[2]
+            if f + k > out.shape[2]:  # more frames than foreseen: grow
+                out = torch.cat([out, out.new_empty(*out.shape[:2], f + k - out.shape[2], *out.shape[3:])], 2)
+            _place(out[:, :, f:f + k], pc, patch)
+            f += k
+            del pc
     if f < out.shape[2]:
         out = out[:, :, :f]
     self.clear_cache()
@@ -162,7 +240,7 @@ def _decode(self, z: torch.Tensor, return_dict: bool = True):
 
 
 def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = None,
-                 preallocate: bool = True, upsample: bool = True):
+                 preallocate: bool = True, upsample: bool = True, stream: bool = True):
     """Swap ``vae``'s causal convolutions (and nearest upsamplers, and its decode loop) to
     fastpath's lean versions, on this instance only. Returns ``vae``.
 
@@ -173,6 +251,9 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
     channels_last : run the decoder in channels-last-3d (None: on CUDA unless conv="torch").
     preallocate : replace the decode loop's growing concatenation by a preallocated output.
     upsample : upsample in the input dtype instead of float32 (bit-identical).
+    stream : with ``preallocate``, run the decoder's frame-causal tail (everything after its
+        last temporal upsampling) one output frame at a time (same results, a quarter of
+        the largest activations alive).
 
     Raises
     ------
@@ -189,7 +270,7 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
             m._fastpath_conv = conv
         elif upsample and issubclass(base, up_cls):
             m.__class__ = _lean_class(base, _upsample_forward)
-    vae._fastpath = {"conv": conv, "channels_last": channels_last, "wan": is_wan}
+    vae._fastpath = {"conv": conv, "channels_last": channels_last, "wan": is_wan, "stream": stream}
     if preallocate:
         vae._decode = types.MethodType(_decode, vae)
     elif "_decode" in vae.__dict__:

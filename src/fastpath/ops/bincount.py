@@ -1,31 +1,34 @@
 """bincount with privatised histograms, as ``torch.bincount`` (weights, minlength).
 
-One launch counts, a second adds the private copies into the output. A fixed number of
-programs each walk a strided set of tiles:
+One launch. ``PROGS_PER_SM`` programs per SM walk the input in tiles of ``BLOCK`` values and
+count into ``COPIES`` private copies of the bins (program ``p`` uses copy ``p % COPIES``: the
+atomics spread over many L2 lines and slices instead of queueing on one copy's few lines).
+The last program to finish (an acq_rel ticket) adds the copies into the output and returns
+them to zero; where the copies hold more than ``FINISH_MAX`` counters, a second launch,
+parallel over the bins, does that instead.
 
-* few bins (``nbins < 256``, no weights): each program keeps its own histogram in registers
-  (``tl.histogram``: ballots and popcounts, no atomics, indifferent to skew) and adds it to
-  a shared copy once at the end.
-* more bins, no weights: per tile, the values within a 127-bin window are counted with
-  ``tl.histogram`` and added with one atomic per non-empty bin (a run of equal or clustered
-  values costs a few atomics per tile); the rest are added one atomic each. The window
-  starts at the tile's minimum, or 63 below the tile's first value when that is higher
-  (the first value is likely the hot one of skewed data). The atomics go to private
-  copies of the bins (program ``p`` uses copy ``p % COPIES``), so that skewed data
-  contends only within a program.
-* weights: one atomic add per value into the private copies.
+* few bins (``nbins < HIST_MAX``, no weights): a register histogram per program
+  (``tl.histogram``), added to its copy once at the end; indifferent to skew.
+* more bins, no weights: one relaxed atomic (a fire-and-forget RED) per value into the copy,
+  except the values within a ``WINDOW``-bin window placed around the tile's first value: those
+  are counted with ``tl.histogram`` and added with one atomic per non-empty bin, so a hot value
+  or a run (skewed data) costs a few atomics per tile instead of queueing on one address.
+  A histogram over all the bins would need no atomics, but triton 3.6 lowers ``tl.histogram``
+  with warp ballots whose cost per value grows with the bins (about 6 warp instructions per
+  value for 1024 bins, above an atomic's cost).
+* weights: one float atomic per value.
 
-The copies live in a per-(device, stream) workspace that the second launch adds up and
-returns to zero. Counts are exact; weighted sums use float atomics (order-dependent
-rounding, as PyTorch's CUDA kernel).
+Counts are exact (int32 copies, int64 when the input has 2**31 values or more); weighted sums
+use float atomics (order-dependent rounding, as PyTorch's CUDA kernel).
 
 Sizes and syncs: the output has ``max(max(input) + 1, minlength)`` bins. With ``minlength``
-given, the kernel counts into ``minlength`` bins and flags values outside them; the
-default ``validate=True`` reads the flag once (one host sync, as ``torch.bincount``, which
-syncs too) to raise on negative values and to redo the count with more bins when a value is
-``>= minlength``. ``validate=False`` skips that read: no sync, CUDA-graph capturable, the
-size is ``minlength`` and values outside ``[0, minlength)`` are skipped unchecked. Without
-``minlength`` the size needs the maximum: one ``aminmax`` and one sync before counting.
+given, the kernel counts into ``minlength`` bins and ORs a flag word (bit 1: a negative value,
+bit 2: one ``>= minlength``) that the finishing program hands out; ``validate=True`` reads it
+once (one host sync, as ``torch.bincount``, which syncs too) to raise on negative values and to
+redo the count with more bins when a value is ``>= minlength``. ``validate=False`` skips that
+read: no sync, CUDA-graph capturable, the size is ``minlength`` and values outside
+``[0, minlength)`` are skipped unchecked. Without ``minlength`` the size needs the maximum:
+one ``aminmax`` and one sync before counting.
 """
 from __future__ import annotations
 
@@ -39,79 +42,117 @@ from .._core.errors import check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 
-#: Values per tile; bins below which a register histogram is used; the sliding window's bins;
-#: the most elements all private copies may hold.
-BLOCK = 256 if INTERPRET else 4096
+# Tuning knobs (scripts/tune_bincount.py sweeps them on a GPU). The interpreter uses small
+# tiles so that CI runs every path, several tiles per program included.
+#: Values per tile, warps per program, programs per SM.
+BLOCK = 128 if INTERPRET else 2048
+NUM_WARPS = 4
+PROGS_PER_SM = 2 if INTERPRET else 8
+#: Private copies of the bins (at most; never more than the programs).
+COPIES = 3 if INTERPRET else 32
+#: Bins of the skew window (a power of two >= 32; 0: none, every value is one atomic).
+WINDOW = 32 if INTERPRET else 64
+#: Bins below which a program keeps the whole histogram in registers.
 HIST_MAX = 256
-WINDOW = 128
+#: Most counters (copies x bins) the finishing program adds up; above, a second launch does.
+FINISH_MAX = 1 << 17
+#: Counters the finishing step loads at once (copies x bins).
+FIN_TILE = 64 if INTERPRET else 4096
+#: Most counters all copies may hold together (fewer copies for many bins).
 COPY_BUDGET = 1 << 22
-#: Elements (copies x bins) the summing kernel loads per step.
-SUM_TILE = 64 if INTERPRET else 4096
 INDEX_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 # ---------------------------------------------------------------------------- kernels
 
 @triton.jit
-def _bincount_kernel(x_ptr, w_ptr, copies_ptr, flag_ptr, n, sx, sw, nbins, num_tiles, COPIES,
-                     BLOCK: tl.constexpr, W: tl.constexpr, MODE: tl.constexpr, CHECK: tl.constexpr):
-    """MODE 0: register histogram of W bins (nbins < W); 1: sliding W-bin window + atomics;
-    2: weighted atomics. CHECK: flag bit 1 for a negative value, bit 2 for one >= nbins."""
+def _add_copies(copies_ptr, out_ptr, nbins, n_copies, b0, FC: tl.constexpr, FB: tl.constexpr):
+    """out[b0:b0+FB] = the sum of the copies of those bins, FC copies at a time; the copies
+    are set back to zero. Loads bypass L1 (.cg): other programs' atomics live in L2."""
+    b = b0 + tl.arange(0, FB)
+    c = tl.arange(0, FC)
+    total = tl.zeros([FB], dtype=out_ptr.dtype.element_ty)  # int64 counts, float sums
+    for c0 in range(0, n_copies, FC):
+        m = ((c0 + c) < n_copies)[:, None] & (b < nbins)[None, :]
+        p = copies_ptr + (c0 + c).to(tl.int64)[:, None] * nbins + b[None, :]
+        total += tl.sum(tl.load(p, mask=m, other=0, cache_modifier=".cg").to(total.dtype), axis=0)
+        tl.store(p, tl.zeros([FC, FB], dtype=copies_ptr.dtype.element_ty), mask=m)
+    tl.store(out_ptr + b, total, mask=b < nbins)
+
+
+@triton.jit(do_not_specialize=["sx", "sw"])  # one value per thread and load: no layout change for the atomics
+def _bincount_kernel(x_ptr, w_ptr, out_ptr, flag_ptr, copies_ptr, sync_ptr, n, sx, sw, nbins,
+                     num_tiles, n_copies, BLOCK: tl.constexpr, W: tl.constexpr, MODE: tl.constexpr,
+                     CHECK: tl.constexpr, FINISH: tl.constexpr, I64: tl.constexpr,
+                     FC: tl.constexpr, FB: tl.constexpr):
+    """MODE 0: register histogram of W bins (nbins < W); 1: atomics, with a W-bin skew window
+    when W > 0; 2: weighted atomics. CHECK: OR flag bits into sync[1] (1: a negative value,
+    2: one >= nbins). FINISH: the last program adds the copies into out and hands out the flag.
+    sync (int32): [0] ticket, [1] flag bits; both zero between launches."""
     pid = tl.program_id(0)
-    dst = copies_ptr + (pid % COPIES).to(tl.int64) * nbins
-    lanes = tl.arange(0, W)
+    nprog = tl.num_programs(0)
+    cdt = copies_ptr.dtype.element_ty
+    dst = copies_ptr + (pid % n_copies).to(tl.int64) * nbins
+    idx = tl.arange(0, BLOCK)
     if MODE == 0:
         acc = tl.zeros([W], dtype=tl.int32)
-    bad = tl.zeros([BLOCK], dtype=tl.int32)
-    for t in range(pid, num_tiles, tl.num_programs(0)):
-        offs = tl.cast(t, tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    if CHECK:
+        bad = tl.zeros([BLOCK], dtype=tl.int32)
+    for t in range(pid, num_tiles, nprog):
+        if I64:
+            start = tl.cast(t, tl.int64) * BLOCK
+        else:
+            start = t * BLOCK
+        offs = start + idx
         valid = offs < n
-        v = tl.load(x_ptr + offs * sx, mask=valid, other=0).to(tl.int64)
+        v = tl.load(x_ptr + offs * sx, mask=valid, other=0)
         ok = valid & (v >= 0) & (v < nbins)
         if CHECK:
-            bad |= tl.where(valid & (v < 0), 1, 0) | tl.where(valid & (v >= nbins), 2, 0)
-        v = tl.where(ok, v, 0)
+            bad |= tl.where(valid & ~ok, tl.where(v < 0, 1, 2), 0)
+        b = tl.where(ok, v, 0).to(tl.int32)
         if MODE == 0:
-            acc += tl.histogram(tl.where(ok, v, W - 1).to(tl.int32), W)
+            acc += tl.histogram(tl.where(ok, b, W - 1), W)
         elif MODE == 1:
-            # window: from the tile's minimum, or lower half a window below the tile's first
-            # value (often the hot value of skewed data)
-            lo = tl.min(tl.where(ok, v, nbins), axis=0)
-            lo = tl.where(lo == nbins, 0, lo)
-            first = tl.max(tl.where(offs == tl.cast(t, tl.int64) * BLOCK, v, 0), axis=0)
-            lo = tl.maximum(lo, first - (W // 2 - 1))
-            rel = v - lo
-            win = ok & (rel >= 0) & (rel < W - 1)
-            h = tl.histogram(tl.where(win, rel, W - 1).to(tl.int32), W)
-            tl.atomic_add(dst + lo + lanes, h.to(copies_ptr.dtype.element_ty),
-                          mask=(lanes < W - 1) & (h > 0) & (lo + lanes < nbins), sem="relaxed")
-            one = tl.full([BLOCK], 1, dtype=copies_ptr.dtype.element_ty)
-            tl.atomic_add(dst + v, one, mask=ok & ~win, sem="relaxed")
+            if W > 0:
+                # skew window: W - 1 bins from half a window below the tile's first value
+                first = tl.load(x_ptr + start * sx).to(tl.int64)
+                lo = tl.maximum(tl.minimum(first - (W // 2 - 1), nbins - (W - 1)), 0).to(tl.int32)
+                rel = b - lo
+                win = ok & (rel >= 0) & (rel < W - 1)
+                h = tl.histogram(tl.where(win, rel, W - 1), W)
+                lanes = tl.arange(0, W)
+                tl.atomic_add(dst + lo + lanes, h.to(cdt), mask=(lanes < W - 1) & (h > 0), sem="relaxed")
+                ok = ok & ~win
+            tl.atomic_add(dst + b, tl.full([BLOCK], 1, dtype=cdt), mask=ok, sem="relaxed")
         else:
-            w = tl.load(w_ptr + offs * sw, mask=valid, other=0).to(copies_ptr.dtype.element_ty)
-            tl.atomic_add(dst + v, w, mask=ok, sem="relaxed")
+            wv = tl.load(w_ptr + offs * sw, mask=valid, other=0)
+            tl.atomic_add(dst + b, wv.to(cdt), mask=ok, sem="relaxed")
     if MODE == 0:
-        tl.atomic_add(dst + lanes, acc.to(copies_ptr.dtype.element_ty), mask=(lanes < nbins) & (acc > 0),
-                      sem="relaxed")
+        lanes = tl.arange(0, W)
+        tl.atomic_add(dst + lanes, acc.to(cdt), mask=(lanes < nbins) & (acc > 0), sem="relaxed")
     if CHECK:
         flags = tl.max(bad & 1, axis=0) | tl.max(bad & 2, axis=0)
         if flags != 0:
-            tl.atomic_or(flag_ptr, flags)
+            tl.atomic_or(sync_ptr + 1, flags, sem="relaxed")
+    if FINISH:
+        tl.debug_barrier()  # every thread's atomics precede the ticket (released by it)
+        if tl.atomic_add(sync_ptr, 1, sem="acq_rel") == nprog - 1:
+            for b0 in range(0, nbins, FB):
+                _add_copies(copies_ptr, out_ptr, nbins, n_copies, b0, FC, FB)
+            if CHECK:
+                tl.store(flag_ptr, tl.atomic_xchg(sync_ptr + 1, 0))
+            tl.atomic_xchg(sync_ptr, 0)
 
 
 @triton.jit
-def _sum_copies_kernel(copies_ptr, out_ptr, nbins, COPIES, RB: tl.constexpr, CB: tl.constexpr):
-    """out[b] = sum of the COPIES private copies of bin b, CB copies x RB bins per step; the
-    copies are reset to zero."""
-    b = tl.program_id(0).to(tl.int64) * RB + tl.arange(0, RB)
-    acc = tl.zeros([CB, RB], dtype=out_ptr.dtype.element_ty)  # int64 counts, float sums
-    for c0 in range(0, COPIES, CB):
-        c = tl.cast(c0, tl.int64) + tl.arange(0, CB)
-        m = (c < COPIES)[:, None] & (b < nbins)[None, :]
-        p = copies_ptr + c[:, None] * nbins + b[None, :]
-        acc += tl.load(p, mask=m, other=0).to(acc.dtype)
-        tl.store(p, tl.zeros([CB, RB], dtype=copies_ptr.dtype.element_ty), mask=m)
-    tl.store(out_ptr + b, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=b < nbins)
+def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, sync_ptr, nbins, n_copies,
+                       CHECK: tl.constexpr, FC: tl.constexpr, FB: tl.constexpr):
+    """The finishing step as its own launch, FB bins a program (many bins)."""
+    pid = tl.program_id(0)
+    _add_copies(copies_ptr, out_ptr, nbins, n_copies, pid * FB, FC, FB)
+    if CHECK:
+        if pid == 0:
+            tl.store(flag_ptr, tl.atomic_xchg(sync_ptr + 1, 0))
 
 
 _COUNT, _SUM = Launcher(_bincount_kernel), Launcher(_sum_copies_kernel)
@@ -124,28 +165,35 @@ def _out_dtype(weights: Optional[torch.Tensor]) -> torch.dtype:
 
 
 def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool):
-    n = x.numel()
-    out_dtype = _out_dtype(w)
-    out = alloc.empty(nbins, dtype=out_dtype, device=x.device)
-    flag = torch.zeros(1, dtype=torch.int32, device=x.device) if check else out
+    n, dev, out_dtype = x.numel(), x.device, _out_dtype(w)
+    if n == 0:
+        return (torch.zeros(nbins, dtype=out_dtype, device=dev),
+                torch.zeros(1 if check else 0, dtype=torch.int32, device=dev))
+    out = alloc.empty(nbins, dtype=out_dtype, device=dev)
+    flag = alloc.empty(1 if check else 0, dtype=torch.int32, device=dev)
     tiles = cdiv(n, BLOCK)
-    progs = max(1, min(tiles, 4 * num_sms(x.device)))
+    progs = min(tiles, PROGS_PER_SM * num_sms(dev))
     if w is None:
         mode = 0 if nbins < HIST_MAX else 1
         copy_dtype = torch.int32 if n < 2**31 else torch.int64
     else:
         mode, copy_dtype = 2, out_dtype
-    copies = 1 if mode == 0 else max(1, min(progs, COPY_BUDGET // nbins))
-    width = max(32, next_pow2(nbins + 1)) if mode == 0 else WINDOW
-    buf = workspace(x.device, f"bincount.copies.{copy_dtype}", copies * nbins, copy_dtype, zeroed=True)
-    if n:
-        _COUNT[(progs,)](x, w if w is not None else x, buf, flag, n, x.stride(0),
-                         w.stride(0) if w is not None else 0, nbins, tiles, copies, BLOCK=BLOCK, W=width,
-                         MODE=mode, CHECK=check, num_warps=8)
-    rb = min(128, next_pow2(nbins))
-    cb = min(next_pow2(copies), max(1, SUM_TILE // rb))
-    _SUM[(cdiv(nbins, rb),)](buf, out, nbins, copies, RB=rb, CB=cb, num_warps=4)
-    return out, flag if check else alloc.empty(0, dtype=torch.int32, device=x.device)
+    width = max(32, next_pow2(nbins + 1)) if mode == 0 else (WINDOW if mode == 1 else 0)
+    n_copies = max(1, min(progs, COPIES, COPY_BUDGET // nbins))
+    copies = workspace(dev, f"bincount.copies.{copy_dtype}", n_copies * nbins, copy_dtype, zeroed=True)
+    sync = workspace(dev, "bincount.sync", 2, torch.int32, zeroed=True)
+    finish = n_copies * nbins <= FINISH_MAX
+    fb = min(next_pow2(nbins), FIN_TILE)
+    fc = max(1, min(next_pow2(n_copies), FIN_TILE // fb))
+    sw = w.stride(0) if w is not None else 0
+    wide = (n + BLOCK) * max(x.stride(0), sw, 1) >= 2**31
+    _COUNT[(progs,)](x, x if w is None else w, out, flag if check else out, copies, sync, n, x.stride(0), sw,
+                     nbins, tiles, n_copies, BLOCK=BLOCK, W=width, MODE=mode, CHECK=check, FINISH=finish,
+                     I64=wide, FC=fc, FB=fb, num_warps=NUM_WARPS)
+    if not finish:
+        _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, sync, nbins, n_copies, CHECK=check,
+                                 FC=fc, FB=fb, num_warps=4)
+    return out, flag
 
 
 # ---------------------------------------------------------------------------- reference

@@ -210,8 +210,14 @@ def reference_causal_conv3d(x: torch.Tensor, weight: torch.Tensor, bias: Optiona
                             ) -> torch.Tensor:
     """PyTorch path (no checks, no new cache): the history frames the window needs (the last
     ``pt`` cache frames, zeros for the rest) are concatenated in front of ``x``, and the
-    spatial padding is left to ``F.conv3d``; the output takes ``x``'s memory format."""
+    spatial padding is left to ``F.conv3d``; the output takes ``x``'s memory format. A single
+    frame without a cache convolves with the one temporal tap that meets it (no zero frames)."""
     pt, ph, pw = padding
+    fmt = torch.channels_last_3d if _is_channels_last(x) else torch.contiguous_format
+    if cache is None and x.shape[2] == 1 and pt == weight.shape[2] - 1 > 0:
+        # One frame after zeros (an image, or a video's first frame): only the tap on the
+        # frame itself sees data, so neither the zero frames nor their products exist.
+        return F.conv3d(x, weight[:, :, pt:pt + 1], bias, padding=(0, ph, pw)).contiguous(memory_format=fmt)
     if pt > 0:
         hist = cache[:, :, max(cache.shape[2] - pt, 0):] if cache is not None else x[:, :, :0]
         parts = [hist.to(x.device, x.dtype), x]
@@ -223,7 +229,6 @@ def reference_causal_conv3d(x: torch.Tensor, weight: torch.Tensor, bias: Optiona
     else:
         x_in = x
     out = F.conv3d(x_in, weight, bias, padding=(0, ph, pw))
-    fmt = torch.channels_last_3d if _is_channels_last(x) else torch.contiguous_format
     return out.contiguous(memory_format=fmt)
 
 

@@ -9,6 +9,16 @@ torch generator on the input's device as a device tensor that the kernel loads: 
 sync, and CUDA-graph capture draws a fresh seed on each replay. The forward stores the mask
 as bits (one byte per 8 elements, 1/16 of a bf16 tensor) when autograd needs it; the
 backward reads them (no RNG work in the backward).
+
+Kernel layout: a program handles BLOCK elements as 1-D vectors (16 bytes a thread). The
+Philox lanes are computed per *unit* of 8 elements (16-bit dtypes: one 16-byte vector, two
+Philox calls, one mask byte) or 4 elements (float32: one vector, one call, half a byte),
+then spread into the element order with ``tl.join`` in registers, so the RNG is computed
+once per 4 elements, in the layout the loads use (no shared-memory shuffles). The forward
+costs about 40 integer instructions per 4 elements for Philox, near the HBM time on an
+H200; the backward is a streaming pass. Eager autograd goes through a
+``torch.autograd.Function`` (a few microseconds of host time); compiled graphs use the
+registered ops.
 """
 from __future__ import annotations
 
@@ -23,8 +33,11 @@ from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
 from .elementwise import _index4, _layout
 
-#: Rows of 8 elements per program.
-ROWS = 256
+# Tuning knobs (``scripts/tune_dropout_loss.py`` sweeps them on a GPU): elements per program
+# and warps per program of the forward (Philox) and backward (bit mask) launches. 2048
+# elements on 4 warps is 16 a thread: two 16-byte vectors of bf16, four Philox chains in flight.
+FWD_BLOCK, FWD_WARPS = 2048, 4
+BWD_BLOCK, BWD_WARPS = 4096, 8
 _MASK32 = 0xFFFFFFFF
 _PHILOX_M = (0xD2511F53, 0xCD9E8D57)  # round multipliers
 _PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # key increments
@@ -33,44 +46,90 @@ _PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # key increments
 # ---------------------------------------------------------------------------- kernel
 
 @triton.jit
-def _keep_bits(r0, r1, r2, r3, t31, SHIFT: tl.constexpr):
-    b = ((r0 >> 1).to(tl.int32, bitcast=True) >= t31).to(tl.int32) << SHIFT
-    b |= ((r1 >> 1).to(tl.int32, bitcast=True) >= t31).to(tl.int32) << (SHIFT + 1)
-    b |= ((r2 >> 1).to(tl.int32, bitcast=True) >= t31).to(tl.int32) << (SHIFT + 2)
-    b |= ((r3 >> 1).to(tl.int32, bitcast=True) >= t31).to(tl.int32) << (SHIFT + 3)
-    return b
+def _keep4(seed, c, thr, IDX64: tl.constexpr):
+    """Keep flags of the 4 lanes of Philox counter ``c`` (``r >> 1 >= t31`` as ``r >= 2 t31``)."""
+    zero = tl.zeros(c.shape, dtype=tl.uint32)
+    if IDX64:
+        lo, hi = (c & 0xFFFFFFFF).to(tl.uint32), (c >> 32).to(tl.uint32)
+    else:
+        lo, hi = c.to(tl.uint32), zero  # counters below 2**31: the high word is 0
+    r0, r1, r2, r3 = tl.philox(seed, lo, hi, zero, zero)
+    return r0 >= thr, r1 >= thr, r2 >= thr, r3 >= thr
 
 
 @triton.jit
-def _dropout_kernel(src_ptr, dst_ptr, bits_ptr, seed_ptr, n, D1, D2, D3, s0, s1, s2, s3, t31, scale,
-                    ROWS: tl.constexpr, STRIDED: tl.constexpr, FROM_BITS: tl.constexpr,
-                    STORE_BITS: tl.constexpr):
-    """dst = src * mask * scale over ``n`` elements, 8 per row. Forward (FROM_BITS=False):
-    the mask comes from Philox (and is stored as bits if STORE_BITS); backward: from bits."""
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    row_ok = rows * 8 < n
-    if FROM_BITS:
-        byte = tl.load(bits_ptr + rows, mask=row_ok, other=0).to(tl.int32)
-    else:
-        seed = tl.load(seed_ptr)
-        c = rows * 2
-        zero = tl.zeros([ROWS], dtype=tl.uint32)
-        a0, a1, a2, a3 = tl.philox(seed, (c & 0xFFFFFFFF).to(tl.uint32), (c >> 32).to(tl.uint32), zero, zero)
-        c = c + 1
-        b0, b1, b2, b3 = tl.philox(seed, (c & 0xFFFFFFFF).to(tl.uint32), (c >> 32).to(tl.uint32), zero, zero)
-        byte = _keep_bits(a0, a1, a2, a3, t31, 0) | _keep_bits(b0, b1, b2, b3, t31, 4)
-        if STORE_BITS:
-            tl.store(bits_ptr + rows, byte.to(tl.uint8), mask=row_ok)
-    cols = tl.arange(0, 8)
-    offs = rows[:, None] * 8 + cols[None, :]
+def _nibble(k0, k1, k2, k3):
+    return k0.to(tl.int32) | (k1.to(tl.int32) << 1) | (k2.to(tl.int32) << 2) | (k3.to(tl.int32) << 3)
+
+
+@triton.jit
+def _factor(bits, j: tl.constexpr, scale):
+    return tl.where(((bits >> j) & 1) != 0, scale, 0.0)
+
+
+@triton.jit
+def _spread4(v0, v1, v2, v3):
+    """[N] lanes -> [4N] with element 4i + l = v_l[i] (a register-level interleave)."""
+    return tl.reshape(tl.join(tl.join(v0, v2), tl.join(v1, v3)), [4 * v0.shape[0]])
+
+
+@triton.jit
+def _spread8(a0, a1, a2, a3, b0, b1, b2, b3):
+    """[N] lanes of two counters -> [8N] with element 8i + l = a_l[i], 8i + 4 + l = b_l[i]."""
+    return tl.reshape(tl.join(tl.join(tl.join(a0, b0), tl.join(a2, b2)),
+                              tl.join(tl.join(a1, b1), tl.join(a3, b3))), [8 * a0.shape[0]])
+
+
+@triton.jit
+def _dropout_kernel(src_ptr, dst_ptr, bits_ptr, seed_ptr, n, D1, D2, D3, s0, s1, s2, s3, thr, scale,
+                    BLOCK: tl.constexpr, UNIT: tl.constexpr, STRIDED: tl.constexpr, IDX64: tl.constexpr,
+                    FROM_BITS: tl.constexpr, STORE_BITS: tl.constexpr):
+    """dst = src * mask * scale over ``n`` elements. Forward (FROM_BITS=False): the mask comes
+    from Philox (and is stored as bits if STORE_BITS); backward: from the bits. UNIT = elements
+    per Philox unit (8: two counters and one mask byte; 4: one counter, half a byte)."""
+    pid = tl.program_id(0)
+    if IDX64:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     if STRIDED:
         i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
         src = tl.load(src_ptr + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3, mask=mask, other=0.0)
     else:
-        src = tl.load(src_ptr + offs, mask=mask, other=0.0)
-    keep = ((byte[:, None] >> cols[None, :]) & 1) != 0
-    out = src.to(tl.float32) * tl.where(keep, scale, 0.0)  # x * 0 keeps torch's NaN for dropped inf
+        src = tl.load(src_ptr + offs, mask=mask, other=0.0)  # issued first: overlaps the RNG
+    NU: tl.constexpr = BLOCK // UNIT
+    # one mask byte (or nibble) per thread and unit: keep the bit accesses in that layout
+    u = tl.max_contiguous(pid * NU + tl.arange(0, NU), 1)
+    u_ok = u * UNIT < n
+    if FROM_BITS:
+        if UNIT == 8:
+            b = tl.load(bits_ptr + u, mask=u_ok, other=0).to(tl.int32)
+            m = _spread8(_factor(b, 0, scale), _factor(b, 1, scale), _factor(b, 2, scale), _factor(b, 3, scale),
+                         _factor(b, 4, scale), _factor(b, 5, scale), _factor(b, 6, scale), _factor(b, 7, scale))
+        else:
+            b = tl.load(bits_ptr + (u >> 1), mask=u_ok, other=0).to(tl.int32) >> ((u & 1) * 4).to(tl.int32)
+            m = _spread4(_factor(b, 0, scale), _factor(b, 1, scale), _factor(b, 2, scale), _factor(b, 3, scale))
+    else:
+        seed = tl.load(seed_ptr)
+        t = thr.to(tl.uint32)
+        if UNIT == 8:
+            a0, a1, a2, a3 = _keep4(seed, u * 2, t, IDX64)
+            b0, b1, b2, b3 = _keep4(seed, u * 2 + 1, t, IDX64)
+            m = _spread8(tl.where(a0, scale, 0.0), tl.where(a1, scale, 0.0), tl.where(a2, scale, 0.0),
+                         tl.where(a3, scale, 0.0), tl.where(b0, scale, 0.0), tl.where(b1, scale, 0.0),
+                         tl.where(b2, scale, 0.0), tl.where(b3, scale, 0.0))
+            if STORE_BITS:
+                byte = _nibble(a0, a1, a2, a3) | (_nibble(b0, b1, b2, b3) << 4)
+                tl.store(bits_ptr + u, byte.to(tl.uint8), mask=u_ok)
+        else:
+            a0, a1, a2, a3 = _keep4(seed, u, t, IDX64)
+            m = _spread4(tl.where(a0, scale, 0.0), tl.where(a1, scale, 0.0), tl.where(a2, scale, 0.0),
+                         tl.where(a3, scale, 0.0))
+            if STORE_BITS:  # two units (adjacent threads) make a byte
+                pair = tl.reshape(_nibble(a0, a1, a2, a3), [NU // 2, 2]) << (tl.arange(0, 2) * 4)[None, :]
+                v = tl.max_contiguous(pid * (NU // 2) + tl.arange(0, NU // 2), 1)
+                tl.store(bits_ptr + v, tl.sum(pair, axis=1).to(tl.uint8), mask=v * 8 < n)
+    out = src.to(tl.float32) * m  # x * 0 keeps torch's NaN for dropped inf
     tl.store(dst_ptr + offs, out.to(dst_ptr.dtype.element_ty), mask=mask)
 
 
@@ -85,26 +144,36 @@ def _scale(p: float) -> float:
     return 1.0 / (1.0 - p)
 
 
+def _needs_int64(n: int, block: int, sizes, strides) -> bool:
+    """A flat index (rounded up to blocks) or the largest element offset may pass int32."""
+    return n + block >= 2**31 or sum((d - 1) * s for d, s in zip(sizes, strides)) >= 2**31
+
+
 def _launch(src: torch.Tensor, p: float, seed: Optional[torch.Tensor], bits: Optional[torch.Tensor],
-            store_bits: bool):
-    """Forward (``bits`` None: from ``seed``, returns (dst, bits)) or backward (from ``bits``)."""
-    lay = _layout(src.shape, src.stride())
-    if lay is None:  # more than 4 dims after merging: one documented copy
-        src = src.contiguous()
-        lay = _layout(src.shape, src.stride())
-    (_, D1, D2, D3), (st,) = lay
+            store_bits: bool, block: Optional[int] = None, num_warps: Optional[int] = None):
+    """Forward (``bits`` None: from ``seed``, returns (dst, bits)) or backward (from ``bits``).
+    ``block`` / ``num_warps`` override the module's knobs (the tune script uses them)."""
     n = src.numel()
+    strided = not src.is_contiguous()
+    if strided:
+        lay = _layout(src.shape, src.stride())
+        if lay is None:  # more than 4 dims after merging: one documented copy
+            src, strided = src.contiguous(), False
+    sizes, (st,) = lay if strided else ((1, 1, 1, n), ((0, 0, 0, 1),))
     dst = alloc.empty(src.shape, dtype=src.dtype, device=src.device)
     from_bits = bits is not None
     if not from_bits:
         bits = alloc.empty(cdiv(n, 8) if store_bits else 0, dtype=torch.uint8, device=src.device)
     if n:
-        rows = min(ROWS, next_pow2(cdiv(n, 8)))
-        strided = not src.is_contiguous()
-        _KERNEL[(cdiv(n, 8 * rows),)](
-            src, dst, bits, seed if seed is not None else bits, n, D1, D2, D3, *st,
-            _threshold(p), _scale(p), ROWS=rows, STRIDED=strided, FROM_BITS=from_bits,
-            STORE_BITS=store_bits, num_warps=4)
+        block = block or (BWD_BLOCK if from_bits else FWD_BLOCK)
+        warps = num_warps or (BWD_WARPS if from_bits else FWD_WARPS)
+        block = max(64, min(block, next_pow2(n)))
+        warps = max(1, min(warps, block // 256))  # at least 8 elements a thread
+        _KERNEL[(cdiv(n, block),)](
+            src, dst, bits, seed if seed is not None else bits, n, *sizes[1:], *st,
+            2 * _threshold(p), _scale(p), BLOCK=block, UNIT=8 if src.element_size() <= 2 else 4,
+            STRIDED=strided, IDX64=_needs_int64(n, block, sizes, st),
+            FROM_BITS=from_bits, STORE_BITS=store_bits, num_warps=warps)
     return dst, bits
 
 
@@ -198,11 +267,38 @@ def _backward(ctx, grad, _grad_bits):
     return _dropout_bwd_op(grad, bits, ctx.p), None, None, None
 
 
-@register_op("dropout", fake=_fake, backward=_backward, setup_context=_setup)
-def _dropout_op(x: torch.Tensor, p: float, seed: torch.Tensor, store_bits: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _forward(x: torch.Tensor, p: float, seed: torch.Tensor, store_bits: bool):
     if x.dtype not in KERNEL_DTYPES or not use_triton(x):
         return reference_dropout(x, p, seed, store_bits)
     return _launch(x, p, seed, None, store_bits)
+
+
+@register_op("dropout", fake=_fake, backward=_backward, setup_context=_setup)
+def _dropout_op(x: torch.Tensor, p: float, seed: torch.Tensor, store_bits: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(x, p, seed, store_bits)
+
+
+class _Dropout(torch.autograd.Function):
+    """The eager autograd path: the same kernels as the registered op, without the
+    dispatcher's and custom-op autograd's host cost (tens of microseconds a call, which
+    left the GPU idle between the forward and the backward)."""
+
+    @staticmethod
+    def forward(ctx, x, p, seed):
+        out, bits = _forward(x, p, seed, True)
+        ctx.p = p
+        ctx.save_for_backward(bits)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (bits,) = ctx.saved_tensors
+        return _dropout_bwd_op(grad, bits, ctx.p), None, None
+
+
+def _eager(t: torch.Tensor) -> bool:
+    """Plain tensors outside torch.compile take the autograd.Function path."""
+    return type(t) in (torch.Tensor, torch.nn.Parameter) and not torch.compiler.is_compiling()
 
 
 def dropout(input: torch.Tensor, p: float = 0.5, training: bool = True,
@@ -258,6 +354,8 @@ def dropout(input: torch.Tensor, p: float = 0.5, training: bool = True,
         return input * 0
     seed = draw_seed(input.device, generator)
     store_bits = torch.is_grad_enabled() and input.requires_grad
+    if store_bits and _eager(input):
+        return _Dropout.apply(input, p, seed)
     return _dropout_op(input, p, seed, store_bits)[0]
 
 

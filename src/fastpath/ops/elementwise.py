@@ -8,6 +8,14 @@ dimensions that are contiguous with each other in every operand merged); the ker
 index up to :data:`MAX_DIMS` dimensions. A layout that still needs more dimensions takes
 the reference path (documented per op). Outputs are new contiguous tensors.
 
+Speed: the number of dims left after merging is a constexpr (NDIM), so contiguous operands
+(one dim, stride 1) read at the flat index with no index arithmetic, and each extra dim
+costs one division; index arithmetic is 32-bit unless an index or offset may reach 2**31
+(IDX64). A program moves about :data:`BYTES_PER_PROGRAM` bytes whatever the dtypes (few,
+fat programs: at 1024 elements per program, 65536 programs of 3-12 KB each cost ~185 us on
+an H200 whatever the bytes); :data:`TUNED` holds measured (BLOCK, num_warps) per kernel
+and dtype (``scripts/tune_elementwise.py``).
+
 Integers that PyTorch stores unsigned (uint8/16/32/64) are handed to the kernels as
 signed views of the same width and bit-cast to the unsigned Triton type after loading, so
 comparisons are unsigned whatever Triton version maps the torch dtype.
@@ -15,6 +23,7 @@ comparisons are unsigned whatever Triton version maps the torch dtype.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Optional, Sequence
 
 import torch
@@ -22,13 +31,22 @@ import torch
 from .._core import alloc
 from .._core.backend import tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
-from .._core.launch import Launcher, cdiv, next_pow2
+from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 
 #: Dimensions the kernels index after the host has simplified the layout.
 MAX_DIMS = 4
-#: Elements per program.
-BLOCK = 1024
+
+# Tuning knobs (``scripts/tune_elementwise.py`` sweeps them on a GPU). A program handles
+# BLOCK elements; by default BLOCK is the power of two at or below BYTES_PER_PROGRAM /
+# (bytes read + written per element), clamped to [MIN_BLOCK, MAX_BLOCK], so narrow dtypes
+# (uint8, bf16) move as many bytes per program as wide ones; num_warps is 4 up to 2048
+# elements, else 8 (16 to 32 elements per thread: two to four 16-byte accesses).
+BYTES_PER_PROGRAM = 32768
+MIN_BLOCK, MAX_BLOCK = 1024, 8192
+#: (kernel, input dtype) -> (BLOCK, num_warps), measured winners that override the rule
+#: above. Kernels: "frexp", "heaviside", "cmp", "take".
+TUNED: dict = {}
 
 UNSIGNED_DTYPES = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
 #: Unsigned dtypes whose comparisons and min/max PyTorch (2.13, CPU) does not implement.
@@ -56,6 +74,34 @@ def _index4(offs, D1, D2, D3):
 
 
 @triton.jit
+def _flat(BLOCK: tl.constexpr, IDX64: tl.constexpr):
+    """This program's row-major flat indices: int32 unless IDX64 (the host sets it when an
+    index or element offset may reach 2**31; 32-bit division is several times cheaper)."""
+    pid = tl.program_id(0)
+    if IDX64:
+        pid = pid.to(tl.int64)
+    return pid * BLOCK + tl.arange(0, BLOCK)
+
+
+@triton.jit
+def _offsets(flat, D1, D2, D3, s0, s1, s2, s3, NDIM: tl.constexpr):
+    """Element offsets of flat indices in a layout of NDIM trailing dims (sizes D*, strides
+    s*): the index arithmetic of absent dims is skipped, so a contiguous operand (NDIM=1,
+    stride 1, which Triton specialises) reads at ``flat`` itself, without any division."""
+    if NDIM == 1:
+        off = flat * s3
+    elif NDIM == 2:
+        off = (flat // D3) * s2 + (flat % D3) * s3
+    elif NDIM == 3:
+        r = flat // D3
+        off = (r // D2) * s1 + (r % D2) * s2 + (flat % D3) * s3
+    else:
+        i0, i1, i2, i3 = _index4(flat, D1, D2, D3)
+        off = i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3
+    return off
+
+
+@triton.jit
 def _as_unsigned(x, BITS: tl.constexpr):
     if BITS == 8:
         y = x.to(tl.uint8, bitcast=True)
@@ -69,22 +115,12 @@ def _as_unsigned(x, BITS: tl.constexpr):
 
 
 @triton.jit
-def _norm_step(t, s, K: tl.constexpr, MB: tl.constexpr):
-    # One step of a binary search that shifts t left until bit MB is its highest set bit.
-    if K <= MB:
-        c = t < (1 << (MB + 1 - K))
-        t = tl.where(c, t << K, t)
-        s = tl.where(c, s + K, s)
-    return t, s
-
-
-@triton.jit
 def _frexp_kernel(x_ptr, m_ptr, e_ptr, n, D1, D2, D3, s0, s1, s2, s3,
-                  EB: tl.constexpr, MB: tl.constexpr, BIAS: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
-    x = tl.load(x_ptr + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3, mask=mask, other=0.0)
+                  EB: tl.constexpr, MB: tl.constexpr, BIAS: tl.constexpr, NDIM: tl.constexpr,
+                  IDX64: tl.constexpr, BLOCK: tl.constexpr):
+    flat = _flat(BLOCK, IDX64)
+    mask = flat < n
+    x = tl.load(x_ptr + _offsets(flat, D1, D2, D3, s0, s1, s2, s3, NDIM), mask=mask, other=0.0)
     if MB == 23:
         bits = x.to(tl.uint32, bitcast=True)
     else:
@@ -93,14 +129,12 @@ def _frexp_kernel(x_ptr, m_ptr, e_ptr, n, D1, D2, D3, s0, s1, s2, s3,
     sign = (bits >> (W - 1)) << (W - 1)
     e = ((bits >> MB) & ((1 << EB) - 1)).to(tl.int32)
     m = bits & ((1 << MB) - 1)
-    # subnormal: normalise the mantissa field (m != 0 there, so the search terminates)
+    # subnormal: normalise the mantissa field. Its highest set bit is read from the exponent
+    # of float32(m), exact since m < 2**24 (m == 0 is replaced so the shift stays defined).
     t = tl.where(m == 0, 1 << MB, m)
-    s = tl.zeros_like(e)
-    t, s = _norm_step(t, s, 16, MB)
-    t, s = _norm_step(t, s, 8, MB)
-    t, s = _norm_step(t, s, 4, MB)
-    t, s = _norm_step(t, s, 2, MB)
-    t, s = _norm_step(t, s, 1, MB)
+    hb = ((t.to(tl.float32).to(tl.uint32, bitcast=True) >> 23).to(tl.int32)) - 127
+    s = MB - hb
+    t = t << s.to(tl.uint32)
     half_exp = (BIAS - 1) << MB  # the biased exponent of [0.5, 1)
     sub = e == 0
     exp = tl.where(sub, 2 - BIAS - s, e - (BIAS - 1))
@@ -113,33 +147,33 @@ def _frexp_kernel(x_ptr, m_ptr, e_ptr, n, D1, D2, D3, s0, s1, s2, s3,
     else:
         mant = mbits.to(tl.uint16).to(m_ptr.dtype.element_ty, bitcast=True)
     mant = tl.where(special, x, mant)  # the input itself (NaN payloads kept)
-    tl.store(m_ptr + offs, mant, mask=mask)
-    tl.store(e_ptr + offs, exp, mask=mask)
+    tl.store(m_ptr + flat, mant, mask=mask)
+    tl.store(e_ptr + flat, exp, mask=mask)
 
 
 @triton.jit
 def _heaviside_kernel(x_ptr, v_ptr, o_ptr, n, D1, D2, D3, sx0, sx1, sx2, sx3,
-                      sv0, sv1, sv2, sv3, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
-    x = tl.load(x_ptr + i0 * sx0 + i1 * sx1 + i2 * sx2 + i3 * sx3, mask=mask, other=0.0)
-    v = tl.load(v_ptr + i0 * sv0 + i1 * sv1 + i2 * sv2 + i3 * sv3, mask=mask, other=0.0)
+                      sv0, sv1, sv2, sv3, NDIM: tl.constexpr, IDX64: tl.constexpr,
+                      BLOCK: tl.constexpr):
+    flat = _flat(BLOCK, IDX64)
+    mask = flat < n
+    x = tl.load(x_ptr + _offsets(flat, D1, D2, D3, sx0, sx1, sx2, sx3, NDIM), mask=mask, other=0.0)
+    v = tl.load(v_ptr + _offsets(flat, D1, D2, D3, sv0, sv1, sv2, sv3, NDIM), mask=mask, other=0.0)
     # torch: input == 0 ? values : (input > 0); NaN input gives 0
     xf = x.to(tl.float32)  # NaN compares false (also in the interpreter's bfloat16)
     y = tl.where(xf == 0, v, tl.where(xf > 0, 1.0, 0.0).to(v.dtype))
-    tl.store(o_ptr + offs, y, mask=mask)
+    tl.store(o_ptr + flat, y, mask=mask)
 
 
 @triton.jit
 def _ucmp_kernel(a_ptr, b_ptr, o_ptr, n, D1, D2, D3, sa0, sa1, sa2, sa3,
-                 sb0, sb1, sb2, sb3, OP: tl.constexpr, BITS: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
-    xa = tl.load(a_ptr + i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3, mask=mask, other=0)  # signed views
-    xb = tl.load(b_ptr + i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3, mask=mask, other=0)
-    a = _as_unsigned(xa, BITS)
+                 sb0, sb1, sb2, sb3, OP: tl.constexpr, BITS: tl.constexpr, NDIM: tl.constexpr,
+                 IDX64: tl.constexpr, BLOCK: tl.constexpr):
+    flat = _flat(BLOCK, IDX64)
+    mask = flat < n
+    xa = tl.load(a_ptr + _offsets(flat, D1, D2, D3, sa0, sa1, sa2, sa3, NDIM), mask=mask, other=0)
+    xb = tl.load(b_ptr + _offsets(flat, D1, D2, D3, sb0, sb1, sb2, sb3, NDIM), mask=mask, other=0)
+    a = _as_unsigned(xa, BITS)  # the loads are of signed views
     b = _as_unsigned(xb, BITS)
     if OP == 0:
         r = a == b
@@ -157,23 +191,25 @@ def _ucmp_kernel(a_ptr, b_ptr, o_ptr, n, D1, D2, D3, sa0, sa1, sa2, sa3,
         r = tl.where(a < b, xa, xb)  # the bits of the smaller, in the signed view's type
     else:
         r = tl.where(a > b, xa, xb)
-    tl.store(o_ptr + offs, r, mask=mask)
+    tl.store(o_ptr + flat, r, mask=mask)
 
 
 @triton.jit
 def _take_kernel(x_ptr, i_ptr, o_ptr, flag_ptr, n, numel, X1, X2, X3, sx0, sx1, sx2, sx3,
-                 D1, D2, D3, si0, si1, si2, si3, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
-    idx = tl.load(i_ptr + i0 * si0 + i1 * si1 + i2 * si2 + i3 * si3, mask=mask, other=0)
+                 D1, D2, D3, si0, si1, si2, si3, NDIM_X: tl.constexpr, NDIM_I: tl.constexpr,
+                 CHECK: tl.constexpr, IDX64: tl.constexpr, BLOCK: tl.constexpr):
+    flat = _flat(BLOCK, IDX64)
+    mask = flat < n
+    idx = tl.load(i_ptr + _offsets(flat, D1, D2, D3, si0, si1, si2, si3, NDIM_I), mask=mask, other=0)
     idx = tl.where(idx < 0, idx + numel, idx)
     ok = (idx >= 0) & (idx < numel)
-    tl.store(flag_ptr + tl.zeros_like(offs), tl.full(offs.shape, 1, tl.int32), mask=mask & ~ok)
+    if CHECK:  # one flag word: only lanes with a bad index store (no atomics, no traffic)
+        tl.store(flag_ptr + tl.zeros_like(flat), tl.full(flat.shape, 1, tl.int32), mask=mask & ~ok)
     idx = tl.where(ok, idx, 0)  # clamp: never read out of bounds
-    j0, j1, j2, j3 = _index4(idx, X1, X2, X3)
-    v = tl.load(x_ptr + j0 * sx0 + j1 * sx1 + j2 * sx2 + j3 * sx3, mask=mask & ok, other=0)
-    tl.store(o_ptr + offs, v, mask=mask)
+    if not IDX64:
+        idx = idx.to(tl.int32)  # < numel < 2**31 here
+    v = tl.load(x_ptr + _offsets(idx, X1, X2, X3, sx0, sx1, sx2, sx3, NDIM_X), mask=mask & ok, other=0)
+    tl.store(o_ptr + flat, v, mask=mask)
 
 
 _FREXP, _HEAVI, _UCMP, _TAKE = (Launcher(_frexp_kernel), Launcher(_heaviside_kernel),
@@ -202,9 +238,33 @@ def _layout(shape: Sequence[int], *strides: Sequence[int]):
     return sizes, [[d[1][k] for d in dims] for k in range(len(strides))]
 
 
-def _grid(n: int):
-    block = min(BLOCK, next_pow2(n))
-    return (cdiv(n, block),), block
+def _ndim(sizes: list) -> int:
+    """Dims a simplified layout really has (only its padding dims have size 1), at least 1."""
+    return MAX_DIMS - sizes.count(1) or 1
+
+
+def _needs_int64(n: int, block: int, sizes: list, *strides: list) -> bool:
+    """True when a flat index (``n`` rounded up to blocks) or the largest element offset of
+    an operand with these strides (non-negative, as torch's) may not fit in int32."""
+    if n + block >= 2**31:
+        return True
+    d0, d1, d2, d3 = sizes
+    return any((d0 - 1) * s0 + (d1 - 1) * s1 + (d2 - 1) * s2 + (d3 - 1) * s3 >= 2**31
+               for s0, s1, s2, s3 in strides)
+
+
+def _config(kernel: str, dtype: torch.dtype, bytes_per_elem: int, n: int):
+    """(grid, BLOCK, num_warps) for ``n`` elements: :data:`TUNED`, else the bytes rule."""
+    tuned = TUNED.get((kernel, dtype))
+    if tuned is not None:
+        block, warps = tuned
+    else:
+        block = 1 << max(0, (BYTES_PER_PROGRAM // bytes_per_elem).bit_length() - 1)
+        block = max(MIN_BLOCK, min(MAX_BLOCK, block))
+        warps = 4 if block <= 2048 else 8
+    block = min(block, next_pow2(n))
+    warps = min(warps, max(1, block // 128))  # tiny inputs: fewer idle warps
+    return (cdiv(n, block),), block, warps
 
 
 def _signed_view(t: torch.Tensor) -> torch.Tensor:
@@ -233,10 +293,11 @@ def _frexp_op(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     e = alloc.empty(x.shape, dtype=torch.int32, device=x.device)
     n = x.numel()
     if n:
-        (D0, D1, D2, D3), (st,) = lay
-        grid, block = _grid(n)
+        sizes, (st,) = lay
+        grid, block, warps = _config("frexp", x.dtype, 2 * x.element_size() + 4, n)
         eb, mb, bias = _FLOAT_FORMAT[x.dtype]
-        _FREXP[grid](x, m, e, n, D1, D2, D3, *st, EB=eb, MB=mb, BIAS=bias, BLOCK=block)
+        _FREXP[grid](x, m, e, n, *sizes[1:], *st, EB=eb, MB=mb, BIAS=bias, NDIM=_ndim(sizes),
+                     IDX64=_needs_int64(n, block, sizes, st), BLOCK=block, num_warps=warps)
     return m, e
 
 
@@ -294,9 +355,11 @@ def _heaviside_op(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     out = alloc.empty(xb.shape, dtype=x.dtype, device=x.device)
     n = out.numel()
     if n:
-        (D0, D1, D2, D3), (sx, sv) = lay
-        grid, block = _grid(n)
-        _HEAVI[grid](xb, vb, out, n, D1, D2, D3, *sx, *sv, BLOCK=block)
+        sizes, (sx, sv) = lay
+        grid, block, warps = _config("heaviside", x.dtype, 3 * x.element_size(), n)
+        _HEAVI[grid](xb, vb, out, n, *sizes[1:], *sx, *sv, NDIM=_ndim(sizes),
+                     IDX64=_needs_int64(n, block, sizes, sx, sv), BLOCK=block,
+                     num_warps=warps)
     return out
 
 
@@ -375,11 +438,13 @@ def _cmp_op(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     out = alloc.empty(ab.shape, dtype=a.dtype if code >= 6 else torch.bool, device=a.device)
     n = out.numel()
     if n:
-        (D0, D1, D2, D3), (sa, sb) = lay
-        grid, block = _grid(n)
+        sizes, (sa, sb) = lay
+        grid, block, warps = _config("cmp", a.dtype, 2 * a.element_size() + out.element_size(), n)
         o = _signed_view(out) if code >= 6 else out
-        _UCMP[grid](_signed_view(ab), _signed_view(bb), o, n, D1, D2, D3, *sa, *sb,
-                    OP=code, BITS=_BITS[a.dtype], BLOCK=block)
+        _UCMP[grid](_signed_view(ab), _signed_view(bb), o, n, *sizes[1:], *sa, *sb,
+                    OP=code, BITS=_BITS[a.dtype], NDIM=_ndim(sizes),
+                    IDX64=_needs_int64(n, block, sizes, sa, sb), BLOCK=block,
+                    num_warps=warps)
     return out
 
 
@@ -486,17 +551,27 @@ def _take_op(x: torch.Tensor, i: torch.Tensor, validate: bool) -> torch.Tensor:
     out = alloc.empty(i.shape, dtype=x.dtype, device=x.device)
     n = i.numel()
     if n:
-        (_, X1, X2, X3), (sx,) = lx
-        (_, D1, D2, D3), (si,) = li
-        flag = torch.zeros(1, dtype=torch.int32, device=x.device)
-        grid, block = _grid(n)
+        (xs, (sx,)), (isz, (si,)) = lx, li
+        grid, block, warps = _config("take", x.dtype, 8 + 2 * x.element_size(), n)
+        flag = _take_flag(x.device) if validate else i  # i: never written (CHECK=False)
         xv = x.view(torch.uint8) if x.dtype == torch.bool else _signed_view(x) if not x.is_floating_point() else x
         ov = out.view(xv.dtype)
-        _TAKE[grid](xv, i, ov, flag, n, x.numel(), X1, X2, X3, *sx, D1, D2, D3, *si, BLOCK=block)
-        if validate and bool(flag.item()):  # the one host sync; validate=False skips it
+        _TAKE[grid](xv, i, ov, flag, n, x.numel(), *xs[1:], *sx, *isz[1:], *si,
+                    NDIM_X=_ndim(xs), NDIM_I=_ndim(isz), CHECK=validate,
+                    IDX64=_needs_int64(n, block, isz, si) or _needs_int64(x.numel(), 0, xs, sx),
+                    BLOCK=block, num_warps=warps)
+        if validate and bool(flag[0].item()):  # the one host sync; validate=False skips it
+            flag.zero_()  # the word is zero between calls: no fill launch on the good path
             raise IndexError(f"index: out of range for input of {x.numel()} elements "
                              f"(valid: [{-x.numel()}, {x.numel() - 1}])")
     return out
+
+
+def _take_flag(device: torch.device) -> torch.Tensor:
+    """take's error word for this device, stream and host thread (so concurrent callers
+    never read each other's flag). Zero between calls: only a failing call sets it, and it
+    clears it before raising."""
+    return workspace(device, f"take_flag/{threading.get_ident()}", 1, torch.int32, zeroed=True)
 
 
 def take(input: torch.Tensor, index: torch.Tensor, *, validate: bool = True) -> torch.Tensor:
@@ -509,7 +584,9 @@ def take(input: torch.Tensor, index: torch.Tensor, *, validate: bool = True) -> 
     index : int64 tensor of any shape and layout.
     validate : with True (default), an index outside ``[-numel, numel)`` raises IndexError as
         in PyTorch. The kernel flags such indices in a device word and the launcher reads it
-        once after the launch: one host<->device sync. With False there is no sync (the call
+        once after the launch: one host<->device sync (the word is kept per device, stream
+        and host thread and is zero between calls, so no fill is launched). With False there
+        is no sync and no flag (the call
         can be captured in a CUDA graph): out-of-range indices are never read out of bounds
         (the kernel masks them) and give 0 (False for bool) in the output, unchecked.
 
