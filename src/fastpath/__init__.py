@@ -23,6 +23,7 @@ from .ops.norm import reference_rms_norm, rms_norm
 from .ops.gated_delta import (chunk_gated_delta_rule, gated_delta_rule_step, recurrent_gated_delta_rule,
                               reference_gated_delta_rule)
 from .ops.pad import pad, reference_pad
+from .ops.channel_norm import channel_rms_norm, reference_channel_rms_norm
 from .ops.conv import (causal_conv1d, causal_conv1d_update, causal_conv3d, conv1d, reference_causal_conv1d,
                        reference_causal_conv3d, reference_conv1d)
 
@@ -38,4 +39,4 @@ __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8",
            "reference_pad", "causal_conv3d", "causal_conv1d", "causal_conv1d_update", "conv1d",
            "reference_causal_conv3d", "reference_causal_conv1d", "reference_conv1d", "streams", "timed", "dropout",
            "reference_dropout", "batch_norm", "reference_batch_norm", "mse_loss", "reference_mse_loss",
-           "bincount", "reference_bincount", "__version__"]
+           "bincount", "reference_bincount", "channel_rms_norm", "reference_channel_rms_norm", "__version__"]

@@ -120,3 +120,16 @@ def test_tail_streams_one_frame_at_a_time(name):
     with torch.no_grad():
         vae.decode(z[:, :, :1])
     assert calls == [1] and seen == [False]  # one frame, decoded without caches
+
+
+def test_norms_fused_with_their_silu_and_restored():
+    vae = _vae("wan2.1")
+    stock_act = type(vae.decoder.up_blocks[0].resnets[0].nonlinearity)
+    optimize_vae(vae, conv="torch")
+    block = vae.decoder.up_blocks[0].resnets[0]
+    assert isinstance(block.nonlinearity, torch.nn.Identity) and block.norm1._fastpath_silu
+    assert vae.decoder.norm_out._fastpath_silu and isinstance(vae.decoder.nonlinearity, torch.nn.Identity)
+    assert not any("_fastpath_nonlinearity" in n for n, _ in vae.named_modules())  # not a submodule
+    restore_vae(vae)
+    assert type(block.nonlinearity) is stock_act and "_fastpath_silu" not in block.norm1.__dict__
+    assert type(block.norm1) is wan_mod.WanRMS_norm

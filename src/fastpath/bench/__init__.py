@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 
 #: Suite name -> module in this package defining ``cases() -> list[Case]``.
-SUITES = ("softmax", "sampling", "linear", "fp8", "moe", "attention", "recurrent", "pad", "conv", "training", "linalg", "elementwise")
+SUITES = ("softmax", "sampling", "linear", "fp8", "moe", "attention", "recurrent", "pad", "conv", "training", "linalg", "elementwise", "channel_norm")
 
 
 def load_cases(names=None, quick: bool = False) -> list:

@@ -35,13 +35,16 @@ Results equal the stock decoder up to the summation order of the convolutions (f
 """
 from __future__ import annotations
 
+import inspect
 import itertools
+import re
 import types
 from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
+from ..ops.channel_norm import channel_rms_norm
 from ..ops.conv3d import conv3d_forward
 
 _LEAN: dict = {}  # diffusers class -> its fastpath subclass
@@ -75,6 +78,48 @@ def _upsample_forward(self, x):
                          recompute_scale_factor=self.recompute_scale_factor)
 
 
+def _norm_forward(self, x):
+    """The RMS_norm in one pass (:func:`fastpath.ops.channel_norm.channel_rms_norm`), with the
+    SiLU that follows it fused where :func:`_fold_silu` folded the block's activation in."""
+    silu = getattr(self, "_fastpath_silu", False)
+    bias = self.bias
+    tensor_bias = isinstance(bias, torch.Tensor)
+    if (not self.channel_first or self.gamma.dtype != x.dtype or (tensor_bias and bias.dtype != x.dtype)
+            or (torch.is_grad_enabled() and (x.requires_grad or self.gamma.requires_grad))):
+        out = self._fastpath_base.forward(self, x)
+        return F.silu(out) if silu else out
+    return channel_rms_norm(x, self.gamma, bias if tensor_bias else (float(bias) or None),
+                            scale=self.scale, silu=silu)
+
+
+#: Modules whose stock forward applies ``self.nonlinearity`` right after these norms, and
+#: nowhere else: the SiLU moves into the norm kernel.
+_SILU_AFTER = {"WanResidualBlock": ("norm1", "norm2"), "QwenImageResidualBlock": ("norm1", "norm2"),
+               "WanDecoder3d": ("norm_out",), "QwenImageDecoder3d": ("norm_out",),
+               "WanEncoder3d": ("norm_out",), "QwenImageEncoder3d": ("norm_out",)}
+
+
+def _fold_silu(m, norm_cls) -> None:
+    """Fuse ``m.nonlinearity`` into the norms before it (checked against the forward's source:
+    a diffusers version with another structure keeps the stock activation)."""
+    norms = _SILU_AFTER.get(type(m).__name__)
+    if not norms or type(getattr(m, "nonlinearity", None)) is not torch.nn.SiLU:
+        return
+    if not all(isinstance(getattr(m, n, None), norm_cls) for n in norms):
+        return
+    try:
+        src = inspect.getsource(type(m).forward)
+    except (OSError, TypeError):
+        return
+    if src.count("self.nonlinearity(") != len(norms) or not all(
+            re.search(rf"x = self\.{n}\(x\)\s*\n\s*x = self\.nonlinearity\(x\)", src) for n in norms):
+        return
+    for n in norms:
+        getattr(m, n)._fastpath_silu = True
+    object.__setattr__(m, "_fastpath_nonlinearity", m.nonlinearity)  # not a registered submodule
+    m.nonlinearity = torch.nn.Identity()
+
+
 def _lean_class(cls, forward):
     lean = _LEAN.get(cls)
     if lean is None:
@@ -87,7 +132,7 @@ def _lean_class(cls, forward):
 
 
 def _classes(vae):
-    """(conv class, upsample class, is_wan) of a supported VAE; TypeError otherwise."""
+    """(conv class, upsample class, norm class, is_wan) of a supported VAE; TypeError otherwise."""
     try:
         from diffusers.models.autoencoders import autoencoder_kl_qwenimage as qw
         from diffusers.models.autoencoders import autoencoder_kl_wan as wan
@@ -95,9 +140,9 @@ def _classes(vae):
         raise TypeError(f"vae: optimize_vae needs diffusers' AutoencoderKLWan or AutoencoderKLQwenImage; "
                         f"diffusers is not importable ({exc})") from exc
     if isinstance(vae, wan.AutoencoderKLWan):
-        return wan.WanCausalConv3d, wan.WanUpsample, True
+        return wan.WanCausalConv3d, wan.WanUpsample, wan.WanRMS_norm, True
     if isinstance(vae, qw.AutoencoderKLQwenImage):
-        return qw.QwenImageCausalConv3d, qw.QwenImageUpsample, False
+        return qw.QwenImageCausalConv3d, qw.QwenImageUpsample, qw.QwenImageRMS_norm, False
     raise TypeError(f"vae: expected diffusers' AutoencoderKLWan or AutoencoderKLQwenImage, "
                     f"got {type(vae).__name__}")
 
@@ -240,7 +285,7 @@ def _decode(self, z: torch.Tensor, return_dict: bool = True):
 
 
 def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = None,
-                 preallocate: bool = True, upsample: bool = True, stream: bool = True):
+                 preallocate: bool = True, upsample: bool = True, stream: bool = True, norm: bool = True):
     """Swap ``vae``'s causal convolutions (and nearest upsamplers, and its decode loop) to
     fastpath's lean versions, on this instance only. Returns ``vae``.
 
@@ -251,6 +296,8 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
     channels_last : run the decoder in channels-last-3d (None: on CUDA unless conv="torch").
     preallocate : replace the decode loop's growing concatenation by a preallocated output.
     upsample : upsample in the input dtype instead of float32 (bit-identical).
+    norm : run each RMS_norm as one kernel (float32 inside, one rounding: within a bfloat16
+        ulp of the stock result, closer to the exact value), with the SiLU after it fused.
     stream : with ``preallocate``, run the decoder's frame-causal tail (everything after its
         last temporal upsampling) one output frame at a time (same results, a quarter of
         the largest activations alive).
@@ -259,17 +306,23 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
     ------
     TypeError for another model; ValueError for an unknown ``conv``.
     """
-    conv_cls, up_cls, is_wan = _classes(vae)
+    conv_cls, up_cls, norm_cls, is_wan = _classes(vae)
     if conv not in CONV_CHOICES:
         raise ValueError(f"conv: expected one of {', '.join(CONV_CHOICES)}, got {conv!r}")
+    restore_vae(vae)  # a second call starts from the stock modules
     for m in vae.modules():
-        base = _BASE.get(type(m), type(m))
+        base = type(m)
         if issubclass(base, conv_cls) and tuple(m.stride) == (1, 1, 1) and tuple(m.dilation) == (1, 1, 1) \
                 and m.groups == 1:
             m.__class__ = _lean_class(base, _conv_forward)
             m._fastpath_conv = conv
         elif upsample and issubclass(base, up_cls):
             m.__class__ = _lean_class(base, _upsample_forward)
+        elif norm and issubclass(base, norm_cls):
+            m.__class__ = _lean_class(base, _norm_forward)
+    if norm:
+        for m in vae.modules():
+            _fold_silu(m, norm_cls)
     vae._fastpath = {"conv": conv, "channels_last": channels_last, "wan": is_wan, "stream": stream}
     if preallocate:
         vae._decode = types.MethodType(_decode, vae)
@@ -285,6 +338,9 @@ def restore_vae(vae):
         if base is not None:
             m.__class__ = base
             m.__dict__.pop("_fastpath_conv", None)
+            m.__dict__.pop("_fastpath_silu", None)
+        if "_fastpath_nonlinearity" in m.__dict__:
+            m.nonlinearity = m.__dict__.pop("_fastpath_nonlinearity")
     vae.__dict__.pop("_decode", None)
     vae.__dict__.pop("_fastpath", None)
     return vae

@@ -586,9 +586,9 @@ def take(input: torch.Tensor, index: torch.Tensor, *, validate: bool = True) -> 
         in PyTorch. The kernel flags such indices in a device word and the launcher reads it
         once after the launch: one host<->device sync (the word is kept per device, stream
         and host thread and is zero between calls, so no fill is launched). With False there
-        is no sync and no flag (the call
-        can be captured in a CUDA graph): out-of-range indices are never read out of bounds
-        (the kernel masks them) and give 0 (False for bool) in the output, unchecked.
+        is no sync and no flag (the call can be captured in a CUDA graph): out-of-range
+        indices are never read out of bounds (the kernel masks them) and give 0 (False for
+        bool) in the output, unchecked.
 
     Returns
     -------

@@ -35,8 +35,10 @@ from .tiles import LINALG_DTYPES, flat3, raise_singular
 MAX_N = 16
 #: Dtypes the kernel computes in; torch.linalg also takes complex64/complex128 (reference path).
 KERNEL_DTYPES = (torch.float32, torch.float64)
-#: Elements of A plus right-hand side per program (register budget of one block).
+#: Elements of A plus right-hand side per program (register budget of one block), and warps
+#: per program (scripts/tune_linalg.py sweeps both on a GPU).
 TILE_ELEMS = 8192 if INTERPRET else 4096
+NUM_WARPS = 4
 
 
 @triton.jit
@@ -122,7 +124,7 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
     B3 = X3 if inv else B3
     _GJ[(cdiv(nb, block_b),)](
         A3, B3, X3, info, nb, n, k, *A3.stride(), *B3.stride(), *X3.stride(),
-        BLOCK_B=block_b, N_PAD=n_pad, K_PAD=k_pad, INV=inv, num_warps=4)
+        BLOCK_B=block_b, N_PAD=n_pad, K_PAD=k_pad, INV=inv, num_warps=NUM_WARPS)
 
 
 # ---------------------------------------------------------------------------- reference

@@ -43,6 +43,7 @@ KERNEL_DTYPES = (torch.float32, torch.float64)
 MAX_SWEEPS = 30
 #: Real elements of all tiles of one program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 2048
+NUM_WARPS = 4  # warps per program (scripts/tune_linalg.py)
 
 
 @triton.jit
@@ -228,7 +229,7 @@ def _launch(A3: torch.Tensor, mode: int, *, S3=None, U3=None, V3=None, P3=None, 
         A3, S3, U3, V3, P3, atol if atol is not None else dummy, rtol if rtol is not None else dummy,
         nb, R, K, (R if full else K), eps * math.sqrt(R), torch.finfo(A3.dtype).tiny, torch.finfo(A3.dtype).tiny / eps,
         *A3.stride(), S3.stride(0), *U3.stride(), *V3.stride(), *P3.stride(),
-        BLOCK_B=block_b, RP=RP, CP=CP, KP=KP, MODE=mode, MAX_SWEEPS=MAX_SWEEPS, num_warps=4)
+        BLOCK_B=block_b, RP=RP, CP=CP, KP=KP, MODE=mode, MAX_SWEEPS=MAX_SWEEPS, num_warps=NUM_WARPS)
 
 
 # ---------------------------------------------------------------------------- reference
