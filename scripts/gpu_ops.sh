@@ -4,8 +4,9 @@
 # Usage (repo root, GPU machine): OUT=/some/dir bash scripts/gpu_ops.sh [bench suites...]
 set -uo pipefail
 OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT/pytest"
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-[ -d wheels ] && pip install -q --no-index --no-deps wheels/*.whl 2>&1 | tail -2
+# diffusers and its pure-Python deps from wheels/ (the machine has no index): into /tmp/pyd
+[ -d wheels ] && python3 -m pip install -q --no-index --no-deps --target /tmp/pyd wheels/*.whl >/dev/null 2>&1
+export PYTHONPATH=$PWD/src:/tmp/pyd PYTHONUNBUFFERED=1
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name(0))"
 FILES=${TEST_FILES:-"tests/ops/test_linalg_small.py tests/ops/test_linalg_lu.py tests/ops/test_linalg_qr.py tests/ops/test_linalg_svd.py tests/ops/test_elementwise.py tests/ops/test_dropout.py tests/ops/test_batch_norm.py tests/ops/test_loss.py tests/ops/test_bincount.py tests/integrations/test_diffusers.py tests/ops/test_attention_prefill.py tests/ops/test_gated_delta.py"}
 for f in $FILES; do
