@@ -152,7 +152,7 @@ def test_zero_vectors_give_bias(dtype):
     assert_close(out[zm], F.silu(b[zm].double()), dtype=dtype)
     _check_one_rounding(out[zm], F.silu(b[zm].double()))
     out = channel_rms_norm(x, gamma, None, silu=True)
-    assert torch.equal(out[zm].double(), torch.zeros(int(zm.sum()), dtype=torch.float64))
+    assert torch.equal(out[zm].double(), torch.zeros(int(zm.sum()), dtype=torch.float64, device=out.device))
     assert_close(out, _exact(x, gamma, None, silu=True), dtype=dtype)
 
 
@@ -185,7 +185,7 @@ def test_reference_paths_and_empty():
     assert_close(channel_rms_norm(x, gamma, bias), _exact(x, gamma, bias))
     for shape in ((0, 5, 3), (2, 5, 0, 4), (2, 0, 3, 3)):
         x = randn(*shape)
-        out = channel_rms_norm(x, torch.ones(shape[1]), 1.0)
+        out = channel_rms_norm(x, torch.ones(shape[1], device=x.device), 1.0)
         assert out.shape == x.shape and out.numel() == 0
 
 
@@ -202,7 +202,7 @@ def test_bias_and_gamma_shapes():
 
 def test_errors():
     x = randn(2, 4, 5)
-    g = torch.ones(4)
+    g = torch.ones(4, device=x.device)
     with pytest.raises(ValueError, match="x"):
         channel_rms_norm(randn(4, 5), g)
     with pytest.raises(ValueError, match="x"):
@@ -212,17 +212,17 @@ def test_errors():
     with pytest.raises(TypeError, match="x"):
         channel_rms_norm([[1.0]], g)
     with pytest.raises(ValueError, match="gamma.*4 elements"):
-        channel_rms_norm(x, torch.ones(5))
+        channel_rms_norm(x, torch.ones(5, device=x.device))
     with pytest.raises(TypeError, match="gamma.*dtype"):
-        channel_rms_norm(x, torch.ones(4, dtype=torch.bfloat16))
+        channel_rms_norm(x, torch.ones(4, dtype=torch.bfloat16, device=x.device))
     with pytest.raises(ValueError, match="gamma.*meta"):
         channel_rms_norm(x, torch.ones(4, device="meta"))
     with pytest.raises(ValueError, match="bias.*4 elements"):
-        channel_rms_norm(x, g, torch.ones(3))
+        channel_rms_norm(x, g, torch.ones(3, device=x.device))
     with pytest.raises(TypeError, match="bias"):
         channel_rms_norm(x, g, "0.0")
     with pytest.raises(TypeError, match="bias.*dtype"):
-        channel_rms_norm(x, g, torch.ones(4, dtype=torch.float64))
+        channel_rms_norm(x, g, torch.ones(4, dtype=torch.float64, device=x.device))
     with pytest.raises(TypeError, match="scale"):
         channel_rms_norm(x, g, scale="2")
     with pytest.raises(ValueError, match="eps"):

@@ -15,6 +15,13 @@ FLOATS = [torch.float32, torch.bfloat16, torch.float16]
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+@pytest.fixture(autouse=True)
+def _no_tf32(monkeypatch):
+    """float32 on a GPU: the PyTorch path runs cuDNN, whose default for float32 convolutions
+    is TF32 (10-bit mantissas); the float64 comparisons here need exact float32."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+
+
 def _oracle3d(x, w, b, pad, cache=None):
     """F.pad + F.conv3d in float64 over [cache, x] (Wan's CausalConv3d)."""
     pt, ph, pw = pad

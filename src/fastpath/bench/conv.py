@@ -4,7 +4,7 @@ report (time and peak memory, stock diffusers vs ``optimize_vae``), which is not
 
     python -m fastpath.bench conv                     # the kernels
     python -m fastpath.bench.conv vae [--dtype bfloat16] [--only wan2.1] [--conv auto|triton|torch]
-                                      [--channels-last auto|on|off]       # whole decodes
+                                      [--channels-last auto|on|off] [--cudnn-benchmark]  # whole decodes
 
 causal_conv3d rows: ``(C_in, C_out, T, H, W)`` of one decoder chunk with a 2-frame cache,
 kernel 3x3x3 (and Wan's 3x1x1 time_conv). "native" is what diffusers' ``CausalConv3d`` does
@@ -181,7 +181,8 @@ def _timed_decode(vae, z):
     return out, time.perf_counter() - t0, (torch.cuda.max_memory_allocated() - base) / 2**30
 
 
-def vae_report(names, dtype: str, conv: str = "auto", json_path=None, channels_last=None) -> int:
+def vae_report(names, dtype: str, conv: str = "auto", json_path=None, channels_last=None,
+               cudnn_benchmark: bool = False) -> int:
     import math
 
     import diffusers
@@ -203,7 +204,7 @@ def vae_report(names, dtype: str, conv: str = "auto", json_path=None, channels_l
             _timed_decode(vae, z[:, :, :2])  # warm-up (cuDNN heuristics)
             ref, t_stock, m_stock = _timed_decode(vae, z)
             ref = ref.cpu()
-            optimize_vae(vae, conv=conv, channels_last=channels_last)
+            optimize_vae(vae, conv=conv, channels_last=channels_last, cudnn_benchmark=cudnn_benchmark)
             _timed_decode(vae, z[:, :, :2])  # warm-up (Triton compiles)
             out, t_ours, m_ours = _timed_decode(vae, z)
             err = harness.rel_error(out.cpu().float(), ref.float())
@@ -212,7 +213,7 @@ def vae_report(names, dtype: str, conv: str = "auto", json_path=None, channels_l
             ok = err <= (2e-2 if dt != torch.float32 else 1e-3)
             failed += not ok
             row = {"suite": "conv", "case": f"vae decode {name}", "shape": list(shape), "dtype": dtype,
-                   "mode": "eager", "conv": conv, "channels_last": channels_last, "stock_s": t_stock, "ours_s": t_ours, "speedup": t_stock / t_ours,
+                   "mode": "eager", "conv": conv, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark, "stock_s": t_stock, "ours_s": t_ours, "speedup": t_stock / t_ours,
                    "stock_peak_gib": m_stock, "ours_peak_gib": m_ours, "memory_ratio": m_ours / m_stock,
                    "rel_err": err, "psnr_db": psnr, "ok": ok}
             print(f"{name:<11} latent {'x'.join(map(str, shape)):<14} {dtype:<9} stock {t_stock:7.3f} s "
@@ -232,10 +233,11 @@ def main(argv=None) -> int:
     p.add_argument("--only", choices=list(VAES), action="append")
     p.add_argument("--conv", default="auto", choices=["auto", "triton", "torch"])
     p.add_argument("--channels-last", default="auto", choices=["auto", "on", "off"])
+    p.add_argument("--cudnn-benchmark", action="store_true", help="optimize_vae(..., cudnn_benchmark=True)")
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args(argv)
     cl = {"auto": None, "on": True, "off": False}[args.channels_last]
-    return vae_report(args.only or list(VAES), args.dtype, args.conv, args.json, cl)
+    return vae_report(args.only or list(VAES), args.dtype, args.conv, args.json, cl, args.cudnn_benchmark)
 
 
 if __name__ == "__main__":

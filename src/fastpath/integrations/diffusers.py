@@ -253,11 +253,26 @@ def _decode(self, z: torch.Tensor, return_dict: bool = True):
         channels_last = z.is_cuda and opts["conv"] == "triton"
     patch = getattr(self.config, "patch_size", None)
     patch = patch if patch and patch > 1 else None
-    p = patch or 1
     self.clear_cache()
     x = self.post_quant_conv(z)
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last_3d)
+    bench_flag = torch.backends.cudnn.benchmark
+    if opts["cudnn_benchmark"]:
+        torch.backends.cudnn.benchmark = True
+    try:
+        out = _decode_frames(self, x, num_frame, opts, patch)
+    finally:
+        torch.backends.cudnn.benchmark = bench_flag
+    self.clear_cache()
+    if not return_dict:
+        return (out,)
+    return DecoderOutput(sample=out)
+
+
+def _decode_frames(self, x, num_frame, opts, patch):
+    """Every chunk's frames, clamped and unpatchified, in one preallocated output."""
+    p = patch or 1
     out, held, f = None, [], 0
     for i, (n, pieces) in enumerate(_chunks(self, x, num_frame, opts)):
         if out is None and i == 0 and num_frame > 1:
@@ -276,16 +291,12 @@ def _decode(self, z: torch.Tensor, return_dict: bool = True):
             _place(out[:, :, f:f + k], pc, patch)
             f += k
             del pc
-    if f < out.shape[2]:
-        out = out[:, :, :f]
-    self.clear_cache()
-    if not return_dict:
-        return (out,)
-    return DecoderOutput(sample=out)
+    return out[:, :, :f] if f < out.shape[2] else out
 
 
 def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = None,
-                 preallocate: bool = True, upsample: bool = True, stream: bool = True, norm: bool = True):
+                 preallocate: bool = True, upsample: bool = True, stream: bool = True, norm: bool = True,
+                 cudnn_benchmark: bool = False):
     """Swap ``vae``'s causal convolutions (and nearest upsamplers, and its decode loop) to
     fastpath's lean versions, on this instance only. Returns ``vae``.
 
@@ -298,6 +309,8 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
     upsample : upsample in the input dtype instead of float32 (bit-identical).
     norm : run each RMS_norm as one kernel (float32 inside, one rounding: within a bfloat16
         ulp of the stock result, closer to the exact value), with the SiLU after it fused.
+    cudnn_benchmark : with ``preallocate``, turn ``torch.backends.cudnn.benchmark`` on for the
+        duration of each decode (restored after; the first decode of a shape pays the search).
     stream : with ``preallocate``, run the decoder's frame-causal tail (everything after its
         last temporal upsampling) one output frame at a time (same results, a quarter of
         the largest activations alive).
@@ -323,7 +336,8 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
     if norm:
         for m in vae.modules():
             _fold_silu(m, norm_cls)
-    vae._fastpath = {"conv": conv, "channels_last": channels_last, "wan": is_wan, "stream": stream}
+    vae._fastpath = {"conv": conv, "channels_last": channels_last, "wan": is_wan, "stream": stream,
+                    "cudnn_benchmark": cudnn_benchmark}
     if preallocate:
         vae._decode = types.MethodType(_decode, vae)
     elif "_decode" in vae.__dict__:
