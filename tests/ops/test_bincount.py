@@ -1,10 +1,12 @@
 """bincount against torch.bincount (exact counts; weights against float64 sums): uniform and
-skewed data, every path (register histogram, sliding window, weighted atomics), sizes and
+skewed data, every path (register histogram, atomics with each skew handling, weighted
+atomics, finishing in the counting launch or in a second one), the flag word, sizes and
 validation."""
 import pytest
 import torch
 
-from fastpath.ops.bincount import bincount
+from fastpath.ops import bincount as bc
+from fastpath.ops.bincount import bincount, reference_bincount
 from tests.conftest import DEVICE
 from tests.tolerances import assert_close
 
@@ -123,3 +125,52 @@ def test_compiles_fullgraph_without_sync():
     x = torch.randint(0, 40, (500,), device=DEVICE)
     fn = torch.compile(lambda t: bincount(t, minlength=50, validate=False), fullgraph=True, backend="aot_eager")
     assert torch.equal(fn(x).cpu(), _ref(x, minlength=50))
+
+
+# Knob settings that select the other code paths of the kernel: each skew handling of the
+# atomic path, the finishing step as a second launch, one shared copy, int64 offsets, and
+# tiny tiles (many tiles a program, a finishing tile narrower than the bins).
+VARIANTS = [{"WINDOW": 0}, {"WINDOW": 32}, {"WINDOW": 64, "BLOCK": 64}, {"FINISH_MAX": 16},
+            {"COPIES": 1, "PROGS_PER_SM": 3}, {"I64_FROM": 0}, {"BLOCK": 32, "FIN_TILE": 16}]
+
+
+@pytest.mark.parametrize("knobs", VARIANTS, ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
+def test_kernel_variants(knobs, monkeypatch):
+    for name, value in knobs.items():
+        monkeypatch.setattr(bc, name, value)
+    n = 1100
+    uniform = torch.randint(0, 1000, (n,), device=DEVICE)
+    hot = torch.where(torch.rand(n) < 0.8, 611, torch.randint(0, 1000, (n,))).to(DEVICE)
+    for _ in range(2):  # the copies, accumulator and counters are zero again after a call
+        _assert_counts(uniform, minlength=1000)  # atomics
+    _assert_counts(torch.sort(hot).values, minlength=1000)  # a hot value in runs
+    _assert_counts(torch.randint(0, 50, (n,), device=DEVICE), minlength=70)  # register histogram
+    assert torch.equal(bincount(hot[::3], minlength=1000, validate=False).cpu(), _ref(hot[::3], minlength=1000))
+    w = torch.randn(n, device=DEVICE)
+    assert_close(bincount(hot, w, minlength=1000), _ref(hot, w, 1000), dtype=torch.float32)
+    keep = hot < 300  # float64 sums, values past minlength skipped (validate=False)
+    assert_close(bincount(hot, w.double(), minlength=300, validate=False), _ref(hot[keep], w[keep], 300),
+                 dtype=torch.float64)
+    _assert_counts(torch.where(hot < 990, hot, hot + 5000), minlength=1000)  # flagged: counted again
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_flag_word(dtype):
+    """The kernel's (counts, flag) against the reference's: bit 1 for a negative value, bit 2 for
+    one >= nbins; such values are never counted (int64 values past 2**32 included)."""
+    lo = torch.iinfo(dtype).min
+    cases = [[0, 1, 2, 2], [3, 0, 9], [1, -1, 0], [-5, 7, 1, 2]]
+    if dtype == torch.int64:
+        cases += [[2**32 + 1, 1, 0], [-2**40, 2], [lo, 2**40 + 2]]
+    for vals in cases:
+        x = torch.tensor(vals, dtype=torch.int64)
+        if (x < torch.iinfo(dtype).min).any() or (x > torch.iinfo(dtype).max).any():
+            continue
+        x = x.to(dtype).repeat(400).to(DEVICE)  # several tiles and programs
+        out, flag = bc._bincount_op(x, None, 3, True)
+        ref, ref_flag = reference_bincount(x.cpu(), None, 3)
+        assert torch.equal(out.cpu(), ref) and torch.equal(flag.cpu(), ref_flag), (vals, flag, ref_flag)
+    x = torch.tensor([-1, 3, 1], device=DEVICE).to(dtype) if dtype != torch.uint8 else None
+    if x is not None:
+        with pytest.raises(ValueError, match="input"):
+            bincount(x, minlength=2)

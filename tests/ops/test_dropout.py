@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from fastpath._core.backend import INTERPRET
+from fastpath.ops import dropout as dropout_module
 from fastpath.ops.dropout import draw_seed, dropout, dropout_bits, philox4x32, reference_dropout
 from tests.conftest import AWKWARD, DEVICE, noncontig, randn
 
@@ -109,6 +110,52 @@ def test_backward_is_mask_times_grad_over_keep(dtype):
     # with grad the forward stores bits; the output is the same as without
     with torch.no_grad():
         assert torch.equal(dropout(x, 0.25, generator=_gen(5)), y.detach())
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("blocks", [(64, 128), (4096, 256)])
+@pytest.mark.parametrize("int64", [False, True])
+def test_stored_bits_and_block_sizes(dtype, blocks, int64, monkeypatch):
+    """Many programs (small blocks) or one, 32- and 64-bit index paths: the bits the forward
+    stores equal the plain-PyTorch Philox's, and forward and backward match the reference."""
+    monkeypatch.setattr(dropout_module, "FWD_BLOCK", blocks[0])
+    monkeypatch.setattr(dropout_module, "BWD_BLOCK", blocks[1])
+    monkeypatch.setattr(dropout_module, "FORCE_INT64", int64)
+    n, p = 1003, 0.3
+    x = randn(n, dtype=dtype)
+    seed = draw_seed(DEVICE, _gen(21))
+    out, bits = dropout_module._dropout_op(x, p, seed, True)
+    ref, ref_bits = reference_dropout(x.cpu(), p, seed.cpu())
+    assert bits.shape == (126,) and torch.equal(bits.cpu(), ref_bits)
+    _assert_same(out, ref)
+    xr = x.clone().requires_grad_()
+    y = dropout(xr, p, generator=_gen(21))  # the same seed: the eager autograd path
+    _assert_same(y.detach(), ref)
+    g = randn(n, dtype=dtype)
+    (dx,) = torch.autograd.grad(y, xr, g)
+    _assert_same(dx, _expected(g, ref.cpu() != 0, p))
+
+
+def test_strided_input_with_grad():
+    base = randn(6, 40)
+    x = base[:, ::3].t().requires_grad_()  # a transposed, strided leaf view
+    y = dropout(x, 0.5, generator=_gen(4))
+    ref, _ = reference_dropout(x.detach().contiguous().cpu(), 0.5, draw_seed(DEVICE, _gen(4)).cpu())
+    _assert_same(y.detach(), ref)
+    (dx,) = torch.autograd.grad(y, x, torch.ones_like(y))
+    _assert_same(dx, _expected(torch.ones_like(ref), ref != 0, 0.5))
+
+
+def test_registered_op_autograd_matches_eager():
+    """Tensor subclasses and compiled graphs use the registered op's autograd: same results."""
+    x = randn(5, 13).requires_grad_()
+    g = randn(5, 13)
+    seed = draw_seed(DEVICE, _gen(8))
+    y_op = dropout_module._dropout_op(x, 0.4, seed, True)[0]
+    (dx_op,) = torch.autograd.grad(y_op, x, g)
+    y = dropout(x, 0.4, generator=_gen(8))
+    (dx,) = torch.autograd.grad(y, x, g)
+    assert torch.equal(y_op, y) and torch.equal(dx_op, dx)
 
 
 def test_gradcheck_float64():

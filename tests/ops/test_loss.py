@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from fastpath.ops import loss as loss_module
 from fastpath.ops.loss import mse_loss
 from tests.conftest import DEVICE, noncontig, randn
 from tests.tolerances import REL_TOL, assert_close
@@ -56,6 +57,40 @@ def test_broadcast_and_strided(reduction):
 def test_mixed_dtypes_promote(reduction):
     _check(randn(7, 13, dtype=torch.float16), randn(7, 13), reduction, torch.float32)
     _check(randn(7, 13, dtype=torch.bfloat16), randn(7, 13, dtype=torch.float64), reduction, torch.float64)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("int64", [False, True])
+def test_many_tiles_per_program(reduction, int64, monkeypatch):
+    """Small tiles and one program a multiprocessor: each reducing program loops over many
+    tiles (contiguous and broadcast operands); also the 64-bit index path."""
+    monkeypatch.setattr(loss_module, "RED_BLOCK", 64)
+    monkeypatch.setattr(loss_module, "MAP_BLOCK", 64)
+    monkeypatch.setattr(loss_module, "PROGRAMS_PER_SM", 1)
+    monkeypatch.setattr(loss_module, "FORCE_INT64", int64)
+    _check(randn(5, 1001, dtype=torch.bfloat16), randn(5, 1001, dtype=torch.bfloat16), reduction)
+    _check(randn(13, 67), randn(67), reduction)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_none_with_strided_grad(dtype):
+    a, b = randn(13, 67, dtype=dtype).requires_grad_(), randn(13, 67, dtype=dtype)
+    g = noncontig(randn(13, 67, dtype=dtype))
+    (ga,) = torch.autograd.grad(mse_loss(a, b, "none"), a, g)
+    assert_close(ga, 2 * (a.detach().double() - b.double()) * g.double(), dtype=dtype)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_registered_op_autograd_matches_eager(reduction):
+    """Tensor subclasses and compiled graphs use the registered op's autograd: same results."""
+    a, b = randn(7, 13).requires_grad_(), randn(7, 13).requires_grad_()
+    g = randn(7, 13) if reduction == "none" else randn()
+    out_op = loss_module._mse_op(a, b, reduction)
+    grads_op = torch.autograd.grad(out_op, (a, b), g)
+    out = mse_loss(a, b, reduction)
+    grads = torch.autograd.grad(out, (a, b), g)
+    assert torch.equal(out_op, out)
+    assert all(torch.equal(x, y) for x, y in zip(grads_op, grads))
 
 
 def test_half_inputs_accumulate_in_float32():

@@ -3,32 +3,35 @@
 One launch. ``PROGS_PER_SM`` programs per SM walk the input in tiles of ``BLOCK`` values and
 count into ``COPIES`` private copies of the bins (program ``p`` uses copy ``p % COPIES``: the
 atomics spread over many L2 lines and slices instead of queueing on one copy's few lines).
-The last program to finish (an acq_rel ticket) adds the copies into the output and returns
-them to zero; where the copies hold more than ``FINISH_MAX`` counters, a second launch,
-parallel over the bins, does that instead.
+The last program to finish with a copy (a per-copy acq_rel ticket) moves it into an
+accumulator and zeroes it; the last of those (a second ticket) writes the output, hands out
+the flag word and zeroes the accumulator. Beyond ``FINISH_MAX`` bins a second launch,
+parallel over the bins, adds the copies up instead.
 
 * few bins (``nbins < HIST_MAX``, no weights): a register histogram per program
   (``tl.histogram``), added to its copy once at the end; indifferent to skew.
-* more bins, no weights: one relaxed atomic (a fire-and-forget RED) per value into the copy,
-  except the values within a ``WINDOW``-bin window placed around the tile's first value: those
-  are counted with ``tl.histogram`` and added with one atomic per non-empty bin, so a hot value
-  or a run (skewed data) costs a few atomics per tile instead of queueing on one address.
+* more bins, no weights: one relaxed atomic (a fire-and-forget RED) per value into the copy.
+  Skew (``WINDOW``): 1 counts the values equal to the tile's first value with one reduction and
+  adds them with one atomic; ``W >= 32`` counts the values in a W-bin window (from the tile's
+  minimum, or half a window below its first value when that is higher) with ``tl.histogram``,
+  one atomic per non-empty bin; 0 does neither. A hot value then costs a few atomics per tile
+  instead of queueing on one address.
   A histogram over all the bins would need no atomics, but triton 3.6 lowers ``tl.histogram``
   with warp ballots whose cost per value grows with the bins (about 6 warp instructions per
-  value for 1024 bins, above an atomic's cost).
+  value for 1024 bins, against about one for an atomic).
 * weights: one float atomic per value.
 
 Counts are exact (int32 copies, int64 when the input has 2**31 values or more); weighted sums
 use float atomics (order-dependent rounding, as PyTorch's CUDA kernel).
 
 Sizes and syncs: the output has ``max(max(input) + 1, minlength)`` bins. With ``minlength``
-given, the kernel counts into ``minlength`` bins and ORs a flag word (bit 1: a negative value,
-bit 2: one ``>= minlength``) that the finishing program hands out; ``validate=True`` reads it
-once (one host sync, as ``torch.bincount``, which syncs too) to raise on negative values and to
-redo the count with more bins when a value is ``>= minlength``. ``validate=False`` skips that
-read: no sync, CUDA-graph capturable, the size is ``minlength`` and values outside
-``[0, minlength)`` are skipped unchecked. Without ``minlength`` the size needs the maximum:
-one ``aminmax`` and one sync before counting.
+given, the kernel counts into ``minlength`` bins and sets a flag word (bit 1: a negative value,
+bit 2: one ``>= minlength``); ``validate=True`` reads it once (one host sync, as
+``torch.bincount``, which syncs too) to raise on negative values and to redo the count with
+more bins when a value is ``>= minlength``. ``validate=False`` skips that read: no sync,
+CUDA-graph capturable, the size is ``minlength`` and values outside ``[0, minlength)`` are
+skipped unchecked. Without ``minlength`` the size needs the maximum: one ``aminmax`` and one
+sync before counting.
 """
 from __future__ import annotations
 
@@ -43,59 +46,74 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 
 # Tuning knobs (scripts/tune_bincount.py sweeps them on a GPU). The interpreter uses small
-# tiles so that CI runs every path, several tiles per program included.
+# tiles and few copies so that CI runs every path, several tiles per program included.
 #: Values per tile, warps per program, programs per SM.
-BLOCK = 128 if INTERPRET else 2048
+BLOCK = 128 if INTERPRET else 1024
 NUM_WARPS = 4
 PROGS_PER_SM = 2 if INTERPRET else 8
-#: Private copies of the bins (at most; never more than the programs).
-COPIES = 3 if INTERPRET else 32
-#: Bins of the skew window (a power of two >= 32; 0: none, every value is one atomic).
-WINDOW = 32 if INTERPRET else 64
+#: Private copies of the bins (at most; never more than the programs). Many copies also spread
+#: skewed data, whose atomics crowd into a few lines of each copy.
+COPIES = 3 if INTERPRET else 128
+#: Skew handling of the atomic path: 0 none, 1 the tile's first value, W >= 32 a W-bin window.
+WINDOW = 1
 #: Bins below which a program keeps the whole histogram in registers.
 HIST_MAX = 256
-#: Most counters (copies x bins) the finishing program adds up; above, a second launch does.
-FINISH_MAX = 1 << 17
-#: Counters the finishing step loads at once (copies x bins).
-FIN_TILE = 64 if INTERPRET else 4096
+#: Most bins finished inside the counting launch; above, a second launch adds the copies.
+FINISH_MAX = 4096
+#: Bins a finishing step handles at once; the second launch's tile (copies x bins).
+FIN_TILE = 64 if INTERPRET else 512
+SUM_TILE = (4, 16) if INTERPRET else (8, 128)
 #: Most counters all copies may hold together (fewer copies for many bins).
 COPY_BUDGET = 1 << 22
+#: Element offsets from which the kernel indexes in int64 (tests lower it).
+I64_FROM = 2**31
 INDEX_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 # ---------------------------------------------------------------------------- kernels
 
 @triton.jit
-def _add_copies(copies_ptr, out_ptr, nbins, n_copies, b0, FC: tl.constexpr, FB: tl.constexpr):
-    """out[b0:b0+FB] = the sum of the copies of those bins, FC copies at a time; the copies
-    are set back to zero. Loads bypass L1 (.cg): other programs' atomics live in L2."""
-    b = b0 + tl.arange(0, FB)
-    c = tl.arange(0, FC)
-    total = tl.zeros([FB], dtype=out_ptr.dtype.element_ty)  # int64 counts, float sums
-    for c0 in range(0, n_copies, FC):
-        m = ((c0 + c) < n_copies)[:, None] & (b < nbins)[None, :]
-        p = copies_ptr + (c0 + c).to(tl.int64)[:, None] * nbins + b[None, :]
-        total += tl.sum(tl.load(p, mask=m, other=0, cache_modifier=".cg").to(total.dtype), axis=0)
-        tl.store(p, tl.zeros([FC, FB], dtype=copies_ptr.dtype.element_ty), mask=m)
-    tl.store(out_ptr + b, total, mask=b < nbins)
+def _unsigned(v):
+    """The values as unsigned integers: negative ones become larger than any bin index."""
+    if v.dtype == tl.int64:
+        u = v.to(tl.uint64, bitcast=True)
+    else:
+        u = v.to(tl.int32).to(tl.uint32, bitcast=True)
+    return u
 
 
-@triton.jit(do_not_specialize=["sx", "sw"])  # one value per thread and load: no layout change for the atomics
-def _bincount_kernel(x_ptr, w_ptr, out_ptr, flag_ptr, copies_ptr, sync_ptr, n, sx, sw, nbins,
+@triton.jit
+def _move(src_ptr, dst_ptr, nbins, ADD: tl.constexpr, FB: tl.constexpr):
+    """dst (+)= src over nbins bins, FB at a time, and src = 0. Loads bypass L1 (.cg): the
+    counters were written by other programs' atomics, in L2."""
+    for b0 in range(0, nbins, FB):
+        b = b0 + tl.arange(0, FB)
+        m = b < nbins
+        val = tl.load(src_ptr + b, mask=m, other=0, cache_modifier=".cg")
+        tl.store(src_ptr + b, tl.zeros([FB], dtype=src_ptr.dtype.element_ty), mask=m)
+        if ADD:
+            tl.atomic_add(dst_ptr + b, val.to(dst_ptr.dtype.element_ty), mask=m & (val != 0), sem="relaxed")
+        else:
+            tl.store(dst_ptr + b, val.to(dst_ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit(do_not_specialize=["sx", "sw"])  # one value a thread per load: no layout change for the atomics
+def _bincount_kernel(x_ptr, w_ptr, out_ptr, flag_ptr, copies_ptr, acc_ptr, sync_ptr, n, sx, sw, nbins,
                      num_tiles, n_copies, BLOCK: tl.constexpr, W: tl.constexpr, MODE: tl.constexpr,
-                     CHECK: tl.constexpr, FINISH: tl.constexpr, I64: tl.constexpr,
-                     FC: tl.constexpr, FB: tl.constexpr):
-    """MODE 0: register histogram of W bins (nbins < W); 1: atomics, with a W-bin skew window
-    when W > 0; 2: weighted atomics. CHECK: OR flag bits into sync[1] (1: a negative value,
-    2: one >= nbins). FINISH: the last program adds the copies into out and hands out the flag.
-    sync (int32): [0] ticket, [1] flag bits; both zero between launches."""
+                     CHECK: tl.constexpr, FINISH: tl.constexpr, I64: tl.constexpr, FB: tl.constexpr):
+    """MODE 0: register histogram of W bins (nbins < W); 1: atomics, skew handling W (0, 1 or
+    a window of W >= 32 bins); 2: weighted atomics. CHECK: OR flag bits into sync[1] (1: a
+    negative value, 2: one >= nbins). FINISH: the last users of each copy move it into acc,
+    the last of them writes out and the flag. sync (int32): [0] copies finished, [1] flag
+    bits, [2 + c] programs done with copy c; all zero between launches, as copies and acc."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     cdt = copies_ptr.dtype.element_ty
-    dst = copies_ptr + (pid % n_copies).to(tl.int64) * nbins
+    copy = pid % n_copies
+    dst = copies_ptr + copy.to(tl.int64) * nbins
     idx = tl.arange(0, BLOCK)
     if MODE == 0:
-        acc = tl.zeros([W], dtype=tl.int32)
+        hist = tl.zeros([W], dtype=tl.int32)
     if CHECK:
         bad = tl.zeros([BLOCK], dtype=tl.int32)
     for t in range(pid, num_tiles, nprog):
@@ -106,17 +124,28 @@ def _bincount_kernel(x_ptr, w_ptr, out_ptr, flag_ptr, copies_ptr, sync_ptr, n, s
         offs = start + idx
         valid = offs < n
         v = tl.load(x_ptr + offs * sx, mask=valid, other=0)
-        ok = valid & (v >= 0) & (v < nbins)
+        inside = _unsigned(v) < nbins  # masked lanes load 0: inside
+        ok = valid & inside
         if CHECK:
-            bad |= tl.where(valid & ~ok, tl.where(v < 0, 1, 2), 0)
+            bad |= tl.where(inside, 0, tl.where(v < 0, 1, 2))
         b = tl.where(ok, v, 0).to(tl.int32)
         if MODE == 0:
-            acc += tl.histogram(tl.where(ok, b, W - 1), W)
+            hist += tl.histogram(tl.where(ok, b, W - 1), W)
         elif MODE == 1:
-            if W > 0:
-                # skew window: W - 1 bins from half a window below the tile's first value
+            if W == 1:
+                first = tl.load(x_ptr + start * sx).to(tl.int32)
+                same = ok & (b == first)
+                cnt = tl.sum(same.to(tl.int32), axis=0)
+                if cnt > 0:
+                    tl.atomic_add(dst + first, cnt.to(cdt), sem="relaxed")
+                ok = ok & ~same
+            elif W >= 32:
+                # W - 1 bins from the tile's minimum or, when higher, from half a window below its
+                # first value (the hot value of skewed data, often)
                 first = tl.load(x_ptr + start * sx).to(tl.int64)
-                lo = tl.maximum(tl.minimum(first - (W // 2 - 1), nbins - (W - 1)), 0).to(tl.int32)
+                low = tl.min(tl.where(ok, b, nbins), axis=0)
+                lo = tl.maximum(tl.minimum(first - (W // 2 - 1), nbins - (W - 1)), low)
+                lo = tl.maximum(tl.minimum(lo, nbins - (W - 1)), 0).to(tl.int32)
                 rel = b - lo
                 win = ok & (rel >= 0) & (rel < W - 1)
                 h = tl.histogram(tl.where(win, rel, W - 1), W)
@@ -129,29 +158,41 @@ def _bincount_kernel(x_ptr, w_ptr, out_ptr, flag_ptr, copies_ptr, sync_ptr, n, s
             tl.atomic_add(dst + b, wv.to(cdt), mask=ok, sem="relaxed")
     if MODE == 0:
         lanes = tl.arange(0, W)
-        tl.atomic_add(dst + lanes, acc.to(cdt), mask=(lanes < nbins) & (acc > 0), sem="relaxed")
+        tl.atomic_add(dst + lanes, hist.to(cdt), mask=(lanes < nbins) & (hist > 0), sem="relaxed")
     if CHECK:
         flags = tl.max(bad & 1, axis=0) | tl.max(bad & 2, axis=0)
         if flags != 0:
             tl.atomic_or(sync_ptr + 1, flags, sem="relaxed")
     if FINISH:
-        tl.debug_barrier()  # every thread's atomics precede the ticket (released by it)
-        if tl.atomic_add(sync_ptr, 1, sem="acq_rel") == nprog - 1:
-            for b0 in range(0, nbins, FB):
-                _add_copies(copies_ptr, out_ptr, nbins, n_copies, b0, FC, FB)
-            if CHECK:
-                tl.store(flag_ptr, tl.atomic_xchg(sync_ptr + 1, 0))
-            tl.atomic_xchg(sync_ptr, 0)
+        tl.debug_barrier()  # every thread's atomics precede the ticket, which releases them
+        users = (nprog - copy + n_copies - 1) // n_copies
+        if tl.atomic_add(sync_ptr + 2 + copy, 1, sem="acq_rel") == users - 1:
+            _move(dst, acc_ptr, nbins, True, FB)
+            tl.atomic_xchg(sync_ptr + 2 + copy, 0, sem="relaxed")
+            tl.debug_barrier()
+            if tl.atomic_add(sync_ptr, 1, sem="acq_rel") == n_copies - 1:
+                _move(acc_ptr, out_ptr, nbins, False, FB)
+                if CHECK:
+                    tl.store(flag_ptr, tl.atomic_xchg(sync_ptr + 1, 0))
+                tl.atomic_xchg(sync_ptr, 0, sem="relaxed")
 
 
 @triton.jit
 def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, sync_ptr, nbins, n_copies,
                        CHECK: tl.constexpr, FC: tl.constexpr, FB: tl.constexpr):
-    """The finishing step as its own launch, FB bins a program (many bins)."""
-    pid = tl.program_id(0)
-    _add_copies(copies_ptr, out_ptr, nbins, n_copies, pid * FB, FC, FB)
+    """The finishing step as a launch of its own (many bins): out[b] = the sum of the copies
+    of bin b, FC copies x FB bins a step; the copies are zeroed, the flag handed out."""
+    b = tl.program_id(0) * FB + tl.arange(0, FB)
+    c = tl.arange(0, FC)
+    total = tl.zeros([FB], dtype=out_ptr.dtype.element_ty)  # int64 counts, float sums
+    for c0 in range(0, n_copies, FC):
+        m = ((c0 + c) < n_copies)[:, None] & (b < nbins)[None, :]
+        p = copies_ptr + (c0 + c).to(tl.int64)[:, None] * nbins + b[None, :]
+        total += tl.sum(tl.load(p, mask=m, other=0).to(total.dtype), axis=0)
+        tl.store(p, tl.zeros([FC, FB], dtype=copies_ptr.dtype.element_ty), mask=m)
+    tl.store(out_ptr + b, total, mask=b < nbins)
     if CHECK:
-        if pid == 0:
+        if tl.program_id(0) == 0:
             tl.store(flag_ptr, tl.atomic_xchg(sync_ptr + 1, 0))
 
 
@@ -180,17 +221,20 @@ def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool)
         mode, copy_dtype = 2, out_dtype
     width = max(32, next_pow2(nbins + 1)) if mode == 0 else (WINDOW if mode == 1 else 0)
     n_copies = max(1, min(progs, COPIES, COPY_BUDGET // nbins))
+    finish = nbins <= FINISH_MAX
     copies = workspace(dev, f"bincount.copies.{copy_dtype}", n_copies * nbins, copy_dtype, zeroed=True)
-    sync = workspace(dev, "bincount.sync", 2, torch.int32, zeroed=True)
-    finish = n_copies * nbins <= FINISH_MAX
-    fb = min(next_pow2(nbins), FIN_TILE)
-    fc = max(1, min(next_pow2(n_copies), FIN_TILE // fb))
+    acc = workspace(dev, f"bincount.acc.{out_dtype}", nbins, out_dtype, zeroed=True) if finish else out
+    sync = workspace(dev, "bincount.sync", 2 + n_copies, torch.int32, zeroed=True)
     sw = w.stride(0) if w is not None else 0
-    wide = (n + BLOCK) * max(x.stride(0), sw, 1) >= 2**31
-    _COUNT[(progs,)](x, x if w is None else w, out, flag if check else out, copies, sync, n, x.stride(0), sw,
-                     nbins, tiles, n_copies, BLOCK=BLOCK, W=width, MODE=mode, CHECK=check, FINISH=finish,
-                     I64=wide, FC=fc, FB=fb, num_warps=NUM_WARPS)
+    wide = (n + BLOCK) * max(x.stride(0), sw, 1) >= I64_FROM
+    fb = min(next_pow2(nbins), FIN_TILE)
+    if fb == BLOCK:  # a finishing tile shaped like the counting tile drags its loads to 2-4 values
+        fb //= 2     # a thread, and the scattered atomics would need a layout change per tile
+    _COUNT[(progs,)](x, x if w is None else w, out, flag if check else out, copies, acc, sync, n, x.stride(0),
+                     sw, nbins, tiles, n_copies, BLOCK=BLOCK, W=width, MODE=mode, CHECK=check, FINISH=finish,
+                     I64=wide, FB=fb, num_warps=NUM_WARPS)
     if not finish:
+        fc, fb = min(next_pow2(n_copies), SUM_TILE[0]), min(next_pow2(nbins), SUM_TILE[1])
         _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, sync, nbins, n_copies, CHECK=check,
                                  FC=fc, FB=fb, num_warps=4)
     return out, flag

@@ -10,15 +10,16 @@ sync, and CUDA-graph capture draws a fresh seed on each replay. The forward stor
 as bits (one byte per 8 elements, 1/16 of a bf16 tensor) when autograd needs it; the
 backward reads them (no RNG work in the backward).
 
-Kernel layout: a program handles BLOCK elements as 1-D vectors (16 bytes a thread). The
-Philox lanes are computed per *unit* of 8 elements (16-bit dtypes: one 16-byte vector, two
-Philox calls, one mask byte) or 4 elements (float32: one vector, one call, half a byte),
-then spread into the element order with ``tl.join`` in registers, so the RNG is computed
-once per 4 elements, in the layout the loads use (no shared-memory shuffles). The forward
-costs about 40 integer instructions per 4 elements for Philox, near the HBM time on an
-H200; the backward is a streaming pass. Eager autograd goes through a
-``torch.autograd.Function`` (a few microseconds of host time); compiled graphs use the
-registered ops.
+Kernel: a program handles BLOCK elements as 1-D 16-byte vectors. Philox runs per *unit*
+of 8 elements (16-bit dtypes: one vector, two counters, one mask byte) or 4 (float32: one
+vector, one counter, half a byte), and its lanes are spread into element order with
+``tl.join`` in registers: the RNG runs once per 4 elements, in the loads' layout, with no
+shared-memory shuffles. Each round's two 32x32-bit products are 64-bit multiplies (one
+IMAD.WIDE each), so Philox costs ~20 multiplies and ~20 LOP3 per 4 elements, about the HBM
+time of a bf16 forward on an H200 (sm_90 SASS: ~350 instructions per 16 elements with the
+mask bits). The backward is a streaming pass. Eager autograd goes through a
+``torch.autograd.Function`` (host time of a few microseconds, against tens through the
+custom-op autograd); compiled graphs use the registered ops.
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ from .elementwise import _index4, _layout
 # elements on 4 warps is 16 a thread: two 16-byte vectors of bf16, four Philox chains in flight.
 FWD_BLOCK, FWD_WARPS = 2048, 4
 BWD_BLOCK, BWD_WARPS = 4096, 8
+#: Tests set this to run the 64-bit index path on small inputs.
+FORCE_INT64 = False
 _MASK32 = 0xFFFFFFFF
 _PHILOX_M = (0xD2511F53, 0xCD9E8D57)  # round multipliers
 _PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # key increments
@@ -46,14 +49,30 @@ _PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # key increments
 # ---------------------------------------------------------------------------- kernel
 
 @triton.jit
-def _keep4(seed, c, thr, IDX64: tl.constexpr):
+def _philox10(k0, k1, c0, c1):
+    """Philox4x32-10 (as ``tl.philox``) of counters (c0, c1, 0, 0) and key (k0, k1), with each
+    round's two products as 32x32->64-bit multiplies: one IMAD.WIDE each instead of a high
+    and a low half (half the multiply instructions of ``tl.philox``)."""
+    c2 = tl.zeros_like(c0)
+    c3 = tl.zeros_like(c0)
+    for _ in tl.static_range(10):  # constants: _PHILOX_M, _PHILOX_W
+        p0 = c0.to(tl.uint64) * 0xD2511F53
+        p1 = c2.to(tl.uint64) * 0xCD9E8D57
+        c0, c1, c2, c3 = ((p1 >> 32).to(tl.uint32) ^ c1 ^ k0, p1.to(tl.uint32),
+                          (p0 >> 32).to(tl.uint32) ^ c3 ^ k1, p0.to(tl.uint32))
+        k0 = k0 + 0x9E3779B9
+        k1 = k1 + 0xBB67AE85
+    return c0, c1, c2, c3
+
+
+@triton.jit
+def _keep4(k0, k1, c, thr, IDX64: tl.constexpr):
     """Keep flags of the 4 lanes of Philox counter ``c`` (``r >> 1 >= t31`` as ``r >= 2 t31``)."""
-    zero = tl.zeros(c.shape, dtype=tl.uint32)
     if IDX64:
         lo, hi = (c & 0xFFFFFFFF).to(tl.uint32), (c >> 32).to(tl.uint32)
     else:
-        lo, hi = c.to(tl.uint32), zero  # counters below 2**31: the high word is 0
-    r0, r1, r2, r3 = tl.philox(seed, lo, hi, zero, zero)
+        lo, hi = c.to(tl.uint32), tl.zeros(c.shape, dtype=tl.uint32)  # counters below 2**31
+    r0, r1, r2, r3 = _philox10(k0, k1, lo, hi)
     return r0 >= thr, r1 >= thr, r2 >= thr, r3 >= thr
 
 
@@ -96,7 +115,7 @@ def _dropout_kernel(src_ptr, dst_ptr, bits_ptr, seed_ptr, n, D1, D2, D3, s0, s1,
         i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
         src = tl.load(src_ptr + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3, mask=mask, other=0.0)
     else:
-        src = tl.load(src_ptr + offs, mask=mask, other=0.0)  # issued first: overlaps the RNG
+        src = tl.load(src_ptr + offs, mask=mask, other=0.0)
     NU: tl.constexpr = BLOCK // UNIT
     # one mask byte (or nibble) per thread and unit: keep the bit accesses in that layout
     u = tl.max_contiguous(pid * NU + tl.arange(0, NU), 1)
@@ -111,10 +130,11 @@ def _dropout_kernel(src_ptr, dst_ptr, bits_ptr, seed_ptr, n, D1, D2, D3, s0, s1,
             m = _spread4(_factor(b, 0, scale), _factor(b, 1, scale), _factor(b, 2, scale), _factor(b, 3, scale))
     else:
         seed = tl.load(seed_ptr)
+        k0, k1 = (seed & 0xFFFFFFFF).to(tl.uint32), ((seed >> 32) & 0xFFFFFFFF).to(tl.uint32)
         t = thr.to(tl.uint32)
         if UNIT == 8:
-            a0, a1, a2, a3 = _keep4(seed, u * 2, t, IDX64)
-            b0, b1, b2, b3 = _keep4(seed, u * 2 + 1, t, IDX64)
+            a0, a1, a2, a3 = _keep4(k0, k1, u * 2, t, IDX64)
+            b0, b1, b2, b3 = _keep4(k0, k1, u * 2 + 1, t, IDX64)
             m = _spread8(tl.where(a0, scale, 0.0), tl.where(a1, scale, 0.0), tl.where(a2, scale, 0.0),
                          tl.where(a3, scale, 0.0), tl.where(b0, scale, 0.0), tl.where(b1, scale, 0.0),
                          tl.where(b2, scale, 0.0), tl.where(b3, scale, 0.0))
@@ -122,7 +142,7 @@ def _dropout_kernel(src_ptr, dst_ptr, bits_ptr, seed_ptr, n, D1, D2, D3, s0, s1,
                 byte = _nibble(a0, a1, a2, a3) | (_nibble(b0, b1, b2, b3) << 4)
                 tl.store(bits_ptr + u, byte.to(tl.uint8), mask=u_ok)
         else:
-            a0, a1, a2, a3 = _keep4(seed, u, t, IDX64)
+            a0, a1, a2, a3 = _keep4(k0, k1, u, t, IDX64)
             m = _spread4(tl.where(a0, scale, 0.0), tl.where(a1, scale, 0.0), tl.where(a2, scale, 0.0),
                          tl.where(a3, scale, 0.0))
             if STORE_BITS:  # two units (adjacent threads) make a byte
@@ -146,7 +166,8 @@ def _scale(p: float) -> float:
 
 def _needs_int64(n: int, block: int, sizes, strides) -> bool:
     """A flat index (rounded up to blocks) or the largest element offset may pass int32."""
-    return n + block >= 2**31 or sum((d - 1) * s for d, s in zip(sizes, strides)) >= 2**31
+    return (FORCE_INT64 or n + block >= 2**31
+            or sum((d - 1) * s for d, s in zip(sizes, strides)) >= 2**31)
 
 
 def _launch(src: torch.Tensor, p: float, seed: Optional[torch.Tensor], bits: Optional[torch.Tensor],
@@ -274,7 +295,8 @@ def _forward(x: torch.Tensor, p: float, seed: torch.Tensor, store_bits: bool):
 
 
 @register_op("dropout", fake=_fake, backward=_backward, setup_context=_setup)
-def _dropout_op(x: torch.Tensor, p: float, seed: torch.Tensor, store_bits: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _dropout_op(x: torch.Tensor, p: float, seed: torch.Tensor,
+                store_bits: bool) -> tuple[torch.Tensor, torch.Tensor]:
     return _forward(x, p, seed, store_bits)
 
 

@@ -31,14 +31,16 @@ from .._core.registry import register_op
 from .elementwise import _index4, _layout
 
 # Tuning knobs (``scripts/tune_dropout_loss.py`` sweeps them on a GPU). A reducing program
-# loops over tiles of RED_BLOCK elements (32 a thread on 8 warps: four 16-byte loads of each
-# bf16 operand in flight); MAP_BLOCK is the tile of the elementwise launches ('none'
-# forward, backward).
-RED_BLOCK, RED_WARPS = (256, 4) if INTERPRET else (8192, 8)
+# loops over tiles of RED_BLOCK elements (16 a thread on 8 warps: two 16-byte loads of each
+# bf16 operand, four of float32, in flight, ~48 registers); PROGRAMS_PER_SM of them share a
+# multiprocessor. MAP_BLOCK is the tile of the elementwise launches ('none' forward, backward).
+RED_BLOCK, RED_WARPS = (256, 4) if INTERPRET else (4096, 8)
 PROGRAMS_PER_SM = 4
 MAP_BLOCK, MAP_WARPS = (256, 4) if INTERPRET else (4096, 8)
 #: The most programs that write a partial sum (the second launch adds them in one block).
 MAX_PARTIALS = 1024
+#: Tests set this to run the 64-bit index path on small inputs.
+FORCE_INT64 = False
 _REDUCTIONS = ("none", "mean", "sum")
 
 
@@ -54,7 +56,7 @@ def _offs(flat, i0, i1, i2, i3, s0, s1, s2, s3, STRIDED: tl.constexpr):
 @triton.jit
 def _tile(t, BLOCK: tl.constexpr, IDX64: tl.constexpr):
     if IDX64:
-        t = t.to(tl.int64)
+        t = tl.cast(t, tl.int64)  # (the interpreter's loop index is a Python int)
     return t * BLOCK + tl.arange(0, BLOCK)
 
 
@@ -138,7 +140,8 @@ def _plan(tensors, block: int):
     shape = tensors[0].shape
     if all(t.shape == shape and t.is_contiguous() for t in tensors):
         n = tensors[0].numel()
-        return shape, n, (1, 1, 1, n), [(0, 0, 0, 1)] * len(tensors), False, n + block >= 2**31
+        flat = [(0, 0, 0, 1)] * len(tensors)
+        return shape, n, (1, 1, 1, n), flat, False, FORCE_INT64 or n + block >= 2**31
     views = torch.broadcast_tensors(*tensors)
     shape = views[0].shape
     lay = _layout(shape, *(v.stride() for v in views))
@@ -147,7 +150,16 @@ def _plan(tensors, block: int):
     sizes, strides = lay
     n = views[0].numel()
     span = max(sum((d - 1) * s for d, s in zip(sizes, st)) for st in strides)
-    return shape, n, sizes, strides, True, n + block >= 2**31 or span >= 2**31
+    return shape, n, sizes, strides, True, FORCE_INT64 or n + block >= 2**31 or span >= 2**31
+
+
+def _resident(block: int, warps: int, strided: bool, idx64: bool) -> int:
+    """Reducing programs that fit on one multiprocessor at once (65536 registers), from a
+    conservative estimate of the registers a thread (sm_90: 40-80 contiguous, 128 with the
+    index math, 255 with it in int64). The grid is persistent: programs beyond this would
+    run in a second wave and double the time."""
+    regs = 255 if strided and idx64 else (2 if strided else 1) * (32 + 2 * block // (32 * warps))
+    return max(1, 65536 // (min(regs, 255) * 32 * warps))
 
 
 def _forward(a: torch.Tensor, b: torch.Tensor, reduction: str, out_dtype: torch.dtype,
@@ -170,7 +182,8 @@ def _forward(a: torch.Tensor, b: torch.Tensor, reduction: str, out_dtype: torch.
             _FWD[(tiles,)](a, b, out, n, tiles, *sizes[1:], *sa, *sb, BLOCK=block, REDUCE=False,
                            STRIDED=strided, IDX64=idx64, num_warps=warps)
         return out
-    progs = min(tiles, (per_sm or PROGRAMS_PER_SM) * num_sms(a.device), MAX_PARTIALS)
+    per_sm = min(per_sm or PROGRAMS_PER_SM, _resident(block, warps, strided, idx64))
+    progs = min(tiles, per_sm * num_sms(a.device), MAX_PARTIALS)
     part = alloc.empty(progs, dtype=torch.float32, device=a.device)
     out = alloc.empty((), dtype=out_dtype, device=a.device)
     _FWD[(progs,)](a, b, part, n, tiles, *sizes[1:], *sa, *sb, BLOCK=block, REDUCE=True,
@@ -200,3 +213,167 @@ def _backward_kernel(a, b, g, reduction, need_a, need_b, block: Optional[int] = 
                                 BLOCK=block, G_SCALAR=scalar, NEED_A=need_a, NEED_B=need_b,
                                 STRIDED=strided, IDX64=idx64, num_warps=warps)
     return da, db
+
+
+# ---------------------------------------------------------------------------- reference
+
+def _acc(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def reference_mse_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """PyTorch path: ``(input - target)**2`` in float32 (float64 for float64), reduced."""
+    out_dtype = torch.result_type(input, target)
+    acc = _acc(out_dtype)
+    d = input.to(acc) - target.to(acc)
+    sq = d * d
+    if reduction == "mean":
+        sq = sq.mean()
+    elif reduction == "sum":
+        sq = sq.sum()
+    return sq.to(out_dtype)
+
+
+def reference_mse_loss_backward(grad, input, target, reduction, need_input=True, need_target=True):
+    """PyTorch path of the backward: (grad_input, grad_target) in the broadcast shape."""
+    acc = _acc(torch.result_type(input, target))
+    d = input.to(acc) - target.to(acc)
+    scale = 2.0 / max(d.numel(), 1) if reduction == "mean" else 2.0
+    da = d * grad.to(acc) * scale
+    return (da.to(input.dtype) if need_input else None,
+            (-da).to(target.dtype) if need_target else None)
+
+
+# ---------------------------------------------------------------------------- op
+
+def _fake(a: torch.Tensor, b: torch.Tensor, reduction: str) -> torch.Tensor:
+    shape = torch.broadcast_shapes(a.shape, b.shape) if reduction == "none" else ()
+    return torch.empty(shape, dtype=torch.result_type(a, b), device=a.device)
+
+
+def _bwd_fake(grad, a, b, reduction, need_a, need_b):
+    shape = torch.broadcast_shapes(a.shape, b.shape)
+    return (torch.empty(shape if need_a else 0, dtype=a.dtype, device=a.device),
+            torch.empty(shape if need_b else 0, dtype=b.dtype, device=b.device))
+
+
+@register_op("mse_loss_backward", fake=_bwd_fake)
+def _mse_bwd_op(grad: torch.Tensor, a: torch.Tensor, b: torch.Tensor, reduction: str, need_a: bool,
+                need_b: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(grad_input, grad_target) in the broadcast shape; an empty tensor where not needed."""
+    res = None
+    if _kernel_ok(a, b, torch.result_type(a, b)) and grad.dtype in KERNEL_DTYPES and grad.device == a.device:
+        res = _backward_kernel(a, b, grad, reduction, need_a, need_b)
+    if res is None:
+        res = reference_mse_loss_backward(grad, a, b, reduction, need_a, need_b)
+    da, db = res
+    return (da if need_a else a.new_empty(0), db if need_b else b.new_empty(0))
+
+
+def _grads(grad, a, b, reduction, need_a, need_b):
+    """Gradients of input and target, summed back to their own shapes (None where not needed)."""
+    da, db = _mse_bwd_op(grad, a, b, reduction, need_a, need_b)
+    da = (da.sum_to_size(a.shape) if da.shape != a.shape else da) if need_a else None
+    db = (db.sum_to_size(b.shape) if db.shape != b.shape else db) if need_b else None
+    return da, db
+
+
+def _setup(ctx, inputs, output):
+    a, b, reduction = inputs
+    ctx.reduction = reduction
+    ctx.save_for_backward(a, b)
+
+
+def _backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    return (*_grads(grad, a, b, ctx.reduction, ctx.needs_input_grad[0], ctx.needs_input_grad[1]), None)
+
+
+def _loss(a: torch.Tensor, b: torch.Tensor, reduction: str) -> torch.Tensor:
+    out_dtype = torch.result_type(a, b)
+    out = None
+    if _kernel_ok(a, b, out_dtype) and (reduction == "none" or a.numel() and b.numel()):
+        out = _forward(a, b, reduction, out_dtype)
+    return reference_mse_loss(a, b, reduction) if out is None else out
+
+
+@register_op("mse_loss", fake=_fake, backward=_backward, setup_context=_setup)
+def _mse_op(a: torch.Tensor, b: torch.Tensor, reduction: str) -> torch.Tensor:
+    return _loss(a, b, reduction)
+
+
+class _MSELoss(torch.autograd.Function):
+    """The eager autograd path: the same kernels as the registered op, without the
+    dispatcher's and custom-op autograd's host cost (tens of microseconds a call)."""
+
+    @staticmethod
+    def forward(ctx, a, b, reduction):
+        _setup(ctx, (a, b, reduction), None)
+        return _loss(a, b, reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _backward(ctx, grad)
+
+
+def _eager(*ts: torch.Tensor) -> bool:
+    """Plain tensors outside torch.compile take the autograd.Function path."""
+    return all(type(t) in (torch.Tensor, torch.nn.Parameter) for t in ts) and not torch.compiler.is_compiling()
+
+
+def mse_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """Mean squared error, as ``torch.nn.functional.mse_loss``.
+
+    Parameters
+    ----------
+    input, target : floating-point tensors broadcastable to each other (as in PyTorch, a
+        size mismatch warns and broadcasts), any layout (read in place, never copied).
+        float16 / bfloat16 / float32 (also mixed) take the kernels; float64 and other
+        devices take the reference path.
+    reduction : ``"mean"`` (default), ``"sum"`` or ``"none"``.
+
+    Returns
+    -------
+    The loss in ``torch.result_type(input, target)``: a 0-d tensor for ``mean`` / ``sum``
+    (the mean of an empty input is NaN, as PyTorch), else a new contiguous tensor of the
+    broadcast shape. Arithmetic and accumulation are float32. Autograd gives
+    ``2 (input - target) grad / n`` (``n`` only for ``mean``) for input and its negation for
+    target, summed over broadcast dimensions; ``torch.compile(fullgraph=True)`` is supported.
+
+    Raises
+    ------
+    TypeError naming ``input`` / ``target`` for a non-tensor or non-floating tensor;
+    ValueError naming ``reduction`` for another value, ``target`` for shapes that do not
+    broadcast or another device.
+
+    Example
+    -------
+    >>> import torch
+    >>> from fastpath.ops.loss import mse_loss
+    >>> mse_loss(torch.tensor([1.0, 2.0]), torch.tensor([0.0, 0.0]))
+    tensor(2.5000)
+    """
+    for name, t in (("input", input), ("target", target)):
+        check_tensor(name, t)
+        if not t.dtype.is_floating_point:
+            raise TypeError(f"{name}: mse_loss needs a floating-point tensor, got {t.dtype}")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"reduction: expected one of 'none', 'mean', 'sum', got {reduction!r}")
+    if target.device != input.device:
+        raise ValueError(f"target: expected a tensor on {input.device}, got {target.device}")
+    if target.shape != input.shape:
+        try:
+            torch.broadcast_shapes(input.shape, target.shape)
+        except RuntimeError:
+            raise ValueError(f"target: shape {tuple(target.shape)} does not broadcast with input's "
+                             f"{tuple(input.shape)}") from None
+        if not torch.compiler.is_compiling():  # Dynamo cannot trace warnings.warn: eager only
+            warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                          f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+                          "Please ensure they have the same size.", stacklevel=2)
+    if torch.is_grad_enabled() and (input.requires_grad or target.requires_grad) and _eager(input, target):
+        return _MSELoss.apply(input, target, reduction)
+    return _mse_op(input, target, reduction)
+
+
+FAMILY = {"name": "loss", "ops": ["mse_loss"], "reason": triton_reason}
