@@ -100,6 +100,15 @@ def test_errors():
         optimize_vae(_vae("wan2.1"), conv="cudnn")
 
 
+def test_tap_sum_convolutions_equal_stock():
+    vae = _vae("wan2.1")
+    opt = optimize_vae(copy.deepcopy(vae), conv="taps")
+    z = torch.randn(1, 4, 3, 2, 3, device=DEVICE)
+    with torch.no_grad():
+        assert_close(opt.decode(z).sample, vae.decode(z).sample, torch.float32,
+                     tol=2e-6 if DEVICE.type == "cpu" else 1e-5)
+
+
 @pytest.mark.parametrize("name", ["wan2.1", "wan2.2"])
 def test_tail_streams_one_frame_at_a_time(name):
     """conv_out runs once per output frame (not once per chunk), and the output still equals

@@ -77,6 +77,23 @@ def test_reference_single_frame_without_cache(k, pad, layout):
                              else torch.contiguous_format)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_tap_sum_single_frame_with_history(layout):
+    x, cache = randn(2, 6, 1, 4, 5), randn(2, 6, 3, 4, 5)
+    w, b = randn(7, 6, 3, 3, 3), randn(7)
+    if layout == "channels_last":
+        x, cache = _cl(x), _cl(cache)
+    out = c3.tap_sum_conv3d(x, w, b, (2, 1, 1), cache)
+    assert_close(out, _oracle3d(x, w, b, (2, 1, 1), cache), torch.float32)
+    assert out.is_contiguous(memory_format=torch.channels_last_3d if layout == "channels_last"
+                             else torch.contiguous_format)
+    # not served: two frames, no cache, a short cache, non-causal padding
+    assert c3.tap_sum_conv3d(randn(2, 6, 2, 4, 5), w, b, (2, 1, 1), cache) is None
+    assert c3.tap_sum_conv3d(x, w, b, (2, 1, 1), None) is None
+    assert c3.tap_sum_conv3d(x, w, b, (2, 1, 1), cache[:, :, :1]) is None
+    assert c3.tap_sum_conv3d(x, w, b, (1, 1, 1), cache) is None
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_causal_conv3d_16bit_and_weight_layouts(dtype):
     x, cache = _cl(randn(1, 24, 2, 4, 5, dtype=dtype)), _cl(randn(1, 24, 2, 4, 5, dtype=dtype))

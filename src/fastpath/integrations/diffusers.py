@@ -45,11 +45,11 @@ import torch
 import torch.nn.functional as F
 
 from ..ops.channel_norm import channel_rms_norm
-from ..ops.conv3d import conv3d_forward
+from ..ops.conv3d import conv3d_forward, tap_sum_conv3d
 
 _LEAN: dict = {}  # diffusers class -> its fastpath subclass
 _BASE: dict = {}  # fastpath subclass -> the diffusers class
-CONV_CHOICES = ("auto", "triton", "torch")
+CONV_CHOICES = ("auto", "triton", "torch", "taps")
 
 
 def _use_kernel(mode: str, x: torch.Tensor, weight: torch.Tensor) -> Optional[bool]:
@@ -66,6 +66,10 @@ def _conv_forward(self, x, cache_x=None):
     cache = None
     if cache_x is not None and pt > 0:
         cache = cache_x.to(device=x.device, dtype=x.dtype)
+    if getattr(self, "_fastpath_conv", "auto") == "taps" and not torch.is_grad_enabled():
+        out = tap_sum_conv3d(x, self.weight, self.bias, (pt, ph, pw), cache)
+        if out is not None:
+            return out
     return conv3d_forward(x, self.weight, self.bias, (pt, ph, pw), cache,
                           _use_kernel(getattr(self, "_fastpath_conv", "auto"), x, self.weight))
 

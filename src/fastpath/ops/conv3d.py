@@ -232,6 +232,27 @@ def reference_causal_conv3d(x: torch.Tensor, weight: torch.Tensor, bias: Optiona
     return out.contiguous(memory_format=fmt)
 
 
+def tap_sum_conv3d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                   padding: Sequence[int], cache: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """One output frame as a sum of one convolution per temporal tap, each on its frame in
+    place (the last ``pt`` cache frames, then ``x``): no concatenated window is allocated,
+    only the output and one tap's result at a time. Serves a single frame with a full causal
+    history (``pt == kt - 1``, at least ``pt`` cached frames); None for anything else.
+    Partial sums round to ``x.dtype`` once per tap (16-bit dtypes: a few ulps from one rounding)."""
+    pt, ph, pw = padding
+    kt = weight.shape[2]
+    if x.shape[2] != 1 or pt != kt - 1 or pt == 0 or cache is None or cache.shape[2] < pt:
+        return None
+    frames = [cache[:, :, cache.shape[2] - pt + k:cache.shape[2] - pt + k + 1] for k in range(pt)] + [x]
+    fmt = torch.channels_last_3d if _is_channels_last(x) else torch.contiguous_format
+    out = None
+    for k, fr in enumerate(frames):
+        part = F.conv3d(fr.to(x.dtype), weight[:, :, k:k + 1], bias if k == 0 else None, padding=(0, ph, pw))
+        out = part if out is None else out.add_(part)
+        del part
+    return out.contiguous(memory_format=fmt)
+
+
 def new_cache(x: torch.Tensor, cache: Optional[torch.Tensor], frames: int) -> torch.Tensor:
     """The last ``frames`` frames of ``[cache, x]`` along time (fewer if there are fewer), as a
     new tensor in ``x``'s memory format."""
