@@ -27,14 +27,12 @@ def timeit(fn):
 
 CASES = [  # (name, module, input, ours, torch, reference check)
     ("inv 4x4 1M", small, square(1_000_000, 4), lambda a: small.inv_ex(a).inverse, lambda a: torch.linalg.inv_ex(a).inverse),
-    ("inv 3x3 1M", small, square(1_000_000, 3), lambda a: small.inv_ex(a).inverse, lambda a: torch.linalg.inv_ex(a).inverse),
     ("inv 16x16 100K", small, square(100_000, 16), lambda a: small.inv_ex(a).inverse, lambda a: torch.linalg.inv_ex(a).inverse),
-    ("svdvals 8x8 10K", svd, torch.randn(10_000, 8, 8, device=dev), svd.svdvals, torch.linalg.svdvals),
     ("pinv 8x8 1000", svd, torch.randn(1000, 8, 8, device=dev), svd.pinv, torch.linalg.pinv),
 ]
 
 for name, mod, a, ours, ref in CASES:
-    deadline = time.time() + 16  # seconds per case: no new config after this
+    deadline = time.time() + 14  # seconds per case: no new config after this
     t_ref = timeit(lambda: ref(a))
     want = ref(a.double()).float() if "inv" in name else ref(a)
     for tile in (512, 1024, 2048, 4096):
