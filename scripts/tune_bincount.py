@@ -30,15 +30,15 @@ from fastpath.ops import bincount as bc
 from fastpath.streams import _flush_buffer, median_ms
 
 COPY_GBPS = 4246.0  # H200 device-to-device copy, read + write (docs/perf-notes.md)
-KNOBS = ("BLOCK", "NUM_WARPS", "PROGS_PER_SM", "COPIES", "WINDOW", "FINISH_MAX", "HIST_MAX")
+KNOBS = ("BLOCK", "NUM_WARPS", "PROGS_PER_SM", "COPIES", "WINDOW", "HIST_MAX")
 
 # Candidates: changes to the defaults (the first, {}, is the defaults themselves).
 ATOMIC = [{}, {"WINDOW": 0}, {"WINDOW": 32}, {"WINDOW": 64}, {"PROGS_PER_SM": 4},
           {"BLOCK": 2048, "NUM_WARPS": 8, "PROGS_PER_SM": 4}, {"BLOCK": 512, "PROGS_PER_SM": 16},
-          {"COPIES": 32}, {"COPIES": 512}, {"FINISH_MAX": 0},
+          {"COPIES": 32}, {"COPIES": 512},
           {"HIST_MAX": 2048}]  # a register (ballot) histogram over all 1024 bins, no atomics
 WEIGHTED = [{}, {"PROGS_PER_SM": 4}, {"BLOCK": 2048, "NUM_WARPS": 8, "PROGS_PER_SM": 4},
-            {"BLOCK": 512, "PROGS_PER_SM": 16}, {"COPIES": 32}, {"COPIES": 512}, {"FINISH_MAX": 0}]
+            {"BLOCK": 512, "PROGS_PER_SM": 16}, {"COPIES": 32}, {"COPIES": 512}]
 REGISTER = [{}, {"PROGS_PER_SM": 4}, {"BLOCK": 2048, "NUM_WARPS": 8, "PROGS_PER_SM": 4},
             {"BLOCK": 512, "PROGS_PER_SM": 16}, {"COPIES": 32}, {"HIST_MAX": 0}, {"HIST_MAX": 0, "WINDOW": 32}]
 

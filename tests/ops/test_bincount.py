@@ -129,9 +129,9 @@ def test_compiles_fullgraph_without_sync():
 
 # Knob settings that select the other code paths of the kernel: each skew handling of the
 # atomic path, the finishing step as a second launch, one shared copy, int64 offsets, and
-# tiny tiles (many tiles a program, a finishing tile narrower than the bins).
-VARIANTS = [{"WINDOW": 0}, {"WINDOW": 32}, {"WINDOW": 64, "BLOCK": 64}, {"FINISH_MAX": 16},
-            {"COPIES": 1, "PROGS_PER_SM": 3}, {"I64_FROM": 0}, {"BLOCK": 32, "FIN_TILE": 16}]
+# tiny tiles (many tiles a program, a finishing tile narrower than the bins and copies).
+VARIANTS = [{"WINDOW": 0}, {"WINDOW": 32}, {"WINDOW": 64, "BLOCK": 64},
+            {"COPIES": 1, "PROGS_PER_SM": 3}, {"I64_FROM": 0}, {"BLOCK": 32, "SUM_TILE": (2, 8)}]
 
 
 @pytest.mark.parametrize("knobs", VARIANTS, ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))

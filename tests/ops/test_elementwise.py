@@ -334,6 +334,7 @@ def test_needs_int64_bounds():
 
 
 def test_config_rule_and_tuned_table(monkeypatch):
+    monkeypatch.setattr(ew, "TUNED", {})  # the rule alone
     grid, block, warps = ew._config("cmp", torch.uint8, 3, 1 << 26)  # 32 KB / 3 B -> 8192
     assert (block, warps) == (8192, 8) and grid == ((1 << 26) // 8192,)
     assert ew._config("cmp", torch.uint64, 17, 1 << 26)[1:] == (1024, 4)  # clamped to MIN_BLOCK

@@ -3,10 +3,9 @@
 One launch. ``PROGS_PER_SM`` programs per SM walk the input in tiles of ``BLOCK`` values and
 count into ``COPIES`` private copies of the bins (program ``p`` uses copy ``p % COPIES``: the
 atomics spread over many L2 lines and slices instead of queueing on one copy's few lines).
-The last program to finish with a copy (a per-copy acq_rel ticket) moves it into an
-accumulator and zeroes it; the last of those (a second ticket) writes the output, hands out
-the flag word and zeroes the accumulator. Beyond ``FINISH_MAX`` bins a second launch,
-parallel over the bins, adds the copies up instead.
+A second launch, parallel over the bins, adds the copies up (and zeroes them), and hands out
+the flag word. (Finishing inside the counting launch, with acq_rel tickets for the last user
+of each copy, gave wrong counts on the H200 at 1000 bins: removed.)
 
 * few bins (``nbins < HIST_MAX``, no weights): a register histogram per program
   (``tl.histogram``), added to its copy once at the end; indifferent to skew.
@@ -58,10 +57,7 @@ COPIES = 3 if INTERPRET else 128
 WINDOW = 1
 #: Bins below which a program keeps the whole histogram in registers.
 HIST_MAX = 256
-#: Most bins finished inside the counting launch; above, a second launch adds the copies.
-FINISH_MAX = 4096
-#: Bins a finishing step handles at once; the second launch's tile (copies x bins).
-FIN_TILE = 64 if INTERPRET else 512
+#: The finishing launch's tile (copies x bins).
 SUM_TILE = (4, 16) if INTERPRET else (8, 128)
 #: Most counters all copies may hold together (fewer copies for many bins).
 COPY_BUDGET = 1 << 22
@@ -82,30 +78,14 @@ def _unsigned(v):
     return u
 
 
-@triton.jit
-def _move(src_ptr, dst_ptr, nbins, ADD: tl.constexpr, FB: tl.constexpr):
-    """dst (+)= src over nbins bins, FB at a time, and src = 0. Loads bypass L1 (.cg): the
-    counters were written by other programs' atomics, in L2."""
-    for b0 in range(0, nbins, FB):
-        b = b0 + tl.arange(0, FB)
-        m = b < nbins
-        val = tl.load(src_ptr + b, mask=m, other=0, cache_modifier=".cg")
-        tl.store(src_ptr + b, tl.zeros([FB], dtype=src_ptr.dtype.element_ty), mask=m)
-        if ADD:
-            tl.atomic_add(dst_ptr + b, val.to(dst_ptr.dtype.element_ty), mask=m & (val != 0), sem="relaxed")
-        else:
-            tl.store(dst_ptr + b, val.to(dst_ptr.dtype.element_ty), mask=m)
-
-
 @triton.jit(do_not_specialize=["sx", "sw"])  # one value a thread per load: no layout change for the atomics
-def _bincount_kernel(x_ptr, w_ptr, out_ptr, flag_ptr, copies_ptr, acc_ptr, sync_ptr, n, sx, sw, nbins,
+def _bincount_kernel(x_ptr, w_ptr, copies_ptr, sync_ptr, n, sx, sw, nbins,
                      num_tiles, n_copies, BLOCK: tl.constexpr, W: tl.constexpr, MODE: tl.constexpr,
-                     CHECK: tl.constexpr, FINISH: tl.constexpr, I64: tl.constexpr, FB: tl.constexpr):
+                     CHECK: tl.constexpr, I64: tl.constexpr):
     """MODE 0: register histogram of W bins (nbins < W); 1: atomics, skew handling W (0, 1 or
     a window of W >= 32 bins); 2: weighted atomics. CHECK: OR flag bits into sync[1] (1: a
-    negative value, 2: one >= nbins). FINISH: the last users of each copy move it into acc,
-    the last of them writes out and the flag. sync (int32): [0] copies finished, [1] flag
-    bits, [2 + c] programs done with copy c; all zero between launches, as copies and acc."""
+    negative value, 2: one >= nbins). sync (int32): [1] flag bits, zero between launches, as
+    the copies."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     cdt = copies_ptr.dtype.element_ty
@@ -163,18 +143,6 @@ def _bincount_kernel(x_ptr, w_ptr, out_ptr, flag_ptr, copies_ptr, acc_ptr, sync_
         flags = tl.max(bad & 1, axis=0) | tl.max(bad & 2, axis=0)
         if flags != 0:
             tl.atomic_or(sync_ptr + 1, flags, sem="relaxed")
-    if FINISH:
-        tl.debug_barrier()  # every thread's atomics precede the ticket, which releases them
-        users = (nprog - copy + n_copies - 1) // n_copies
-        if tl.atomic_add(sync_ptr + 2 + copy, 1, sem="acq_rel") == users - 1:
-            _move(dst, acc_ptr, nbins, True, FB)
-            tl.atomic_xchg(sync_ptr + 2 + copy, 0, sem="relaxed")
-            tl.debug_barrier()
-            if tl.atomic_add(sync_ptr, 1, sem="acq_rel") == n_copies - 1:
-                _move(acc_ptr, out_ptr, nbins, False, FB)
-                if CHECK:
-                    tl.store(flag_ptr, tl.atomic_xchg(sync_ptr + 1, 0))
-                tl.atomic_xchg(sync_ptr, 0, sem="relaxed")
 
 
 @triton.jit
@@ -221,22 +189,15 @@ def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool)
         mode, copy_dtype = 2, out_dtype
     width = max(32, next_pow2(nbins + 1)) if mode == 0 else (WINDOW if mode == 1 else 0)
     n_copies = max(1, min(progs, COPIES, COPY_BUDGET // nbins))
-    finish = nbins <= FINISH_MAX
     copies = workspace(dev, f"bincount.copies.{copy_dtype}", n_copies * nbins, copy_dtype, zeroed=True)
-    acc = workspace(dev, f"bincount.acc.{out_dtype}", nbins, out_dtype, zeroed=True) if finish else out
-    sync = workspace(dev, "bincount.sync", 2 + n_copies, torch.int32, zeroed=True)
+    sync = workspace(dev, "bincount.sync", 2, torch.int32, zeroed=True)
     sw = w.stride(0) if w is not None else 0
     wide = (n + BLOCK) * max(x.stride(0), sw, 1) >= I64_FROM
-    fb = min(next_pow2(nbins), FIN_TILE)
-    if fb == BLOCK:  # a finishing tile shaped like the counting tile drags its loads to 2-4 values
-        fb //= 2     # a thread, and the scattered atomics would need a layout change per tile
-    _COUNT[(progs,)](x, x if w is None else w, out, flag if check else out, copies, acc, sync, n, x.stride(0),
-                     sw, nbins, tiles, n_copies, BLOCK=BLOCK, W=width, MODE=mode, CHECK=check, FINISH=finish,
-                     I64=wide, FB=fb, num_warps=NUM_WARPS)
-    if not finish:
-        fc, fb = min(next_pow2(n_copies), SUM_TILE[0]), min(next_pow2(nbins), SUM_TILE[1])
-        _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, sync, nbins, n_copies, CHECK=check,
-                                 FC=fc, FB=fb, num_warps=4)
+    _COUNT[(progs,)](x, x if w is None else w, copies, sync, n, x.stride(0), sw, nbins, tiles, n_copies,
+                     BLOCK=BLOCK, W=width, MODE=mode, CHECK=check, I64=wide, num_warps=NUM_WARPS)
+    fc, fb = min(next_pow2(n_copies), SUM_TILE[0]), min(next_pow2(nbins), SUM_TILE[1])
+    _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, sync, nbins, n_copies, CHECK=check,
+                             FC=fc, FB=fb, num_warps=4)
     return out, flag
 
 

@@ -36,7 +36,7 @@ from .elementwise import _index4, _layout
 # multiprocessor. MAP_BLOCK is the tile of the elementwise launches ('none' forward, backward).
 RED_BLOCK, RED_WARPS = (256, 4) if INTERPRET else (4096, 8)
 PROGRAMS_PER_SM = 4
-MAP_BLOCK, MAP_WARPS = (256, 4) if INTERPRET else (4096, 8)
+MAP_BLOCK, MAP_WARPS = (256, 4) if INTERPRET else (8192, 8)  # H200: scripts/tune_dropout_loss.py
 #: The most programs that write a partial sum (the second launch adds them in one block).
 MAX_PARTIALS = 1024
 #: Tests set this to run the 64-bit index path on small inputs.
