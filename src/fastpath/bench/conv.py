@@ -3,7 +3,7 @@ Qwen3.5 shapes) and audio conv1d, each against the PyTorch-native way; plus a VA
 report (time and peak memory, stock diffusers vs ``optimize_vae``), which is not a Case:
 
     python -m fastpath.bench conv                     # the kernels
-    python -m fastpath.bench.conv vae [--dtype bfloat16] [--only wan2.1] [--conv auto|triton|torch]
+    python -m fastpath.bench.conv vae [--dtype bfloat16] [--only wan2.1] [--conv auto|triton|torch|taps]
                                       [--channels-last auto|on|off] [--cudnn-benchmark]  # whole decodes
 
 causal_conv3d rows: ``(C_in, C_out, T, H, W)`` of one decoder chunk with a 2-frame cache,
@@ -231,7 +231,7 @@ def main(argv=None) -> int:
     p.add_argument("what", choices=["vae"])
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     p.add_argument("--only", choices=list(VAES), action="append")
-    p.add_argument("--conv", default="auto", choices=["auto", "triton", "torch"])
+    p.add_argument("--conv", default="auto", choices=["auto", "triton", "torch", "taps"])
     p.add_argument("--channels-last", default="auto", choices=["auto", "on", "off"])
     p.add_argument("--cudnn-benchmark", action="store_true", help="optimize_vae(..., cudnn_benchmark=True)")
     p.add_argument("--json", metavar="PATH")
