@@ -1,9 +1,11 @@
 """batch_norm against torch.nn.functional.batch_norm in float64: output, running statistics,
-dx / dweight / dbias; gradcheck of the reference; layouts; errors."""
+dx / dweight / dbias; gradcheck of the reference; layouts; the kernel's modes (fused one-launch,
+two launches, one tile or several per program, combine loops) through its tuning knobs; errors."""
 import pytest
 import torch
 import torch.nn.functional as F
 
+from fastpath.ops import batch_norm as bn
 from fastpath.ops.batch_norm import batch_norm, reference_batch_norm
 from tests.conftest import DEVICE, noncontig, randn
 from tests.tolerances import assert_close, rel_error
@@ -174,3 +176,111 @@ def test_compiles_fullgraph():
     g = randn(4, 3, 9)
     for got, want in zip(torch.autograd.grad(out, (x, w), g), torch.autograd.grad(ref, (x64, w64), g.double())):
         assert_close(got, want)
+
+
+# ---------------------------------------------------------------------------- kernel modes
+
+#: Knob sets that force each path of the kernel (in Triton's interpreter a fused group has
+#: one chunk: programs run one after another there).
+MODES = {
+    "fused, chunks of several tiles": {"FUSED": True, "FUSED_MAX_TILES": 10**6},
+    "fused, one tile in registers": {"FUSED": True, "FUSED_MAX_TILES": 10**6, "TILE_BYTES": 1 << 15,
+                                     "MAX_BS": 1 << 12, "MAX_BC": 64},
+    "two launches, one tile a program": {"FUSED": False, "CHUNK_TILES": 1},
+    "two launches, many chunks": {"FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0},
+}
+
+
+@pytest.fixture
+def knobs():
+    """configure(mode): the module's knobs as imported, with ``mode`` on top; restored after."""
+    saved = bn.knobs()
+    yield lambda **mode: bn.configure(**{**saved, **mode})
+    bn.configure(**saved)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("training", [True, False])
+def test_kernel_modes(knobs, mode, training):
+    knobs(**MODES[mode])
+    for shape, fmt, dtype in [((3, 5, 7, 9), None, torch.float32), ((3, 4, 33), None, torch.bfloat16),
+                              ((70, 20), None, torch.float32), ((5, 6, 4, 3), "cl", torch.bfloat16)]:
+        x = randn(*shape) * 3 + 2
+        if fmt == "cl":
+            x = x.to(memory_format=torch.channels_last)
+        w, b, rm, rv = _params(shape[1], dtype)
+        _run(x.to(dtype).requires_grad_(), w.requires_grad_(), b.requires_grad_(), rm, rv, training)
+
+
+def test_plans_pick_the_modes(knobs):
+    """The knob sets above reach the paths they are named for."""
+    knobs(**MODES["fused, one tile in registers"])
+    p = bn._make_plan(3, 5, 63, ((315, 63, 1),) * 3, 4, DEVICE)
+    assert p.nchw and p.fused.tpk == 1
+    knobs(**MODES["fused, chunks of several tiles"])
+    p = bn._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
+    assert not p.nchw and p.fused.tpk > 1
+    knobs(**MODES["two launches, many chunks"])
+    p = bn._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
+    assert p.fused is None and p.two.k > p.two.kb  # the combine loops over blocks of chunks
+
+
+def test_backward_variants(knobs):
+    """Each subset of (dx, dweight, dbias), training and inference, one- and two-launch."""
+    for mode in ("fused, chunks of several tiles", "two launches, one tile a program"):
+        knobs(**MODES[mode])
+        for training in (True, False):
+            for need in [(True, False, False), (False, True, False), (False, False, True), (True, True, False)]:
+                x = (randn(4, 3, 11) * 2 + 1).requires_grad_(need[0])
+                w, b, rm, rv = _params(3, torch.float32)
+                w.requires_grad_(need[1])
+                b.requires_grad_(need[2])
+                _run(x, w, b, rm, rv, training)
+
+
+def test_sums_accurate_at_size(knobs):
+    """dweight / dbias are sums over N*H*W values per channel: float32 partials per chunk and
+    a tree over chunks stay within float32 tolerance of float64 (bf16 data, 18432 values a
+    channel, 9 chunks of 2048)."""
+    knobs(LOOP_TILE_BYTES=4096, CHUNK_TILES=1)
+    x = randn(8, 3, 48, 48, dtype=torch.bfloat16).requires_grad_()
+    w, b, rm, rv = _params(3, torch.float32)
+    w.requires_grad_()
+    b.requires_grad_()
+    _run(x, w, b, rm, rv, True, param_dtype=torch.bfloat16)
+
+
+def test_large_mean_gradients():
+    """x - pivot in the backward too: xhat is not computed against a rounded float32 mean."""
+    x = (randn(16, 3, 40) * 0.01 + 1000.0).requires_grad_()
+    w, b, _, _ = _params(3, torch.float32)
+    w.requires_grad_()
+    b.requires_grad_()
+    x64 = x.detach().double().requires_grad_()
+    w64, b64 = w.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    out = batch_norm(x, None, None, w, b, training=True)
+    ref = F.batch_norm(x64, None, None, w64, b64, training=True)
+    g = randn(16, 3, 40)
+    got = torch.autograd.grad(out, (x, w, b), g)
+    want = torch.autograd.grad(ref, (x64, w64, b64), g.double())
+    for a, r in zip(got, want):
+        assert_close(a, r, tol=1e-5)
+
+
+def test_mixed_layouts_and_dense_orders():
+    """g in another layout than x; a dense permuted x keeps its strides in y."""
+    x = (randn(3, 6, 5, 7) * 2).to(memory_format=torch.channels_last).requires_grad_()
+    w, b, rm, rv = _params(6, torch.float32)
+    out = batch_norm(x, rm, rv, w, b, training=True)
+    g = randn(3, 6, 5, 7)  # a contiguous gradient for a channels-last output
+    x64 = x.detach().double().requires_grad_()
+    ref = F.batch_norm(x64, None, None, w.double(), b.double(), training=True)
+    assert_close(torch.autograd.grad(out, x, g)[0], torch.autograd.grad(ref, x64, g.double())[0])
+    perm = randn(5, 13, 4).permute(0, 2, 1)  # (N, C=4, L=13) with the channels innermost
+    y = _run(perm.requires_grad_(), *_params(4, torch.float32), True)
+    assert y.stride() == perm.stride()
+
+
+def test_configure_rejects_unknown_knob(knobs):
+    with pytest.raises(ValueError, match="BLOCK"):
+        knobs(BLOCK=4)

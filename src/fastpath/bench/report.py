@@ -81,7 +81,8 @@ def render(records: list) -> str:
         recs = by_gpu[gpu]
         out += [f"## {gpu}"]
         out += _decode_table([r for r in recs if r.get("suite") == "decode"])
-        for suite in dict.fromkeys(r.get("suite", "?") for r in recs if r.get("suite") != "decode"):
+        out += _vae_table([r for r in recs if r.get("suite") == "vae"])
+        for suite in dict.fromkeys(r.get("suite", "?") for r in recs if r.get("suite") not in ("decode", "vae")):
             mine = [r for r in recs if r.get("suite", "?") == suite]
             newest = max(r.get("run", r.get("date", "")) for r in mine)
             rows = [r for r in mine if r.get("run", r.get("date", "")) == newest]
@@ -135,6 +136,44 @@ def _decode_table(recs: list) -> list:
     first = recs[-1]
     out.append(f"\nVersions: torch {first.get('torch', '?')}, triton {first.get('triton', '?')}, "
                f"python {first.get('python', '?')}.")
+    return out
+
+
+VAE_COLUMNS = ["VAE", "latent (C x T x H x W)", "dtype", "optimize_vae options", "stock s", "fastpath s",
+               "time: stock / fastpath", "stock peak GiB", "fastpath peak GiB", "memory: fastpath / stock",
+               "vs stock: rel err, PSNR", "vs float32: stock, fastpath", "date, commit"]
+
+
+def _vae_table(recs: list) -> list:
+    """``python -m fastpath.bench.conv vae`` records: the newest per (VAE, latent, dtype, options)."""
+    if not recs:
+        return []
+    newest: dict = {}
+    for r in recs:
+        key = (r.get("case"), tuple(r.get("shape", ())), r.get("dtype"), r.get("conv"), bool(r.get("cudnn_benchmark")))
+        if key not in newest or r.get("run", "") >= newest[key].get("run", ""):
+            newest[key] = r
+    out = ["", "### VAE decode (`python -m fastpath.bench.conv vae`)", "",
+           "Random weights with the real configs, one decode each way in the same process after a "
+           "2-frame warm-up: diffusers' stock decoder, then the same instance after `optimize_vae`. "
+           "*peak*: the allocator's peak during the decode above what was allocated before it (the "
+           "weights and the latent). 16-bit rows also give both decoders' relative error against a float32 "
+           "decode of the same weights (the check: fastpath's at most 1.25x stock's). 21 latent frames = 81 video frames; 60x104 latents = 480x832 "
+           "video (Wan2.2: 30x52 with its 16x compression), 88x160 / 44x80 = 704x1280.", "",
+           "| " + " | ".join(VAE_COLUMNS) + " |", "|" + "---|" * len(VAE_COLUMNS)]
+    for key in sorted(newest, key=lambda k: tuple(map(str, k))):
+        r = newest[key]
+        opts = f"conv={r.get('conv')}" + (", cudnn_benchmark" if r.get("cudnn_benchmark") else "")
+        cells = [r["case"].replace("vae decode ", ""), "x".join(map(str, r.get("shape", ()))), r.get("dtype", "?"),
+                 opts, f"{r['stock_s']:.3f}", f"{r['ours_s']:.3f}", f"{r['speedup']:.2f}x",
+                 f"{r['stock_peak_gib']:.2f}", f"{r['ours_peak_gib']:.2f}", f"{r['memory_ratio']:.2f}x",
+                 f"{r['rel_err']:.1e}, {r['psnr_db']:.1f} dB",
+                 f"{r['stock_err_f32']:.1e}, {r['ours_err_f32']:.1e}" if "ours_err_f32" in r else "-",
+                 f"{r.get('date', '?')[:16]}, `{r.get('commit', '?')}`"]
+        out.append("| " + " | ".join(cells) + " |")
+    first = recs[-1]
+    out.append(f"\nVersions: torch {first.get('torch', '?')}, triton {first.get('triton', '?')}, "
+               f"python {first.get('python', '?')}, diffusers 0.42.1.")
     return out
 
 

@@ -1,190 +1,363 @@
 """batch_norm over (N, C, *) with ``torch.nn.functional.batch_norm`` semantics, forward and
 backward, training and inference.
 
-The input is read as (N, C, S) through its strides (S: the spatial dimensions, merged; a
-layout whose spatial dimensions do not merge is copied once). Each channel's N*S values are
-split into K chunks so that small C still fills the GPU:
+The input is read as (N, C, S) through its strides (S: the spatial dimensions merged; a
+layout whose spatial dimensions do not merge is copied once). One kernel, ``_bn_kernel``,
+walks tiles of (a, b) elements, read with vector loads along a contiguous dimension:
 
-* ``_bn_reduce_kernel``: program (channel block, chunk) reduces its tile rows. Forward:
-  Welford (count, mean, M2) of ``x - pivot`` (the channel's first value, so differences are
-  exact and means small: no cancellation for a large mean) merged tile by tile, written as
-  a partial. Backward: sum(g) and
-  sum(g * xhat).
-* ``_bn_apply_kernel``: program (channel block, chunk) combines the K partials of its
-  channels (Chan's formula), the chunk-0 program stores the statistics (and updates the
-  running statistics), then writes its chunk of y (forward) or dx (backward).
+* NCHW mode: a group is one channel, a tile is (n, s) with s contiguous: N runs of S values.
+* channels-last mode (channels-last 4-D/5-D and 2-D (N, C) inputs, whenever rows of C
+  channels are evenly strided): a group is ``GC`` adjacent channels, a tile is (row, channel)
+  with channels contiguous, rows = (n, s) flattened.
 
-Tiles are (rows, channels): one channel per tile for NCHW, up to 64 adjacent channels for
-channels-last and 2-D inputs, so loads are contiguous either way.
+Each group's tiles are split into ``K`` chunks, one program each, so that few channels still
+fill the GPU. A program reduces its chunk to a partial: forward (count, mean, M2) of
+``x - pivot`` (pivot: the channel's first value, so differences are exact and means small;
+the chunk is centred on its first tile's mean, so squares do not cancel), backward
+(sum g, sum g * xhat). Per-element accumulators, one tree reduction per chunk, a tree over
+chunks: no long serial float32 sum. The last program of a group to arrive (an acq_rel
+counter) combines the ``K`` partials (Chan's formula), writes the statistics (and updates the
+running statistics) or dweight / dbias, and resets the counter. Then the normalise pass:
+
+* ``PHASE=0`` (fused, one launch): the other programs of the group wait for the combined
+  statistics (the combining program bumps the group's generation counter, which each
+  program read before arriving), then write their chunk of y / dx. A chunk of one tile
+  (``ONE``) stays in registers: x (and g) are read from memory once; longer chunks are re-read,
+  mostly from L2. Programs take (group, chunk) from a ticket counter in the order they start,
+  so a group's chunks always run together: deadlock-free for ``K`` <= the SM count.
+* ``PHASE=1`` then ``PHASE=2`` (two launches): reduce, then normalise (no barrier; any ``K``;
+  also what Triton's interpreter runs, where programs run one after another).
+
+Host side: per (shape, strides, dtypes) the plan and the launch arguments are cached, and
+the eager autograd path is a plain ``torch.autograd.Function`` (no dispatcher), so a training
+step costs two launches (fused) and little Python. ``torch.compile`` goes through the
+registered ops. Tile sizes, warps and the fused/two-launch choice are module-level knobs
+(:func:`configure`); ``scripts/tune_batch_norm.py`` sweeps them on a GPU.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from .._core import alloc
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
-from .._core.launch import Launcher, cdiv, next_pow2
+from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 
-#: Elements per tile, most channels per tile, most chunks per channel.
-TILE = 256 if INTERPRET else 4096
-MAX_BC = 16 if INTERPRET else 64
-MAX_CHUNKS = 512
+# Tuning knobs (``scripts/tune_batch_norm.py`` sweeps them on a GPU; call :func:`configure`
+# to change them, which also drops the cached plans). The interpreter uses small tiles so that
+# CI exercises multi-tile, multi-chunk and multi-group paths.
+#: Bytes of input per tile (elements: TILE_BYTES // itemsize) and warps per program when a
+#: program's chunk is one tile held in registers; LOOP_* when it loops over several tiles
+#: (with accumulators).
+TILE_BYTES = 512 if INTERPRET else 16384
+LOOP_TILE_BYTES = 512 if INTERPRET else 8192
+WARPS = 16
+LOOP_WARPS = 8
+#: Most channels per tile (channels-last mode); longest spatial run per tile (NCHW mode).
+MAX_BC = 8 if INTERPRET else 64
+MAX_BS = 16 if INTERPRET else 1024
+#: Two-launch mode: tiles per program, shrunk until there are WAVES * SMs programs.
+CHUNK_TILES = 2 if INTERPRET else 4
+WAVES = 1 if INTERPRET else 4
+#: Fused mode (one launch per direction) where a group's chunks fit the SM count: one tile
+#: each, else at most FUSED_MAX_TILES loop tiles each; else two launches.
+FUSED = not INTERPRET
+FUSED_MAX_TILES = 16
+#: Polls of the group barrier before a program gives up (wrong result instead of a hang;
+#: cannot happen with K <= SMs).
+SPIN_LIMIT = 1 << 22
+#: Partials the combining program loads at once (chunks x group channels; more costs
+#: registers in every program of the kernel).
+COMBINE_ELEMS = 64 if INTERPRET else 2048
+
+
+def configure(**knobs) -> None:
+    """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
+    ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``,
+    ``COMBINE_ELEMS``) and drop the cached plans."""
+    for name, value in knobs.items():
+        if name not in _KNOBS:
+            raise ValueError(f"configure: unknown knob {name!r}; expected one of {', '.join(_KNOBS)}")
+        globals()[name] = value
+    _ENTRIES.clear()
+
+
+def knobs() -> dict:
+    """The current tuning knobs."""
+    return {name: globals()[name] for name in _KNOBS}
+
+
+_ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
+_KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
+          "FUSED_MAX_TILES", "COMBINE_ELEMS")
 
 
 # ---------------------------------------------------------------------------- kernels
 
 @triton.jit
-def _split_rows(r0, S, BR: tl.constexpr):
-    """(n, s) of rows r0 .. r0 + BR - 1 of the (N*S) axis: one int64 division per tile, int32
-    per row (S == 1, a 2-D input, is specialised by Triton and divides nothing)."""
-    n0 = r0 // S
-    local = tl.cast(r0 - n0 * S, tl.int32) + tl.arange(0, BR)
-    dn = local // S
-    return n0 + dn.to(tl.int64), (local - dn * S).to(tl.int64)
+def _coords(t, g, LA, LB, BA: tl.constexpr, BB: tl.constexpr, NCHW: tl.constexpr):
+    """Rows ``a``, columns ``b``, mask and element count (per column in channels-last mode)
+    of tile ``t`` of group ``g``."""
+    if NCHW:
+        nsb = tl.cdiv(LB, BB)
+        ta = t // nsb
+        a0 = ta * BA
+        b0 = (t - ta * nsb) * BB
+        cnt = tl.minimum(LA - a0, BA) * tl.minimum(LB - b0, BB)
+    else:
+        a0 = t * BA
+        b0 = g * BB
+        cnt = tl.minimum(LA - a0, BA)
+    a = (a0 + tl.arange(0, BA)).to(tl.int64)
+    b = b0 + tl.arange(0, BB)
+    m = (a < LA)[:, None] & (b < LB)[None, :]
+    return a, b, m, cnt
 
 
 @triton.jit
-def _tile(ptr, nn, sp, cols, m, sn, sc, ss):
-    return tl.load(ptr + nn[:, None] * sn + cols[None, :] * sc + sp[:, None] * ss, mask=m, other=0.0).to(tl.float32)
+def _ld(ptr, a, b, m, sa, sb):
+    return tl.load(ptr + a[:, None] * sa + b[None, :] * sb, mask=m, other=0.0)
 
 
 @triton.jit
-def _bn_reduce_kernel(x_ptr, g_ptr, part_ptr, mean_ptr, rstd_ptr, R, S, C, CH,
-                      sxn, sxc, sxs, sgn, sgc, sgs, BR: tl.constexpr, BC: tl.constexpr, BWD: tl.constexpr):
-    """part[k, c] = (mean, M2) of chunk k (forward) or (sum g, sum g * xhat) (backward)."""
-    k = tl.program_id(1)
-    cols = tl.program_id(0) * BC + tl.arange(0, BC)
+def _colsum(v, NCHW: tl.constexpr):
+    """Sum of a tile per group channel: all of it (NCHW, shape [1]) or per column."""
+    if NCHW:
+        return tl.sum(tl.sum(v, axis=1, keep_dims=True), axis=0)
+    else:
+        return tl.sum(v, axis=0)
+
+
+@triton.jit
+def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr, db_ptr, ws_ptr,
+               sync_ptr, LA, LB, C, TPK, K, rf, eps, momentum, unbias, sxa, sxb, sxc, sga, sgb, sgc, soa, sob, soc,
+               BA: tl.constexpr, BB: tl.constexpr, GC: tl.constexpr, KB: tl.constexpr, NCHW: tl.constexpr,
+               BWD: tl.constexpr, PHASE: tl.constexpr, ONE: tl.constexpr, TRAINING: tl.constexpr,
+               HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_OUT: tl.constexpr,
+               STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr):
+    """stats (st, fp32 (4, C)): mean, rstd, biased var, mean - pivot. ws (fp32): (2, C) sum g,
+    sum g * xhat (backward), then (K, C, 3) partials. sync (int32): [0] ticket, then per
+    group (chunks arrived, generation). Counters return to 0 by the end of a launch; a group's
+    generation only grows (one step per fused launch)."""
+    fin_ptr = ws_ptr
+    part_ptr = ws_ptr + 2 * C
+    if PHASE == 0:  # (group, chunk) in the order programs start: a group's chunks run together
+        t = tl.atomic_add(sync_ptr, 1)
+        if t == tl.num_programs(0) - 1:
+            tl.atomic_xchg(sync_ptr, 0)
+    else:
+        t = tl.program_id(0)
+    g = t // K
+    k = t - g * K
+    if NCHW:
+        n_tiles = tl.cdiv(LA, BA) * tl.cdiv(LB, BB)
+        x_ptr += g.to(tl.int64) * sxc
+        g_ptr += g.to(tl.int64) * sgc
+        o_ptr += g.to(tl.int64) * soc
+    else:
+        n_tiles = tl.cdiv(LA, BA)
+    t0 = k * TPK
+    t1 = tl.minimum(t0 + TPK, n_tiles)
+    cols = g * GC + tl.arange(0, GC)  # the group's channels
     cmask = cols < C
-    r_start = k.to(tl.int64) * CH
-    r_end = tl.minimum(r_start + CH, R)
-    if BWD:
-        mean = tl.load(mean_ptr + cols, mask=cmask, other=0.0)
-        rstd = tl.load(rstd_ptr + cols, mask=cmask, other=0.0)
-        acc_a = tl.zeros([BR, BC], dtype=tl.float32)
-        acc_b = tl.zeros([BR, BC], dtype=tl.float32)
-    else:  # statistics of x - pivot (the channel's first value): exact differences, small means
-        pivot = tl.load(x_ptr + cols * sxc, mask=cmask, other=0.0).to(tl.float32)
-        cnt_acc = tl.zeros([BC], dtype=tl.float32)
-        mean_acc = tl.zeros([BC], dtype=tl.float32)
-        m2_acc = tl.zeros([BC], dtype=tl.float32)
-    for r0 in range(r_start, r_end, BR):
-        rows = tl.cast(r0, tl.int64) + tl.arange(0, BR)
-        m = (rows < r_end)[:, None] & cmask[None, :]
-        nn, sp = _split_rows(r0, S, BR)
-        x = _tile(x_ptr, nn, sp, cols, m, sxn, sxc, sxs)
-        if BWD:
-            g = _tile(g_ptr, nn, sp, cols, m, sgn, sgc, sgs)
-            acc_a += g
-            acc_b += g * ((x - mean[None, :]) * rstd[None, :])
+    if TRAINING:  # the channel's first value: x[0, c, 0]
+        if NCHW:
+            pivot = tl.load(x_ptr + cols * 0).to(tl.float32)
         else:
-            x = tl.where(m, x - pivot[None, :], 0.0)
-            cnt = tl.minimum(r_end - r0, BR).to(tl.float32)
-            t_mean = tl.sum(x, axis=0) / cnt
-            dev = tl.where(m, x - t_mean[None, :], 0.0)
-            t_m2 = tl.sum(dev * dev, axis=0)
-            total = cnt_acc + cnt
-            delta = t_mean - mean_acc
-            mean_acc += delta * (cnt / total)
-            m2_acc += t_m2 + delta * delta * (cnt_acc * cnt / total)
-            cnt_acc = total
-    if BWD:
-        a = tl.sum(acc_a, axis=0)
-        b = tl.sum(acc_b, axis=0)
+            pivot = tl.load(x_ptr + cols * sxc, mask=cmask, other=0.0).to(tl.float32)
     else:
-        a = mean_acc
-        b = m2_acc
-    out = part_ptr + (k * C + cols) * 2
-    tl.store(out, a, mask=cmask)
-    tl.store(out + 1, b, mask=cmask)
-
-
-@triton.jit
-def _bn_apply_kernel(x_ptr, g_ptr, y_ptr, part_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, mean_ptr, rstd_ptr,
-                     var_ptr, dw_ptr, db_ptr, R, S, C, CH, K, sxn, sxc, sxs, sgn, sgc, sgs, syn, syc, sys,
-                     eps, momentum, unbias, BR: tl.constexpr, BC: tl.constexpr, K_PAD: tl.constexpr,
-                     BWD: tl.constexpr, TRAINING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
-                     UPDATE: tl.constexpr, HAS_PART: tl.constexpr, STORE_Y: tl.constexpr,
-                     STORE_DW: tl.constexpr, STORE_DB: tl.constexpr):
-    k = tl.program_id(1)
-    cols = tl.program_id(0) * BC + tl.arange(0, BC)
-    cmask = cols < C
-    if HAS_PART:  # combine the K chunk partials of these channels
-        ks = tl.arange(0, K_PAD)
-        pm = (ks < K)[:, None] & cmask[None, :]
-        pa = tl.load(part_ptr + (ks[:, None] * C + cols[None, :]) * 2, mask=pm, other=0.0)
-        pb = tl.load(part_ptr + (ks[:, None] * C + cols[None, :]) * 2 + 1, mask=pm, other=0.0)
-    if HAS_W:
-        w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-    else:
-        w = tl.full([BC], 1.0, dtype=tl.float32)
+        pivot = tl.zeros([GC], dtype=tl.float32)
     if BWD:
-        mean = tl.load(mean_ptr + cols, mask=cmask, other=0.0)
-        rstd = tl.load(rstd_ptr + cols, mask=cmask, other=0.0)
-        if HAS_PART:
-            sum_g = tl.sum(pa, axis=0)
-            sum_gx = tl.sum(pb, axis=0)
-            if k == 0:
+        rstd = tl.load(st_ptr + C + cols, mask=cmask, other=0.0)
+        shifted = tl.load(st_ptr + 3 * C + cols, mask=cmask, other=0.0)
+    if ONE:  # the chunk is one tile, kept in registers for both passes
+        a, b, m, cnt = _coords(t0, g, LA, LB, BA, BB, NCHW)
+        if BWD:
+            gr = _ld(g_ptr, a, b, m, sga, sgb)
+            if TRAINING or PHASE != 2:
+                xr = _ld(x_ptr, a, b, m, sxa, sxb)
+            else:  # inference dx = g * w * rstd: x is not read
+                xr = gr
+        else:
+            xr = _ld(x_ptr, a, b, m, sxa, sxb)
+            gr = xr
+    if PHASE == 0:  # the group's generation before this launch combines (read while the tile loads)
+        gen = sync_ptr + 2 + 2 * g
+        gen0 = tl.atomic_add(gen, 0, sem="acquire")
+
+    # ------------------------------------------------------------ reduce, combine
+    if PHASE != 2:
+        if BWD:
+            if ONE:
+                gv = gr.to(tl.float32)
+                s1 = _colsum(gv, NCHW)
+                s2 = _colsum(gv * (((xr.to(tl.float32) - pivot[None, :]) - shifted[None, :]) * rstd[None, :]), NCHW)
+            else:
+                acc1 = tl.zeros([BA, BB], dtype=tl.float32)
+                acc2 = tl.zeros([BA, BB], dtype=tl.float32)
+                for tt in range(t0, t1):
+                    a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
+                    gv = _ld(g_ptr, a, b, m, sga, sgb).to(tl.float32)
+                    xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
+                    acc1 += gv
+                    acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
+                s1 = _colsum(acc1, NCHW)
+                s2 = _colsum(acc2, NCHW)
+            pp = part_ptr + (k.to(tl.int64) * C + cols) * 3
+            tl.store(pp, s1, mask=cmask)
+            tl.store(pp + 1, s2, mask=cmask)
+        else:  # statistics of d = x - pivot, centred on the first tile's mean sk
+            if not ONE:
+                a, b, m, cnt = _coords(t0, g, LA, LB, BA, BB, NCHW)
+                xr = _ld(x_ptr, a, b, m, sxa, sxb)
+            d = tl.where(m, xr.to(tl.float32) - pivot[None, :], 0.0)
+            sk = _colsum(d, NCHW) / (cnt * 1.0)
+            e = tl.where(m, d - sk[None, :], 0.0)
+            acc1 = e
+            acc2 = e * e
+            n = cnt
+            if not ONE:
+                for tt in range(t0 + 1, t1):
+                    a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
+                    xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
+                    e = tl.where(m, (xv - pivot[None, :]) - sk[None, :], 0.0)
+                    acc1 += e
+                    acc2 += e * e
+                    n += cnt
+            s1 = _colsum(acc1, NCHW)
+            s2 = _colsum(acc2, NCHW)
+            nf = n * 1.0
+            pp = part_ptr + (k.to(tl.int64) * C + cols) * 3
+            tl.store(pp, s1 * 0.0 + nf, mask=cmask)
+            tl.store(pp + 1, sk + s1 / nf, mask=cmask)
+            tl.store(pp + 2, tl.maximum(s2 - s1 * (s1 / nf), 0.0), mask=cmask)
+        tl.debug_barrier()  # every thread's partial is written before the release below
+        arrive = sync_ptr + 1 + 2 * g
+        if tl.atomic_add(arrive, 1, sem="acq_rel") == K - 1:  # the last chunk of the group combines
+            ks = tl.arange(0, KB)
+            if BWD:
+                sum_g = tl.zeros([GC], dtype=tl.float32)
+                sum_gx = tl.zeros([GC], dtype=tl.float32)
+                for k0 in range(0, K, KB):
+                    pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
+                    qp = part_ptr + ((k0 + ks).to(tl.int64)[:, None] * C + cols[None, :]) * 3
+                    sum_g += tl.sum(tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
+                    sum_gx += tl.sum(tl.load(qp + 1, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
+                tl.store(fin_ptr + cols, sum_g, mask=cmask)
+                tl.store(fin_ptr + C + cols, sum_gx, mask=cmask)
                 if STORE_DW:
                     tl.store(dw_ptr + cols, sum_gx.to(dw_ptr.dtype.element_ty), mask=cmask)
                 if STORE_DB:
                     tl.store(db_ptr + cols, sum_g.to(db_ptr.dtype.element_ty), mask=cmask)
-        scale = w * rstd
-        if TRAINING:
-            c1 = sum_g / R
-            c2 = sum_gx / R
-    else:
-        if TRAINING:  # partials are of x - pivot
-            pivot = tl.load(x_ptr + cols * sxc, mask=cmask, other=0.0).to(tl.float32)
-            nk = tl.minimum(tl.maximum(R - ks.to(tl.int64) * CH, 0), CH).to(tl.float32)
-            shifted = tl.sum(nk[:, None] * pa, axis=0) / R
-            d = tl.where(pm, pa - shifted[None, :], 0.0)
-            var = tl.sum(pb + nk[:, None] * d * d, axis=0) / R
-            mean = pivot + shifted
-        else:
-            pivot = tl.zeros([BC], dtype=tl.float32)
-            mean = tl.load(rm_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-            shifted = mean
-            var = tl.load(rv_ptr + cols, mask=cmask, other=1.0).to(tl.float32)
-        rstd = 1.0 / tl.sqrt(var + eps)
-        if k == 0:
-            tl.store(mean_ptr + cols, mean, mask=cmask)
-            tl.store(rstd_ptr + cols, rstd, mask=cmask)
-            tl.store(var_ptr + cols, var, mask=cmask)
-            if UPDATE:
-                rm = tl.load(rm_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-                rv = tl.load(rv_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-                rm = (1.0 - momentum) * rm + momentum * mean
-                rv = (1.0 - momentum) * rv + momentum * (var * unbias)
-                tl.store(rm_ptr + cols, rm.to(rm_ptr.dtype.element_ty), mask=cmask)
-                tl.store(rv_ptr + cols, rv.to(rv_ptr.dtype.element_ty), mask=cmask)
-        scale = w * rstd
-        if HAS_B:
-            shift = tl.load(b_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        else:
-            shift = tl.zeros([BC], dtype=tl.float32)
-    if STORE_Y:
-        r_start = k.to(tl.int64) * CH
-        r_end = tl.minimum(r_start + CH, R)
-        for r0 in range(r_start, r_end, BR):
-            rows = tl.cast(r0, tl.int64) + tl.arange(0, BR)
-            m = (rows < r_end)[:, None] & cmask[None, :]
-            nn, sp = _split_rows(r0, S, BR)
-            x = _tile(x_ptr, nn, sp, cols, m, sxn, sxc, sxs)
-            if BWD:
-                g = _tile(g_ptr, nn, sp, cols, m, sgn, sgc, sgs)
-                if TRAINING:
-                    xhat = (x - mean[None, :]) * rstd[None, :]
-                    y = scale[None, :] * (g - c1[None, :] - xhat * c2[None, :])
-                else:
-                    y = scale[None, :] * g
             else:
-                y = ((x - pivot[None, :]) - shifted[None, :]) * scale[None, :] + shift[None, :]
-            tl.store(y_ptr + nn[:, None] * syn + cols[None, :] * syc + sp[:, None] * sys,
-                     y.to(y_ptr.dtype.element_ty), mask=m)
+                n_all = tl.zeros([GC], dtype=tl.float32)
+                mean_d = tl.zeros([GC], dtype=tl.float32)
+                m2 = tl.zeros([GC], dtype=tl.float32)
+                for k0 in range(0, K, KB):  # Chan's merge, KB chunks at a time
+                    pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
+                    qp = part_ptr + ((k0 + ks).to(tl.int64)[:, None] * C + cols[None, :]) * 3
+                    nk = tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg")
+                    mk = tl.load(qp + 1, mask=pm, other=0.0, cache_modifier=".cg")
+                    nb = tl.sum(nk, axis=0)
+                    mb = tl.sum(nk * mk, axis=0) / tl.maximum(nb, 1.0)
+                    dk = mk - mb[None, :]
+                    m2b = tl.sum(tl.load(qp + 2, mask=pm, other=0.0, cache_modifier=".cg") + nk * dk * dk, axis=0)
+                    tot = n_all + nb
+                    delta = mb - mean_d
+                    mean_d += delta * (nb / tl.maximum(tot, 1.0))
+                    m2 += m2b + delta * delta * (n_all * (nb / tl.maximum(tot, 1.0)))
+                    n_all = tot
+                var = m2 / rf
+                mean = pivot + mean_d
+                tl.store(st_ptr + cols, mean, mask=cmask)
+                tl.store(st_ptr + C + cols, 1.0 / tl.sqrt(var + eps), mask=cmask)
+                tl.store(st_ptr + 2 * C + cols, var, mask=cmask)
+                tl.store(st_ptr + 3 * C + cols, mean_d, mask=cmask)
+                if UPDATE:
+                    rm = tl.load(rm_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+                    rv = tl.load(rv_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+                    tl.store(rm_ptr + cols, ((1.0 - momentum) * rm + momentum * mean).to(rm_ptr.dtype.element_ty),
+                             mask=cmask)
+                    tl.store(rv_ptr + cols, ((1.0 - momentum) * rv + momentum * (var * unbias)).to(
+                        rv_ptr.dtype.element_ty), mask=cmask)
+            tl.debug_barrier()  # the combined values are written before they are published
+            tl.atomic_xchg(arrive, 0)  # every chunk has arrived: ready for the next launch
+            if PHASE == 0:
+                tl.atomic_add(gen, 1, sem="release")  # publish
+
+    # ------------------------------------------------------------ normalise
+    if PHASE != 1:
+        if PHASE == 0:  # wait until the group's generation moves on: its statistics are written
+            seen = tl.atomic_add(gen, 0, sem="acquire")
+            spins = 0
+            while (seen == gen0) & (spins < SPIN):
+                seen = tl.atomic_add(gen, 0, sem="acquire")
+                spins += 1
+        if HAS_W:
+            w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+        else:
+            w = tl.full([GC], 1.0, dtype=tl.float32)
+        c1 = pivot
+        c2 = pivot
+        shift = pivot
+        if BWD:
+            if TRAINING:
+                c1 = tl.load(fin_ptr + cols, mask=cmask, other=0.0, cache_modifier=".cg") / rf
+                c2 = tl.load(fin_ptr + C + cols, mask=cmask, other=0.0, cache_modifier=".cg") / rf
+        else:
+            if TRAINING:
+                rstd = tl.load(st_ptr + C + cols, mask=cmask, other=0.0, cache_modifier=".cg")
+                shifted = tl.load(st_ptr + 3 * C + cols, mask=cmask, other=0.0, cache_modifier=".cg")
+            else:  # inference: the running statistics
+                shifted = tl.load(rm_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+                var = tl.load(rv_ptr + cols, mask=cmask, other=1.0).to(tl.float32)
+                rstd = 1.0 / tl.sqrt(var + eps)
+                if k == 0:
+                    tl.store(st_ptr + cols, shifted, mask=cmask)
+                    tl.store(st_ptr + C + cols, rstd, mask=cmask)
+                    tl.store(st_ptr + 2 * C + cols, var, mask=cmask)
+                    tl.store(st_ptr + 3 * C + cols, shifted, mask=cmask)
+            if HAS_B:
+                shift = tl.load(b_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            else:
+                shift = tl.zeros([GC], dtype=tl.float32)
+        scale = w * rstd
+        if STORE_OUT:
+            if ONE:
+                _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
+            else:
+                for tt in range(t0, t1):
+                    a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
+                    if BWD:
+                        gt = _ld(g_ptr, a, b, m, sga, sgb)
+                        if TRAINING:
+                            xt = _ld(x_ptr, a, b, m, sxa, sxb)
+                        else:
+                            xt = gt
+                    else:
+                        xt = _ld(x_ptr, a, b, m, sxa, sxb)
+                        gt = xt
+                    _out(o_ptr, xt, gt, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
+
+
+@triton.jit
+def _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD: tl.constexpr,
+         TRAINING: tl.constexpr):
+    """Write one tile of y (forward) or dx (backward)."""
+    if BWD:
+        gv = gr.to(tl.float32)
+        if TRAINING:
+            xhat = ((xr.to(tl.float32) - pivot[None, :]) - shifted[None, :]) * rstd[None, :]
+            y = scale[None, :] * ((gv - c1[None, :]) - xhat * c2[None, :])
+        else:
+            y = scale[None, :] * gv
+    else:
+        y = ((xr.to(tl.float32) - pivot[None, :]) - shifted[None, :]) * scale[None, :] + shift[None, :]
+    tl.store(o_ptr + a[:, None] * soa + b[None, :] * sob, y.to(o_ptr.dtype.element_ty), mask=m)
 
 
 @triton.jit
@@ -199,10 +372,10 @@ def _bn_update_kernel(rm_ptr, rv_ptr, mean_ptr, var_ptr, C, momentum, unbias, BL
     tl.store(rv_ptr + c, rv.to(rv_ptr.dtype.element_ty), mask=m)
 
 
-_REDUCE, _APPLY, _UPDATE = Launcher(_bn_reduce_kernel), Launcher(_bn_apply_kernel), Launcher(_bn_update_kernel)
+_BN, _UPDATE = Launcher(_bn_kernel), Launcher(_bn_update_kernel)
 
 
-# ---------------------------------------------------------------------------- launchers
+# ---------------------------------------------------------------------------- plans
 
 def _strides3(t: torch.Tensor):
     """(stride N, stride C, stride S) of ``t`` read as (N, C, S), or None if the spatial
@@ -214,90 +387,219 @@ def _strides3(t: torch.Tensor):
     return t.stride(0), t.stride(1), sp[-1][1] if sp else 1
 
 
-def _like(x: torch.Tensor) -> torch.Tensor:
-    """A new tensor in ``x``'s memory format (contiguous or channels-last), else contiguous."""
-    if x.dim() in (4, 5) and not x.is_contiguous():
+def _dense_order(t: torch.Tensor):
+    """Dimensions of ``t`` from outermost to innermost if it is dense (no gaps, no overlap),
+    else None."""
+    order = sorted(range(t.dim()), key=lambda i: (-t.stride(i), i))
+    expect = 1
+    for i in reversed(order):
+        if t.size(i) != 1 and t.stride(i) != expect:
+            return None
+        expect *= t.size(i)
+    return order
+
+
+def _layout(x: torch.Tensor):
+    """The dimension order of outputs shaped like ``x``: x's own when x is dense, else
+    channels-last where x is channels-last, else contiguous."""
+    order = _dense_order(x)
+    if order is None and x.dim() in (4, 5):
         fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
         if x.is_contiguous(memory_format=fmt):
-            perm = (0, *range(2, x.dim()), 1)
-            inv = (0, x.dim() - 1, *range(1, x.dim() - 1))
-            return alloc.empty(*[x.shape[i] for i in perm], dtype=x.dtype, device=x.device).permute(*inv)
-    return alloc.empty(x.shape, dtype=x.dtype, device=x.device)
+            order = [0, *range(2, x.dim()), 1]
+    if order is None or order == sorted(order):
+        return None
+    return tuple(order), tuple(order.index(i) for i in range(x.dim()))
 
 
-def _plan(x: torch.Tensor, sxc: int):
-    """(BR, BC, CH, K): tile rows and channels, rows per chunk, chunks per channel."""
-    C = x.shape[1]
-    R = x.numel() // C
-    bc = min(next_pow2(C), MAX_BC) if sxc == 1 and C > 1 else 1
-    br = max(1, min(TILE // bc, next_pow2(R)))
-    cblocks = cdiv(C, bc)
-    want = max(1, cdiv(2 * num_sms(x.device), cblocks))
-    k = min(want, cdiv(R, br), MAX_CHUNKS)
-    ch = cdiv(cdiv(R, k), br) * br
-    return br, bc, ch, cdiv(R, ch)
+def _new_like(x: torch.Tensor, layout) -> torch.Tensor:
+    if layout is None:
+        return alloc.empty(x.shape, dtype=x.dtype, device=x.device)
+    order, inv = layout
+    return alloc.empty(*[x.shape[i] for i in order], dtype=x.dtype, device=x.device).permute(*inv)
 
 
-def _checked3(t: torch.Tensor):
+def _rows(N: int, S: int, st):
+    """Channels-last reading of strides ``st``: (row stride, 1, 1) when channels are
+    contiguous and rows (n, s) evenly strided, else None."""
+    sn, sc, ss = st
+    if sc != 1:
+        return None
+    if S == 1 or N == 1:
+        return (sn if S == 1 else ss), 1, 1
+    return (ss, 1, 1) if sn == S * ss else None
+
+
+def _pick_bs(S: int, top: int) -> int:
+    """The longest power-of-two run (<= top) whose masked tail wastes at most 7% of a channel."""
+    top = min(next_pow2(S), top)
+    for bs in (top, top >> 1, top >> 2, top >> 3):
+        if bs >= min(top, 32) and cdiv(S, bs) * bs <= 1.07 * S:
+            return bs
+    return top
+
+
+class _Grid(NamedTuple):
+    """One launch shape: tile (ba, bb), channels per group, groups, tiles per program, chunks
+    per group, chunks combined per step, warps."""
+    ba: int
+    bb: int
+    gc: int
+    groups: int
+    tpk: int
+    k: int
+    kb: int
+    warps: int
+
+
+class _Plan(NamedTuple):
+    nchw: bool
+    LA: int  # tile rows extent: N (NCHW) or N * S
+    LB: int  # tile columns extent: S (NCHW) or C
+    strides: tuple  # per tensor (x, g, out): (a stride, b stride, channel stride)
+    fused: Optional[_Grid]  # training: statistics and normalise in one launch, or None
+    two: _Grid  # two launches (and inference: normalise only)
+
+
+def _grid(nchw: bool, N: int, C: int, S: int, tile: int, tpk: Optional[int], kmax: int, sms: int) -> Optional[_Grid]:
+    """Tiles of ``tile`` elements; ``tpk`` tiles a program (None: as many as fit K <= kmax,
+    None if that exceeds FUSED_MAX_TILES)."""
+    if nchw:
+        bb = _pick_bs(S, max(MAX_BS, tile // next_pow2(N)))
+        ba = max(1, min(tile // bb, next_pow2(N)))
+        gc, groups, T = 1, C, cdiv(N, ba) * cdiv(S, bb)
+    else:
+        bb = min(next_pow2(C), MAX_BC)
+        ba = max(1, min(tile // bb, next_pow2(N * S)))
+        gc, groups, T = bb, cdiv(C, bb), cdiv(N * S, ba)
+    if tpk is None:
+        tpk = cdiv(T, kmax)
+        if tpk > FUSED_MAX_TILES:
+            return None
+    else:
+        tpk = max(1, min(tpk, T))
+        while tpk > 1 and groups * cdiv(T, tpk) < WAVES * sms:  # enough programs to fill the GPU
+            tpk = cdiv(tpk, 2)
+    k = cdiv(T, tpk)
+    return _Grid(ba, bb, gc, groups, tpk, k, max(1, min(next_pow2(k), COMBINE_ELEMS // gc)),
+                 WARPS if tpk == 1 else LOOP_WARPS)
+
+
+def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: torch.device) -> _Plan:
+    cl = [_rows(N, S, st) for st in strides]
+    if C > 1 and all(c is not None for c in cl):  # channels-last: tiles (rows, channels)
+        nchw, LA, LB, strides = False, N * S, C, tuple(cl)
+    else:  # NCHW: one channel per group, tiles (n, s)
+        nchw, LA, LB, strides = True, N, S, tuple((sn, ss, sc) for sn, sc, ss in strides)
+    sms = num_sms(device)
+    kmax = 1 if INTERPRET else sms  # the interpreter runs programs one by one: no barrier
+    fused = None
+    if FUSED:  # one tile a program, in registers; else several, at most FUSED_MAX_TILES
+        one = _grid(nchw, N, C, S, max(1, TILE_BYTES // itemsize), None, kmax, sms)
+        fused = one if one is not None and one.tpk == 1 else _grid(
+            nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), None, kmax, sms)
+    two = _grid(nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), CHUNK_TILES, kmax, sms)
+    return _Plan(nchw, LA, LB, strides, fused, two)
+
+
+def _merged(t: torch.Tensor):
+    """``t`` and its (N, C, S) strides; spatial dimensions that do not merge: one copy."""
     st = _strides3(t)
-    if st is None:  # spatial dims that do not merge: one documented copy
+    if st is None:
         t = t.contiguous()
         st = _strides3(t)
     return t, st
 
 
+def _prepare(key, x: torch.Tensor, g: Optional[torch.Tensor]):
+    """(x, g, output layout, plan, launch cache), cached by shapes, strides and dtypes; x and g
+    copied where their spatial dimensions do not merge."""
+    e = _ENTRIES.get(key)
+    if e is None:
+        xc, sx = _merged(x)
+        gc, sg = _merged(g) if g is not None else (None, sx)
+        lay = _layout(xc)
+        meta = torch.empty(xc.shape, device="meta")
+        so = _strides3(meta if lay is None else meta.permute(*lay[0]).contiguous().permute(*lay[1]))
+        N, C = xc.shape[0], xc.shape[1]
+        p = _make_plan(N, C, xc.numel() // (N * C), (sx, sg, so), xc.element_size(), xc.device)
+        e = _ENTRIES[key] = (xc is not x, gc is not g, lay, p, {})
+        return xc, gc, lay, p, e[4]
+    copy_x, copy_g, lay, p, steps = e
+    return (x.contiguous() if copy_x else x), (g.contiguous() if copy_g else g), lay, p, steps
+
+
+def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: bool, out: bool, **flags):
+    """The launches of one call: [(grid, arguments after the pointers, keyword arguments)]."""
+    R = p.LA * p.LB if p.nchw else p.LA
+
+    def launch(gr: _Grid, phase: int, store: bool):
+        tail = (p.LA, p.LB, C, gr.tpk, gr.k, float(R), eps, momentum, R / max(R - 1, 1), *sum(p.strides, ()))
+        kw = dict(BA=gr.ba, BB=gr.bb, GC=gr.gc, KB=gr.kb, NCHW=p.nchw, PHASE=phase, ONE=gr.tpk == 1,
+                  STORE_OUT=store, SPIN=SPIN_LIMIT, num_warps=gr.warps, **flags)
+        return (gr.groups * gr.k,), tail, kw
+
+    if fused:
+        return [launch(p.fused, 0, True)]
+    return ([launch(p.two, 1, False)] if reduce else []) + ([launch(p.two, 2, True)] if out else [])
+
+
+def _workspaces(p: _Plan, C: int, device: torch.device):
+    """fp32 (2, C) sums then (K, C, 3) partials; int32 ticket and per-group counters."""
+    gr = p.fused or p.two
+    ws = workspace(device, "batch_norm.ws", (2 + 3 * max(gr.k, p.two.k)) * C, torch.float32)
+    sync = workspace(device, "batch_norm.sync", 1 + 2 * max(gr.groups, p.two.groups), torch.int32, zeroed=True)
+    return ws, sync
+
+
 def _forward_kernel(x, w, b, rm, rv, training, momentum, eps, update):
-    x, sx = _checked3(x)
+    x, _, lay, p, cache = _prepare(("f", x.shape, x.stride(), x.dtype, x.device), x, None)
     C = x.shape[1]
-    R = x.numel() // C
-    br, bc, ch, k = _plan(x, sx[1])
-    y = _like(x)
-    sy = _strides3(y)
-    stats = alloc.empty(3, C, dtype=torch.float32, device=x.device)
-    mean, rstd, var = stats[0], stats[1], stats[2]
-    grid = (cdiv(C, bc), k)
-    part = alloc.empty(k, C, 2, dtype=torch.float32, device=x.device) if training else stats
-    if training:
-        _REDUCE[grid](x, x, part, mean, rstd, R, R // x.shape[0], C, ch, *sx, *sx,
-                      BR=br, BC=bc, BWD=False, num_warps=8)
-    dummy = stats
-    _APPLY[grid](x, x, y, part, w if w is not None else dummy, b if b is not None else dummy,
-                 rm if rm is not None else dummy, rv if rv is not None else dummy, mean, rstd, var,
-                 dummy, dummy, R, R // x.shape[0], C, ch, k, *sx, *sx, *sy, eps, momentum,
-                 R / max(R - 1, 1), BR=br, BC=bc, K_PAD=max(2, next_pow2(k)), BWD=False,
-                 TRAINING=training, HAS_W=w is not None, HAS_B=b is not None,
-                 UPDATE=bool(update and training and rm is not None), HAS_PART=training, STORE_Y=True,
-                 STORE_DW=False, STORE_DB=False, num_warps=8)
+    y = _new_like(x, lay)
+    stats = alloc.empty(4, C, dtype=torch.float32, device=x.device)
+    ws, sync = _workspaces(p, C, x.device) if training else (stats, stats)
+    d = stats
+    ptrs = (x, x, y, d if w is None else w, d if b is None else b, d if rm is None else rm, d if rv is None else rv,
+            stats, d, d, ws, sync)
+    upd = bool(update and training and rm is not None)
+    key = (training, w is not None, b is not None, upd, eps, momentum)
+    steps = cache.get(key)
+    if steps is None:
+        steps = cache[key] = _steps(p, C, eps, momentum, training and p.fused is not None, training, True,
+                                    BWD=False, TRAINING=training, HAS_W=w is not None, HAS_B=b is not None,
+                                    UPDATE=upd, STORE_DW=False, STORE_DB=False)
+    for grid, tail, kw in steps:
+        _BN[grid](*ptrs, *tail, **kw)
     return y, stats
 
 
-def _backward_kernel(g, x, w, mean, rstd, training, need_dx, need_dw, need_db, b_dtype):
-    x, sx = _checked3(x)
-    g, sg = _checked3(g)
+def _backward_kernel(g, x, w, stats, training, need_dx, need_dw, need_db, b_dtype):
+    x, g, lay, p, cache = _prepare(("b", x.shape, x.stride(), g.stride(), x.dtype, g.dtype, x.device), x, g)
     C = x.shape[1]
-    R = x.numel() // C
-    S = R // x.shape[0]
-    br, bc, ch, k = _plan(x, sx[1])
-    grid = (cdiv(C, bc), k)
-    dx = _like(x) if need_dx else None
-    sy = _strides3(dx) if need_dx else (0, 0, 0)
+    d = stats
+    dx = _new_like(x, lay) if need_dx else None
     dw = alloc.empty(C, dtype=w.dtype, device=x.device) if need_dw else None
     db = alloc.empty(C, dtype=b_dtype, device=x.device) if need_db else None
-    has_part = training or need_dw or need_db
-    part = alloc.empty(k, C, 2, dtype=torch.float32, device=x.device) if has_part else mean
-    if has_part:
-        _REDUCE[grid](x, g, part, mean, rstd, R, S, C, ch, *sx, *sg, BR=br, BC=bc, BWD=True, num_warps=8)
-    if need_dx or has_part:
-        _APPLY[grid](x, g, dx if need_dx else mean, part, w if w is not None else mean, mean, mean, mean,
-                     mean, rstd, mean, dw if need_dw else mean, db if need_db else mean, R, S, C, ch, k,
-                     *sx, *sg, *sy, 0.0, 0.0, 1.0, BR=br, BC=bc, K_PAD=max(2, next_pow2(k)), BWD=True,
-                     TRAINING=training, HAS_W=w is not None, HAS_B=False, UPDATE=False, HAS_PART=has_part,
-                     STORE_Y=need_dx, STORE_DW=need_dw, STORE_DB=need_db, num_warps=8)
+    reduce = training or need_dw or need_db
+    ws, sync = _workspaces(p, C, x.device) if reduce else (d, d)
+    ptrs = (x, g, d if dx is None else dx, d if w is None else w, d, d, d, stats, d if dw is None else dw,
+            d if db is None else db, ws, sync)
+    key = (training, w is not None, need_dx, need_dw, need_db)
+    steps = cache.get(key)
+    if steps is None:
+        fused = reduce and need_dx and training and p.fused is not None
+        steps = cache[key] = _steps(p, C, 0.0, 0.0, fused, reduce, need_dx, BWD=True, TRAINING=training,
+                                    HAS_W=w is not None, HAS_B=False, UPDATE=False, STORE_DW=need_dw,
+                                    STORE_DB=need_db)
+    for grid, tail, kw in steps:
+        _BN[grid](*ptrs, *tail, **kw)
     return dx, dw, db
 
 
 def _kernel_ok(x, *params) -> bool:
+    """Kernel dtypes, contiguous parameters, and tile indices that fit int32 (values a channel)."""
     return (x.dtype in KERNEL_DTYPES and x.numel() > 0 and use_triton(x)
+            and (x.dim() < 2 or x.numel() // x.shape[1] < 2**31 - 2**20)
             and all(p is None or (p.dtype in KERNEL_DTYPES and p.is_contiguous()) for p in params))
 
 
@@ -311,14 +613,19 @@ def _shape(x):
     return (1, x.shape[1]) + (1,) * (x.dim() - 2)
 
 
+def _pivot(x, acc):
+    """The channel's first value x[0, c, 0, ...], shaped to broadcast against x."""
+    return x[(0, slice(None)) + (0,) * (x.dim() - 2)].to(acc).view(_shape(x))
+
+
 def _reference_forward(x, w, b, rm, rv, training, eps):
     """(y, stats) in plain PyTorch, arithmetic in float32 (float64); stats = (mean, rstd,
-    biased var) stacked as (3, C)."""
+    biased var, mean - pivot) stacked as (4, C), pivot = x[0, c, 0] in training, else 0."""
     acc = _acc(x.dtype)
     xf = x.to(acc)
     dims = [0] + list(range(2, x.dim()))
     if training:  # statistics of x - (the channel's first value), as the kernel
-        pivot = xf[(0, slice(None)) + (0,) * (x.dim() - 2)].view(_shape(x))
+        pivot = _pivot(x, acc)
         xf = xf - pivot
         shifted, var = xf.mean(dims), xf.var(dims, unbiased=False)
         mean = shifted + pivot.reshape(-1)
@@ -330,7 +637,7 @@ def _reference_forward(x, w, b, rm, rv, training, eps):
     y = (xf - shifted.view(_shape(x))) * scale.view(_shape(x))
     if b is not None:
         y = y + b.to(acc).view(_shape(x))
-    return y.to(x.dtype), torch.stack([mean, rstd, var])
+    return y.to(x.dtype), torch.stack([mean, rstd, var, shifted])
 
 
 def _reference_update(rm, rv, mean, var, momentum, count):
@@ -338,16 +645,18 @@ def _reference_update(rm, rv, mean, var, momentum, count):
     rv.copy_((1.0 - momentum) * rv.to(var.dtype) + momentum * var * (count / max(count - 1, 1)))
 
 
-def _reference_backward(g, x, w, mean, rstd, training, need_dx, need_dw, need_db, b_dtype):
+def _reference_backward(g, x, w, stats, training, need_dx, need_dw, need_db, b_dtype):
     acc = _acc(x.dtype)
     dims = [0] + list(range(2, x.dim()))
     shp = _shape(x)
-    xhat = (x.to(acc) - mean.to(acc).view(shp)) * rstd.to(acc).view(shp)
+    st = stats.to(acc)
+    xf = x.to(acc) - _pivot(x, acc) if training else x.to(acc)
+    xhat = (xf - st[3].view(shp)) * st[1].view(shp)
     gf = g.to(acc)
     sum_g, sum_gx = gf.sum(dims), (gf * xhat).sum(dims)
     dx = None
     if need_dx:
-        scale = (rstd.to(acc) * (w.to(acc) if w is not None else 1.0)).view(shp)
+        scale = (st[1] * (w.to(acc) if w is not None else 1.0)).view(shp)
         if training:
             r = x.numel() // x.shape[1]
             dx = scale * (gf - (sum_g / r).view(shp) - xhat * (sum_gx / r).view(shp))
@@ -378,10 +687,37 @@ def _forward(x, w, b, rm, rv, training, momentum, eps, update):
     return y, stats
 
 
+def _backward_impl(grad, x, w, stats, training, need_dx, need_dw, need_db):
+    """(dx, dweight, dbias as float32/float64), None where not needed."""
+    use_kernel = _kernel_ok(x, w) and grad.dtype in KERNEL_DTYPES and stats.dtype == torch.float32
+    fn = _backward_kernel if use_kernel else _reference_backward
+    return fn(grad, x, w, stats, training, need_dx, need_dw, need_db, _acc(x.dtype))
+
+
+class _BatchNorm(torch.autograd.Function):
+    """The eager autograd path: no dispatcher, running statistics updated by the kernel."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, rm, rv, training, momentum, eps):
+        y, stats = _forward(x, w, b, rm, rv, training, momentum, eps, True)
+        ctx.save_for_backward(x, w, stats)
+        ctx.training = training
+        ctx.b_dtype = b.dtype if b is not None else None
+        return y
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        x, w, stats = ctx.saved_tensors
+        need_dx, need_dw, need_db = ctx.needs_input_grad[:3]
+        dx, dw, db = _backward_impl(grad, x, w, stats, ctx.training, need_dx, need_dw, need_db)
+        return dx, dw, (db.to(ctx.b_dtype) if need_db else None), None, None, None, None, None
+
+
 def _fake(x, w, b, rm, rv, training, momentum, eps):
     C = x.shape[1]
     acc = _acc(x.dtype)
-    return torch.empty_like(x), x.new_empty(3, C, dtype=acc)
+    return torch.empty_like(x), x.new_empty(4, C, dtype=acc)
 
 
 def _setup(ctx, inputs, output):
@@ -403,9 +739,7 @@ def _bwd_fake(grad, x, w, stats, training, need_dx, need_dw, need_db):
 def _bn_bwd_op(grad: torch.Tensor, x: torch.Tensor, w: Optional[torch.Tensor], stats: torch.Tensor, training: bool,
                need_dx: bool, need_dw: bool, need_db: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, dweight, dbias as float32/float64); an empty tensor where not needed."""
-    use_kernel = _kernel_ok(x, w) and grad.dtype in KERNEL_DTYPES and stats.dtype == torch.float32
-    fn = _backward_kernel if use_kernel else _reference_backward
-    dx, dw, db = fn(grad, x, w, stats[0], stats[1], training, need_dx, need_dw, need_db, _acc(x.dtype))
+    dx, dw, db = _backward_impl(grad, x, w, stats, training, need_dx, need_dw, need_db)
     return (dx if need_dx else x.new_empty(0),
             dw if need_dw else x.new_empty(0, dtype=w.dtype if w is not None else x.dtype),
             db if need_db else x.new_empty(0, dtype=_acc(x.dtype)))
@@ -432,7 +766,7 @@ def _update_fake(rm, rv, stats, momentum, count):
 
 @register_op("batch_norm_update_stats", fake=_update_fake, mutates_args=("rm", "rv"))
 def _update_op(rm: torch.Tensor, rv: torch.Tensor, stats: torch.Tensor, momentum: float, count: int) -> None:
-    """Running statistics from the forward's (mean, rstd, biased var), in place."""
+    """Running statistics from the forward's (mean, rstd, biased var, ...), in place."""
     C = rm.numel()
     if _kernel_ok(rm, rm, rv) and stats.dtype == torch.float32:  # rm twice: its stride is checked too
         _UPDATE[(cdiv(C, 1024),)](rm, rv, stats[0], stats[2], C, momentum, count / max(count - 1, 1), BLOCK=1024)
@@ -450,6 +784,9 @@ def _check_param(name, t, C, device):
         raise ValueError(f"{name}: expected shape ({C},) for input with {C} channels, got {tuple(t.shape)}")
     if t.device != device:
         raise ValueError(f"{name}: expected a tensor on {device}, got {t.device}")
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def batch_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor], running_var: Optional[torch.Tensor],
@@ -473,8 +810,9 @@ def batch_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor], runnin
 
     Returns
     -------
-    A new tensor of ``input``'s shape, dtype and memory format (contiguous or channels-last).
-    Statistics and arithmetic are float32 (Welford per tile, merged across chunks).
+    A new tensor of ``input``'s shape and dtype, laid out as ``input`` when it is dense
+    (contiguous, channels-last, ...), else contiguous or channels-last. Statistics and
+    arithmetic are float32: per-chunk shifted sums, merged across chunks with Chan's formula.
     Autograd gives dx, dweight, dbias (training: through the batch statistics; inference:
     ``dx = grad * weight * rstd``); ``torch.compile(fullgraph=True)`` is supported.
 
@@ -515,8 +853,11 @@ def batch_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor], runnin
                          f"{tuple(input.shape)}")
     momentum, eps = float(momentum), float(eps)
     grads = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (input, weight, bias))
-    if not grads and not torch.compiler.is_compiling():  # eager: the kernel updates running stats in place
-        return _forward(input, weight, bias, running_mean, running_var, training, momentum, eps, update=True)[0]
+    if not torch.compiler.is_compiling():  # eager: the kernel updates the running statistics in place
+        if not grads:
+            return _forward(input, weight, bias, running_mean, running_var, training, momentum, eps, update=True)[0]
+        if all(type(t) in _PLAIN for t in (input, weight, bias) if t is not None):
+            return _BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps)
     y, stats = _bn_op(input, weight, bias, running_mean, running_var, training, momentum, eps)
     if training and running_mean is not None:
         _update_op(running_mean, running_var, stats, momentum, count)
