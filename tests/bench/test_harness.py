@@ -81,6 +81,23 @@ def test_report_round_trip(tmp_path):
     assert report.render(report.load(results)) == md  # deterministic
 
 
+def test_report_keeps_rows_of_older_runs_and_renders_vae(tmp_path):
+    """A row the newest run did not measure keeps its newest record (a commit column says which
+    run); VAE records get their own table."""
+    lines = [_record("2026-01-01T10:00:00.000001Z", 9.87, 55.5, case="log_softmax", commit="old1111"),
+             _record("2026-01-02T10:00:00.000001Z", 3.21, 48.7, commit="new2222"),
+             json.dumps({"gpu": "NVIDIA H200", "suite": "vae", "case": "vae decode wan2.1", "shape": [16, 21, 60, 104],
+                         "dtype": "bfloat16", "conv": "taps", "cudnn_benchmark": True, "stock_s": 1.8, "ours_s": 1.5,
+                         "speedup": 1.2, "stock_peak_gib": 4.38, "ours_peak_gib": 2.95, "memory_ratio": 0.67,
+                         "rel_err": 0.019, "psnr_db": 47.2, "stock_err_f32": 0.016, "ours_err_f32": 0.014,
+                         "run": "2026-01-02T11:00:00Z", "date": "2026-01-02T11:00:00Z", "commit": "vae3333"})]
+    md = report.render([json.loads(line) for line in lines])
+    assert "| 9.87 |" in md and "| 3.21 |" in md and "| old1111 |" in md and "| new2222 |" in md
+    vae = next(line for line in md.splitlines() if line.startswith("| wan2.1 |"))
+    for cell in ("16x21x60x104", "conv=taps, cudnn_benchmark", "1.20x", "0.67x", "1.6e-02, 1.4e-02", "`vae3333`"):
+        assert cell in vae, cell
+
+
 def test_report_without_records(tmp_path):
     assert report.main(["--results", str(tmp_path), "--out", str(tmp_path / "perf.md")]) == 1
     assert not (tmp_path / "perf.md").exists()

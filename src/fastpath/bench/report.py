@@ -2,8 +2,8 @@
 
 ``[--results DIR]`` (default ``bench/results``) holds the JSONL files that
 ``python -m fastpath.bench`` appends to; ``[--out PATH]`` (default ``docs/perf.md``). For each
-GPU and suite, the newest run's rows with that run's ceilings, versions, date, commit and
-command. The output depends only on the records (no clock, no paths): deterministic.
+GPU and suite, the newest record of each row (case, shape, dtype, mode, L2) with its run's
+date and commit, and the newest run's ceilings, versions and command. The output depends only on the records (no clock, no paths): deterministic.
 """
 from __future__ import annotations
 
@@ -84,11 +84,14 @@ def render(records: list) -> str:
         out += _vae_table([r for r in recs if r.get("suite") == "vae"])
         for suite in dict.fromkeys(r.get("suite", "?") for r in recs if r.get("suite") not in ("decode", "vae")):
             mine = [r for r in recs if r.get("suite", "?") == suite]
-            newest = max(r.get("run", r.get("date", "")) for r in mine)
-            rows = [r for r in mine if r.get("run", r.get("date", "")) == newest]
-            first, ceil = rows[0], rows[0].get("ceilings", {})
+            rows = _newest_rows(mine)
+            runs = sorted({(r.get("date", "?"), r.get("commit", "unknown")) for r in rows})
+            first = max(rows, key=lambda r: r.get("run", r.get("date", "")))
+            ceil = first.get("ceilings", {})
             out += ["", f"### {suite}", "",
-                    f"- run: {first.get('date', '?')} (UTC), commit `{first.get('commit', 'unknown')}`",
+                    "- run: " + "; ".join(f"{d} (UTC), commit `{c}`" for d, c in runs)
+                    + (" (each row: the newest record of its case; the commit column says which run)"
+                       if len(runs) > 1 else ""),
                     f"- versions: torch {first.get('torch', '?')}, triton {first.get('triton', '?')}, "
                     f"python {first.get('python', '?')}; {first.get('sms', '?')} SMs",
                     f"- command: `{first.get('command', '?')}`"]
@@ -97,10 +100,26 @@ def render(records: list) -> str:
                            f"(read + write), bf16 matmul {ceil['matmul_bf16_tflops']:.0f} TFLOP/s "
                            f"({ceil.get('matmul_n', 8192)}^3, random data), "
                            f"L2 {ceil.get('l2_bytes', 0) / 2**20:.0f} MiB")
-            out += ["", "| " + " | ".join(t for _, t in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-            out += ["| " + " | ".join(_cell(k, r) for k, _ in COLUMNS) + " |" for r in rows]
+            cols = COLUMNS + ([("commit", "commit")] if len(runs) > 1 else [])
+            out += ["", "| " + " | ".join(t for _, t in cols) + " |", "|" + "---|" * len(cols)]
+            out += ["| " + " | ".join(_cell(k, r) for k, _ in cols) + " |" for r in rows]
         out.append("")
     return "\n".join(out) + "\n"
+
+
+def _newest_rows(mine: list) -> list:
+    """The newest record of each (case, shape, dtype, mode, L2) row, in the order the newest
+    run lists them (rows it dropped follow, oldest run first)."""
+    key = lambda r: (r.get("case"), str(r.get("shape")), r.get("dtype"), r.get("mode"), r.get("l2"))  # noqa: E731
+    when = lambda r: r.get("run", r.get("date", ""))  # noqa: E731
+    newest: dict = {}
+    for r in mine:
+        if key(r) not in newest or when(r) >= when(newest[key(r)]):
+            newest[key(r)] = r
+    order = {}
+    for r in sorted(mine, key=when, reverse=True):
+        order.setdefault(key(r), len(order))
+    return sorted(newest.values(), key=lambda r: order[key(r)])
 
 
 DECODE_COLUMNS = ["model", "weights", "engine", "batch", "prefill tok/s", "decode tok/s", "GB read / token",
