@@ -67,8 +67,8 @@ WAVES = 1 if INTERPRET else 4
 #: each, else at most FUSED_MAX_TILES loop tiles each; else two launches.
 FUSED = not INTERPRET
 FUSED_MAX_TILES = 16
-#: Polls of the group barrier before a program gives up (wrong result instead of a hang;
-#: cannot happen with K <= SMs).
+#: Polls of the group barrier before a program gives up (NaN outputs instead of a hang;
+#: not expected with K <= SMs, every chunk of a group being resident).
 SPIN_LIMIT = 1 << 22
 #: Partials the combining program loads at once (chunks x group channels; more costs
 #: registers in every program of the kernel).
@@ -326,6 +326,8 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             else:
                 shift = tl.zeros([GC], dtype=tl.float32)
         scale = w * rstd
+        if PHASE == 0:  # the barrier gave up waiting (not expected with K <= SMs): NaN outputs,
+            scale = tl.where(seen == gen0, float("nan"), scale)  # never silently wrong values
         if STORE_OUT:
             if ONE:
                 _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
