@@ -11,15 +11,24 @@ diffusers is rebound; :func:`restore_vae` undoes it):
   own class (``module.__class__`` is swapped, parameters and ``isinstance`` checks stay)
   whose forward calls :func:`fastpath.ops.conv3d.causal_conv3d`'s computation: the cached
   frames and the zero padding are folded into the convolution instead of ``torch.cat`` +
-  ``F.pad`` copies of every activation. The encoder's strided temporal convolutions keep
-  the stock forward.
+  ``F.pad`` copies of every activation; a single frame without a cache (an image) convolves
+  with its one temporal tap. The encoder's strided temporal convolutions keep the stock forward.
+* Every ``WanRMS_norm`` / ``QwenImageRMS_norm`` runs as one kernel
+  (:func:`fastpath.ops.channel_norm.channel_rms_norm`: float32 inside, one rounding, where the
+  stock forward makes a float32 copy and four more passes), with the SiLU that follows it
+  fused where the module's forward is the known ``norm -> nonlinearity`` sequence (checked on
+  its source; the module's ``nonlinearity`` then becomes ``nn.Identity``).
 * ``WanUpsample`` / ``QwenImageUpsample`` in a nearest mode upsample in the input's dtype
   instead of a float32 round trip (nearest copies values: bit-identical, a 2x and a 4x
   float32 temporary fewer at the largest resolution).
 * ``_decode`` writes each decoded chunk (unpatchified for Wan2.2, clamped) into one
   preallocated output instead of concatenating the growing video after every latent frame
-  (the stock loop copies the whole video each step, and holds two copies at the end).
-  Tiled decoding (``enable_tiling``) keeps the stock path.
+  (the stock loop copies the whole video each step, and holds two copies at the end). An
+  image (one latent frame) keeps no feature caches (no later chunk reads them). Video chunks
+  run the decoder's frame-causal tail, everything after its last temporal upsampling, one
+  output frame at a time (``stream``): the caches carry the history exactly as between
+  chunks, and the largest activations exist for one frame instead of four. Tiled decoding
+  (``enable_tiling``) keeps the stock path.
 * ``channels_last`` (default: on CUDA with ``conv="triton"``) runs the decoder's
   activations in channels-last-3d, the layout in which the convolution kernel reads
   contiguous, aligned channel vectors; the output is the stock contiguous layout.
@@ -27,11 +36,19 @@ diffusers is rebound; :func:`restore_vae` undoes it):
 ``conv``: ``"auto"`` (default) and ``"torch"`` run the lean PyTorch path (``F.conv3d`` with the
 spatial padding inside the convolution, only the history frames concatenated): on the H200
 it ran at 1.03-1.31x of the stock pad + conv, where the Triton implicit-GEMM kernel ran at
-0.41-0.56x of cuDNN. ``"triton"`` forces the kernel wherever Triton runs (also Triton's CPU
-interpreter).
+0.41-0.56x of cuDNN. ``"taps"``: a streamed frame is convolved as one convolution per
+temporal tap on the frames where they lie, summed (no concatenated window: less peak
+memory, a little more time). ``"triton"`` forces the kernel wherever Triton runs (also
+Triton's CPU interpreter). ``cudnn_benchmark=True`` lets cuDNN time its algorithms during
+each decode (the flag is restored after; the first decode of a shape pays the search).
 
-Results equal the stock decoder up to the summation order of the convolutions (float32:
-~1e-6 relative; bfloat16: within bfloat16 rounding).
+Measured on the H200 (docs/perf.md, "VAE decode"): peak memory 0.57-0.69x of the stock
+decoder for Wan2.1/2.2 videos, 0.32x for a Qwen-Image image; time 1.01-1.27x (Wan, by
+options) and 2.1-2.8x (Qwen-Image).
+
+Results equal the stock decoder up to summation order and rounding (float32: ~1e-6
+relative with exact convolutions; bfloat16: the fused norms round once, so the output is
+as close or closer to a float32 decode than the stock bfloat16 decoder's).
 """
 from __future__ import annotations
 
