@@ -217,19 +217,18 @@ class MSECase:
     def _grad_out(self, y):
         return torch.ones_like(y) if self.reduction != "none" else self.t
 
-    def native(self):
+    def _fwd_bwd(self, loss):
         def run():
             xr = self.x.detach().requires_grad_()
-            y = F.mse_loss(xr, self.t, reduction=self.reduction)
+            y = loss(xr, self.t, reduction=self.reduction)
             return y, torch.autograd.grad(y, xr, self._grad_out(y))[0]
         return run
 
+    def native(self):
+        return self._fwd_bwd(F.mse_loss)
+
     def ours(self):
-        def run():
-            xr = self.x.detach().requires_grad_()
-            y = L.mse_loss(xr, self.t, reduction=self.reduction)
-            return y, torch.autograd.grad(y, xr, self._grad_out(y))[0]
-        return run
+        return self._fwd_bwd(L.mse_loss)
 
     def check(self):
         y, dx = self.ours()()

@@ -86,7 +86,7 @@ def render(records: list) -> str:
             mine = [r for r in recs if r.get("suite", "?") == suite]
             rows = _newest_rows(mine)
             runs = sorted({(r.get("date", "?"), r.get("commit", "unknown")) for r in rows})
-            first = max(rows, key=lambda r: r.get("run", r.get("date", "")))
+            first = max(rows, key=_when)
             ceil = first.get("ceilings", {})
             out += ["", f"### {suite}", "",
                     "- run: " + "; ".join(f"{d} (UTC), commit `{c}`" for d, c in runs)
@@ -107,17 +107,26 @@ def render(records: list) -> str:
     return "\n".join(out) + "\n"
 
 
+def _when(r: dict) -> str:
+    return r.get("run", r.get("date", ""))
+
+
+def _newest(recs: list, key) -> dict:
+    """key(record) -> the newest record with that key (the later one of a tie)."""
+    newest: dict = {}
+    for r in recs:
+        if key(r) not in newest or _when(r) >= _when(newest[key(r)]):
+            newest[key(r)] = r
+    return newest
+
+
 def _newest_rows(mine: list) -> list:
     """The newest record of each (case, shape, dtype, mode, L2) row, in the order the newest
-    run lists them (rows it dropped follow, oldest run first)."""
+    run lists them (rows it dropped follow, newer runs first)."""
     key = lambda r: (r.get("case"), str(r.get("shape")), r.get("dtype"), r.get("mode"), r.get("l2"))  # noqa: E731
-    when = lambda r: r.get("run", r.get("date", ""))  # noqa: E731
-    newest: dict = {}
-    for r in mine:
-        if key(r) not in newest or when(r) >= when(newest[key(r)]):
-            newest[key(r)] = r
+    newest = _newest(mine, key)
     order = {}
-    for r in sorted(mine, key=when, reverse=True):
+    for r in sorted(mine, key=_when, reverse=True):
         order.setdefault(key(r), len(order))
     return sorted(newest.values(), key=lambda r: order[key(r)])
 
@@ -130,11 +139,8 @@ def _decode_table(recs: list) -> list:
     """``fastpath bench-decode`` records: the newest per (model, layers, weights, engine, batch)."""
     if not recs:
         return []
-    newest: dict = {}
-    for r in recs:
-        key = (r.get("model"), r.get("layers"), bool(r.get("fp8")), r.get("engine", "fastpath"), r.get("batch", 1))
-        if key not in newest or r.get("run", "") >= newest[key].get("run", ""):
-            newest[key] = r
+    newest = _newest(recs, lambda r: (r.get("model"), r.get("layers"), bool(r.get("fp8")),
+                                      r.get("engine", "fastpath"), r.get("batch", 1)))
     out = ["", "### decode (`fastpath bench-decode`)", "",
            "Batch 1 unless stated, random weights with the real shapes, 512-token prompt, 256 new tokens "
            "(transformers: 32), greedy. *GB read / token*: the active weights (top-k experts only, the "
@@ -167,11 +173,8 @@ def _vae_table(recs: list) -> list:
     """``python -m fastpath.bench.conv vae`` records: the newest per (VAE, latent, dtype, options)."""
     if not recs:
         return []
-    newest: dict = {}
-    for r in recs:
-        key = (r.get("case"), tuple(r.get("shape", ())), r.get("dtype"), r.get("conv"), bool(r.get("cudnn_benchmark")))
-        if key not in newest or r.get("run", "") >= newest[key].get("run", ""):
-            newest[key] = r
+    newest = _newest(recs, lambda r: (r.get("case"), tuple(r.get("shape", ())), r.get("dtype"), r.get("conv"),
+                                      bool(r.get("cudnn_benchmark"))))
     out = ["", "### VAE decode (`python -m fastpath.bench.conv vae`)", "",
            "Random weights with the real configs, one decode each way in the same process after a "
            "2-frame warm-up: diffusers' stock decoder, then the same instance after `optimize_vae`. "
