@@ -119,8 +119,9 @@ def rel(a, b) -> float:
 
 def plan_text(bn, x) -> str:
     """How the default launch path runs ``x``: fused or two launches, tile, chunks, programs."""
-    p = bn._make_plan(x.shape[0], x.shape[1], x.numel() // (x.shape[0] * x.shape[1]),
-                      (bn._strides3(x),) * 3, x.element_size(), x.device)
+    from fastpath.ops import batch_norm_kernel as bnk
+    p = bnk._make_plan(x.shape[0], x.shape[1], x.numel() // (x.shape[0] * x.shape[1]),
+                       (bnk._strides3(x),) * 3, x.element_size(), x.device)
     gr = p.fused or p.two
     mode = ("fused" + (" 1-tile" if gr.tpk == 1 else f" {gr.tpk}-tile")) if p.fused else f"2-launch {gr.tpk}-tile"
     return f"{'NCHW' if p.nchw else 'CL'} {mode} tile {gr.ba}x{gr.bb} K {gr.k} progs {gr.groups * gr.k} w{gr.warps}"

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from fastpath.ops import batch_norm as bn
+from fastpath.ops import batch_norm_kernel as bnk
 from fastpath.ops.batch_norm import batch_norm, reference_batch_norm
 from tests.conftest import DEVICE, noncontig, randn
 from tests.tolerances import assert_close, rel_error
@@ -215,13 +216,13 @@ def test_kernel_modes(knobs, mode, training):
 def test_plans_pick_the_modes(knobs):
     """The knob sets above reach the paths they are named for."""
     knobs(**MODES["fused, one tile in registers"])
-    p = bn._make_plan(3, 5, 63, ((315, 63, 1),) * 3, 4, DEVICE)
+    p = bnk._make_plan(3, 5, 63, ((315, 63, 1),) * 3, 4, DEVICE)
     assert p.nchw and p.fused.tpk == 1
     knobs(**MODES["fused, chunks of several tiles"])
-    p = bn._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
+    p = bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
     assert not p.nchw and p.fused.tpk > 1
     knobs(**MODES["two launches, many chunks"])
-    p = bn._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
+    p = bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
     assert p.fused is None and p.two.k > p.two.kb  # the combine loops over blocks of chunks
 
 
