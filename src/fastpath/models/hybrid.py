@@ -194,7 +194,3 @@ class Mapped:
         outs = self.fn(w)
         for slot, piece in zip(self.parts, outs):
             slot.write(piece)
-
-
-def linear_slot(S, lin: Linear, rows=()):
-    return S(lin.weight, rows, lin.scale)

@@ -17,7 +17,7 @@ from torch import nn
 
 from ..ops.conv1d import causal_conv1d, causal_conv1d_update
 from .config import rope_inv_freq
-from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, linear_slot
+from .hybrid import Attention, Block, HybridLM, LayerTypesConfig
 from .transformer import MLP, Linear, MoE, _buf
 
 MODEL_TYPES = ("lfm2_moe",)
@@ -163,14 +163,11 @@ def checkpoint_name(name: str) -> Optional[str]:
 
 def checkpoint_slots(model: Lfm2Moe) -> dict:
     """Checkpoint name -> slot for every tensor of the model."""
-    from .loader import _Slot as S, moe_slots
+    from .loader import _Slot as S, head_slots, linear_slot, mlp_slots, moe_slots, qkv_rows
 
     cfg, out = model.cfg, {}
     D, nh, nkv = cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
-    out["model.embed_tokens.weight"] = S(model.embed)
-    out["model.embedding_norm.weight"] = S(model.norm)
-    if model.lm_head is not None:
-        out["lm_head.weight"] = linear_slot(S, model.lm_head)
+    head_slots(out, model, "model.embedding_norm.weight")
     for i, L in enumerate(model.layers):
         p = f"model.layers.{i}."
         out[p + "operator_norm.weight"] = S(L.norm1)
@@ -178,17 +175,16 @@ def checkpoint_slots(model: Lfm2Moe) -> dict:
         m = L.mixer
         if isinstance(m, Attention):
             a = p + "self_attn."
-            rows = {"q": slice(0, nh * D), "k": slice(nh * D, (nh + nkv) * D), "v": slice((nh + nkv) * D, None)}
-            for n, r in rows.items():
-                out[a + f"{n}_proj.weight"] = linear_slot(S, m.proj, r)
-            out[a + "out_proj.weight"] = linear_slot(S, m.o)
+            for n, r in qkv_rows(nh, nkv, D).items():
+                out[a + f"{n}_proj.weight"] = linear_slot(m.proj, r)
+            out[a + "out_proj.weight"] = linear_slot(m.o)
             out[a + "q_layernorm.weight"] = S(m.q_norm)
             out[a + "k_layernorm.weight"] = S(m.k_norm)
         else:
             s = p + "conv."
             out[s + "conv.weight"] = S(m.conv_w)
-            out[s + "in_proj.weight"] = linear_slot(S, m.in_proj)
-            out[s + "out_proj.weight"] = linear_slot(S, m.out)
+            out[s + "in_proj.weight"] = linear_slot(m.in_proj)
+            out[s + "out_proj.weight"] = linear_slot(m.out)
             if cfg.conv_bias:
                 out[s + "conv.bias"] = S(m.conv_b)
                 out[s + "in_proj.bias"] = S(m.in_proj.bias)
@@ -197,8 +193,5 @@ def checkpoint_slots(model: Lfm2Moe) -> dict:
         if isinstance(f, MoE):
             moe_slots(out, ff, f, {"gate": ("w1",), "up": ("w3",), "down": ("w2",)})
         else:
-            I = cfg.intermediate_size
-            out[ff + "w1.weight"] = linear_slot(S, f.gate_up, slice(0, I))
-            out[ff + "w3.weight"] = linear_slot(S, f.gate_up, slice(I, None))
-            out[ff + "w2.weight"] = linear_slot(S, f.down)
+            mlp_slots(out, ff, f, ("w1", "w3", "w2"))
     return out

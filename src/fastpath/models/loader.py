@@ -88,6 +88,32 @@ class _Slot:
         sdst.copy_(s.view(sdst.shape))
 
 
+def linear_slot(lin, rows=()) -> _Slot:
+    """Rows ``rows`` of a :class:`~fastpath.models.transformer.Linear`'s weight, with its FP8 scale."""
+    return _Slot(lin.weight, rows, lin.scale)
+
+
+def qkv_rows(nh: int, nkv: int, D: int) -> dict:
+    """The q / k / v row ranges of a fused (q, k, v) projection."""
+    return {"q": slice(0, nh * D), "k": slice(nh * D, (nh + nkv) * D), "v": slice((nh + nkv) * D, None)}
+
+
+def head_slots(out: dict, model, norm: str) -> None:
+    """The embedding, the final norm (checkpoint name ``norm``) and an untied LM head."""
+    out["model.embed_tokens.weight"] = _Slot(model.embed)
+    out[norm] = _Slot(model.norm)
+    if model.lm_head is not None:
+        out["lm_head.weight"] = linear_slot(model.lm_head)
+
+
+def mlp_slots(out: dict, p: str, mlp, names=("gate_proj", "up_proj", "down_proj")) -> None:
+    """A dense gated MLP (fused ``gate_up``, ``down``) under prefix ``p``."""
+    I = mlp.gate_up.weight.shape[0] // 2
+    out[p + f"{names[0]}.weight"] = linear_slot(mlp.gate_up, slice(0, I))
+    out[p + f"{names[1]}.weight"] = linear_slot(mlp.gate_up, slice(I, None))
+    out[p + f"{names[2]}.weight"] = linear_slot(mlp.down)
+
+
 def moe_slots(out: dict, p: str, moe, names: dict) -> None:
     """Slots of a :class:`~fastpath.models.transformer.MoE` block under prefix ``p``
     (``.../mlp.``): the router, the fused transformers-5 stacks ``experts.gate_up_proj`` /
@@ -113,29 +139,22 @@ def _slots(model: Transformer) -> dict:
     """Checkpoint name -> slot, for every name a checkpoint of this architecture may hold."""
     cfg, out = model.cfg, {}
     nh, nkv, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-    out["model.embed_tokens.weight"] = _Slot(model.embed)
-    out["model.norm.weight"] = _Slot(model.norm)
-    if model.lm_head is not None:
-        out["lm_head.weight"] = _Slot(model.lm_head.weight, (), model.lm_head.scale)
+    head_slots(out, model, "model.norm.weight")
     for i, L in enumerate(model.layers):
         p = f"model.layers.{i}."
         out[p + "input_layernorm.weight"] = _Slot(L.attn_norm)
         out[p + "post_attention_layernorm.weight"] = _Slot(L.mlp_norm)
-        rows = {"q": slice(0, nh * D), "k": slice(nh * D, (nh + nkv) * D), "v": slice((nh + nkv) * D, None)}
-        for n, r in rows.items():
-            out[p + f"self_attn.{n}_proj.weight"] = _Slot(L.qkv.weight, r, L.qkv.scale)
+        for n, r in qkv_rows(nh, nkv, D).items():
+            out[p + f"self_attn.{n}_proj.weight"] = linear_slot(L.qkv, r)
             if L.qkv.bias is not None:
                 out[p + f"self_attn.{n}_proj.bias"] = _Slot(L.qkv.bias, r)
-        out[p + "self_attn.o_proj.weight"] = _Slot(L.o.weight, (), L.o.scale)
+        out[p + "self_attn.o_proj.weight"] = linear_slot(L.o)
         if cfg.qk_norm != "none":
             out[p + "self_attn.q_norm.weight"] = _Slot(L.q_norm)
             out[p + "self_attn.k_norm.weight"] = _Slot(L.k_norm)
         f = L.ffn
         if not L.moe:
-            I = cfg.intermediate_size
-            out[p + "mlp.gate_proj.weight"] = _Slot(f.gate_up.weight, slice(0, I), f.gate_up.scale)
-            out[p + "mlp.up_proj.weight"] = _Slot(f.gate_up.weight, slice(I, None), f.gate_up.scale)
-            out[p + "mlp.down_proj.weight"] = _Slot(f.down.weight, (), f.down.scale)
+            mlp_slots(out, p + "mlp.", f)
             continue
         moe_slots(out, p + ("block_sparse_moe." if cfg.model_type == "mixtral" else "mlp."), f,
                   {"gate": ("gate_proj", "w1"), "up": ("up_proj", "w3"), "down": ("down_proj", "w2")})

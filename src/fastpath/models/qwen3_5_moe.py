@@ -29,7 +29,7 @@ from torch import nn
 from ..ops.conv1d import causal_conv1d, causal_conv1d_update
 from ..ops.gated_delta import chunk_gated_delta_rule, gated_delta_rule_step
 from ..ops.norm import rms_norm
-from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped, linear_slot
+from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped
 from .transformer import Linear, MoE, _buf
 
 MODEL_TYPES = ("qwen3_5_moe", "qwen3_5_moe_text")
@@ -221,15 +221,12 @@ def checkpoint_name(name: str) -> Optional[str]:
 
 def checkpoint_slots(model: Qwen35Moe) -> dict:
     """Checkpoint name -> slot for every tensor of the text model."""
-    from .loader import _Slot as S, moe_slots
+    from .loader import _Slot as S, head_slots, linear_slot, mlp_slots, moe_slots
 
     cfg, out = model.cfg, {}
     D, nh, nkv = cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
     perm = rope_perm(D, cfg.rotary_dim)
-    out["model.embed_tokens.weight"] = S(model.embed)
-    out["model.norm.weight"] = S(model.norm)
-    if model.lm_head is not None:
-        out["lm_head.weight"] = linear_slot(S, model.lm_head)
+    head_slots(out, model, "model.norm.weight")
     for i, L in enumerate(model.layers):
         p = f"model.layers.{i}."
         out[p + "input_layernorm.weight"] = S(L.norm1)
@@ -244,11 +241,11 @@ def checkpoint_slots(model: Qwen35Moe) -> dict:
                 t = t.reshape(nh, 2, D, -1)
                 return t[:, 0][:, perm].reshape(nh * D, -1), t[:, 1].reshape(nh * D, -1)
 
-            out[a + "q_proj.weight"] = Mapped([linear_slot(S, w, qr), linear_slot(S, w, gr)], q_gate)
-            out[a + "k_proj.weight"] = Mapped([linear_slot(S, w, kr)],
+            out[a + "q_proj.weight"] = Mapped([linear_slot(w, qr), linear_slot(w, gr)], q_gate)
+            out[a + "k_proj.weight"] = Mapped([linear_slot(w, kr)],
                                               lambda t: [t.reshape(nkv, D, -1)[:, perm].reshape(nkv * D, -1)])
-            out[a + "v_proj.weight"] = linear_slot(S, w, vr)
-            out[a + "o_proj.weight"] = linear_slot(S, m.o)
+            out[a + "v_proj.weight"] = linear_slot(w, vr)
+            out[a + "o_proj.weight"] = linear_slot(m.o)
             for n in ("q", "k"):
                 out[a + f"{n}_norm.weight"] = Mapped([S(getattr(m, f"{n}_norm"))], lambda t: [(1 + t.float())[perm]])
         else:
@@ -256,12 +253,12 @@ def checkpoint_slots(model: Qwen35Moe) -> dict:
             C, vd, HV = m.C, m.vd, m.HV
             for n, r in (("qkv", slice(0, C)), ("z", slice(C, C + vd)), ("b", slice(C + vd, C + vd + HV)),
                          ("a", slice(C + vd + HV, None))):
-                out[g + f"in_proj_{n}.weight"] = linear_slot(S, w, r)
+                out[g + f"in_proj_{n}.weight"] = linear_slot(w, r)
             out[g + "conv1d.weight"] = S(m.conv_w)
             out[g + "A_log"] = S(m.A_log)
             out[g + "dt_bias"] = S(m.dt_bias)
             out[g + "norm.weight"] = S(m.norm)
-            out[g + "out_proj.weight"] = linear_slot(S, m.out)
+            out[g + "out_proj.weight"] = linear_slot(m.out)
         f = L.ffn
         moe_slots(out, p + "mlp.", f, {"gate": ("gate_proj",), "up": ("up_proj",), "down": ("down_proj",)})
         E, Is = f.E, f.shared
@@ -272,7 +269,5 @@ def checkpoint_slots(model: Qwen35Moe) -> dict:
             out[sh + "up_proj.weight"] = S(f.gate_up, (E, slice(Is, 2 * Is)), f.gate_up_scale)
             out[sh + "down_proj.weight"] = S(f.down, (E,), f.down_scale)
         else:
-            out[sh + "gate_proj.weight"] = linear_slot(S, f.shared_mlp.gate_up, slice(0, Is))
-            out[sh + "up_proj.weight"] = linear_slot(S, f.shared_mlp.gate_up, slice(Is, None))
-            out[sh + "down_proj.weight"] = linear_slot(S, f.shared_mlp.down)
+            mlp_slots(out, sh, f.shared_mlp)
     return out
