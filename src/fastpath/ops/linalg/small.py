@@ -29,7 +29,7 @@ from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import LINALG_DTYPES, flat3, raise_singular
+from .tiles import LINALG_DTYPES, check_rhs, flat3, raise_singular
 
 #: Largest n (and number of right-hand sides k) the kernel serves.
 MAX_N = 16
@@ -317,13 +317,7 @@ def inv(A: torch.Tensor) -> torch.Tensor:
 
 def _check_solve(A, B, left, fname):
     _check_A(A, fname)
-    check_tensor("B", B)
-    if B.dtype != A.dtype:
-        raise TypeError(f"B: {fname} expects B of A's dtype {A.dtype}, got {B.dtype}")
-    if B.device != A.device:
-        raise ValueError(f"B: expected a tensor on A's device {A.device}, got {B.device}")
-    if not isinstance(left, bool):
-        raise TypeError(f"left: expected a bool, got {type(left).__name__}")
+    check_rhs(A, B, left, fname)
     _solve_shapes(A, B, left)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..._core.backend import INTERPRET, tl, triton
+from ..._core.errors import check_tensor
 
 #: Several reductions of one tile in one multi-operand ``tl.reduce`` (one pass through shared
 #: memory on a GPU). Triton's interpreter runs a generic reduce element by element, very
@@ -36,13 +37,22 @@ LINALG_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128
 
 def check_matrices(A, fname: str) -> None:
     """``A``: a tensor of a linalg dtype with at least 2 dims, errors naming ``A`` and ``fname``."""
-    from ..._core.errors import check_tensor
-
     check_tensor("A", A)
     if A.dtype not in LINALG_DTYPES:
         raise TypeError(f"A: {fname} supports float32, float64, complex64, complex128, got {A.dtype}")
     if A.dim() < 2:
         raise ValueError(f"A: {fname} expects a batch of matrices (*, m, n), got shape {tuple(A.shape)}")
+
+
+def check_rhs(A, B, left, fname: str, aname: str = "A") -> None:
+    """A right-hand side B: a tensor of A's dtype and device, and ``left`` a bool."""
+    check_tensor("B", B)
+    if B.dtype != A.dtype:
+        raise TypeError(f"B: {fname} expects B of {aname}'s dtype {A.dtype}, got {B.dtype}")
+    if B.device != A.device:
+        raise ValueError(f"B: expected a tensor on {aname}'s device {A.device}, got {B.device}")
+    if not isinstance(left, bool):
+        raise TypeError(f"left: expected a bool, got {type(left).__name__}")
 
 
 def raise_singular(info: torch.Tensor, fname: str, message: str) -> None:

@@ -30,7 +30,7 @@ from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _cdot, _dot_sub, _ld, _st, _tri_solve, flat3, kernel_strides, real_view
+from .tiles import _cdot, _dot_sub, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -298,13 +298,7 @@ def check_square(name: str, A, fname: str, dtypes=KERNEL_DTYPES) -> int:
 def rhs_shapes(A: torch.Tensor, B: torch.Tensor, left: bool, fname: str, aname: str = "A"):
     """(batch, k) of a matrix right-hand side B of (*, n, k) (left) or (*, k, n) (right),
     with messages naming B; A (*, n, n)."""
-    check_tensor("B", B)
-    if B.dtype != A.dtype:
-        raise TypeError(f"B: {fname} expects B of {aname}'s dtype {A.dtype}, got {B.dtype}")
-    if B.device != A.device:
-        raise ValueError(f"B: expected a tensor on {aname}'s device {A.device}, got {B.device}")
-    if not isinstance(left, bool):
-        raise TypeError(f"left: expected a bool, got {type(left).__name__}")
+    check_rhs(A, B, left, fname, aname)
     n = A.shape[-1]
     if B.dim() < 2:
         raise ValueError(f"B: {fname} expects B of shape (*, n, k) with at least 2 dimensions, got {tuple(B.shape)}")
