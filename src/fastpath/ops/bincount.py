@@ -79,13 +79,12 @@ def _unsigned(v):
 
 
 @triton.jit(do_not_specialize=["sx", "sw"])  # one value a thread per load: no layout change for the atomics
-def _bincount_kernel(x_ptr, w_ptr, copies_ptr, sync_ptr, n, sx, sw, nbins,
+def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
                      num_tiles, n_copies, BLOCK: tl.constexpr, W: tl.constexpr, MODE: tl.constexpr,
                      CHECK: tl.constexpr, I64: tl.constexpr):
     """MODE 0: register histogram of W bins (nbins < W); 1: atomics, skew handling W (0, 1 or
-    a window of W >= 32 bins); 2: weighted atomics. CHECK: OR flag bits into sync[1] (1: a
-    negative value, 2: one >= nbins). sync (int32): [1] flag bits, zero between launches, as
-    the copies."""
+    a window of W >= 32 bins); 2: weighted atomics. CHECK: OR flag bits into the word at
+    bits_ptr (1: a negative value, 2: one >= nbins), zero between launches as the copies."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     cdt = copies_ptr.dtype.element_ty
@@ -142,11 +141,11 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, sync_ptr, n, sx, sw, nbins,
     if CHECK:
         flags = tl.max(bad & 1, axis=0) | tl.max(bad & 2, axis=0)
         if flags != 0:
-            tl.atomic_or(sync_ptr + 1, flags, sem="relaxed")
+            tl.atomic_or(bits_ptr, flags, sem="relaxed")
 
 
 @triton.jit
-def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, sync_ptr, nbins, n_copies,
+def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, bits_ptr, nbins, n_copies,
                        CHECK: tl.constexpr, FC: tl.constexpr, FB: tl.constexpr):
     """The finishing step as a launch of its own (many bins): out[b] = the sum of the copies
     of bin b, FC copies x FB bins a step; the copies are zeroed, the flag handed out."""
@@ -161,7 +160,7 @@ def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, sync_ptr, nbins, n_copies,
     tl.store(out_ptr + b, total, mask=b < nbins)
     if CHECK:
         if tl.program_id(0) == 0:
-            tl.store(flag_ptr, tl.atomic_xchg(sync_ptr + 1, 0))
+            tl.store(flag_ptr, tl.atomic_xchg(bits_ptr, 0))
 
 
 _COUNT, _SUM = Launcher(_bincount_kernel), Launcher(_sum_copies_kernel)
@@ -190,13 +189,13 @@ def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool)
     width = max(32, next_pow2(nbins + 1)) if mode == 0 else (WINDOW if mode == 1 else 0)
     n_copies = max(1, min(progs, COPIES, COPY_BUDGET // nbins))
     copies = workspace(dev, f"bincount.copies.{copy_dtype}", n_copies * nbins, copy_dtype, zeroed=True)
-    sync = workspace(dev, "bincount.sync", 2, torch.int32, zeroed=True)
+    bits = workspace(dev, "bincount.bits", 1, torch.int32, zeroed=True)
     sw = w.stride(0) if w is not None else 0
     wide = (n + BLOCK) * max(x.stride(0), sw, 1) >= I64_FROM
-    _COUNT[(progs,)](x, x if w is None else w, copies, sync, n, x.stride(0), sw, nbins, tiles, n_copies,
+    _COUNT[(progs,)](x, x if w is None else w, copies, bits, n, x.stride(0), sw, nbins, tiles, n_copies,
                      BLOCK=BLOCK, W=width, MODE=mode, CHECK=check, I64=wide, num_warps=NUM_WARPS)
     fc, fb = min(next_pow2(n_copies), SUM_TILE[0]), min(next_pow2(nbins), SUM_TILE[1])
-    _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, sync, nbins, n_copies, CHECK=check,
+    _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, bits, nbins, n_copies, CHECK=check,
                              FC=fc, FB=fb, num_warps=4)
     return out, flag
 
