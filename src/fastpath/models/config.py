@@ -26,7 +26,8 @@ def architecture(model_type: Optional[str]):
 
 
 @dataclass
-class ModelConfig:
+class Dims:
+    """The fields every architecture's config starts with (the hybrids' configs too)."""
     model_type: str
     vocab_size: int
     hidden_size: int
@@ -34,6 +35,10 @@ class ModelConfig:
     num_heads: int
     num_kv_heads: int
     head_dim: int
+
+
+@dataclass
+class ModelConfig(Dims):
     intermediate_size: int = 0
     rms_norm_eps: float = 1e-6
     rope_theta: float = 10000.0

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..ops.conv1d import causal_conv1d, causal_conv1d_update
-from .config import rope_inv_freq
+from .config import Dims, rope_inv_freq
 from .hybrid import Attention, Block, HybridLM, LayerTypesConfig
 from .transformer import MLP, Linear, MoE, _buf
 
@@ -24,14 +24,7 @@ MODEL_TYPES = ("lfm2_moe",)
 
 
 @dataclass
-class Lfm2MoeConfig(LayerTypesConfig):
-    model_type: str
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
+class Lfm2MoeConfig(LayerTypesConfig, Dims):
     intermediate_size: int
     moe_intermediate_size: int
     num_experts: int

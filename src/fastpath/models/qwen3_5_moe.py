@@ -29,6 +29,7 @@ from torch import nn
 from ..ops.conv1d import causal_conv1d, causal_conv1d_update
 from ..ops.gated_delta import chunk_gated_delta_rule, gated_delta_rule_step
 from ..ops.norm import rms_norm
+from .config import Dims
 from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped
 from .transformer import Linear, MoE, _buf
 
@@ -36,14 +37,7 @@ MODEL_TYPES = ("qwen3_5_moe", "qwen3_5_moe_text")
 
 
 @dataclass
-class Qwen35MoeConfig(LayerTypesConfig):
-    model_type: str
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
+class Qwen35MoeConfig(LayerTypesConfig, Dims):
     rotary_dim: int
     layer_types: list                 # "linear_attention" / "full_attention" per layer
     linear_num_key_heads: int
