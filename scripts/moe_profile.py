@@ -1,0 +1,150 @@
+"""Where the one-token MoE layer's time goes, and a block-size sweep of its decode kernels.
+
+Qwen3-30B-A3B shapes (128 experts, top-8, hidden 2048, width 768), bf16 and fp8 experts.
+Per kernel device time from the profiler (eager, L2 flushed before each call), then the
+layer and each configuration in a CUDA graph replayed with a cold L2. Run on a GPU machine:
+
+    PYTHONPATH=src python3 scripts/moe_profile.py [--sweep] [--json OUT]
+"""
+import argparse
+import dataclasses
+import itertools
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+from fastpath.ops import moe
+from fastpath.ops import moe_kernels as K
+from fastpath.streams import _flush_buffer, median_ms
+
+dev = torch.device("cuda")
+flush = _flush_buffer(dev)
+H, I, E, TOPK = 2048, 768, 128, 8
+
+
+def inputs(T, fp8, seed=0):
+    g = torch.Generator(device=dev).manual_seed(seed)
+    x = torch.randn(T, H, generator=g, device=dev).bfloat16()
+    router = (torch.randn(E, H, generator=g, device=dev) * H ** -0.5).bfloat16()
+    gu = (torch.randn(E, 2 * I, H, generator=g, device=dev) * H ** -0.5).bfloat16()
+    dn = (torch.randn(E, H, I, generator=g, device=dev) * I ** -0.5).bfloat16()
+    scales = (None, None)
+    if fp8:
+        (gu, sgu), (dn, sd) = moe.quantize_experts(gu), moe.quantize_experts(dn)
+        scales = (sgu, sd)
+    return x, router, gu, dn, scales
+
+
+def layer(x, router, gu, dn, scales):
+    w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
+    return moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=scales[0], down_scale=scales[1])
+
+
+def graph_us(fn, reps=30):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn(), fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    g.replay()
+    torch.cuda.synchronize()
+    return 1e3 * median_ms(g.replay, reps, before=lambda: flush.sum())
+
+
+def kernel_times(fn, reps=10):
+    fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            flush.sum()
+            fn()
+        torch.cuda.synchronize()
+    out = {}
+    for ev in prof.key_averages():
+        t = getattr(ev, "device_time", None) or getattr(ev, "cuda_time", 0.0)
+        if ev.count >= reps and t > 0:
+            out[ev.key[:60]] = round(t, 2)  # us, average per call
+    return out
+
+
+class Staged:
+    """A launcher shim that adds num_stages / num_warps to every launch."""
+
+    def __init__(self, inner, **opts):
+        self.inner, self.opts = inner, opts
+
+    def __getitem__(self, grid):
+        def go(*a, **kw):
+            kw.update(self.opts)
+            return self.inner[grid](*a, **kw)
+        return go
+
+
+def with_plan(fn, plan, gu_opts, dn_opts):
+    orig = (K.decode_plan, moe._GATE_UP, moe._DOWN)
+    K.decode_plan = lambda *a, **k: plan
+    moe._GATE_UP, moe._DOWN = Staged(orig[1], **gu_opts), Staged(orig[2], **dn_opts)
+    try:
+        return graph_us(fn)
+    finally:
+        K.decode_plan, moe._GATE_UP, moe._DOWN = orig
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    rec = {}
+    for fp8 in (False, True):
+        tag = "fp8" if fp8 else "bf16"
+        x, router, gu, dn, sc = inputs(1, fp8)
+        w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
+        rec[f"{tag} kernels"] = kernel_times(lambda: layer(x, router, gu, dn, sc))
+        rec[f"{tag} layer graph us"] = graph_us(lambda: layer(x, router, gu, dn, sc))
+        rec[f"{tag} experts graph us"] = graph_us(
+            lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1]))
+        rec[f"{tag} router linear graph us"] = graph_us(lambda: F.linear(x, router))
+        logits = F.linear(x, router)
+        rec[f"{tag} route graph us"] = graph_us(lambda: moe.route(logits, TOPK, norm_topk_prob=True))
+        rec[f"{tag} plan"] = dataclasses.asdict(K.decode_plan(1, TOPK, E, H, I, dev, 1 if fp8 else 2))
+        print(json.dumps({k: v for k, v in rec.items() if k.startswith(tag)}, indent=1), flush=True)
+        if not a.sweep:
+            continue
+        base = K.decode_plan(1, TOPK, E, H, I, dev, 1 if fp8 else 2)
+        fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
+        rows = []
+        deadline = time.time() + 100
+        for bi, bh, wp, st in itertools.product((16, 32, 64), (128, 256, 512), (4, 8), (2, 3, 4)):
+            if time.time() > deadline:
+                break
+            p = dataclasses.replace(base, block_i=bi, block_h=bh)
+            try:
+                rows.append(("gu", bi, bh, wp, st, with_plan(fn, p, dict(num_warps=wp, num_stages=st), {})))
+            except Exception as e:  # out of resources
+                rows.append(("gu", bi, bh, wp, st, repr(e)[:80]))
+        deadline = time.time() + 100
+        for bn, bk, wp, st in itertools.product((16, 32, 64, 128), (64, 128, 256), (4, 8), (2, 3, 4)):
+            if time.time() > deadline:
+                break
+            p = dataclasses.replace(base, block_n=bn, block_k=bk)
+            try:
+                rows.append(("dn", bn, bk, wp, st, with_plan(fn, p, {}, dict(num_warps=wp, num_stages=st))))
+            except Exception as e:
+                rows.append(("dn", bn, bk, wp, st, repr(e)[:80]))
+        rows.sort(key=lambda r: (r[0], r[-1] if isinstance(r[-1], float) else 1e9))
+        rec[f"{tag} sweep"] = rows
+        for r in [r for r in rows if r[0] == "gu"][:6] + [r for r in rows if r[0] == "dn"][:6]:
+            print(tag, r, flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rec, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
