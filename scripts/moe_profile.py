@@ -95,12 +95,58 @@ def with_plan(fn, plan, gu_opts, dn_opts):
         K.decode_plan, moe._GATE_UP, moe._DOWN = orig
 
 
+def slices_sweep():
+    """T = 1..16: split-I slices against the three kernels (default plans); then, at T = 1, the
+    split-I kernel's blocks, warps and stages."""
+    rec = {}
+    for fp8 in (False, True):
+        tag = "fp8" if fp8 else "bf16"
+        for T in (1, 2, 4, 8, 16):
+            x, router, gu, dn, sc = inputs(T, fp8)
+            w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
+            fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
+            saved = K.SLICES_MAX_T
+            res = {}
+            for name, lim in (("slices", 64), ("three", 0)):
+                K.SLICES_MAX_T = lim
+                res[name] = graph_us(fn)
+            K.SLICES_MAX_T = saved
+            rec[f"{tag} T={T} experts us"] = res
+            print(tag, T, res, flush=True)
+        x, router, gu, dn, sc = inputs(1, fp8)
+        w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
+        fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
+        base = K.slice_plan(1, TOPK, E, H, I, dev, 1 if fp8 else 2)
+        rows = []
+        deadline = time.time() + 75
+        orig = K.slice_plan
+        for bi, bh, bn, wp, st in itertools.product((16, 32, 64), (128, 256), (64, 128, 256), (4, 8), (3, 4, 2)):
+            if time.time() > deadline:
+                break
+            p = dataclasses.replace(base, block_i=bi, block_h=bh, block_n=bn, warps=wp, stages=st)
+            K.slice_plan = lambda *a, **k: p  # noqa: B023
+            try:
+                rows.append((bi, bh, bn, wp, st, graph_us(fn)))
+            except Exception as e:  # out of resources
+                rows.append((bi, bh, bn, wp, st, repr(e)[:80]))
+            finally:
+                K.slice_plan = orig
+        rows.sort(key=lambda r: r[-1] if isinstance(r[-1], float) else 1e9)
+        rec[f"{tag} slices sweep"] = rows
+        for r in rows[:8]:
+            print(tag, "slices", r, flush=True)
+    return rec
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--slices", action="store_true", help="sweep the split-I decode kernels, and T for both paths")
     ap.add_argument("--json")
     a = ap.parse_args()
     rec = {}
+    if a.slices:
+        rec.update(slices_sweep())
     for fp8 in (False, True):
         tag = "fp8" if fp8 else "bf16"
         x, router, gu, dn, sc = inputs(1, fp8)

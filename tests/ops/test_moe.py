@@ -89,12 +89,23 @@ def poison_workspaces(device, T, k, dtype, h=H, i=NI):
     """NaN in the decode workspaces, so that a row the kernels forget to write cannot pass."""
     workspace(device, f"moe.h.{dtype}", T * k * i, dtype).fill_(float("nan"))
     workspace(device, "moe.y", T * k * h, torch.float32).fill_(float("nan"))
+    workspace(device, "moe.part", T * k * i * h, torch.float32).fill_(float("nan"))  # >= one slice per column
+
+
+@pytest.fixture(params=["slices", "three kernels"])
+def decode_kernels(request, monkeypatch):
+    """The two decode paths: split-I slices (few tokens) and gate/up + down + combine."""
+    monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if request.param == "slices" else 0)
+    return request.param
 
 
 @pytest.fixture
 def path(monkeypatch):
+    """Force a path: "slices" (the split-I decode kernels), "decode" (gate/up + down +
+    combine) or "prefill" (sort + grouped GEMMs)."""
     def force(p):
-        monkeypatch.setattr(moe, "FORCE_PATH", p)
+        monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if p == "slices" else 0)
+        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p == "slices" else p)
     return force
 
 
@@ -183,7 +194,7 @@ def test_route_matches_transformers(device):
     (13, 8, 8, torch.float32),    # every expert active
     (64, 8, 2, torch.bfloat16),   # the largest decode tile
 ])
-def test_decode(T, E, k, dtype, device):
+def test_decode(T, E, k, dtype, decode_kernels, device):
     x = randn(T, H, dtype=dtype, device=device)
     gu, dn = make_experts(E, dtype, device)
     w, ids = routing(T, E, k, device)
@@ -194,7 +205,7 @@ def test_decode(T, E, k, dtype, device):
 
 
 @pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
-def test_decode_activations(act, device):
+def test_decode_activations(act, decode_kernels, device):
     x = randn(3, H, device=device)
     gu, dn = make_experts(8, torch.float32, device)
     w, ids = routing(3, 8, 2, device)
@@ -243,7 +254,7 @@ def test_prefill_chunks_and_decode_tiles(monkeypatch, path, device):
     assert_close(moe.fused_experts(x, ids, w, gu, dn), ref)
 
 
-@pytest.mark.parametrize("p", ["decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_nan_stays_in_its_token(p, path, device):
     """A NaN in one token's activations makes that token's output NaN and no other."""
     path(p)
@@ -266,7 +277,7 @@ def test_no_tokens(device):
     assert w.shape == ids.shape == (0, 2)
 
 
-@pytest.mark.parametrize("p", ["decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_empty_and_crowded_experts(p, path, device):
     """All tokens on expert 3 (k = 1), then every token on experts 5 and 3 (the others empty)."""
     path(p)
@@ -280,7 +291,7 @@ def test_empty_and_crowded_experts(p, path, device):
         assert_close(moe.fused_experts(x, i, ww, gu, dn), experts64(x, i, ww, gu, dn))
 
 
-@pytest.mark.parametrize("p", ["decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_strided_views(p, path, device):
     """Weights stored (E, H, 2I) / (E, I, H) and passed as transposed views; strided activations,
     ids and weights; int32 ids; bfloat16 weights."""
@@ -298,7 +309,7 @@ def test_strided_views(p, path, device):
 
 # ---------------------------------------------------------------------------- gpt-oss, FP8
 
-@pytest.mark.parametrize("p", ["decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_gpt_oss(p, path, device):
     """Interleaved gate/up, biases, the clamped activation (gate/up values reach the limit)."""
     path(p)
@@ -353,7 +364,7 @@ def _fp8_native_ok(device) -> bool:
 
 
 @needs_fp8
-@pytest.mark.parametrize("p", ["decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 @pytest.mark.parametrize("decode", ["bits", "native"])
 def test_fp8_experts(p, decode, path, monkeypatch, device):
     """fp8 decoded from its bits (everywhere) or converted by the hardware (NVIDIA 8.9+)."""
@@ -378,7 +389,7 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
 
 # ---------------------------------------------------------------------------- bad ids, errors
 
-@pytest.mark.parametrize("p", ["decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_ids_out_of_range(p, path, device):
     """Ids outside [0, E) (transformers masks slots with id E) and repeated ids never crash:
     the former add nothing, the latter count once per slot."""

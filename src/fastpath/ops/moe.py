@@ -32,6 +32,7 @@ from .._core.registry import register_op
 from . import moe_kernels as K
 from .grouped_mm import grouped_mm
 
+_SLICES, _SUM_SLICES = Launcher(K._slices_kernel), Launcher(K._sum_slices_kernel)
 _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT = map(Launcher, (K._route_kernel, K._gate_up_kernel, K._down_kernel,
                                                           K._combine_kernel, K._act_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
@@ -284,6 +285,9 @@ def _s(t: Optional[torch.Tensor]) -> tuple:
 def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                    alpha, limit) -> torch.Tensor:
     T, H = x.shape
+    if T <= K.SLICES_MAX_T:
+        return _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+                              alpha, limit)
     k = ids.shape[1]
     E, I2, _ = gate_up.shape
     NI = I2 // 2
@@ -317,6 +321,43 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,
         out.stride(0), out.stride(1), TOPK=k, GATHER=False, WEIGHTED=False, RNE=INTERPRET, BLOCK=p.block_c, num_warps=4)
+    return out
+
+
+def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+                   alpha, limit) -> torch.Tensor:
+    """Few tokens: every program takes one I-slice of one routed expert through gate/up, the
+    activation and its share of the down projection (all of the expert's weights stream in
+    one launch); a second small launch adds the slices and slots of each token."""
+    T, H = x.shape
+    k = ids.shape[1]
+    E, I2, _ = gate_up.shape
+    NI = I2 // 2
+    out = alloc.empty(T, H, dtype=x.dtype, device=x.device)
+    gu_scale, d_scale = _scale2d(gu_scale), _scale2d(d_scale)
+    w1, mode1, e5m2_1 = _operand(gate_up, gu_scale is not None)
+    w2, mode2, e5m2_2 = _operand(down, d_scale is not None)
+    p = K.slice_plan(T, k, E, H, NI, x.device, 1 if gu_scale is not None else gate_up.element_size())
+    S = cdiv(NI, p.block_i)
+    dt = torch.float32 if (INTERPRET or x.dtype == torch.float32) else x.dtype
+    part = workspace(x.device, "moe.part", T * k * S * H, torch.float32)
+    dummy = out
+    row_mul, up_off = (2, 1) if interleaved else (1, NI)
+    _SLICES[(T * k if p.by_pair else E, S, cdiv(T, p.block_t))](
+        x, ids, tw, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy,
+        w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, part,
+        T, H, NI, E, S, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
+        w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias),
+        w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), row_mul, up_off,
+        float(alpha), float(limit),
+        TOPK=k, BY_PAIR=p.by_pair, MODE1=mode1, E5M2_1=e5m2_1, MODE2=mode2, E5M2_2=e5m2_2,
+        HAS_SCALE1=gu_scale is not None, HAS_SCALE2=d_scale is not None, HAS_BIAS1=gu_bias is not None,
+        HAS_BIAS2=d_bias is not None, ACT=code, DT=TL_DTYPES[dt], RNE=INTERPRET, BLOCK_P=p.block_p,
+        BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, BLOCK_N=p.block_n, num_warps=p.warps,
+        num_stages=p.stages)
+    _SUM_SLICES[(T, cdiv(H, p.block_c))](
+        part, ids, out, H, E, S, ids.stride(0), ids.stride(1), out.stride(0), out.stride(1),
+        TOPK=k, RNE=INTERPRET, BLOCK_R=p.block_r, BLOCK=p.block_c, num_warps=4)
     return out
 
 

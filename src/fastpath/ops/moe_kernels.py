@@ -143,20 +143,13 @@ def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.conste
 
 
 @triton.jit
-def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
-                    sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                    TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
-                    HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
-                    RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr,
-                    BLOCK_H: tl.constexpr):
-    # h[t * TOPK + slot, i] = act(x_t . W[e, gate row i], x_t . W[e, up row i]) for the tokens t
-    # of this tile routed to expert e; gate row i = i * row_mul, up row = i * row_mul + up_off.
-    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
-    if idle:
-        return
-    hit = slot >= 0
-    offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
-    imask = offs_i < NI
+def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
+                  sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE: tl.constexpr, E5M2: tl.constexpr,
+                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
+                  BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
+    """``act(x_t . W[e, gate row i], x_t . W[e, up row i])`` in float32 for the token rows of
+    the tile (rows not ``hit`` read zeros) and the I columns ``offs_i``; gate row i is
+    ``i * row_mul``, up row ``i * row_mul + up_off``."""
     rows_g = (offs_i * row_mul).to(tl.int64)
     rows_u = rows_g + up_off
     w_e = w_ptr + e * swe
@@ -179,10 +172,100 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
     if HAS_BIAS:
         acc_g = acc_g + tl.load(b_ptr + e * sbe + rows_g * sbn, mask=imask, other=0.0).to(tl.float32)[None, :]
         acc_u = acc_u + tl.load(b_ptr + e * sbe + rows_u * sbn, mask=imask, other=0.0).to(tl.float32)[None, :]
-    h = _act(acc_g, acc_u, ACT, alpha, limit)
+    return _act(acc_g, acc_u, ACT, alpha, limit)
+
+
+@triton.jit
+def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
+                    sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
+                    TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
+                    HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
+                    RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr,
+                    BLOCK_H: tl.constexpr):
+    # h[t * TOPK + slot, i] = act(gate, up) for the tokens t of this tile routed to expert e.
+    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
+    if idle:
+        return
+    hit = slot >= 0
+    offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    imask = offs_i < NI
+    h = _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
+                      sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, DT,
+                      BLOCK_T, BLOCK_I, BLOCK_H)
     rows_h = (offs_t * TOPK + slot).to(tl.int64)
     tl.store(h_ptr + rows_h[:, None] * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
              mask=hit[:, None] & imask[None, :])
+
+
+@triton.jit
+def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_ptr, b2_ptr, part_ptr,
+                   T, H, NI, E, S, sxt, sxh, sit, sij, stt, stj,
+                   s1e, s1n, s1k, ss1e, ss1n, sb1e, sb1n, s2e, s2n, s2k, ss2e, ss2n, sb2e, sb2n,
+                   row_mul, up_off, alpha, limit,
+                   TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE1: tl.constexpr, E5M2_1: tl.constexpr,
+                   MODE2: tl.constexpr, E5M2_2: tl.constexpr, HAS_SCALE1: tl.constexpr, HAS_SCALE2: tl.constexpr,
+                   HAS_BIAS1: tl.constexpr, HAS_BIAS2: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr,
+                   BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
+    # One I-slice s of expert e for the tile's tokens: h = act(gate, up) on the slice's columns,
+    # then the slice's share of the down projection (split-K over I), weighted:
+    #   part[(t * TOPK + slot) * S + s, n] = wsum_t * (h_t . D[e, n, slice] (+ bias_n if s == 0))
+    # for the last slot of each token routed to e; wsum_t adds the weights of every slot of
+    # t naming e. _sum_slices_kernel adds the S slices of each such slot.
+    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
+    if idle:
+        return
+    hit = slot >= 0
+    s = tl.program_id(1)
+    offs_i = s * BLOCK_I + tl.arange(0, BLOCK_I)
+    imask = offs_i < NI
+    h = _gate_up_tile(x_ptr, w1_ptr, s1_ptr, b1_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, s1e, s1n, s1k,
+                      ss1e, ss1n, sb1e, sb1n, row_mul, up_off, alpha, limit, MODE1, E5M2_1, HAS_SCALE1, HAS_BIAS1,
+                      ACT, DT, BLOCK_T, BLOCK_I, BLOCK_H)
+    h = _cast(h, x_ptr.dtype.element_ty, RNE).to(DT)  # act(g) * u rounded as the 3-kernel path stores it
+    wsum = tl.zeros([BLOCK_T], dtype=tl.float32)
+    for j in tl.static_range(TOPK):
+        m = tl.load(ids_ptr + offs_t * sit + j * sij, mask=tmask, other=-1) == e
+        wsum += tl.load(tw_ptr + offs_t * stt + j * stj, mask=m, other=0.0).to(tl.float32)
+    rows = ((offs_t * TOPK + slot).to(tl.int64) * S + s) * H
+    w_cols = w2_ptr + e * s2e + offs_i.to(tl.int64)[:, None] * s2k
+    for n0 in range(0, H, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        nmask = offs_n < H
+        wd = _load_as(w_cols + offs_n.to(tl.int64)[None, :] * s2n, imask[:, None] & nmask[None, :], MODE2, E5M2_2,
+                      DT)
+        acc = _mm(h, wd, DT)
+        if HAS_SCALE2:
+            acc = acc * tl.load(s2_ptr + e * ss2e + offs_n * ss2n, mask=nmask, other=0.0)[None, :]
+        if HAS_BIAS2:
+            bias = tl.load(b2_ptr + e * sb2e + offs_n * sb2n, mask=nmask, other=0.0).to(tl.float32)
+            acc = acc + tl.where(s == 0, bias, 0.0)[None, :]  # once per expert: in slice 0
+        tl.store(part_ptr + rows[:, None] + offs_n[None, :], acc * wsum[:, None], mask=hit[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _sum_slices_kernel(part_ptr, ids_ptr, out_ptr, H, E, S, sit, sij, sot, soh,
+                       TOPK: tl.constexpr, RNE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK: tl.constexpr):
+    # out[t, n] = sum over the slots j of token t whose id is in [0, E) and not repeated in a
+    # later slot, and over the slices s < S, of part[(t * TOPK + j) * S + s, n]: one fixed-order
+    # float32 sum (deterministic), rounded once.
+    t = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < H
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    R = TOPK * S
+    for r0 in range(0, R, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        rmask = r < R
+        j = r // S
+        idr = tl.load(ids_ptr + t * sit + j * sij, mask=rmask, other=-1)
+        use = rmask & (idr >= 0) & (idr < E)
+        for jj in tl.static_range(1, TOPK):  # a later slot naming the same expert owns the row
+            later = tl.load(ids_ptr + t * sit + jj * sij)
+            use = use & ~((jj > j) & (later == idr))
+        v = tl.load(part_ptr + (t * R + r).to(tl.int64)[:, None] * H + offs[None, :], mask=use[:, None] & m[None, :],
+                    other=0.0)
+        acc += tl.sum(v, axis=0)
+    tl.store(out_ptr + t * sot + offs * soh, _cast(acc, out_ptr.dtype.element_ty, RNE), mask=m)
 
 
 @triton.jit
@@ -311,3 +394,41 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
     block_k = 128 if block_n <= 64 else 64
     block_c = min(1024, max(128, next_pow2(H)))
     return DecodePlan(by_pair, block_p, block_t, block_i, block_h, block_n, block_k, block_c, 4)
+
+
+#: Tokens up to which the decode runs the split-I kernels (one launch for the expert MLPs plus
+#: a small sum) instead of gate/up, down and combine.
+SLICES_MAX_T = 8
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    by_pair: bool
+    block_p: int
+    block_t: int
+    block_i: int  # I columns of a slice: the gate/up rows and the down K-chunk of a program
+    block_h: int  # gate/up reduction chunk over H
+    block_n: int  # down output chunk over H
+    block_r: int  # sum kernel: partial rows per load
+    block_c: int  # sum kernel: H columns per program
+    warps: int
+    stages: int
+
+
+#: Tuned on the H200 (scripts/moe_profile.py --slices); None: the defaults of slice_plan.
+SLICE_TUNED: dict = {}
+
+
+def slice_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w_bytes: int) -> SlicePlan:
+    """Block sizes of the split-I decode kernels (plain int math): slices small enough that
+    the active experts give every SM ``PROGRAMS_PER_SM`` programs."""
+    d = decode_plan(T, k, E, H, NI, device, w_bytes)
+    if INTERPRET:
+        return SlicePlan(d.by_pair, d.block_p, d.block_t, 16, 16, 16, 16, 16, 4, 1)
+    active = min(E, T * k)
+    block_i = _largest_block((64, 32, 16), active, NI, PROGRAMS_PER_SM * num_sms(device))
+    block_h, block_n, warps, stages = SLICE_TUNED.get((block_i, w_bytes), (128, 128, 4, 3))
+    S = cdiv(NI, block_i)
+    block_c = 32 if T * cdiv(H, 32) <= 4 * num_sms(device) else 128
+    block_r = min(next_pow2(k * S), max(16, 8192 // block_c))
+    return SlicePlan(d.by_pair, d.block_p, d.block_t, block_i, block_h, block_n, block_r, block_c, warps, stages)

@@ -35,10 +35,15 @@ from .tiles import LINALG_DTYPES, check_rhs, flat3, raise_singular
 MAX_N = 16
 #: Dtypes the kernel computes in; torch.linalg also takes complex64/complex128 (reference path).
 KERNEL_DTYPES = (torch.float32, torch.float64)
-#: Elements of A plus right-hand side per program (register budget of one block), and warps
-#: per program (scripts/tune_linalg.py sweeps both on a GPU).
-TILE_ELEMS = 8192 if INTERPRET else 4096
-NUM_WARPS = 4
+#: Elements of A plus right-hand side per program (register budget of one block) and warps per
+#: program, by padded n: measured on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
+#: 1M 4x4 inverses: (2048, 4) 105 us, the old (4096, 4) 147 us; 100K 16x16: (4096, 1) 362 us,
+#: (4096, 4) 2059 us: at 16x16 every warp added costs more cross-warp reductions per pivot.
+TUNED = {2: (2048, 4), 4: (2048, 4)}
+TUNED_LARGE = (4096, 1)
+#: Overrides of the table (scripts/tune_linalg.py sets them); None: the table.
+TILE_ELEMS = 8192 if INTERPRET else None
+NUM_WARPS = 4 if INTERPRET else None
 
 
 @triton.jit
@@ -118,13 +123,15 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
         return
     n_pad, k_pad = next_pow2(n), next_pow2(k)
     per = n_pad * (n_pad + k_pad) * (2 if A3.dtype == torch.float64 else 1)
-    cap = max(1, TILE_ELEMS // per)
+    tile, warps = TUNED.get(n_pad, TUNED_LARGE)
+    tile, warps = TILE_ELEMS or tile, NUM_WARPS or warps
+    cap = max(1, tile // per)
     block_b = min(next_pow2(nb), 1 << (cap.bit_length() - 1))  # powers of two (tl.arange)
     inv = B3 is None
     B3 = X3 if inv else B3
     _GJ[(cdiv(nb, block_b),)](
         A3, B3, X3, info, nb, n, k, *A3.stride(), *B3.stride(), *X3.stride(),
-        BLOCK_B=block_b, N_PAD=n_pad, K_PAD=k_pad, INV=inv, num_warps=NUM_WARPS)
+        BLOCK_B=block_b, N_PAD=n_pad, K_PAD=k_pad, INV=inv, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
