@@ -101,7 +101,7 @@ def slices_sweep():
     rec = {}
     for fp8 in (False, True):
         tag = "fp8" if fp8 else "bf16"
-        for T in (1, 2, 4, 8, 16):
+        for T in (1, 2, 4, 8):
             x, router, gu, dn, sc = inputs(T, fp8)
             w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
             fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
@@ -120,7 +120,7 @@ def slices_sweep():
         rows = []
         deadline = time.time() + 75
         orig = K.slice_plan
-        for bi, bh, bn, wp, st in itertools.product((16, 32, 64), (128, 256), (64, 128, 256), (4, 8), (3, 4, 2)):
+        for bi, bh, bn, wp, st in itertools.product((32, 64, 16) if fp8 else (64, 32), (128, 256), (128, 256), (4, 8), (4, 3, 5)):
             if time.time() > deadline:
                 break
             p = dataclasses.replace(base, block_i=bi, block_h=bh, block_n=bn, warps=wp, stages=st)

@@ -274,6 +274,15 @@ def _operand(w: torch.Tensor, scaled: bool):
     return (w.view(torch.uint8) if mode == 2 else w), mode, e5m2
 
 
+def _dot_dtype(x: torch.Tensor, mode: int):
+    """(dtype the kernels load a weight as and multiply in, S16): fp8 weights against bfloat16
+    activations go through float16 (see ``moe_kernels._dot16``); float32 in the interpreter."""
+    s16 = mode != 0 and x.dtype == torch.bfloat16
+    if INTERPRET or x.dtype == torch.float32:
+        return torch.float32, s16
+    return (torch.float16 if s16 else x.dtype), s16
+
+
 def _scale2d(s: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
     return None if s is None else (s.squeeze(-1) if s.dim() == 3 else s)
 
@@ -297,6 +306,7 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     w2, mode2, e5m2_2 = _operand(down, d_scale is not None)
     p = K.decode_plan(T, k, E, H, NI, x.device, 1 if gu_scale is not None else gate_up.element_size())
     dt = torch.float32 if (INTERPRET or x.dtype == torch.float32) else x.dtype
+    dt1, s16_1 = _dot_dtype(x, mode1)
     h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
     y = workspace(x.device, "moe.y", T * k * H, torch.float32)
     dummy = out
@@ -309,8 +319,8 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
         float(alpha), float(limit),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None,
-        HAS_BIAS=gu_bias is not None, ACT=code, DT=TL_DTYPES[dt], RNE=INTERPRET, BLOCK_P=p.block_p, BLOCK_T=p.block_t,
-        BLOCK_I=p.block_i, BLOCK_H=p.block_h, num_warps=p.warps)
+        HAS_BIAS=gu_bias is not None, ACT=code, DT=TL_DTYPES[dt1], S16=s16_1, RNE=INTERPRET, BLOCK_P=p.block_p,
+        BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, num_warps=p.warps)
     _DOWN[(n0, cdiv(H, p.block_n), n_tb)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, y,
         T, H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
@@ -339,7 +349,7 @@ def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     w2, mode2, e5m2_2 = _operand(down, d_scale is not None)
     p = K.slice_plan(T, k, E, H, NI, x.device, 1 if gu_scale is not None else gate_up.element_size())
     S = cdiv(NI, p.block_i)
-    dt = torch.float32 if (INTERPRET or x.dtype == torch.float32) else x.dtype
+    (dt1, s16_1), (dt2, s16_2) = _dot_dtype(x, mode1), _dot_dtype(x, mode2)
     part = workspace(x.device, "moe.part", T * k * S * H, torch.float32)
     dummy = out
     row_mul, up_off = (2, 1) if interleaved else (1, NI)
@@ -352,7 +362,8 @@ def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         float(alpha), float(limit),
         TOPK=k, BY_PAIR=p.by_pair, MODE1=mode1, E5M2_1=e5m2_1, MODE2=mode2, E5M2_2=e5m2_2,
         HAS_SCALE1=gu_scale is not None, HAS_SCALE2=d_scale is not None, HAS_BIAS1=gu_bias is not None,
-        HAS_BIAS2=d_bias is not None, ACT=code, DT=TL_DTYPES[dt], RNE=INTERPRET, BLOCK_P=p.block_p,
+        HAS_BIAS2=d_bias is not None, ACT=code, DT1=TL_DTYPES[dt1], DT2=TL_DTYPES[dt2], S16_1=s16_1, S16_2=s16_2,
+        RNE=INTERPRET, BLOCK_P=p.block_p,
         BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, BLOCK_N=p.block_n, num_warps=p.warps,
         num_stages=p.stages)
     _SUM_SLICES[(T, cdiv(H, p.block_c))](

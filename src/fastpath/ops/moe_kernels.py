@@ -143,13 +143,37 @@ def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.conste
 
 
 @triton.jit
+def _pow2_scale(v):
+    """Per row of ``v`` (float32): powers of two ``(s, 1/s)`` with ``max|row| / s`` in
+    ``[2^14, 2^15)``. ``v / s`` of bfloat16 values is exact in float16 (bar elements below
+    ``max|row| * 2^-28``), so a float16 tensor-core dot of it, times ``s``, equals the
+    bfloat16 dot: fp8 weights then convert to float16 in one instruction, where bfloat16
+    takes three. NaN and inf rows stay NaN / inf."""
+    amax = tl.max(tl.abs(v), axis=1)
+    ex = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF
+    sb = tl.minimum(tl.maximum(ex - 14, 1), 241)
+    return (sb << 23).to(tl.float32, bitcast=True), ((254 - sb) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _dot16(a, b, S16: tl.constexpr, DT: tl.constexpr):
+    """``a @ b`` in float32 (a: float32 activations, b: weights already as ``DT``); ``S16``: through
+    float16 with ``a`` scaled per row by :func:`_pow2_scale`."""
+    if S16:
+        s, r = _pow2_scale(a)
+        return _mm((a * r[:, None]).to(tl.float16).to(DT), b, DT) * s[:, None]
+    return _mm(a.to(DT), b, DT)
+
+
+@triton.jit
 def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
                   sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE: tl.constexpr, E5M2: tl.constexpr,
                   HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
-                  BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
+                  S16: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
     """``act(x_t . W[e, gate row i], x_t . W[e, up row i])`` in float32 for the token rows of
     the tile (rows not ``hit`` read zeros) and the I columns ``offs_i``; gate row i is
-    ``i * row_mul``, up row ``i * row_mul + up_off``."""
+    ``i * row_mul``, up row ``i * row_mul + up_off``. Weights load as ``DT``; ``S16``: bfloat16
+    activations against fp8 weights, through float16 (:func:`_dot16`)."""
     rows_g = (offs_i * row_mul).to(tl.int64)
     rows_u = rows_g + up_off
     w_e = w_ptr + e * swe
@@ -159,13 +183,13 @@ def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, 
     for k0 in range(0, H, BLOCK_H):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
-        x = tl.load(x_rows + offs_k[None, :] * sxh, mask=hit[:, None] & kmask[None, :], other=0.0).to(DT)
+        x = tl.load(x_rows + offs_k[None, :] * sxh, mask=hit[:, None] & kmask[None, :], other=0.0).to(tl.float32)
         wmask = kmask[:, None] & imask[None, :]
         wk = w_e + offs_k[:, None] * swk
         wg = _load_as(wk + rows_g[None, :] * swn, wmask, MODE, E5M2, DT)
         wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
-        acc_g += _mm(x, wg, DT)
-        acc_u += _mm(x, wu, DT)
+        acc_g += _dot16(x, wg, S16, DT)
+        acc_u += _dot16(x, wu, S16, DT)
     if HAS_SCALE:
         acc_g = acc_g * tl.load(s_ptr + e * sse + rows_g * ssn, mask=imask, other=0.0)[None, :]
         acc_u = acc_u * tl.load(s_ptr + e * sse + rows_u * ssn, mask=imask, other=0.0)[None, :]
@@ -180,8 +204,8 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
                     sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
                     TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                     HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
-                    RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr,
-                    BLOCK_H: tl.constexpr):
+                    S16: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
+                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
     # h[t * TOPK + slot, i] = act(gate, up) for the tokens t of this tile routed to expert e.
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
     if idle:
@@ -191,7 +215,7 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
     imask = offs_i < NI
     h = _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
                       sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, DT,
-                      BLOCK_T, BLOCK_I, BLOCK_H)
+                      S16, BLOCK_T, BLOCK_I, BLOCK_H)
     rows_h = (offs_t * TOPK + slot).to(tl.int64)
     tl.store(h_ptr + rows_h[:, None] * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
              mask=hit[:, None] & imask[None, :])
@@ -204,7 +228,8 @@ def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_pt
                    row_mul, up_off, alpha, limit,
                    TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE1: tl.constexpr, E5M2_1: tl.constexpr,
                    MODE2: tl.constexpr, E5M2_2: tl.constexpr, HAS_SCALE1: tl.constexpr, HAS_SCALE2: tl.constexpr,
-                   HAS_BIAS1: tl.constexpr, HAS_BIAS2: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr,
+                   HAS_BIAS1: tl.constexpr, HAS_BIAS2: tl.constexpr, ACT: tl.constexpr, DT1: tl.constexpr,
+                   DT2: tl.constexpr, S16_1: tl.constexpr, S16_2: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr,
                    BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
     # One I-slice s of expert e for the tile's tokens: h = act(gate, up) on the slice's columns,
     # then the slice's share of the down projection (split-K over I), weighted:
@@ -220,8 +245,8 @@ def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_pt
     imask = offs_i < NI
     h = _gate_up_tile(x_ptr, w1_ptr, s1_ptr, b1_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, s1e, s1n, s1k,
                       ss1e, ss1n, sb1e, sb1n, row_mul, up_off, alpha, limit, MODE1, E5M2_1, HAS_SCALE1, HAS_BIAS1,
-                      ACT, DT, BLOCK_T, BLOCK_I, BLOCK_H)
-    h = _cast(h, x_ptr.dtype.element_ty, RNE).to(DT)  # act(g) * u rounded as the 3-kernel path stores it
+                      ACT, DT1, S16_1, BLOCK_T, BLOCK_I, BLOCK_H)
+    h = _cast(h, x_ptr.dtype.element_ty, RNE).to(tl.float32)  # act(g) * u rounded as the 3-kernel path stores it
     wsum = tl.zeros([BLOCK_T], dtype=tl.float32)
     for j in tl.static_range(TOPK):
         m = tl.load(ids_ptr + offs_t * sit + j * sij, mask=tmask, other=-1) == e
@@ -232,8 +257,8 @@ def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_pt
         offs_n = n0 + tl.arange(0, BLOCK_N)
         nmask = offs_n < H
         wd = _load_as(w_cols + offs_n.to(tl.int64)[None, :] * s2n, imask[:, None] & nmask[None, :], MODE2, E5M2_2,
-                      DT)
-        acc = _mm(h, wd, DT)
+                      DT2)
+        acc = _dot16(h, wd, S16_2, DT2)
         if HAS_SCALE2:
             acc = acc * tl.load(s2_ptr + e * ss2e + offs_n * ss2n, mask=nmask, other=0.0)[None, :]
         if HAS_BIAS2:
@@ -397,8 +422,10 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
 
 
 #: Tokens up to which the decode runs the split-I kernels (one launch for the expert MLPs plus
-#: a small sum) instead of gate/up, down and combine.
-SLICES_MAX_T = 8
+#: a small sum) instead of gate/up, down and combine. Measured on the H200 (Qwen3-30B-A3B
+#: shapes, scripts/moe_profile.py --slices): one token 27.8 us against 31-33 us; 2 to 16
+#: tokens were only measured with untuned slices (slower), so they keep the three kernels.
+SLICES_MAX_T = 1
 
 
 @dataclass(frozen=True)
@@ -415,19 +442,19 @@ class SlicePlan:
     stages: int
 
 
-#: Tuned on the H200 (scripts/moe_profile.py --slices); None: the defaults of slice_plan.
-SLICE_TUNED: dict = {}
+#: (block_i, block_h, block_n, warps, stages) by weight bytes, from the H200 sweep at one
+#: token: wide slices win although 8 experts x 12 slices is fewer programs than SMs (64-wide
+#: slices read 128-byte rows of down_proj; 16-wide ones 32-byte sectors).
+SLICE_TUNED = {2: (64, 128, 128, 4, 4), 1: (32, 128, 256, 4, 4), 4: (32, 64, 128, 4, 3)}
 
 
 def slice_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w_bytes: int) -> SlicePlan:
-    """Block sizes of the split-I decode kernels (plain int math): slices small enough that
-    the active experts give every SM ``PROGRAMS_PER_SM`` programs."""
+    """Block sizes of the split-I decode kernels (plain int math)."""
     d = decode_plan(T, k, E, H, NI, device, w_bytes)
     if INTERPRET:
         return SlicePlan(d.by_pair, d.block_p, d.block_t, 16, 16, 16, 16, 16, 4, 1)
-    active = min(E, T * k)
-    block_i = _largest_block((64, 32, 16), active, NI, PROGRAMS_PER_SM * num_sms(device))
-    block_h, block_n, warps, stages = SLICE_TUNED.get((block_i, w_bytes), (128, 128, 4, 3))
+    block_i, block_h, block_n, warps, stages = SLICE_TUNED[w_bytes]
+    block_i = min(block_i, max(16, next_pow2(NI)))
     S = cdiv(NI, block_i)
     block_c = 32 if T * cdiv(H, 32) <= 4 * num_sms(device) else 128
     block_r = min(next_pow2(k * S), max(16, 8192 // block_c))
