@@ -49,8 +49,8 @@ NUM_WARPS = 4 if INTERPRET else None
 @triton.jit
 def _div(x, y):
     """``x / y`` correctly rounded (float64 division already is)."""
-    if x.dtype == tl.float32:
-        return tl.div_rn(x, y)
+    if y.dtype == tl.float32:
+        return tl.div_rn(x + tl.zeros_like(y), y)
     return x / y
 
 
@@ -104,11 +104,12 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
         col = tl.where(is_p, col_j[:, None], col)
         col = tl.where(rows2 == j, pval[:, None], col)
         # The scaled pivot row, then eliminate column j from every other row.
-        # Correctly rounded division: `1 / p` is approximate on GPUs (2 ulp), and the
-        # reciprocal-then-multiply rounds twice; both showed as 3x torch's error on 1M
-        # ill-conditioned-tailed 4x4 inverses (bench linalg, H200).
-        a_row = _div(a_p, pval[:, None])
-        r_row = _div(r_p, pval[:, None])
+        # A correctly rounded reciprocal: `1 / p` is approximate on GPUs (2 ulp), which gave 3x
+        # torch's error on 1M 4x4 inverses (bench linalg, H200); dividing every element
+        # exactly was more accurate than torch but 1.5x slower.
+        inv_p = _div(1.0, pval)
+        a_row = a_p * inv_p[:, None]
+        r_row = r_p * inv_p[:, None]
         a = tl.where(is_p3, a_j[:, None, :], a)
         r = tl.where(is_p3, r_j[:, None, :], r)
         f = tl.where(rows2 == j, 0.0, col)[:, :, None]  # multipliers, 0 on the pivot row
