@@ -139,6 +139,25 @@ def test_route_sigmoid(bias, device):
     assert_close(w, rw, torch.float32)
 
 
+@pytest.mark.parametrize("scoring", ["softmax", "sigmoid"])
+def test_route_shared_gate(scoring, device):
+    """Qwen3.5-MoE: logit E is the shared expert's gate: the first E are routed as without it,
+    and slot k + 1 is (E, sigmoid(gate)); the reference path agrees."""
+    E, k = 19, 4
+    logits = randn(6, E + 1, device=device)
+    w, ids = moe.route(logits, k, scoring, norm_topk_prob=True, shared_gate=True)
+    rw, rids = route64(logits[:, :E], k, scoring, norm=True)
+    assert w.shape == ids.shape == (6, k + 1)
+    assert torch.equal(ids[:, :k].cpu(), rids.cpu()) and bool((ids[:, k] == E).all())
+    assert_close(w[:, :k], rw, torch.float32)
+    assert_close(w[:, k], torch.sigmoid(logits[:, E].double()), torch.float32)
+    rw2, rids2 = moe.route(logits.double(), k, scoring, norm_topk_prob=True, shared_gate=True)  # reference path
+    assert torch.equal(rids2.cpu(), ids.cpu())
+    assert_close(w, rw2, torch.float32)
+    with pytest.raises(ValueError, match="top_k"):
+        moe.route(logits[:, :3], 3, shared_gate=True)
+
+
 def test_route_ties_and_shapes(device):
     """Equal scores go to the lowest index (k = E included); leading dims are kept."""
     logits = torch.zeros(2, 3, 6, device=device)

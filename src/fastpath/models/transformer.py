@@ -90,21 +90,18 @@ class MoE(nn.Module):
         self.register_buffer("down_scale", torch.empty(n, H, device=device) if fp8 else None)
         self.register_buffer("expert_bias", torch.empty(E, device=device) if expert_bias else None)
         self.shared_mlp = MLP(H, shared, dtype, device, fp8) if shared and not self.stacked else None
-        self.shared_id = torch.full((1, 1), E, dtype=torch.int64, device=device)  # a constant, not a buffer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x2 = x.reshape(-1, x.shape[-1])
         logits = linear(x2, self.router)
-        w, ids = route(logits[:, :self.E], self.top_k, self.scoring, norm_topk_prob=self.norm,
-                       expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
-        if self.shared:
-            sg = torch.sigmoid(logits[:, self.E:].float())
-        if self.stacked:  # the shared expert as one more slot
-            ids = torch.cat((ids, self.shared_id.expand(ids.shape[0], 1)), dim=1)
-            w = torch.cat((w, sg), dim=1)
+        # a stacked shared expert is one more slot (id E, weight sigmoid(gate logit)) from route
+        w, ids = route(logits if self.stacked else logits[:, :self.E], self.top_k, self.scoring,
+                       norm_topk_prob=self.norm, expert_bias=self.expert_bias, routed_scaling_factor=self.scaling,
+                       shared_gate=self.stacked)
         out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
                             down_scale=self.down_scale)
         if self.shared_mlp is not None:
+            sg = torch.sigmoid(logits[:, self.E:].float())
             out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
         return out.reshape(x.shape)
 

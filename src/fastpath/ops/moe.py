@@ -88,39 +88,44 @@ def _norm_eps(scoring: str, norm_eps: Optional[float]) -> float:
     return 0.0 if scoring == "softmax" else 1e-6
 
 
-def _route_fake(router_logits, top_k, sigmoid, norm, expert_bias, scale, eps):
-    shape = (*router_logits.shape[:-1], top_k)
+def _route_fake(router_logits, top_k, sigmoid, norm, expert_bias, scale, eps, shared):
+    shape = (*router_logits.shape[:-1], top_k + shared)
     return (router_logits.new_empty(shape, dtype=torch.float32),
             router_logits.new_empty(shape, dtype=torch.int64))
 
 
 @register_op("route", fake=_route_fake)
 def _route_op(router_logits: torch.Tensor, top_k: int, sigmoid: bool, norm: bool,
-              expert_bias: Optional[torch.Tensor], scale: float, eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
-    E = router_logits.shape[-1]
+              expert_bias: Optional[torch.Tensor], scale: float, eps: float,
+              shared: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    E = router_logits.shape[-1] - shared
     lead = router_logits.shape[:-1]
     if (not use_triton(router_logits) or router_logits.dtype not in KERNEL_DTYPES or E > MAX_ROUTE_EXPERTS
             or (expert_bias is not None and expert_bias.dtype not in KERNEL_DTYPES)):
-        w, ids = reference_route(router_logits, top_k, "sigmoid" if sigmoid else "softmax", norm, expert_bias,
-                                 scale, norm_eps=eps)
-        return w.float(), ids
-    x = router_logits.reshape(-1, E)  # a view for any collapsible layout
-    T = x.shape[0]
-    w = alloc.empty(T, top_k, dtype=torch.float32, device=x.device)
-    ids = alloc.empty(T, top_k, dtype=torch.int64, device=x.device)
+        w, ids = reference_route(router_logits[..., :E], top_k, "sigmoid" if sigmoid else "softmax", norm,
+                                 expert_bias, scale, norm_eps=eps)
+        w = w.float()
+        if shared:
+            g = torch.sigmoid(router_logits[..., E:].float())
+            w, ids = torch.cat((w, g), -1), torch.cat((ids, torch.full_like(ids[..., :1], E)), -1)
+        return w, ids
+    x = router_logits.reshape(-1, E + shared)  # a view for any collapsible layout
+    T, k = x.shape[0], top_k + shared
+    w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
+    ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
     if T > 0:
         block_e = next_pow2(E)
         _ROUTE[(T,)](x, expert_bias if expert_bias is not None else x, w, ids, E, x.stride(0),
                               x.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
                               TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm,
-                              BLOCK_E=block_e, BLOCK_K=next_pow2(top_k),
+                              SHARED=shared, BLOCK_E=block_e, BLOCK_K=next_pow2(k),
                               num_warps=1 if block_e <= 256 else (4 if block_e <= 4096 else 8))
-    return w.view(*lead, top_k), ids.view(*lead, top_k)
+    return w.view(*lead, k), ids.view(*lead, k)
 
 
 def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", norm_topk_prob: bool = False,
           expert_bias: Optional[torch.Tensor] = None, routed_scaling_factor: float = 1.0, *,
-          norm_eps: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+          norm_eps: Optional[float] = None, shared_gate: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
     """Top-k expert routing: ``(topk_weights, topk_ids)`` from router logits, as the
     transformers routers compute them.
 
@@ -145,10 +150,15 @@ def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", nor
     routed_scaling_factor : float multiplying the final weights.
     norm_eps : added to the sum when renormalising. Default: 0 for softmax (Qwen3-MoE, Mixtral,
         OLMoE divide by the plain sum), 1e-6 for sigmoid (LFM2-MoE); DeepSeek-V3 uses 1e-20.
+    shared_gate : the last of the ``E + 1`` logits is a shared expert's gate (Qwen3.5-MoE's
+        ``shared_expert_gate``, one more row of the router matrix): the ``E`` others are routed
+        as above, and a ``top_k + 1``-th slot ``(id E, weight sigmoid(gate))`` is appended, so
+        that :func:`fused_experts` runs a shared expert stacked as expert ``E`` in the same call.
 
     Returns
     -------
-    ``(topk_weights, topk_ids)`` of shape ``(..., top_k)``: weights **float32** (transformers
+    ``(topk_weights, topk_ids)`` of shape ``(..., top_k)`` (``top_k + 1`` with ``shared_gate``):
+    weights **float32** (transformers
     casts them to the logits' dtype afterwards; callers cast as they need, ``fused_experts``
     takes float32), ids **int64** like ``torch.topk``, ordered by decreasing (biased) score;
     equal scores go to the lowest expert index first. All math is float32, also for 16-bit
@@ -176,7 +186,7 @@ def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", nor
         raise TypeError(f"router_logits: expected a floating-point tensor, got {router_logits.dtype}")
     if router_logits.dim() < 1:
         raise ValueError("router_logits: expected shape (..., num_experts), got a 0-d tensor")
-    E = router_logits.shape[-1]
+    E = router_logits.shape[-1] - bool(shared_gate)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= E:
         raise ValueError(f"top_k: expected an int in [1, {E}] (num_experts), got {top_k!r}")
     if scoring not in ("softmax", "sigmoid"):
@@ -193,7 +203,7 @@ def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", nor
         if expert_bias.stride(0) != 1:
             expert_bias = expert_bias.contiguous()  # E elements
     return _route_op(router_logits, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
-                     float(routed_scaling_factor), _norm_eps(scoring, norm_eps))
+                     float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
 
 
 # ============================================================================ fused_experts: reference

@@ -38,7 +38,8 @@ ALIASES = {"swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_
 @triton.jit
 def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale, eps,
                   TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
-                  BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
+                  SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
+    # SHARED: logit E is a shared expert's gate; slot TOPK gets (id E, sigmoid(logit E)).
     t = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK_E)
     emask = offs < E
@@ -69,6 +70,11 @@ def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale,
         wv = wv / (tl.sum(wv, axis=0) + eps)
     wv = wv * scale
     kmask = kk < TOPK
+    if SHARED:
+        g = tl.load(x_ptr + t * sxt + E * sxe).to(tl.float32)
+        wv = tl.where(kk == TOPK, 1.0 / (1.0 + tl.exp(-g)), wv)
+        iv = tl.where(kk == TOPK, E, iv)
+        kmask = kk <= TOPK
     tl.store(w_ptr + t * swt + kk, wv, mask=kmask)
     tl.store(ids_ptr + t * sit + kk, iv.to(ids_ptr.dtype.element_ty), mask=kmask)
 
