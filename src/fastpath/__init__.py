@@ -14,7 +14,7 @@ from .nn import FP8Linear, quantize_
 from .ops.attention import reference_scaled_dot_product_attention, scaled_dot_product_attention
 from .ops.elementwise import eq, frexp, ge, gt, heaviside, le, logspace, lt, maximum, minimum, ne, take
 from .ops.grouped_mm import grouped_mm, reference_grouped_mm
-from .ops.moe import fused_experts, quantize_experts, reference_fused_experts, reference_route, route
+from .ops.moe import fused_experts, quantize_experts, reference_fused_experts, reference_route, route, router
 from .ops.fp8 import ScalingType, quantize_fp8, reference_quantize_fp8, reference_scaled_mm, scaled_mm
 from .ops.linear import linear, reference_linear
 from .ops.sampling import reference_sample, sample
@@ -30,7 +30,7 @@ from .ops.conv import (causal_conv1d, causal_conv1d_update, causal_conv3d, conv1
 __version__ = "0.1.0"
 __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8", "scaled_mm",
            "ScalingType", "FP8Linear", "quantize_", "nn", "linalg", "reference_softmax", "reference_sample",
-           "reference_linear", "reference_quantize_fp8", "reference_scaled_mm", "grouped_mm", "route",
+           "reference_linear", "reference_quantize_fp8", "reference_scaled_mm", "grouped_mm", "route", "router",
            "fused_experts", "quantize_experts", "reference_grouped_mm", "reference_route",
            "reference_fused_experts", "scaled_dot_product_attention",
            "reference_scaled_dot_product_attention", "frexp", "heaviside", "take", "logspace", "eq", "ne", "lt",

@@ -158,6 +158,47 @@ def test_route_shared_gate(scoring, device):
         moe.route(logits[:, :3], 3, shared_gate=True)
 
 
+@pytest.mark.parametrize("T", [1, 3, 4, 6])  # 6: past ROUTER_MAX_T, linear + route
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_router(T, dtype, device):
+    """router(x, W) = route of the logits F.linear returns (float64 here, rounded to x's
+    dtype as F.linear rounds them), with a shared gate, sigmoid scoring and an expert bias;
+    twice in a row (the kernel's ticket is reset)."""
+    E, Hr, k = 21, 70, 3
+    x = randn(T, Hr, dtype=dtype, device=device)
+    W = randn(E + 1, Hr, dtype=dtype, device=device, scale=Hr ** -0.5)
+    logits = (x.double() @ W.double().T).to(dtype).double()
+    b = randn(E, device=device, scale=0.3)
+    lg = workspace(device, "moe.router.logits", T * (E + 1), torch.float32)
+    for _ in range(2):
+        lg.fill_(float("nan"))  # routing before every logit is written cannot pass
+        w, ids = moe.router(x, W[:E], k, norm_topk_prob=True)
+        rw, rids = route64(logits[:, :E], k, norm=True)
+        assert torch.equal(ids.cpu(), rids.cpu())
+        assert_close(w, rw, torch.float32)
+    lg.fill_(float("nan"))
+    w, ids = moe.router(x, W, k, "sigmoid", True, b, 2.0, shared_gate=True)
+    rw, rids = route64(logits[:, :E], k, "sigmoid", True, b, 2.0)
+    assert w.shape == (T, k + 1) and torch.equal(ids[:, :k].cpu(), rids.cpu()) and bool((ids[:, k] == E).all())
+    assert_close(w[:, :k], rw, torch.float32)
+    assert_close(w[:, k], torch.sigmoid(logits[:, E]), torch.float32)
+
+
+def test_router_errors(device):
+    x = randn(2, 8, device=device)
+    W = randn(5, 8, device=device)
+    with pytest.raises(TypeError, match="weight"):
+        moe.router(x, W.double(), 2)
+    with pytest.raises(ValueError, match="weight"):
+        moe.router(x, W[:, :7], 2)
+    with pytest.raises(ValueError, match="hidden_states"):
+        moe.router(x[0], W, 2)
+    with pytest.raises(ValueError, match="top_k"):
+        moe.router(x, W, 5, shared_gate=True)
+    with pytest.raises(ValueError, match="expert_bias"):
+        moe.router(x, W, 2, "sigmoid", expert_bias=torch.zeros(4, device=device))
+
+
 def test_route_ties_and_shapes(device):
     """Equal scores go to the lowest index (k = E included); leading dims are kept."""
     logits = torch.zeros(2, 3, 6, device=device)

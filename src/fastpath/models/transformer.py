@@ -20,7 +20,7 @@ from torch import nn
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
 from ..ops.linear import linear
-from ..ops.moe import fused_experts, route
+from ..ops.moe import fused_experts, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
@@ -93,11 +93,13 @@ class MoE(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x2 = x.reshape(-1, x.shape[-1])
-        logits = linear(x2, self.router)
-        # a stacked shared expert is one more slot (id E, weight sigmoid(gate logit)) from route
-        w, ids = route(logits if self.stacked else logits[:, :self.E], self.top_k, self.scoring,
-                       norm_topk_prob=self.norm, expert_bias=self.expert_bias, routed_scaling_factor=self.scaling,
-                       shared_gate=self.stacked)
+        kw = dict(norm_topk_prob=self.norm, expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
+        if self.shared_mlp is None:  # router matmul and routing (one launch for decode); a stacked
+            # shared expert is one more slot (id E, weight sigmoid(gate logit))
+            w, ids = router(x2, self.router, self.top_k, self.scoring, shared_gate=self.stacked, **kw)
+        else:
+            logits = linear(x2, self.router)
+            w, ids = route(logits[:, :self.E], self.top_k, self.scoring, **kw)
         out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
                             down_scale=self.down_scale)
         if self.shared_mlp is not None:

@@ -3,6 +3,11 @@
 ``*Experts`` modules compute them.
 
 * ``route``: one Triton program per token (kernel in :mod:`fastpath.ops.moe_kernels`).
+  ``router``: the router matmul and ``route`` in one launch for a few tokens (the last
+  program to finish its block of logits routes).
+* ``fused_experts``, one token: every program takes one I-slice of one routed expert
+  through gate/up, the activation and the slice's share of the down projection; a second
+  launch adds the slices and slots in a fixed order.
 * ``fused_experts``, decode (at most ``MAX_DECODE_TOKENS`` tokens): three launches and no
   sort. Every program of the gate/up and down kernels owns one expert and one block of
   output features; it finds the tokens routed to its expert from ``topk_ids`` on the
@@ -31,8 +36,10 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from . import moe_kernels as K
 from .grouped_mm import grouped_mm
+from .linear import linear
 
 _SLICES, _SUM_SLICES = Launcher(K._slices_kernel), Launcher(K._sum_slices_kernel)
+_ROUTER = Launcher(K._router_kernel)
 _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT = map(Launcher, (K._route_kernel, K._gate_up_kernel, K._down_kernel,
                                                           K._combine_kernel, K._act_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
@@ -186,7 +193,15 @@ def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", nor
         raise TypeError(f"router_logits: expected a floating-point tensor, got {router_logits.dtype}")
     if router_logits.dim() < 1:
         raise ValueError("router_logits: expected shape (..., num_experts), got a 0-d tensor")
-    E = router_logits.shape[-1] - bool(shared_gate)
+    expert_bias = _check_route(router_logits.shape[-1] - bool(shared_gate), top_k, scoring, expert_bias,
+                               router_logits.device, "router_logits")
+    return _route_op(router_logits, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
+                     float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
+
+
+def _check_route(E: int, top_k, scoring: str, expert_bias: Optional[torch.Tensor], device: torch.device,
+                 source: str) -> Optional[torch.Tensor]:
+    """route's argument checks (E experts); returns ``expert_bias`` with unit stride."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= E:
         raise ValueError(f"top_k: expected an int in [1, {E}] (num_experts), got {top_k!r}")
     if scoring not in ("softmax", "sigmoid"):
@@ -197,13 +212,94 @@ def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", nor
             raise TypeError(f"expert_bias: expected a floating-point tensor, got {expert_bias.dtype}")
         if _shape(expert_bias) != (E,):
             raise ValueError(f"expert_bias: expected shape ({E},), got {_shape(expert_bias)}")
-        if expert_bias.device != router_logits.device:
-            raise ValueError(f"expert_bias: expected a tensor on {router_logits.device} like router_logits, "
-                             f"got {expert_bias.device}")
+        if expert_bias.device != device:
+            raise ValueError(f"expert_bias: expected a tensor on {device} like {source}, got {expert_bias.device}")
         if expert_bias.stride(0) != 1:
             expert_bias = expert_bias.contiguous()  # E elements
-    return _route_op(router_logits, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
-                     float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
+    return expert_bias
+
+
+#: Tokens up to which :func:`router` runs its one-launch kernel (more: ``linear`` + ``route``).
+ROUTER_MAX_T = 4
+
+
+def _router_fake(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared):
+    return (x.new_empty((x.shape[0], top_k + shared), dtype=torch.float32),
+            x.new_empty((x.shape[0], top_k + shared), dtype=torch.int64))
+
+
+@register_op("router", fake=_router_fake)
+def _router_op(x: torch.Tensor, weight: torch.Tensor, top_k: int, sigmoid: bool, norm: bool,
+               expert_bias: Optional[torch.Tensor], scale: float, eps: float,
+               shared: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    T, H = x.shape
+    E = weight.shape[0] - shared
+    if (not use_triton(x) or x.dtype not in KERNEL_DTYPES or not 0 < T <= ROUTER_MAX_T or H == 0
+            or E > MAX_ROUTE_EXPERTS or (expert_bias is not None and expert_bias.dtype not in KERNEL_DTYPES)):
+        return _route_op(linear(x, weight), top_k, sigmoid, norm, expert_bias, scale, eps, shared)
+    k = top_k + shared
+    w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
+    ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
+    lg = workspace(x.device, "moe.router.logits", T * (E + shared), torch.float32)
+    cnt = workspace(x.device, "moe.router.ticket", 1, torch.int32, zeroed=True)
+    block_t = next_pow2(T)
+    block_n = 16 if INTERPRET else 4
+    block_h = min(next_pow2(H), max(16, (8192 if not INTERPRET else 1024) // (block_t * block_n)))
+    block_e = next_pow2(E)
+    _ROUTER[(cdiv(E + shared, block_n),)](
+        x, weight, expert_bias if expert_bias is not None else x, lg, cnt, w, ids, T, H, E, x.stride(0), x.stride(1),
+        weight.stride(0), weight.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
+        TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm, SHARED=shared, RNE=INTERPRET,
+        BLOCK_T=block_t, BLOCK_N=block_n, BLOCK_H=block_h, BLOCK_E=block_e, BLOCK_K=next_pow2(k),
+        num_warps=4 if block_e <= 4096 else 8)
+    return w, ids
+
+
+def router(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, scoring: str = "softmax",
+           norm_topk_prob: bool = False, expert_bias: Optional[torch.Tensor] = None,
+           routed_scaling_factor: float = 1.0, *, norm_eps: Optional[float] = None,
+           shared_gate: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``route(linear(hidden_states, weight), ...)``: the router matmul and the top-k routing,
+    in one launch for up to ``ROUTER_MAX_T`` (4) tokens (decode), as two otherwise.
+
+    Parameters
+    ----------
+    hidden_states : Tensor ``(T, H)``, float16 / bfloat16 / float32.
+    weight : the router matrix ``(E, H)`` (``(E + 1, H)`` with ``shared_gate``), of
+        ``hidden_states``' dtype.
+    top_k, scoring, norm_topk_prob, expert_bias, routed_scaling_factor, norm_eps, shared_gate :
+        as :func:`route`.
+
+    Returns
+    -------
+    ``(topk_weights float32, topk_ids int64)`` of shape ``(T, top_k)`` (``top_k + 1`` with
+    ``shared_gate``), equal to :func:`route` of the logits ``F.linear`` returns: the kernel
+    rounds each logit to ``hidden_states.dtype`` before routing, as ``F.linear`` does. No host
+    synchronisation; no autograd.
+
+    Raises
+    ------
+    TypeError / ValueError as :func:`route`, and for shapes or dtypes of ``hidden_states`` and
+    ``weight`` that do not match.
+    """
+    x = hidden_states
+    check_tensor("hidden_states", x)
+    check_tensor("weight", weight)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"hidden_states: expected a floating-point tensor, got {x.dtype}")
+    if x.dim() != 2:
+        raise ValueError(f"hidden_states: expected shape (num_tokens, hidden_size), got {_shape(x)}")
+    if weight.dtype != x.dtype:
+        raise TypeError(f"weight: expected dtype {x.dtype} like hidden_states, got {weight.dtype}")
+    if weight.dim() != 2 or weight.shape[1] != x.shape[1]:
+        raise ValueError(f"weight: expected shape (num_experts, {x.shape[1]}) (hidden_size of hidden_states), "
+                         f"got {_shape(weight)}")
+    if weight.device != x.device:
+        raise ValueError(f"weight: expected a tensor on {x.device} like hidden_states, got {weight.device}")
+    expert_bias = _check_route(weight.shape[0] - bool(shared_gate), top_k, scoring, expert_bias, x.device,
+                               "hidden_states")
+    return _router_op(x, weight, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
+                      float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
 
 
 # ============================================================================ fused_experts: reference
@@ -580,8 +676,13 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     is rounded to ``hidden_states.dtype`` (as in transformers); the k slot outputs are
     weighted and added in float32 in slot order (deterministic) and rounded once.
 
-    Paths: up to ``MAX_DECODE_TOKENS`` (64) tokens, three Triton launches without a sort that
-    read each routed expert's weights once (no host synchronisation: CUDA-graph capturable).
+    Paths: one token (``moe_kernels.SLICES_MAX_T``), two launches: each program streams one
+    I-slice of one routed expert through gate/up, the activation and the slice's share of the
+    down projection, and a second kernel adds the slices and slots in a fixed order. Up to
+    ``MAX_DECODE_TOKENS`` (64) tokens, three Triton launches without a sort that read each
+    routed expert's weights once. Neither synchronises with the host (CUDA-graph capturable).
+    FP8 weights against bfloat16 activations multiply in float16 on the tensor cores, the
+    activations scaled per row by a power of two (exact; one conversion per fp8 pair).
     More tokens: the pairs are sorted by expert on the device and two grouped GEMMs run
     (:mod:`fastpath.ops.grouped_mm`), ``PREFILL_CHUNK`` (4096) tokens at a time, with float32
     temporaries of ``chunk * k * (2I + H)`` elements (no host synchronisation either). On

@@ -36,14 +36,16 @@ ALIASES = {"swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_
 # ---------------------------------------------------------------------------- routing
 
 @triton.jit
-def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale, eps,
-                  TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
-                  SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
-    # SHARED: logit E is a shared expert's gate; slot TOPK gets (id E, sigmoid(logit E)).
-    t = tl.program_id(0).to(tl.int64)
+def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
+               TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
+               SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Route token ``t`` from its E logits at ``x_ptr + t * sxt``: softmax or sigmoid in float32,
+    top-k by repeated arg-max (ties to the lowest expert index, as ``torch.topk``), optional
+    renormalisation and scaling. SHARED: logit E is a shared expert's gate; slot TOPK gets
+    (id E, sigmoid(logit E))."""
     offs = tl.arange(0, BLOCK_E)
     emask = offs < E
-    x = tl.load(x_ptr + t * sxt + offs * sxe, mask=emask, other=-float("inf")).to(tl.float32)
+    x = tl.load(x_ptr + t * sxt + offs * sxe, mask=emask, other=-float("inf"), cache_modifier=".cg").to(tl.float32)
     if SIGMOID:
         p = 1.0 / (1.0 + tl.exp(-x))
     else:
@@ -71,12 +73,54 @@ def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale,
     wv = wv * scale
     kmask = kk < TOPK
     if SHARED:
-        g = tl.load(x_ptr + t * sxt + E * sxe).to(tl.float32)
+        g = tl.load(x_ptr + t * sxt + E * sxe, cache_modifier=".cg").to(tl.float32)
         wv = tl.where(kk == TOPK, 1.0 / (1.0 + tl.exp(-g)), wv)
         iv = tl.where(kk == TOPK, E, iv)
         kmask = kk <= TOPK
     tl.store(w_ptr + t * swt + kk, wv, mask=kmask)
     tl.store(ids_ptr + t * sit + kk, iv.to(ids_ptr.dtype.element_ty), mask=kmask)
+
+
+@triton.jit
+def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale, eps,
+                  TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
+                  SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
+    # one program per token
+    _route_row(x_ptr, tl.program_id(0).to(tl.int64), sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
+               TOPK, SIGMOID, HAS_BIAS, NORM, SHARED, BLOCK_E, BLOCK_K)
+
+
+@triton.jit
+def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H, E, sxt, sxh, srn, srh,
+                   swt, sit, scale, eps, TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr,
+                   NORM: tl.constexpr, SHARED: tl.constexpr, RNE: tl.constexpr, BLOCK_T: tl.constexpr,
+                   BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
+    # The router matmul and the routing in one launch, for a few tokens. Program p computes the
+    # logits x_t . R[n] of its BLOCK_N router rows in float32, rounded to x's dtype (as
+    # F.linear returns them), into lg ((T, E + SHARED) float32); the last program to take a
+    # ticket (acq_rel: every other program's logits are visible to it) routes every token.
+    NE = E + SHARED
+    offs_t = tl.arange(0, BLOCK_T)
+    tmask = offs_t < T
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = offs_n < NE
+    x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
+    r_cols = r_ptr + offs_n.to(tl.int64)[None, :] * srn
+    acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, H, BLOCK_H):
+        offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
+        kmask = offs_k < H
+        a = tl.load(x_rows + offs_k[None, :] * sxh, mask=tmask[:, None] & kmask[None, :], other=0.0).to(tl.float32)
+        b = tl.load(r_cols + offs_k[:, None] * srh, mask=kmask[:, None] & nmask[None, :], other=0.0).to(tl.float32)
+        acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    acc = _cast(acc, x_ptr.dtype.element_ty, RNE).to(tl.float32)
+    tl.store(lg_ptr + offs_t[:, None] * NE + offs_n[None, :], acc, mask=tmask[:, None] & nmask[None, :])
+    tl.debug_barrier()  # every thread's logits are written before the release below
+    if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == tl.num_programs(0) - 1:
+        tl.atomic_xchg(cnt_ptr, 0)
+        for t in range(0, T):
+            _route_row(lg_ptr, t, NE, 1, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
+                       TOPK, SIGMOID, HAS_BIAS, NORM, SHARED, BLOCK_E, BLOCK_K)
 
 
 # ---------------------------------------------------------------------------- experts
