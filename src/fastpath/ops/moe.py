@@ -397,20 +397,25 @@ def _s(t: Optional[torch.Tensor]) -> tuple:
     return (t.stride(0), t.stride(1)) if t is not None else (0, 0)
 
 
+def _setup(x, ids, gate_up, down, gu_scale, d_scale) -> tuple:
+    """Shapes (T, H, k, E, I), the output, the 2-D scales, both weights as the kernels load
+    them ((tensor, MODE, E5M2) each) and the gate/up weight's bytes per element."""
+    T, H = x.shape
+    E, I2, _ = gate_up.shape
+    gu_scale, d_scale = _scale2d(gu_scale), _scale2d(d_scale)
+    out = alloc.empty(T, H, dtype=x.dtype, device=x.device)
+    return (T, H, ids.shape[1], E, I2 // 2, out, gu_scale, d_scale, _operand(gate_up, gu_scale is not None),
+            _operand(down, d_scale is not None), 1 if gu_scale is not None else gate_up.element_size())
+
+
 def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                    alpha, limit) -> torch.Tensor:
-    T, H = x.shape
-    if T <= K.SLICES_MAX_T:
+    if x.shape[0] <= K.SLICES_MAX_T:
         return _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                               alpha, limit)
-    k = ids.shape[1]
-    E, I2, _ = gate_up.shape
-    NI = I2 // 2
-    out = alloc.empty(T, H, dtype=x.dtype, device=x.device)
-    gu_scale, d_scale = _scale2d(gu_scale), _scale2d(d_scale)
-    w1, mode1, e5m2_1 = _operand(gate_up, gu_scale is not None)
-    w2, mode2, e5m2_2 = _operand(down, d_scale is not None)
-    p = K.decode_plan(T, k, E, H, NI, x.device, 1 if gu_scale is not None else gate_up.element_size())
+    T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
+        x, ids, gate_up, down, gu_scale, d_scale)
+    p = K.decode_plan(T, k, E, H, NI, x.device, wb)
     dt = torch.float32 if (INTERPRET or x.dtype == torch.float32) else x.dtype
     dt1, s16_1 = _dot_dtype(x, mode1)
     h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
@@ -445,15 +450,9 @@ def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     """Few tokens: every program takes one I-slice of one routed expert through gate/up, the
     activation and its share of the down projection (all of the expert's weights stream in
     one launch); a second small launch adds the slices and slots of each token."""
-    T, H = x.shape
-    k = ids.shape[1]
-    E, I2, _ = gate_up.shape
-    NI = I2 // 2
-    out = alloc.empty(T, H, dtype=x.dtype, device=x.device)
-    gu_scale, d_scale = _scale2d(gu_scale), _scale2d(d_scale)
-    w1, mode1, e5m2_1 = _operand(gate_up, gu_scale is not None)
-    w2, mode2, e5m2_2 = _operand(down, d_scale is not None)
-    p = K.slice_plan(T, k, E, H, NI, x.device, 1 if gu_scale is not None else gate_up.element_size())
+    T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
+        x, ids, gate_up, down, gu_scale, d_scale)
+    p = K.slice_plan(T, k, E, H, NI, x.device, wb)
     S = cdiv(NI, p.block_i)
     (dt1, s16_1), (dt2, s16_2) = _dot_dtype(x, mode1), _dot_dtype(x, mode2)
     part = workspace(x.device, "moe.part", T * k * S * H, torch.float32)
