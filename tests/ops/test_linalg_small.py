@@ -210,3 +210,47 @@ def test_registered_ops(device):
     torch.library.opcheck(linalg.small._inv_ex_op.op, (A,), test_utils=("test_schema", "test_faketensor"))
     torch.library.opcheck(linalg.small._solve_ex_op.op, (A, B, True),
                           test_utils=("test_schema", "test_faketensor"))
+
+
+
+def _check_each(out, ref, A, dtype):
+    """Per system i: ||out_i - ref_i|| <= max(REL_TOL, 20 n eps cond(A_i)) ||ref_i||."""
+    out, ref = out.double().cpu().flatten(1), ref.flatten(1)
+    err = (out - ref).norm(dim=1) / ref.norm(dim=1)
+    tol = (20 * A.shape[-1] * EPS[dtype] * torch.linalg.cond(A.double().cpu())).clamp(min=REL_TOL[dtype])
+    assert not out.isnan().any() and (err <= tol).all(), f"worst error / bound {(err / tol).max():.2f}"
+
+
+@pytest.mark.parametrize("max_n", [0, 4], ids=["batch_first", "batch_last"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_kernel_layouts(n, dtype, max_n, device, monkeypatch):
+    """Each kernel (batch-first ``_gj_kernel``, batch-last ``_gj_bl_kernel``) on the same tiny
+    systems: strided views, pivoting, singular matrices, right-hand sides."""
+    monkeypatch.setattr(linalg.small, "BATCH_LAST_MAX_N", max_n)
+    if max_n:  # blocks of 32 matrices: several programs, the last one partial
+        monkeypatch.setattr(linalg.small, "TILE_ELEMS", 1)
+        monkeypatch.setattr(linalg.small, "NUM_WARPS", 1)
+    nb = 100
+    A = randn(nb, n, n, dtype=dtype)
+    A[1] = torch.eye(n, dtype=dtype)[torch.roll(torch.arange(n), 1)]  # zero diagonal for n > 1
+    A[2, :, n - 1] = 0  # zero last column: info n
+    A[3] = 0  # info 1
+    A[4, :, 0] = 0  # info 1
+    A = noncontig(A.mT.to(device)).mT  # no unit row or column stride
+    info_ref = torch.linalg.inv_ex(A.double().cpu()).info
+    assert info_ref[:5].tolist() == [0, 0, n, 1, 1] and (info_ref[5:] == 0).all()
+    ok = info_ref == 0
+    X, info = linalg.inv_ex(A)
+    assert info.dtype == torch.int32 and torch.equal(info.cpu(), info_ref)
+    assert X[~ok].isnan().all(), "a singular matrix must not give numbers"
+    assert torch.equal(X[1].cpu(), A[1].mT.cpu())  # a permutation's inverse is exact
+    _check_each(X[ok], _ref_inv(A[ok]), A[ok], dtype)
+    for B, left in ((noncontig(randn(nb, n, 3, dtype=dtype, device=device)), True),
+                    (randn(nb, n, dtype=dtype, device=device), True),
+                    (randn(nb, 2, n, dtype=dtype, device=device), False)):
+        x, sinfo = linalg.solve_ex(A, B, left=left)
+        # left=False factors A^T: the index of its first zero pivot may differ from A's
+        assert torch.equal(sinfo.cpu(), info_ref) if left else torch.equal(sinfo.cpu() != 0, ~ok)
+        assert x[~ok].isnan().all()
+        _check_each(x[ok], _ref_solve(A[ok], B[ok], left), A[ok], dtype)
