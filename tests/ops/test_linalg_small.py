@@ -212,7 +212,6 @@ def test_registered_ops(device):
                           test_utils=("test_schema", "test_faketensor"))
 
 
-
 def _check_each(out, ref, A, dtype):
     """Per system i: ||out_i - ref_i|| <= max(REL_TOL, 20 n eps cond(A_i)) ||ref_i||."""
     out, ref = out.double().cpu().flatten(1), ref.flatten(1)
@@ -221,16 +220,11 @@ def _check_each(out, ref, A, dtype):
     assert not out.isnan().any() and (err <= tol).all(), f"worst error / bound {(err / tol).max():.2f}"
 
 
-@pytest.mark.parametrize("max_n", [0, 4], ids=["batch_first", "batch_last"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
-def test_kernel_layouts(n, dtype, max_n, device, monkeypatch):
-    """Each kernel (batch-first ``_gj_kernel``, batch-last ``_gj_bl_kernel``) on the same tiny
-    systems: strided views, pivoting, singular matrices, right-hand sides."""
-    monkeypatch.setattr(linalg.small, "BATCH_LAST_MAX_N", max_n)
-    if max_n:  # blocks of 32 matrices: several programs, the last one partial
-        monkeypatch.setattr(linalg.small, "TILE_ELEMS", 1)
-        monkeypatch.setattr(linalg.small, "NUM_WARPS", 1)
+def test_tiny_systems(n, dtype, device):
+    """n = 1..4: strided views, pivoting, singular matrices, right-hand sides, per system
+    against float64."""
     nb = 100
     A = randn(nb, n, n, dtype=dtype)
     A[1] = torch.eye(n, dtype=dtype)[torch.roll(torch.arange(n), 1)]  # zero diagonal for n > 1

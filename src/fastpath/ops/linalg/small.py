@@ -1,7 +1,7 @@
 """Inverse and linear solve of batches of small matrices (n <= 16): ``inv_ex``, ``inv``,
 ``solve_ex``, ``solve``, with the semantics of ``torch.linalg``.
 
-``_gj_kernel``: each program holds ``BLOCK_B`` matrices in registers as a
+One kernel, ``_gj_kernel``: each program holds ``BLOCK_B`` matrices in registers as a
 ``[BLOCK_B, N_PAD, N_PAD]`` tile together with their right-hand sides
 (``[BLOCK_B, N_PAD, K_PAD]``; the identity for the inverse, ``B`` for a solve) and runs
 Gauss-Jordan elimination with partial pivoting on all of them at once: for each column
@@ -13,8 +13,6 @@ dividing by zero; the result of such a matrix is written as NaN (torch gives NaN
 arbitrary numbers there), and ``info`` says why.
 Padding rows/columns (``n < N_PAD``) and padding matrices (past the batch) are loaded as
 the identity, so they never pivot and never divide by zero.
-``_gj_bl_kernel`` runs the same steps on batch-last tiles (``[N_PAD, N_PAD, BLOCK_B]``) for
-``N_PAD <= 4``: one matrix per thread, every row/column reduction in registers.
 
 Arithmetic is in the input dtype (float32 or float64). Larger ``n`` or ``k``, complex
 dtypes, inputs that need gradients, and devices Triton does not serve take the reference
@@ -43,12 +41,6 @@ KERNEL_DTYPES = (torch.float32, torch.float64)
 #: (4096, 4) 2059 us: at 16x16 every warp added costs more cross-warp reductions per pivot.
 TUNED = {2: (2048, 4), 4: (2048, 4)}
 TUNED_LARGE = (4096, 1)
-#: The batch-last kernel (``_gj_bl_kernel``) serves padded n up to this (0: never; tests force
-#: either kernel with it). Its (elements per program, warps), by padded n, are NOT YET MEASURED
-#: ON THE GPU: ~64 registers of A and right-hand side per thread, i.e. 2 float32 4x4 inverses
-#: (256 matrices per program of 4 warps) or 1 in float64 (128); never under 32 * warps matrices.
-BATCH_LAST_MAX_N = 4
-TUNED_BATCH_LAST = {1: (512, 4), 2: (2048, 4), 4: (8192, 4)}
 #: Overrides of the table (scripts/tune_linalg.py sets them); None: the table.
 TILE_ELEMS = 8192 if INTERPRET else None
 NUM_WARPS = 4 if INTERPRET else None
@@ -130,73 +122,7 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
     tl.store(info_ptr + bidx, info, mask=bidx < nbatch)
 
 
-# A second kernel rather than a constexpr layout switch in ``_gj_kernel``: every index, broadcast
-# and reduction axis differs between the two layouts, and this one unrolls its pivot loop.
-# Row/column strides are never specialised: a stride known to be 1 makes Triton coalesce the
-# loads across threads along that axis, and that layout then spreads to every reduction
-# (shuffles again). Unknown, each thread loads its own matrices (uncoalesced, cached in L1).
-@triton.jit(do_not_specialize=["sar", "sac", "sbr", "sbc", "sxr", "sxc"])
-def _gj_bl_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
-                  sab, sar, sac, sbb, sbr, sbc, sxb, sxr, sxc,
-                  BLOCK_B: tl.constexpr, N_PAD: tl.constexpr, K_PAD: tl.constexpr,
-                  INV: tl.constexpr):
-    """``_gj_kernel`` with the batch last: tiles ``[N_PAD, N_PAD, BLOCK_B]`` (A) and
-    ``[N_PAD, K_PAD, BLOCK_B]`` (right-hand sides). Triton's default layout spreads the threads
-    over the last axis, so each thread holds whole matrices and the reductions over rows and
-    columns below are register arithmetic, no shuffles. The pivot loop is unrolled (N_PAD <= 4
-    steps): its row/column masks are then constants per register."""
-    bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
-    rows = tl.arange(0, N_PAD)
-    r3 = rows[:, None, None]
-    c3 = tl.arange(0, N_PAD)[None, :, None]
-    rc3 = tl.arange(0, K_PAD)[None, :, None]
-    b3 = bidx[None, None, :]
-    b64 = b3.to(tl.int64)
-    in_b = b3 < nbatch
-    a_mask = in_b & (r3 < n) & (c3 < n)
-    a = tl.load(a_ptr + b64 * sab + r3 * sar + c3 * sac, mask=a_mask, other=0.0)
-    zero = tl.zeros([N_PAD, N_PAD, BLOCK_B], dtype=a.dtype)
-    a = tl.where(a_mask, a, tl.where(r3 == c3, zero + 1.0, zero))  # identity in the padding
-    r_mask = in_b & (r3 < n) & (rc3 < k)
-    if INV:
-        rz = tl.zeros([N_PAD, K_PAD, BLOCK_B], dtype=a.dtype)
-        r = tl.where(r3 == rc3, rz + 1.0, rz)
-    else:
-        r = tl.load(b_ptr + b64 * sbb + r3 * sbr + rc3 * sbc, mask=r_mask, other=0.0).to(a.dtype)
-    info = tl.zeros([BLOCK_B], dtype=tl.int32)
-    rows2 = rows[:, None]
-    for j in tl.static_range(N_PAD):
-        if j < n:
-            col = tl.sum(tl.where(c3 == j, a, 0.0), axis=1)  # [N_PAD, BLOCK_B], column j
-            cand = tl.where((rows2 >= j) & (rows2 < n), tl.abs(col), -1.0)
-            piv = tl.argmax(cand, axis=0)  # [BLOCK_B], first max as in _gj_kernel
-            is_p = rows2 == piv[None, :]
-            pval = tl.sum(tl.where(is_p, col, 0.0), axis=0)
-            singular = pval == 0.0
-            info = tl.where(singular & (info == 0), j + 1, info)
-            pval = tl.where(singular, 1.0, pval)
-            is_p3 = is_p[:, None, :]
-            is_j3 = r3 == j
-            a_j = tl.sum(tl.where(is_j3, a, 0.0), axis=0)  # [N_PAD, BLOCK_B], row j
-            a_p = tl.sum(tl.where(is_p3, a, 0.0), axis=0)
-            r_j = tl.sum(tl.where(is_j3, r, 0.0), axis=0)  # [K_PAD, BLOCK_B]
-            r_p = tl.sum(tl.where(is_p3, r, 0.0), axis=0)
-            # Multipliers after the swap: entry piv takes the old entry j; 0 on the pivot row.
-            col_j = tl.sum(tl.where(rows2 == j, col, 0.0), axis=0)
-            f = tl.where(rows2 == j, 0.0, tl.where(is_p, col_j[None, :], col))[:, None, :]
-            a_row = _div(a_p, pval[None, :])  # correctly rounded per element (see _gj_kernel)
-            r_row = _div(r_p, pval[None, :])
-            a = tl.where(is_p3, a_j[None, :, :], a) - f * a_row[None, :, :]
-            r = tl.where(is_p3, r_j[None, :, :], r) - f * r_row[None, :, :]
-            a = tl.where(is_j3, a_row[None, :, :], a)
-            r = tl.where(is_j3, r_row[None, :, :], r)
-    r = tl.where(info[None, None, :] != 0, float("nan"), r)  # a singular matrix gives NaN
-    tl.store(x_ptr + b64 * sxb + r3 * sxr + rc3 * sxc, r.to(x_ptr.dtype.element_ty), mask=r_mask)
-    tl.store(info_ptr + bidx, info, mask=bidx < nbatch)
-
-
 _GJ = Launcher(_gj_kernel)
-_GJ_BL = Launcher(_gj_bl_kernel)
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -208,18 +134,13 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
         return
     n_pad, k_pad = next_pow2(n), next_pow2(k)
     per = n_pad * (n_pad + k_pad) * (2 if A3.dtype == torch.float64 else 1)
-    batch_last = n_pad <= BATCH_LAST_MAX_N
-    tile, warps = (TUNED_BATCH_LAST.get(n_pad, TUNED_BATCH_LAST[4]) if batch_last
-                   else TUNED.get(n_pad, TUNED_LARGE))
+    tile, warps = TUNED.get(n_pad, TUNED_LARGE)
     tile, warps = TILE_ELEMS or tile, NUM_WARPS or warps
     cap = max(1, tile // per)
     block_b = min(next_pow2(nb), 1 << (cap.bit_length() - 1))  # powers of two (tl.arange)
-    if batch_last:  # a whole warp of matrices at least, and no more warps than 32 matrices each
-        block_b = max(32, min(max(block_b, 32 * warps), next_pow2(nb)))
-        warps = min(warps, block_b // 32)
     inv = B3 is None
     B3 = X3 if inv else B3
-    (_GJ_BL if batch_last else _GJ)[(cdiv(nb, block_b),)](
+    _GJ[(cdiv(nb, block_b),)](
         A3, B3, X3, info, nb, n, k, *A3.stride(), *B3.stride(), *X3.stride(),
         BLOCK_B=block_b, N_PAD=n_pad, K_PAD=k_pad, INV=inv, num_warps=warps)
 
