@@ -8,7 +8,7 @@
 * ``fused_experts``, one token: every program takes one I-slice of one routed expert
   through gate/up, the activation and the slice's share of the down projection; a second
   launch adds the slices and slots in a fixed order.
-* ``fused_experts``, decode (at most ``MAX_DECODE_TOKENS`` tokens): three launches and no
+* ``fused_experts``, decode (2 to ``MAX_DECODE_TOKENS`` tokens): three launches and no
   sort. Every program of the gate/up and down kernels owns one expert and one block of
   output features; it finds the tokens routed to its expert from ``topk_ids`` on the
   device, exits at once if there are none, and otherwise streams its block of the
