@@ -737,4 +737,4 @@ def quantize_experts(w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     return q, s.reshape(w.shape[0], w.shape[1])
 
 
-FAMILY = {"name": "moe", "ops": ["route", "fused_experts"], "reason": triton_reason}
+FAMILY = {"name": "moe", "ops": ["route", "router", "fused_experts"], "reason": triton_reason}
