@@ -140,3 +140,14 @@ def test_launcher_reuses_a_compiled_kernel_only_for_the_same_specialisation(monk
     monkeypatch.setattr(launch, "FAST_LAUNCH", False)
     fast[(5,)](x, 48, 0.25, BLOCK=16, num_warps=4)  # switched off: Triton's own path
     assert fake.compiles == 9
+
+
+def test_workspace_outlives_inference_mode():
+    """A workspace first allocated under torch.inference_mode (a decode) is a normal tensor:
+    later calls outside it may write it in place (tests poison them)."""
+    from fastpath._core.launch import workspace
+    with torch.inference_mode():
+        w = workspace(torch.device("cpu"), "test.inference", 8, torch.float32)
+    assert not w.is_inference()
+    assert workspace(torch.device("cpu"), "test.inference", 4, torch.float32) is w
+    w.fill_(1.0)

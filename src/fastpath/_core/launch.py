@@ -50,7 +50,8 @@ def workspace(device: torch.device, name: str, numel: int, dtype: torch.dtype, *
         if buf is not None:
             _retired.append(buf)
         size = max(numel, 2 * buf.numel() if buf is not None else 4096)
-        buf = (torch.zeros if zeroed else torch.empty)(size, dtype=dtype, device=device)
+        with torch.inference_mode(False):  # kept across modes: never an inference tensor
+            buf = (torch.zeros if zeroed else torch.empty)(size, dtype=dtype, device=device)
         _workspaces[key] = buf
     return buf
 
