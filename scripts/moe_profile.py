@@ -86,13 +86,14 @@ class Staged:
 
 
 def with_plan(fn, plan, gu_opts, dn_opts):
-    orig = (K.decode_plan, moe._GATE_UP, moe._DOWN)
-    K.decode_plan = lambda *a, **k: plan
+    """The three decode kernels (one token would take the split-I ones) with ``plan``."""
+    orig = (K.decode_plan, moe._GATE_UP, moe._DOWN, K.SLICES_MAX_T)
+    K.decode_plan, K.SLICES_MAX_T = (lambda *a, **k: plan), 0
     moe._GATE_UP, moe._DOWN = Staged(orig[1], **gu_opts), Staged(orig[2], **dn_opts)
     try:
         return graph_us(fn)
     finally:
-        K.decode_plan, moe._GATE_UP, moe._DOWN = orig
+        K.decode_plan, moe._GATE_UP, moe._DOWN, K.SLICES_MAX_T = orig
 
 
 def slices_sweep():
