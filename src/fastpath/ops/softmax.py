@@ -54,9 +54,9 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
                   PHASE: tl.constexpr, TICKET: tl.constexpr):
     # sync_ptr (int32): [0] ticket, [1] unused, then per row: arrived, departed.
     if TICKET:
-        t = tl.atomic_add(sync_ptr, 1)
+        t = tl.atomic_add(sync_ptr, 1, sem="relaxed")  # a count: it orders nothing
         if t == total - 1:  # the last ticket: every block has drawn one, reset for the next launch
-            tl.atomic_xchg(sync_ptr, 0)
+            tl.atomic_xchg(sync_ptr, 0, sem="relaxed")
     else:
         t = tl.program_id(0)
     row = t // S
@@ -69,9 +69,9 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
     if PHASE != 2:
         m = tl.max(x, axis=0)
         m_safe = tl.where(m == -float("inf"), 0.0, m)  # an all -inf chunk has sum 0
-        s = tl.sum(tl.exp2((x - m_safe) * 1.4426950408889634), axis=0)
+        e = tl.exp2((x - m_safe) * 1.4426950408889634)
         tl.store(part + chunk * 2, m)
-        tl.store(part + chunk * 2 + 1, s)
+        tl.store(part + chunk * 2 + 1, tl.sum(e, axis=0))
     if PHASE == 0:
         arrived = sync_ptr + 2 + row * 2
         tl.atomic_add(arrived, 1, sem="release")
@@ -85,6 +85,8 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
         total_sum = tl.sum(sj * tl.exp2((mj - big) * 1.4426950408889634), axis=0)
         if LOG:
             y = x - (big + tl.log2(total_sum) * 0.6931471805599453)
+        elif PHASE == 0:  # this chunk's exponentials, rescaled to the row's maximum
+            y = e * (tl.exp2((m_safe - big) * 1.4426950408889634) / total_sum)
         else:
             y = tl.exp2((x - big) * 1.4426950408889634) * (1.0 / total_sum)
         tl.store(y_ptr + row.to(tl.int64) * syr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
@@ -98,11 +100,11 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
 
 # ---------------------------------------------------------------------------- launcher
 
-#: Tuning knobs, measured on the H200 (docs/perf-notes.md); the interpreter uses small blocks
-#: so that CI exercises every path.
+#: Tuning knobs, measured on the H200 (docs/perf-notes.md, scripts/tune_softmax.py); the
+#: interpreter uses small blocks so that CI exercises every path.
 ROW_MAX = 256 if INTERPRET else 8192  # widest row held by one block
 ROW_ALWAYS = 64 if INTERPRET else 8192  # rows up to this width never split
-CHUNK = 128 if INTERPRET else 16384  # chunk of a split row when rows alone fill the GPU
+CHUNK = 128 if INTERPRET else 8192  # chunk of a split row when rows alone fill the GPU
 MIN_CHUNK = 64 if INTERPRET else 1024  # smallest chunk when splitting few rows
 MAX_CHUNK = 256 if INTERPRET else 16384  # widest chunk held in registers
 FUSED = not INTERPRET  # one launch with a per-row barrier; False: two launches (tuning knob)
@@ -112,11 +114,21 @@ _ROWS, _SPLIT = Launcher(_rows_kernel), Launcher(_split_kernel)
 
 
 def _num_warps(block: int) -> int:
-    return max(4, min(16, block // 512))
+    return max(4, min(16, block // 2048))
 
 
-def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
-    """x: (..., N) with N the reduced dimension; returns a new (..., N) tensor."""
+def _plan(n_rows: int, N: int, sms: int):
+    """(chunk, S): S chunks of ``chunk`` columns a row, each held in registers by one block."""
+    want = min(sms, max(1, (2 * sms) // n_rows))  # chunks per row to give every SM work
+    chunk = min(CHUNK, max(MIN_CHUNK, next_pow2(cdiv(N, want))))
+    chunk = max(chunk, next_pow2(cdiv(N, sms)))  # at most `sms` chunks a row
+    chunk = min(chunk, MAX_CHUNK)  # wider rows than sms * MAX_CHUNK take two launches
+    return chunk, cdiv(N, chunk)
+
+
+def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype, plan=None) -> torch.Tensor:
+    """x: (..., N) with N the reduced dimension; returns a new (..., N) tensor. ``plan``
+    ((chunk, S) or (chunk, S, num_warps)) overrides :func:`_plan` (tuning scripts)."""
     N = x.shape[-1]
     if x.numel() == 0:
         return alloc.empty(x.shape, dtype=out_dtype, device=x.device)
@@ -127,30 +139,27 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype) -> torch.Tensor:
     n_rows = x2.shape[0]
     y = alloc.empty(n_rows, N, dtype=out_dtype, device=x.device)
     sms = num_sms(x.device)
-    if N <= ROW_ALWAYS or (N <= ROW_MAX and n_rows >= 2 * sms):
+    if plan is None and (N <= ROW_ALWAYS or (N <= ROW_MAX and n_rows >= 2 * sms)):
         block_n = next_pow2(N)
         block_m = min(next_pow2(n_rows), max(1, 2048 // block_n))
         _ROWS[(cdiv(n_rows, block_m),)](
             x2, y, n_rows, N, x2.stride(0), x2.stride(1), y.stride(0),
             BLOCK_M=block_m, BLOCK_N=block_n, LOG=log, num_warps=4 if block_n * block_m <= 2048 else 8)
         return y.view(x.shape)
-    want = min(sms, max(1, (2 * sms) // n_rows))  # chunks per row to give every SM work
-    chunk = min(CHUNK, max(MIN_CHUNK, next_pow2(cdiv(N, want))))
-    chunk = max(chunk, next_pow2(cdiv(N, sms)))  # at most `sms` chunks a row
-    chunk = min(chunk, MAX_CHUNK)  # wider rows than sms * MAX_CHUNK take two launches
-    S = cdiv(N, chunk)
+    chunk, S = (plan or _plan(n_rows, N, sms))[:2]
+    warps = plan[2] if plan and len(plan) > 2 else _num_warps(chunk)
     total = n_rows * S
     part = workspace(x.device, "softmax.partials", n_rows * S * 2, torch.float32)
     args = (x2, y, part)
-    common = dict(CHUNK=chunk, S_PAD=next_pow2(S), LOG=log, num_warps=_num_warps(chunk))
+    common = dict(CHUNK=chunk, S_PAD=next_pow2(S), LOG=log, num_warps=warps)
     if not FUSED or S > sms:
         for phase in (1, 2):
             _SPLIT[(total,)](*args, part, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
-                                    PHASE=phase, TICKET=False, **common)
+                             PHASE=phase, TICKET=False, **common)
     else:
         sync = workspace(x.device, "softmax.counters", 2 + 2 * n_rows, torch.int32, zeroed=True)
         _SPLIT[(total,)](*args, sync, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
-                                PHASE=0, TICKET=total > sms, **common)
+                         PHASE=0, TICKET=total > sms, **common)
     return y.view(x.shape)
 
 
