@@ -18,7 +18,7 @@ def plans_for(rows, n):
     """((chunk, chunks a row, warps), module knobs) pairs to try."""
     sizes = (2048, 4096) if rows == 1 else (16384, 8192, 4096)
     plans = [(c, -(-n // c), w) for c in sizes for w in (4, 8)]
-    return [(p, {}) for p in plans] + ([(p, {"FUSED": False}) for p in plans[:2]] if rows > 1 else [])
+    return [(p, {}) for p in plans] + [(p, {"FLAGGED": False}) for p in plans]
 
 
 def main():

@@ -133,11 +133,14 @@ def test_reference_fallback(monkeypatch, device):
 
 
 @pytest.mark.parametrize("name", FNS)
-def test_fused_one_launch_counters(name, monkeypatch, device):
-    """The one-launch variant (per-row barrier, ticket-ordered blocks). With one chunk a row
-    its barrier never waits, so it runs in the interpreter too; three calls check that the
-    ticket and row counters return to zero after each launch."""
+@pytest.mark.parametrize("flagged", [True, False])
+def test_fused_one_launch_counters(name, flagged, monkeypatch, device):
+    """The one-launch variant (per-row barrier, ticket-ordered blocks; flagged partial words
+    or an arrival counter). With one chunk a row its barrier never waits, so it runs in the
+    interpreter too; three calls check that the ticket, row counters and partial words
+    return to zero after each launch."""
     from fastpath.ops import softmax as sm
+    monkeypatch.setattr(sm, "FLAGGED", flagged)
     if device.type == "cpu":
         for knob, value in dict(FUSED=True, ROW_ALWAYS=16, MIN_CHUNK=256, CHUNK=256, MAX_CHUNK=256).items():
             monkeypatch.setattr(sm, knob, value)
