@@ -180,6 +180,9 @@ MAX_HEAD_DIM = 256
 MAX_ROWS = 32 if INTERPRET else 64
 MIN_KV_PER_SPLIT = 32 if INTERPRET else 256  # smallest share of the KV range worth a program
 PROGRAMS_PER_SM = 2
+#: Tuning overrides (scripts/tune_attention.py): KV tile and software-pipeline stages.
+BLOCK_N: Optional[int] = None
+NUM_STAGES: Optional[int] = None
 #: Tests set this to force the number of KV splits (clamped to what the KV length allows).
 SPLIT_OVERRIDE: Optional[int] = None
 
@@ -188,7 +191,7 @@ def _decode_blocks(D: int, DV: int, rows: int) -> tuple:
     """(BLOCK_R, BLOCK_N, BLOCK_D, BLOCK_DV, num_warps); plain int math."""
     bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
     br = min(MAX_ROWS, max(16, next_pow2(rows)))
-    bn = 16 if INTERPRET else (64 if max(bd, bdv) <= 128 else 32)
+    bn = 16 if INTERPRET else BLOCK_N or (64 if max(bd, bdv) <= 128 else 32)
     warps = 8 if br * max(bd, bdv) >= 64 * 128 else 4
     return br, bn, bd, bdv, warps
 
@@ -239,7 +242,8 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
-        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, num_warps=warps)
+        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, num_warps=warps,
+        **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
     return out
 
 
