@@ -71,6 +71,26 @@ def test_engine_argument_errors(reference_paths):
         list(eng.generate_step([[10**6]], 2))
 
 
+@pytest.mark.parametrize("lag", [1, 3])
+def test_token_ring_wraps(lag, reference_paths):
+    """Tokens come back through a device ring of lag + 2 slots: with lag 1 (3 slots) and 3,
+    30 steps wrap it many times and give the tokens of a step-by-step greedy decode of the
+    same model (logits argmax, one position at a time, no engine)."""
+    model = load(DEFAULT_MODEL, device=DEVICE, dtype=torch.float32, progress=False)
+    prompt = [5, 17, 99, 3]
+    got = [r[0] for r in Engine(model, max_seq=48, lag=lag, graphs=False, side_stream=False)
+           .generate_step([prompt], 30)]
+    hf = transformers.AutoModelForCausalLM.from_pretrained(DEFAULT_MODEL, dtype=torch.float32).eval()
+    ids = list(prompt)
+    with torch.no_grad():
+        for _ in range(30):
+            ids.append(int(hf(torch.tensor([ids])).logits[0, -1].argmax()))
+    assert got == ids[len(prompt):]
+    if DEVICE.type == "cpu":
+        with pytest.raises(ValueError, match="side_stream"):
+            Engine(model, max_seq=48, side_stream=True)
+
+
 def test_bench_run_on_the_embedded_model(reference_paths):
     """The decode benchmark's loop (two runs, the second timed) and its bytes-per-token count,
     checked against the model's own tensors."""

@@ -52,10 +52,11 @@ def bytes_per_token(model: Transformer, context: float) -> int:
 
 
 def run(model: Transformer, *, prompt_len: int = 512, new_tokens: int = 256, batch: int = 1,
-        graphs: Optional[bool] = None, seed: int = 0) -> dict:
+        graphs: Optional[bool] = None, seed: int = 0, side_stream: Optional[bool] = None) -> dict:
     """Prefill ``batch`` random prompts of ``prompt_len`` tokens, decode ``new_tokens`` greedily
     (no stop token) twice (the first run compiles and captures); returns the second run's figures."""
-    eng = Engine(model, max_seq=prompt_len + new_tokens + 8, batch=batch, graphs=graphs)
+    eng = Engine(model, max_seq=prompt_len + new_tokens + 8, batch=batch, graphs=graphs,
+                 side_stream=side_stream)
     g = torch.Generator().manual_seed(seed)
     prompts = torch.randint(0, model.cfg.vocab_size, (batch, prompt_len), generator=g).tolist()
     for _ in range(2):

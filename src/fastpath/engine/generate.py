@@ -4,9 +4,11 @@
 
 On a CUDA device the decode step (model, sampling, position update) is captured once per
 batch size and sampling setting in a CUDA graph and replayed; the position and the last
-token live on the device, so the host never waits for the GPU between tokens. Tokens come
-back through pinned host buffers a few steps behind the GPU, for streaming and stop tokens.
-Elsewhere the same step runs eagerly.
+token live on the device, so the host never waits for the GPU between tokens. Each step
+also writes its token to a small device ring (slot = step number mod its length); the host
+copies slots back to pinned buffers a few steps behind the GPU, for streaming and stop
+tokens, on a side stream (``side_stream``) so that the copies never sit between two steps
+on the compute stream. Elsewhere the same step runs eagerly.
 """
 from __future__ import annotations
 
@@ -53,18 +55,26 @@ class Engine:
 
     ``graphs``: capture the decode step in a CUDA graph (default: on CUDA devices).
     ``lag``: how many steps the host lets the GPU run ahead before reading a token back.
+    ``side_stream``: copy tokens back on a second CUDA stream (default: on CUDA devices).
     """
 
     def __init__(self, model: Transformer, *, max_seq: int = 2048, batch: int = 1,
-                 graphs: Optional[bool] = None, lag: int = 4):
+                 graphs: Optional[bool] = None, lag: int = 4, side_stream: Optional[bool] = None):
         self.model, self.device = model, model.device
-        self.graphs = (self.device.type == "cuda") if graphs is None else bool(graphs)
-        if self.graphs and self.device.type != "cuda":
-            raise ValueError(f"graphs: CUDA graphs need a CUDA model, this one is on {self.device}")
+        cuda = self.device.type == "cuda"
+        self.graphs = cuda if graphs is None else bool(graphs)
+        self.side_stream = cuda if side_stream is None else bool(side_stream)
+        for name, on in (("graphs", self.graphs), ("side_stream", self.side_stream)):
+            if on and not cuda:
+                raise ValueError(f"{name}: needs a CUDA model, this one is on {self.device}")
         model.setup_cache(batch, max_seq)
         self.batch, self.max_seq, self.lag = batch, max_seq, max(1, lag)
         self.tok = torch.zeros(batch, dtype=torch.int64, device=self.device)
         self.pos = torch.zeros(batch, dtype=torch.int64, device=self.device)
+        # step k's token goes to ring[k % len]: slots outlive the host's lag, so a slot is
+        # copied back before a later step overwrites it
+        self.ring = torch.zeros(self.lag + 2, batch, dtype=torch.int64, device=self.device)
+        self.step_idx = torch.zeros(1, dtype=torch.int64, device=self.device)
         self._graphs: dict = {}
         self.stats = Stats()
 
@@ -74,6 +84,8 @@ class Engine:
         nxt = sample(logits, sp.temperature, sp.top_k, sp.top_p)
         self.tok[:B].copy_(nxt)
         self.pos[:B] += 1
+        self.ring[:, :B].index_copy_(0, self.step_idx % self.ring.shape[0], nxt[None])
+        self.step_idx += 1
         return nxt
 
     def _graph_for(self, B: int, sp: SamplingParams):
@@ -152,9 +164,12 @@ class Engine:
         if all(done) or max_new_tokens == 1:
             return
         graph = self._graph_for(B, sp) if self.graphs else None
-        ring = self.lag + 1
+        self.step_idx.zero_()
+        ring, R = self.lag + 1, self.ring.shape[0]
         host = [torch.empty(B, dtype=torch.int64, pin_memory=cuda) for _ in range(ring)]
         events = [torch.cuda.Event() if cuda else None for _ in range(ring)]
+        side = torch.cuda.Stream(self.device) if self.side_stream else None
+        stepped = [torch.cuda.Event() for _ in range(ring)] if side is not None else None
         t1 = time.perf_counter()
         issued = read = 0
         n = max_new_tokens - 1
@@ -162,12 +177,19 @@ class Engine:
             while issued < n and issued - read < self.lag:
                 if graph is not None:
                     graph[0].replay()
-                    out = graph[1]
                 else:
-                    out = self._step(B, sp)
-                host[issued % ring].copy_(out, non_blocking=cuda)
-                if cuda:
-                    events[issued % ring].record()
+                    self._step(B, sp)
+                slot, i = self.ring[issued % R, :B], issued % ring
+                if side is not None:  # the copy waits for this step on the side stream
+                    stepped[i].record()
+                    side.wait_event(stepped[i])
+                    with torch.cuda.stream(side):
+                        host[i].copy_(slot, non_blocking=True)
+                        events[i].record(side)
+                else:
+                    host[i].copy_(slot, non_blocking=cuda)
+                    if cuda:
+                        events[i].record()
                 issued += 1
             if cuda:
                 events[read % ring].synchronize()
