@@ -241,3 +241,168 @@ def test_torch_compile_fullgraph(device):
     assert torch.equal(greedy, x.argmax(-1))
     assert sampled.shape == (3,) and sampled.dtype == torch.int64
     assert (x.topk(5, -1).indices == sampled.unsqueeze(-1)).any(-1).all()
+
+
+# ------------------------------------------------------------------ pruned top-k (mode 2)
+
+_SENT = -(2 ** 63) + 1
+
+
+def _keys(x: torch.Tensor) -> torch.Tensor:
+    """The kernel's int64 keys: order-preserving image of the float32 value, then the column
+    (lowest column first among equal values)."""
+    b = x.float().cpu().contiguous().view(torch.int32).long()
+    b = b ^ ((b >> 31) & 0x7FFFFFFF)
+    return (b << 32) | (0x7FFFFFFF - torch.arange(x.shape[-1]))
+
+
+def _prune_paths(x: torch.Tensor, k: int):
+    """Which way each phase of the pruned kernel goes, from the rule in sampling.py's
+    docstring, in plain PyTorch: (chunk phase: one of "pruned", "fallback" or "full" (no
+    pruning: chunk <= CAP) per (row block, chunk); merge phase: "pruned" or "fallback", and
+    "/shallow" (every run has at most MERGE_DEPTH keys >= T) or "/deep", per row block; the
+    plan). Used to check that a case exercises the path it is meant to."""
+    B, V = x.shape
+    k = min(k, V)
+    kp = launch.next_pow2(k)
+    chunk, S, bm = sampling._plan(B, V, kp, 2, x.device, prune=True)
+    cap = max(launch.next_pow2(sampling.CAP), 2 * kp)
+    rows = launch.cdiv(B, bm) * bm
+    keys = torch.full((rows, S * chunk), _SENT, dtype=torch.int64)
+    keys[:B, :V] = _keys(x)
+    runs = torch.full((rows, S, kp), _SENT, dtype=torch.int64)
+    chunks, merges = [], []
+    for c in range(S):
+        kc = keys[:, c * chunk:(c + 1) * chunk]
+        top = kc.topk(kp, 1).values
+        if chunk > cap:  # t: k-th largest of the maxima of 2 * kp strided groups
+            t = kc.view(rows, chunk // (2 * kp), 2 * kp).max(1).values.topk(k, 1).values[:, -1]
+            count = ((kc >= t[:, None]) & (kc != _SENT)).sum(1)
+            for rb in range(0, rows, bm):
+                pruned = bool(count[rb:rb + bm].max() <= cap)
+                chunks.append("pruned" if pruned else "fallback")
+                if pruned:  # the compacted buffer holds `count` keys: padding past them
+                    kept = torch.arange(kp) < count[rb:rb + bm, None]
+                    top[rb:rb + bm] = torch.where(kept, top[rb:rb + bm], _SENT)
+        else:
+            chunks += ["full"] * (rows // bm)
+        runs[:, c] = top
+    if S > 1:  # T: the larger of the best rank-(k-1) key of a chunk and the k-th largest
+        r = min(kp, launch.next_pow2(launch.cdiv(sampling.MERGE_GROUPS * kp, S)))  # of the
+        heads = runs[:, :, :r].reshape(rows, -1)  # top r keys of every chunk
+        T = torch.maximum(runs[:, :, k - 1].max(1).values, heads.topk(k, 1).values[:, -1])
+        count = ((runs >= T[:, None, None]) & (runs != _SENT)).sum((1, 2))
+        d = max(1, min(launch.next_pow2(sampling.MERGE_DEPTH), kp // 2))
+        deep = (runs[:, :, d].max(1).values >= T) & (torch.arange(rows) < B)  # a run has > d
+        for rb in range(0, rows, bm):
+            merges.append("pruned" if bool(count[rb:rb + bm].max() <= cap) else "fallback")
+            merges[-1] += "/deep" if bool(deep[rb:rb + bm].any()) else "/shallow"
+    return chunks, merges, (chunk, S, bm)
+
+
+def _hot_residues(V: int, k: int, scale=1.0) -> torch.Tensor:
+    """A row whose large values all sit in k - 1 residues mod 2 * K_PAD: the strided group
+    maxima bound is weak, (k - 1) * chunk / (2 K_PAD) keys pass it (chunk fallback)."""
+    g = 2 * launch.next_pow2(k)
+    x = torch.randn(V) - 10.0
+    hot = torch.arange(V) % g < k - 1
+    x[hot] = torch.rand(int(hot.sum())) + 10.0
+    return x
+
+
+def _hot_chunks(V: int, k: int, chunk: int) -> torch.Tensor:
+    """A row whose k - 1 chunks 1 .. k-1 each hold nearly the same k large values: both merge
+    bounds are weak, about (k - 1)**2 candidates pass (merge fallback)."""
+    x = torch.randn(V) - 10.0
+    for c in range(1, k):
+        for j in range(k):
+            x[c * chunk + 3 * j + 1] = 10.0 + 0.1 * j + 1e-4 * c
+    return x
+
+
+def _both_weak(V: int, k: int, chunk: int) -> torch.Tensor:
+    """_hot_chunks, and a last chunk of _hot_residues below the hot chunks' values."""
+    x = _hot_chunks(V, k, chunk)
+    x[-chunk:] = _hot_residues(chunk, k) - 10.0
+    return x
+
+
+def _rows(*rows) -> torch.Tensor:
+    return torch.stack([r if isinstance(r, torch.Tensor) else r() for r in rows])
+
+
+# (id, logits on the CPU, top_k, top_p, knobs, expected chunk-phase paths, merge-phase paths)
+PRUNE_CASES = [
+    ("random", lambda: torch.randn(3, 1000) * 2, 5, 0.8, {}, {"pruned"}, {"pruned/shallow"}),
+    ("k2", lambda: torch.randn(2, 1000) * 2, 2, None, {}, {"pruned"}, {"pruned/deep"}),
+    ("k_near_chunk", lambda: torch.randn(2, 1000), 60, 0.9, dict(MIN_CHUNK=256),
+     {"pruned"}, {"pruned/deep"}),
+    ("k_is_chunk", lambda: torch.randn(2, 1000), 250, 0.95, {}, set(), {"pruned/deep"}),
+    ("one_chunk", lambda: torch.randn(16, 250) * 3, 13, 0.7, {}, {"pruned"}, set()),
+    ("chunk_fallback_bm2", lambda: _rows(lambda: torch.randn(1024) * 2, _hot_residues(1024, 7),
+                                         lambda: torch.randn(1024) * 2),
+     7, 0.95, dict(BLOCK_ELEMS=512), {"pruned", "fallback"}, {"pruned/shallow"}),
+    ("merge_fallback_bm2", lambda: _rows(lambda: torch.randn(1024) * 2, _hot_chunks(1024, 7, 64),
+                                         lambda: torch.randn(1024) * 2),
+     7, None, dict(MAX_CHUNK=64, BLOCK_ELEMS=256), {"pruned"},
+     {"pruned/shallow", "fallback/deep"}),
+    ("merge_fallback_tiles", lambda: _rows(_hot_chunks(1024, 7, 64)), 7, 0.9,
+     dict(MAX_CHUNK=64, MERGE_TILE=32), {"pruned"}, {"fallback/deep"}),
+    ("both_fallback", lambda: _rows(_both_weak(2048, 7, 128)), 7, None, dict(MAX_CHUNK=128),
+     {"pruned", "fallback"}, {"fallback/deep"}),
+    ("masked_vocab", lambda: torch.where(torch.rand(2, 2000) < 0.97, -float("inf"),
+                                         torch.randn(2, 2000) * 2), 50, 0.9, {},
+     {"pruned"}, {"pruned/deep"}),
+]
+
+
+@pytest.mark.parametrize("case", PRUNE_CASES, ids=[c[0] for c in PRUNE_CASES])
+def test_pruned_top_k_matches_reference(device, monkeypatch, case):
+    """The pruned path (and its fallbacks, in each phase and for a block of rows with mixed
+    paths) against the reference with the same random numbers, and against the unpruned
+    path; the host model `_prune_paths` checks that each case takes the paths it is for."""
+    _, make, top_k, top_p, knobs, want_chunk, want_merge = case
+    for name, value in knobs.items():
+        monkeypatch.setattr(sampling, name, value)
+    x = make()
+    chunks, merges, (_, _, bm) = _prune_paths(x, top_k)
+    assert set(chunks) - {"full"} == want_chunk and set(merges) == want_merge, (chunks, merges)
+    assert bm == 2 or not case[0].endswith("bm2")  # row 0 prunes alone, row 1 does not
+    x = noncontig(x.to(device))
+    kw = dict(temperature=0.7, top_k=top_k, top_p=top_p)
+    ref = fastpath.reference_sample(x, generator=_gen(device, 21), **kw)
+    assert torch.equal(fastpath.sample(x, generator=_gen(device, 21), **kw), ref)
+    monkeypatch.setattr(sampling, "PRUNE", False)
+    assert torch.equal(fastpath.sample(x, generator=_gen(device, 21), **kw), ref)
+    for (_, _, name), buf in launch._workspaces.items():
+        if name == "sample.counters":
+            assert not buf.any()
+
+
+def _stable_reference(x, seeds, temperature, top_k, top_p):
+    """Inverse-CDF sampling over the top k in float64, equal values ordered by column (the
+    kernel's order; torch.topk leaves the order of ties unspecified)."""
+    x = x.double().cpu()
+    order = torch.sort(x, dim=-1, descending=True, stable=True).indices[:, :top_k]
+    e = torch.exp((x.gather(1, order) - x.gather(1, order[:, :1])) / temperature)
+    p = e / e.sum(-1, keepdim=True)
+    keep = (p.cumsum(-1) - p) < top_p
+    keep[:, 0] = True
+    c = (e * keep).cumsum(-1)
+    u = (seeds.cpu() & 0xFFFFFF).double() * 2.0 ** -24
+    r = (c <= (u * c[:, -1]).unsqueeze(-1)).sum(-1)
+    r = torch.minimum(r, keep.sum(-1) - 1)
+    return order.gather(1, r.unsqueeze(-1)).squeeze(-1)
+
+
+@pytest.mark.parametrize("layout", ["equal", "steps"])
+def test_pruned_top_k_ties(device, layout):
+    """All-equal logits, and a few values repeated over the row: the top k are the lowest
+    columns among equal values, as in argmax."""
+    B, V = 4, 1000
+    x = torch.zeros(B, V) if layout == "equal" else torch.randint(0, 4, (B, V)).float()
+    x = x.to(device)
+    seeds = torch.randint(0, 2 ** 62, (B,), generator=_gen("cpu", 8)).to(device)
+    for top_k, top_p in [(1, 0.5), (5, 1.0), (12, 0.5), (64, 0.9)]:
+        out = sampling._sample_op(x, seeds, 0.9, top_k, top_p)
+        assert torch.equal(out.cpu(), _stable_reference(x, seeds, 0.9, top_k, top_p))

@@ -4,13 +4,13 @@ One kernel, ``_sample_kernel``, with ``tl.constexpr`` variants. A program handle
 rows by one chunk of columns; a row of a whole vocabulary is split into ``S`` chunks so
 that it keeps many multiprocessors busy. A value and its column are packed into one int64
 *key* (order-preserving integer image of the float, then ``2**31 - 1 - column``), so the
-largest key is the largest value at its lowest column.
+largest key is the largest value at its lowest column, and no two keys of a row are equal.
 
 * ``MODE=0`` greedy: each program reduces its chunk to its largest key.
 * ``MODE=1`` temperature only: the same argmax of ``logits / T + Gumbel noise`` (exact
   sampling from ``softmax(logits / T)``), noise from Philox keyed by a per-row seed.
 * ``MODE=2`` top-k (and top-p): each program keeps its chunk's ``K_PAD`` (next power of
-  two >= k) largest keys with a bitonic top-k.
+  two >= k) largest keys, descending, with a bitonic top-k (``_topk``).
 
 With ``S > 1`` each program writes its candidates to a workspace ``[row blocks, S, BM,
 K_PAD]`` and bumps its row block's counter (acq_rel atomic); the last to arrive merges the
@@ -19,8 +19,32 @@ per-row uniform) and re-zeroes the counter (zeroed once per (device, stream)). N
 waits for another program, so the interpreter runs it too. With ``S = 1`` a program
 finishes its own rows.
 
-H200, [1, 151936] fp32, CUDA graph: greedy 5.7 us, temperature 7.2 us, top-k 8 10.5 us,
-top-k 50 + top-p 39.5 us (the bitonic stages dominate; cost grows with log(K_PAD)**2).
+Pruning (``PRUNE``, mode 2). A bitonic top-k costs ``log(K_PAD)**2`` stages over every
+lane it holds, so it runs on a small buffer of ``CAP`` lanes instead of thousands of keys.
+The k-th largest key of any *subset* of a row's keys is a lower bound of the row's k-th
+largest key, so the row's top k are among the keys at or above it:
+
+* chunk phase: ``t`` = the k-th largest of the maxima of ``2 * K_PAD`` strided groups of the
+  chunk (group g holds columns g, g + 2 K_PAD, ...; a top-k of 2 K_PAD lanes);
+* merge phase: ``T`` = the larger of (a) the largest rank-(k-1) key of any chunk and (b) the
+  k-th largest of the top ``R`` keys of every chunk (``S * R >= MERGE_GROUPS * K_PAD``). Only
+  ranks < k of each run can reach T; when no run has more than ``MERGE_DEPTH`` keys >= T
+  (checked on rank MERGE_DEPTH of every run) only those ranks are read, in one step.
+
+The keys at or above the bound are compacted (``tl.cumsum`` positions, per-program scratch
+in the workspace) into ``CAP`` lanes and the top-k runs there; a chunk's candidates are then
+exact at ranks < k, which is all the merge and ``_finish`` use. For random logits about
+``1.2 k`` to ``1.5 k`` keys pass (sorted or all-equal logits: exactly k). If more than ``CAP``
+pass in some row of the block (crafted or strongly clustered data), that phase takes its
+exact fallback, chosen at run time: the full top-k of the chunk, or a merge of the sorted
+runs ``MERGE_TILE`` lanes at a time. Either way ``_finish`` sees the row's top k in the same
+order, so the tokens are those of the unpruned path. ``PRUNE = False`` selects the unpruned
+path (one top-k over the whole chunk, one over all ``S * K_PAD`` candidates).
+
+H200, [1, 151936] fp32, CUDA graph (``scripts/tune_sample.py``): top-k 50 + top-p 0.9 at
+T 0.7 pruned 15.9 us a call (chunks of 2048, CAP 128), unpruned 39.3; top-k 8 unpruned
+10.3 us, pruned 11.4, so pruning starts at K_PAD 16; [64, 151936] top-k 50 197 us against
+482; greedy 5.7 us and temperature 7.2 us (modes 0 and 1).
 """
 from __future__ import annotations
 
@@ -72,20 +96,150 @@ def _merge(h, STAGE: tl.constexpr, ORDER: tl.constexpr, N_DIMS: tl.constexpr):
 
 @triton.jit
 def _topk(x, LOG_BM: tl.constexpr, LOG_W: tl.constexpr, LOG_K: tl.constexpr,
-          RUNS: tl.constexpr):
+          LOG_RUN: tl.constexpr):
     """The 2**LOG_K largest keys of each row of x [2**LOG_BM, 2**LOG_W], descending: the
     bitonic top-k of ``tl.topk`` with a ``tl.sum``-based compare-and-swap (``xor_sum`` runs
-    element by element in the interpreter). ``RUNS``: x is already sorted runs of 2**LOG_K
-    in alternating directions, so the sorting stages are skipped."""
+    element by element in the interpreter). ``LOG_RUN`` (<= LOG_K): x is already sorted runs
+    of 2**LOG_RUN, ascending and descending in turn (even runs ascending), so the first
+    LOG_RUN sorting stages are skipped (0: unsorted)."""
     N: tl.constexpr = LOG_BM + LOG_W
     h = tl.reshape(x, [2] * N)
-    if not RUNS:
-        for i in tl.static_range(1, LOG_K + 1):  # sort runs of 2**LOG_K
-            h = _merge(h, i, 2 if i < LOG_W else 1, N)
+    for i in tl.static_range(LOG_RUN + 1, LOG_K + 1):  # sort runs of 2**LOG_K
+        h = _merge(h, i, 2 if i < LOG_W else 1, N)
     for i in tl.static_range(LOG_K + 1, LOG_W + 1):  # keep the larger half, re-sort
         h = tl.max(h, axis=N - (i - LOG_K) - LOG_K)
         h = _merge(h, LOG_K, 2 if i < LOG_W else 1, N - (i - LOG_K))
     return tl.reshape(h, [2 ** LOG_BM, 2 ** LOG_K])
+
+
+@triton.jit
+def _kth(top, top_k, LOG_K: tl.constexpr):
+    """Rank ``top_k - 1`` of each row of descending keys [BM, 2**LOG_K]."""
+    rank = tl.arange(0, 2 ** LOG_K)[None, :]
+    return tl.max(tl.where(rank == top_k - 1, top, _SENT), axis=1)
+
+
+@triton.jit
+def _compact(keys, keep, count, scr, LOG_BM: tl.constexpr, LOG_CAP: tl.constexpr):
+    """Append the kept keys of each row of keys [BM, W] to that row's list in the scratch
+    ``[BM, CAP]`` (which holds ``count`` keys); return the new counts. Keys past CAP are
+    counted but not stored."""
+    CAP: tl.constexpr = 2 ** LOG_CAP
+    pos = count[:, None] + tl.cumsum(keep.to(tl.int32), 1) - 1
+    tl.store(scr + tl.arange(0, 2 ** LOG_BM)[:, None] * CAP + pos, keys, mask=keep & (pos < CAP))
+    return count + tl.sum(keep.to(tl.int32), 1)
+
+
+@triton.jit
+def _compacted_top(count, scr, LOG_BM: tl.constexpr, LOG_K: tl.constexpr, LOG_CAP: tl.constexpr):
+    """Top 2**LOG_K of the ``count`` (<= CAP) keys each row holds in the scratch."""
+    CAP: tl.constexpr = 2 ** LOG_CAP
+    c = tl.arange(0, CAP)[None, :]
+    buf = tl.load(scr + tl.arange(0, 2 ** LOG_BM)[:, None] * CAP + c, mask=c < count[:, None],
+                  other=_SENT)
+    return _topk(buf, LOG_BM, LOG_CAP, LOG_K, 0)
+
+
+@triton.jit
+def _chunk_top(keys, scr, top_k, LOG_BM: tl.constexpr, LOG_CHUNK: tl.constexpr,
+               LOG_K: tl.constexpr, LOG_CAP: tl.constexpr, PRUNE: tl.constexpr):
+    """The chunk's candidates: [BM, K_PAD] keys, descending, exact at ranks < top_k (all
+    ranks without pruning or in the fallback)."""
+    if PRUNE:
+        BM: tl.constexpr = 2 ** LOG_BM
+        G: tl.constexpr = 2 ** (LOG_K + 1)
+        # t: the k-th largest of the maxima of G strided groups (a subset of the keys)
+        gmax = tl.max(tl.reshape(keys, [BM, 2 ** LOG_CHUNK // G, G]), axis=1)
+        t = _kth(_topk(gmax, LOG_BM, LOG_K + 1, LOG_K, 0), top_k, LOG_K)
+        keep = (keys >= t[:, None]) & (keys != _SENT)
+        count = _compact(keys, keep, tl.zeros([BM], dtype=tl.int32), scr, LOG_BM, LOG_CAP)
+        tl.debug_barrier()  # the scratch stores happen before the loads
+        if tl.max(count, axis=0) <= 2 ** LOG_CAP:
+            top = _compacted_top(count, scr, LOG_BM, LOG_K, LOG_CAP)
+        else:  # too many keys >= t in some row: the full top-k
+            top = _topk(keys, LOG_BM, LOG_CHUNK, LOG_K, 0)
+    else:
+        top = _topk(keys, LOG_BM, LOG_CHUNK, LOG_K, 0)
+    return top
+
+
+@triton.jit
+def _merge_runs(ws, scr, rmask, S, LOG_BM: tl.constexpr, LOG_K: tl.constexpr,
+                LOG_T: tl.constexpr, LOG_CAP: tl.constexpr):
+    """Exact top K_PAD of the S sorted runs ws [S, BM, K_PAD], TILE = 2**LOG_T lanes at a
+    time: the first TILE / K_PAD runs, then the running top K_PAD (kept in the scratch) with
+    the next TILE / K_PAD - 1 runs, and so on."""
+    BM: tl.constexpr = 2 ** LOG_BM
+    K_PAD: tl.constexpr = 2 ** LOG_K
+    P: tl.constexpr = 2 ** (LOG_T - LOG_K)  # runs per tile
+    m = tl.arange(0, BM)[:, None]
+    rm = rmask[:, None]
+    j = tl.arange(0, 2 ** LOG_T)[None, :]
+    q = j // K_PAD
+    r = tl.where(q % 2 == 0, K_PAD - 1 - j % K_PAD, j % K_PAD)  # even runs read ascending
+    x = tl.load(ws + (q * BM + m) * K_PAD + r, mask=(q < S) & rm, other=_SENT,
+                cache_modifier=".cg")
+    acc = _topk(x, LOG_BM, LOG_T, LOG_K, LOG_K)
+    for c0 in range(P, S, P - 1):
+        tl.debug_barrier()  # every thread has read the scratch
+        tl.store(scr + m * 2 ** LOG_CAP + tl.arange(0, K_PAD)[None, :], acc)
+        tl.debug_barrier()
+        c = c0 + q - 1
+        x = tl.load(ws + (c * BM + m) * K_PAD + r, mask=(q > 0) & (c < S) & rm, other=_SENT,
+                    cache_modifier=".cg")
+        prev = tl.load(scr + m * 2 ** LOG_CAP + r, mask=q == 0, other=_SENT)
+        acc = _topk(tl.where(q == 0, prev, x), LOG_BM, LOG_T, LOG_K, LOG_K)
+    return acc
+
+
+@triton.jit
+def _merge_top(ws, scr, rmask, S, top_k, LOG_BM: tl.constexpr, LOG_K: tl.constexpr,
+               LOG_CAP: tl.constexpr, LOG_R: tl.constexpr, LOG_GM: tl.constexpr,
+               LOG_T: tl.constexpr, LOG_S: tl.constexpr, LOG_D: tl.constexpr):
+    """The row's top K_PAD keys (exact at ranks < top_k), descending, from the S sorted runs
+    of candidates ws [S, BM, K_PAD]: prune at a lower bound T of the k-th largest key."""
+    BM: tl.constexpr = 2 ** LOG_BM
+    K_PAD: tl.constexpr = 2 ** LOG_K
+    R: tl.constexpr = 2 ** LOG_R
+    m = tl.arange(0, BM)[:, None]
+    rm = rmask[:, None]
+    g = tl.arange(0, 2 ** LOG_GM)[None, :]
+    # (a) the largest rank-(k-1) key of a chunk (tight when one chunk holds the top keys)
+    kth = tl.load(ws + (g * BM + m) * K_PAD + (top_k - 1), mask=(g < S) & rm, other=_SENT,
+                  cache_modifier=".cg")
+    T = tl.max(kth, axis=1)
+    # (b) the k-th largest of the top R keys of every chunk (runs of R, even runs ascending)
+    c = g // R
+    i = tl.where(c % 2 == 0, R - 1 - g % R, g % R)
+    heads = tl.load(ws + (c * BM + m) * K_PAD + i, mask=(c < S) & rm, other=_SENT,
+                    cache_modifier=".cg")
+    T = tl.maximum(T, _kth(_topk(heads, LOG_BM, LOG_GM, LOG_K, LOG_R), top_k, LOG_K))
+    # compact the candidates >= T: at most k per run (T >= bound (a)), usually fewer than D
+    count = tl.zeros([BM], dtype=tl.int32)
+    deep = tl.load(ws + (g * BM + m) * K_PAD + 2 ** LOG_D, mask=(g < S) & rm, other=_SENT,
+                   cache_modifier=".cg")  # rank D of every run (LOG_D < LOG_K)
+    if tl.max(((tl.max(deep, axis=1) >= T) & rmask).to(tl.int32), axis=0) == 0:
+        # no run has more than D keys >= T: ranks < D of every run
+        jd = tl.arange(0, 2 ** (LOG_S + LOG_D))[None, :]
+        cand = tl.load(ws + ((jd >> LOG_D) * BM + m) * K_PAD + (jd & (2 ** LOG_D - 1)),
+                       mask=((jd >> LOG_D) < S) & rm, other=_SENT, cache_modifier=".cg")
+        count = _compact(cand, (cand >= T[:, None]) & (cand != _SENT), count, scr, LOG_BM,
+                         LOG_CAP)
+    else:  # all ranks < k of every run, TILE lanes at a time
+        j = tl.arange(0, 2 ** LOG_T)[None, :]
+        for start in range(0, S * K_PAD, 2 ** LOG_T):
+            jj = start + j
+            cand = tl.load(ws + ((jj // K_PAD) * BM + m) * K_PAD + jj % K_PAD,
+                           mask=(jj < S * K_PAD) & (jj % K_PAD < top_k) & rm, other=_SENT,
+                           cache_modifier=".cg")
+            count = _compact(cand, (cand >= T[:, None]) & (cand != _SENT), count, scr, LOG_BM,
+                             LOG_CAP)
+    tl.debug_barrier()  # the scratch stores happen before the loads
+    if tl.max(count, axis=0) <= 2 ** LOG_CAP:
+        top = _compacted_top(count, scr, LOG_BM, LOG_K, LOG_CAP)
+    else:  # too many candidates >= T in some row: merge them all
+        top = _merge_runs(ws, scr, rmask, S, LOG_BM, LOG_K, LOG_T, LOG_CAP)
+    return top
 
 
 @triton.jit
@@ -105,11 +259,11 @@ def _gumbel(seed, offs):
 @triton.jit
 def _finish(keys, out_ptr, rows, rmask, seed, top_k, inv_temp, top_p,
             LOG_BM: tl.constexpr, LOG_W: tl.constexpr, LOG_K: tl.constexpr,
-            MODE: tl.constexpr, TOP_P: tl.constexpr, RUNS: tl.constexpr):
+            MODE: tl.constexpr, TOP_P: tl.constexpr, LOG_RUN: tl.constexpr):
     """Select each row's token from its candidate keys [BM, 2**LOG_W] and store it."""
     if MODE == 2:
         K_PAD: tl.constexpr = 2 ** LOG_K
-        top = _topk(keys, LOG_BM, LOG_W, LOG_K, RUNS)  # [BM, K_PAD], descending
+        top = _topk(keys, LOG_BM, LOG_W, LOG_K, LOG_RUN)  # [BM, K_PAD], descending
         rank = tl.arange(0, K_PAD)[None, :]
         valid = (top != _SENT) & (rank < top_k)
         hi = (top >> 32).to(tl.int32)
@@ -135,15 +289,22 @@ def _finish(keys, out_ptr, rows, rmask, seed, top_k, inv_temp, top_p,
 
 
 @triton.jit
-def _sample_kernel(x_ptr, out_ptr, seed_ptr, ws_ptr, cnt_ptr, B, N, sxr, sxn, S,
+def _sample_kernel(x_ptr, out_ptr, seed_ptr, ws_ptr, cnt_ptr, tmp_ptr, B, N, sxr, sxn, S,
                    top_k, inv_temp, top_p,
                    LOG_BM: tl.constexpr, LOG_CHUNK: tl.constexpr, LOG_K: tl.constexpr,
                    LOG_M: tl.constexpr, MODE: tl.constexpr, TOP_P: tl.constexpr,
-                   SPLIT: tl.constexpr):
+                   SPLIT: tl.constexpr, PRUNE: tl.constexpr, LOG_CAP: tl.constexpr,
+                   LOG_R: tl.constexpr, LOG_GM: tl.constexpr, LOG_S: tl.constexpr,
+                   LOG_D: tl.constexpr):
+    """PRUNE (mode 2 only): LOG_CAP: the compaction buffer per row; LOG_R, LOG_GM: runs of
+    the top R keys of every chunk and their lanes (merge bound (b)); LOG_S: next_pow2(S);
+    LOG_D: the merge's one-step depth; LOG_M: lanes of a merge tile. Without PRUNE, LOG_M:
+    lanes of all S * K_PAD candidates."""
     BM: tl.constexpr = 2 ** LOG_BM
     CHUNK: tl.constexpr = 2 ** LOG_CHUNK
     K_PAD: tl.constexpr = 2 ** LOG_K
     M_PAD: tl.constexpr = 2 ** LOG_M
+    PRUNE_CHUNK: tl.constexpr = PRUNE and LOG_CAP < LOG_CHUNK  # PRUNE is set in mode 2 only
     # Program (row block rb, chunk): rows rb*BM .. rb*BM+BM-1, columns of chunk `chunk`.
     pid = tl.program_id(0)
     rb = pid // S
@@ -160,9 +321,10 @@ def _sample_kernel(x_ptr, out_ptr, seed_ptr, ws_ptr, cnt_ptr, B, N, sxr, sxn, S,
     if MODE == 1:
         x = x * inv_temp + _gumbel(seed[:, None], cols2)
     keys = _pack(x, cols2, mask)
+    scr = tmp_ptr + pid.to(tl.int64) * (BM * 2 ** LOG_CAP)  # this program's scratch [BM, CAP]
     if SPLIT:
         if MODE == 2:
-            cand = _topk(keys, LOG_BM, LOG_CHUNK, LOG_K, False)  # descending
+            cand = _chunk_top(keys, scr, top_k, LOG_BM, LOG_CHUNK, LOG_K, LOG_CAP, PRUNE_CHUNK)
         else:
             cand = tl.max(keys, axis=1, keep_dims=True)
         # workspace [row blocks, S, BM, K_PAD]
@@ -172,49 +334,83 @@ def _sample_kernel(x_ptr, out_ptr, seed_ptr, ws_ptr, cnt_ptr, B, N, sxr, sxn, S,
         tl.debug_barrier()  # every thread's stores happen before the release below
         if tl.atomic_add(cnt_ptr + rb, 1, sem="acq_rel") == S - 1:
             tl.atomic_xchg(cnt_ptr + rb, 0)  # ready for the next launch
-            # candidate j = (chunk c, rank r); even chunks are read reversed, so that the
-            # runs alternate ascending / descending as the bitonic top-k expects
-            j = tl.arange(0, M_PAD)[None, :]
-            c = j // K_PAD
-            r = tl.where(c % 2 == 0, K_PAD - 1 - j % K_PAD, j % K_PAD)
-            merged = tl.load(ws + (c * BM + m[:, None]) * K_PAD + r,
-                             mask=(j < S * K_PAD) & rmask[:, None], other=_SENT,
-                             cache_modifier=".cg")
-            _finish(merged, out_ptr, rows, rmask, seed, top_k, inv_temp, top_p,
-                    LOG_BM, LOG_M, LOG_K, MODE, TOP_P, True)
+            if MODE == 2 and PRUNE:
+                top = _merge_top(ws, scr, rmask, S, top_k, LOG_BM, LOG_K, LOG_CAP, LOG_R,
+                                 LOG_GM, LOG_M, LOG_S, LOG_D)
+                _finish(top, out_ptr, rows, rmask, seed, top_k, inv_temp, top_p,
+                        LOG_BM, LOG_K, LOG_K, MODE, TOP_P, LOG_K)
+            else:
+                # candidate j = (chunk c, rank r); even chunks are read reversed, so that the
+                # runs alternate ascending / descending as the bitonic top-k expects
+                j = tl.arange(0, M_PAD)[None, :]
+                c = j // K_PAD
+                r = tl.where(c % 2 == 0, K_PAD - 1 - j % K_PAD, j % K_PAD)
+                merged = tl.load(ws + (c * BM + m[:, None]) * K_PAD + r,
+                                 mask=(j < S * K_PAD) & rmask[:, None], other=_SENT,
+                                 cache_modifier=".cg")
+                _finish(merged, out_ptr, rows, rmask, seed, top_k, inv_temp, top_p,
+                        LOG_BM, LOG_M, LOG_K, MODE, TOP_P, LOG_K)
     else:
-        _finish(keys, out_ptr, rows, rmask, seed, top_k, inv_temp, top_p,
-                LOG_BM, LOG_CHUNK, LOG_K, MODE, TOP_P, False)
+        if PRUNE_CHUNK:
+            top = _chunk_top(keys, scr, top_k, LOG_BM, LOG_CHUNK, LOG_K, LOG_CAP, True)
+            _finish(top, out_ptr, rows, rmask, seed, top_k, inv_temp, top_p,
+                    LOG_BM, LOG_K, LOG_K, MODE, TOP_P, LOG_K)
+        else:
+            _finish(keys, out_ptr, rows, rmask, seed, top_k, inv_temp, top_p,
+                    LOG_BM, LOG_CHUNK, LOG_K, MODE, TOP_P, 0)
 
 
 # ---------------------------------------------------------------------------- launcher
 
-#: Tuning knobs (the interpreter uses small chunks so that tests exercise the split path).
+#: Tuning knobs, module-level so that tuning scripts can override them (the interpreter
+#: uses small sizes so that tests exercise the split and pruned paths).
 MIN_CHUNK = 64 if INTERPRET else 1024
 MAX_CHUNK = 256 if INTERPRET else 16384
-MAX_MERGE = 1024 if INTERPRET else 8192  # candidates the merging program holds at once
-BLOCK_ELEMS = 8192 if INTERPRET else 2048  # rows per program: BM * max(chunk, merge) <= this
+MAX_MERGE = 1024 if INTERPRET else 8192  # unpruned: candidates the merging program holds at once
+BLOCK_ELEMS = 8192 if INTERPRET else 2048  # rows per program: BM * (widest tile) <= this
 MAX_K = 256  # larger top_k (after clamping to V) takes the reference path
+PRUNE = True  # mode 2: threshold pruning + compaction (False: the unpruned bitonic path)
+PRUNE_MIN_K = 1 if INTERPRET else 16  # pruning from this K_PAD up (H200, top-k 8: 11.4 us pruned, 10.3 unpruned)
+PRUNE_MIN_CHUNK = 64 if INTERPRET else 2048  # (H200, [1, 151936] top-k 50: 15.9 us; 1024: 17.0)
+CAP = 32 if INTERPRET else 128  # compaction buffer lanes per row (at least 2 * K_PAD)
+MERGE_GROUPS = 2  # merge bound (b) looks at >= MERGE_GROUPS * K_PAD of the chunks' top keys
+MERGE_TILE = 128 if INTERPRET else 2048  # lanes per step of the merge's compaction / fallback
+MERGE_DEPTH = 8  # the merge first tries ranks < MERGE_DEPTH of every run (one step)
+NUM_WARPS = None  # None: by the widest tile; an int forces it (tuning)
 
 
 _SAMPLE = Launcher(_sample_kernel)
 
 
-def _plan(n_rows: int, V: int, k_pad: int, mode: int, device: torch.device):
+def _pruned(mode: int, k_pad: int, prune) -> bool:
+    return (PRUNE if prune is None else prune) and mode == 2 and k_pad >= PRUNE_MIN_K
+
+
+def _plan(n_rows: int, V: int, k_pad: int, mode: int, device: torch.device, prune=None):
     """(chunk, S, BM) for a launch, or None when no chunking fits the merge budget."""
+    prune = _pruned(mode, k_pad, prune)
     want = max(1, cdiv(2 * num_sms(device), n_rows))  # chunks per row to fill the GPU
     chunk = next_pow2(cdiv(V, want))
-    if mode == 2:  # balance the per-chunk top-k (~chunk) against the merge (~S * k_pad)
+    if mode == 2 and not prune:  # balance the chunk's top-k (~chunk) against the merge (~S * k_pad)
         chunk = max(chunk, next_pow2(math.isqrt(V * k_pad)))
+    if prune:
+        chunk = max(chunk, PRUNE_MIN_CHUNK)
     chunk = max(min(max(chunk, MIN_CHUNK), MAX_CHUNK, next_pow2(V)), k_pad)
     S = cdiv(V, chunk)
-    while S > 1 and next_pow2(S * k_pad) > MAX_MERGE:
+    while not prune and S > 1 and next_pow2(S * k_pad) > MAX_MERGE:
         chunk *= 2
         S = cdiv(V, chunk)
     if chunk > max(MAX_CHUNK, k_pad):
         return None
-    width = max(chunk, next_pow2(S * k_pad) if S > 1 else 0)
+    width = max(chunk, _merge_tile(S, k_pad, prune) if S > 1 else 0)
     return chunk, S, min(next_pow2(n_rows), max(1, BLOCK_ELEMS // width))
+
+
+def _merge_tile(S: int, k_pad: int, prune: bool) -> int:
+    """Lanes of the merging program's widest tile: all S * K_PAD candidates, or (pruned) a
+    tile of at least 2 runs."""
+    m_pad = next_pow2(S * k_pad)
+    return max(min(m_pad, next_pow2(MERGE_TILE)), 2 * k_pad) if prune else m_pad
 
 
 def _mode(V: int, temperature: float, top_k: int, top_p: float):
@@ -227,27 +423,54 @@ def _mode(V: int, temperature: float, top_k: int, top_p: float):
     return 2, k
 
 
+def _meta(n_rows: int, mode: int, k: int, top_p: float, plan, prune=None) -> dict:
+    """The kernel's constexprs and ``num_warps`` for a launch (also the tuning script's and
+    the offline compile check's view of a configuration)."""
+    k_pad = next_pow2(k)
+    prune = _pruned(mode, k_pad, prune)
+    chunk, S, bm = plan
+    cap = max(next_pow2(CAP), 2 * k_pad)
+    m_pad = _merge_tile(S, k_pad, prune)
+    r = min(k_pad, next_pow2(cdiv(MERGE_GROUPS * k_pad, S)))  # merge bound (b): top r of each run
+    depth = max(1, min(next_pow2(MERGE_DEPTH), k_pad // 2))
+    width = bm * max(chunk, m_pad if S > 1 else 0)
+    if NUM_WARPS is not None:
+        num_warps = NUM_WARPS
+    elif mode == 2 and not prune:  # bitonic stages want every thread (H200, 4096 keys:
+        num_warps = max(4, min(32, width // 128))  # 16 warps 43 us, 32 warps 37 us)
+    else:
+        num_warps = max(4, min(16, width // 256))
+    return dict(LOG_BM=_log2(bm), LOG_CHUNK=_log2(chunk), LOG_K=_log2(k_pad), LOG_M=_log2(m_pad),
+                MODE=mode, TOP_P=mode == 2 and top_p < 1.0, SPLIT=S > 1, PRUNE=prune,
+                LOG_CAP=_log2(cap), LOG_R=_log2(r), LOG_GM=_log2(next_pow2(S * r)),
+                LOG_S=_log2(next_pow2(S)), LOG_D=_log2(depth), num_warps=num_warps)
+
+
+def _log2(n: int) -> int:
+    """log2 of a power of two."""
+    return n.bit_length() - 1
+
+
 def _launch(x: torch.Tensor, seeds: torch.Tensor, temperature: float, top_k: int,
-            top_p: float, plan) -> torch.Tensor:
+            top_p: float, plan, prune=None) -> torch.Tensor:
     n_rows, V = x.shape
     mode, k = _mode(V, temperature, top_k, top_p)
+    meta = _meta(n_rows, mode, k, top_p, plan, prune)
     k_pad = next_pow2(k)
     out = alloc.empty(n_rows, dtype=torch.int64, device=x.device)
     chunk, S, bm = plan
-    split = S > 1
     n_rb = cdiv(n_rows, bm)
+    split = S > 1
     ws = workspace(x.device, "sample.candidates", n_rb * S * bm * k_pad if split else 1, torch.int64)
     cnt = workspace(x.device, "sample.counters", n_rb, torch.int32, zeroed=True) if split else ws
-    m_pad = next_pow2(S * k_pad)
-    width = bm * max(chunk, m_pad if split else 0)
-    # bitonic stages want every thread (H200, 4096 keys: 16 warps 43 us, 32 warps 37 us)
-    num_warps = max(4, min(32, width // 128)) if mode == 2 else max(4, min(16, width // 256))
+    cap = 2 ** meta["LOG_CAP"]
+    if meta["PRUNE"] and (split or chunk > cap):  # per-program compaction scratch [BM, CAP]
+        tmp = workspace(x.device, "sample.scratch", n_rb * S * bm * cap, torch.int64)
+    else:
+        tmp = ws
     _SAMPLE[(n_rb * S,)](
-        x, out, seeds, ws, cnt, n_rows, V, x.stride(0), x.stride(1), S, k,
-        1.0 / temperature if temperature > 0 else 1.0, top_p,
-        LOG_BM=bm.bit_length() - 1, LOG_CHUNK=chunk.bit_length() - 1, LOG_K=k_pad.bit_length() - 1,
-        LOG_M=m_pad.bit_length() - 1, MODE=mode, TOP_P=mode == 2 and top_p < 1.0, SPLIT=split,
-        num_warps=num_warps)
+        x, out, seeds, ws, cnt, tmp, n_rows, V, x.stride(0), x.stride(1), S, k,
+        1.0 / temperature if temperature > 0 else 1.0, top_p, **meta)
     return out
 
 
