@@ -19,7 +19,7 @@ from fastpath.ops import attention as A
 
 SHAPES = [(1, 32, 8, 1, 1024, 128), (1, 32, 8, 1, 8192, 128), (1, 32, 8, 1, 32768, 128),
           (1, 16, 2, 1, 8192, 256)]
-KNOBS = ("BLOCK_N", "PROGRAMS_PER_SM", "MIN_KV_PER_SPLIT", "NUM_STAGES")
+KNOBS = ("BLOCK_N", "PROGRAMS_PER_SM", "MIN_KV_PER_SPLIT", "MAX_SPLITS", "NUM_STAGES")
 
 
 def variants():

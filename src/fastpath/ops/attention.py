@@ -7,8 +7,8 @@ Paths (chosen on shapes and flags only, never on data):
   (batch, KV head, KV split) and *all* query heads of that KV head's group and all query
   tokens: the ``G * Lq`` rows (padded to at least 16 for ``tl.dot``) share every K and V
   tile, so the cache is read once per group. Online softmax in float32 (``exp2`` with the
-  scale folded into ``log2(e)``). The KV range is split over programs so that about two
-  programs per multiprocessor run; each writes its float32 partial (row max, row sum,
+  scale folded into ``log2(e)``). The KV range is split over programs so that about one
+  program per multiprocessor runs (at most 16 splits); each writes its float32 partial (row max, row sum,
   unnormalised output) to a workspace and the last program of each (batch, KV head) to
   finish (an acq_rel ticket counter in a zeroed workspace, returned to zero) combines the
   partials in the fixed order 0, 1, ... and writes the output: deterministic, one launch.
@@ -178,8 +178,13 @@ MAX_HEAD_DIM = 256
 #: Rows (query heads of a group x query tokens) per program; more rows take more programs.
 #: The interpreter uses small blocks so that CI covers several row blocks, KV blocks and splits.
 MAX_ROWS = 32 if INTERPRET else 64
-MIN_KV_PER_SPLIT = 32 if INTERPRET else 256  # smallest share of the KV range worth a program
-PROGRAMS_PER_SM = 2
+#: KV splits: about PROGRAMS_PER_SM programs a multiprocessor, each over at least
+#: MIN_KV_PER_SPLIT keys, at most MAX_SPLITS (the last program of a group combines the
+#: partials one by one). H200 sweep (scripts/tune_attention.py, 32/8 heads of 128, graph):
+#: from 2 programs an SM and 256 keys, 1K / 8K / 32K keys 9.2 / 23.8 / 48.7 us -> 9.0 / 18.8 / 42.8.
+MIN_KV_PER_SPLIT = 32 if INTERPRET else 128
+PROGRAMS_PER_SM = 1
+MAX_SPLITS = 16
 #: Tuning overrides (scripts/tune_attention.py): KV tile and software-pipeline stages.
 BLOCK_N: Optional[int] = None
 NUM_STAGES: Optional[int] = None
@@ -191,7 +196,7 @@ def _decode_blocks(D: int, DV: int, rows: int) -> tuple:
     """(BLOCK_R, BLOCK_N, BLOCK_D, BLOCK_DV, num_warps); plain int math."""
     bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
     br = min(MAX_ROWS, max(16, next_pow2(rows)))
-    bn = 16 if INTERPRET else BLOCK_N or (64 if max(bd, bdv) <= 128 else 32)
+    bn = 16 if INTERPRET else BLOCK_N or (128 if max(bd, bdv) <= 128 else 64)
     warps = 8 if br * max(bd, bdv) >= 64 * 128 else 4
     return br, bn, bd, bdv, warps
 
@@ -199,12 +204,12 @@ def _decode_blocks(D: int, DV: int, rows: int) -> tuple:
 def decode_split(span: int, programs: int, device: torch.device, block_n: int) -> int:
     """KV splits for ``programs`` (batch x KV head x row block) programs over ``span`` keys:
     enough for about ``PROGRAMS_PER_SM`` programs per multiprocessor, at least
-    ``MIN_KV_PER_SPLIT`` keys each."""
+    ``MIN_KV_PER_SPLIT`` keys each, at most ``MAX_SPLITS``."""
     if SPLIT_OVERRIDE is not None:
         split = SPLIT_OVERRIDE
     else:
         target = PROGRAMS_PER_SM * num_sms(device)
-        split = min(cdiv(target, max(programs, 1)), max(1, span // MIN_KV_PER_SPLIT))
+        split = min(cdiv(target, max(programs, 1)), max(1, span // MIN_KV_PER_SPLIT), MAX_SPLITS)
     return max(1, min(split, cdiv(max(span, 1), block_n)))
 
 
