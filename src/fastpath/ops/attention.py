@@ -192,11 +192,12 @@ NUM_STAGES: Optional[int] = None
 SPLIT_OVERRIDE: Optional[int] = None
 
 
-def _decode_blocks(D: int, DV: int, rows: int) -> tuple:
+def _decode_blocks(D: int, DV: int, rows: int, itemsize: int = 2) -> tuple:
     """(BLOCK_R, BLOCK_N, BLOCK_D, BLOCK_DV, num_warps); plain int math."""
     bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
     br = min(MAX_ROWS, max(16, next_pow2(rows)))
-    bn = 16 if INTERPRET else BLOCK_N or (128 if max(bd, bdv) <= 128 else 64)
+    # KV tiles of up to 32 KB (128 keys of 128 bf16; three pipeline stages of K and V fit)
+    bn = 16 if INTERPRET else BLOCK_N or min(128, 32768 // (max(bd, bdv) * itemsize))
     warps = 8 if br * max(bd, bdv) >= 64 * 128 else 4
     return br, bn, bd, bdv, warps
 
@@ -219,7 +220,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
     B, Hout, Lq, D = q.shape
     Hkv, Lk, DV = k.shape[1], k.shape[2], v.shape[3]
     rows = G * Lq
-    br, bn, bd, bdv, warps = _decode_blocks(D, DV, rows)
+    br, bn, bd, bdv, warps = _decode_blocks(D, DV, rows, k.element_size())
     n_rb = cdiv(rows, br)
     programs = B * Hkv * n_rb
     span = Lk
