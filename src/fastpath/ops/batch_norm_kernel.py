@@ -144,9 +144,9 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
     fin_ptr = ws_ptr
     part_ptr = ws_ptr + 2 * C
     if PHASE == 0:  # (group, chunk) in the order programs start: a group's chunks run together
-        t = tl.atomic_add(sync_ptr, 1)
+        t = tl.atomic_add(sync_ptr, 1, sem="relaxed")  # a count: it orders nothing
         if t == tl.num_programs(0) - 1:
-            tl.atomic_xchg(sync_ptr, 0)
+            tl.atomic_xchg(sync_ptr, 0, sem="relaxed")
     else:
         t = tl.program_id(0)
     g = t // K
