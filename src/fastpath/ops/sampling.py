@@ -371,6 +371,9 @@ BLOCK_ELEMS = 8192 if INTERPRET else 2048  # rows per program: BM * (widest tile
 MAX_K = 256  # larger top_k (after clamping to V) takes the reference path
 PRUNE = True  # mode 2: threshold pruning + compaction (False: the unpruned bitonic path)
 PRUNE_MIN_K = 1 if INTERPRET else 16  # pruning from this K_PAD up (H200, top-k 8: 11.4 us pruned, 10.3 unpruned)
+#: ... up to this K_PAD: compiled and measured on the H200 up to 64 (top-k 50); 128 and 256
+#: keep the unpruned path there until they are (the interpreter prunes every size).
+PRUNE_MAX_K = 1 << 30 if INTERPRET else 64
 PRUNE_MIN_CHUNK = 64 if INTERPRET else 2048  # (H200, [1, 151936] top-k 50: 15.9 us; 1024: 17.0)
 CAP = 32 if INTERPRET else 128  # compaction buffer lanes per row (at least 2 * K_PAD)
 MERGE_GROUPS = 2  # merge bound (b) looks at >= MERGE_GROUPS * K_PAD of the chunks' top keys
@@ -383,7 +386,7 @@ _SAMPLE = Launcher(_sample_kernel)
 
 
 def _pruned(mode: int, k_pad: int, prune) -> bool:
-    return (PRUNE if prune is None else prune) and mode == 2 and k_pad >= PRUNE_MIN_K
+    return (PRUNE if prune is None else prune) and mode == 2 and PRUNE_MIN_K <= k_pad <= PRUNE_MAX_K
 
 
 def _plan(n_rows: int, V: int, k_pad: int, mode: int, device: torch.device, prune=None):
