@@ -182,21 +182,22 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype, plan=None) -> to
     chunk, S = (plan or _plan(n_rows, N, sms))[:2]
     warps = plan[2] if plan and len(plan) > 2 else _num_warps(chunk)
     total = n_rows * S
-    part = workspace(x.device, "softmax.partials", n_rows * S * 2, torch.float32)
-    args = (x2, y, part)
-    common = dict(CHUNK=chunk, S_PAD=next_pow2(S), LOG=log, num_warps=warps)
+    common = {"CHUNK": chunk, "S_PAD": next_pow2(S), "LOG": log, "num_warps": warps}
+    strides = (x2.stride(0), x2.stride(1), y.stride(0))
     if not FUSED or S > sms:
+        part = workspace(x.device, "softmax.partials", n_rows * S * 2, torch.float32)
         for phase in (1, 2):
-            _SPLIT[(total,)](*args, part, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
+            _SPLIT[(total,)](x2, y, part, part, N, *strides, S, total,
                              PHASE=phase, TICKET=False, FLAGGED=False, **common)
+        return y.view(x.shape)
+    sync = workspace(x.device, "softmax.counters", 2 + 2 * n_rows, torch.int32, zeroed=True)
+    flagged = FLAGGED and n_rows < 2 * sms
+    if flagged:  # one flagged int64 word a chunk, zero between launches
+        part = workspace(x.device, "softmax.slots", n_rows * S, torch.int64, zeroed=True)
     else:
-        sync = workspace(x.device, "softmax.counters", 2 + 2 * n_rows, torch.int32, zeroed=True)
-        flagged = FLAGGED and n_rows < 2 * sms
-        if flagged:
-            slots = workspace(x.device, "softmax.slots", n_rows * S, torch.int64, zeroed=True)
-            args = (x2, y, slots)
-        _SPLIT[(total,)](*args, sync, N, x2.stride(0), x2.stride(1), y.stride(0), S, total,
-                         PHASE=0, TICKET=total > sms, FLAGGED=flagged, **common)
+        part = workspace(x.device, "softmax.partials", n_rows * S * 2, torch.float32)
+    _SPLIT[(total,)](x2, y, part, sync, N, *strides, S, total,
+                     PHASE=0, TICKET=total > sms, FLAGGED=flagged, **common)
     return y.view(x.shape)
 
 
