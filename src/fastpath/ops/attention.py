@@ -8,8 +8,8 @@ Paths (chosen on shapes and flags only, never on data):
   tokens: the ``G * Lq`` rows (padded to at least 16 for ``tl.dot``) share every K and V
   tile, so the cache is read once per group. Online softmax in float32 (``exp2`` with the
   scale folded into ``log2(e)``). The KV range is split over programs so that about one
-  program per multiprocessor runs (at most 16 splits); each writes its float32 partial (row max, row sum,
-  unnormalised output) to a workspace and the last program of each (batch, KV head) to
+  program per multiprocessor runs (at most 16 splits); each writes its float32 partial
+  (row max, row sum, unnormalised output) to a workspace and the last program of each (batch, KV head) to
   finish (an acq_rel ticket counter in a zeroed workspace, returned to zero) combines the
   partials in the fixed order 0, 1, ... and writes the output: deterministic, one launch.
   The split is of the *valid* range, computed in the kernel from ``kv_len`` (read on the
