@@ -23,7 +23,9 @@ KN = [(4096, 4096), (4096, 14336), (14336, 4096), (2048, 4096), (4096, 2048), (2
       (4096, 128256)]
 
 
-def make_plan(M, N, K, bn, bk, warps, per_sm, dot):
+def make_plan(M, N, K, bn, bk, warps, per_sm, dot, s16=False):
+    """``s16``: fp8 weights through a float16 dot, bfloat16 activations scaled by powers of two
+    (matvec.FP8_VIA_FP16's route)."""
     bm = 16 if dot else max(1, 1 << (M - 1).bit_length())
     n_blocks = cdiv(N, bn)
     target = per_sm * num_sms(torch.device("cuda"))
@@ -31,7 +33,8 @@ def make_plan(M, N, K, bn, bk, warps, per_sm, dot):
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk
     split = cdiv(K, k_chunk)
-    return matvec.Plan(bm, bn, bk, split, k_chunk, warps, torch.bfloat16 if dot else None)
+    return matvec.Plan(bm, bn, bk, split, k_chunk, warps,
+                       torch.float16 if s16 else (torch.bfloat16 if dot else None), s16)
 
 
 def candidates(M, N, K, fp8):
@@ -45,6 +48,9 @@ def candidates(M, N, K, fp8):
             if fp8 and warps == 8 and per_sm == 8:
                 continue
             out.append(make_plan(M, N, K, bn, bk, warps, per_sm, dot))
+    if fp8:  # the float16 route
+        for bn, bk, warps, per_sm in itertools.product((32, 64, 128), (64, 128, 256), (4, 8), (2, 4)):
+            out.append(make_plan(M, N, K, bn, bk, warps, per_sm, True, s16=True))
     return list(dict.fromkeys(out))
 
 
@@ -107,9 +113,9 @@ def main():
             gbps = (wbytes + 2 * M * (K + N)) / tb / 1e3
             print(f"{'fp8 ' if fp8 else 'bf16'} {M:>2}x{K:>5}x{N:>6} torch {t_torch:7.1f} | default {t_def:7.1f} "
                   f"x{t_torch / t_def:4.2f} | best {tb:7.1f} x{t_torch / tb:4.2f} {100 * gbps / ceil['copy_gbps']:5.1f}%copy "
-                  f"bn{pb.block_n} bk{pb.block_k} w{pb.warps} split{pb.split} dot={pb.dot is not None}", flush=True)
+                  f"bn{pb.block_n} bk{pb.block_k} w{pb.warps} split{pb.split} dot={pb.dot is not None} s16={pb.s16}", flush=True)
             for t, p in results[1:4]:
-                print(f"      next {t:7.1f} bn{p.block_n} bk{p.block_k} w{p.warps} split{p.split} dot={p.dot is not None}")
+                print(f"      next {t:7.1f} bn{p.block_n} bk{p.block_k} w{p.warps} split{p.split} dot={p.dot is not None} s16={p.s16}")
             del sets
             torch.cuda.empty_cache()
     if args.json:

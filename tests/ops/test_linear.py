@@ -163,6 +163,50 @@ def test_fp8_every_code(decode, split_k, monkeypatch, device):
 
 
 @needs_fp8
+@pytest.mark.parametrize("decode", ["native", "bits"])
+@pytest.mark.parametrize("xdtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("rows,split", [(1, 1), (1, 3), (3, 2), (16, 1)])
+def test_fp8_via_float16(decode, xdtype, rows, split, split_k, monkeypatch, device):
+    """The FP8_VIA_FP16 route (a float16 dot; bfloat16 activations scaled per row and tile by a
+    power of two): bfloat16 rows whose magnitudes sit far below float16's normal range (2^-30)
+    or above its largest value (2^24), spanning 2^12 within the row, and a row of zeros,
+    give the float64 product of the dequantised weight (unscaled, they would lose their bits
+    to float16 subnormals or overflow)."""
+    monkeypatch.setattr(L, "FP8_DECODE", decode)
+    monkeypatch.setattr(matvec, "FP8_VIA_FP16", (32, 64, 2))
+    split_k(split)
+    w, q, s = _fp8_weight(67, 200, device)
+    spans = [-30.0, 0.0, 24.0] if xdtype == torch.bfloat16 else [-6.0, 0.0, 3.0]  # float16 x: its range
+    row_exp = torch.tensor(spans * 6, device=device)[:rows]
+    x = (randn(rows, 200, device=device) * torch.exp2(torch.linspace(-6, 6, 200, device=device))
+         * torch.exp2(row_exp)[:, None])
+    x = x.to(xdtype)
+    if rows > 1:
+        x[1] = 0
+    plan = matvec.plan(rows, 67, 200, x.device, xdtype, b_bytes=1)
+    assert plan.dot is not None and plan.s16 == (xdtype == torch.bfloat16)
+    out = L.linear(x, q, weight_scale=s)
+    assert_close(out, ref64(x, q, None, s), tol=L_TOL[xdtype])
+    if rows > 1:
+        assert torch.equal(out[1], torch.zeros_like(out[1]))
+
+
+@needs_fp8
+def test_fp8_via_float16_nonfinite(monkeypatch, device):
+    """An inf activation makes its row inf / NaN as the float32 path does; other rows are
+    unaffected."""
+    monkeypatch.setattr(matvec, "FP8_VIA_FP16", (32, 64, 2))
+    w, q, s = _fp8_weight(13, 64, device)
+    x = randn(2, 64, dtype=torch.bfloat16, device=device)
+    x[0, 5] = float("inf")
+    out = L.linear(x, q, weight_scale=s)
+    monkeypatch.setattr(matvec, "FP8_VIA_FP16", None)
+    expect = L.linear(x, q, weight_scale=s)
+    assert torch.equal(out[0].isnan(), expect[0].isnan()) and torch.equal(out[0].isinf(), expect[0].isinf())
+    assert_close(out[1], ref64(x[1:], q, None, s)[0], tol=L_TOL[torch.bfloat16])
+
+
+@needs_fp8
 def test_fp8_nonfinite_free_and_scale_applied(device):
     w, q, s = _fp8_weight(67, 200, device)
     x = randn(2, 200, dtype=torch.bfloat16, device=device)

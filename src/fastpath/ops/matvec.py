@@ -12,7 +12,10 @@ float32 broadcast-multiply-and-sum (one row, or float32 inputs). Both accumulate
 
 Operands load as float (``MODE 0``), as fp8 converted by the hardware (``MODE 1``, NVIDIA
 capability 8.9+) or as ``uint8`` fp8 bits decoded exactly in registers (``MODE 2``: older
-GPUs, ROCm and Triton's interpreter). Scales: per-row of ``a`` and per-column of ``b``
+GPUs, ROCm and Triton's interpreter). ``S16`` (fp8 weights, bfloat16 activations, the
+``FP8_VIA_FP16`` knob): a float16 ``tl.dot`` with the activations scaled per row and tile
+by a power of two (:func:`_dot16`), since e4m3 converts to float16 in one instruction a pair
+and to bfloat16 in three. Scales: per-row of ``a`` and per-column of ``b``
 (a stride of 0 broadcasts one tensor-wise scale), applied once in the epilogue, or
 1x128 / 128x128 block scales applied per K tile (``BLOCKWISE``).
 """
@@ -50,6 +53,29 @@ def _mm(a, b, DT: tl.constexpr):
         return tl.dot(a, b, input_precision="ieee")
     else:
         return tl.dot(a.to(DT), b)
+
+
+@triton.jit
+def _pow2_scale(v):
+    """Per row of ``v`` (float32): powers of two ``(s, 1/s)`` with ``max|row| / s`` in
+    ``[2^14, 2^15)``. ``v / s`` of bfloat16 values is exact in float16 (bar elements below
+    ``max|row| * 2^-28``), so a float16 tensor-core dot of it, times ``s``, equals the
+    bfloat16 dot: fp8 weights then convert to float16 in one instruction, where bfloat16
+    takes three. NaN and inf rows stay NaN / inf."""
+    amax = tl.max(tl.abs(v), axis=1)
+    ex = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF
+    sb = tl.minimum(tl.maximum(ex - 14, 1), 241)
+    return (sb << 23).to(tl.float32, bitcast=True), ((254 - sb) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _dot16(a, b, S16: tl.constexpr, DT: tl.constexpr):
+    """``a @ b`` in float32 (a: float32 activations, b: weights already as ``DT``); ``S16``: through
+    float16 with ``a`` scaled per row by :func:`_pow2_scale`."""
+    if S16:
+        s, r = _pow2_scale(a)
+        return _mm((a * r[:, None]).to(tl.float16).to(DT), b, DT) * s[:, None]
+    return _mm(a.to(DT), b, DT)
 
 
 @triton.jit
@@ -93,7 +119,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                A_MODE: tl.constexpr, B_MODE: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+               S16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer)
     # and bumps cnt[n]; the last of the n_split programs of column block n adds the partials
     # in the order s = 0, 1, ... (deterministic), finishes the tile and re-zeroes cnt[n].
@@ -111,12 +137,13 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
-        a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2, DT)
+        a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
+                     tl.float32 if S16 else DT)
         b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
         if not DOT:  # (BLOCK_M < 16: a product-and-sum Triton does not turn into a tf32 dot)
             d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
         else:
-            d = _mm(a, b, DT)
+            d = _dot16(a, b, S16, DT)
         if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile
             sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
             d = d * sa[:, None] * sb[None, :]
@@ -158,6 +185,11 @@ SPLIT_K_OVERRIDE: Optional[int] = None
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
 FP8_DOT: Optional[tuple] = (32, 256, 2)
+#: fp8 weights x 16-bit activations: (BLOCK_N, BLOCK_K, programs per SM) of a float16 tl.dot
+#: on 16-row tiles (e4m3 converts to float16 in one instruction a pair, to bfloat16 in three;
+#: bfloat16 activations are scaled per row and tile by a power of two, ``_dot16``, exact);
+#: None: the TUNED path. A tuning knob, off until measured (scripts/linear_probe.py).
+FP8_VIA_FP16: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +201,7 @@ class Plan:
     k_chunk: int  # K per split, a multiple of block_k
     warps: int
     dot: Optional[torch.dtype]  # tl.dot on operands converted to this dtype; None: float32 FMA
+    s16: bool = False  # bfloat16 activations through float16 (dot is float16; float32 when interpreted)
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
@@ -177,6 +210,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     16-bit dtype both operands convert to exactly for ``tl.dot`` (None: float32 operands);
     ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
     tiles whole."""
+    s16 = False
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
         dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
         bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
@@ -185,6 +219,9 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         use_dot, bn, bk, per_sm = TUNED[(min(b_bytes, 2), M == 1)]
         if dot_dtype.itemsize == 1:  # both operands fp8, fed to the tensor cores as they are
             use_dot, (bn, bk, per_sm) = True, FP8_DOT
+        elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
+            use_dot, (bn, bk, per_sm) = True, FP8_VIA_FP16
+            s16, dot_dtype = dot_dtype == torch.bfloat16, torch.float16
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
@@ -200,7 +237,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
     split = max(1, cdiv(K, k_chunk))  # no empty splits
-    return Plan(bm, bn, bk, split, k_chunk, 4, dot)
+    return Plan(bm, bn, bk, split, k_chunk, 4, dot, s16)
 
 
 @dataclass
@@ -235,6 +272,6 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         *args, M, N, K, p.k_chunk, p.split, *strides,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
-        DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32],
+        DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16,
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     return out

@@ -26,7 +26,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _load_as, _mm
+from .matvec import _dot16, _load_as, _mm
 
 #: Activation codes of the kernels (``ACT``).
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
@@ -190,29 +190,6 @@ def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.conste
     tmask = offs_t < T
     slot = _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK)
     return e, offs_t, tmask, slot, skip | (tl.max(slot, axis=0) < 0)
-
-
-@triton.jit
-def _pow2_scale(v):
-    """Per row of ``v`` (float32): powers of two ``(s, 1/s)`` with ``max|row| / s`` in
-    ``[2^14, 2^15)``. ``v / s`` of bfloat16 values is exact in float16 (bar elements below
-    ``max|row| * 2^-28``), so a float16 tensor-core dot of it, times ``s``, equals the
-    bfloat16 dot: fp8 weights then convert to float16 in one instruction, where bfloat16
-    takes three. NaN and inf rows stay NaN / inf."""
-    amax = tl.max(tl.abs(v), axis=1)
-    ex = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF
-    sb = tl.minimum(tl.maximum(ex - 14, 1), 241)
-    return (sb << 23).to(tl.float32, bitcast=True), ((254 - sb) << 23).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _dot16(a, b, S16: tl.constexpr, DT: tl.constexpr):
-    """``a @ b`` in float32 (a: float32 activations, b: weights already as ``DT``); ``S16``: through
-    float16 with ``a`` scaled per row by :func:`_pow2_scale`."""
-    if S16:
-        s, r = _pow2_scale(a)
-        return _mm((a * r[:, None]).to(tl.float16).to(DT), b, DT) * s[:, None]
-    return _mm(a.to(DT), b, DT)
 
 
 @triton.jit
