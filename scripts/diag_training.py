@@ -11,13 +11,12 @@ Usage (repo root, GPU machine): PYTHONPATH=src python3 scripts/diag_training.py 
 import cProfile
 import pstats
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from fastpath.bench.harness import Timer
+from fastpath.bench.harness import Timer, host_us
 from fastpath.ops.batch_norm import batch_norm
 from fastpath.ops.dropout import dropout
 from fastpath.ops.loss import mse_loss
@@ -54,27 +53,6 @@ def cases(dev):
             ("batch_norm 32x256x56x56 bf16", bn(batch_norm), bn(F.batch_norm))]
 
 
-def graph_us(fn, calls=20):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(5):
-        graph.replay()
-    b.record()
-    b.synchronize()
-    return a.elapsed_time(b) * 1e3 / (5 * calls)
-
-
 def host_profile(dev):
     for name, ours, _ in cases(dev):
         for _ in range(3):
@@ -101,13 +79,9 @@ def main():
                 fn()
             torch.cuda.synchronize()
             eager = timer.eager_us(fn, (), False, 1.0)
-            t0 = time.perf_counter()
-            for _ in range(20):
-                fn()
-            host = (time.perf_counter() - t0) / 20 * 1e6
-            torch.cuda.synchronize()
+            host = host_us(fn, n=20, warmup=0)
             try:
-                graph = f"{graph_us(fn):8.1f}"
+                graph = f"{timer.graph_us(fn, [()], eager / 1e3):8.1f}"
             except Exception as exc:  # noqa: BLE001 - report and go on
                 graph = f"({type(exc).__name__})"
                 torch.cuda.synchronize()

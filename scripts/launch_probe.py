@@ -5,7 +5,6 @@ back-to-back calls (no synchronisation inside the timed loop).
 
     python scripts/launch_probe.py
 """
-import time
 
 import torch
 import torch.nn.functional as F
@@ -13,19 +12,8 @@ import torch.nn.functional as F
 import fastpath
 from fastpath.ops import linear as L
 from fastpath._core.backend import TL_DTYPES
+from fastpath.bench.harness import host_us
 from fastpath.ops import matvec
-
-
-def host_us(fn, n=2000):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / n * 1e6
 
 
 def main():
@@ -52,7 +40,7 @@ def main():
         ("fastpath.softmax 1x128256", (lambda z: lambda: fastpath.softmax(z, -1))(torch.randn(1, 128256, device="cuda"))),
     ]
     for name, fn in rows:
-        print(f"{name:<30} {host_us(fn):7.1f} us host per call", flush=True)
+        print(f"{name:<30} {host_us(fn, n=2000, warmup=50):7.1f} us host per call", flush=True)
 
 
 if __name__ == "__main__":

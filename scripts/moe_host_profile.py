@@ -6,26 +6,14 @@ cProfile of the fastpath call. Qwen3-30B-A3B shapes, bf16. Run on a GPU machine:
 """
 import cProfile
 import pstats
-import time
 
 import torch
 
+from fastpath.bench.harness import host_us
 from fastpath.ops import moe
 
 dev = torch.device("cuda")
 H, I, E, K = 2048, 768, 128, 8
-
-
-def host_us(fn, n=300):
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        fn()
-    host = (time.perf_counter() - t) / n * 1e6
-    torch.cuda.synchronize()
-    return host
 
 
 def main():
@@ -33,8 +21,8 @@ def main():
     gu = (torch.randn(E, 2 * I, H, device=dev) * H ** -0.5).bfloat16()
     dn = (torch.randn(E, H, I, device=dev) * I ** -0.5).bfloat16()
     w, ids = moe.route(torch.randn(1, E, device=dev), K, norm_topk_prob=True)
-    print(f"fastpath.fused_experts: {host_us(lambda: moe.fused_experts(x, ids, w, gu, dn)):.1f} us host per call")
-    print(f"fastpath.route: {host_us(lambda: moe.route(torch.randn(1, E, device=dev), K)):.1f} us host per call")
+    print(f"fastpath.fused_experts: {host_us(lambda: moe.fused_experts(x, ids, w, gu, dn), n=300, warmup=20):.1f} us host per call")
+    print(f"fastpath.route: {host_us(lambda: moe.route(torch.randn(1, E, device=dev), K), n=300, warmup=20):.1f} us host per call")
     try:
         import transformers
         from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeExperts
@@ -47,7 +35,7 @@ def main():
             cfg._experts_implementation = impl
             m = Qwen3MoeExperts(cfg).to(dev, torch.bfloat16)
             with torch.no_grad():
-                print(f"transformers Qwen3MoeExperts ({impl}): {host_us(lambda: m(x, ids, w)):.1f} us host per call")
+                print(f"transformers Qwen3MoeExperts ({impl}): {host_us(lambda: m(x, ids, w), n=300, warmup=20):.1f} us host per call")
     except Exception as e:  # noqa: BLE001
         print("transformers part failed:", repr(e)[:200])
     pr = cProfile.Profile()

@@ -14,14 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from fastpath.bench.attention import _bytes, _inputs
-from fastpath.bench.harness import Timer
+from fastpath.bench.harness import Timer, knobs
 from fastpath.ops import attention as A
 
 SHAPES = [(1, 32, 8, 1, 1024, 128), (1, 32, 8, 1, 8192, 128), (1, 32, 8, 1, 32768, 128),
           (1, 16, 2, 1, 8192, 256)]
-KNOBS = ("BLOCK_N", "PROGRAMS_PER_SM", "MIN_KV_PER_SPLIT", "MAX_SPLITS", "NUM_STAGES")
-
-
 def variants():
     yield {}
     for bn, pps, mkv in itertools.product((64, 128), (1, 2, 4), (128, 512)):
@@ -46,22 +43,17 @@ def main():
             t_torch = timer.graph_us(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
                                      sets, 0.02)
             for var in variants():
-                saved = {n: getattr(A, n) for n in KNOBS}
                 try:
-                    for n, val in var.items():
-                        setattr(A, n, val)
-                    fn = A.scaled_dot_product_attention
-                    o = fn(q, k, v, enable_gqa=True).double()
-                    err = ((o - ref).norm() / ref.norm()).item()
-                    us = timer.graph_us(lambda q, k, v: fn(q, k, v, enable_gqa=True), sets, 0.02)
+                    with knobs(A, **var):
+                        fn = A.scaled_dot_product_attention
+                        o = fn(q, k, v, enable_gqa=True).double()
+                        err = ((o - ref).norm() / ref.norm()).item()
+                        us = timer.graph_us(lambda q, k, v: fn(q, k, v, enable_gqa=True), sets, 0.02)
                     rec = {"shape": shape, "var": var, "err": err, "us": us, "torch_us": t_torch,
                            "ratio": t_torch / us, "pct_copy": 100 * per / us / 1e3 / copy_gbps}
                 except Exception as exc:  # noqa: BLE001 - a variant that fails is reported
                     rec = {"shape": shape, "var": var, "error": f"{type(exc).__name__}: {exc}"[:200]}
                     torch.cuda.synchronize()
-                finally:
-                    for n, val in saved.items():
-                        setattr(A, n, val)
                 print(json.dumps(rec), flush=True)
                 out.write(json.dumps(rec) + "\n")
             del sets

@@ -146,21 +146,11 @@ def graph_us(call, flush, reps) -> float:
     return 1e3 * median_ms(graph.replay, reps, before=flush)
 
 
-def host_us(call, n=10) -> float:
-    import torch
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        call()
-    host = (time.perf_counter() - t) / n * 1e6
-    torch.cuda.synchronize()
-    return host
-
-
 def sweep(name, reps, copy_gbps, flush, summary) -> None:
     import torch
     import torch.nn.functional as F
 
+    from fastpath.bench.harness import host_us
     from fastpath.ops import batch_norm as bn
     from fastpath.streams import median_ms
     dev = torch.device("cuda")
@@ -218,7 +208,7 @@ def sweep(name, reps, copy_gbps, flush, summary) -> None:
                     extra = f" graph n/a ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
             pct = 100 * nbytes / (us * 1e-6) / (copy_gbps * 1e9)
             print(f"{name:<10} {label:<44} {plan:<46} ours {us:8.1f} us torch {torch_us:8.1f} us "
-                  f"ratio {torch_us / us:5.2f}x copy {pct:5.1f}% host {host_us(call):6.1f} us{extra} {check}",
+                  f"ratio {torch_us / us:5.2f}x copy {pct:5.1f}% host {host_us(call, n=10, warmup=0):6.1f} us{extra} {check}",
                   flush=True)
             if best is None or us < best[0]:
                 best = (us, label)

@@ -66,21 +66,11 @@ def make_inputs(shape, device, n_sets: int) -> list:
     return out
 
 
-class Knobs:
-    """Set module-level knobs of fastpath.ops.sampling for a block, then restore them."""
-
-    def __init__(self, knobs: dict):
-        from fastpath.ops import sampling
-        self.mod, self.knobs = sampling, knobs
-        self.saved = {k: getattr(sampling, k) for k in knobs}
-
-    def __enter__(self):
-        for k, v in self.knobs.items():
-            setattr(self.mod, k, v)
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            setattr(self.mod, k, v)
+def Knobs(values: dict):
+    """Module-level knobs of fastpath.ops.sampling set for a ``with`` block, then restored."""
+    from fastpath.bench.harness import knobs
+    from fastpath.ops import sampling
+    return knobs(sampling, **values)
 
 
 def config(case, knobs: dict, device) -> dict:
@@ -129,24 +119,11 @@ def compile_all(jobs: list, deadline: float, workers: int) -> dict:
 
 
 def graph_us(fn, sets: list, calls: int) -> float:
-    """Microseconds per call: ``calls`` calls (cycling over ``sets``) captured in one CUDA
-    graph, median of several replays (as bench.harness.Timer.graph_us)."""
-    from fastpath.streams import median_ms
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm-up on the capture stream (its workspaces)
-        for s in sets[:3]:
-            fn(s)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for i in range(calls):
-            fn(sets[i % len(sets)])
-    graph.replay()
-    torch.cuda.synchronize()
-    ms = median_ms(graph.replay, 7, None, "cuda")
-    del graph
-    return 1e3 * ms / calls
+    """Microseconds per call: at least ``calls`` calls (cycling over ``sets``) in one CUDA
+    graph, as the benchmark harness times them."""
+    from fastpath.bench.harness import Timer
+    timer = Timer(torch.cuda.get_device_properties(0).L2_cache_size)
+    return timer.graph_us(fn, [(z,) for z in sets], 2.0 / calls)
 
 
 def eager_us(fn, sets: list, calls: int) -> float:

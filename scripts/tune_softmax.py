@@ -10,7 +10,7 @@ import json
 
 import torch
 
-from fastpath.bench.harness import Timer
+from fastpath.bench.harness import Timer, knobs
 from fastpath.ops import softmax as sm
 
 
@@ -36,17 +36,11 @@ def main():
         for log in (False, True) if rows == 1 else (False,):
             native = torch.log_softmax if log else torch.softmax
             fns = [("torch", None, lambda x: native(x, -1)), ("default", None, lambda x: sm._launch(x, log, x.dtype))]
-            for p, knobs in plans_for(rows, n):
-                def fn(x, p=p, knobs=knobs):
-                    saved = {k: getattr(sm, k) for k in knobs}
-                    for k, v in knobs.items():
-                        setattr(sm, k, v)
-                    try:
+            for p, values in plans_for(rows, n):
+                def fn(x, p=p, values=values):
+                    with knobs(sm, **values):
                         return sm._launch(x, log, x.dtype, plan=p)
-                    finally:
-                        for k, v in saved.items():
-                            setattr(sm, k, v)
-                fns.append((f"{p} {knobs}", p, fn))
+                fns.append((f"{p} {values}", p, fn))
             for name, p, fn in fns:
                 try:
                     y = fn(sets[0][0])[:64].double()

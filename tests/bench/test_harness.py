@@ -117,3 +117,27 @@ def test_list_and_quick(capsys):
     assert main(["--list", "--quick", "softmax"]) == 0
     quick = capsys.readouterr().out.strip().splitlines()
     assert 0 < len(quick) < len(load_cases(["softmax"])) and all(line.startswith("softmax") for line in quick)
+
+
+def test_knobs_set_and_restore():
+    """harness.knobs: the tuning scripts' way to try a variant; restored on exit and on error,
+    and an empty variant (the defaults) changes nothing."""
+    from fastpath.ops import softmax as sm
+    before = (sm.CHUNK, sm.FUSED)
+    with harness.knobs(sm, CHUNK=512, FUSED=False):
+        assert (sm.CHUNK, sm.FUSED) == (512, False)
+    assert (sm.CHUNK, sm.FUSED) == before
+    with pytest.raises(RuntimeError), harness.knobs(sm, CHUNK=7):
+        raise RuntimeError
+    assert sm.CHUNK == before[0]
+    with harness.knobs(sm):
+        assert (sm.CHUNK, sm.FUSED) == before
+
+
+def test_host_us_counts_wall_time_per_call():
+    """harness.host_us: a call that sleeps 2 ms measures at least that, per call."""
+    import time as _time
+    calls = []
+    us = harness.host_us(lambda: (calls.append(1), _time.sleep(0.002)), n=5, warmup=2)
+    assert len(calls) == 7
+    assert 2000 <= us < 200000

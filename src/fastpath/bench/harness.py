@@ -10,6 +10,7 @@ divided by the number of calls. torch is imported only inside the functions that
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import math
@@ -17,6 +18,7 @@ import os
 import platform
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -199,6 +201,30 @@ def measure_ceilings(copy_bytes: int = 2 * 2**30, n: int = 8192) -> dict:
     torch.cuda.empty_cache()
     return {"copy_gbps": 2 * copy_bytes / copy_ms / 1e6, "copy_bytes": copy_bytes,
             "matmul_bf16_tflops": 2 * n**3 / mm_ms / 1e9, "matmul_n": n, "l2_bytes": l2}
+
+
+def host_us(fn, n: int = 100, warmup: int = 10) -> float:
+    """Host microseconds one call of ``fn`` costs: ``n`` calls with no sync between them (after
+    ``warmup`` untimed ones), timed on the wall clock; the GPU hides this only behind longer
+    work of its own."""
+    import torch
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    us = (time.perf_counter() - t0) / n * 1e6
+    sync()
+    return us
+
+
+def knobs(module, **values):
+    """A context that sets a module's tuning knobs (module-level names) and restores them:
+    how the tuning scripts try variants."""
+    from unittest import mock
+    return mock.patch.multiple(module, **values) if values else contextlib.nullcontext()
 
 
 class Timer:
