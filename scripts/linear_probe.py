@@ -3,7 +3,9 @@ plans against F.linear for the issue's decode shapes, in CUDA-graph mode with th
 rotated through more than 2x L2 (cold), and prints the best plan per shape next to the
 default one. Used while tuning; ``python -m fastpath.bench linear fp8`` records results.
 
-    python scripts/linear_probe.py [--quick] [--json PATH]
+    python scripts/linear_probe.py [--quick] [--fp8-only] [--json PATH]
+
+``--fp8-only``: only fp8 weights (1 and 16 rows), the float16-route plans and the default.
 """
 import argparse
 import itertools
@@ -37,8 +39,12 @@ def make_plan(M, N, K, bn, bk, warps, per_sm, dot, s16=False):
                        torch.float16 if s16 else (torch.bfloat16 if dot else None), s16)
 
 
-def candidates(M, N, K, fp8):
+def candidates(M, N, K, fp8, s16_only=False):
     out = []
+    if s16_only:
+        for bn, bk, warps, per_sm in itertools.product((32, 64, 128), (64, 128, 256), (4, 8), (2, 4)):
+            out.append(make_plan(M, N, K, bn, bk, warps, per_sm, True, s16=True))
+        return out
     for dot in ((False, True) if M <= 4 else (True,)):
         bns = (32, 64, 128) if dot else ((16, 32, 64) if M == 1 else (8, 16))
         bks = (64, 128, 256) if dot else (128, 256, 512)
@@ -66,6 +72,7 @@ def run_plan(p, x, w, scale):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--fp8-only", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     ceil = measure_ceilings()
@@ -73,7 +80,8 @@ def main():
     timer = Timer(ceil["l2_bytes"])
     recs = []
     rows = (1, 4, 16) if not args.quick else (1, 16)
-    for fp8, M in [(False, m) for m in rows] + [(True, 1), (True, 16)]:
+    cases = [(False, m) for m in rows if not args.fp8_only] + [(True, 1), (True, 16)]
+    for fp8, M in cases:
         for K, N in (KN if not args.quick else KN[:2]):
             g = torch.Generator(device="cuda").manual_seed(0)
             wbytes = N * K * (1 if fp8 else 2)
@@ -93,7 +101,7 @@ def main():
             t_torch = timer.graph_us(lambda x, w, s, wr: F.linear(x, wr), sets, est)
             default = matvec.plan(M, N, K, x.device, torch.bfloat16, b_bytes=1 if fp8 else 2)
             results = []
-            for p in candidates(M, N, K, fp8) + [default]:
+            for p in candidates(M, N, K, fp8, args.fp8_only) + [default]:
                 try:
                     out = run_plan(p, x, w, s)
                     err = ((out.double() - ref).norm() / ref.norm()).item()

@@ -206,6 +206,40 @@ def test_fp8_via_float16_nonfinite(monkeypatch, device):
     assert_close(out[1], ref64(x[1:], q, None, s)[0], tol=L_TOL[torch.bfloat16])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,split", [(1, 1), (1, 3), (3, 2), (16, 1), (17, 1)])  # 17: the two ops + F.linear
+@pytest.mark.parametrize("fp8", [False, True])
+def test_swiglu_linear(dtype, rows, split, fp8, split_k, device):
+    """``swiglu_linear(gate_up, w)`` against float64 ``(silu(gate) * up) @ w.T`` of the
+    activation as PyTorch's two ops round it (so the kernel's fused rounding is checked too)."""
+    if fp8 and (not HAS_FP8 or dtype == torch.float32):
+        return
+    split_k(split)
+    I, n = 200, 67
+    gu = randn(rows, 1, 2 * I, dtype=dtype, device=device, scale=3.0)
+    if fp8:
+        _, w, scale = _fp8_weight(n, I, device)
+        b = None
+    else:
+        w, scale = randn(n, I, dtype=dtype, device=device, scale=I ** -0.5), None
+        b = randn(n, dtype=dtype, device=device)
+    g, u = gu.chunk(2, dim=-1)
+    act = torch.nn.functional.silu(g) * u
+    out = L.swiglu_linear(gu, w, b, weight_scale=scale)
+    assert out.shape == (rows, 1, n) and out.dtype == dtype
+    assert_close(out, ref64(act, w, b, scale), tol=L_TOL[dtype] if fp8 else None)
+    wrong = L.linear(gu[..., :I], w, b, weight_scale=scale)  # the gate alone: must differ
+    assert not torch.allclose(out.float(), wrong.float(), atol=1e-2)
+
+
+def test_swiglu_linear_errors(device):
+    w = randn(5, 4, device=device)
+    with pytest.raises(ValueError, match="gate_up: expected"):
+        L.swiglu_linear(randn(1, 7, device=device), w)
+    with pytest.raises(ValueError, match="weight: expected shape"):
+        L.swiglu_linear(randn(1, 6, device=device), w)
+
+
 @needs_fp8
 def test_fp8_nonfinite_free_and_scale_applied(device):
     w, q, s = _fp8_weight(67, 200, device)

@@ -75,6 +75,31 @@ def capability(index: int) -> tuple:
     return torch.cuda.get_device_capability(index)
 
 
+#: Programmatic dependent launch (``FASTPATH_PDL=0`` turns it off): kernels built with
+#: :func:`pdl_start` and launched through ``Launcher(fn, pdl=True)`` on NVIDIA GPUs of
+#: compute capability 9.0+ may start while the kernel before them in the stream finishes,
+#: then wait for it (``griddepcontrol.wait``) before touching memory: the launch latency
+#: and the gap between the two kernels overlap the first one's tail.
+PDL = os.environ.get("FASTPATH_PDL", "1").strip() not in ("0", "false", "no")
+
+
+@functools.lru_cache(maxsize=None)
+def pdl_on(index: int) -> bool:
+    """True when kernels launched on CUDA device ``index`` use programmatic dependent launch."""
+    return PDL and not INTERPRET and torch.version.hip is None and capability(index) >= (9, 0)
+
+
+@triton.jit
+def pdl_start(PDL: tl.constexpr):
+    """First statement of a kernel launched with ``Launcher(fn, pdl=True)``: wait until the
+    previous kernel of the stream has finished and its writes are visible, then let the next
+    kernel launch (it waits for this one in turn, so every kernel still sees its
+    predecessors complete). Nothing when ``PDL`` is false."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
+
+
 @functools.lru_cache(maxsize=None)
 def _gpu_reason(index: int) -> str | None:
     if torch.version.hip is not None:

@@ -8,7 +8,7 @@ import os
 
 import torch
 
-from .backend import INTERPRET
+from .backend import INTERPRET, pdl_on
 
 #: ``FASTPATH_FAST_LAUNCH=1`` turns on :class:`Launcher`'s cached relaunch. Off by default
 #: until ``scripts/launch_check.py`` has passed on a GPU (it was written after this
@@ -80,10 +80,14 @@ class Launcher:
     and, per runtime argument, at least what Triton specialises on (:func:`_spec`), plus
     the current device, so a cached kernel is only reused where Triton would pick it too.
     Off in Triton's interpreter, when Triton launch hooks are set, or with
-    ``FASTPATH_FAST_LAUNCH=0``."""
+    ``FASTPATH_FAST_LAUNCH=0``.
 
-    def __init__(self, fn):
-        self.fn = fn
+    ``pdl=True``: the kernel takes a ``PDL: tl.constexpr`` argument and starts with
+    ``pdl_start(PDL)`` (:mod:`fastpath._core.backend`); where :func:`pdl_on` holds, it is
+    launched as a programmatic dependent launch with ``PDL=True``, elsewhere ``PDL=False``."""
+
+    def __init__(self, fn, *, pdl: bool = False):
+        self.fn, self.pdl = fn, pdl
         self.kernels: dict = {}
         params = getattr(fn, "params", None)
         self.names = [p.name for p in params] if params is not None and not INTERPRET else None
@@ -92,6 +96,9 @@ class Launcher:
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
     def launch(self, grid, args, kwargs):
+        if self.pdl:
+            on = not INTERPRET and not torch.compiler.is_compiling() and pdl_on(torch.cuda.current_device())
+            kwargs = {**kwargs, "PDL": on, **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or torch.compiler.is_compiling():
             return self.fn[grid](*args, **kwargs)  # compiling: dynamo traces kernel[grid] itself
         dev = torch.cuda.current_device()

@@ -29,7 +29,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, num_sms, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
@@ -59,7 +59,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
                    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr):
+                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = False):
+    pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
     # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32) and bumps cnt[p];
@@ -166,7 +167,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
         _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
 
 
-_DECODE = Launcher(_decode_kernel)
+_DECODE = Launcher(_decode_kernel, pdl=True)
 
 
 # ---------------------------------------------------------------------------- launcher

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import INTERPRET, tl, triton, use_triton
+from .._core.backend import INTERPRET, pdl_start, tl, triton, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
@@ -36,7 +36,8 @@ def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
                stride, dil, pad,
                K: tl.constexpr, HAS_STATE: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
                STATE_OUT: tl.constexpr, IN_PLACE: tl.constexpr, NS_PAD: tl.constexpr,
-               BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr):
+               BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, PDL: tl.constexpr = False):
+    pdl_start(PDL)
     b = tl.program_id(0).to(tl.int64)
     offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     pid_l = tl.program_id(2)
@@ -79,7 +80,7 @@ def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
 
 # ---------------------------------------------------------------------------- launcher
 
-_DW = Launcher(_dw_kernel)
+_DW = Launcher(_dw_kernel, pdl=True)
 #: Longest ``T`` that :func:`causal_conv1d_update` handles in one in-place launch.
 UPDATE_MAX_T = 64
 

@@ -35,7 +35,7 @@ from typing import Optional, Tuple
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
@@ -66,7 +66,8 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
                       sgb, sgt, sgh, sbb, sbt, sbh, sob, sot, soh,
                       sib, sih, sik, siv, ssb, ssh, ssk, ssv,
                       L2NORM: tl.constexpr, HAS_INIT: tl.constexpr, HAS_IDX: tl.constexpr,
-                      RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+                      RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, PDL: tl.constexpr = False):
+    pdl_start(PDL)
     pid_v = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // HV).to(tl.int64)
@@ -220,7 +221,7 @@ def _chunk_scan_kernel(q_ptr, k_ptr, w_ptr, u_ptr, gc_ptr, o_ptr, si_ptr, so_ptr
 
 # ---------------------------------------------------------------------------- launchers
 
-_RECURRENT = Launcher(_recurrent_kernel)
+_RECURRENT = Launcher(_recurrent_kernel, pdl=True)
 _PREP = Launcher(_chunk_prep_kernel)
 _SCAN = Launcher(_chunk_scan_kernel)
 

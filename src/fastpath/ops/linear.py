@@ -50,7 +50,7 @@ def _fp8_mode(device: torch.device) -> int:
 
 
 def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-            weight_scale: Optional[torch.Tensor]) -> torch.Tensor:
+            weight_scale: Optional[torch.Tensor], glu: bool = False) -> torch.Tensor:
     K = x.shape[-1]
     N = weight.shape[0]
     try:
@@ -61,14 +61,14 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     y = alloc.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0 or N == 0:
         return y.view(*x.shape[:-1], N)
-    plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
+    plan = matvec.plan(M, N, K // 2 if glu else K, x.device, x.dtype if x.dtype != torch.float32 else None,
                        b_bytes=1 if weight_scale is not None else weight.element_size())
     w = Operand(weight.t())
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
     matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
-                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias)
+                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu)
     return y.view(*x.shape[:-1], N)
 
 
@@ -226,6 +226,25 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     """
     _checked(x, weight, bias, weight_scale)
     return _linear_op(x, weight, bias, weight_scale)
+
+
+def swiglu_linear(gate_up: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, *,
+                  weight_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``linear(F.silu(gate) * up, weight, bias, weight_scale=...)`` where ``gate_up`` is
+    ``(..., 2I)``, gate then up (a SwiGLU MLP's down projection after its fused gate/up one).
+    Up to 16 rows, the matrix-vector kernel computes ``silu(gate) * up`` as it loads the
+    activations (rounded to ``gate_up.dtype`` after each op, as PyTorch's two ops round), so
+    the two elementwise kernels and their temporaries are gone; otherwise the two ops run and
+    :func:`linear` follows. Inference only (no autograd)."""
+    if gate_up.dim() < 1 or gate_up.shape[-1] % 2:
+        raise ValueError(f"gate_up: expected (..., 2 * I), gate then up, got {tuple(gate_up.shape)}")
+    g, u = gate_up.chunk(2, dim=-1)
+    rows = gate_up.numel() // max(gate_up.shape[-1], 1)
+    if (rows > MAX_GEMV_ROWS or not use_triton(gate_up) or gate_up.dtype not in KERNEL_DTYPES
+            or torch.is_grad_enabled() and (gate_up.requires_grad or weight.requires_grad)):
+        return linear(F.silu(g) * u, weight, bias, weight_scale=weight_scale)
+    _checked(g, weight, bias, weight_scale)
+    return _launch(gate_up, weight, bias, weight_scale, glu=True)
 
 
 FAMILY = {"name": "linear", "ops": ["linear"], "reason": triton_reason}

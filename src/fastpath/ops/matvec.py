@@ -27,9 +27,10 @@ import torch
 
 from typing import Optional
 
-from .._core.backend import INTERPRET, TL_DTYPES, num_sms, tl, triton
+from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
+from .norm import round_to
 
 
 @triton.jit
@@ -115,11 +116,14 @@ def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_
 
 @triton.jit
 def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, k_chunk, n_split,
-               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
+               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son, a_up,
                A_MODE: tl.constexpr, B_MODE: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr,
+               A_GLU: tl.constexpr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
-               S16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+               S16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               PDL: tl.constexpr = False):
+    pdl_start(PDL)
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer)
     # and bumps cnt[n]; the last of the n_split programs of column block n adds the partials
     # in the order s = 0, 1, ... (deterministic), finishes the tile and re-zeroes cnt[n].
@@ -137,8 +141,14 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
-        a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
-                     tl.float32 if S16 else DT)
+        amask = mmask[:, None] & kmask[None, :]
+        if A_GLU:  # a = silu(gate) * up, each product rounded to a's dtype as PyTorch's two ops do
+            g = tl.load(a_rows + offs_k[None, :] * sak, mask=amask, other=0.0).to(tl.float32)
+            u = tl.load(a_rows + offs_k[None, :] * sak + a_up, mask=amask, other=0.0).to(tl.float32)
+            act = round_to(g / (1.0 + tl.exp(-g)), a_ptr.dtype.element_ty).to(tl.float32)
+            a = round_to(act * u, a_ptr.dtype.element_ty).to(tl.float32 if S16 else DT)
+        else:
+            a = _load_as(a_rows + offs_k[None, :] * sak, amask, A_MODE, A_E5M2, tl.float32 if S16 else DT)
         b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
         if not DOT:  # (BLOCK_M < 16: a product-and-sum Triton does not turn into a tf32 dot)
             d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
@@ -165,7 +175,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                   SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS)
 
 
-_MV = Launcher(_mv_kernel)
+_MV = Launcher(_mv_kernel, pdl=True)
 
 
 # ---------------------------------------------------------------------------- plan
@@ -249,12 +259,14 @@ class Operand:
 
 
 def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb=None,
-           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None):
+           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False):
     """Run ``out = a @ b`` (+ scales, bias) with ``plan``; ``a`` is (M, K), ``b`` is (K, N),
-    any strides. ``sa_strides`` is (stride over M, stride over K blocks), ``sb_strides``
+    any strides; ``glu``: ``a`` is (M, 2K), gate then up, and the product takes
+    ``silu(gate) * up`` (float16/bfloat16/float32 ``a``, not fp8). ``sa_strides`` is (stride over M, stride over K blocks), ``sb_strides``
     (stride over N, over K blocks). Split-K uses two cached workspaces of this device and
     stream: float32 partials and int32 counters (zeroed once, returned to zero by the kernel)."""
     M, K = a.t.shape
+    K //= 2 if glu else 1
     N = b.t.shape[1]
     p = plan
     dummy = out
@@ -267,10 +279,10 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
     else:
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
-               sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1))
+               sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), K * a.t.stride(1))
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides,
-        A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
+        A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, A_GLU=glu, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16,
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)

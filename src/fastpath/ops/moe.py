@@ -38,10 +38,9 @@ from . import moe_kernels as K
 from .grouped_mm import grouped_mm
 from .linear import linear
 
-_SLICES, _SUM_SLICES = Launcher(K._slices_kernel), Launcher(K._sum_slices_kernel)
-_ROUTER = Launcher(K._router_kernel)
-_ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT = map(Launcher, (K._route_kernel, K._gate_up_kernel, K._down_kernel,
-                                                          K._combine_kernel, K._act_kernel))
+_SLICES, _SUM_SLICES, _ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT = (
+    Launcher(k, pdl=True) for k in (K._slices_kernel, K._sum_slices_kernel, K._router_kernel, K._route_kernel,
+                                    K._gate_up_kernel, K._down_kernel, K._combine_kernel, K._act_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
 #: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.

@@ -25,7 +25,7 @@ from typing import Optional, Tuple
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
@@ -90,7 +90,8 @@ def _rms_norm_kernel(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, n_rows, N, eps,
                      sxr, sxn, srr, srn, sgr, sgn, sw, syr, snr,
                      HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr, ZERO_CENTERED: tl.constexpr,
                      PROD_DT: tl.constexpr, ACT: tl.constexpr, ONE_PASS: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False):
+    pdl_start(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rows64 = rows.to(tl.int64)
     rmask = rows < n_rows
@@ -125,7 +126,7 @@ def _rms_norm_kernel(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, n_rows, N, eps,
 #: interpreter uses a small value so that CI runs the loop too.
 ROW_MAX = 64 if INTERPRET else 16384
 CHUNK = 32 if INTERPRET else 4096  # column chunk of the two-pass loop
-_KERNEL = Launcher(_rms_norm_kernel)
+_KERNEL = Launcher(_rms_norm_kernel, pdl=True)
 
 
 def _rows(t: torch.Tensor, N: int) -> torch.Tensor:

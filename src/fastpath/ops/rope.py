@@ -10,14 +10,17 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import tl, triton, triton_reason, use_triton
+from .._core.backend import pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import check_tensor
+from .._core.launch import Launcher
 
 
 @triton.jit
 def _qkv_rope_kernel(x_ptr, pos_ptr, invf_ptr, qw_ptr, kw_ptr, q_ptr, ck_ptr, cv_ptr, T, eps,
                      sxb, sxt, spb, spt, sqb, sqt, sqh, skb, sks, skh, svb, svs, svh,
-                     NH: tl.constexpr, NKV: tl.constexpr, HALF: tl.constexpr, NORM: tl.constexpr):
+                     NH: tl.constexpr, NKV: tl.constexpr, HALF: tl.constexpr, NORM: tl.constexpr,
+                     PDL: tl.constexpr = False):
+    pdl_start(PDL)
     bt = tl.program_id(0)
     h = tl.program_id(1)
     b = bt // T
@@ -57,6 +60,9 @@ def _qkv_rope_kernel(x_ptr, pos_ptr, invf_ptr, qw_ptr, kw_ptr, q_ptr, ck_ptr, cv
             dst = ck_ptr + b.to(tl.int64) * skb + pos * sks + (h - NH) * skh
         tl.store(dst + i, o1)
         tl.store(dst + HALF + i, o2)
+
+
+_ROPE = Launcher(_qkv_rope_kernel, pdl=True)
 
 
 def reference_qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, num_heads: int,
@@ -137,7 +143,7 @@ def qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor,
                                   q_norm, k_norm, eps)
     q = alloc.empty(B, T, num_heads, D, dtype=qkv.dtype, device=qkv.device)
     norm = q_norm is not None
-    _qkv_rope_kernel[(B * T, num_heads + 2 * num_kv_heads)](
+    _ROPE[(B * T, num_heads + 2 * num_kv_heads)](
         qkv, positions, inv_freq, q_norm if norm else qkv, k_norm if norm else qkv, q, cache_k, cache_v,
         T, float(eps), qkv.stride(0), qkv.stride(1), positions.stride(0), positions.stride(1),
         q.stride(0), q.stride(1), q.stride(2), cache_k.stride(0), cache_k.stride(1), cache_k.stride(2),

@@ -56,7 +56,7 @@ import torch
 
 from .._core import alloc
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
-from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.registry import register_op
 
@@ -295,11 +295,12 @@ def _sample_kernel(x_ptr, out_ptr, seed_ptr, ws_ptr, cnt_ptr, tmp_ptr, B, N, sxr
                    LOG_M: tl.constexpr, MODE: tl.constexpr, TOP_P: tl.constexpr,
                    SPLIT: tl.constexpr, PRUNE: tl.constexpr, LOG_CAP: tl.constexpr,
                    LOG_R: tl.constexpr, LOG_GM: tl.constexpr, LOG_S: tl.constexpr,
-                   LOG_D: tl.constexpr):
+                   LOG_D: tl.constexpr, PDL: tl.constexpr = False):
     """PRUNE (mode 2 only): LOG_CAP: the compaction buffer per row; LOG_R, LOG_GM: runs of
     the top R keys of every chunk and their lanes (merge bound (b)); LOG_S: next_pow2(S);
     LOG_D: the merge's one-step depth; LOG_M: lanes of a merge tile. Without PRUNE, LOG_M:
     lanes of all S * K_PAD candidates."""
+    pdl_start(PDL)
     BM: tl.constexpr = 2 ** LOG_BM
     CHUNK: tl.constexpr = 2 ** LOG_CHUNK
     K_PAD: tl.constexpr = 2 ** LOG_K
@@ -382,7 +383,7 @@ MERGE_DEPTH = 8  # the merge first tries ranks < MERGE_DEPTH of every run (one s
 NUM_WARPS = None  # None: by the widest tile; an int forces it (tuning)
 
 
-_SAMPLE = Launcher(_sample_kernel)
+_SAMPLE = Launcher(_sample_kernel, pdl=True)
 
 
 def _pruned(mode: int, k_pad: int, prune) -> bool:
