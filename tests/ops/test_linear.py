@@ -207,37 +207,34 @@ def test_fp8_via_float16_nonfinite(monkeypatch, device):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows,split", [(1, 1), (1, 3), (3, 2), (16, 1), (17, 1)])  # 17: the two ops + F.linear
+@pytest.mark.parametrize("rows,split", [(1, 1), (1, 3), (3, 2), (16, 1), (17, 1)])  # 17: linear + the two ops
 @pytest.mark.parametrize("fp8", [False, True])
-def test_swiglu_linear(dtype, rows, split, fp8, split_k, device):
-    """``swiglu_linear(gate_up, w)`` against float64 ``(silu(gate) * up) @ w.T`` of the
-    activation as PyTorch's two ops round it (so the kernel's fused rounding is checked too)."""
+def test_linear_swiglu(dtype, rows, split, fp8, split_k, device):
+    """``linear_swiglu(x, w)`` against ``silu(gate) * up`` of the float64 product rounded to
+    the dtype as PyTorch's ops round it (gate/up to x.dtype, silu to x.dtype, the product)."""
     if fp8 and (not HAS_FP8 or dtype == torch.float32):
         return
     split_k(split)
-    I, n = 200, 67
-    gu = randn(rows, 1, 2 * I, dtype=dtype, device=device, scale=3.0)
+    K, I = 200, 67
+    x = randn(rows, 1, K, dtype=dtype, device=device)
     if fp8:
-        _, w, scale = _fp8_weight(n, I, device)
+        _, w, scale = _fp8_weight(2 * I, K, device)
         b = None
     else:
-        w, scale = randn(n, I, dtype=dtype, device=device, scale=I ** -0.5), None
-        b = randn(n, dtype=dtype, device=device)
-    g, u = gu.chunk(2, dim=-1)
-    act = torch.nn.functional.silu(g) * u
-    out = L.swiglu_linear(gu, w, b, weight_scale=scale)
-    assert out.shape == (rows, 1, n) and out.dtype == dtype
-    assert_close(out, ref64(act, w, b, scale), tol=L_TOL[dtype] if fp8 else None)
-    wrong = L.linear(gu[..., :I], w, b, weight_scale=scale)  # the gate alone: must differ
-    assert not torch.allclose(out.float(), wrong.float(), atol=1e-2)
+        w, scale = randn(2 * I, K, dtype=dtype, device=device, scale=3 * K ** -0.5), None
+        b = randn(2 * I, dtype=dtype, device=device)
+    g, u = ref64(x, w, b, scale).to(dtype).chunk(2, dim=-1)
+    ref = torch.nn.functional.silu(g.double()).to(dtype).double() * u.double()
+    out = L.linear_swiglu(x, w, b, weight_scale=scale)
+    assert out.shape == (rows, 1, I) and out.dtype == dtype
+    assert_close(out, ref, tol=L_TOL[dtype] if fp8 else None)
 
 
-def test_swiglu_linear_errors(device):
-    w = randn(5, 4, device=device)
-    with pytest.raises(ValueError, match="gate_up: expected"):
-        L.swiglu_linear(randn(1, 7, device=device), w)
+def test_linear_swiglu_errors(device):
+    with pytest.raises(ValueError, match="even number of rows"):
+        L.linear_swiglu(randn(1, 4, device=device), randn(5, 4, device=device))
     with pytest.raises(ValueError, match="weight: expected shape"):
-        L.swiglu_linear(randn(1, 6, device=device), w)
+        L.linear_swiglu(randn(1, 6, device=device), randn(4, 4, device=device))
 
 
 @needs_fp8

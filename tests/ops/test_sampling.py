@@ -8,7 +8,7 @@ import torch
 
 import fastpath
 from fastpath.ops import sampling
-from fastpath._core import launch
+from fastpath._core import backend, launch
 from tests.conftest import AWKWARD, noncontig, randn
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -356,12 +356,19 @@ PRUNE_CASES = [
 ]
 
 
+#: sampling.py's plan constants under the interpreter (and its 4 "SMs").
+INTERPRETER_PLAN = dict(MIN_CHUNK=64, MAX_CHUNK=256, MAX_MERGE=1024, BLOCK_ELEMS=8192, PRUNE_MIN_K=1,
+                        PRUNE_MAX_K=1 << 30, PRUNE_MIN_CHUNK=64, CAP=32, MERGE_TILE=128, num_sms=lambda d: 4)
+
+
 @pytest.mark.parametrize("case", PRUNE_CASES, ids=[c[0] for c in PRUNE_CASES])
 def test_pruned_top_k_matches_reference(device, monkeypatch, case):
     """The pruned path (and its fallbacks, in each phase and for a block of rows with mixed
     paths) against the reference with the same random numbers, and against the unpruned
     path; the host model `_prune_paths` checks that each case takes the paths it is for."""
     _, make, top_k, top_p, knobs, want_chunk, want_merge = case
+    if not backend.INTERPRET:  # the cases are sized for the interpreter's plan: use it on a GPU too
+        knobs = {**INTERPRETER_PLAN, **knobs}
     for name, value in knobs.items():
         monkeypatch.setattr(sampling, name, value)
     x = make()

@@ -19,7 +19,7 @@ from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
-from ..ops.linear import linear, swiglu_linear
+from ..ops.linear import linear, linear_swiglu
 from ..ops.moe import fused_experts, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
@@ -66,8 +66,8 @@ class MLP(nn.Module):
         self.down = Linear(H, I, dtype, device, fp8=fp8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = self.down
-        return swiglu_linear(self.gate_up(x), d.weight, d.bias, weight_scale=d.scale)
+        gu = self.gate_up
+        return self.down(linear_swiglu(x, gu.weight, gu.bias, weight_scale=gu.scale))
 
 
 class MoE(nn.Module):

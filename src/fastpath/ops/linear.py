@@ -58,10 +58,11 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
         x2 = x.reshape(-1, K)
     M = x2.shape[0]
+    N //= 2 if glu else 1
     y = alloc.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0 or N == 0:
         return y.view(*x.shape[:-1], N)
-    plan = matvec.plan(M, N, K // 2 if glu else K, x.device, x.dtype if x.dtype != torch.float32 else None,
+    plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
                        b_bytes=1 if weight_scale is not None else weight.element_size())
     w = Operand(weight.t())
     if weight_scale is not None:
@@ -228,23 +229,24 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     return _linear_op(x, weight, bias, weight_scale)
 
 
-def swiglu_linear(gate_up: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, *,
+def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, *,
                   weight_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """``linear(F.silu(gate) * up, weight, bias, weight_scale=...)`` where ``gate_up`` is
-    ``(..., 2I)``, gate then up (a SwiGLU MLP's down projection after its fused gate/up one).
-    Up to 16 rows, the matrix-vector kernel computes ``silu(gate) * up`` as it loads the
-    activations (rounded to ``gate_up.dtype`` after each op, as PyTorch's two ops round), so
-    the two elementwise kernels and their temporaries are gone; otherwise the two ops run and
-    :func:`linear` follows. Inference only (no autograd)."""
-    if gate_up.dim() < 1 or gate_up.shape[-1] % 2:
-        raise ValueError(f"gate_up: expected (..., 2 * I), gate then up, got {tuple(gate_up.shape)}")
-    g, u = gate_up.chunk(2, dim=-1)
-    rows = gate_up.numel() // max(gate_up.shape[-1], 1)
-    if (rows > MAX_GEMV_ROWS or not use_triton(gate_up) or gate_up.dtype not in KERNEL_DTYPES
-            or torch.is_grad_enabled() and (gate_up.requires_grad or weight.requires_grad)):
-        return linear(F.silu(g) * u, weight, bias, weight_scale=weight_scale)
-    _checked(g, weight, bias, weight_scale)
-    return _launch(gate_up, weight, bias, weight_scale, glu=True)
+    """``silu(gate) * up`` of ``linear(x, weight, bias, weight_scale=...)`` chunked in two along
+    the last dim: a SwiGLU MLP's fused gate/up projection (``weight`` ``(2I, K)``, gate rows
+    then up rows) and its activation, ``(..., I)``. Up to 16 rows, one matrix-vector launch:
+    each program takes matching gate and up columns and stores the activation (rounded to
+    ``x.dtype`` after each op, as PyTorch's separate ops round), so neither the ``(..., 2I)``
+    projection nor the two elementwise kernels exist. More rows: :func:`linear` and the two
+    ops. Inference only (no autograd)."""
+    _checked(x, weight, bias, weight_scale)
+    if weight.shape[0] % 2:
+        raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
+    rows = x.numel() // max(x.shape[-1], 1)
+    if (rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
+            or torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+        g, u = _linear_op(x, weight, bias, weight_scale).chunk(2, dim=-1)
+        return F.silu(g) * u
+    return _launch(x, weight, bias, weight_scale, glu=True)
 
 
 FAMILY = {"name": "linear", "ops": ["linear"], "reason": triton_reason}

@@ -99,34 +99,61 @@ def _tile_order(pid, grid_m, grid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """Row / column scales, bias, cast, store."""
-    mmask = offs_m < M
-    nmask = offs_n < N
+def _scaled(acc, sa_ptr, sb_ptr, bias_ptr, offs_m, offs_n, mmask, nmask, ssa_m, ssb_n,
+            SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """``acc`` with its row / column scales and bias applied (float32)."""
     if SCALE_A:
         acc = acc * tl.load(sa_ptr + offs_m * ssa_m, mask=mmask, other=0.0)[:, None]
     if SCALE_B:
         acc = acc * tl.load(sb_ptr + offs_n * ssb_n, mask=nmask, other=0.0)[None, :]
     if HAS_BIAS:
         acc = acc + tl.load(bias_ptr + offs_n, mask=nmask, other=0.0).to(tl.float32)[None, :]
+    return acc
+
+
+@triton.jit
+def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
+              SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, HAS_BIAS: tl.constexpr,
+              acc_up=None, n_up=0, GLU: tl.constexpr = False):
+    """Row / column scales, bias, cast, store. ``GLU``: ``acc`` holds gate columns and
+    ``acc_up`` the up columns ``n_up`` further on; stores ``silu(gate) * up``, rounded to the
+    output dtype after each step as PyTorch's separate ops round."""
+    mmask = offs_m < M
+    nmask = offs_n < N
+    y = _scaled(acc, sa_ptr, sb_ptr, bias_ptr, offs_m, offs_n, mmask, nmask, ssa_m, ssb_n, SCALE_A, SCALE_B, HAS_BIAS)
+    OT = out_ptr.dtype.element_ty
+    if GLU:
+        g = round_to(y, OT).to(tl.float32)
+        u = _scaled(acc_up, sa_ptr, sb_ptr, bias_ptr, offs_m, offs_n + n_up, mmask, nmask, ssa_m, ssb_n,
+                    SCALE_A, SCALE_B, HAS_BIAS)
+        y = round_to(g / (1.0 + tl.exp(-g)), OT).to(tl.float32) * round_to(u, OT).to(tl.float32)
     ptrs = out_ptr + offs_m.to(tl.int64)[:, None] * som + offs_n[None, :] * son
-    tl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=mmask[:, None] & nmask[None, :])
+    tl.store(ptrs, round_to(y, OT), mask=mmask[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _tile_dot(a, b_ptrs, kmask, nmask, B_MODE: tl.constexpr, B_E5M2: tl.constexpr, DOT: tl.constexpr,
+              DT: tl.constexpr, S16: tl.constexpr):
+    """``a @ b`` of one K tile in float32: ``b`` loaded and converted to ``DT``."""
+    b = _load_as(b_ptrs, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
+    if not DOT:  # (BLOCK_M < 16: a product-and-sum Triton does not turn into a tf32 dot)
+        return tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    return _dot16(a, b, S16, DT)
 
 
 @triton.jit
 def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, k_chunk, n_split,
-               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son, a_up,
+               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son, n_up,
                A_MODE: tl.constexpr, B_MODE: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr,
-               A_GLU: tl.constexpr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
-               S16: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-               PDL: tl.constexpr = False):
+               S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
     pdl_start(PDL)
-    # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer)
-    # and bumps cnt[n]; the last of the n_split programs of column block n adds the partials
-    # in the order s = 0, 1, ... (deterministic), finishes the tile and re-zeroes cnt[n].
+    # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
+    # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
+    # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
+    # and re-zeroes cnt[n]. GLU: output column n takes b's columns n (gate) and n + n_up (up).
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_m = tl.arange(0, BLOCK_M)
@@ -138,41 +165,42 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     a_rows = a_ptr + offs_m.to(tl.int64)[:, None] * sam
     b_cols = b_ptr + offs_n.to(tl.int64)[None, :] * sbn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
-        amask = mmask[:, None] & kmask[None, :]
-        if A_GLU:  # a = silu(gate) * up, each product rounded to a's dtype as PyTorch's two ops do
-            g = tl.load(a_rows + offs_k[None, :] * sak, mask=amask, other=0.0).to(tl.float32)
-            u = tl.load(a_rows + offs_k[None, :] * sak + a_up, mask=amask, other=0.0).to(tl.float32)
-            act = round_to(g / (1.0 + tl.exp(-g)), a_ptr.dtype.element_ty).to(tl.float32)
-            a = round_to(act * u, a_ptr.dtype.element_ty).to(tl.float32 if S16 else DT)
-        else:
-            a = _load_as(a_rows + offs_k[None, :] * sak, amask, A_MODE, A_E5M2, tl.float32 if S16 else DT)
-        b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
-        if not DOT:  # (BLOCK_M < 16: a product-and-sum Triton does not turn into a tf32 dot)
-            d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
-        else:
-            d = _dot16(a, b, S16, DT)
+        a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
+                     tl.float32 if S16 else DT)
+        d = _tile_dot(a, b_cols + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2, DOT, DT, S16)
         if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile
             sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
             d = d * sa[:, None] * sb[None, :]
         acc += d
+        if GLU:
+            acc_up += _tile_dot(a, b_cols + n_up * sbn + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2,
+                                DOT, DT, S16)
     if SPLIT:
         tile = offs_m[:, None] * N + offs_n[None, :]
         tmask = mmask[:, None] & nmask[None, :]
-        tl.store(ws_ptr + pid_k.to(tl.int64) * M * N + tile, acc, mask=tmask)
+        part = ws_ptr + pid_k.to(tl.int64) * M * N * (2 if GLU else 1) + tile
+        tl.store(part, acc, mask=tmask)
+        if GLU:
+            tl.store(part + M * N, acc_up, mask=tmask)
         tl.debug_barrier()  # every thread's partial is written before the release below
         if tl.atomic_add(cnt_ptr + pid_n, 1, sem="acq_rel") == n_split - 1:
             tl.atomic_xchg(cnt_ptr + pid_n, 0)
             acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
             for s in range(0, n_split):
-                acc += tl.load(ws_ptr + s * M * N + tile, mask=tmask, other=0.0, cache_modifier=".cg")
+                part = ws_ptr + s * M * N * (2 if GLU else 1) + tile
+                acc += tl.load(part, mask=tmask, other=0.0, cache_modifier=".cg")
+                if GLU:
+                    acc_up += tl.load(part + M * N, mask=tmask, other=0.0, cache_modifier=".cg")
             _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-                      SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS)
+                      SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS, acc_up, n_up, GLU)
     else:
         _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-                  SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS)
+                  SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS, acc_up, n_up, GLU)
 
 
 _MV = Launcher(_mv_kernel, pdl=True)
@@ -261,29 +289,28 @@ class Operand:
 def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb=None,
            sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False):
     """Run ``out = a @ b`` (+ scales, bias) with ``plan``; ``a`` is (M, K), ``b`` is (K, N),
-    any strides; ``glu``: ``a`` is (M, 2K), gate then up, and the product takes
-    ``silu(gate) * up`` (float16/bfloat16/float32 ``a``, not fp8). ``sa_strides`` is (stride over M, stride over K blocks), ``sb_strides``
-    (stride over N, over K blocks). Split-K uses two cached workspaces of this device and
+    any strides; ``glu``: ``b`` is (K, 2N), gate columns then up columns, and ``out`` (M, N)
+    takes ``silu(a @ gate) * (a @ up)`` (not with block scales). ``sa_strides`` is (stride
+    over M, stride over K blocks), ``sb_strides`` (stride over N, over K blocks). Split-K uses two cached workspaces of this device and
     stream: float32 partials and int32 counters (zeroed once, returned to zero by the kernel)."""
     M, K = a.t.shape
-    K //= 2 if glu else 1
-    N = b.t.shape[1]
+    N = b.t.shape[1] // (2 if glu else 1)
     p = plan
     dummy = out
     args = (a.t, b.t, sa if sa is not None else dummy, sb if sb is not None else dummy,
             bias if bias is not None else dummy, out)
     n_blocks = cdiv(N, p.block_n)
     if p.split > 1:
-        args += (workspace(out.device, "matvec.partials", p.split * M * N, torch.float32),
+        args += (workspace(out.device, "matvec.partials", p.split * M * N * (2 if glu else 1), torch.float32),
                  workspace(out.device, "matvec.counters", n_blocks, torch.int32, zeroed=True))
     else:
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
-               sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), K * a.t.stride(1))
+               sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), N)
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides,
-        A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, A_GLU=glu, SCALE_A=sa is not None,
+        A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
-        DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16,
+        DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     return out

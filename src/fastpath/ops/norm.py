@@ -41,7 +41,7 @@ def round_to(x, DT: tl.constexpr):
     if DT == tl.bfloat16:
         b = x.to(tl.uint32, bitcast=True)
         b = (b + (0x7FFF + ((b >> 16) & 1))) & 0xFFFF0000
-        return b.to(tl.float32, bitcast=True).to(tl.bfloat16)
+        return tl.where(x == x, b.to(tl.float32, bitcast=True), x).to(tl.bfloat16)  # NaN stays NaN
     else:
         return x.to(DT)
 
