@@ -125,8 +125,11 @@ def _fp8_weight(n, k, device, scale_shape="col"):
 @pytest.mark.parametrize("decode", ["native", "bits"])
 @pytest.mark.parametrize("xdtype", DTYPES)
 @pytest.mark.parametrize("rows,k,n", [(1, 1000, 13), (3, 200, 13), (16, 200, 67), (17, 200, 13)])
-def test_fp8_weight_only(decode, xdtype, rows, k, n, monkeypatch, device):
+@pytest.mark.parametrize("route", ["float16", "float32"])  # matvec.FP8_VIA_FP16 on / off
+def test_fp8_weight_only(decode, xdtype, rows, k, n, route, monkeypatch, device):
     monkeypatch.setattr(L, "FP8_DECODE", decode)
+    if route == "float32":
+        monkeypatch.setattr(matvec, "FP8_VIA_FP16", None)
     w, q, s = _fp8_weight(n, k, device, "col" if rows != 3 else "flat")
     x = randn(*_rows_shape(rows, k), dtype=xdtype, device=device)
     b = randn(n, dtype=xdtype, device=device)
