@@ -410,6 +410,8 @@ def test_pruned_top_k_ties(device, layout):
     x = torch.zeros(B, V) if layout == "equal" else torch.randint(0, 4, (B, V)).float()
     x = x.to(device)
     seeds = torch.randint(0, 2 ** 62, (B,), generator=_gen("cpu", 8)).to(device)
-    for top_k, top_p in [(1, 0.5), (5, 1.0), (12, 0.5), (64, 0.9)]:
+    # (top_p away from the cumulative sums of equal probabilities: 12 x 1/12 summed in float32
+    # reaches 0.5 only up to rounding, which may keep a 7th value where float64 keeps 6)
+    for top_k, top_p in [(1, 0.5), (5, 1.0), (12, 0.45), (64, 0.9)]:
         out = sampling._sample_op(x, seeds, 0.9, top_k, top_p)
         assert torch.equal(out.cpu(), _stable_reference(x, seeds, 0.9, top_k, top_p))
