@@ -1,5 +1,6 @@
 """linear suite: decode-time matrix-vector products. fastpath.linear against F.linear (bf16),
-and the FP8 weight-only path (fastpath.linear with ``weight_scale``) against bf16 F.linear.
+the fused gate/up projection and SwiGLU (``linear_swiglu``) against F.linear + silu * up, and
+the FP8 weight-only path (fastpath.linear with ``weight_scale``) against bf16 F.linear.
 
 Shapes are M x K x N (rows x in_features x out_features): the Llama-3-8B / Qwen3 projections
 and lm_heads the issue names, at 1, 4 and 16 rows. Weight bytes dominate every row, so the
@@ -37,10 +38,21 @@ def _nbytes_fp8(shape, itemsize):
     return n * k + n * 4 + (m * k + m * n) * itemsize  # 1-byte weights and a scale per row
 
 
+def _nbytes_glu(shape, itemsize):
+    m, k, n = shape
+    return (n * k + m * k + m * n // 2) * itemsize
+
+
+def _swiglu_native(x, w):
+    import torch.nn.functional as F
+    g, u = F.linear(x, w).chunk(2, dim=-1)
+    return F.silu(g) * u
+
+
 def cases() -> list:
     import torch.nn.functional as F
 
-    from ..ops.linear import linear
+    from ..ops.linear import linear, linear_swiglu
     out = []
     for m in (1, 4, 16):
         for k, n in KN:
@@ -48,6 +60,11 @@ def cases() -> list:
                             ours=lambda x, w: linear(x, w), native=lambda x, w: F.linear(x, w),
                             check=close_check, nbytes=_nbytes_bf16, cpu_shape=(m, 67, 13),
                             make=_inputs, graphs=True, quick=(m == 1 and k == n)))
+    for k, n in ((4096, 2 * 12288), (4096, 2 * 14336)):  # Qwen3-8B / Llama-3-8B gate_up + SwiGLU
+        out.append(Case(suite="linear", name="linear + swiglu", shape=(1, k, n), dtype="bfloat16",
+                        ours=lambda x, w: linear_swiglu(x, w), native=_swiglu_native,
+                        check=close_check, nbytes=_nbytes_glu, cpu_shape=(1, 67, 26),
+                        make=_inputs, graphs=True, quick=False))
     for k, n in KN:
         out.append(Case(suite="linear", name="linear fp8 weights", shape=(1, k, n), dtype="bfloat16",
                         ours=lambda x, w, wq, s: linear(x, wq, weight_scale=s),
