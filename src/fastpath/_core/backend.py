@@ -75,28 +75,30 @@ def capability(index: int) -> tuple:
     return torch.cuda.get_device_capability(index)
 
 
-#: Programmatic dependent launch (``FASTPATH_PDL=0`` turns it off): kernels built with
-#: :func:`pdl_start` and launched through ``Launcher(fn, pdl=True)`` on NVIDIA GPUs of
-#: compute capability 9.0+ may start while the kernel before them in the stream finishes,
-#: then wait for it (``griddepcontrol.wait``) before touching memory: the launch latency
-#: and the gap between the two kernels overlap the first one's tail.
-PDL = os.environ.get("FASTPATH_PDL", "1").strip() not in ("0", "false", "no")
+#: Programmatic dependent launch: kernels built with :func:`pdl_start` and launched through
+#: ``Launcher(fn, pdl=True)`` on NVIDIA GPUs of compute capability 9.0+ may start while the
+#: kernel before them in the stream finishes, then wait for it (``griddepcontrol.wait``)
+#: before touching memory, so the launch latency and the gap between kernels overlap the
+#: first one's tail. ``FASTPATH_PDL``: 0 off; 1 the kernel lets its successor launch only
+#: as its own programs exit; 2 as soon as all its programs have started.
+PDL = int(os.environ.get("FASTPATH_PDL", "1").strip() or 0)
 
 
 @functools.lru_cache(maxsize=None)
 def pdl_on(index: int) -> bool:
     """True when kernels launched on CUDA device ``index`` use programmatic dependent launch."""
-    return PDL and not INTERPRET and torch.version.hip is None and capability(index) >= (9, 0)
+    return PDL > 0 and not INTERPRET and torch.version.hip is None and capability(index) >= (9, 0)
 
 
 @triton.jit
 def pdl_start(PDL: tl.constexpr):
     """First statement of a kernel launched with ``Launcher(fn, pdl=True)``: wait until the
-    previous kernel of the stream has finished and its writes are visible, then let the next
-    kernel launch (it waits for this one in turn, so every kernel still sees its
-    predecessors complete). Nothing when ``PDL`` is false."""
-    if PDL:
+    previous kernel of the stream has finished and its writes are visible; ``PDL`` 2: then
+    let the next kernel launch (it waits for this one in turn, so every kernel still sees
+    its predecessors complete). Nothing when ``PDL`` is 0."""
+    if PDL > 0:
         tl.extra.cuda.gdc_wait()
+    if PDL > 1:
         tl.extra.cuda.gdc_launch_dependents()
 
 

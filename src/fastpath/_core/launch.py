@@ -8,7 +8,7 @@ import os
 
 import torch
 
-from .backend import INTERPRET, pdl_on
+from .backend import INTERPRET, PDL, pdl_on
 
 #: ``FASTPATH_FAST_LAUNCH=1`` turns on :class:`Launcher`'s cached relaunch. Off by default
 #: until ``scripts/launch_check.py`` has passed on a GPU (it was written after this
@@ -84,7 +84,7 @@ class Launcher:
 
     ``pdl=True``: the kernel takes a ``PDL: tl.constexpr`` argument and starts with
     ``pdl_start(PDL)`` (:mod:`fastpath._core.backend`); where :func:`pdl_on` holds, it is
-    launched as a programmatic dependent launch with ``PDL=True``, elsewhere ``PDL=False``."""
+    launched as a programmatic dependent launch with ``PDL`` = ``backend.PDL``, elsewhere ``PDL=0``."""
 
     def __init__(self, fn, *, pdl: bool = False):
         self.fn, self.pdl = fn, pdl
@@ -98,7 +98,7 @@ class Launcher:
     def launch(self, grid, args, kwargs):
         if self.pdl:
             on = not INTERPRET and not torch.compiler.is_compiling() and pdl_on(torch.cuda.current_device())
-            kwargs = {**kwargs, "PDL": on, **({"launch_pdl": True} if on else {})}
+            kwargs = {**kwargs, "PDL": PDL if on else 0, **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or torch.compiler.is_compiling():
             return self.fn[grid](*args, **kwargs)  # compiling: dynamo traces kernel[grid] itself
         dev = torch.cuda.current_device()

@@ -59,7 +59,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
                    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = False):
+                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to

@@ -36,7 +36,7 @@ def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
                stride, dil, pad,
                K: tl.constexpr, HAS_STATE: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
                STATE_OUT: tl.constexpr, IN_PLACE: tl.constexpr, NS_PAD: tl.constexpr,
-               BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, PDL: tl.constexpr = False):
+               BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     b = tl.program_id(0).to(tl.int64)
     offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)

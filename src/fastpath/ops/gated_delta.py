@@ -66,7 +66,7 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
                       sgb, sgt, sgh, sbb, sbt, sbh, sob, sot, soh,
                       sib, sih, sik, siv, ssb, ssh, ssk, ssv,
                       L2NORM: tl.constexpr, HAS_INIT: tl.constexpr, HAS_IDX: tl.constexpr,
-                      RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, PDL: tl.constexpr = False):
+                      RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     pid_v = tl.program_id(0)
     pid_bh = tl.program_id(1)

@@ -150,7 +150,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
+               BLOCK_K: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column

@@ -84,7 +84,7 @@ def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale,
 @triton.jit
 def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale, eps,
                   TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
-                  SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
+                  SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # one program per token
     _route_row(x_ptr, tl.program_id(0).to(tl.int64), sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
@@ -96,7 +96,7 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
                    swt, sit, scale, eps, TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr,
                    NORM: tl.constexpr, SHARED: tl.constexpr, RNE: tl.constexpr, BLOCK_T: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr,
-                   PDL: tl.constexpr = False):
+                   PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # The router matmul and the routing in one launch, for a few tokens. Program p computes the
     # logits x_t . R[n] of its BLOCK_N router rows in float32, rounded to x's dtype (as
@@ -235,7 +235,7 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
                     TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                     HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
                     S16: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
-                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, PDL: tl.constexpr = False):
+                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # h[t * TOPK + slot, i] = act(gate, up) for the tokens t of this tile routed to expert e.
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
@@ -262,7 +262,7 @@ def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_pt
                    HAS_BIAS1: tl.constexpr, HAS_BIAS2: tl.constexpr, ACT: tl.constexpr, DT1: tl.constexpr,
                    DT2: tl.constexpr, S16_1: tl.constexpr, S16_2: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr,
                    BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
-                   PDL: tl.constexpr = False):
+                   PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # One I-slice s of expert e for the tile's tokens: h = act(gate, up) on the slice's columns,
     # then the slice's share of the down projection (split-K over I), weighted:
@@ -303,7 +303,7 @@ def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_pt
 @triton.jit
 def _sum_slices_kernel(part_ptr, ids_ptr, out_ptr, H, E, S, sit, sij, sot, soh,
                        TOPK: tl.constexpr, RNE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK: tl.constexpr,
-                       PDL: tl.constexpr = False):
+                       PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # out[t, n] = sum over the slots j of token t whose id is in [0, E) and not repeated in a
     # later slot, and over the slices s < S, of part[(t * TOPK + j) * S + s, n]: one fixed-order
@@ -334,7 +334,7 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
                  TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
                  BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 PDL: tl.constexpr = False):
+                 PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # y[t * TOPK + j, n] = w[t, j] * (h[t * TOPK + slot] . D[e, n] + bias) for every slot j with
     # ids[t, j] == e (float32).
@@ -367,7 +367,7 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
 @triton.jit
 def _combine_kernel(y_ptr, ids_ptr, tw_ptr, pos_ptr, out_ptr, H, E, sit, sij, stt, stj, syr, sot, soh,
                     TOPK: tl.constexpr, GATHER: tl.constexpr, WEIGHTED: tl.constexpr, RNE: tl.constexpr,
-                    BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+                    BLOCK: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # out[t] = sum_{j = 0..TOPK-1, ids[t, j] in [0, E)} (w[t, j] *) y[row(t, j)], in float32,
     # row(t, j) = t * TOPK + j, or pos[t * TOPK + j] (GATHER: rows sorted by expert).
@@ -392,7 +392,7 @@ def _combine_kernel(y_ptr, ids_ptr, tw_ptr, pos_ptr, out_ptr, H, E, sit, sij, st
 @triton.jit
 def _act_kernel(gu_ptr, h_ptr, R, NI, sgr, sgc, col_mul, up_off, alpha, limit,
                 ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr,
-                PDL: tl.constexpr = False):
+                PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # h[r, i] = act(gu[r, i * col_mul], gu[r, i * col_mul + up_off]), h contiguous (R, I).
     offs_r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)

@@ -90,7 +90,7 @@ def _rms_norm_kernel(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, n_rows, N, eps,
                      sxr, sxn, srr, srn, sgr, sgn, sw, syr, snr,
                      HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr, ZERO_CENTERED: tl.constexpr,
                      PROD_DT: tl.constexpr, ACT: tl.constexpr, ONE_PASS: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = False):
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rows64 = rows.to(tl.int64)

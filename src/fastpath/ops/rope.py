@@ -19,7 +19,7 @@ from .._core.launch import Launcher
 def _qkv_rope_kernel(x_ptr, pos_ptr, invf_ptr, qw_ptr, kw_ptr, q_ptr, ck_ptr, cv_ptr, T, eps,
                      sxb, sxt, spb, spt, sqb, sqt, sqh, skb, sks, skh, svb, svs, svh,
                      NH: tl.constexpr, NKV: tl.constexpr, HALF: tl.constexpr, NORM: tl.constexpr,
-                     PDL: tl.constexpr = False):
+                     PDL: tl.constexpr = 0):
     pdl_start(PDL)
     bt = tl.program_id(0)
     h = tl.program_id(1)

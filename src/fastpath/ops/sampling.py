@@ -295,7 +295,7 @@ def _sample_kernel(x_ptr, out_ptr, seed_ptr, ws_ptr, cnt_ptr, tmp_ptr, B, N, sxr
                    LOG_M: tl.constexpr, MODE: tl.constexpr, TOP_P: tl.constexpr,
                    SPLIT: tl.constexpr, PRUNE: tl.constexpr, LOG_CAP: tl.constexpr,
                    LOG_R: tl.constexpr, LOG_GM: tl.constexpr, LOG_S: tl.constexpr,
-                   LOG_D: tl.constexpr, PDL: tl.constexpr = False):
+                   LOG_D: tl.constexpr, PDL: tl.constexpr = 0):
     """PRUNE (mode 2 only): LOG_CAP: the compaction buffer per row; LOG_R, LOG_GM: runs of
     the top R keys of every chunk and their lanes (merge bound (b)); LOG_S: next_pow2(S);
     LOG_D: the merge's one-step depth; LOG_M: lanes of a merge tile. Without PRUNE, LOG_M:
