@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# One device call after this session's CPU-side changes: the touched tests compiled on the
-# GPU, then the decode table (every named config; transformers beside two of them).
+# One device call at the end of a session: the linear, fp8 and moe suites, then the decode
+# table (every named config; transformers beside two of them).
 # Usage (repo root, GPU machine): OUT=/some/dir bash scripts/gpu_session_check.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-timeout 120 python3 -m pytest -q -x -p no:cacheprovider --tb=short tests/ops/test_linear.py tests/ops/test_sampling.py \
-  -k "test_linear.py or pruned or ties" 2>&1 | tail -15
+timeout 200 python3 -m fastpath.bench linear fp8 moe --json "$OUT/bench.jsonl" 2>&1 | grep -c " ok"
 B="python3 -m fastpath bench-decode --json $OUT/decode.jsonl --random-weights"
-run() { local t=$1; shift; timeout "$t" $B "$@" 2>&1 | tee -a "$OUT/decode.log" | grep -v "^\s*$" | grep -v "^\r\?loading" | grep -v "^recorded" | tail -3; }
+run() { local t=$1; shift; timeout "$t" $B "$@" 2>&1 | tee -a "$OUT/decode.log" | grep -v "^\s*$" | grep -v "^\r\?loading" | grep -v "^recorded" | grep -v "^building" | cut -c1-120; }
 run 60 --config qwen3-8b --hf
 run 40 --config llama-3-8b
 run 40 --config llama-3-8b --fp8
