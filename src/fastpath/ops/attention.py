@@ -59,13 +59,15 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
                    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0):
+                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, S_PAD: tl.constexpr = 1,
+                   PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
     # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32) and bumps cnt[p];
     # the last of the n_split programs of p combines ws[p, 0..n_split) in order and
-    # re-zeroes cnt[p].
+    # re-zeroes cnt[p]; S_PAD = next_pow2(n_split): the combine issues every split's loads
+    # at once (maxima and sums as one [S_PAD, BLOCK_R] tile, the accumulators unrolled).
     pid = tl.program_id(0)
     pid_s = tl.program_id(1)
     rb = pid % n_rb
@@ -151,17 +153,19 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
         if tl.atomic_add(cnt_ptr + pid, 1, sem="acq_rel") == n_split - 1:
             tl.atomic_xchg(cnt_ptr + pid, 0)
             first = ws_ptr + pid.to(tl.int64) * n_split * STRIDE
-            big = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
-            for sp in range(0, n_split):
-                big = tl.maximum(big, tl.load(first + sp * STRIDE + r_ar, cache_modifier=".cg"))
+            sp = tl.arange(0, S_PAD)
+            stats = first + sp[:, None] * STRIDE + r_ar[None, :]
+            smask = (sp < n_split)[:, None]
+            ms = tl.load(stats, mask=smask, other=float("-inf"), cache_modifier=".cg")
+            big = tl.max(ms, axis=0)
             big = tl.where(big == float("-inf"), 0.0, big)
-            l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
+            ws = tl.exp2(ms - big[None, :])  # [S_PAD, BLOCK_R]; 0 for empty or absent splits
+            l_i = tl.sum(tl.load(stats + BLOCK_R, mask=smask, other=0.0, cache_modifier=".cg") * ws, axis=0)
             acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
-            for sp in range(0, n_split):
-                part = first + sp * STRIDE
-                w = tl.exp2(tl.load(part + r_ar, cache_modifier=".cg") - big)
-                l_i += tl.load(part + BLOCK_R + r_ar, cache_modifier=".cg") * w
-                acc += tl.load(part + tile, cache_modifier=".cg") * w[:, None]
+            for j in tl.static_range(S_PAD):  # split j's weight: row j of ws
+                w = tl.sum(tl.where(sp[:, None] == j, ws, 0.0), axis=0)
+                jmask = tl.full([BLOCK_R, BLOCK_DV], j, tl.int32) < n_split
+                acc += tl.load(first + j * STRIDE + tile, mask=jmask, other=0.0, cache_modifier=".cg") * w[:, None]
             _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
     else:
         _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
@@ -249,7 +253,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
-        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, num_warps=warps,
+        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, S_PAD=next_pow2(split), num_warps=warps,
         **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
     return out
 
