@@ -4,7 +4,7 @@ variant checked against float64 PyTorch, then timed as the bench's graph/cold mo
 (many calls in one CUDA graph over input sets cycled past L2), next to
 F.scaled_dot_product_attention. One line per (shape, variant); JSON lines to --json.
 
-Usage (repo root, GPU machine): PYTHONPATH=src python3 scripts/tune_attention.py --json out.jsonl
+Usage (repo root, GPU machine): PYTHONPATH=src python3 scripts/tune_attention.py --json out.jsonl [--variants JSON]
 """
 import argparse
 import itertools
@@ -18,7 +18,7 @@ from fastpath.bench.harness import Timer, knobs
 from fastpath.ops import attention as A
 
 SHAPES = [(1, 32, 8, 1, 1024, 128), (1, 32, 8, 1, 8192, 128), (1, 32, 8, 1, 32768, 128),
-          (1, 16, 2, 1, 8192, 256)]
+          (1, 16, 2, 1, 8192, 256), (1, 32, 4, 1, 640, 128)]  # last: Qwen3-30B-A3B at the decode bench's mean context
 def variants():
     yield {}
     for bn, pps, mkv in itertools.product((64, 128), (1, 2, 4), (128, 512)):
@@ -30,7 +30,9 @@ def variants():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default="tune_attention.jsonl")
+    ap.add_argument("--variants", help='a JSON list of knob dicts to try instead of the sweep, e.g. \'[{}, {"MIN_KV_PER_SPLIT": 64}]\'')
     args = ap.parse_args()
+    todo = json.loads(args.variants) if args.variants else list(variants())
     dev = torch.device("cuda")
     timer = Timer(torch.cuda.get_device_properties(0).L2_cache_size)
     copy_gbps = 4250.0
@@ -42,7 +44,7 @@ def main():
             ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), enable_gqa=True)
             t_torch = timer.graph_us(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
                                      sets, 0.02)
-            for var in variants():
+            for var in todo:
                 try:
                     with knobs(A, **var):
                         fn = A.scaled_dot_product_attention
