@@ -42,8 +42,8 @@ CONFIGS = {
                   {"FUSED": False}, {"FUSED": False, "MAX_BC": 256, "CHUNK_TILES": 8}],
     "nchw_fp16": [{}, {"LOOP_TILE_BYTES": 16384}, {"LOOP_WARPS": 4}, {"FUSED": False},
                   {"FUSED": False, "CHUNK_TILES": 16}],
-    "2d_fp32": [{}, {"WARPS": 8}, {"MAX_BC": 32, "TILE_BYTES": 8192, "WARPS": 8}, {"MAX_BC": 128},
-                {"COMBINE_ELEMS": 4096}, {"FUSED": False}],
+    "2d_fp32": [{}, {"MAX_BC": 128}, {"MAX_BC": 256}, {"MAX_BC": 128, "WARPS": 8},
+                {"MAX_BC": 256, "FUSED_MAX_TILES": 32}, {"FUSED": False, "MAX_BC": 256, "CHUNK_TILES": 8}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).
