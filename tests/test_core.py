@@ -142,6 +142,43 @@ def test_launcher_reuses_a_compiled_kernel_only_for_the_same_specialisation(monk
     assert fake.compiles == 9
 
 
+class _FakePdlJit(_FakeJit):
+    params = [_FakeParam(n) for n in ("x_ptr", "n", "BLOCK", "PDL")]
+
+
+@pytest.mark.parametrize("mode,cap,hip,expect", [(1, (9, 0), None, 1), (2, (10, 0), None, 2), (1, (8, 9), None, 0),
+                                                 (0, (9, 0), None, 0), (1, (9, 0), "6.2", 0)])
+def test_pdl_launch_only_where_the_gpu_has_it(monkeypatch, mode, cap, hip, expect):
+    """``Launcher(fn, pdl=True)``: PDL=mode and launch_pdl on NVIDIA capability 9.0+, PDL=0 and
+    a plain launch elsewhere (older GPUs, ROCm, FASTPATH_PDL=0); the fast relaunch passes the
+    same PDL value as the first, compiling launch."""
+    from fastpath._core import backend, launch
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(backend, "INTERPRET", False)
+    monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+    monkeypatch.setattr(launch, "PDL", mode)
+    monkeypatch.setattr(backend, "PDL", mode)
+    monkeypatch.setattr(backend, "capability", lambda index: cap)
+    monkeypatch.setattr(torch.version, "hip", hip)
+    backend.pdl_on.cache_clear()
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_raw_stream", lambda dev: 1234)
+    fake = _FakePdlJit()
+    fast = launch.Launcher(fake, pdl=True)
+    x = torch.zeros(64)
+    try:
+        fast[(3,)](x, 32, BLOCK=16)
+        fast[(3,)](x, 32, BLOCK=16)
+    finally:
+        backend.pdl_on.cache_clear()
+    (_, _, _, kwargs), fast_call = fake.log
+    assert kwargs["PDL"] == expect and kwargs.get("launch_pdl", False) == (expect > 0)
+    assert fast_call == ("fast", (3, 1, 1), (x, 32, 16, expect), 1234)
+    plain = launch.Launcher(_FakeJit())  # without pdl=True nothing is added
+    plain[(1,)](x, 32, 0.5, BLOCK=16)
+    assert "PDL" not in plain.fn.log[0][3] and "launch_pdl" not in plain.fn.log[0][3]
+
+
 def test_workspace_outlives_inference_mode():
     """A workspace first allocated under torch.inference_mode (a decode) is a normal tensor:
     later calls outside it may write it in place (tests poison them)."""
