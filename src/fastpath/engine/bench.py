@@ -69,6 +69,13 @@ def run(model: Transformer, *, prompt_len: int = 512, new_tokens: int = 256, bat
             "bytes_per_token": bytes_per_token(model, prompt_len + new_tokens / 2)}
 
 
+#: transformers' fastest experts implementation per architecture on the H200 (the issues'
+#: own measurements: Qwen3-30B-A3B 14.2 tok/s with grouped_mm against 12.5 batched_mm; LFM2.5
+#: 38.8 with batched_mm against 17.1 by default; Qwen3.6 7.8 either way). --hf runs the
+#: default and this one.
+HF_BEST_EXPERTS = {"qwen3_5_moe": "batched_mm", "qwen3_5_moe_text": "batched_mm", "lfm2_moe": "batched_mm"}
+
+
 def hf_baseline(cfg_dict: dict, *, layers: Optional[int], prompt_len: int, new_tokens: int,
                 experts: Optional[str] = None, device="cuda", seed: int = 0) -> dict:
     """transformers' own model of the same shapes, random weights, bf16, eager, dynamic cache:

@@ -92,7 +92,7 @@ def bench_decode(args) -> int:
     rows = [rec]
     if args.hf:
         mcfg = ModelConfig.from_hf(cfg_dict)
-        impls = [None, "grouped_mm"] if mcfg.is_moe else [None]
+        impls = [None, bench.HF_BEST_EXPERTS.get(mcfg.model_type, "grouped_mm")] if mcfg.is_moe else [None]
         for impl in impls:
             h = bench.hf_baseline(cfg_dict, layers=args.layers, prompt_len=args.prompt_len,
                                   new_tokens=min(args.new_tokens, 32), experts=impl, device=device)
