@@ -1,0 +1,127 @@
+"""Where a decode step's time goes: the engine's captured decode step of a named config (random
+weights) replayed under the PyTorch profiler, kernel time per step grouped by family (matrix-
+vector, attention, norm, rotary, MoE, sampling, recurrent, conv, PyTorch's own), next to the
+step's wall time between events, so that the gaps between kernels show as well.
+
+    PYTHONPATH=src python3 scripts/decode_profile.py --config qwen3-30b-a3b [--fp8] [--layers N]
+        [--steps 32] [--json OUT]
+
+On a machine without a GPU it runs the embedded default model eagerly on the CPU (CPU op
+times; a check of the script, not a measurement).
+"""
+import argparse
+import collections
+import json
+import time
+
+import torch
+
+#: kernel-name substring -> family (first match wins); anything else is PyTorch's own.
+FAMILIES = [("_mv_kernel", "matvec"), ("_decode_kernel", "attention"), ("_rms_norm", "norm"),
+            ("_qkv_rope", "rope"), ("_slices_kernel", "moe experts"), ("_sum_slices", "moe sum"),
+            ("_gate_up_kernel", "moe experts"), ("_down_kernel", "moe experts"), ("_combine", "moe sum"),
+            ("_router", "moe router"), ("_route", "moe router"), ("_sample", "sample"),
+            ("_recurrent", "deltanet"), ("_dw_kernel", "short conv")]
+
+
+def family(name: str) -> str:
+    return next((f for key, f in FAMILIES if key in name), "torch")
+
+
+def summarize(rows, steps: int) -> dict:
+    """``rows``: (kernel name, total us, calls) over ``steps`` replays -> per family and per
+    kernel: us and calls per step."""
+    fam = collections.defaultdict(lambda: [0.0, 0.0])
+    ker = collections.defaultdict(lambda: [0.0, 0.0])
+    for name, us, calls in rows:
+        for d, k in ((fam, family(name)), (ker, name[:60])):
+            d[k][0] += us / steps
+            d[k][1] += calls / steps
+    return {"families": dict(fam), "kernels": dict(ker)}
+
+
+def _profile(replay, steps: int, cuda: bool):
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
+    with profile(activities=acts) as prof:
+        for _ in range(steps):
+            replay()
+        if cuda:
+            torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "device_time_total", None) if cuda else e.self_cpu_time_total
+        if cuda and us is None:
+            us = e.cuda_time_total
+        if us:
+            rows.append((e.key, float(us), int(e.count)))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", default="qwen3-30b-a3b")
+    ap.add_argument("--fp8", action="store_true")
+    ap.add_argument("--layers", type=int, default=None)
+    ap.add_argument("--steps", type=int, default=32)
+    ap.add_argument("--prompt-len", type=int, default=512)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    from fastpath.engine import bench
+    from fastpath.engine.generate import Engine, SamplingParams
+    from fastpath.models.config import named
+
+    cuda = torch.cuda.is_available()
+    if cuda:
+        cfg = named(args.config)
+        cfg = cfg.with_layers(args.layers) if args.layers else cfg
+        model = bench.random_model(cfg, device="cuda", fp8=args.fp8)
+    else:  # a check of the script on the embedded default
+        from fastpath.engine.commands import DEFAULT_MODEL
+        from fastpath.models.loader import load
+        model = load(DEFAULT_MODEL, device="cpu", dtype=torch.float32)
+        args.prompt_len, args.steps = min(args.prompt_len, 16), min(args.steps, 4)
+        args.config, args.fp8 = "embedded default (CPU check)", False
+    eng = Engine(model, max_seq=args.prompt_len + 3 * args.steps + 16, batch=1)
+    sp = SamplingParams(0.0)
+    prompt = torch.randint(0, model.cfg.vocab_size, (args.prompt_len,), generator=torch.Generator().manual_seed(0))
+    for _ in eng.generate_step([prompt.tolist()], 4, sp):  # prefill, compile, capture
+        pass
+    if eng.graphs:
+        graph = eng._graph_for(1, sp)[0]
+        replay = graph.replay
+    else:
+        def replay():
+            eng._step(1, sp)
+    replay()  # positions run on from the prompt: each replay is the next token
+    if cuda:
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(args.steps):
+            replay()
+        end.record()
+        end.synchronize()
+        step_us = 1e3 * start.elapsed_time(end) / args.steps
+    else:
+        t = time.perf_counter()
+        for _ in range(args.steps):
+            replay()
+        step_us = 1e6 * (time.perf_counter() - t) / args.steps
+    s = summarize(_profile(replay, args.steps, cuda), args.steps)
+    busy = sum(us for us, _ in s["families"].values()) if cuda else float("nan")
+    print(f"{args.config}{' fp8' if args.fp8 else ''} ({model.cfg.num_layers} layers): step {step_us:.1f} us "
+          f"({1e6 / step_us:.1f} tok/s); kernels {busy:.1f} us, gaps {step_us - busy:.1f} us")
+    for name, (us, calls) in sorted(s["families"].items(), key=lambda kv: -kv[1][0]):
+        print(f"  {name:14s} {us:9.1f} us/step  {calls:6.1f} launches/step  {100 * us / step_us:5.1f}%")
+    print("  top kernels:")
+    for name, (us, calls) in sorted(s["kernels"].items(), key=lambda kv: -kv[1][0])[:12]:
+        print(f"    {us:9.1f} us {calls:6.1f}x  {name}")
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps({"config": args.config, "fp8": args.fp8, "layers": model.cfg.num_layers,
+                                "step_us": step_us, "kernel_us": busy, **s}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
