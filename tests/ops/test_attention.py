@@ -246,7 +246,9 @@ def test_many_rows_per_group(device):
 
 
 @pytest.mark.parametrize("n", [1, 3, 100])
-def test_split_forced_and_deterministic(n, split, device):
+@pytest.mark.parametrize("early_v", [False, True])  # attention.EARLY_V: V loaded with K
+def test_split_forced_and_deterministic(n, early_v, split, device, monkeypatch):
+    monkeypatch.setattr(A, "EARLY_V", early_v)
     split(n)
     q, k, v = qkv(2, 4, 2, 3, 300, 32, torch.float16, device)
     out = sdpa(q, k, v, enable_gqa=True)
