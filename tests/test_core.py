@@ -179,6 +179,13 @@ def test_pdl_launch_only_where_the_gpu_has_it(monkeypatch, mode, cap, hip, expec
     assert "PDL" not in plain.fn.log[0][3] and "launch_pdl" not in plain.fn.log[0][3]
 
 
+def test_pdl_mode_from_the_environment():
+    from fastpath._core.backend import _pdl_mode
+    assert [_pdl_mode(v) for v in ("0", "1", "2", " 2 ", "no", "Yes", "")] == [0, 1, 2, 2, 0, 1, 0]
+    with pytest.raises(ValueError, match="FASTPATH_PDL: expected 0, 1 or 2, got '3'"):
+        _pdl_mode("3")
+
+
 def test_workspace_outlives_inference_mode():
     """A workspace first allocated under torch.inference_mode (a decode) is a normal tensor:
     later calls outside it may write it in place (tests poison them)."""

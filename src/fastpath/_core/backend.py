@@ -81,7 +81,15 @@ def capability(index: int) -> tuple:
 #: before touching memory, so the launch latency and the gap between kernels overlap the
 #: first one's tail. ``FASTPATH_PDL``: 0 off; 1 the kernel lets its successor launch only
 #: as its own programs exit; 2 as soon as all its programs have started.
-PDL = int(os.environ.get("FASTPATH_PDL", "1").strip() or 0)
+def _pdl_mode(value: str) -> int:
+    v = value.strip().lower()
+    named = {"": 0, "false": 0, "no": 0, "off": 0, "true": 1, "yes": 1, "on": 1}
+    if v in named or v in ("0", "1", "2"):
+        return named[v] if v in named else int(v)
+    raise ValueError(f"FASTPATH_PDL: expected 0, 1 or 2, got {value!r}")
+
+
+PDL = _pdl_mode(os.environ.get("FASTPATH_PDL", "1"))
 
 
 @functools.lru_cache(maxsize=None)

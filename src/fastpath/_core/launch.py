@@ -10,9 +10,9 @@ import torch
 
 from .backend import INTERPRET, PDL, pdl_on
 
-#: ``FASTPATH_FAST_LAUNCH=1`` turns on :class:`Launcher`'s cached relaunch. Off by default
-#: until ``scripts/launch_check.py`` has passed on a GPU (it was written after this
-#: session's last GPU run); off, every launch goes through Triton's ``kernel[grid](...)``.
+#: :class:`Launcher`'s cached relaunch, on by default since it passed ``scripts/launch_check.py``
+#: on the H200 (every op's second launch equal to its first); ``FASTPATH_FAST_LAUNCH=0`` turns
+#: it off, and every launch goes through Triton's ``kernel[grid](...)``.
 FAST_LAUNCH = os.environ.get("FASTPATH_FAST_LAUNCH", "1") == "1"
 
 _workspaces: dict = {}
@@ -96,10 +96,11 @@ class Launcher:
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
     def launch(self, grid, args, kwargs):
+        compiling = torch.compiler.is_compiling()
         if self.pdl:
-            on = not INTERPRET and not torch.compiler.is_compiling() and pdl_on(torch.cuda.current_device())
+            on = not INTERPRET and not compiling and pdl_on(torch.cuda.current_device())
             kwargs = {**kwargs, "PDL": PDL if on else 0, **({"launch_pdl": True} if on else {})}
-        if not FAST_LAUNCH or self.names is None or _hooks_set() or torch.compiler.is_compiling():
+        if not FAST_LAUNCH or self.names is None or _hooks_set() or compiling:
             return self.fn[grid](*args, **kwargs)  # compiling: dynamo traces kernel[grid] itself
         dev = torch.cuda.current_device()
         try:
