@@ -188,10 +188,10 @@ MAX_HEAD_DIM = 256
 MAX_ROWS = 32 if INTERPRET else 64
 #: KV splits: about PROGRAMS_PER_SM programs a multiprocessor, each over at least
 #: MIN_KV_PER_SPLIT keys, at most MAX_SPLITS (the last program of a group combines the
-#: partials one by one). H200 sweep (scripts/tune_attention.py, 32/8 heads of 128, graph):
+#: partials, all loaded at once). H200 sweep (scripts/tune_attention.py, 32/8 heads of 128, graph):
 #: from 2 programs an SM and 256 keys, 1K / 8K / 32K keys 9.2 / 23.8 / 48.7 us -> 9.0 / 18.8 / 42.8
 #: with 1 program an SM; 2 programs an SM under the 16-split cap leave those batch-1 plans as
-#: they are and give batch 8 x 32K keys 5 splits (97% of copy) instead of 3 (87%).
+#: they are and give batch 8 x 32K keys 5 splits instead of 3 (87% -> 90% of copy, d69b353).
 MIN_KV_PER_SPLIT = 32 if INTERPRET else 128
 PROGRAMS_PER_SM = 2
 MAX_SPLITS = 16
