@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# One device call at the end of a session: the decode attention tests compiled, the attention
-# suite, decode of two models, batch_norm's 2-D sweep and two decode-attention variants.
+# The first device call planned for the next session (written at the end of this one):
+# where a decode step's time goes, then the knobs prepared but not measured (decode
+# attention's EARLY_V, narrower bf16 MoE slices) and the batch_norm 2-D sweep with its graph
+# timings, then the bf16 matrix-vector plans re-swept with programmatic dependent launch on.
 # Usage (repo root, GPU machine): OUT=/some/dir bash scripts/gpu_session_check.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-timeout 100 python3 -m pytest -q -x -p no:cacheprovider --tb=short tests/ops/test_attention.py \
-  -k "split or kv or window or gqa or masked" 2>&1 | tail -3
-timeout 120 python3 -m fastpath.bench attention --json "$OUT/bench.jsonl" 2>&1 | grep " graph \|prefill" | cut -c1-150
-B="python3 -m fastpath bench-decode --json $OUT/decode.jsonl --random-weights"
-for cfg in qwen3-30b-a3b qwen3-8b; do timeout 40 $B --config $cfg 2>&1 | grep "^fastpath" | cut -c1-120; done
-timeout 100 python3 scripts/tune_batch_norm.py --only 2d_fp32 2>&1 | grep -v Warn | tail -12 | tee "$OUT/tune_bn.log"
+for cfg in qwen3-8b qwen3-30b-a3b qwen3.6-35b-a3b; do
+  timeout 60 python3 scripts/decode_profile.py --config $cfg --json "$OUT/decode_profile.jsonl" 2>&1 | grep -v "^\s*$" \
+    | grep -v "loading\|Warn\|USDT" | tee -a "$OUT/decode_profile.log" | head -16
+done
 timeout 60 python3 scripts/tune_attention.py --json "$OUT/tune_attention.jsonl" \
-  --variants '[{}, {"MIN_KV_PER_SPLIT": 64}]' 2>&1 | grep -v Warn | cut -c1-200
+  --variants '[{}, {"EARLY_V": true}]' 2>&1 | grep -v Warn | cut -c1-160
+timeout 100 python3 scripts/tune_batch_norm.py --only 2d_fp32 2>&1 | grep -v Warn | tail -10 | tee "$OUT/tune_bn.log"
+timeout 150 python3 scripts/moe_profile.py --slices --json "$OUT/moe_slices.json" 2>&1 | grep -v Warn | tail -20
+timeout 150 python3 scripts/linear_probe.py --quick --json "$OUT/linear_probe.jsonl" 2>&1 | grep -v "Warn\|^      next"
