@@ -121,7 +121,7 @@ def slices_sweep():
         rows = []
         deadline = time.time() + 75
         orig = K.slice_plan
-        for bi, bh, bn, wp, st in itertools.product((32, 64, 16) if fp8 else (64, 32), (128, 256), (128, 256), (4, 8), (4, 3, 5)):
+        for bi, bh, bn, wp, st in itertools.product((32, 64, 16) if fp8 else (32, 64), (128, 256), (128, 256), (4, 8), (4, 3, 5)):
             if time.time() > deadline:
                 break
             p = dataclasses.replace(base, block_i=bi, block_h=bh, block_n=bn, warps=wp, stages=st)
