@@ -90,12 +90,15 @@ def poison_workspaces(device, T, k, dtype, h=H, i=NI):
     workspace(device, f"moe.h.{dtype}", T * k * i, dtype).fill_(float("nan"))
     workspace(device, "moe.y", T * k * h, torch.float32).fill_(float("nan"))
     workspace(device, "moe.part", T * k * i * h, torch.float32).fill_(float("nan"))  # >= one slice per column
+    workspace(device, "moe.hsplit", T * k * i * 16, torch.float32).fill_(float("nan"))  # gate/up parts
 
 
-@pytest.fixture(params=["slices", "three kernels"])
+@pytest.fixture(params=["slices", "slices-hsplit", "three kernels"])
 def decode_kernels(request, monkeypatch):
-    """The two decode paths: split-I slices (few tokens) and gate/up + down + combine."""
-    monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if request.param == "slices" else 0)
+    """The two decode paths: split-I slices (few tokens; "-hsplit": each slice's gate/up
+    reduction shared by 3 programs, moe_kernels.SLICE_H_SPLIT) and gate/up + down + combine."""
+    monkeypatch.setattr(MK, "SLICES_MAX_T", 0 if request.param == "three kernels" else 64)
+    monkeypatch.setattr(MK, "SLICE_H_SPLIT", 3 if request.param == "slices-hsplit" else 1)
     return request.param
 
 
@@ -104,8 +107,10 @@ def path(monkeypatch):
     """Force a path: "slices" (the split-I decode kernels), "decode" (gate/up + down +
     combine) or "prefill" (sort + grouped GEMMs)."""
     def force(p):
-        monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if p == "slices" else 0)
-        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p == "slices" else p)
+        slices = p.startswith("slices")
+        monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if slices else 0)
+        monkeypatch.setattr(MK, "SLICE_H_SPLIT", 3 if p == "slices-hsplit" else 1)
+        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if slices else p)
     return force
 
 
@@ -315,7 +320,7 @@ def test_prefill_chunks_and_decode_tiles(monkeypatch, path, device):
     assert_close(moe.fused_experts(x, ids, w, gu, dn), ref)
 
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
 def test_nan_stays_in_its_token(p, path, device):
     """A NaN in one token's activations makes that token's output NaN and no other."""
     path(p)
@@ -338,7 +343,7 @@ def test_no_tokens(device):
     assert w.shape == ids.shape == (0, 2)
 
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
 def test_empty_and_crowded_experts(p, path, device):
     """All tokens on expert 3 (k = 1), then every token on experts 5 and 3 (the others empty)."""
     path(p)
@@ -352,7 +357,7 @@ def test_empty_and_crowded_experts(p, path, device):
         assert_close(moe.fused_experts(x, i, ww, gu, dn), experts64(x, i, ww, gu, dn))
 
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
 def test_strided_views(p, path, device):
     """Weights stored (E, H, 2I) / (E, I, H) and passed as transposed views; strided activations,
     ids and weights; int32 ids; bfloat16 weights."""
@@ -370,7 +375,7 @@ def test_strided_views(p, path, device):
 
 # ---------------------------------------------------------------------------- gpt-oss, FP8
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
 def test_gpt_oss(p, path, device):
     """Interleaved gate/up, biases, the clamped activation (gate/up values reach the limit)."""
     path(p)
@@ -425,7 +430,7 @@ def _fp8_native_ok(device) -> bool:
 
 
 @needs_fp8
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
 @pytest.mark.parametrize("decode", ["bits", "native"])
 def test_fp8_experts(p, decode, path, monkeypatch, device):
     """fp8 decoded from its bits (everywhere) or converted by the hardware (NVIDIA 8.9+)."""
@@ -450,7 +455,7 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
 
 # ---------------------------------------------------------------------------- bad ids, errors
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
 def test_ids_out_of_range(p, path, device):
     """Ids outside [0, E) (transformers masks slots with id E) and repeated ids never crash:
     the former add nothing, the latter count once per slot."""

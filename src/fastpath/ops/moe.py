@@ -457,10 +457,20 @@ def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     part = workspace(x.device, "moe.part", T * k * S * H, torch.float32)
     dummy = out
     row_mul, up_off = (2, 1) if interleaved else (1, NI)
-    _SLICES[(T * k if p.by_pair else E, S, cdiv(T, p.block_t))](
+    grid = (T * k if p.by_pair else E, S, cdiv(T, p.block_t))
+    hs = max(1, min(p.h_split, cdiv(H, p.block_h)))
+    h_chunk = cdiv(cdiv(H, hs), p.block_h) * p.block_h
+    hs = cdiv(H, h_chunk)  # no empty parts
+    if hs > 1:  # float32 gate/up parts and a ticket per (expert or pair, slice, token tile)
+        pairs = grid[0] * grid[1] * grid[2]
+        ws = workspace(x.device, "moe.hsplit", pairs * hs * 2 * p.block_t * p.block_i, torch.float32)
+        cnt = workspace(x.device, "moe.hsplit.counters", pairs, torch.int32, zeroed=True)
+    else:
+        ws = cnt = dummy
+    _SLICES[(grid[0], grid[1] * hs, grid[2])](
         x, ids, tw, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy,
-        w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, part,
-        T, H, NI, E, S, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
+        w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, part, ws, cnt,
+        T, H, NI, E, S, h_chunk, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), row_mul, up_off,
         float(alpha), float(limit),
@@ -468,8 +478,8 @@ def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         HAS_SCALE1=gu_scale is not None, HAS_SCALE2=d_scale is not None, HAS_BIAS1=gu_bias is not None,
         HAS_BIAS2=d_bias is not None, ACT=code, DT1=TL_DTYPES[dt1], DT2=TL_DTYPES[dt2], S16_1=s16_1, S16_2=s16_2,
         RNE=INTERPRET, BLOCK_P=p.block_p,
-        BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, BLOCK_N=p.block_n, num_warps=p.warps,
-        num_stages=p.stages)
+        BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, BLOCK_N=p.block_n, H_SPLIT=hs,
+        num_warps=p.warps, num_stages=p.stages)
     _SUM_SLICES[(T, cdiv(H, p.block_c))](
         part, ids, out, H, E, S, ids.stride(0), ids.stride(1), out.stride(0), out.stride(1),
         TOPK=k, RNE=INTERPRET, BLOCK_R=p.block_r, BLOCK=p.block_c, num_warps=4)

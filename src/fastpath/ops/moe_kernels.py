@@ -196,23 +196,19 @@ def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.conste
 
 
 @triton.jit
-def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
-                  sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE: tl.constexpr, E5M2: tl.constexpr,
-                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
-                  S16: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
-    """``act(x_t . W[e, gate row i], x_t . W[e, up row i])`` in float32 for the token rows of
-    the tile (rows not ``hit`` read zeros) and the I columns ``offs_i``; gate row i is
-    ``i * row_mul``, up row ``i * row_mul + up_off``. Weights load as ``DT``; ``S16``: bfloat16
-    activations against fp8 weights, through float16 (:func:`_dot16`)."""
-    rows_g = (offs_i * row_mul).to(tl.int64)
-    rows_u = rows_g + up_off
+def _gate_up_acc(x_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, h_lo, h_hi, sxt, sxh, swe, swn, swk,
+                 MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr, S16: tl.constexpr,
+                 BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
+    """float32 ``(x_t . W[e, gate row], x_t . W[e, up row])`` over ``H`` in ``[h_lo, h_hi)``
+    for the token rows of the tile (rows not ``hit`` read zeros). Weights load as ``DT``;
+    ``S16``: bfloat16 activations against fp8 weights, through float16 (:func:`_dot16`)."""
     w_e = w_ptr + e * swe
     x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
     acc_g = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
-    for k0 in range(0, H, BLOCK_H):
+    for k0 in range(h_lo, h_hi, BLOCK_H):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
-        kmask = offs_k < H
+        kmask = offs_k < h_hi
         x = tl.load(x_rows + offs_k[None, :] * sxh, mask=hit[:, None] & kmask[None, :], other=0.0).to(tl.float32)
         wmask = kmask[:, None] & imask[None, :]
         wk = w_e + offs_k[:, None] * swk
@@ -220,6 +216,13 @@ def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, 
         wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
         acc_g += _dot16(x, wg, S16, DT)
         acc_u += _dot16(x, wu, S16, DT)
+    return acc_g, acc_u
+
+
+@triton.jit
+def _gate_up_finish(acc_g, acc_u, s_ptr, b_ptr, e, rows_g, rows_u, imask, sse, ssn, sbe, sbn, alpha, limit,
+                    HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr):
+    """Per-row scales and biases of the gate and up sums, then the activation (float32)."""
     if HAS_SCALE:
         acc_g = acc_g * tl.load(s_ptr + e * sse + rows_g * ssn, mask=imask, other=0.0)[None, :]
         acc_u = acc_u * tl.load(s_ptr + e * sse + rows_u * ssn, mask=imask, other=0.0)[None, :]
@@ -227,6 +230,22 @@ def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, 
         acc_g = acc_g + tl.load(b_ptr + e * sbe + rows_g * sbn, mask=imask, other=0.0).to(tl.float32)[None, :]
         acc_u = acc_u + tl.load(b_ptr + e * sbe + rows_u * sbn, mask=imask, other=0.0).to(tl.float32)[None, :]
     return _act(acc_g, acc_u, ACT, alpha, limit)
+
+
+@triton.jit
+def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
+                  sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE: tl.constexpr, E5M2: tl.constexpr,
+                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
+                  S16: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
+    """``act(x_t . W[e, gate row i], x_t . W[e, up row i])`` in float32 for the token rows of
+    the tile and the I columns ``offs_i``; gate row i is ``i * row_mul``, up row
+    ``i * row_mul + up_off``."""
+    rows_g = (offs_i * row_mul).to(tl.int64)
+    rows_u = rows_g + up_off
+    acc_g, acc_u = _gate_up_acc(x_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, 0, H, sxt, sxh, swe, swn, swk,
+                                MODE, E5M2, DT, S16, BLOCK_T, BLOCK_I, BLOCK_H)
+    return _gate_up_finish(acc_g, acc_u, s_ptr, b_ptr, e, rows_g, rows_u, imask, sse, ssn, sbe, sbn, alpha, limit,
+                           HAS_SCALE, HAS_BIAS, ACT)
 
 
 @triton.jit
@@ -254,7 +273,7 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
 
 @triton.jit
 def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_ptr, b2_ptr, part_ptr,
-                   T, H, NI, E, S, sxt, sxh, sit, sij, stt, stj,
+                   ws_ptr, cnt_ptr, T, H, NI, E, S, h_chunk, sxt, sxh, sit, sij, stt, stj,
                    s1e, s1n, s1k, ss1e, ss1n, sb1e, sb1n, s2e, s2n, s2k, ss2e, ss2n, sb2e, sb2n,
                    row_mul, up_off, alpha, limit,
                    TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE1: tl.constexpr, E5M2_1: tl.constexpr,
@@ -262,23 +281,52 @@ def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_pt
                    HAS_BIAS1: tl.constexpr, HAS_BIAS2: tl.constexpr, ACT: tl.constexpr, DT1: tl.constexpr,
                    DT2: tl.constexpr, S16_1: tl.constexpr, S16_2: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr,
                    BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
-                   PDL: tl.constexpr = 0):
+                   H_SPLIT: tl.constexpr = 1, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # One I-slice s of expert e for the tile's tokens: h = act(gate, up) on the slice's columns,
     # then the slice's share of the down projection (split-K over I), weighted:
     #   part[(t * TOPK + slot) * S + s, n] = wsum_t * (h_t . D[e, n, slice] (+ bias_n if s == 0))
     # for the last slot of each token routed to e; wsum_t adds the weights of every slot of
     # t naming e. _sum_slices_kernel adds the S slices of each such slot.
+    # H_SPLIT > 1: H_SPLIT programs share a slice, each summing gate/up over one h_chunk of H
+    # into ws (float32, fixed slots); the last to arrive (an acq_rel ticket) adds the parts in
+    # order h = 0, 1, ... (deterministic), re-zeroes the ticket and goes on alone.
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
     if idle:
         return
     hit = slot >= 0
-    s = tl.program_id(1)
+    s = tl.program_id(1) // H_SPLIT
     offs_i = s * BLOCK_I + tl.arange(0, BLOCK_I)
     imask = offs_i < NI
-    h = _gate_up_tile(x_ptr, w1_ptr, s1_ptr, b1_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, s1e, s1n, s1k,
-                      ss1e, ss1n, sb1e, sb1n, row_mul, up_off, alpha, limit, MODE1, E5M2_1, HAS_SCALE1, HAS_BIAS1,
-                      ACT, DT1, S16_1, BLOCK_T, BLOCK_I, BLOCK_H)
+    rows_g = (offs_i * row_mul).to(tl.int64)
+    rows_u = rows_g + up_off
+    if H_SPLIT == 1:
+        acc_g, acc_u = _gate_up_acc(x_ptr, w1_ptr, e, offs_t, hit, rows_g, rows_u, imask, 0, H, sxt, sxh, s1e, s1n,
+                                    s1k, MODE1, E5M2_1, DT1, S16_1, BLOCK_T, BLOCK_I, BLOCK_H)
+    else:
+        part_h = tl.program_id(1) % H_SPLIT
+        h_lo = part_h * h_chunk
+        acc_g, acc_u = _gate_up_acc(x_ptr, w1_ptr, e, offs_t, hit, rows_g, rows_u, imask, h_lo,
+                                    tl.minimum(H, h_lo + h_chunk), sxt, sxh, s1e, s1n, s1k, MODE1, E5M2_1, DT1,
+                                    S16_1, BLOCK_T, BLOCK_I, BLOCK_H)
+        pair = (tl.program_id(0) * S + s) * tl.num_programs(2) + tl.program_id(2)
+        TILE: tl.constexpr = BLOCK_T * BLOCK_I
+        tile = tl.arange(0, BLOCK_T)[:, None] * BLOCK_I + tl.arange(0, BLOCK_I)[None, :]
+        mine = ws_ptr + (pair.to(tl.int64) * H_SPLIT + part_h) * 2 * TILE + tile
+        tl.store(mine, acc_g)
+        tl.store(mine + TILE, acc_u)
+        tl.debug_barrier()  # every thread's part is written before the release below
+        if tl.atomic_add(cnt_ptr + pair, 1, sem="acq_rel") != H_SPLIT - 1:
+            return
+        tl.atomic_xchg(cnt_ptr + pair, 0)
+        acc_g = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
+        acc_u = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
+        for q in tl.static_range(H_SPLIT):
+            theirs = ws_ptr + (pair.to(tl.int64) * H_SPLIT + q) * 2 * TILE + tile
+            acc_g += tl.load(theirs, cache_modifier=".cg")
+            acc_u += tl.load(theirs + TILE, cache_modifier=".cg")
+    h = _gate_up_finish(acc_g, acc_u, s1_ptr, b1_ptr, e, rows_g, rows_u, imask, ss1e, ss1n, sb1e, sb1n, alpha,
+                        limit, HAS_SCALE1, HAS_BIAS1, ACT)
     h = _cast(h, x_ptr.dtype.element_ty, RNE).to(tl.float32)  # act(g) * u rounded as the 3-kernel path stores it
     wsum = tl.zeros([BLOCK_T], dtype=tl.float32)
     for j in tl.static_range(TOPK):
@@ -480,6 +528,7 @@ class SlicePlan:
     block_c: int  # sum kernel: H columns per program
     warps: int
     stages: int
+    h_split: int = 1  # programs sharing a slice's gate/up reduction over H (SLICE_H_SPLIT)
 
 
 #: (block_i, block_h, block_n, warps, stages) by weight bytes, from the H200 sweeps at one
@@ -488,16 +537,22 @@ class SlicePlan:
 #: 32-byte sectors). bf16 27.8 us; fp8 (float16 dots) 29.2 us, 30.8 with 32-wide slices.
 #: float32: not measured.
 SLICE_TUNED = {2: (64, 128, 128, 4, 4), 1: (64, 128, 256, 4, 4), 4: (32, 64, 128, 4, 3)}
+#: Programs per slice, each reducing gate/up over 1 / SLICE_H_SPLIT of H; the last of them
+#: finishes the slice (activation, its share of down). More programs than the 96 of one
+#: Qwen3-30B-A3B token (8 experts x 12 slices on 132 SMs) and a shorter serial chain, for a
+#: ticket and 2 x BLOCK_T x BLOCK_I float32 per program. 1: off (not measured yet).
+SLICE_H_SPLIT = 1
 
 
 def slice_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w_bytes: int) -> SlicePlan:
     """Block sizes of the split-I decode kernels (plain int math)."""
     d = decode_plan(T, k, E, H, NI, device, w_bytes)
     if INTERPRET:
-        return SlicePlan(d.by_pair, d.block_p, d.block_t, 16, 16, 16, 16, 16, 4, 1)
+        return SlicePlan(d.by_pair, d.block_p, d.block_t, 16, 16, 16, 16, 16, 4, 1, SLICE_H_SPLIT)
     block_i, block_h, block_n, warps, stages = SLICE_TUNED[w_bytes]
     block_i = min(block_i, max(16, next_pow2(NI)))
     S = cdiv(NI, block_i)
     block_c = 32 if T * cdiv(H, 32) <= 4 * num_sms(device) else 128
     block_r = min(next_pow2(k * S), max(16, 8192 // block_c))
-    return SlicePlan(d.by_pair, d.block_p, d.block_t, block_i, block_h, block_n, block_r, block_c, warps, stages)
+    return SlicePlan(d.by_pair, d.block_p, d.block_t, block_i, block_h, block_n, block_r, block_c, warps, stages,
+                     SLICE_H_SPLIT)
