@@ -2,7 +2,8 @@
 # The first device call planned for the next session (written at the end of this one):
 # where a decode step's time goes, then the knobs prepared but not measured (decode
 # attention's EARLY_V, narrower bf16 MoE slices) and the batch_norm 2-D sweep with its graph
-# timings, then the bf16 matrix-vector plans re-swept with programmatic dependent launch on.
+# timings, then the bf16 matrix-vector plans re-swept with programmatic dependent launch on;
+# moe_profile --slices also times SLICE_H_SPLIT 1-4 (MoE one-token slices sharing gate/up).
 # Usage (repo root, GPU machine): OUT=/some/dir bash scripts/gpu_session_check.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT"

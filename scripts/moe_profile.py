@@ -117,6 +117,15 @@ def slices_sweep():
         x, router, gu, dn, sc = inputs(1, fp8)
         w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
         fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
+        ref = fn().float()
+        for hs in (1, 2, 3, 4):  # SLICE_H_SPLIT: programs sharing each slice's gate/up reduction
+            saved, K.SLICE_H_SPLIT = K.SLICE_H_SPLIT, hs
+            try:
+                err = ((fn().float() - ref).norm() / ref.norm()).item()
+                rec[f"{tag} T=1 h_split={hs} us"] = (graph_us(fn), err)
+            finally:
+                K.SLICE_H_SPLIT = saved
+            print(tag, "h_split", hs, rec[f"{tag} T=1 h_split={hs} us"], flush=True)
         base = K.slice_plan(1, TOPK, E, H, I, dev, 1 if fp8 else 2)
         rows = []
         deadline = time.time() + 75
