@@ -37,6 +37,8 @@ def test_info_report(capsys):
         assert fam["path"] in ("triton", "reference") and fam["why"]
     expect = "triton" if backend.triton_reason(backend.default_device()) is None else "reference"
     assert r["ops"]["softmax"]["path"] == expect
+    if not torch.cuda.is_available():  # no CUDA device: plain launches, and the report says why
+        assert r["pdl"] in ("Triton's interpreter", "no Triton kernels on this device") and r["pdl"] in text
 
 
 def test_info_reference_on_meta_device():
@@ -177,6 +179,19 @@ def test_pdl_launch_only_where_the_gpu_has_it(monkeypatch, mode, cap, hip, expec
     plain = launch.Launcher(_FakeJit())  # without pdl=True nothing is added
     plain[(1,)](x, 32, 0.5, BLOCK=16)
     assert "PDL" not in plain.fn.log[0][3] and "launch_pdl" not in plain.fn.log[0][3]
+
+
+@pytest.mark.parametrize("mode,cap,hip,expect", [(1, (9, 0), None, None), (2, (10, 0), None, None),
+                                                 (1, (8, 9), None, "needs compute capability 9.0+, this GPU has 8.9"),
+                                                 (0, (9, 0), None, "FASTPATH_PDL=0"),
+                                                 (1, (9, 0), "6.2", "ROCm has no programmatic dependent launch")])
+def test_pdl_reason_for_info(monkeypatch, mode, cap, hip, expect):
+    monkeypatch.setattr(backend, "INTERPRET", False)
+    monkeypatch.setattr(backend, "triton_reason", lambda device: None)
+    monkeypatch.setattr(backend, "PDL", mode)
+    monkeypatch.setattr(backend, "capability", lambda index: cap)
+    monkeypatch.setattr(torch.version, "hip", hip)
+    assert backend.pdl_reason("cuda:0") == expect
 
 
 def test_pdl_mode_from_the_environment():

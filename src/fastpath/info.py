@@ -20,7 +20,9 @@ def info(device: str | torch.device | None = None, *, file=None) -> dict:
     Returns
     -------
     dict with keys ``python``, ``torch``, ``triton``, ``gpu`` (None or name, capability,
-    memory_gib, sms), ``device``, ``interpret`` and ``ops`` (family -> {"path", "why", "ops"}).
+    memory_gib, sms), ``device``, ``interpret``, ``pdl`` (None when the decode-path kernels
+    use programmatic dependent launch, else why not) and ``ops`` (family -> {"path", "why",
+    "ops"}).
     """
     from .ops import FAMILY_MODULES
 
@@ -37,6 +39,7 @@ def info(device: str | torch.device | None = None, *, file=None) -> dict:
         "gpu": gpu,
         "device": str(dev),
         "interpret": backend.INTERPRET,
+        "pdl": backend.pdl_reason(dev),
         "ops": {},
     }
     for mod_name in FAMILY_MODULES:
@@ -61,6 +64,9 @@ def format_info(r: dict) -> str:
     lines.append("gpu           " + (f"{g['name']} (capability {g['capability']}, {g['memory_gib']} GiB, "
                                       f"{g['sms']} SMs)" if g else "none"))
     lines.append(f"device        {r['device']}" + ("  (TRITON_INTERPRET=1)" if r["interpret"] else ""))
+    pdl = r.get("pdl")
+    lines.append("launch        " + ("decode kernels overlap the one before them (programmatic dependent launch, "
+                                      f"FASTPATH_PDL={backend.PDL})" if pdl is None else f"plain ({pdl})"))
     lines.append("op family     path       why")
     for name, o in r["ops"].items():
         lines.append(f"{name:<13} {o['path']:<10} {o['why']}  [{', '.join(o['ops'])}]")

@@ -98,6 +98,20 @@ def pdl_on(index: int) -> bool:
     return PDL > 0 and not INTERPRET and torch.version.hip is None and capability(index) >= (9, 0)
 
 
+def pdl_reason(device: torch.device | str) -> str | None:
+    """``None`` when the decode-path kernels on ``device`` use programmatic dependent launch,
+    else why not (for :func:`fastpath.info`)."""
+    device = torch.device(device)
+    if triton_reason(device) is not None or device.type != "cuda" or INTERPRET:
+        return "no Triton kernels on this device" if triton_reason(device) else "Triton's interpreter"
+    if PDL == 0:
+        return "FASTPATH_PDL=0"
+    if torch.version.hip is not None:
+        return "ROCm has no programmatic dependent launch"
+    cap = capability(device.index if device.index is not None else torch.cuda.current_device())
+    return None if cap >= (9, 0) else f"needs compute capability 9.0+, this GPU has {cap[0]}.{cap[1]}"
+
+
 @triton.jit
 def pdl_start(PDL: tl.constexpr):
     """First statement of a kernel launched with ``Launcher(fn, pdl=True)``: wait until the
