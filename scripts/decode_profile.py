@@ -28,34 +28,15 @@ def family(name: str) -> str:
     return next((f for key, f in FAMILIES if key in name), "torch")
 
 
-def summarize(rows, steps: int) -> dict:
-    """``rows``: (kernel name, total us, calls) over ``steps`` replays -> per family and per
-    kernel: us and calls per step."""
+def summarize(times: dict) -> dict:
+    """``harness.kernel_times`` of one step -> per family and per kernel: us and launches."""
     fam = collections.defaultdict(lambda: [0.0, 0.0])
     ker = collections.defaultdict(lambda: [0.0, 0.0])
-    for name, us, calls in rows:
+    for name, (us, calls) in times.items():
         for d, k in ((fam, family(name)), (ker, name[:60])):
-            d[k][0] += us / steps
-            d[k][1] += calls / steps
+            d[k][0] += us
+            d[k][1] += calls
     return {"families": dict(fam), "kernels": dict(ker)}
-
-
-def _profile(replay, steps: int, cuda: bool):
-    from torch.profiler import ProfilerActivity, profile
-    acts = [ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
-    with profile(activities=acts) as prof:
-        for _ in range(steps):
-            replay()
-        if cuda:
-            torch.cuda.synchronize()
-    rows = []
-    for e in prof.key_averages():
-        us = getattr(e, "device_time_total", None) if cuda else e.self_cpu_time_total
-        if cuda and us is None:
-            us = e.cuda_time_total
-        if us:
-            rows.append((e.key, float(us), int(e.count)))
-    return rows
 
 
 def main():
@@ -67,6 +48,7 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=512)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    from fastpath.bench.harness import kernel_times
     from fastpath.engine import bench
     from fastpath.engine.generate import Engine, SamplingParams
     from fastpath.models.config import named
@@ -88,8 +70,7 @@ def main():
     for _ in eng.generate_step([prompt.tolist()], 4, sp):  # prefill, compile, capture
         pass
     if eng.graphs:
-        graph = eng._graph_for(1, sp)[0]
-        replay = graph.replay
+        replay = eng._graph_for(1, sp).replay
     else:
         def replay():
             eng._step(1, sp)
@@ -108,7 +89,7 @@ def main():
         for _ in range(args.steps):
             replay()
         step_us = 1e6 * (time.perf_counter() - t) / args.steps
-    s = summarize(_profile(replay, args.steps, cuda), args.steps)
+    s = summarize(kernel_times(replay, args.steps, cuda=cuda))
     busy = sum(us for us, _ in s["families"].values()) if cuda else float("nan")
     print(f"{args.config}{' fp8' if args.fp8 else ''} ({model.cfg.num_layers} layers): step {step_us:.1f} us "
           f"({1e6 / step_us:.1f} tok/s); kernels {busy:.1f} us, gaps {step_us - busy:.1f} us")

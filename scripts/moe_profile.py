@@ -15,6 +15,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from fastpath.bench import harness
 from fastpath.ops import moe
 from fastpath.ops import moe_kernels as K
 from fastpath.streams import _flush_buffer, median_ms
@@ -57,19 +58,11 @@ def graph_us(fn, reps=30):
 
 
 def kernel_times(fn, reps=10):
+    """Average us per call of each kernel ``fn`` runs (the L2 flush ahead of each call too)."""
     fn()
     torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            flush.sum()
-            fn()
-        torch.cuda.synchronize()
-    out = {}
-    for ev in prof.key_averages():
-        t = getattr(ev, "device_time", None) or getattr(ev, "cuda_time", 0.0)
-        if ev.count >= reps and t > 0:
-            out[ev.key[:60]] = round(t, 2)  # us, average per call
-    return out
+    times = harness.kernel_times(fn, reps, before=lambda: flush.sum())
+    return {name[:60]: round(us, 2) for name, (us, calls) in times.items() if calls >= 1}
 
 
 class Staged:

@@ -141,3 +141,15 @@ def test_host_us_counts_wall_time_per_call():
     us = harness.host_us(lambda: (calls.append(1), _time.sleep(0.002)), n=5, warmup=2)
     assert len(calls) == 7
     assert 2000 <= us < 200000
+
+
+def test_kernel_times_counts_each_op_per_call():
+    """CPU ops stand in for kernels: the op ``fn`` runs twice a call is reported at 2 launches
+    a call, the one ``before`` runs at 1, each with a positive time."""
+    import torch
+    from fastpath.bench.harness import kernel_times
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    times = kernel_times(lambda: (a @ b, a @ b), reps=4, before=lambda: a.sum(), cuda=False)
+    mm = next(v for k, v in times.items() if k == "aten::mm")
+    total = next(v for k, v in times.items() if k == "aten::sum")
+    assert mm[1] == 2 and total[1] == 1 and mm[0] > 0 and total[0] > 0

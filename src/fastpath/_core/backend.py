@@ -102,8 +102,10 @@ def pdl_reason(device: torch.device | str) -> str | None:
     """``None`` when the decode-path kernels on ``device`` use programmatic dependent launch,
     else why not (for :func:`fastpath.info`)."""
     device = torch.device(device)
-    if triton_reason(device) is not None or device.type != "cuda" or INTERPRET:
-        return "no Triton kernels on this device" if triton_reason(device) else "Triton's interpreter"
+    if triton_reason(device) is not None:
+        return "no Triton kernels on this device"
+    if INTERPRET or device.type != "cuda":
+        return "Triton's interpreter"
     if PDL == 0:
         return "FASTPATH_PDL=0"
     if torch.version.hip is not None:

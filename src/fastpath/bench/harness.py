@@ -220,6 +220,28 @@ def host_us(fn, n: int = 100, warmup: int = 10) -> float:
     return us
 
 
+def kernel_times(fn, reps: int = 10, before: Optional[Callable] = None, cuda: bool = True) -> dict:
+    """What each kernel (``cuda``; else each CPU op) that ``fn`` runs costs, from the PyTorch
+    profiler over ``reps`` calls (``before()`` ahead of each, e.g. an L2 flush, profiled too):
+    ``{name: (us per call, launches per call)}``."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
+        for _ in range(reps):
+            if before is not None:
+                before()
+            fn()
+        if cuda:
+            torch.cuda.synchronize()
+    out = {}
+    for e in prof.key_averages():
+        us = (getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)) if cuda \
+            else e.self_cpu_time_total
+        if us:
+            out[e.key] = (us / reps, e.count / reps)
+    return out
+
+
 def knobs(module, **values):
     """A context that sets a module's tuning knobs (module-level names) and restores them:
     how the tuning scripts try variants."""

@@ -79,14 +79,14 @@ class Engine:
         self.stats = Stats()
 
     # -- one decode step -------------------------------------------------------------
-    def _step(self, B: int, sp: SamplingParams) -> torch.Tensor:
+    def _step(self, B: int, sp: SamplingParams) -> None:
+        """Decode one token per row into ``tok`` and ring slot ``step_idx``; advance ``pos``."""
         logits = self.model.decode(self.tok[:B], self.pos[:B])
         nxt = sample(logits, sp.temperature, sp.top_k, sp.top_p)
         self.tok[:B].copy_(nxt)
         self.pos[:B] += 1
         self.ring[:, :B].index_copy_(0, self.step_idx % self.ring.shape[0], nxt[None])
         self.step_idx += 1
-        return nxt
 
     def _graph_for(self, B: int, sp: SamplingParams):
         key = (B,) + sp.key()
@@ -103,13 +103,13 @@ class Engine:
                     self._step(B, sp)
             torch.cuda.current_stream(self.device).wait_stream(s)
             g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, stream=s):
-                out = self._step(B, sp)
+            with torch.cuda.graph(g, stream=s):  # its token goes to self.ring and self.tok
+                self._step(B, sp)
             self.tok.copy_(tok0)
             self.pos.copy_(pos0)
             for t, t0 in zip(states, saved):
                 t.copy_(t0)
-            self._graphs[key] = (g, out)
+            self._graphs[key] = g
         return self._graphs[key]
 
     # -- prefill ---------------------------------------------------------------------
@@ -176,7 +176,7 @@ class Engine:
         while read < n:
             while issued < n and issued - read < self.lag:
                 if graph is not None:
-                    graph[0].replay()
+                    graph.replay()
                 else:
                     self._step(B, sp)
                 slot, i = self.ring[issued % R, :B], issued % ring
