@@ -4,7 +4,7 @@ Qwen3-30B-A3B shapes (128 experts, top-8, hidden 2048, width 768), bf16 and fp8 
 Per kernel device time from the profiler (eager, L2 flushed before each call), then the
 layer and each configuration in a CUDA graph replayed with a cold L2. Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/moe_profile.py [--sweep] [--json OUT]
+    PYTHONPATH=src python3 scripts/moe_profile.py [--sweep | --slices | --router] [--json OUT]
 """
 import argparse
 import dataclasses
@@ -110,15 +110,6 @@ def slices_sweep():
         x, router, gu, dn, sc = inputs(1, fp8)
         w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
         fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
-        ref = fn().float()
-        for hs in (1, 2, 3, 4):  # SLICE_H_SPLIT: programs sharing each slice's gate/up reduction
-            saved, K.SLICE_H_SPLIT = K.SLICE_H_SPLIT, hs
-            try:
-                err = ((fn().float() - ref).norm() / ref.norm()).item()
-                rec[f"{tag} T=1 h_split={hs} us"] = (graph_us(fn), err)
-            finally:
-                K.SLICE_H_SPLIT = saved
-            print(tag, "h_split", hs, rec[f"{tag} T=1 h_split={hs} us"], flush=True)
         base = K.slice_plan(1, TOPK, E, H, I, dev, 1 if fp8 else 2)
         rows = []
         deadline = time.time() + 75
@@ -141,13 +132,45 @@ def slices_sweep():
     return rec
 
 
+def router_times():
+    """The one-token router kernel (matmul + top-k) by rank and by arg-max, at the routers of
+    Qwen3-30B-A3B (128 experts, top-8), Qwen3.5/3.6-MoE (256 + a shared gate, top-8) and
+    LFM2-8B-A1B (32, top-4, sigmoid with a bias); device time from the profiler."""
+    rec = {}
+    for E, shared, k in ((128, 0, 8), (256, 1, 8), (32, 0, 4)):
+        x = torch.randn(1, H, device=dev).bfloat16()
+        w = (torch.randn(E + shared, H, device=dev) * H ** -0.5).bfloat16()
+        bias = torch.randn(E, device=dev) if E == 32 else None
+        fn = lambda: moe.router(x, w, k, "sigmoid" if E == 32 else "softmax", norm_topk_prob=True,  # noqa: E731
+                                expert_bias=bias, shared_gate=bool(shared))
+        saved, res = K.RANK_MAX_E, {}
+        try:
+            for name, lim in (("rank", 1 << 20), ("argmax", 0)):
+                K.RANK_MAX_E = lim
+                ids = fn()[1].tolist()
+                res[name] = (sum(us for kn, us in kernel_times(fn).items() if "_route" in kn), ids)
+        finally:
+            K.RANK_MAX_E = saved
+        rec[f"router E={E} top-{k} us"] = {"rank": res["rank"][0], "argmax": res["argmax"][0],
+                                           "same ids": res["rank"][1] == res["argmax"][1]}
+        print(f"router E={E} top-{k}", rec[f"router E={E} top-{k} us"], flush=True)
+    return rec
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--slices", action="store_true", help="sweep the split-I decode kernels, and T for both paths")
+    ap.add_argument("--router", action="store_true", help="time the router kernel by rank and by arg-max, then stop")
     ap.add_argument("--json")
     a = ap.parse_args()
     rec = {}
+    if a.router:
+        rec.update(router_times())
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(rec, f, indent=1)
+        return
     if a.slices:
         rec.update(slices_sweep())
     for fp8 in (False, True):

@@ -90,15 +90,12 @@ def poison_workspaces(device, T, k, dtype, h=H, i=NI):
     workspace(device, f"moe.h.{dtype}", T * k * i, dtype).fill_(float("nan"))
     workspace(device, "moe.y", T * k * h, torch.float32).fill_(float("nan"))
     workspace(device, "moe.part", T * k * i * h, torch.float32).fill_(float("nan"))  # >= one slice per column
-    workspace(device, "moe.hsplit", T * k * i * 16, torch.float32).fill_(float("nan"))  # gate/up parts
 
 
-@pytest.fixture(params=["slices", "slices-hsplit", "three kernels"])
+@pytest.fixture(params=["slices", "three kernels"])
 def decode_kernels(request, monkeypatch):
-    """The two decode paths: split-I slices (few tokens; "-hsplit": each slice's gate/up
-    reduction shared by 3 programs, moe_kernels.SLICE_H_SPLIT) and gate/up + down + combine."""
-    monkeypatch.setattr(MK, "SLICES_MAX_T", 0 if request.param == "three kernels" else 64)
-    monkeypatch.setattr(MK, "SLICE_H_SPLIT", 3 if request.param == "slices-hsplit" else 1)
+    """The two decode paths: split-I slices (few tokens) and gate/up + down + combine."""
+    monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if request.param == "slices" else 0)
     return request.param
 
 
@@ -107,18 +104,24 @@ def path(monkeypatch):
     """Force a path: "slices" (the split-I decode kernels), "decode" (gate/up + down +
     combine) or "prefill" (sort + grouped GEMMs)."""
     def force(p):
-        slices = p.startswith("slices")
-        monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if slices else 0)
-        monkeypatch.setattr(MK, "SLICE_H_SPLIT", 3 if p == "slices-hsplit" else 1)
-        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if slices else p)
+        monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if p == "slices" else 0)
+        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p == "slices" else p)
     return force
 
 
 # ---------------------------------------------------------------------------- route
 
+@pytest.fixture(params=["rank", "argmax"])
+def topk(request, monkeypatch):
+    """Both top-k methods of the routing kernels: every expert's rank in one pass, or TOPK
+    rounds of arg-max."""
+    monkeypatch.setattr(MK, "RANK_MAX_E", MK.RANK_MAX_E if request.param == "rank" else 0)
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("norm", [False, True])
-def test_route_softmax(dtype, norm, device):
+def test_route_softmax(dtype, norm, device, topk):
     logits = randn(7, 13, dtype=dtype, device=device)
     w, ids = moe.route(logits, 3, norm_topk_prob=norm)
     rw, rids = route64(logits, 3, norm=norm)
@@ -128,7 +131,7 @@ def test_route_softmax(dtype, norm, device):
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_route_sigmoid(bias, device):
+def test_route_sigmoid(bias, device, topk):
     """LFM2-MoE / DeepSeek-V3: the bias changes the choice (it is large here) but not the weights."""
     E = 67
     # float32 logits: bf16 ones tie often, and a float32 tie that float64 breaks reorders the top-k
@@ -145,7 +148,7 @@ def test_route_sigmoid(bias, device):
 
 
 @pytest.mark.parametrize("scoring", ["softmax", "sigmoid"])
-def test_route_shared_gate(scoring, device):
+def test_route_shared_gate(scoring, device, topk):
     """Qwen3.5-MoE: logit E is the shared expert's gate: the first E are routed as without it,
     and slot k + 1 is (E, sigmoid(gate)); the reference path agrees."""
     E, k = 19, 4
@@ -165,7 +168,7 @@ def test_route_shared_gate(scoring, device):
 
 @pytest.mark.parametrize("T", [1, 3, 4, 6])  # 6: past ROUTER_MAX_T, linear + route
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_router(T, dtype, device):
+def test_router(T, dtype, device, topk):
     """router(x, W) = route of the logits F.linear returns (float64 here, rounded to x's
     dtype as F.linear rounds them), with a shared gate, sigmoid scoring and an expert bias;
     twice in a row (the kernel's ticket is reset)."""
@@ -204,7 +207,7 @@ def test_router_errors(device):
         moe.router(x, W, 2, "sigmoid", expert_bias=torch.zeros(4, device=device))
 
 
-def test_route_ties_and_shapes(device):
+def test_route_ties_and_shapes(device, topk):
     """Equal scores go to the lowest index (k = E included); leading dims are kept."""
     logits = torch.zeros(2, 3, 6, device=device)
     logits[1, 2, 4] = 1.0
@@ -217,7 +220,23 @@ def test_route_ties_and_shapes(device):
     assert ids.shape == (3, 2, 1) and bool((ids[2, 1] == 4).all())
 
 
-def test_route_matches_transformers(device):
+@pytest.mark.parametrize("E,k", [(100, 8), (128, 10), (600, 4)])  # 600: past RANK_MAX_E, arg-max either way
+def test_route_many_experts_nonfinite(E, k, device, topk):
+    """Many experts (several scratch chunks of the rank pass), with +-inf and NaN logits:
+    NaN ranks first and +inf next, as torch.topk orders them; equal bf16 scores go to the
+    lowest index."""
+    logits = randn(4, E, device=device)
+    logits[0, 7], logits[0, 3], logits[1, E - 1], logits[1, 0] = float("inf"), float("nan"), float("inf"), -float("inf")
+    logits[2] = logits[2].to(torch.bfloat16).float().round()  # many ties
+    w, ids = moe.route(logits, k, "sigmoid", False)
+    s = torch.sigmoid(logits.double().cpu())
+    rids = torch.sort(s, dim=-1, descending=True, stable=True).indices[:, :k]  # torch.topk's ties are unspecified
+    assert torch.equal(ids.cpu(), rids)
+    assert ids[0, :2].tolist() == [3, 7]
+    assert_close(w, s.gather(-1, rids), torch.float32)
+
+
+def test_route_matches_transformers(device, topk):
     transformers = pytest.importorskip("transformers")
     from transformers.models.lfm2_moe.modeling_lfm2_moe import Lfm2MoeTopKRouter
     from transformers.models.mixtral.modeling_mixtral import MixtralTopKRouter
@@ -320,7 +339,7 @@ def test_prefill_chunks_and_decode_tiles(monkeypatch, path, device):
     assert_close(moe.fused_experts(x, ids, w, gu, dn), ref)
 
 
-@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_nan_stays_in_its_token(p, path, device):
     """A NaN in one token's activations makes that token's output NaN and no other."""
     path(p)
@@ -343,7 +362,7 @@ def test_no_tokens(device):
     assert w.shape == ids.shape == (0, 2)
 
 
-@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_empty_and_crowded_experts(p, path, device):
     """All tokens on expert 3 (k = 1), then every token on experts 5 and 3 (the others empty)."""
     path(p)
@@ -357,7 +376,7 @@ def test_empty_and_crowded_experts(p, path, device):
         assert_close(moe.fused_experts(x, i, ww, gu, dn), experts64(x, i, ww, gu, dn))
 
 
-@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_strided_views(p, path, device):
     """Weights stored (E, H, 2I) / (E, I, H) and passed as transposed views; strided activations,
     ids and weights; int32 ids; bfloat16 weights."""
@@ -375,7 +394,7 @@ def test_strided_views(p, path, device):
 
 # ---------------------------------------------------------------------------- gpt-oss, FP8
 
-@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_gpt_oss(p, path, device):
     """Interleaved gate/up, biases, the clamped activation (gate/up values reach the limit)."""
     path(p)
@@ -430,7 +449,7 @@ def _fp8_native_ok(device) -> bool:
 
 
 @needs_fp8
-@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 @pytest.mark.parametrize("decode", ["bits", "native"])
 def test_fp8_experts(p, decode, path, monkeypatch, device):
     """fp8 decoded from its bits (everywhere) or converted by the hardware (NVIDIA 8.9+)."""
@@ -455,7 +474,7 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
 
 # ---------------------------------------------------------------------------- bad ids, errors
 
-@pytest.mark.parametrize("p", ["slices", "slices-hsplit", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
 def test_ids_out_of_range(p, path, device):
     """Ids outside [0, E) (transformers masks slots with id E) and repeated ids never crash:
     the former add nothing, the latter count once per slot."""

@@ -60,7 +60,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, S_PAD: tl.constexpr = 1,
-                   EARLY_V: tl.constexpr = False, PDL: tl.constexpr = 0):
+                   PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
@@ -120,9 +120,6 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
         nmask = offs_n < end
         kt = tl.load(k_base + offs_n[None, :].to(tl.int64) * skl + offs_d[:, None] * skd,
                      mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
-        v_ptrs = v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd
-        if EARLY_V:  # V's load in flight with K's (one tile a split: no loop to pipeline)
-            vt = tl.load(v_ptrs, mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
         s = _mm(q, kt, DT) * qk_scale
         valid = (offs_n[None, :] >= lo_r[:, None]) & (offs_n[None, :] < hi_r[:, None]) & nmask[None, :]
         if HAS_MASK:
@@ -139,8 +136,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
         alpha = tl.exp2(m_i - m_safe)
         p = tl.exp2(s - m_safe[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        if not EARLY_V:
-            vt = tl.load(v_ptrs, mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
+        vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
+                     mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
         acc = acc * alpha[:, None] + _mm(p, vt, DT)
         m_i = m_new
 
@@ -198,9 +195,6 @@ MAX_SPLITS = 16
 #: Tuning overrides (scripts/tune_attention.py): KV tile and software-pipeline stages.
 BLOCK_N: Optional[int] = None
 NUM_STAGES: Optional[int] = None
-#: Load each V tile together with its K tile instead of after the scores (a split of one KV
-#: tile has no loop for the pipeliner to overlap). Off until measured.
-EARLY_V = False
 #: Tests set this to force the number of KV splits (clamped to what the KV length allows).
 SPLIT_OVERRIDE: Optional[int] = None
 
@@ -261,7 +255,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
-        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, S_PAD=next_pow2(split), EARLY_V=EARLY_V,
+        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, S_PAD=next_pow2(split),
         num_warps=warps,
         **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
     return out

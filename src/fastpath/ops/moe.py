@@ -121,11 +121,13 @@ def _route_op(router_logits: torch.Tensor, top_k: int, sigmoid: bool, norm: bool
     ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
     if T > 0:
         block_e = next_pow2(E)
-        _ROUTE[(T,)](x, expert_bias if expert_bias is not None else x, w, ids, E, x.stride(0),
-                              x.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
-                              TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm,
-                              SHARED=shared, BLOCK_E=block_e, BLOCK_K=next_pow2(k),
-                              num_warps=1 if block_e <= 256 else (4 if block_e <= 4096 else 8))
+        rank = block_e <= K.RANK_MAX_E
+        c = workspace(x.device, "moe.route.scores", T * block_e, torch.float32) if rank else w
+        _ROUTE[(T,)](x, expert_bias if expert_bias is not None else x, w, ids, c, E, x.stride(0),
+                     x.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
+                     TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm,
+                     SHARED=shared, BLOCK_E=block_e, BLOCK_K=next_pow2(k), RANK=rank,
+                     num_warps=1 if block_e <= 256 and not rank else (4 if block_e <= 4096 else 8))
     return w.view(*lead, k), ids.view(*lead, k)
 
 
@@ -239,18 +241,18 @@ def _router_op(x: torch.Tensor, weight: torch.Tensor, top_k: int, sigmoid: bool,
     k = top_k + shared
     w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
     ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
-    lg = workspace(x.device, "moe.router.logits", T * (E + shared), torch.float32)
+    block_e = next_pow2(E)
+    lg = workspace(x.device, "moe.router.logits", T * (E + shared) + block_e, torch.float32)
     cnt = workspace(x.device, "moe.router.ticket", 1, torch.int32, zeroed=True)
     block_t = next_pow2(T)
     block_n = 16 if INTERPRET else 4
     block_h = min(next_pow2(H), max(16, (8192 if not INTERPRET else 1024) // (block_t * block_n)))
-    block_e = next_pow2(E)
     _ROUTER[(cdiv(E + shared, block_n),)](
         x, weight, expert_bias if expert_bias is not None else x, lg, cnt, w, ids, T, H, E, x.stride(0), x.stride(1),
         weight.stride(0), weight.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
         TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm, SHARED=shared, RNE=INTERPRET,
         BLOCK_T=block_t, BLOCK_N=block_n, BLOCK_H=block_h, BLOCK_E=block_e, BLOCK_K=next_pow2(k),
-        num_warps=4 if block_e <= 4096 else 8)
+        RANK=block_e <= K.RANK_MAX_E, num_warps=4 if block_e <= 4096 else 8)
     return w, ids
 
 
@@ -458,19 +460,10 @@ def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     dummy = out
     row_mul, up_off = (2, 1) if interleaved else (1, NI)
     grid = (T * k if p.by_pair else E, S, cdiv(T, p.block_t))
-    hs = max(1, min(p.h_split, cdiv(H, p.block_h)))
-    h_chunk = cdiv(cdiv(H, hs), p.block_h) * p.block_h
-    hs = cdiv(H, h_chunk)  # no empty parts
-    if hs > 1:  # float32 gate/up parts and a ticket per (expert or pair, slice, token tile)
-        pairs = grid[0] * grid[1] * grid[2]
-        ws = workspace(x.device, "moe.hsplit", pairs * hs * 2 * p.block_t * p.block_i, torch.float32)
-        cnt = workspace(x.device, "moe.hsplit.counters", pairs, torch.int32, zeroed=True)
-    else:
-        ws = cnt = dummy
-    _SLICES[(grid[0], grid[1] * hs, grid[2])](
+    _SLICES[grid](
         x, ids, tw, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy,
-        w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, part, ws, cnt,
-        T, H, NI, E, S, h_chunk, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
+        w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, part,
+        T, H, NI, E, S, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), row_mul, up_off,
         float(alpha), float(limit),
@@ -478,7 +471,7 @@ def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         HAS_SCALE1=gu_scale is not None, HAS_SCALE2=d_scale is not None, HAS_BIAS1=gu_bias is not None,
         HAS_BIAS2=d_bias is not None, ACT=code, DT1=TL_DTYPES[dt1], DT2=TL_DTYPES[dt2], S16_1=s16_1, S16_2=s16_2,
         RNE=INTERPRET, BLOCK_P=p.block_p,
-        BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, BLOCK_N=p.block_n, H_SPLIT=hs,
+        BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, BLOCK_N=p.block_n,
         num_warps=p.warps, num_stages=p.stages)
     _SUM_SLICES[(T, cdiv(H, p.block_c))](
         part, ids, out, H, E, S, ids.stride(0), ids.stride(1), out.stride(0), out.stride(1),
