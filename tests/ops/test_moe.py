@@ -33,7 +33,7 @@ def route64(logits, k, scoring="softmax", norm=False, bias=None, scale=1.0, eps=
         s = torch.sigmoid(x)
         eps = 1e-6 if eps is None else eps
     choice = s + bias.double() if bias is not None else s
-    ids = torch.topk(choice, k, dim=-1).indices
+    ids = torch.sort(choice, dim=-1, descending=True, stable=True).indices[..., :k]  # ties: lowest index first
     w = s.gather(-1, ids)
     if norm:
         w = w / (w.sum(-1, keepdim=True) + eps)
@@ -169,13 +169,15 @@ def test_route_shared_gate(scoring, device, topk):
 @pytest.mark.parametrize("T", [1, 3, 4, 6])  # 6: past ROUTER_MAX_T, linear + route
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_router(T, dtype, device, topk):
-    """router(x, W) = route of the logits F.linear returns (float64 here, rounded to x's
-    dtype as F.linear rounds them), with a shared gate, sigmoid scoring and an expert bias;
-    twice in a row (the kernel's ticket is reset)."""
+    """router(x, W) = route of the logits x W^T, with a shared gate, sigmoid scoring and an
+    expert bias; twice in a row (the kernel's ticket is reset). x and W hold multiples of 1/4
+    and 1/16 so that every logit is exact in float16 and in any summation order: equal logits
+    are true ties (lowest index first), and no rounding can reorder near-equal ones."""
     E, Hr, k = 21, 70, 3
-    x = randn(T, Hr, dtype=dtype, device=device)
-    W = randn(E + 1, Hr, dtype=dtype, device=device, scale=Hr ** -0.5)
-    logits = (x.double() @ W.double().T).to(dtype).double()
+    g = torch.Generator().manual_seed(T)
+    x = (torch.randint(-2, 3, (T, Hr), generator=g) / 4).to(device, dtype)
+    W = (torch.randint(-4, 5, (E + 1, Hr), generator=g) / 16).to(device, dtype)
+    logits = x.double() @ W.double().T
     b = randn(E, device=device, scale=0.3)
     lg = workspace(device, "moe.router.logits", T * (E + 1), torch.float32)
     for _ in range(2):

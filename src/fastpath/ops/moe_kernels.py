@@ -50,11 +50,11 @@ def _rank(c, offs, c_row, BLOCK_E: tl.constexpr, CJ: tl.constexpr):
     tl.store(c_row + offs, c)
     tl.debug_barrier()  # every thread's scores are written before any thread reads them
     rank = tl.zeros([BLOCK_E], dtype=tl.int32)
-    for j0 in tl.static_range(0, BLOCK_E, CJ):
+    for j0 in tl.static_range(0, BLOCK_E, CJ):  # [CJ, BLOCK_E] tiles: lanes along the threads, sums down
         jj = j0 + tl.arange(0, CJ)
-        cj = tl.load(c_row + jj)[None, :]
-        beats = (cj > c[:, None]) | ((cj == c[:, None]) & (jj[None, :] < offs[:, None]))
-        rank += tl.sum(beats.to(tl.int32), axis=1)
+        cj = tl.load(c_row + jj)[:, None]
+        beats = (cj > c[None, :]) | ((cj == c[None, :]) & (jj[:, None] < offs[None, :]))
+        rank += tl.sum(beats.to(tl.int32), axis=0)
     tl.debug_barrier()  # the scratch row is read by every thread before it is reused
     return rank
 
