@@ -188,7 +188,8 @@ MODES = {
     "fused, one tile in registers": {"FUSED": True, "FUSED_MAX_TILES": 10**6, "TILE_BYTES": 1 << 15,
                                      "MAX_BS": 1 << 12, "MAX_BC": 64},
     "two launches, one tile a program": {"FUSED": False, "CHUNK_TILES": 1},
-    "two launches, many chunks": {"FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0},
+    "two launches, many chunks": {"FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
+                                  "COMBINE_ELEMS": 64},
 }
 
 
