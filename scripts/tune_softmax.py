@@ -3,7 +3,7 @@ correctness against float64, then time per call as the benchmark harness measure
 (graph: many calls in one CUDA graph, cold = inputs cycled past L2; eager cold for the big
 shape). Prints one line per plan and writes JSON lines to --json.
 
-Usage (repo root, GPU machine): python scripts/tune_softmax.py --json out.jsonl
+Usage (repo root, GPU machine): python scripts/tune_softmax.py --json out.jsonl [--rows 64]
 """
 import argparse
 import json
@@ -18,17 +18,21 @@ def plans_for(rows, n):
     """((chunk, chunks a row, warps), module knobs) pairs to try."""
     sizes = (2048, 4096) if rows == 1 else (16384, 8192, 4096)
     plans = [(c, -(-n // c), w) for c in sizes for w in (4, 8)]
-    return [(p, {}) for p in plans] + [(p, {"FLAGGED": False}) for p in plans]
+    two = [(p, {"FUSED": False}) for p in plans] if rows > 1 else []  # reduce, then normalise (x re-read from L2)
+    return [(p, {}) for p in plans] + [(p, {"FLAGGED": False}) for p in plans] + two
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default="tune_softmax.jsonl")
+    ap.add_argument("--rows", type=int, default=None, help="only the shape with this many rows (1, 64 or 16384)")
     args = ap.parse_args()
     timer = Timer(torch.cuda.get_device_properties(0).L2_cache_size)
     dev = torch.device("cuda")
     out = open(args.json, "a")
     for rows, n in [(1, 128256), (64, 128256), (16384, 131072)]:
+        if args.rows is not None and rows != args.rows:
+            continue
         big = rows * n > 2**28
         n_sets = 1 if big else max(2, 2 * timer.l2 // (rows * n * 4) + 1)
         sets = [(torch.randn(rows, n, device=dev) * 3,) for _ in range(n_sets)]
