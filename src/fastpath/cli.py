@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         from .bench.__main__ import main as bench_main
         return bench_main(argv[1:])
     args = parser.parse_args(argv)
+    args.argv = argv  # recorded with benchmark results, also when main() is given its arguments
     if args.command in ("generate", "bench-decode"):
         from .engine import commands
         try:

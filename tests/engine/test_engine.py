@@ -132,6 +132,16 @@ def test_chat_template_matches_transformers(tmp_path):
         Tokenizer(DEFAULT_MODEL).encode("x", chat=True)
 
 
+def test_recorded_command_is_the_parsed_one(monkeypatch):
+    """Results record the arguments main() parsed, not the interpreter's own sys.argv."""
+    from fastpath.engine import commands
+    seen = []
+    monkeypatch.setattr(commands, "bench_decode", lambda args: seen.append(commands.command_line(args)) or 0)
+    monkeypatch.setattr("sys.argv", ["-c"])
+    assert cli.main(["bench-decode", "--config", "qwen3-8b", "--random-weights", "--json", "a b.jsonl"]) == 0
+    assert seen == ["fastpath bench-decode --config qwen3-8b --random-weights --json 'a b.jsonl'"]
+
+
 def test_cli_bench_decode_on_a_checkpoint(capsys, tmp_path, reference_paths):
     """``fastpath bench-decode --model DIR`` end to end on the embedded checkpoint."""
     out_json = tmp_path / "decode.jsonl"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import time
 
@@ -52,6 +53,12 @@ def generate(args) -> int:
     return 0
 
 
+def command_line(args) -> str:
+    """The command recorded with results: the arguments ``cli.main`` parsed (also when a script
+    called it with its own list), shell-quoted."""
+    return "fastpath " + shlex.join(getattr(args, "argv", sys.argv[1:]))
+
+
 def bench_decode(args) -> int:
     from ..bench.harness import append_record, environment, measure_ceilings, results_path
     from ..models.config import NAMED, ModelConfig, named
@@ -76,7 +83,7 @@ def bench_decode(args) -> int:
         model = bench.random_model(cfg, device=device, dtype=dtype, fp8=args.fp8)
         name, cfg_dict = args.config, NAMED[args.config]
     cuda = device.type == "cuda"
-    env = environment("fastpath " + " ".join(sys.argv[1:])) if cuda else {"gpu": "cpu", "date": time.strftime("%Y-%m-%d")}
+    env = environment(command_line(args)) if cuda else {"gpu": "cpu", "date": time.strftime("%Y-%m-%d")}
     ceil = measure_ceilings() if cuda else {}
     t0 = time.perf_counter()
     r = bench.run(model, prompt_len=args.prompt_len, new_tokens=args.new_tokens, batch=args.batch)
