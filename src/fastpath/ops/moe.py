@@ -80,7 +80,7 @@ def reference_route(router_logits: torch.Tensor, top_k: int, scoring: str = "sof
     x = router_logits.to(dt)
     scores = torch.softmax(x, dim=-1) if scoring == "softmax" else torch.sigmoid(x)
     choice = scores if expert_bias is None else scores + expert_bias.to(dt)
-    ids = torch.topk(choice, top_k, dim=-1).indices
+    ids = torch.sort(choice, dim=-1, descending=True, stable=True).indices[..., :top_k]  # ties: lowest index
     w = scores.gather(-1, ids)
     if norm_topk_prob:
         eps = _norm_eps(scoring, norm_eps)

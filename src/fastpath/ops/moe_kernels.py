@@ -2,7 +2,7 @@
 
 * ``_route_kernel``: one program per token: softmax or sigmoid over the E router logits in
   float32, top-k by rank (each expert's place among all E in one pass; up to RANK_MAX_E) or
-  by repeated arg-max, ties to the lowest expert index as ``torch.topk``; optional
+  by repeated arg-max, ties to the lowest expert index (a stable descending sort); optional
   renormalisation and scaling. ``_router_kernel``: the router matmul and that routing.
 * Decode (few tokens), no sort: ``_gate_up_kernel`` (grid: expert x block of I x block of
   tokens) finds the tokens routed to its expert, streams the expert's gate and up rows of
@@ -38,14 +38,16 @@ ALIASES = {"swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_
 
 #: Widest expert block (next power of two of E) routed by rank (one pass of BLOCK_E^2
 #: comparisons, :func:`_rank`); wider ones take TOPK rounds of arg-max. 0: always arg-max.
-#: H200, router kernel at one token, H 2048 (scripts/moe_profile.py --router): E 128 top-8
-#: 4.96 us by rank against 6.43 by arg-max; E 256 top-8 10.1 against 6.81; E 32 top-4 3.50 / 3.72.
+#: H200, router kernel at one token, H 2048 (scripts/moe_profile.py --router, ced194a): E 128
+#: top-8 5.28 us by rank against 7.04 by arg-max; E 256 + 1 top-8 8.65 against 7.41; E 32
+#: top-4 3.90 / 4.25.
 RANK_MAX_E = 128
+
 
 @triton.jit
 def _rank(c, offs, c_row, BLOCK_E: tl.constexpr, CJ: tl.constexpr):
     """Each lane's place in the descending order of ``c`` (no NaN; ties to the lower lane,
-    as ``torch.topk``): how many lanes beat it, counted CJ lanes at a time from ``c`` written
+    as a stable sort): how many lanes beat it, counted CJ lanes at a time from ``c`` written
     to the scratch row ``c_row`` (BLOCK_E floats). One pass, no serial arg-max."""
     tl.store(c_row + offs, c)
     tl.debug_barrier()  # every thread's scores are written before any thread reads them
@@ -64,7 +66,7 @@ def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale,
                TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
                SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, RANK: tl.constexpr):
     """Route token ``t`` from its E logits at ``x_ptr + t * sxt``: softmax or sigmoid in float32,
-    top-k (ties to the lowest expert index, as ``torch.topk``), optional renormalisation and
+    top-k (ties to the lowest expert index, as a stable sort), optional renormalisation and
     scaling. RANK: every expert's rank in one pass (:func:`_rank`, scratch ``c_row``), the
     top-k stored at their ranks; else TOPK rounds of arg-max. SHARED: logit E is a shared
     expert's gate; slot TOPK gets (id E, sigmoid(logit E))."""
