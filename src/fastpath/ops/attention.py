@@ -12,6 +12,8 @@ Paths (chosen on shapes and flags only, never on data):
   (row max, row sum, unnormalised output) to a workspace and the last program of each (batch, KV head) to
   finish (an acq_rel ticket counter in a zeroed workspace, returned to zero) combines the
   partials in the fixed order 0, 1, ... and writes the output: deterministic, one launch.
+  Value heads of 256 take up to 64 splits, and ``_combine_kernel`` combines them in a second
+  launch, 64 output columns a program.
   The split is of the *valid* range, computed in the kernel from ``kv_len`` (read on the
   device) and ``window``: no host sync, and a growing ``kv_len`` neither recompiles nor
   changes the grid (capturable in a CUDA graph).
@@ -60,7 +62,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, S_PAD: tl.constexpr = 1,
-                   PDL: tl.constexpr = 0):
+                   COMBINE: tl.constexpr = True, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
@@ -68,6 +70,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
     # the last of the n_split programs of p combines ws[p, 0..n_split) in order and
     # re-zeroes cnt[p]; S_PAD = next_pow2(n_split): the combine issues every split's loads
     # at once (maxima and sums as one [S_PAD, BLOCK_R] tile, the accumulators unrolled).
+    # COMBINE=False: the partials are left for _combine_kernel (a launch of its own).
     pid = tl.program_id(0)
     pid_s = tl.program_id(1)
     rb = pid % n_rb
@@ -150,28 +153,70 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
         tl.store(base + BLOCK_R + r_ar, l_i)
         tl.store(base + tile, acc)
         tl.debug_barrier()  # every thread's partial is written before the release below
-        if tl.atomic_add(cnt_ptr + pid, 1, sem="acq_rel") == n_split - 1:
-            tl.atomic_xchg(cnt_ptr + pid, 0)
-            first = ws_ptr + pid.to(tl.int64) * n_split * STRIDE
-            sp = tl.arange(0, S_PAD)
-            stats = first + sp[:, None] * STRIDE + r_ar[None, :]
-            smask = (sp < n_split)[:, None]
-            ms = tl.load(stats, mask=smask, other=float("-inf"), cache_modifier=".cg")
-            big = tl.max(ms, axis=0)
-            big = tl.where(big == float("-inf"), 0.0, big)
-            ws = tl.exp2(ms - big[None, :])  # [S_PAD, BLOCK_R]; 0 for empty or absent splits
-            l_i = tl.sum(tl.load(stats + BLOCK_R, mask=smask, other=0.0, cache_modifier=".cg") * ws, axis=0)
-            acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
-            for j in tl.static_range(S_PAD):  # split j's weight: row j of ws
-                w = tl.sum(tl.where(sp[:, None] == j, ws, 0.0), axis=0)
-                jmask = tl.full([BLOCK_R, BLOCK_DV], j, tl.int32) < n_split
-                acc += tl.load(first + j * STRIDE + tile, mask=jmask, other=0.0, cache_modifier=".cg") * w[:, None]
-            _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
+        if COMBINE:  # else _combine_kernel, launched next, combines
+            if tl.atomic_add(cnt_ptr + pid, 1, sem="acq_rel") == n_split - 1:
+                tl.atomic_xchg(cnt_ptr + pid, 0)
+                first = ws_ptr + pid.to(tl.int64) * n_split * STRIDE
+                sp = tl.arange(0, S_PAD)
+                stats = first + sp[:, None] * STRIDE + r_ar[None, :]
+                smask = (sp < n_split)[:, None]
+                ms = tl.load(stats, mask=smask, other=float("-inf"), cache_modifier=".cg")
+                big = tl.max(ms, axis=0)
+                big = tl.where(big == float("-inf"), 0.0, big)
+                ws = tl.exp2(ms - big[None, :])  # [S_PAD, BLOCK_R]; 0 for empty or absent splits
+                l_i = tl.sum(tl.load(stats + BLOCK_R, mask=smask, other=0.0, cache_modifier=".cg") * ws, axis=0)
+                acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
+                for j in tl.static_range(S_PAD):  # split j's weight: row j of ws
+                    w = tl.sum(tl.where(sp[:, None] == j, ws, 0.0), axis=0)
+                    jmask = tl.full([BLOCK_R, BLOCK_DV], j, tl.int32) < n_split
+                    acc += tl.load(first + j * STRIDE + tile, mask=jmask, other=0.0, cache_modifier=".cg") * w[:, None]
+                _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
     else:
         _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
 
 
-_DECODE = Launcher(_decode_kernel, pdl=True)
+@triton.jit
+def _combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, sol, sod,
+                    BLOCK_R: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_C: tl.constexpr,
+                    S_PAD: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr = 0):
+    pdl_start(PDL)
+    # Program (p, c): output columns [c * BLOCK_C, (c + 1) * BLOCK_C) of the decode kernel's
+    # program p (COMBINE=False), from its n_split partials ws[p, s] added in the order
+    # s = 0, 1, ... (deterministic); UNROLL partials' loads in flight at a time. Many splits of
+    # wide heads: the combine's reads are spread over BLOCK_DV / BLOCK_C programs a group.
+    pid = tl.program_id(0)
+    rb = pid % n_rb
+    bh = pid // n_rb
+    kvh = bh % Hkv
+    b = bh // Hkv
+    rows = rb * BLOCK_R + tl.arange(0, BLOCK_R)
+    rmask = rows < G * Lq
+    tok = rows % Lq
+    head = (kvh * G + rows // Lq).to(tl.int64)
+    STRIDE: tl.constexpr = BLOCK_R * (BLOCK_DV + 2)
+    r_ar = tl.arange(0, BLOCK_R)
+    first = ws_ptr + pid.to(tl.int64) * n_split * STRIDE
+    sp = tl.arange(0, S_PAD)
+    stats = first + sp[:, None] * STRIDE + r_ar[None, :]
+    smask = (sp < n_split)[:, None]
+    ms = tl.load(stats, mask=smask, other=float("-inf"))
+    big = tl.max(ms, axis=0)
+    big = tl.where(big == float("-inf"), 0.0, big)
+    l_i = tl.sum(tl.load(stats + BLOCK_R, mask=smask, other=0.0) * tl.exp2(ms - big[None, :]), axis=0)
+    offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    tile = 2 * BLOCK_R + r_ar[:, None] * BLOCK_DV + offs_c[None, :]
+    acc = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
+    for j0 in range(0, n_split, UNROLL):
+        for jj in tl.static_range(UNROLL):
+            j = j0 + jj
+            mj = tl.load(first + j * STRIDE + r_ar, mask=(tl.zeros([BLOCK_R], dtype=tl.int32) + j) < n_split,
+                         other=float("-inf"))
+            jmask = (tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.int32) + j) < n_split
+            acc += tl.load(first + j * STRIDE + tile, mask=jmask, other=0.0) * tl.exp2(mj - big)[:, None]
+    _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_c, DV, sob, soh, sol, sod)
+
+
+_DECODE, _COMBINE = Launcher(_decode_kernel, pdl=True), Launcher(_combine_kernel, pdl=True)
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -192,6 +237,13 @@ MAX_ROWS = 32 if INTERPRET else 64
 MIN_KV_PER_SPLIT = 32 if INTERPRET else 128
 PROGRAMS_PER_SM = 2
 MAX_SPLITS = 16
+#: Value heads at least this wide (padded) take up to MAX_SPLITS_WIDE splits, combined by
+#: ``_combine_kernel`` (BLOCK_DV / COMBINE_BLOCK programs a group) instead of one program:
+#: the one-program combine of 16 KB partials grew with the splits (2 KV heads of 256 at 8K
+#: keys: 16 / 32 / 64 splits 25.0 / 29.3 / 53.7 us, PyTorch 16.5).
+SEPARATE_COMBINE_MIN_DV = 256
+MAX_SPLITS_WIDE = 64
+COMBINE_BLOCK = 16 if INTERPRET else 64
 #: Tuning overrides (scripts/tune_attention.py): KV tile and software-pipeline stages.
 BLOCK_N: Optional[int] = None
 NUM_STAGES: Optional[int] = None
@@ -209,15 +261,15 @@ def _decode_blocks(D: int, DV: int, rows: int, itemsize: int = 2) -> tuple:
     return br, bn, bd, bdv, warps
 
 
-def decode_split(span: int, programs: int, device: torch.device, block_n: int) -> int:
+def decode_split(span: int, programs: int, device: torch.device, block_n: int, max_splits: int = 0) -> int:
     """KV splits for ``programs`` (batch x KV head x row block) programs over ``span`` keys:
     enough for about ``PROGRAMS_PER_SM`` programs per multiprocessor, at least
-    ``MIN_KV_PER_SPLIT`` keys each, at most ``MAX_SPLITS``."""
+    ``MIN_KV_PER_SPLIT`` keys each, at most ``max_splits`` (0: ``MAX_SPLITS``)."""
     if SPLIT_OVERRIDE is not None:
         split = SPLIT_OVERRIDE
     else:
         target = PROGRAMS_PER_SM * num_sms(device)
-        split = min(cdiv(target, max(programs, 1)), max(1, span // MIN_KV_PER_SPLIT), MAX_SPLITS)
+        split = min(cdiv(target, max(programs, 1)), max(1, span // MIN_KV_PER_SPLIT), max_splits or MAX_SPLITS)
     return max(1, min(split, cdiv(max(span, 1), block_n)))
 
 
@@ -235,13 +287,15 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         span = min(Lk, Lq)
     elif window is not None:
         span = min(Lk, window)
-    split = decode_split(span, programs, q.device, bn)
+    wide = bdv >= SEPARATE_COMBINE_MIN_DV
+    split = decode_split(span, programs, q.device, bn, MAX_SPLITS_WIDE if wide else MAX_SPLITS)
+    separate = wide and split > 1  # the partials combined by _combine_kernel
     dummy = out
+    ws = cnt = dummy
     if split > 1:
         ws = workspace(q.device, "attention.partials", programs * split * br * (bdv + 2), torch.float32)
-        cnt = workspace(q.device, "attention.counters", programs, torch.int32, zeroed=True)
-    else:
-        ws = cnt = dummy
+        if not separate:
+            cnt = workspace(q.device, "attention.counters", programs, torch.int32, zeroed=True)
     if mask is not None:
         bool_mask = mask.dtype == torch.bool
         m = mask.view(torch.uint8) if bool_mask else mask
@@ -255,9 +309,14 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
-        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, S_PAD=next_pow2(split),
+        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, S_PAD=next_pow2(split), COMBINE=not separate,
         num_warps=warps,
         **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
+    if separate:
+        bc = min(COMBINE_BLOCK, bdv)
+        _COMBINE[(programs, bdv // bc)](
+            ws, out, Hkv, G, Lq, n_rb, split, DV, *out.stride(),
+            BLOCK_R=br, BLOCK_DV=bdv, BLOCK_C=bc, S_PAD=next_pow2(split), UNROLL=8, num_warps=4)
     return out
 
 
