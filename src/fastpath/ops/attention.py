@@ -12,7 +12,7 @@ Paths (chosen on shapes and flags only, never on data):
   (row max, row sum, unnormalised output) to a workspace and the last program of each (batch, KV head) to
   finish (an acq_rel ticket counter in a zeroed workspace, returned to zero) combines the
   partials in the fixed order 0, 1, ... and writes the output: deterministic, one launch.
-  Value heads of 256 take up to 64 splits, and ``_combine_kernel`` combines them in a second
+  Value heads of 256 take up to 32 splits, and ``_combine_kernel`` combines them in a second
   launch, 64 output columns a program.
   The split is of the *valid* range, computed in the kernel from ``kv_len`` (read on the
   device) and ``window``: no host sync, and a growing ``kv_len`` neither recompiles nor
@@ -237,12 +237,13 @@ MAX_ROWS = 32 if INTERPRET else 64
 MIN_KV_PER_SPLIT = 32 if INTERPRET else 128
 PROGRAMS_PER_SM = 2
 MAX_SPLITS = 16
-#: Value heads at least this wide (padded) take up to MAX_SPLITS_WIDE splits, combined by
-#: ``_combine_kernel`` (BLOCK_DV / COMBINE_BLOCK programs a group) instead of one program:
-#: the one-program combine of 16 KB partials grew with the splits (2 KV heads of 256 at 8K
-#: keys: 16 / 32 / 64 splits 25.0 / 29.3 / 53.7 us, PyTorch 16.5).
+#: Value heads at least this wide (padded) have their splits combined by ``_combine_kernel``
+#: (BLOCK_DV / COMBINE_BLOCK programs a group, a launch of its own) instead of by the last
+#: split's program; heads of 256 then take up to MAX_SPLITS_WIDE splits. In one program the
+#: combine of 16 KB partials grew with the splits (2 KV heads of 256 at 8K keys: 16 / 32 / 64
+#: splits 25.0 / 29.3 / 53.7 us); by _combine_kernel, 32 splits take 17.4 us (PyTorch 16.5).
 SEPARATE_COMBINE_MIN_DV = 256
-MAX_SPLITS_WIDE = 64
+MAX_SPLITS_WIDE = 32
 COMBINE_BLOCK = 16 if INTERPRET else 64
 #: Tuning overrides (scripts/tune_attention.py): KV tile and software-pipeline stages.
 BLOCK_N: Optional[int] = None
@@ -287,9 +288,9 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         span = min(Lk, Lq)
     elif window is not None:
         span = min(Lk, window)
-    wide = bdv >= SEPARATE_COMBINE_MIN_DV
-    split = decode_split(span, programs, q.device, bn, MAX_SPLITS_WIDE if wide else MAX_SPLITS)
-    separate = wide and split > 1  # the partials combined by _combine_kernel
+    combine_kernel = bdv >= SEPARATE_COMBINE_MIN_DV
+    split = decode_split(span, programs, q.device, bn, MAX_SPLITS_WIDE if combine_kernel and bdv >= 256 else MAX_SPLITS)
+    separate = combine_kernel and split > 1  # the partials combined by _combine_kernel
     dummy = out
     ws = cnt = dummy
     if split > 1:
