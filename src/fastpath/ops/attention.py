@@ -242,7 +242,7 @@ MAX_SPLITS = 16
 #: split's program; heads of 256 then take up to MAX_SPLITS_WIDE splits. In one program the
 #: combine of 16 KB partials grew with the splits (2 KV heads of 256 at 8K keys: 16 / 32 / 64
 #: splits 25.0 / 29.3 / 53.7 us); by _combine_kernel, 32 splits take 17.4 us (PyTorch 16.5).
-SEPARATE_COMBINE_MIN_DV = 256
+SEPARATE_COMBINE_MIN_DV = 0
 MAX_SPLITS_WIDE = 32
 COMBINE_BLOCK = 16 if INTERPRET else 64
 #: Tuning overrides (scripts/tune_attention.py): KV tile and software-pipeline stages.
