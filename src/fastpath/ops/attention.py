@@ -7,13 +7,14 @@ Paths (chosen on shapes and flags only, never on data):
   (batch, KV head, KV split) and *all* query heads of that KV head's group and all query
   tokens: the ``G * Lq`` rows (padded to at least 16 for ``tl.dot``) share every K and V
   tile, so the cache is read once per group. Online softmax in float32 (``exp2`` with the
-  scale folded into ``log2(e)``). The KV range is split over programs so that about one
-  program per multiprocessor runs (at most 16 splits); each writes its float32 partial
-  (row max, row sum, unnormalised output) to a workspace and the last program of each (batch, KV head) to
-  finish (an acq_rel ticket counter in a zeroed workspace, returned to zero) combines the
-  partials in the fixed order 0, 1, ... and writes the output: deterministic, one launch.
-  Value heads of 256 take up to 32 splits, and ``_combine_kernel`` combines them in a second
-  launch, 64 output columns a program.
+  scale folded into ``log2(e)``). The KV range is split over programs so that about two
+  programs per multiprocessor run (at most 16 splits; 32 for value heads of 256); each
+  writes its float32 partial (row max, row sum, unnormalised output) to a workspace, and
+  ``_combine_kernel`` (a second launch, 64 output columns a program) adds the partials in
+  the fixed order 0, 1, ... and writes the output: deterministic. ``SEPARATE_COMBINE_MIN_DV``
+  set above the head width instead has the last program of each (batch, KV head) to finish
+  (an acq_rel ticket counter in a zeroed workspace, returned to zero) combine them: one
+  launch, measured slower.
   The split is of the *valid* range, computed in the kernel from ``kv_len`` (read on the
   device) and ``window``: no host sync, and a growing ``kv_len`` neither recompiles nor
   changes the grid (capturable in a CUDA graph).
@@ -229,8 +230,7 @@ MAX_HEAD_DIM = 256
 #: The interpreter uses small blocks so that CI covers several row blocks, KV blocks and splits.
 MAX_ROWS = 32 if INTERPRET else 64
 #: KV splits: about PROGRAMS_PER_SM programs a multiprocessor, each over at least
-#: MIN_KV_PER_SPLIT keys, at most MAX_SPLITS (the last program of a group combines the
-#: partials, all loaded at once). H200 sweep (scripts/tune_attention.py, 32/8 heads of 128, graph):
+#: MIN_KV_PER_SPLIT keys, at most MAX_SPLITS. H200 sweep (scripts/tune_attention.py, 32/8 heads of 128, graph):
 #: from 2 programs an SM and 256 keys, 1K / 8K / 32K keys 9.2 / 23.8 / 48.7 us -> 9.0 / 18.8 / 42.8
 #: with 1 program an SM; 2 programs an SM under the 16-split cap leave those batch-1 plans as
 #: they are and give batch 8 x 32K keys 5 splits instead of 3 (87% -> 90% of copy, d69b353).
@@ -239,9 +239,11 @@ PROGRAMS_PER_SM = 2
 MAX_SPLITS = 16
 #: Value heads at least this wide (padded) have their splits combined by ``_combine_kernel``
 #: (BLOCK_DV / COMBINE_BLOCK programs a group, a launch of its own) instead of by the last
-#: split's program; heads of 256 then take up to MAX_SPLITS_WIDE splits. In one program the
-#: combine of 16 KB partials grew with the splits (2 KV heads of 256 at 8K keys: 16 / 32 / 64
-#: splits 25.0 / 29.3 / 53.7 us); by _combine_kernel, 32 splits take 17.4 us (PyTorch 16.5).
+#: split's program (one launch); heads of 256 then take up to MAX_SPLITS_WIDE splits. H200
+#: (scripts/tune_attention.py, 0ac1aec and 8b53b2a), one launch -> combine kernel: 32/8 heads
+#: of 128 at 1K / 8K / 32K keys 7.76 / 17.02 / 40.05 -> 7.40 / 15.20 / 38.12 us; Qwen3-30B-A3B's
+#: 4 KV heads at 640 keys 7.06 -> 6.53; 2 KV heads of 256 at 8K keys 22.3 (16 splits) -> 17.4
+#: (32 splits; 64 take 23.4). In one program the combine grew with the splits.
 SEPARATE_COMBINE_MIN_DV = 0
 MAX_SPLITS_WIDE = 32
 COMBINE_BLOCK = 16 if INTERPRET else 64
