@@ -55,6 +55,18 @@ def _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, 
 
 
 @triton.jit
+def _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R: tl.constexpr):
+    """Program ``pid``'s (batch, KV head, row block): batch, KV head, and per row its query
+    head (int64), query token and validity. Row r of a block is query head kvh * G + r // Lq,
+    query token r % Lq."""
+    rb = pid % n_rb
+    bh = pid // n_rb
+    kvh = bh % Hkv
+    rows = rb * BLOCK_R + tl.arange(0, BLOCK_R)
+    return bh // Hkv, kvh, (kvh * G + rows // Lq).to(tl.int64), rows % Lq, rows < G * Lq
+
+
+@triton.jit
 def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cnt_ptr,
                    Hkv, G, Lq, Lk, D, DV, n_rb, n_split, qk_scale, window,
                    sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
@@ -74,14 +86,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
     # COMBINE=False: the partials are left for _combine_kernel (a launch of its own).
     pid = tl.program_id(0)
     pid_s = tl.program_id(1)
-    rb = pid % n_rb
-    bh = pid // n_rb
-    kvh = bh % Hkv
-    b = bh // Hkv
-    rows = rb * BLOCK_R + tl.arange(0, BLOCK_R)
-    rmask = rows < G * Lq
-    tok = rows % Lq
-    head = (kvh * G + rows // Lq).to(tl.int64)
+    b, kvh, head, tok, rmask = _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R)
     offs_d = tl.arange(0, BLOCK_D)
     offs_dv = tl.arange(0, BLOCK_DV)
     dmask = offs_d < D
@@ -186,14 +191,7 @@ def _combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, so
     # s = 0, 1, ... (deterministic); UNROLL partials' loads in flight at a time. Many splits of
     # wide heads: the combine's reads are spread over BLOCK_DV / BLOCK_C programs a group.
     pid = tl.program_id(0)
-    rb = pid % n_rb
-    bh = pid // n_rb
-    kvh = bh % Hkv
-    b = bh // Hkv
-    rows = rb * BLOCK_R + tl.arange(0, BLOCK_R)
-    rmask = rows < G * Lq
-    tok = rows % Lq
-    head = (kvh * G + rows // Lq).to(tl.int64)
+    b, _, head, tok, rmask = _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R)
     STRIDE: tl.constexpr = BLOCK_R * (BLOCK_DV + 2)
     r_ar = tl.arange(0, BLOCK_R)
     first = ws_ptr + pid.to(tl.int64) * n_split * STRIDE
