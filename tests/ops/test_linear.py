@@ -233,6 +233,18 @@ def test_linear_swiglu(dtype, rows, split, fp8, split_k, device):
     assert_close(out, ref, tol=L_TOL[dtype] if fp8 else None)
 
 
+def test_linear_swiglu_autograd(device):
+    """Any argument that needs a gradient (the bias alone too) takes the differentiable path:
+    gradients equal those of F.linear, silu and the product."""
+    x, w = randn(1, 8, device=device), randn(6, 8, device=device)
+    b = randn(6, device=device).requires_grad_()
+    L.linear_swiglu(x, w, b).sum().backward()
+    b2 = b.detach().clone().requires_grad_()
+    g, u = torch.nn.functional.linear(x, w, b2).chunk(2, dim=-1)
+    (torch.nn.functional.silu(g) * u).sum().backward()
+    assert b.grad is not None and torch.allclose(b.grad, b2.grad, atol=1e-5)
+
+
 def test_linear_swiglu_errors(device):
     with pytest.raises(ValueError, match="even number of rows"):
         L.linear_swiglu(randn(1, 4, device=device), randn(5, 4, device=device))

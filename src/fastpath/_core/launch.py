@@ -96,13 +96,13 @@ class Launcher:
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
     def launch(self, grid, args, kwargs):
-        compiling = torch.compiler.is_compiling()
+        # None: the interpreter, or compiling (dynamo traces kernel[grid] itself)
+        dev = None if INTERPRET or torch.compiler.is_compiling() else torch.cuda.current_device()
         if self.pdl:
-            on = not INTERPRET and not compiling and pdl_on(torch.cuda.current_device())
+            on = dev is not None and pdl_on(dev)
             kwargs = {**kwargs, "PDL": PDL if on else 0, **({"launch_pdl": True} if on else {})}
-        if not FAST_LAUNCH or self.names is None or _hooks_set() or compiling:
-            return self.fn[grid](*args, **kwargs)  # compiling: dynamo traces kernel[grid] itself
-        dev = torch.cuda.current_device()
+        if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
+            return self.fn[grid](*args, **kwargs)
         try:
             key = (dev, tuple(map(_spec, args)), tuple(kwargs.items()))
         except RuntimeError:  # tensors without storage (fake tensors while tracing): no cache

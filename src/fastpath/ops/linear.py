@@ -243,7 +243,7 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
     if (rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
-            or torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+            or torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias))):
         g, u = _linear_op(x, weight, bias, weight_scale).chunk(2, dim=-1)
         return F.silu(g) * u
     return _launch(x, weight, bias, weight_scale, glu=True)
