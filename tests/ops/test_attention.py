@@ -72,15 +72,6 @@ def split(monkeypatch):
     return force
 
 
-@pytest.fixture(params=["one launch", "combine kernel"])
-def combine(request, monkeypatch):
-    """Both ways of combining KV splits: the last split's program (one launch), or
-    _combine_kernel in a launch of its own (value heads of SEPARATE_COMBINE_MIN_DV and wider:
-    here every width)."""
-    monkeypatch.setattr(A, "SEPARATE_COMBINE_MIN_DV", 0 if request.param == "combine kernel" else 1 << 30)
-    return request.param
-
-
 # ---------------------------------------------------------------------------- semantics
 
 @pytest.mark.parametrize("shapes", [
@@ -123,14 +114,14 @@ def test_kv_lengths(dtype, lk, device):
     assert_close(sdpa(q, k, v, enable_gqa=True), ref64(q, k, v, gqa=True))
 
 
-def test_long_kv(device, combine):
+def test_long_kv(device):
     q, k, v = qkv(1, 2, 1, 2, 4097, 16, torch.bfloat16, device)
     assert_close(sdpa(q, k, v, enable_gqa=True), ref64(q, k, v, gqa=True))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("d", [64, 80, 96, 128, 256])
-def test_head_dims(dtype, d, device, combine):
+def test_head_dims(dtype, d, device):
     q, k, v = qkv(1, 2, 1, 3, 37, d, dtype, device)
     assert_close(sdpa(q, k, v, enable_gqa=True, scale=0.3), ref64(q, k, v, gqa=True, scale=0.3))
 
@@ -167,7 +158,7 @@ def test_masks(mshape, kind, device):
 
 @pytest.mark.parametrize("kind", ["bool", "float"])
 @pytest.mark.parametrize("lq", [3, 20])  # decode kernel, reference
-def test_fully_masked_rows_give_zeros(kind, lq, device, combine):
+def test_fully_masked_rows_give_zeros(kind, lq, device):
     """Like PyTorch: a query row that may attend to nothing gives zeros, not NaN."""
     q, k, v = qkv(1, 2, 2, lq, 67, 32, torch.float32, device)
     keep = torch.rand(lq, 67, device=device) > 0.5
@@ -179,7 +170,7 @@ def test_fully_masked_rows_give_zeros(kind, lq, device, combine):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_kv_len(dtype, device, combine):
+def test_kv_len(dtype, device):
     """Static cache: keys at positions >= kv_len[b] are ignored (0 gives zeros, > S clamps)."""
     q, k, v = qkv(4, 4, 2, 2, 67, 64, dtype, device)
     lens = torch.tensor([0, 1, 37, 500], dtype=torch.int32, device=device)
@@ -221,7 +212,7 @@ def test_kv_len_grows_without_recompiling(device, monkeypatch):
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("lq", [1, 5, 20])
-def test_window(causal, lq, device, combine):
+def test_window(causal, lq, device):
     q, k, v = qkv(2, 4, 2, lq, 67, 32, torch.float32, device)
     lens = torch.tensor([67, 30], dtype=torch.int32, device=device)
     for kw in (dict(window=9), dict(window=1, kv_len=lens), dict(window=40, kv_len=lens), dict(window=1000)):
@@ -255,7 +246,7 @@ def test_many_rows_per_group(device):
 
 
 @pytest.mark.parametrize("n", [1, 3, 100])  # 100: 19 splits (the most 300 keys allow)
-def test_split_forced_and_deterministic(n, split, device, combine):
+def test_split_forced_and_deterministic(n, split, device):
     split(n)
     q, k, v = qkv(2, 4, 2, 3, 300, 32, torch.float16, device)
     out = sdpa(q, k, v, enable_gqa=True)

@@ -11,10 +11,8 @@ Paths (chosen on shapes and flags only, never on data):
   programs per multiprocessor run (at most 16 splits; 32 for value heads of 256); each
   writes its float32 partial (row max, row sum, unnormalised output) to a workspace, and
   ``_combine_kernel`` (a second launch, 64 output columns a program) adds the partials in
-  the fixed order 0, 1, ... and writes the output: deterministic. ``SEPARATE_COMBINE_MIN_DV``
-  set above the head width instead has the last program of each (batch, KV head) to finish
-  (an acq_rel ticket counter in a zeroed workspace, returned to zero) combine them: one
-  launch, measured slower.
+  the fixed order 0, 1, ... and writes the output: deterministic. (Combining in the last
+  split's program, behind a ticket, in one launch, measured slower at every shape.)
   The split is of the *valid* range, computed in the kernel from ``kv_len`` (read on the
   device) and ``window``: no host sync, and a growing ``kv_len`` neither recompiles nor
   changes the grid (capturable in a CUDA graph).
@@ -67,23 +65,19 @@ def _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R: tl.constexpr):
 
 
 @triton.jit
-def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cnt_ptr,
+def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
                    Hkv, G, Lq, Lk, D, DV, n_rb, n_split, qk_scale, window,
                    sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
                    smb, smh, smq, smk, sob, soh, sol, sod,
                    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, S_PAD: tl.constexpr = 1,
-                   COMBINE: tl.constexpr = True, PDL: tl.constexpr = 0):
+                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
-    # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32) and bumps cnt[p];
-    # the last of the n_split programs of p combines ws[p, 0..n_split) in order and
-    # re-zeroes cnt[p]; S_PAD = next_pow2(n_split): the combine issues every split's loads
-    # at once (maxima and sums as one [S_PAD, BLOCK_R] tile, the accumulators unrolled).
-    # COMBINE=False: the partials are left for _combine_kernel (a launch of its own).
+    # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32), which
+    # _combine_kernel, launched next, combines; else it writes the output.
     pid = tl.program_id(0)
     pid_s = tl.program_id(1)
     b, kvh, head, tok, rmask = _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R)
@@ -158,25 +152,6 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, cn
         tl.store(base + r_ar, m_i)
         tl.store(base + BLOCK_R + r_ar, l_i)
         tl.store(base + tile, acc)
-        tl.debug_barrier()  # every thread's partial is written before the release below
-        if COMBINE:  # else _combine_kernel, launched next, combines
-            if tl.atomic_add(cnt_ptr + pid, 1, sem="acq_rel") == n_split - 1:
-                tl.atomic_xchg(cnt_ptr + pid, 0)
-                first = ws_ptr + pid.to(tl.int64) * n_split * STRIDE
-                sp = tl.arange(0, S_PAD)
-                stats = first + sp[:, None] * STRIDE + r_ar[None, :]
-                smask = (sp < n_split)[:, None]
-                ms = tl.load(stats, mask=smask, other=float("-inf"), cache_modifier=".cg")
-                big = tl.max(ms, axis=0)
-                big = tl.where(big == float("-inf"), 0.0, big)
-                ws = tl.exp2(ms - big[None, :])  # [S_PAD, BLOCK_R]; 0 for empty or absent splits
-                l_i = tl.sum(tl.load(stats + BLOCK_R, mask=smask, other=0.0, cache_modifier=".cg") * ws, axis=0)
-                acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
-                for j in tl.static_range(S_PAD):  # split j's weight: row j of ws
-                    w = tl.sum(tl.where(sp[:, None] == j, ws, 0.0), axis=0)
-                    jmask = tl.full([BLOCK_R, BLOCK_DV], j, tl.int32) < n_split
-                    acc += tl.load(first + j * STRIDE + tile, mask=jmask, other=0.0, cache_modifier=".cg") * w[:, None]
-                _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
     else:
         _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
 
@@ -187,7 +162,7 @@ def _combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, so
                     S_PAD: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Program (p, c): output columns [c * BLOCK_C, (c + 1) * BLOCK_C) of the decode kernel's
-    # program p (COMBINE=False), from its n_split partials ws[p, s] added in the order
+    # program p, from its n_split partials ws[p, s] added in the order
     # s = 0, 1, ... (deterministic); UNROLL partials' loads in flight at a time. Many splits of
     # wide heads: the combine's reads are spread over BLOCK_DV / BLOCK_C programs a group.
     pid = tl.program_id(0)
@@ -235,14 +210,13 @@ MAX_ROWS = 32 if INTERPRET else 64
 MIN_KV_PER_SPLIT = 32 if INTERPRET else 128
 PROGRAMS_PER_SM = 2
 MAX_SPLITS = 16
-#: Value heads at least this wide (padded) have their splits combined by ``_combine_kernel``
-#: (BLOCK_DV / COMBINE_BLOCK programs a group, a launch of its own) instead of by the last
-#: split's program (one launch); heads of 256 then take up to MAX_SPLITS_WIDE splits. H200
-#: (scripts/tune_attention.py, 0ac1aec and 8b53b2a), one launch -> combine kernel: 32/8 heads
-#: of 128 at 1K / 8K / 32K keys 7.76 / 17.02 / 40.05 -> 7.40 / 15.20 / 38.12 us; Qwen3-30B-A3B's
-#: 4 KV heads at 640 keys 7.06 -> 6.53; 2 KV heads of 256 at 8K keys 22.3 (16 splits) -> 17.4
-#: (32 splits; 64 take 23.4). In one program the combine grew with the splits.
-SEPARATE_COMBINE_MIN_DV = 0
+#: Splits are combined by ``_combine_kernel`` (BLOCK_DV / COMBINE_BLOCK programs a group, a
+#: launch of its own); value heads of 256 take up to MAX_SPLITS_WIDE splits. H200
+#: (scripts/tune_attention.py, 0ac1aec and 8b53b2a), against the last split's program
+#: combining them in one launch: 32/8 heads of 128 at 1K / 8K / 32K keys 7.76 / 17.02 / 40.05
+#: -> 7.40 / 15.20 / 38.12 us; Qwen3-30B-A3B's 4 KV heads at 640 keys 7.06 -> 6.53; 2 KV heads
+#: of 256 at 8K keys 22.3 (16 splits) -> 17.4 (32 splits; 64 take 23.4). In one program the
+#: combine grew with the splits.
 MAX_SPLITS_WIDE = 32
 COMBINE_BLOCK = 16 if INTERPRET else 64
 #: Tuning overrides (scripts/tune_attention.py): KV tile and software-pipeline stages.
@@ -288,15 +262,10 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         span = min(Lk, Lq)
     elif window is not None:
         span = min(Lk, window)
-    combine_kernel = bdv >= SEPARATE_COMBINE_MIN_DV
-    split = decode_split(span, programs, q.device, bn, MAX_SPLITS_WIDE if combine_kernel and bdv >= 256 else MAX_SPLITS)
-    separate = combine_kernel and split > 1  # the partials combined by _combine_kernel
+    split = decode_split(span, programs, q.device, bn, MAX_SPLITS_WIDE if bdv >= 256 else MAX_SPLITS)
     dummy = out
-    ws = cnt = dummy
-    if split > 1:
-        ws = workspace(q.device, "attention.partials", programs * split * br * (bdv + 2), torch.float32)
-        if not separate:
-            cnt = workspace(q.device, "attention.counters", programs, torch.int32, zeroed=True)
+    ws = workspace(q.device, "attention.partials", programs * split * br * (bdv + 2), torch.float32) \
+        if split > 1 else dummy
     if mask is not None:
         bool_mask = mask.dtype == torch.bool
         m = mask.view(torch.uint8) if bool_mask else mask
@@ -304,16 +273,16 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
     else:
         bool_mask, m, mstrides = False, dummy, (0, 0, 0, 0)
     _DECODE[(programs, split)](
-        q, k, v, m, kv_len if kv_len is not None else dummy, out, ws, cnt,
+        q, k, v, m, kv_len if kv_len is not None else dummy, out, ws,
         Hkv, G, Lq, Lk, D, DV, n_rb, split, float(scale) * LOG2E, int(window or 0),
         *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(),
         CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
-        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, S_PAD=next_pow2(split), COMBINE=not separate,
+        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv,
         num_warps=warps,
         **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
-    if separate:
+    if split > 1:
         bc = min(COMBINE_BLOCK, bdv)
         _COMBINE[(programs, bdv // bc)](
             ws, out, Hkv, G, Lq, n_rb, split, DV, *out.stride(),
