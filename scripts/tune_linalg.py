@@ -1,8 +1,10 @@
-"""Sweep the register-tile kernels' tile budget and warps (fastpath.ops.linalg.small / svd) on
-the issue's batch shapes, next to torch.linalg, cold L2. Run on a GPU machine:
+"""Sweep the plans of the register kernels (fastpath.ops.linalg.small: column group, systems per
+thread, warps; svd: tile budget and warps) on the issue's batch shapes, next to torch.linalg,
+cold L2. Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/tune_linalg.py
+    PYTHONPATH=src python3 scripts/tune_linalg.py [--only inv] [--seconds 40]
 """
+import argparse
 import importlib
 import time
 
@@ -16,9 +18,10 @@ dev = torch.device("cuda")
 flush = _flush_buffer(dev)
 
 
-def square(b, n):
+def square(b, n, dtype=torch.float32):
     g = torch.Generator(device=dev).manual_seed(0)
-    return torch.randn(b, n, n, generator=g, device=dev) + 2 * n ** 0.5 * torch.eye(n, device=dev)
+    eye = torch.eye(n, device=dev)
+    return (torch.randn(b, n, n, generator=g, device=dev) + 2 * n ** 0.5 * eye).to(dtype)
 
 
 def timeit(fn):
@@ -27,26 +30,55 @@ def timeit(fn):
     return 1e3 * median_ms(fn, 20, before=lambda: flush.sum())
 
 
-CASES = [  # (name, module, input, ours, torch, reference check)
-    ("inv 4x4 1M", small, square(1_000_000, 4), lambda a: small.inv_ex(a).inverse, lambda a: torch.linalg.inv_ex(a).inverse),
-    ("inv 16x16 100K", small, square(100_000, 16), lambda a: small.inv_ex(a).inverse, lambda a: torch.linalg.inv_ex(a).inverse),
-    ("pinv 8x8 1000", svd, torch.randn(1000, 8, 8, device=dev), svd.pinv, torch.linalg.pinv),
+def inv_plans(n_pad):
+    groups = [g for g in (1, 2, 4, 8, 16) if g <= n_pad and n_pad // g <= 8]
+    return [(g, per, w) for g in groups for per in (1, 2) for w in (1, 2, 4, 8) if (per, w) != (2, 1)]
+
+
+def set_small(plan):
+    small.PLAN = plan
+
+
+def set_svd(plan):
+    svd.TILE_ELEMS, svd.NUM_WARPS = plan
+
+
+inv_ours, inv_torch = (lambda a: small.inv_ex(a).inverse), (lambda a: torch.linalg.inv_ex(a).inverse)
+CASES = [  # (name, input, ours, torch, plans, set plan)
+    ("inv 4x4 1M", lambda: square(1_000_000, 4), inv_ours, inv_torch, inv_plans(4), set_small),
+    ("inv 3x3 1M", lambda: square(1_000_000, 3), inv_ours, inv_torch, inv_plans(4), set_small),
+    ("inv 4x4 fp64 1M", lambda: square(1_000_000, 4, torch.float64), inv_ours, inv_torch, inv_plans(4), set_small),
+    ("inv 8x8 100K", lambda: square(100_000, 8), inv_ours, inv_torch, inv_plans(8), set_small),
+    ("inv 16x16 100K", lambda: square(100_000, 16), inv_ours, inv_torch, inv_plans(16), set_small),
+    ("pinv 8x8 1000", lambda: torch.randn(1000, 8, 8, device=dev), svd.pinv, torch.linalg.pinv,
+     [(t, w) for t in (512, 1024, 2048, 4096) for w in (1, 2, 4, 8) if t // 32 >= w * 8], set_svd),
 ]
 
-for name, mod, a, ours, ref in CASES:
-    deadline = time.time() + 14  # seconds per case: no new config after this
+ap = argparse.ArgumentParser()
+ap.add_argument("--only", default="", help="cases whose name contains this")
+ap.add_argument("--seconds", type=float, default=40, help="no new plan after this many seconds a case")
+args = ap.parse_args()
+for name, make, ours, ref, plans, set_plan in CASES:
+    if args.only not in name:
+        continue
+    a = make()
+    deadline = time.time() + args.seconds
     t_ref = timeit(lambda: ref(a))
-    want = ref(a.double()).float() if "inv" in name else ref(a)
-    for tile in (512, 1024, 2048, 4096):
-        for warps in (1, 2, 4, 8):
-            if tile // 32 < warps * 8 or time.time() > deadline:
-                continue
-            mod.TILE_ELEMS, mod.NUM_WARPS = tile, warps
-            try:
-                got = ours(a)
-                err = float((got - want).norm() / want.norm())
-                t = timeit(lambda: ours(a))
-                print(f"{name:<16} tile {tile:5d} warps {warps}: ours {t:9.1f} us  torch {t_ref:9.1f} us  "
-                      f"{t_ref / t:6.2f}x  rel err {err:.1e}", flush=True)
-            except Exception as exc:  # one failing config must not stop the sweep
-                print(f"{name:<16} tile {tile:5d} warps {warps}: FAILED {type(exc).__name__}: {str(exc)[:120]}", flush=True)
+    want = ref(a.double()) if "inv" in name else ref(a)
+    for plan in plans:
+        if time.time() > deadline:
+            print(f"{name:<16} {plan}: skipped (time)", flush=True)
+            continue
+        set_plan(plan)
+        try:
+            t0 = time.time()
+            got = ours(a)
+            torch.cuda.synchronize()
+            first = time.time() - t0
+            err = float((got.double() - want.double()).norm() / want.double().norm())
+            t = timeit(lambda: ours(a))
+            print(f"{name:<16} {str(plan):<14}: ours {t:9.1f} us  torch {t_ref:9.1f} us  {t_ref / t:6.2f}x  "
+                  f"rel err {err:.1e}  first call {first:5.1f} s", flush=True)
+        except Exception as exc:  # one failing plan must not stop the sweep
+            print(f"{name:<16} {plan}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
+    set_plan(None if set_plan is set_small else (2048, 4))

@@ -1,18 +1,25 @@
 """Inverse and linear solve of batches of small matrices (n <= 16): ``inv_ex``, ``inv``,
 ``solve_ex``, ``solve``, with the semantics of ``torch.linalg``.
 
-One kernel, ``_gj_kernel``: each program holds ``BLOCK_B`` matrices in registers as a
-``[BLOCK_B, N_PAD, N_PAD]`` tile together with their right-hand sides
-(``[BLOCK_B, N_PAD, K_PAD]``; the identity for the inverse, ``B`` for a solve) and runs
-Gauss-Jordan elimination with partial pivoting on all of them at once: for each column
-``j`` the pivot row is the argmax of ``|A[i, j]|`` over ``i >= j``; rows ``j`` and pivot are
-swapped with masked selects, the pivot row is scaled and column ``j`` eliminated from every
-other row. A pivot that is exactly zero records ``info = j + 1`` (the first one, 1-based,
-as LAPACK's ``getrf`` does) and is replaced by one so that elimination carries on without
-dividing by zero; the result of such a matrix is written as NaN (torch gives NaN/inf or
-arbitrary numbers there), and ``info`` says why.
-Padding rows/columns (``n < N_PAD``) and padding matrices (past the batch) are loaded as
-the identity, so they never pivot and never divide by zero.
+One kernel, ``_gj_kernel``: Gauss-Jordan elimination with partial pivoting on ``[A | R]``
+(``R`` the identity for the inverse, ``B`` for a solve), ``BLOCK_B`` systems per program.
+The rows of a system are a tuple of registers, unrolled at compile time (``n`` is a
+constexpr), and each row a tuple of column groups: ``[BLOCK_B, GROUP]`` tensors. With
+``GROUP = 1`` every thread owns whole systems and the elimination is plain scalar code;
+with wider groups a row's columns spread over a few threads. Either way picking the pivot
+row, swapping it into place and eliminating are selects and fused multiply-adds on
+registers: no reductions across the batch tile as an earlier 3-D-tile version did (1M 4x4
+inverses there: 155 us, ``docs/perf-notes.md``).
+
+For each column ``j`` the pivot row is the first row ``i >= j`` with the largest ``|A[i, j]|``
+(LAPACK's rule); rows ``j`` and pivot are swapped, the pivot row divided by the pivot
+(correctly rounded, element by element: ``row * (1 / p)`` gave 3x torch's error against
+float64 on 1M 4x4 inverses) and column ``j`` eliminated from every other row. A pivot that
+is exactly zero records ``info = j + 1`` (the first one, 1-based, as LAPACK's ``getrf``) and
+is replaced by one so that elimination carries on without dividing by zero; the result of
+such a system is written as NaN (torch gives NaN/inf or arbitrary numbers there), and
+``info`` says why. Padding columns (``n`` or ``k`` below the group multiple) are zero and
+masked; systems past the batch are masked.
 
 Arithmetic is in the input dtype (float32 or float64). Larger ``n`` or ``k``, complex
 dtypes, inputs that need gradients, and devices Triton does not serve take the reference
@@ -35,15 +42,11 @@ from .tiles import LINALG_DTYPES, check_rhs, flat3, raise_singular
 MAX_N = 16
 #: Dtypes the kernel computes in; torch.linalg also takes complex64/complex128 (reference path).
 KERNEL_DTYPES = (torch.float32, torch.float64)
-#: Elements of A plus right-hand side per program (register budget of one block) and warps per
-#: program, by padded n: measured on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
-#: 1M 4x4 inverses: (2048, 4) 105 us, the old (4096, 4) 147 us; 100K 16x16: (4096, 1) 362 us,
-#: (4096, 4) 2059 us: at 16x16 every warp added costs more cross-warp reductions per pivot.
-TUNED = {2: (2048, 4), 4: (2048, 4)}
-TUNED_LARGE = (4096, 1)
-#: Overrides of the table (scripts/tune_linalg.py sets them); None: the table.
-TILE_ELEMS = 8192 if INTERPRET else None
-NUM_WARPS = 4 if INTERPRET else None
+#: Plan by padded n: (column group width, systems per thread, warps per program); measured
+#: on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
+PLANS = {1: (1, 1, 4), 2: (1, 1, 4), 4: (1, 1, 4), 8: (2, 1, 4), 16: (4, 1, 4)}
+#: Override of the plan table (scripts/tune_linalg.py and the tests set it); None: the table.
+PLAN = None
 
 
 @triton.jit
@@ -55,70 +58,122 @@ def _div(x, y):
 
 
 @triton.jit
+def _load_row(ptr, b64, in_b, i, sb, sr, sc, width, NG: tl.constexpr, G: tl.constexpr, EYE: tl.constexpr,
+              dtype: tl.constexpr):
+    """Row ``i`` of one side as a tuple of ``NG`` column groups ``[BLOCK_B, G]`` (the identity's
+    row with ``EYE``); columns from ``width`` on are zero."""
+    cols = tl.arange(0, G)[None, :]
+    row = ()
+    for g in tl.static_range(NG):
+        c = cols + g * G
+        if EYE:
+            v = tl.where((c == i) & in_b, 1.0, 0.0).to(dtype)
+        else:
+            v = tl.load(ptr + b64 * sb + i * sr + c * sc, mask=in_b & (c < width), other=0.0).to(dtype)
+        row = row + (v,)
+    return row
+
+
+@triton.jit
+def _column(row, j, NG: tl.constexpr, G: tl.constexpr):
+    """Entry ``j`` (a runtime index) of a row of groups: ``[BLOCK_B]``."""
+    cols = tl.arange(0, G)[None, :]
+    out = tl.sum(tl.where(cols == j, row[0], 0.0), axis=1)
+    for g in tl.static_range(1, NG):
+        out += tl.sum(tl.where(cols + g * G == j, row[g], 0.0), axis=1)
+    return out
+
+
+@triton.jit
+def _pick(cond, a, b, NG: tl.constexpr):
+    """Group by group ``where(cond, a, b)`` of two rows; cond ``[BLOCK_B]``."""
+    out = ()
+    for g in tl.static_range(NG):
+        out = out + (tl.where(cond[:, None], a[g], b[g]),)
+    return out
+
+
+@triton.jit
+def _eliminate(is_p, f, prow, row, NG: tl.constexpr):
+    """The pivot row itself where ``is_p``, else ``row - f * prow``, group by group."""
+    out = ()
+    for g in tl.static_range(NG):
+        out = out + (tl.where(is_p[:, None], prow[g], row[g] - f[:, None] * prow[g]),)
+    return out
+
+
+@triton.jit
+def _scale(x, p, NG: tl.constexpr):
+    out = ()
+    for g in tl.static_range(NG):
+        out = out + (_div(x[g], p[:, None]),)
+    return out
+
+
+@triton.jit
 def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
                sab, sar, sac, sbb, sbr, sbc, sxb, sxr, sxc,
-               BLOCK_B: tl.constexpr, N_PAD: tl.constexpr, K_PAD: tl.constexpr,
-               INV: tl.constexpr):
+               BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: tl.constexpr, GA: tl.constexpr,
+               NGR: tl.constexpr, GR: tl.constexpr, INV: tl.constexpr):
     bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
-    rows = tl.arange(0, N_PAD)
-    cols = tl.arange(0, N_PAD)
-    rcols = tl.arange(0, K_PAD)
-    b3 = bidx[:, None, None]
-    r3 = rows[None, :, None]
-    c3 = cols[None, None, :]
-    rc3 = rcols[None, None, :]
-    b64 = b3.to(tl.int64)
-    in_b = b3 < nbatch
-    eye = (r3 == c3)
-    a_mask = in_b & (r3 < n) & (c3 < n)
-    a = tl.load(a_ptr + b64 * sab + r3 * sar + c3 * sac, mask=a_mask, other=0.0)
-    zero = tl.zeros([BLOCK_B, N_PAD, N_PAD], dtype=a.dtype)
-    a = tl.where(a_mask, a, tl.where(eye, zero + 1.0, zero))  # identity in the padding
-    r_mask = in_b & (r3 < n) & (rc3 < k)
-    if INV:
-        rz = tl.zeros([BLOCK_B, N_PAD, K_PAD], dtype=a.dtype)
-        r = tl.where(r3 == rc3, rz + 1.0, rz)
-    else:
-        r = tl.load(b_ptr + b64 * sbb + r3 * sbr + rc3 * sbc, mask=r_mask, other=0.0).to(a.dtype)
+    b64 = bidx.to(tl.int64)[:, None]
+    in_b = bidx[:, None] < nbatch
+    dtype = a_ptr.dtype.element_ty
+    a = ()
+    r = ()
+    step = ()  # per row: the step at which it was the pivot row, -1 while unused
+    for i in tl.static_range(N):
+        a = a + (_load_row(a_ptr, b64, in_b, i, sab, sar, sac, n, NGA, GA, False, dtype),)
+        r = r + (_load_row(b_ptr, b64, in_b, i, sbb, sbr, sbc, k, NGR, GR, INV, dtype),)
+        step = step + (tl.full([BLOCK_B], -1, tl.int32),)
     info = tl.zeros([BLOCK_B], dtype=tl.int32)
-    rows2 = rows[None, :]
-    for j in range(0, n):
-        # Column j of every matrix, and its pivot row among rows j..n-1.
-        col = tl.sum(tl.where(c3 == j, a, 0.0), axis=2)  # [BLOCK_B, N_PAD]
-        cand = tl.where((rows2 >= j) & (rows2 < n), tl.abs(col), -1.0)
-        piv = tl.argmax(cand, axis=1)  # [BLOCK_B]
-        is_p = rows2 == piv[:, None]
-        pval = tl.sum(tl.where(is_p, col, 0.0), axis=1)  # [BLOCK_B], signed pivot
+    # Rows are never moved: the pivot row of step j is remembered and its result row stored
+    # as row j at the end. The pivot row of step j: the first unused row with the largest
+    # |A[i, j]| (the first unused row at all if every candidate is NaN, so that each row is
+    # the pivot of exactly one step).
+    for j in range(N):
+        col = ()
+        for i in tl.static_range(N):
+            col = col + (_column(a[i], j, NGA, GA),)
+        best = tl.full([BLOCK_B], -1.0, tl.float32).to(dtype)
+        p = tl.full([BLOCK_B], -1, tl.int32)
+        pval = tl.zeros([BLOCK_B], dtype=dtype)
+        for i in tl.static_range(N):
+            free = step[i] < 0
+            mag = tl.abs(col[i])
+            take = free & ((mag > best) | (p < 0))
+            best = tl.where(take, mag, best)
+            p = tl.where(take, i, p)
+            pval = tl.where(take, col[i], pval)
         singular = pval == 0.0
         info = tl.where(singular & (info == 0), j + 1, info)
         pval = tl.where(singular, 1.0, pval)
-        # Swap rows j and piv (a no-op where piv == j).
-        is_p3 = is_p[:, :, None]
-        is_j3 = r3 == j
-        a_j = tl.sum(tl.where(is_j3, a, 0.0), axis=1)  # [BLOCK_B, N_PAD]
-        a_p = tl.sum(tl.where(is_p3, a, 0.0), axis=1)
-        r_j = tl.sum(tl.where(is_j3, r, 0.0), axis=1)  # [BLOCK_B, K_PAD]
-        r_p = tl.sum(tl.where(is_p3, r, 0.0), axis=1)
-        # Column j after the swap: entry piv takes the old entry j, entry j the pivot.
-        col_j = tl.sum(tl.where(rows2 == j, col, 0.0), axis=1)
-        col = tl.where(is_p, col_j[:, None], col)
-        col = tl.where(rows2 == j, pval[:, None], col)
-        # The scaled pivot row, then eliminate column j from every other row.
-        # Correctly rounded division of each element. On 1M 4x4 inverses (bench linalg, H200)
-        # `row * (1 / p)` gave 3x torch's error against float64 (1.7e-3 vs 5.5e-4), with the
-        # approximate `1 / p` and with a correctly rounded one alike; dividing each element
-        # gives 1.6e-4 (3.4x more accurate than torch) at 1.5x the time.
-        a_row = _div(a_p, pval[:, None])
-        r_row = _div(r_p, pval[:, None])
-        a = tl.where(is_p3, a_j[:, None, :], a)
-        r = tl.where(is_p3, r_j[:, None, :], r)
-        f = tl.where(rows2 == j, 0.0, col)[:, :, None]  # multipliers, 0 on the pivot row
-        a = a - f * a_row[:, None, :]
-        r = r - f * r_row[:, None, :]
-        a = tl.where(is_j3, a_row[:, None, :], a)
-        r = tl.where(is_j3, r_row[:, None, :], r)
-    r = tl.where(info[:, None, None] != 0, float("nan"), r)  # a singular matrix gives NaN, never a number
-    tl.store(x_ptr + b64 * sxb + r3 * sxr + rc3 * sxc, r.to(x_ptr.dtype.element_ty), mask=r_mask)
+        pa = a[0]
+        pr = r[0]
+        for i in tl.static_range(1, N):
+            pa = _pick(p == i, a[i], pa, NGA)
+            pr = _pick(p == i, r[i], pr, NGR)
+        pa = _scale(pa, pval, NGA)
+        pr = _scale(pr, pval, NGR)
+        na = ()
+        nr = ()
+        ns = ()
+        for i in tl.static_range(N):
+            is_p = p == i
+            na = na + (_eliminate(is_p, col[i], pa, a[i], NGA),)
+            nr = nr + (_eliminate(is_p, col[i], pr, r[i], NGR),)
+            ns = ns + (tl.where(is_p, j, step[i]),)
+        a = na
+        r = nr
+        step = ns
+    bad = (info != 0)[:, None]  # a singular system gives NaN, never a number
+    cols = tl.arange(0, GR)[None, :]
+    for i in tl.static_range(N):
+        dst = b64 * sxb + step[i][:, None].to(tl.int64) * sxr
+        for g in tl.static_range(NGR):
+            c = cols + g * GR
+            v = tl.where(bad, float("nan"), r[i][g])
+            tl.store(x_ptr + dst + c * sxc, v.to(x_ptr.dtype.element_ty), mask=in_b & (c < k))
     tl.store(info_ptr + bidx, info, mask=bidx < nbatch)
 
 
@@ -133,16 +188,15 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
     if nb == 0:
         return
     n_pad, k_pad = next_pow2(n), next_pow2(k)
-    per = n_pad * (n_pad + k_pad) * (2 if A3.dtype == torch.float64 else 1)
-    tile, warps = TUNED.get(n_pad, TUNED_LARGE)
-    tile, warps = TILE_ELEMS or tile, NUM_WARPS or warps
-    cap = max(1, tile // per)
-    block_b = min(next_pow2(nb), 1 << (cap.bit_length() - 1))  # powers of two (tl.arange)
+    group, per_thread, warps = PLAN or PLANS[n_pad]
+    ga, gr = min(group, n_pad), min(group, k_pad)
+    # One program: 32 * warps threads, a system's row spread over at most ``ga`` of them.
+    block_b = min(next_pow2(nb), 256 if INTERPRET else max(1, 32 * warps * per_thread // ga))
     inv = B3 is None
     B3 = X3 if inv else B3
     _GJ[(cdiv(nb, block_b),)](
         A3, B3, X3, info, nb, n, k, *A3.stride(), *B3.stride(), *X3.stride(),
-        BLOCK_B=block_b, N_PAD=n_pad, K_PAD=k_pad, INV=inv, num_warps=warps)
+        BLOCK_B=block_b, N=n, NGA=n_pad // ga, GA=ga, NGR=k_pad // gr, GR=gr, INV=inv, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
