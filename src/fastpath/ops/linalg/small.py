@@ -42,9 +42,12 @@ from .tiles import LINALG_DTYPES, check_rhs, flat3, raise_singular
 MAX_N = 16
 #: Dtypes the kernel computes in; torch.linalg also takes complex64/complex128 (reference path).
 KERNEL_DTYPES = (torch.float32, torch.float64)
-#: Plan by padded n: (column group width, systems per thread, warps per program); measured
-#: on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
-PLANS = {1: (1, 1, 4), 2: (1, 1, 4), 4: (1, 1, 4), 8: (2, 1, 4), 16: (4, 1, 4)}
+#: Plan by n (else by n padded to a power of two): (column group width, systems per thread,
+#: warps per program); measured on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
+#: 1M 4x4 inverses: groups of 2 79 us, of 1 (a thread per system) 153 us, of 4 110 us;
+#: 1M 3x3: groups of 1 49-56 us, of 2 53-72 us. Narrow groups hold a row in one thread's
+#: registers; 16x16 with groups of 2 spilled and took 198 s to compile.
+PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 4), 8: (8, 1, 4), 16: (16, 1, 4)}
 #: Override of the plan table (scripts/tune_linalg.py and the tests set it); None: the table.
 PLAN = None
 
@@ -188,7 +191,7 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
     if nb == 0:
         return
     n_pad, k_pad = next_pow2(n), next_pow2(k)
-    group, per_thread, warps = PLAN or PLANS[n_pad]
+    group, per_thread, warps = PLAN or PLANS.get(n) or PLANS[n_pad]
     ga, gr = min(group, n_pad), min(group, k_pad)
     # One program: 32 * warps threads, a system's row spread over at most ``ga`` of them.
     block_b = min(next_pow2(nb), 256 if INTERPRET else max(1, 32 * warps * per_thread // ga))
