@@ -46,8 +46,10 @@ KERNEL_DTYPES = (torch.float32, torch.float64)
 #: warps per program); measured on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
 #: 1M 4x4 inverses: groups of 2 79 us, of 1 (a thread per system) 153 us, of 4 110 us;
 #: 1M 3x3: groups of 1 49-56 us, of 2 53-72 us. Narrow groups hold a row in one thread's
-#: registers; 16x16 with groups of 2 spilled and took 198 s to compile.
-PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 4), 8: (8, 1, 4), 16: (16, 1, 4)}
+#: registers; 16x16 with groups of 2 spilled and took 198 s to compile. 100K 8x8: groups of 4
+#: 58 us, of 8 61-77, of 2 68-145; 100K 16x16: groups of 8, 2 systems a thread 401 us, of 16
+#: 427-541, the old 3-D tile 573.
+PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 4), 8: (4, 1, 1), 16: (8, 2, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and the tests set it); None: the table.
 PLAN = None
 
@@ -79,12 +81,12 @@ def _load_row(ptr, b64, in_b, i, sb, sr, sc, width, NG: tl.constexpr, G: tl.cons
 
 @triton.jit
 def _column(row, j, NG: tl.constexpr, G: tl.constexpr):
-    """Entry ``j`` (a runtime index) of a row of groups: ``[BLOCK_B]``."""
+    """Entry ``j`` (a runtime index) of a row of groups: ``[BLOCK_B]`` (one reduction)."""
     cols = tl.arange(0, G)[None, :]
-    out = tl.sum(tl.where(cols == j, row[0], 0.0), axis=1)
+    hit = tl.where(cols == j, row[0], 0.0)
     for g in tl.static_range(1, NG):
-        out += tl.sum(tl.where(cols + g * G == j, row[g], 0.0), axis=1)
-    return out
+        hit += tl.where(cols + g * G == j, row[g], 0.0)
+    return tl.sum(hit, axis=1)
 
 
 @triton.jit
