@@ -195,8 +195,10 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
     n_pad, k_pad = next_pow2(n), next_pow2(k)
     group, per_thread, warps = PLAN or PLANS.get(n) or PLANS[n_pad]
     ga, gr = min(group, n_pad), min(group, k_pad)
-    # One program: 32 * warps threads, a system's row spread over at most ``ga`` of them.
-    block_b = min(next_pow2(nb), 256 if INTERPRET else max(1, 32 * warps * per_thread // ga))
+    # One program: 32 * warps threads, a system's row spread over at most ``ga`` of them. The
+    # tile keeps the plan's shape however small the batch (masks cover the rest): triton 3.6's
+    # layout passes never finished some shrunk ones (n = 16, groups of 8, 2 or 4 systems).
+    block_b = min(next_pow2(nb), 256) if INTERPRET else max(1, 32 * warps * per_thread // ga)
     inv = B3 is None
     B3 = X3 if inv else B3
     _GJ[(cdiv(nb, block_b),)](
