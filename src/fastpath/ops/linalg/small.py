@@ -63,19 +63,13 @@ def _div(x, y):
 
 
 @triton.jit
-def _load_row(ptr, b64, in_b, i, sb, sr, sc, width, NG: tl.constexpr, G: tl.constexpr, EYE: tl.constexpr,
-              dtype: tl.constexpr):
-    """Row ``i`` of one side as a tuple of ``NG`` column groups ``[BLOCK_B, G]`` (the identity's
-    row with ``EYE``); columns from ``width`` on are zero."""
+def _load_row(ptr, b64, in_b, i, sb, sr, sc, width, NG: tl.constexpr, G: tl.constexpr, dtype: tl.constexpr):
+    """Row ``i`` as a tuple of ``NG`` column groups ``[BLOCK_B, G]``; columns from ``width`` on are zero."""
     cols = tl.arange(0, G)[None, :]
     row = ()
     for g in tl.static_range(NG):
         c = cols + g * G
-        if EYE:
-            v = tl.where((c == i) & in_b, 1.0, 0.0).to(dtype)
-        else:
-            v = tl.load(ptr + b64 * sb + i * sr + c * sc, mask=in_b & (c < width), other=0.0).to(dtype)
-        row = row + (v,)
+        row = row + (tl.load(ptr + b64 * sb + i * sr + c * sc, mask=in_b & (c < width), other=0.0).to(dtype),)
     return row
 
 
@@ -99,19 +93,29 @@ def _pick(cond, a, b, NG: tl.constexpr):
 
 
 @triton.jit
-def _eliminate(is_p, f, prow, row, NG: tl.constexpr):
-    """The pivot row itself where ``is_p``, else ``row - f * prow``, group by group."""
+def _scale(x, p, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr):
+    """The pivot row divided by the pivot ``p``; in place, column ``j`` becomes ``1 / p``."""
+    cols = tl.arange(0, G)[None, :]
     out = ()
     for g in tl.static_range(NG):
-        out = out + (tl.where(is_p[:, None], prow[g], row[g] - f[:, None] * prow[g]),)
+        v = x[g]
+        if IN_PLACE:
+            v = tl.where(cols + g * G == j, 1.0, v)
+        out = out + (_div(v, p[:, None]),)
     return out
 
 
 @triton.jit
-def _scale(x, p, NG: tl.constexpr):
+def _eliminate(is_p, f, prow, row, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr):
+    """The pivot row itself where ``is_p``, else ``row - f * prow``, group by group; in place,
+    column ``j`` of the other rows becomes ``-f / p`` (the pivot row holds ``1 / p`` there)."""
+    cols = tl.arange(0, G)[None, :]
     out = ()
     for g in tl.static_range(NG):
-        out = out + (_div(x[g], p[:, None]),)
+        v = row[g]
+        if IN_PLACE:
+            v = tl.where(cols + g * G == j, 0.0, v)
+        out = out + (tl.where(is_p[:, None], prow[g], v - f[:, None] * prow[g]),)
     return out
 
 
@@ -128,14 +132,17 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
     r = ()
     step = ()  # per row: the step at which it was the pivot row, -1 while unused
     for i in tl.static_range(N):
-        a = a + (_load_row(a_ptr, b64, in_b, i, sab, sar, sac, n, NGA, GA, False, dtype),)
-        r = r + (_load_row(b_ptr, b64, in_b, i, sbb, sbr, sbc, k, NGR, GR, INV, dtype),)
+        a = a + (_load_row(a_ptr, b64, in_b, i, sab, sar, sac, n, NGA, GA, dtype),)
+        if not INV:
+            r = r + (_load_row(b_ptr, b64, in_b, i, sbb, sbr, sbc, k, NGR, GR, dtype),)
         step = step + (tl.full([BLOCK_B], -1, tl.int32),)
     info = tl.zeros([BLOCK_B], dtype=tl.int32)
     # Rows are never moved: the pivot row of step j is remembered and its result row stored
     # as row j at the end. The pivot row of step j: the first unused row with the largest
     # |A[i, j]| (the first unused row at all if every candidate is NaN, so that each row is
-    # the pivot of exactly one step).
+    # the pivot of exactly one step). The inverse is built in A's registers (Gauss-Jordan in
+    # place: column j of the eliminated A is replaced by that of the inverse), half the work
+    # of eliminating [A | I]; a solve carries B beside A.
     for j in range(N):
         col = ()
         for i in tl.static_range(N):
@@ -154,31 +161,54 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
         info = tl.where(singular & (info == 0), j + 1, info)
         pval = tl.where(singular, 1.0, pval)
         pa = a[0]
-        pr = r[0]
         for i in tl.static_range(1, N):
             pa = _pick(p == i, a[i], pa, NGA)
-            pr = _pick(p == i, r[i], pr, NGR)
-        pa = _scale(pa, pval, NGA)
-        pr = _scale(pr, pval, NGR)
+        pa = _scale(pa, pval, j, NGA, GA, INV)
         na = ()
-        nr = ()
         ns = ()
         for i in tl.static_range(N):
             is_p = p == i
-            na = na + (_eliminate(is_p, col[i], pa, a[i], NGA),)
-            nr = nr + (_eliminate(is_p, col[i], pr, r[i], NGR),)
+            na = na + (_eliminate(is_p, col[i], pa, a[i], j, NGA, GA, INV),)
             ns = ns + (tl.where(is_p, j, step[i]),)
+        if not INV:
+            pr = r[0]
+            for i in tl.static_range(1, N):
+                pr = _pick(p == i, r[i], pr, NGR)
+            pr = _scale(pr, pval, j, NGR, GR, False)
+            nr = ()
+            for i in tl.static_range(N):
+                nr = nr + (_eliminate(p == i, col[i], pr, r[i], j, NGR, GR, False),)
+            r = nr
         a = na
-        r = nr
         step = ns
     bad = (info != 0)[:, None]  # a singular system gives NaN, never a number
-    cols = tl.arange(0, GR)[None, :]
-    for i in tl.static_range(N):
-        dst = b64 * sxb + step[i][:, None].to(tl.int64) * sxr
-        for g in tl.static_range(NGR):
-            c = cols + g * GR
-            v = tl.where(bad, float("nan"), r[i][g])
-            tl.store(x_ptr + dst + c * sxc, v.to(x_ptr.dtype.element_ty), mask=in_b & (c < k))
+    if INV:
+        # Row i of the registers is row step[i] of the inverse with its columns in pivot
+        # order: column c goes to column piv[c], the row that was the pivot of step c.
+        piv = ()
+        for c in tl.static_range(N):
+            pc = tl.zeros([BLOCK_B], dtype=tl.int32)
+            for i in tl.static_range(N):
+                pc = tl.where(step[i] == c, i, pc)
+            piv = piv + (pc,)
+        cols = tl.arange(0, GA)[None, :]
+        for i in tl.static_range(N):
+            dst = b64 * sxb + step[i][:, None].to(tl.int64) * sxr
+            for g in tl.static_range(NGA):
+                dcol = tl.zeros([BLOCK_B, GA], dtype=tl.int32)
+                for t in tl.static_range(GA):
+                    if g * GA + t < N:
+                        dcol = tl.where(cols == t, piv[g * GA + t][:, None], dcol)
+                v = tl.where(bad, float("nan"), a[i][g])
+                tl.store(x_ptr + dst + dcol * sxc, v.to(x_ptr.dtype.element_ty), mask=in_b & (cols + g * GA < n))
+    else:
+        cols = tl.arange(0, GR)[None, :]
+        for i in tl.static_range(N):
+            dst = b64 * sxb + step[i][:, None].to(tl.int64) * sxr
+            for g in tl.static_range(NGR):
+                c = cols + g * GR
+                v = tl.where(bad, float("nan"), r[i][g])
+                tl.store(x_ptr + dst + c * sxc, v.to(x_ptr.dtype.element_ty), mask=in_b & (c < k))
     tl.store(info_ptr + bidx, info, mask=bidx < nbatch)
 
 
