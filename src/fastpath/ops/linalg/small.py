@@ -49,7 +49,7 @@ KERNEL_DTYPES = (torch.float32, torch.float64)
 #: registers; 16x16 with groups of 2 spilled and took 198 s to compile. 100K 8x8: groups of 4
 #: 58 us, of 8 61-77, of 2 68-145; 100K 16x16: groups of 8, 2 systems a thread 401 us, of 16
 #: 427-541, the old 3-D tile 573.
-PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 4), 8: (4, 1, 1), 16: (8, 2, 2)}
+PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 16: (8, 2, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and the tests set it); None: the table.
 PLAN = None
 
