@@ -1,25 +1,27 @@
 """Inverse and linear solve of batches of small matrices (n <= 16): ``inv_ex``, ``inv``,
 ``solve_ex``, ``solve``, with the semantics of ``torch.linalg``.
 
-One kernel, ``_gj_kernel``: Gauss-Jordan elimination with partial pivoting on ``[A | R]``
-(``R`` the identity for the inverse, ``B`` for a solve), ``BLOCK_B`` systems per program.
-The rows of a system are a tuple of registers, unrolled at compile time (``n`` is a
-constexpr), and each row a tuple of column groups: ``[BLOCK_B, GROUP]`` tensors. With
-``GROUP = 1`` every thread owns whole systems and the elimination is plain scalar code;
-with wider groups a row's columns spread over a few threads. Either way picking the pivot
-row, swapping it into place and eliminating are selects and fused multiply-adds on
-registers: no reductions across the batch tile as an earlier 3-D-tile version did (1M 4x4
-inverses there: 155 us, ``docs/perf-notes.md``).
+One kernel, ``_gj_kernel``: Gauss-Jordan elimination with partial pivoting, ``BLOCK_B``
+systems per program. A solve eliminates ``[A | B]``; the inverse is built in A's own
+registers (Gauss-Jordan in place: column ``j`` of the eliminated A is replaced by the
+inverse's), half the work of eliminating ``[A | I]``. The rows of a system are a tuple of
+registers (``n`` is a constexpr) and each row a tuple of column groups, ``[BLOCK_B, GROUP]``
+tensors: with ``GROUP = 1`` every thread owns whole systems, with wider groups a row's
+columns spread over a few threads. Picking the pivot row and eliminating are selects and
+fused multiply-adds on registers; only a column's entry takes a reduction, over ``GROUP``
+lanes. (An earlier kernel on one ``[BLOCK_B, n, n]`` tile reduced across the tile for every
+column, pivot row and swap: 155 us for 1M 4x4 inverses, ``docs/perf-notes.md``.)
 
-For each column ``j`` the pivot row is the first row ``i >= j`` with the largest ``|A[i, j]|``
-(LAPACK's rule); rows ``j`` and pivot are swapped, the pivot row divided by the pivot
-(correctly rounded, element by element: ``row * (1 / p)`` gave 3x torch's error against
-float64 on 1M 4x4 inverses) and column ``j`` eliminated from every other row. A pivot that
-is exactly zero records ``info = j + 1`` (the first one, 1-based, as LAPACK's ``getrf``) and
-is replaced by one so that elimination carries on without dividing by zero; the result of
-such a system is written as NaN (torch gives NaN/inf or arbitrary numbers there), and
-``info`` says why. Padding columns (``n`` or ``k`` below the group multiple) are zero and
-masked; systems past the batch are masked.
+Rows never move (implicit pivoting). At step ``j`` the pivot row is the first row not yet
+used with the largest ``|A[i, j]|``. It is divided by the pivot (correctly rounded, element
+by element: ``row * (1 / p)`` gave 3x torch's error against float64 on 1M 4x4 inverses), and
+column ``j`` is eliminated from every other row. Each row remembers its step: a solve's row
+is stored at that row of X; the inverse's row too, with its columns in pivot order. A pivot
+that is exactly zero records ``info = j + 1`` (the first one, 1-based, as LAPACK's
+``getrf``) and is replaced by one, so that elimination carries on without dividing by zero;
+the result of such a system is written as NaN (torch gives NaN/inf or arbitrary numbers
+there), and ``info`` says why. Padding columns (``n`` or ``k`` below the group multiple)
+are zero and masked; systems past the batch are masked.
 
 Arithmetic is in the input dtype (float32 or float64). Larger ``n`` or ``k``, complex
 dtypes, inputs that need gradients, and devices Triton does not serve take the reference
