@@ -215,3 +215,27 @@ def test_registered_ops(device):
     torch.library.opcheck(S._svd_op.op, (A, True), test_utils=utils)
     torch.library.opcheck(S._svdvals_op.op, (A,), test_utils=utils)
     torch.library.opcheck(S._pinv_op.op, (A, None, None), test_utils=utils)
+
+
+# ---------------------------------------------------------------------------- sweep orders
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_robin_sweeps(dtype, device, monkeypatch):
+    """The sweeps on columns held as tuples, pairs in round-robin order (``TUPLE_MAX_K``), on
+    the checks above: every shape up to 8 columns, extreme scales, tiny and vanishing
+    singular values, pinv's cut."""
+    monkeypatch.setattr(S, "TUPLE_MAX_K", 8)
+    for m, n, batch, full in [(2, 2, (3,), True), (4, 4, (2,), False), (7, 5, (), True), (5, 7, (2,), True),
+                              (6, 3, (2,), False), (3, 8, (), False), (8, 8, (2,), True)]:
+        test_svd(m, n, batch, full, dtype, device)
+    for m, n, batch in [(5, 3, (2,)), (3, 6, ()), (8, 8, (3,))]:
+        test_pinv(m, n, batch, dtype, device)
+    if dtype == torch.float32:
+        for scale in (1e-30, 1e30):
+            test_svd_extreme_scales(scale, device)
+        test_svd_tiny_singular_values(dtype, 6, device)
+        test_svd_rank_deficient(device)
+        test_pinv_rank_deficient_and_scaled(device)
+    else:
+        test_svd_tiny_singular_values(dtype, 14, device)
+        test_pinv_tolerances(device)

@@ -44,6 +44,10 @@ MAX_SWEEPS = 30
 #: Real elements of all tiles of one program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 2048
 NUM_WARPS = 4  # warps per program (scripts/tune_linalg.py)
+#: Sweeps on the columns held as tuples of registers, pairs in round-robin order, for K padded
+#: up to this (unrolled: KP (KP - 1) / 2 rotations a sweep); 0: off. Prepared, not yet
+#: measured on a GPU (docs/perf-notes.md): the cyclic sweep on the tile is the default.
+TUPLE_MAX_K = 0
 
 
 @triton.jit
@@ -73,10 +77,89 @@ def _pow2_scale(amax):
 
 
 @triton.jit
+def _rotate(xp, xq, vp, vq, tol, tiny, WITH_V: tl.constexpr):
+    """One Jacobi rotation of the column pair (p, q) of X (``[BLOCK_B, RP]`` each) and of V's
+    (``[BLOCK_B, KP]``, with ``WITH_V``). Returns the four new columns and ``rot``, per matrix:
+    whether the pair was not yet orthogonal to ``tol`` and so was rotated."""
+    dp, dq = _maxs2(tl.abs(xp), tl.abs(xq), 1)
+    ok = (dp >= tiny) & (dq >= tiny)  # columns of denormals are not rotated
+    dps = tl.where(ok, dp, 1.0)
+    dqs = tl.where(ok, dq, 1.0)
+    yp = xp / dps[:, None]
+    yq = xq / dqs[:, None]
+    a, b, g = _sums3(yp * yp, yq * yq, yp * yq, 1)  # a, b in [1, R]
+    rot = ok & (tl.abs(g) > tol * tl.sqrt(a) * tl.sqrt(b))
+    gs = tl.where(rot, g, 1.0)
+    # zeta = (|xq|^2 - |xp|^2) / (2 xp.xq), from the scaled quantities
+    zeta = ((dqs / dps) * b - (dps / dqs) * a) / (2.0 * gs)
+    az = tl.abs(zeta)
+    sgn = tl.where(zeta >= 0, 1.0, -1.0)
+    t = tl.where(az > 1e15, 0.5 / tl.where(az > 1e15, zeta, 1.0),
+                 sgn / (az + tl.sqrt(1.0 + tl.where(az > 1e15, 0.0, zeta * zeta))))
+    cs = 1.0 / tl.sqrt(1.0 + t * t)
+    sn = cs * t
+    cs = tl.where(rot, cs, 1.0)[:, None]
+    sn = tl.where(rot, sn, 0.0)[:, None]
+    nxp = cs * xp - sn * xq
+    nxq = sn * xp + cs * xq
+    if WITH_V:
+        nvp = cs * vp - sn * vq
+        vq = sn * vp + cs * vq
+        vp = nvp
+    return nxp, nxq, vp, vq, rot
+
+
+@triton.jit
+def _set2(t, a: tl.constexpr, va, b: tl.constexpr, vb, N: tl.constexpr):
+    """Tuple ``t`` of N with entries a and b replaced."""
+    out = ()
+    for c in tl.static_range(N):
+        if c == a:
+            out = out + (va,)
+        elif c == b:
+            out = out + (vb,)
+        else:
+            out = out + (t[c],)
+    return out
+
+
+@triton.jit
+def _rotate_at(x, v, moved, tol, tiny, P: tl.constexpr, Q: tl.constexpr, KP: tl.constexpr,
+               WITH_V: tl.constexpr):
+    """The rotation of columns (P, Q) on tuples of columns (indices as constexpr arguments:
+    triton 3.6 turns a constexpr assigned to a local name into a tensor)."""
+    xp, xq, vp, vq, rot = _rotate(x[P], x[Q], v[P], v[Q], tol, tiny, WITH_V)
+    x = _set2(x, P, xp, Q, xq, KP)
+    if WITH_V:
+        v = _set2(v, P, vp, Q, vq, KP)
+    return x, v, moved + rot.to(tl.int32)
+
+
+@triton.jit
+def _rotate_pair(x, v, moved, tol, tiny, A: tl.constexpr, B: tl.constexpr, KP: tl.constexpr,
+                 WITH_V: tl.constexpr):
+    """The rotation of columns A and B, the lower index first (as the cyclic order has it)."""
+    return _rotate_at(x, v, moved, tol, tiny, A * (A < B) + B * (B < A), A * (B < A) + B * (A < B), KP, WITH_V)
+
+
+@triton.jit
+def _sweep_pairs(x, v, tol, tiny, moved, KP: tl.constexpr, WITH_V: tl.constexpr):
+    """One sweep over every column pair of X (and V), held as tuples of KP columns, in
+    round-robin order: round r pairs column KP - 1 with r and (r + i) mod (KP - 1) with
+    (r - i) mod (KP - 1), so its KP / 2 rotations are independent of each other (the cyclic
+    order chains all of them)."""
+    for r in tl.static_range(KP - 1):
+        for i in tl.static_range(KP // 2):
+            x, v, moved = _rotate_pair(x, v, moved, tol, tiny, (r + i) % (KP - 1),
+                                       (r - i + KP - 1) % (KP - 1) + (KP - 1 - r) * (i == 0), KP, WITH_V)
+    return x, v, moved
+
+
+@triton.jit
 def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, nbatch, R, K, CC, tol, tiny, safe,
                 sab, sar, sac, ssb, swb, swr, swc, svb, svr, svc, spb, spr, spc,
                 BLOCK_B: tl.constexpr, RP: tl.constexpr, CP: tl.constexpr, KP: tl.constexpr,
-                MODE: tl.constexpr, MAX_SWEEPS: tl.constexpr):
+                MODE: tl.constexpr, MAX_SWEEPS: tl.constexpr, TUPLES: tl.constexpr):
     bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     in_b = bidx < nbatch
     b64 = bidx.to(tl.int64)
@@ -97,48 +180,51 @@ def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, nbatch, R
     # ---------------------------------------------------------------- Jacobi sweeps
     sweep = tl.full([], 0, tl.int32)
     todo = tl.full([], 1, tl.int32)
-    while (sweep < MAX_SWEEPS) & (todo > 0):
-        todo = tl.full([], 0, tl.int32)
-        for p in range(0, K - 1):
-            xp = tl.sum(tl.where(c3 == p, x, 0.0), axis=2)  # (BB, RP)
+    if TUPLES:
+        # The columns as tuples of registers: no column is selected out of the tile in a sweep.
+        xt = ()
+        vt = ()
+        for c in tl.static_range(KP):
+            xt = xt + (tl.sum(tl.where(c3 == c, x, 0.0), axis=2),)
             if MODE != 0:
-                vp = tl.sum(tl.where(kc3 == p, v, 0.0), axis=2)  # (BB, KP)
-            for q in range(p + 1, K):
-                xq = tl.sum(tl.where(c3 == q, x, 0.0), axis=2)
-                dp, dq = _maxs2(tl.abs(xp), tl.abs(xq), 1)
-                ok = (dp >= tiny) & (dq >= tiny)  # columns of denormals are not rotated
-                dps = tl.where(ok, dp, 1.0)
-                dqs = tl.where(ok, dq, 1.0)
-                yp = xp / dps[:, None]
-                yq = xq / dqs[:, None]
-                a, b, g = _sums3(yp * yp, yq * yq, yp * yq, 1)  # a, b in [1, R]
-                rot = ok & (tl.abs(g) > tol * tl.sqrt(a) * tl.sqrt(b))
-                gs = tl.where(rot, g, 1.0)
-                # zeta = (|xq|^2 - |xp|^2) / (2 xp.xq), from the scaled quantities
-                zeta = ((dqs / dps) * b - (dps / dqs) * a) / (2.0 * gs)
-                az = tl.abs(zeta)
-                sgn = tl.where(zeta >= 0, 1.0, -1.0)
-                t = tl.where(az > 1e15, 0.5 / tl.where(az > 1e15, zeta, 1.0),
-                             sgn / (az + tl.sqrt(1.0 + tl.where(az > 1e15, 0.0, zeta * zeta))))
-                cs = 1.0 / tl.sqrt(1.0 + t * t)
-                sn = cs * t
-                cs = tl.where(rot, cs, 1.0)[:, None]
-                sn = tl.where(rot, sn, 0.0)[:, None]
-                nxp = cs * xp - sn * xq
-                xq = sn * xp + cs * xq
-                xp = nxp
-                x = tl.where(c3 == q, xq[:, :, None], x)
+                vt = vt + (tl.sum(tl.where(kc3 == c, v, 0.0), axis=2),)
+            else:
+                vt = vt + (xt[c],)  # stand-ins (never read)
+        # A for loop with the converged sweeps skipped: triton 3.6's layout pass failed on a
+        # while loop carrying these tuples.
+        for _ in range(0, MAX_SWEEPS):
+            if todo > 0:
+                moved = tl.zeros([BLOCK_B], dtype=tl.int32)
+                xt, vt, moved = _sweep_pairs(xt, vt, tol, tiny, moved, KP, MODE != 0)
+                todo = tl.sum(moved, axis=0)
+        x = tl.zeros([BLOCK_B, RP, CP], dtype=x.dtype)
+        for c in tl.static_range(KP):
+            x = tl.where(c3 == c, xt[c][:, :, None], x)
+            if MODE != 0:
+                v = tl.where(kc3 == c, vt[c][:, :, None], v)
+    else:
+        while (sweep < MAX_SWEEPS) & (todo > 0):
+            moved = tl.zeros([BLOCK_B], dtype=tl.int32)
+            for p in range(0, K - 1):
+                xp = tl.sum(tl.where(c3 == p, x, 0.0), axis=2)  # (BB, RP)
+                vp = xp  # a stand-in when MODE == 0 (never read)
                 if MODE != 0:
-                    vq = tl.sum(tl.where(kc3 == q, v, 0.0), axis=2)
-                    nvp = cs * vp - sn * vq
-                    vq = sn * vp + cs * vq
-                    vp = nvp
-                    v = tl.where(kc3 == q, vq[:, :, None], v)
-                todo += tl.sum(rot.to(tl.int32), axis=0)
-            x = tl.where(c3 == p, xp[:, :, None], x)
-            if MODE != 0:
-                v = tl.where(kc3 == p, vp[:, :, None], v)
-        sweep += 1
+                    vp = tl.sum(tl.where(kc3 == p, v, 0.0), axis=2)  # (BB, KP)
+                for q in range(p + 1, K):
+                    xq = tl.sum(tl.where(c3 == q, x, 0.0), axis=2)
+                    vq = xq  # a stand-in when MODE == 0 (never read)
+                    if MODE != 0:
+                        vq = tl.sum(tl.where(kc3 == q, v, 0.0), axis=2)
+                    xp, xq, vp, vq, rot = _rotate(xp, xq, vp, vq, tol, tiny, MODE != 0)
+                    x = tl.where(c3 == q, xq[:, :, None], x)
+                    if MODE != 0:
+                        v = tl.where(kc3 == q, vq[:, :, None], v)
+                    moved += rot.to(tl.int32)
+                x = tl.where(c3 == p, xp[:, :, None], x)
+                if MODE != 0:
+                    v = tl.where(kc3 == p, vp[:, :, None], v)
+            todo = tl.sum(moved, axis=0)  # one block-wide sum a sweep
+            sweep += 1
     sig = tl.where(c2 < K, _scaled_norm(x, 1), 0.0)  # (BB, CP), of the scaled A
     if MODE == 2:
         # ------------------------------------------------------------ pinv
@@ -229,7 +315,8 @@ def _launch(A3: torch.Tensor, mode: int, *, S3=None, U3=None, V3=None, P3=None, 
         A3, S3, U3, V3, P3, atol if atol is not None else dummy, rtol if rtol is not None else dummy,
         nb, R, K, (R if full else K), eps * math.sqrt(R), torch.finfo(A3.dtype).tiny, torch.finfo(A3.dtype).tiny / eps,
         *A3.stride(), S3.stride(0), *U3.stride(), *V3.stride(), *P3.stride(),
-        BLOCK_B=block_b, RP=RP, CP=CP, KP=KP, MODE=mode, MAX_SWEEPS=MAX_SWEEPS, num_warps=NUM_WARPS)
+        BLOCK_B=block_b, RP=RP, CP=CP, KP=KP, MODE=mode, MAX_SWEEPS=MAX_SWEEPS,
+        TUPLES=1 < K and KP <= TUPLE_MAX_K, num_warps=NUM_WARPS)
 
 
 # ---------------------------------------------------------------------------- reference
