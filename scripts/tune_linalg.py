@@ -41,7 +41,11 @@ def set_small(plan):
 
 
 def set_svd(plan):
-    svd.TILE_ELEMS, svd.NUM_WARPS = plan
+    """(tile budget, warps, TUPLE_MAX_K: 0 the cyclic sweep on the tile, 8 round-robin on tuples)"""
+    svd.TILE_ELEMS, svd.NUM_WARPS, svd.TUPLE_MAX_K = plan
+
+
+SVD_PLANS = [(t, w, k) for k in (0, 8) for t in (512, 1024, 2048, 4096) for w in (1, 2, 4, 8) if t // 32 >= w * 8]
 
 
 inv_ours, inv_torch = (lambda a: small.inv_ex(a).inverse), (lambda a: torch.linalg.inv_ex(a).inverse)
@@ -51,8 +55,9 @@ CASES = [  # (name, input, ours, torch, plans, set plan)
     ("inv 4x4 fp64 1M", lambda: square(1_000_000, 4, torch.float64), inv_ours, inv_torch, inv_plans(4), set_small),
     ("inv 8x8 100K", lambda: square(100_000, 8), inv_ours, inv_torch, inv_plans(8), set_small),
     ("inv 16x16 100K", lambda: square(100_000, 16), inv_ours, inv_torch, inv_plans(16), set_small),
-    ("pinv 8x8 1000", lambda: torch.randn(1000, 8, 8, device=dev), svd.pinv, torch.linalg.pinv,
-     [(t, w) for t in (512, 1024, 2048, 4096) for w in (1, 2, 4, 8) if t // 32 >= w * 8], set_svd),
+    ("pinv 8x8 1000", lambda: torch.randn(1000, 8, 8, device=dev), svd.pinv, torch.linalg.pinv, SVD_PLANS, set_svd),
+    ("svd 8x8 10000", lambda: torch.randn(10000, 8, 8, device=dev), lambda a: svd.svd(a).S,
+     lambda a: torch.linalg.svdvals(a), SVD_PLANS, set_svd),
 ]
 
 ap = argparse.ArgumentParser()
@@ -65,7 +70,7 @@ for name, make, ours, ref, plans, set_plan in CASES:
     a = make()
     deadline = time.time() + args.seconds
     t_ref = timeit(lambda: ref(a))
-    want = ref(a.double()) if "inv" in name else ref(a)
+    want = ref(a.double()) if "inv" in name or "svd" in name else ref(a)
     for plan in plans:
         if time.time() > deadline:
             print(f"{name:<16} {plan}: skipped (time)", flush=True)
@@ -82,4 +87,4 @@ for name, make, ours, ref, plans, set_plan in CASES:
                   f"rel err {err:.1e}  first call {first:5.1f} s", flush=True)
         except Exception as exc:  # one failing plan must not stop the sweep
             print(f"{name:<16} {plan}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-    set_plan(None if set_plan is set_small else (2048, 4))
+    set_plan(None if set_plan is set_small else (2048, 4, 0))
