@@ -95,15 +95,19 @@ def _pick(cond, a, b, NG: tl.constexpr):
 
 
 @triton.jit
+def _with_entry(v, g, j, value, G: tl.constexpr, ON: tl.constexpr):
+    """Group ``g`` of a row with its entry in column ``j`` set to ``value`` (with ``ON``)."""
+    if ON:
+        v = tl.where(tl.arange(0, G)[None, :] + g * G == j, value, v)
+    return v
+
+
+@triton.jit
 def _scale(x, p, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr):
     """The pivot row divided by the pivot ``p``; in place, column ``j`` becomes ``1 / p``."""
-    cols = tl.arange(0, G)[None, :]
     out = ()
     for g in tl.static_range(NG):
-        v = x[g]
-        if IN_PLACE:
-            v = tl.where(cols + g * G == j, 1.0, v)
-        out = out + (_div(v, p[:, None]),)
+        out = out + (_div(_with_entry(x[g], g, j, 1.0, G, IN_PLACE), p[:, None]),)
     return out
 
 
@@ -111,12 +115,9 @@ def _scale(x, p, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr):
 def _eliminate(is_p, f, prow, row, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr):
     """The pivot row itself where ``is_p``, else ``row - f * prow``, group by group; in place,
     column ``j`` of the other rows becomes ``-f / p`` (the pivot row holds ``1 / p`` there)."""
-    cols = tl.arange(0, G)[None, :]
     out = ()
     for g in tl.static_range(NG):
-        v = row[g]
-        if IN_PLACE:
-            v = tl.where(cols + g * G == j, 0.0, v)
+        v = _with_entry(row[g], g, j, 0.0, G, IN_PLACE)
         out = out + (tl.where(is_p[:, None], prow[g], v - f[:, None] * prow[g]),)
     return out
 

@@ -13,6 +13,10 @@ inputs of any scale (1e-30, 1e30) and tiny singular values keep their relative a
 (one-sided Jacobi is accurate to working precision relative to each singular value for
 matrices that are well conditioned up to a column scaling).
 
+With ``TUPLE_MAX_K`` (off until measured) matrices of up to that many columns sweep on
+their columns held as tuples of registers, pairs in round-robin order: each round's
+rotations touch disjoint pairs and are independent of each other.
+
 * ``MODE=0`` (svdvals): singular values only, sorted descending.
 * ``MODE=1`` (svd): also U and V, sorted; columns of U whose singular value is zero (or too
   small to normalise: below the smallest normal / eps), and the extra columns of a complete
