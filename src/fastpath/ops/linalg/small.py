@@ -46,11 +46,11 @@ MAX_N = 16
 KERNEL_DTYPES = (torch.float32, torch.float64)
 #: Plan by n (else by n padded to a power of two): (column group width, systems per thread,
 #: warps per program); measured on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
-#: 1M 4x4 inverses: groups of 2 79 us, of 1 (a thread per system) 153 us, of 4 110 us;
-#: 1M 3x3: groups of 1 49-56 us, of 2 53-72 us. Narrow groups hold a row in one thread's
-#: registers; 16x16 with groups of 2 spilled and took 198 s to compile. 100K 8x8: groups of 4
-#: 58 us, of 8 61-77, of 2 68-145; 100K 16x16: groups of 8, 2 systems a thread 401 us, of 16
-#: 427-541, the old 3-D tile 573.
+#: The in-place inverse, 1M 4x4: groups of 4 86 us, of 2 146, of 1 (a thread per system)
+#: 178; 100K 16x16: groups of 8 with 2 systems a thread 230 us (bench), of 16 292-463.
+#: Eliminating [A | I] before it: 1M 3x3 in groups of 1 49-56 us, of 2 53-72; 100K 8x8 in
+#: groups of 4 58 us, of 8 61-77, of 2 68-145. Groups of 2 at 16x16 spilled and took 198 s
+#: to compile.
 PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 16: (8, 2, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and the tests set it); None: the table.
 PLAN = None
