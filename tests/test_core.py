@@ -161,6 +161,7 @@ def test_pdl_launch_only_where_the_gpu_has_it(monkeypatch, mode, cap, hip, expec
     monkeypatch.setattr(launch, "PDL", mode)
     monkeypatch.setattr(backend, "PDL", mode)
     monkeypatch.setattr(backend, "capability", lambda index: cap)
+    monkeypatch.setattr(backend, "triton_reason", lambda device: None)
     monkeypatch.setattr(torch.version, "hip", hip)
     backend.pdl_on.cache_clear()
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)

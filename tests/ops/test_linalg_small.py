@@ -248,3 +248,16 @@ def test_tiny_systems(n, dtype, device):
         assert torch.equal(sinfo.cpu(), info_ref) if left else torch.equal(sinfo.cpu() != 0, ~ok)
         assert x[~ok].isnan().all()
         _check_each(x[ok], _ref_solve(A[ok], B[ok], left), A[ok], dtype)
+
+
+@pytest.mark.parametrize("plan", [(1, 1, 1), (2, 2, 1), (16, 1, 2)])
+def test_plans(plan, device, monkeypatch):
+    """Plans other than the table's (scripts/tune_linalg.py tries them): a thread per system,
+    pairs of columns with 2 systems a thread, whole rows; inverse and solve, with pivoting."""
+    monkeypatch.setattr(linalg.small, "PLAN", plan)
+    for n in (3, 6):
+        A = randn(5, n, n, dtype=torch.float64, device=device)
+        A[0] = torch.eye(n, dtype=torch.float64)[torch.roll(torch.arange(n), 1)]  # zero diagonal
+        _check_each(linalg.inv_ex(A).inverse, _ref_inv(A), A, torch.float64)
+        B = randn(5, n, 3, dtype=torch.float64, device=device)
+        _check_each(linalg.solve(A, B), _ref_solve(A, B), A, torch.float64)

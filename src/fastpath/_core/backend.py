@@ -95,7 +95,7 @@ PDL = _pdl_mode(os.environ.get("FASTPATH_PDL", "1"))
 @functools.lru_cache(maxsize=None)
 def pdl_on(index: int) -> bool:
     """True when kernels launched on CUDA device ``index`` use programmatic dependent launch."""
-    return PDL > 0 and not INTERPRET and torch.version.hip is None and capability(index) >= (9, 0)
+    return pdl_reason(torch.device("cuda", index)) is None
 
 
 def pdl_reason(device: torch.device | str) -> str | None:

@@ -52,7 +52,7 @@ KERNEL_DTYPES = (torch.float32, torch.float64)
 #: groups of 4 58 us, of 8 61-77, of 2 68-145. Groups of 2 at 16x16 spilled and took 198 s
 #: to compile.
 PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 16: (8, 2, 2)}
-#: Override of the plan table (scripts/tune_linalg.py and the tests set it); None: the table.
+#: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
 
 
