@@ -305,3 +305,56 @@ def test_errors(device):
 def test_family():
     assert L.FAMILY["name"] == "linear" and L.FAMILY["ops"] == ["linear"]
     assert L.FAMILY["reason"]("cpu") is None or isinstance(L.FAMILY["reason"]("cpu"), str)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,split", [(1, 1), (1, 3), (3, 2), (17, 1)])  # 17: rms_norm + linear
+@pytest.mark.parametrize("residual,zero_centered", [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize("swiglu", [False, True])
+def test_rms_norm_linear(dtype, rows, split, residual, zero_centered, swiglu, split_k, device):
+    """The norm in the matrix-vector kernel's prologue: the new residual is x + residual
+    rounded to the dtype (exactly), and the projection matches the float64 product of the
+    norm as transformers rounds it (PyTorch, not fastpath's norm kernel)."""
+    from fastpath.ops.norm import reference_rms_norm
+    split_k(split)
+    K, N = 200, 2 * 67
+    x = randn(rows, 1, K, dtype=dtype, device=device)
+    r = noncontig(randn(rows, 1, K, dtype=dtype, device=device)) if residual else None
+    nw = randn(K, dtype=dtype, device=device, scale=0.5)
+    w = randn(N, K, dtype=dtype, device=device, scale=K ** -0.5)
+    b = randn(N, dtype=dtype, device=device)
+    out, normed, h = L.rms_norm_linear(x, nw, 1e-5, w, b, residual=r, zero_centered=zero_centered, swiglu=swiglu)
+    h_ref = (x + r) if residual else x
+    assert torch.equal(h, h_ref)
+    n_ref = reference_rms_norm(h_ref, nw, 1e-5, zero_centered=zero_centered)
+    if normed is not None:
+        assert_close(normed, n_ref)
+    ref = ref64(n_ref, w, b)
+    if swiglu:
+        g, u = ref.to(dtype).chunk(2, dim=-1)
+        ref = torch.nn.functional.silu(g.double()).to(dtype).double() * u.double()
+    assert out.shape == (rows, 1, N // 2 if swiglu else N) and out.dtype == dtype
+    assert_close(out, ref)
+
+
+@needs_fp8
+def test_rms_norm_linear_fp8_weight(device):
+    from fastpath.ops.norm import reference_rms_norm
+    _, q, s = _fp8_weight(67, 200, device)
+    x, r = randn(2, 200, dtype=torch.bfloat16, device=device), randn(2, 200, dtype=torch.bfloat16, device=device)
+    nw = randn(200, dtype=torch.bfloat16, device=device)
+    out, _, h = L.rms_norm_linear(x, nw, 1e-6, q, weight_scale=s, residual=r)
+    assert torch.equal(h, x + r)
+    assert_close(out, ref64(reference_rms_norm(x + r, nw, 1e-6), q, None, s), tol=L_TOL[torch.bfloat16])
+
+
+def test_rms_norm_linear_errors(device):
+    x, w = randn(1, 8, device=device), randn(6, 8, device=device)
+    with pytest.raises(ValueError, match="weight: expected shape \\(8,\\)"):
+        L.rms_norm_linear(x, randn(7, device=device), 1e-6, w)
+    with pytest.raises(ValueError, match="residual: expected x's shape"):
+        L.rms_norm_linear(x, randn(8, device=device), 1e-6, w, residual=randn(2, 8, device=device))
+    with pytest.raises(ValueError, match="weight: expected shape \\(out_features, 8\\)"):
+        L.rms_norm_linear(x, randn(8, device=device), 1e-6, randn(6, 7, device=device))
+    with pytest.raises(ValueError, match="even number of rows"):
+        L.rms_norm_linear(x, randn(8, device=device), 1e-6, randn(5, 8, device=device), swiglu=True)
