@@ -9,9 +9,9 @@ export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 KNOB=${KNOB:-FASTPATH_FUSE_NORMS}
 CONFIGS=${CONFIGS:-"qwen3-8b qwen3-30b-a3b lfm2.5-8b-a1b qwen3.6-35b-a3b"}
 OFF=${OFF:-"qwen3-8b qwen3-30b-a3b lfm2.5-8b-a1b"}
-timeout 240 python3 -m pytest -q -p no:cacheprovider --tb=short tests/models tests/engine \
-  tests/ops/test_linear.py tests/ops/test_moe.py -k "rms_norm or router or models or hybrid or engine or swiglu" \
-  2>&1 | tee "$OUT/pytest.log" | tail -8
+timeout 200 python3 -m pytest -q -p no:cacheprovider --tb=short tests/models tests/engine \
+  tests/ops/test_linear.py::test_rms_norm_linear tests/ops/test_moe.py::test_rms_norm_router \
+  tests/ops/test_moe.py::test_router 2>&1 | tee "$OUT/pytest.log" | tail -8
 bench() {  # config, knob value
   env "$KNOB=$2" timeout 75 python3 -m fastpath bench-decode --json "$OUT/decode-$KNOB-$2.jsonl" \
     --random-weights --config "$1" 2>&1 | tee -a "$OUT/decode.log" | grep -i "tok/s" | tail -1 | sed "s/^/$KNOB=$2 $1: /"

@@ -91,6 +91,8 @@ class Launcher:
         self.kernels: dict = {}
         params = getattr(fn, "params", None)
         self.names = [p.name for p in params] if params is not None and not INTERPRET else None
+        # defaults of the arguments a call may leave out (the compiled kernel takes every one)
+        self.defaults = {p.name: p.default for p in params or () if getattr(p, "has_default", False)}
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
@@ -112,7 +114,7 @@ class Launcher:
             kernel = self.fn[grid](*args, **kwargs)
             self.kernels[key] = kernel
             return kernel
-        full = list(args) + [kwargs[n] for n in self.names[len(args):]]
+        full = list(args) + [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
         g = tuple(grid) + (1,) * (3 - len(grid))
         kernel[g](*full, stream=_raw_stream(dev))
         return kernel
