@@ -308,7 +308,7 @@ def test_family():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows,split", [(1, 1), (1, 3), (3, 2), (17, 1)])  # 17: rms_norm + linear
+@pytest.mark.parametrize("rows,split", [(1, 1), (1, 3), (3, 2), (5, 1), (17, 1)])  # 5, 17: the two calls
 @pytest.mark.parametrize("residual,zero_centered", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("swiglu", [False, True])
 def test_rms_norm_linear(dtype, rows, split, residual, zero_centered, swiglu, split_k, device):

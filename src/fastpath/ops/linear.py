@@ -36,6 +36,8 @@ _FP8 = getattr(torch, "float8_e4m3fn", None)
 
 #: Rows (product of the leading dims of x) served by the GEMV kernel; more go to F.linear.
 MAX_GEMV_ROWS = 16
+#: Rows up to which :func:`rms_norm_linear` normalises inside the GEMV kernel (more: two launches).
+PRENORM_MAX_ROWS = 4
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -243,7 +245,7 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     if weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    if (rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
+    if (rows > PRENORM_MAX_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
             or torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias))):
         g, u = _linear_op(x, weight, bias, weight_scale).chunk(2, dim=-1)
         return F.silu(g) * u
@@ -262,8 +264,9 @@ def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weig
 
     Returns ``(y, normed, h)``: ``h`` is the new residual stream (``x + residual`` rounded to
     ``x.dtype``; ``x`` itself without ``residual``) and ``normed`` the norm's output, or None
-    where the kernel did not form it (up to 16 rows). More rows, float64, autograd or a
-    device Triton does not serve: the two calls. Inference only; no host synchronisation.
+    where the kernel did not form it (up to ``PRENORM_MAX_ROWS`` rows: one load round trip
+    for the first pass). More rows, float64, autograd or a device Triton does not serve:
+    the two calls. Inference only; no host synchronisation.
     Errors as :func:`fastpath.ops.norm.rms_norm` and :func:`linear`."""
     from .norm import _check as _check_norm, rms_norm
     _check_norm(x, norm_weight, residual, None, "silu", eps)
@@ -272,7 +275,7 @@ def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weig
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
     tensors = (x, weight, bias, norm_weight, residual)
-    if (rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
+    if (rows > PRENORM_MAX_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
             or norm_weight.dtype not in KERNEL_DTYPES
             or torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)):
         if residual is None:

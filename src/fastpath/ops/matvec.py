@@ -152,11 +152,12 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, r_ptr=None, nw_ptr=None, nr_ptr=None, eps=0.0, srm=0, srk=0, snr=0,
                NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False, PROD_DT: tl.constexpr = tl.float32,
-               PDL: tl.constexpr = 0):
+               NORM_M: tl.constexpr = 1, NORM_K: tl.constexpr = 16, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # NORM (1: plain, 2: zero-centred weights): ``a`` is rms_norm(a (+ r)) with weight nw, computed
-    # here: a first pass over all of K for the rows' rstd (program (0, 0) stores a + r to nr, the
-    # new residual), then every tile normalised as the norm kernel rounds it.
+    # here: a first pass over all of K for the rows' rstd, on [NORM_M, NORM_K] tiles of the real
+    # rows (not the 16 padded ones: one load round trip for a row of up to NORM_K), program (0, 0)
+    # storing a + r to nr (the new residual); then every tile normalised as the norm kernel rounds it.
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -174,8 +175,10 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     if NORM:
-        rstd = prenorm_rstd(a_ptr, r_ptr, nr_ptr, offs_m, mmask, K, eps, sam, sak, srm, srk, snr,
-                            tl.where((pid_n == 0) & (pid_k == 0), K, 0), HAS_RES, BLOCK_M, BLOCK_K)
+        rows = tl.arange(0, NORM_M)
+        rstd = prenorm_rstd(a_ptr, r_ptr, nr_ptr, rows, rows < M, K, eps, sam, sak, srm, srk, snr,
+                            tl.where((pid_n == 0) & (pid_k == 0), K, 0), HAS_RES, NORM_M, NORM_K)
+        rstd = tl.sum(tl.where(offs_m[:, None] == rows[None, :], rstd[None, :], 0.0), axis=1)  # to BLOCK_M rows
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
@@ -233,6 +236,8 @@ MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a progra
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
 INTERPRET_BLOCKS = (16, 32)  # BLOCK_N, BLOCK_K
+#: Elements of the norm prologue's tile (rows x K): a row of the hidden sizes in one load.
+NORM_TILE = 64 if INTERPRET else 8192
 SPLIT_K_OVERRIDE: Optional[int] = None
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
@@ -330,7 +335,8 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         kw = dict(r_ptr=r if r is not None else a.t, nw_ptr=nw, nr_ptr=nr if nr is not None else a.t, eps=float(eps),
                   srm=r.stride(0) if r is not None else 0, srk=r.stride(1) if r is not None else 0,
                   snr=nr.stride(0) if nr is not None else 0, NORM=2 if zc else 1, HAS_RES=r is not None,
-                  PROD_DT=TL_DTYPES[torch.promote_types(nw.dtype, a.t.dtype)])
+                  PROD_DT=TL_DTYPES[torch.promote_types(nw.dtype, a.t.dtype)], NORM_M=next_pow2(M),
+                  NORM_K=min(next_pow2(K), max(16, NORM_TILE // next_pow2(M))))
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
