@@ -194,37 +194,6 @@ def test_router(T, dtype, device, topk):
     assert_close(w[:, k], torch.sigmoid(logits[:, E]), torch.float32)
 
 
-@pytest.mark.parametrize("T", [1, 3, 6])  # 6: more than ROUTER_MAX_T, rms_norm + router
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("residual,zero_centered", [(False, False), (True, False), (True, True)])
-def test_rms_norm_router(T, dtype, residual, zero_centered, device):
-    """The norm inside the router's kernel: the new residual is x + residual rounded
-    (exactly), the normalised rows match PyTorch's norm, and the routing equals route64 of
-    the float64 logits of those rows, with a stacked shared gate and with sigmoid scoring
-    and a bias."""
-    from fastpath.ops.norm import reference_rms_norm
-    E, Hr, k = 21, 70, 3
-    x = randn(T, Hr, dtype=dtype, device=device)
-    r = noncontig(randn(T, Hr, dtype=dtype, device=device)) if residual else None
-    nw = randn(Hr, dtype=dtype, device=device, scale=0.5)
-    W = randn(E + 1, Hr, dtype=dtype, device=device)
-    b = randn(E, device=device, scale=0.3)
-    h_ref = x + r if residual else x
-    n_ref = reference_rms_norm(h_ref, nw, 1e-6, zero_centered=zero_centered)
-    for args, kw in (((k, "softmax", True), dict(shared_gate=True)), ((k, "sigmoid", True, b, 2.0), {})):
-        w, ids, normed, h = moe.rms_norm_router(x, nw, 1e-6, W if kw else W[:E], *args, residual=r,
-                                                zero_centered=zero_centered, **kw)
-        assert torch.equal(h, h_ref)
-        assert_close(normed, n_ref)
-        logits = (normed.double() @ W.double().T).to(dtype).double()  # F.linear rounds the logits
-        rw, rids = route64(logits[:, :E], *args[:1], *args[1:])
-        assert torch.equal(ids[:, :k].cpu(), rids.cpu())
-        assert_close(w[:, :k], rw, torch.float32, tol=1e-2 if dtype == torch.bfloat16 else None)
-        if kw:
-            assert bool((ids[:, k] == E).all())
-            assert_close(w[:, k], torch.sigmoid(logits[:, E]), torch.float32, tol=1e-2 if dtype == torch.bfloat16 else None)
-
-
 def test_router_errors(device):
     x = randn(2, 8, device=device)
     W = randn(5, 8, device=device)

@@ -25,8 +25,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
+from ..ops.norm import rms_norm
 from ..ops.rope import qkv_rope
-from .transformer import CachedLM, Linear, PreNormed, _buf, chunk_attention
+from .transformer import CachedLM, Linear, _buf, chunk_attention
 
 
 class LayerTypesConfig:
@@ -150,17 +151,14 @@ class HybridLM(CachedLM):
         caller that runs throw-away steps (a CUDA-graph warm-up) must save and restore."""
         return [t for layer in self.layers for t in layer.mixer.state_tensors()]
 
-    def _run(self, h: torch.Tensor, c: Ctx) -> PreNormed:
-        """The residual stream through every layer, each residual add and the norm after it
-        left to the projection that reads them; returns the final norm, not yet formed."""
+    def _run(self, h: torch.Tensor, c: Ctx) -> torch.Tensor:
+        """The residual stream through every layer, each residual add fused with the next norm."""
         eps, zc = self.cfg.rms_norm_eps, self.zero_centered
-        x = PreNormed(h, None, self.layers[0].norm1, eps, zc)
+        x = rms_norm(h, self.layers[0].norm1, eps, zero_centered=zc)
         for i, layer in enumerate(self.layers):
-            m = layer.mixer(x, c)
-            x = PreNormed(m, x.stream(), layer.norm2, eps, zc)
-            f = layer.ffn(x)
+            x, h = rms_norm(layer.mixer(x, c), layer.norm2, eps, residual=h, zero_centered=zc)
             nxt = self.layers[i + 1].norm1 if i + 1 < len(self.layers) else self.norm
-            x = PreNormed(f, x.stream(), nxt, eps, zc)
+            x, h = rms_norm(layer.ffn(x), nxt, eps, residual=h, zero_centered=zc)
         return x
 
     @torch.inference_mode()
@@ -171,7 +169,7 @@ class HybridLM(CachedLM):
         logits of the last token (B, V), or of all (B, T, V)."""
         rows, end, pos = self._chunk(tokens, p0, rows)
         c = Ctx(decode=False, rows=rows, pos=pos, inv_freq=self.inv_freq, p0=p0, end=end)
-        x = self._run(F.embedding(tokens, self.embed), c).value()
+        x = self._run(F.embedding(tokens, self.embed), c)
         return self._head(x[:, -1] if last_only else x)
 
     @torch.inference_mode()
@@ -181,7 +179,7 @@ class HybridLM(CachedLM):
         B = tokens.shape[0]
         c = Ctx(decode=True, rows=slice(0, B), pos=pos[:, None], inv_freq=self.inv_freq,
                 kv_len=(pos + 1).to(torch.int32))
-        return self._head(self._run(F.embedding(tokens[:, None], self.embed), c))[:, 0]
+        return self._head(self._run(F.embedding(tokens[:, None], self.embed), c)[:, 0])
 
 
 class Mapped:

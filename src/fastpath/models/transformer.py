@@ -11,7 +11,6 @@ LM head) is float8_e4m3fn with one float32 scale per output row.
 """
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import torch
@@ -20,8 +19,8 @@ from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
-from ..ops.linear import linear, linear_swiglu, rms_norm_linear
-from ..ops.moe import fused_experts, rms_norm_router, route, router
+from ..ops.linear import linear, linear_swiglu
+from ..ops.moe import fused_experts, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
@@ -45,54 +44,8 @@ def chunk_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p0: int) 
     return scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
 
 
-class PreNormed:
-    """``rms_norm(delta + residual)`` (``delta`` alone at the first layer) not computed yet: the
-    projection that reads it next computes it inside its own kernel (:func:`rms_norm_linear`,
-    :func:`rms_norm_router`), a launch fewer for every norm of a decode step. :meth:`stream`
-    is the residual stream after the add, from whichever call formed it; :meth:`value`
-    computes the norm where no kernel did. ``FUSED = False`` (environment
-    ``FASTPATH_FUSE_NORMS=0``) runs every norm as a launch of its own, for comparison."""
-
-    FUSED = os.environ.get("FASTPATH_FUSE_NORMS", "1") != "0"
-
-    def __init__(self, delta: torch.Tensor, residual: Optional[torch.Tensor], weight: torch.Tensor, eps: float,
-                 zero_centered: bool = False):
-        self.delta, self.residual, self.weight, self.eps, self.zc = delta, residual, weight, eps, zero_centered
-        self.normed: Optional[torch.Tensor] = None
-        self.h = delta if residual is None else None
-        if not self.FUSED:
-            self.value()
-
-    @property
-    def shape(self) -> torch.Size:
-        return self.delta.shape
-
-    def value(self) -> torch.Tensor:
-        if self.normed is None:
-            if self.residual is None:
-                self.normed = fused_rms_norm(self.delta, self.weight, self.eps, zero_centered=self.zc)
-            else:
-                self.normed, self.h = fused_rms_norm(self.delta, self.weight, self.eps, residual=self.residual,
-                                                     zero_centered=self.zc)
-        return self.normed
-
-    def stream(self) -> torch.Tensor:
-        if self.h is None:
-            self.value()
-        return self.h
-
-    def project(self, weight, bias=None, weight_scale=None, swiglu: bool = False) -> torch.Tensor:
-        if self.normed is not None:
-            return (linear_swiglu if swiglu else linear)(self.normed, weight, bias, weight_scale=weight_scale)
-        y, self.normed, self.h = rms_norm_linear(self.delta, self.weight, self.eps, weight, bias,
-                                                 weight_scale=weight_scale, residual=self.residual,
-                                                 zero_centered=self.zc, swiglu=swiglu)
-        return y
-
-
 class Linear(nn.Module):
-    """``y = x @ W.T (+ b)``: bf16/fp16/fp32 ``W``, or float8 ``W`` with a per-row scale; ``x``
-    may be a :class:`PreNormed` input."""
+    """``y = x @ W.T (+ b)``: bf16/fp16/fp32 ``W``, or float8 ``W`` with a per-row scale."""
 
     def __init__(self, n: int, k: int, dtype, device, *, bias: bool = False, fp8: bool = False):
         super().__init__()
@@ -100,9 +53,7 @@ class Linear(nn.Module):
         self.register_buffer("scale", torch.empty(n, 1, device=device) if fp8 else None)
         self.register_buffer("bias", torch.empty(n, dtype=dtype, device=device) if bias else None)
 
-    def forward(self, x) -> torch.Tensor:
-        if isinstance(x, PreNormed):
-            return x.project(self.weight, self.bias, self.scale)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias, weight_scale=self.scale)
 
 
@@ -114,10 +65,8 @@ class MLP(nn.Module):
         self.gate_up = Linear(2 * I, H, dtype, device, fp8=fp8)
         self.down = Linear(H, I, dtype, device, fp8=fp8)
 
-    def forward(self, x) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         gu = self.gate_up
-        if isinstance(x, PreNormed):
-            return self.down(x.project(gu.weight, gu.bias, gu.scale, swiglu=True))
         return self.down(linear_swiglu(x, gu.weight, gu.bias, weight_scale=gu.scale))
 
 
@@ -142,31 +91,21 @@ class MoE(nn.Module):
         self.register_buffer("expert_bias", torch.empty(E, device=device) if expert_bias else None)
         self.shared_mlp = MLP(H, shared, dtype, device, fp8) if shared and not self.stacked else None
 
-    def forward(self, x) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x2 = x.reshape(-1, x.shape[-1])
         kw = dict(norm_topk_prob=self.norm, expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
-        shape = x.shape
-        if isinstance(x, PreNormed) and x.normed is None and self.shared_mlp is None:
-            # the norm inside the router's kernel, which hands out the normalised rows too
-            H = shape[-1]
-            r = x.residual.reshape(-1, H) if x.residual is not None else None
-            w, ids, x2, h = rms_norm_router(x.delta.reshape(-1, H), x.weight, x.eps, self.router, self.top_k,
-                                            self.scoring, residual=r, zero_centered=x.zc, shared_gate=self.stacked,
-                                            **kw)
-            x.normed, x.h = x2.reshape(shape), h.reshape(shape)
+        if self.shared_mlp is None:  # router matmul and routing (one launch for decode); a stacked
+            # shared expert is one more slot (id E, weight sigmoid(gate logit))
+            w, ids = router(x2, self.router, self.top_k, self.scoring, shared_gate=self.stacked, **kw)
         else:
-            x2 = (x.value() if isinstance(x, PreNormed) else x).reshape(-1, shape[-1])
-            if self.shared_mlp is None:  # router matmul and routing (one launch for decode); a stacked
-                # shared expert is one more slot (id E, weight sigmoid(gate logit))
-                w, ids = router(x2, self.router, self.top_k, self.scoring, shared_gate=self.stacked, **kw)
-            else:
-                logits = linear(x2, self.router)
-                w, ids = route(logits[:, :self.E], self.top_k, self.scoring, **kw)
+            logits = linear(x2, self.router)
+            w, ids = route(logits[:, :self.E], self.top_k, self.scoring, **kw)
         out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
                             down_scale=self.down_scale)
         if self.shared_mlp is not None:
             sg = torch.sigmoid(logits[:, self.E:].float())
             out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
-        return out.reshape(shape)
+        return out.reshape(x.shape)
 
 
 class Layer(nn.Module):
@@ -212,11 +151,8 @@ class CachedLM(nn.Module):
 
     batch = max_seq = 0
 
-    def _head(self, x) -> torch.Tensor:
-        """Logits of ``x`` (a tensor or the final norm's :class:`PreNormed`)."""
-        if self.lm_head is not None:
-            return self.lm_head(x)
-        return x.project(self.embed) if isinstance(x, PreNormed) else linear(x, self.embed)
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
 
     def _chunk(self, tokens: torch.Tensor, p0: int, rows: Optional[slice]):
         """``(rows, end, pos)`` of a prefill chunk ``tokens`` (B, T) at ``p0``: the cache rows
@@ -261,18 +197,15 @@ class Transformer(CachedLM):
         self.cache_v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in self.layers]
         self.batch, self.max_seq = batch, max_seq
 
-    def _layers(self, h: torch.Tensor, attend) -> PreNormed:
-        """The residual stream through every layer; each residual add and the norm after it
-        are left to the projection that reads them (:class:`PreNormed`). ``attend(i, layer, x)``
-        returns the attention output (B, T, nh * D). Returns the final norm, not yet formed."""
+    def _layers(self, h: torch.Tensor, attend) -> torch.Tensor:
+        """The residual stream through every layer; each residual add is fused with the norm
+        that follows it. ``attend(i, layer, x)`` returns the attention output (B, T, nh * D)."""
         eps = self.cfg.rms_norm_eps
-        x = PreNormed(h, None, self.layers[0].attn_norm, eps)
+        x = fused_rms_norm(h, self.layers[0].attn_norm, eps)
         for i, layer in enumerate(self.layers):
-            a = layer.o(attend(i, layer, x))
-            x = PreNormed(a, x.stream(), layer.mlp_norm, eps)
-            f = layer.ffn(x)
+            x, h = fused_rms_norm(layer.o(attend(i, layer, x)), layer.mlp_norm, eps, residual=h)
             nxt = self.layers[i + 1].attn_norm if i + 1 < len(self.layers) else self.norm
-            x = PreNormed(f, x.stream(), nxt, eps)
+            x, h = fused_rms_norm(layer.ffn(x), nxt, eps, residual=h)
         return x
 
     @torch.inference_mode()
@@ -291,7 +224,7 @@ class Transformer(CachedLM):
             a = chunk_attention(q.transpose(1, 2), ck[:, :end].transpose(1, 2), cv[:, :end].transpose(1, 2), p0)
             return a.transpose(1, 2).reshape(B, T, -1)
 
-        x = self._layers(F.embedding(tokens, self.embed), attend).value()
+        x = self._layers(F.embedding(tokens, self.embed), attend)
         return self._head(x[:, -1] if last_only else x)
 
     @torch.inference_mode()
@@ -309,4 +242,4 @@ class Transformer(CachedLM):
                                              enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
             return a.reshape(B, 1, -1)
 
-        return self._head(self._layers(F.embedding(tokens[:, None], self.embed), attend))[:, 0]
+        return self._head(self._layers(F.embedding(tokens[:, None], self.embed), attend)[:, 0])

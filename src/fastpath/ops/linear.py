@@ -36,8 +36,6 @@ _FP8 = getattr(torch, "float8_e4m3fn", None)
 
 #: Rows (product of the leading dims of x) served by the GEMV kernel; more go to F.linear.
 MAX_GEMV_ROWS = 16
-#: Rows up to which :func:`rms_norm_linear` normalises inside the GEMV kernel (more: two launches).
-PRENORM_MAX_ROWS = 4
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -52,7 +50,7 @@ def _fp8_mode(device: torch.device) -> int:
 
 
 def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-            weight_scale: Optional[torch.Tensor], glu: bool = False, prenorm=None) -> torch.Tensor:
+            weight_scale: Optional[torch.Tensor], glu: bool = False) -> torch.Tensor:
     K = x.shape[-1]
     N = weight.shape[0]
     try:
@@ -71,8 +69,7 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
     matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
-                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu,
-                  prenorm=prenorm)
+                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu)
     return y.view(*x.shape[:-1], N)
 
 
@@ -245,53 +242,11 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     if weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    if (rows > PRENORM_MAX_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
+    if (rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
             or torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias))):
         g, u = _linear_op(x, weight, bias, weight_scale).chunk(2, dim=-1)
         return F.silu(g) * u
     return _launch(x, weight, bias, weight_scale, glu=True)
-
-
-def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
-                    bias: Optional[torch.Tensor] = None, *, weight_scale: Optional[torch.Tensor] = None,
-                    residual: Optional[torch.Tensor] = None, zero_centered: bool = False, swiglu: bool = False):
-    """A pre-norm projection: ``linear(rms_norm(x, norm_weight, eps, residual=residual,
-    zero_centered=zero_centered), weight, bias, weight_scale=...)`` (:func:`linear_swiglu`
-    with ``swiglu``), the norm computed inside the matrix-vector kernel: one launch where a
-    decoder layer takes two. Each program finds the rows' ``rsqrt(mean(h^2) + eps)`` in a
-    first pass over ``h = x (+ residual)``, then normalises every tile it multiplies exactly
-    as :func:`fastpath.ops.norm.rms_norm` rounds it, so the result equals the two calls.
-
-    Returns ``(y, normed, h)``: ``h`` is the new residual stream (``x + residual`` rounded to
-    ``x.dtype``; ``x`` itself without ``residual``) and ``normed`` the norm's output, or None
-    where the kernel did not form it (up to ``PRENORM_MAX_ROWS`` rows: one load round trip
-    for the first pass). More rows, float64, autograd or a device Triton does not serve:
-    the two calls. Inference only; no host synchronisation.
-    Errors as :func:`fastpath.ops.norm.rms_norm` and :func:`linear`."""
-    from .norm import _check as _check_norm, rms_norm
-    _check_norm(x, norm_weight, residual, None, "silu", eps)
-    _checked(x, weight, bias, weight_scale)
-    if swiglu and weight.shape[0] % 2:
-        raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
-    rows = x.numel() // max(x.shape[-1], 1)
-    tensors = (x, weight, bias, norm_weight, residual)
-    if (rows > PRENORM_MAX_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
-            or norm_weight.dtype not in KERNEL_DTYPES
-            or torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)):
-        if residual is None:
-            normed, h = rms_norm(x, norm_weight, eps, zero_centered=zero_centered), x
-        else:
-            normed, h = rms_norm(x, norm_weight, eps, residual=residual, zero_centered=zero_centered)
-        proj = linear_swiglu if swiglu else linear
-        return proj(normed, weight, bias, weight_scale=weight_scale), normed, h
-    K = x.shape[-1]
-    h = x
-    r2 = None
-    if residual is not None:
-        h = alloc.empty(x.shape, dtype=x.dtype, device=x.device)
-        r2 = residual.reshape(-1, K)
-    prenorm = (r2, norm_weight.contiguous(), h.view(-1, K) if residual is not None else None, eps, zero_centered)
-    return _launch(x, weight, bias, weight_scale, glu=swiglu, prenorm=prenorm), None, h
 
 
 FAMILY = {"name": "linear", "ops": ["linear"], "reason": triton_reason}

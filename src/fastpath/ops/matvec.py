@@ -30,7 +30,7 @@ from typing import Optional
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
-from .norm import prenorm_rstd, prenorm_tile, round_to
+from .norm import round_to
 
 
 @triton.jit
@@ -150,14 +150,8 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, r_ptr=None, nw_ptr=None, nr_ptr=None, eps=0.0, srm=0, srk=0, snr=0,
-               NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False, PROD_DT: tl.constexpr = tl.float32,
-               NORM_M: tl.constexpr = 1, NORM_K: tl.constexpr = 16, PDL: tl.constexpr = 0):
+               BLOCK_K: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
-    # NORM (1: plain, 2: zero-centred weights): ``a`` is rms_norm(a (+ r)) with weight nw, computed
-    # here: a first pass over all of K for the rows' rstd, on [NORM_M, NORM_K] tiles of the real
-    # rows (not the 16 padded ones: one load round trip for a row of up to NORM_K), program (0, 0)
-    # storing a + r to nr (the new residual); then every tile normalised as the norm kernel rounds it.
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -174,20 +168,11 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     b_cols = b_ptr + offs_n.to(tl.int64)[None, :] * sbn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    if NORM:
-        rows = tl.arange(0, NORM_M)
-        rstd = prenorm_rstd(a_ptr, r_ptr, nr_ptr, rows, rows < M, K, eps, sam, sak, srm, srk, snr,
-                            tl.where((pid_n == 0) & (pid_k == 0), K, 0), HAS_RES, NORM_M, NORM_K)
-        rstd = tl.sum(tl.where(offs_m[:, None] == rows[None, :], rstd[None, :], 0.0), axis=1)  # to BLOCK_M rows
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
-        if NORM:
-            a = prenorm_tile(a_ptr, r_ptr, nw_ptr, offs_m, mmask, offs_k, kmask, rstd, sam, sak, srm, srk, 1,
-                             HAS_RES, NORM == 2, PROD_DT).to(tl.float32 if S16 else DT)
-        else:
-            a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
-                         tl.float32 if S16 else DT)
+        a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
+                     tl.float32 if S16 else DT)
         d = _tile_dot(a, b_cols + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2, DOT, DT, S16)
         if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile
             sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
@@ -236,8 +221,6 @@ MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a progra
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
 INTERPRET_BLOCKS = (16, 32)  # BLOCK_N, BLOCK_K
-#: Elements of the norm prologue's tile (rows x K): a row of the hidden sizes in one load.
-NORM_TILE = 64 if INTERPRET else 8192
 SPLIT_K_OVERRIDE: Optional[int] = None
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
@@ -307,14 +290,12 @@ class Operand:
 
 
 def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb=None,
-           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False, prenorm=None):
+           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False):
     """Run ``out = a @ b`` (+ scales, bias) with ``plan``; ``a`` is (M, K), ``b`` is (K, N),
     any strides; ``glu``: ``b`` is (K, 2N), gate columns then up columns, and ``out`` (M, N)
     takes ``silu(a @ gate) * (a @ up)`` (not with block scales). ``sa_strides`` is (stride
     over M, stride over K blocks), ``sb_strides`` (stride over N, over K blocks). Split-K uses two cached workspaces of this device and
-    stream: float32 partials and int32 counters (zeroed once, returned to zero by the kernel).
-    ``prenorm`` ``(residual or None, norm weight (K,), new residual out or None, eps, zero_centred)``:
-    ``a`` (16-bit or float32) is normalised in the kernel first (see :mod:`fastpath.ops.norm`)."""
+    stream: float32 partials and int32 counters (zeroed once, returned to zero by the kernel)."""
     M, K = a.t.shape
     N = b.t.shape[1] // (2 if glu else 1)
     p = plan
@@ -329,18 +310,10 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
                sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), N)
-    kw = {}
-    if prenorm is not None:
-        r, nw, nr, eps, zc = prenorm
-        kw = dict(r_ptr=r if r is not None else a.t, nw_ptr=nw, nr_ptr=nr if nr is not None else a.t, eps=float(eps),
-                  srm=r.stride(0) if r is not None else 0, srk=r.stride(1) if r is not None else 0,
-                  snr=nr.stride(0) if nr is not None else 0, NORM=2 if zc else 1, HAS_RES=r is not None,
-                  PROD_DT=TL_DTYPES[torch.promote_types(nw.dtype, a.t.dtype)], NORM_M=next_pow2(M),
-                  NORM_K=min(next_pow2(K), max(16, NORM_TILE // next_pow2(M))))
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
-        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps, **kw)
+        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     return out

@@ -229,25 +229,15 @@ def _router_fake(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, share
             x.new_empty((x.shape[0], top_k + shared), dtype=torch.int64))
 
 
-def _router_kernel_ok(x, weight, expert_bias, shared) -> bool:
-    T, H = x.shape
-    return (use_triton(x) and x.dtype in KERNEL_DTYPES and 0 < T <= ROUTER_MAX_T and H > 0
-            and weight.shape[0] - shared <= MAX_ROUTE_EXPERTS
-            and (expert_bias is None or expert_bias.dtype in KERNEL_DTYPES))
-
-
 @register_op("router", fake=_router_fake)
 def _router_op(x: torch.Tensor, weight: torch.Tensor, top_k: int, sigmoid: bool, norm: bool,
                expert_bias: Optional[torch.Tensor], scale: float, eps: float,
                shared: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    if not _router_kernel_ok(x, weight, expert_bias, shared):
-        return _route_op(linear(x, weight), top_k, sigmoid, norm, expert_bias, scale, eps, shared)
-    return _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared)
-
-
-def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared, prenorm=None):
     T, H = x.shape
     E = weight.shape[0] - shared
+    if (not use_triton(x) or x.dtype not in KERNEL_DTYPES or not 0 < T <= ROUTER_MAX_T or H == 0
+            or E > MAX_ROUTE_EXPERTS or (expert_bias is not None and expert_bias.dtype not in KERNEL_DTYPES)):
+        return _route_op(linear(x, weight), top_k, sigmoid, norm, expert_bias, scale, eps, shared)
     k = top_k + shared
     w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
     ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
@@ -262,47 +252,8 @@ def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, sha
         weight.stride(0), weight.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
         TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm, SHARED=shared, RNE=INTERPRET,
         BLOCK_T=block_t, BLOCK_N=block_n, BLOCK_H=block_h, BLOCK_E=block_e, BLOCK_K=next_pow2(k),
-        RANK=block_e <= K.RANK_MAX_E, num_warps=4 if block_e <= 4096 else 8, **(prenorm or {}))
+        RANK=block_e <= K.RANK_MAX_E, num_warps=4 if block_e <= 4096 else 8)
     return w, ids
-
-
-def rms_norm_router(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps: float,
-                    weight: torch.Tensor, top_k: int, scoring: str = "softmax", norm_topk_prob: bool = False,
-                    expert_bias: Optional[torch.Tensor] = None, routed_scaling_factor: float = 1.0, *,
-                    residual: Optional[torch.Tensor] = None, zero_centered: bool = False,
-                    shared_gate: bool = False):
-    """:func:`router` of ``rms_norm(hidden_states, norm_weight, eps, residual=residual,
-    zero_centered=zero_centered)``, the norm computed inside the router's kernel (one launch
-    where a pre-norm MoE block takes two): every program normalises the rows it multiplies
-    (rounded as :func:`fastpath.ops.norm.rms_norm` rounds them) and the first also stores them,
-    with the new residual, for the expert kernels.
-
-    Returns ``(topk_weights, topk_ids, normed, h)``: as :func:`router`, the normalised rows
-    ``(T, H)`` and the new residual stream ``h`` (``hidden_states + residual`` rounded;
-    ``hidden_states`` itself without ``residual``). Equal to :func:`rms_norm` then
-    :func:`router`, which run where the one-launch kernel does not (more than
-    ``ROUTER_MAX_T`` tokens, a device Triton does not serve). No host synchronisation."""
-    from .norm import _check as _check_norm, rms_norm
-    x = hidden_states
-    _check_norm(x, norm_weight, residual, None, "silu", eps)
-    bias = _check_router(x, weight, top_k, scoring, expert_bias, shared_gate)
-    if not (norm_weight.dtype in KERNEL_DTYPES and _router_kernel_ok(x, weight, bias, shared_gate)):
-        if residual is None:
-            normed, h = rms_norm(x, norm_weight, eps, zero_centered=zero_centered), x
-        else:
-            normed, h = rms_norm(x, norm_weight, eps, residual=residual, zero_centered=zero_centered)
-        w, ids = router(normed, weight, top_k, scoring, norm_topk_prob, expert_bias, routed_scaling_factor,
-                        shared_gate=shared_gate)
-        return w, ids, normed, h
-    normed = alloc.empty(x.shape, dtype=x.dtype, device=x.device)
-    h = alloc.empty(x.shape, dtype=x.dtype, device=x.device) if residual is not None else x
-    r = residual if residual is not None else x
-    prenorm = dict(res_ptr=r, nw_ptr=norm_weight.contiguous(), nr_ptr=h, xn_ptr=normed, n_eps=float(eps),
-                   sqt=r.stride(0), sqh=r.stride(1), PRENORM=2 if zero_centered else 1,
-                   HAS_RES=residual is not None, PROD_DT=TL_DTYPES[torch.promote_types(norm_weight.dtype, x.dtype)])
-    w, ids = _router_launch(x, weight, top_k, scoring == "sigmoid", bool(norm_topk_prob), bias,
-                            float(routed_scaling_factor), _norm_eps(scoring, None), bool(shared_gate), prenorm)
-    return w, ids, normed, h
 
 
 def router(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, scoring: str = "softmax",
@@ -333,13 +284,6 @@ def router(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, scorin
     ``weight`` that do not match.
     """
     x = hidden_states
-    expert_bias = _check_router(x, weight, top_k, scoring, expert_bias, shared_gate)
-    return _router_op(x, weight, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
-                      float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
-
-
-def _check_router(x, weight, top_k, scoring, expert_bias, shared_gate):
-    """router's argument checks; returns ``expert_bias`` with unit stride."""
     check_tensor("hidden_states", x)
     check_tensor("weight", weight)
     if not x.dtype.is_floating_point:
@@ -353,8 +297,10 @@ def _check_router(x, weight, top_k, scoring, expert_bias, shared_gate):
                          f"got {_shape(weight)}")
     if weight.device != x.device:
         raise ValueError(f"weight: expected a tensor on {x.device} like hidden_states, got {weight.device}")
-    return _check_route(weight.shape[0] - bool(shared_gate), top_k, scoring, expert_bias, x.device,
-                        "hidden_states")
+    expert_bias = _check_route(weight.shape[0] - bool(shared_gate), top_k, scoring, expert_bias, x.device,
+                               "hidden_states")
+    return _router_op(x, weight, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
+                      float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
 
 
 # ============================================================================ fused_experts: reference

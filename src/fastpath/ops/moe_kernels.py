@@ -28,7 +28,6 @@ import torch
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
 from .._core.launch import cdiv, next_pow2
 from .matvec import _dot16, _load_as, _mm
-from .norm import prenorm_rstd, prenorm_tile
 
 #: Activation codes of the kernels (``ACT``).
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
@@ -142,13 +141,8 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
                    swt, sit, scale, eps, TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr,
                    NORM: tl.constexpr, SHARED: tl.constexpr, RNE: tl.constexpr, BLOCK_T: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr,
-                   RANK: tl.constexpr, res_ptr=None, nw_ptr=None, nr_ptr=None, xn_ptr=None, n_eps=0.0, sqt=0,
-                   sqh=0, PRENORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
-                   PROD_DT: tl.constexpr = tl.float32, PDL: tl.constexpr = 0):
+                   RANK: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
-    # PRENORM (1 plain, 2 zero-centred): x is rms_norm(x (+ res), strides sqt, sqh) with weight nw, computed here
-    # (ops.norm.prenorm_rstd / prenorm_tile); program 0 stores the new residual to nr and the
-    # normalised rows to xn (contiguous (T, H)) for the expert kernels.
     # The router matmul and the routing in one launch, for a few tokens. Program p computes the
     # logits x_t . R[n] of its BLOCK_N router rows in float32, rounded to x's dtype (as
     # F.linear returns them), into lg ((T, E + SHARED) float32, then a BLOCK_E scratch row for
@@ -162,21 +156,10 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
     x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
     r_cols = r_ptr + offs_n.to(tl.int64)[None, :] * srn
     acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
-    if PRENORM:
-        store_n = tl.where(tl.program_id(0) == 0, H, 0)
-        rstd = prenorm_rstd(x_ptr, res_ptr, nr_ptr, offs_t, tmask, H, n_eps, sxt, sxh, sqt, sqh, H, store_n,
-                            HAS_RES, BLOCK_T, BLOCK_H)
     for k0 in range(0, H, BLOCK_H):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
-        if PRENORM:
-            a = prenorm_tile(x_ptr, res_ptr, nw_ptr, offs_t, tmask, offs_k, kmask, rstd, sxt, sxh, sqt, sqh, 1,
-                             HAS_RES, PRENORM == 2, PROD_DT)
-            tl.store(xn_ptr + offs_t[:, None] * H + offs_k[None, :], a.to(xn_ptr.dtype.element_ty),
-                     mask=tmask[:, None] & (offs_k < store_n)[None, :])
-        else:
-            a = tl.load(x_rows + offs_k[None, :] * sxh, mask=tmask[:, None] & kmask[None, :],
-                        other=0.0).to(tl.float32)
+        a = tl.load(x_rows + offs_k[None, :] * sxh, mask=tmask[:, None] & kmask[None, :], other=0.0).to(tl.float32)
         b = tl.load(r_cols + offs_k[:, None] * srh, mask=kmask[:, None] & nmask[None, :], other=0.0).to(tl.float32)
         acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
     acc = _cast(acc, x_ptr.dtype.element_ty, RNE).to(tl.float32)

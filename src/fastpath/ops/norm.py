@@ -69,55 +69,16 @@ def _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr
 
 
 @triton.jit
-def _normed(h, rstd, w_ptr, cols, cmask, sw, ZERO_CENTERED: tl.constexpr, PROD_DT: tl.constexpr,
-            OUT_DT: tl.constexpr):
-    """``h * rstd`` times the weight (float32, before the final rounding to ``OUT_DT``)."""
+def _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
+            ZERO_CENTERED: tl.constexpr, PROD_DT: tl.constexpr, HAS_GATE: tl.constexpr,
+            ACT: tl.constexpr):
     w = tl.load(w_ptr + cols * sw, mask=cmask, other=0.0).to(tl.float32)
     n = h * rstd[:, None]
     if ZERO_CENTERED:
         y = n * (1.0 + w)[None, :]
     else:  # Llama: the normalised row is rounded to x's dtype, then multiplied by w
-        n = round_to(n, OUT_DT).to(tl.float32)
+        n = round_to(n, y_ptr.dtype.element_ty).to(tl.float32)
         y = round_to(n * w[None, :], PROD_DT).to(tl.float32)
-    return y
-
-
-@triton.jit
-def prenorm_rstd(x_ptr, r_ptr, nr_ptr, rows, rmask, N, eps, sxr, sxn, srr, srn, snr, store_n,
-                 HAS_RES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """For a consumer kernel that normalises its own input (the norm in its prologue): the
-    rows' ``rsqrt(mean(h^2) + eps)`` with ``h = x (+ residual)``; its columns below ``store_n``
-    (N in one program of the grid, 0 in the others) are stored as the new residual."""
-    rows64 = rows.to(tl.int64)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for start in range(0, N, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        mask = rmask[:, None] & (cols < N)[None, :]
-        h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, False)
-        if HAS_RES:
-            tl.store(nr_ptr + rows64[:, None] * snr + cols[None, :], h.to(nr_ptr.dtype.element_ty),
-                     mask=mask & (cols < store_n)[None, :])
-        acc += h * h
-    return tl.rsqrt(tl.sum(acc, axis=1) / N + eps)
-
-
-@triton.jit
-def prenorm_tile(x_ptr, r_ptr, w_ptr, rows, rmask, cols, cmask, rstd, sxr, sxn, srr, srn, sw,
-                 HAS_RES: tl.constexpr, ZERO_CENTERED: tl.constexpr, PROD_DT: tl.constexpr):
-    """A [rows, cols] tile of ``rms_norm(x (+ residual))`` as float32 values of x's dtype,
-    rounded as :func:`rms_norm` rounds them (``rstd`` from :func:`prenorm_rstd`)."""
-    rows64 = rows.to(tl.int64)
-    mask = rmask[:, None] & cmask[None, :]
-    h = _load_rows(x_ptr, r_ptr, x_ptr, rows64, cols, mask, sxr, sxn, srr, srn, 0, HAS_RES, False)
-    y = _normed(h, rstd, w_ptr, cols, cmask, sw, ZERO_CENTERED, PROD_DT, x_ptr.dtype.element_ty)
-    return round_to(y, x_ptr.dtype.element_ty).to(tl.float32)
-
-
-@triton.jit
-def _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
-            ZERO_CENTERED: tl.constexpr, PROD_DT: tl.constexpr, HAS_GATE: tl.constexpr,
-            ACT: tl.constexpr):
-    y = _normed(h, rstd, w_ptr, cols, cmask, sw, ZERO_CENTERED, PROD_DT, y_ptr.dtype.element_ty)
     if HAS_GATE:
         g = tl.load(g_ptr + rows64[:, None] * sgr + cols[None, :] * sgn, mask=mask, other=0.0)
         y = y * _act(g.to(tl.float32), ACT)
