@@ -91,8 +91,8 @@ def test_missing_triton_kernel_refuses_to_launch():
 # ---------------------------------------------------------------------------- Launcher
 
 class _FakeParam:
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, default=None, has_default=False):
+        self.name, self.default, self.has_default = name, default, has_default
 
 
 class _FakeKernel:
@@ -142,6 +142,31 @@ def test_launcher_reuses_a_compiled_kernel_only_for_the_same_specialisation(monk
     monkeypatch.setattr(launch, "FAST_LAUNCH", False)
     fast[(5,)](x, 48, 0.25, BLOCK=16, num_warps=4)  # switched off: Triton's own path
     assert fake.compiles == 9
+
+
+class _FakeDefaultsJit(_FakeJit):
+    params = [_FakeParam("x_ptr"), _FakeParam("n"), _FakeParam("eps", 0.0, True), _FakeParam("BLOCK"),
+              _FakeParam("MODE", 0, True)]
+
+
+def test_launcher_relaunch_fills_in_default_arguments(monkeypatch):
+    """Arguments a call leaves out reach the cached kernel as the kernel's defaults (every
+    parameter, in order), as Triton binds them on the first call."""
+    from fastpath._core import launch
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_raw_stream", lambda dev: 1234)
+    fake = _FakeDefaultsJit()
+    fast = launch.Launcher(fake)
+    x = torch.zeros(64)
+    for _ in range(2):
+        fast[(2,)](x, 32, BLOCK=16)
+    assert fake.compiles == 1
+    assert fake.log[-1] == ("fast", (2, 1, 1), (x, 32, 0.0, 16, 0), 1234)
+    for _ in range(2):
+        fast[(2,)](x, 32, BLOCK=16, eps=0.5, MODE=1)
+    assert fake.log[-1] == ("fast", (2, 1, 1), (x, 32, 0.5, 16, 1), 1234)
 
 
 class _FakePdlJit(_FakeJit):
