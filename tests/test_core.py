@@ -93,6 +93,7 @@ def test_missing_triton_kernel_refuses_to_launch():
 class _FakeParam:
     def __init__(self, name, default=None, has_default=False):
         self.name, self.default, self.has_default = name, default, has_default
+        self.is_constexpr = name.isupper()  # as the fakes name them
 
 
 class _FakeKernel:
@@ -167,6 +168,27 @@ def test_launcher_relaunch_fills_in_default_arguments(monkeypatch):
     for _ in range(2):
         fast[(2,)](x, 32, BLOCK=16, eps=0.5, MODE=1)
     assert fake.log[-1] == ("fast", (2, 1, 1), (x, 32, 0.5, 16, 1), 1234)
+
+
+def test_launcher_keys_runtime_arguments_by_name_on_their_specialisation(monkeypatch):
+    """A tensor or number passed by name is keyed as Triton specialises it, not by identity or
+    value: a fresh tensor of the same dtype and alignment reuses the kernel (and reaches it),
+    another dtype compiles; a constexpr by name is keyed by its value."""
+    from fastpath._core import launch
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "_raw_stream", lambda dev: 1234)
+    fake = _FakeJit()
+    fast = launch.Launcher(fake)
+    for n in (32, 48):
+        y = torch.zeros(64)
+        fast[(1,)](x_ptr=y, n=n, scale=0.5 * n, BLOCK=16)
+    assert fake.compiles == 1 and len(fast.kernels) == 1
+    assert fake.log[-1] == ("fast", (1, 1, 1), (y, 48, 24.0, 16), 1234)
+    fast[(1,)](x_ptr=y.double(), n=48, scale=0.5, BLOCK=16)
+    fast[(1,)](x_ptr=y, n=48, scale=0.5, BLOCK=32)
+    assert fake.compiles == 3
 
 
 class _FakePdlJit(_FakeJit):

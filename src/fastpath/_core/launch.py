@@ -77,8 +77,10 @@ class Launcher:
     microseconds). Here the first call of each specialisation key goes through Triton, which
     compiles and returns the kernel; later calls with the same key hand the arguments
     straight to that compiled kernel's launcher. The key holds every constexpr and option
-    and, per runtime argument, at least what Triton specialises on (:func:`_spec`), plus
-    the current device, so a cached kernel is only reused where Triton would pick it too.
+    and, per runtime argument (by position or by name), at least what Triton specialises on
+    (:func:`_spec`: a tensor by dtype and alignment, never by identity), plus the current
+    device, so a cached kernel is only reused where Triton would pick it too. Arguments a
+    call leaves out take the kernel's defaults.
     Off in Triton's interpreter, when Triton launch hooks are set, or with
     ``FASTPATH_FAST_LAUNCH=0``.
 
@@ -93,6 +95,8 @@ class Launcher:
         self.names = [p.name for p in params] if params is not None and not INTERPRET else None
         # defaults of the arguments a call may leave out (the compiled kernel takes every one)
         self.defaults = {p.name: p.default for p in params or () if getattr(p, "has_default", False)}
+        # runtime (not constexpr) parameters: keyed by their specialisation when passed by name too
+        self.runtime = {p.name for p in params or () if getattr(p, "is_constexpr", True) is False}
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
@@ -106,7 +110,8 @@ class Launcher:
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
             return self.fn[grid](*args, **kwargs)
         try:
-            key = (dev, tuple(map(_spec, args)), tuple(kwargs.items()))
+            key = (dev, tuple(map(_spec, args)),
+                   tuple((n, _spec(v) if n in self.runtime else v) for n, v in kwargs.items()))
         except RuntimeError:  # tensors without storage (fake tensors while tracing): no cache
             return self.fn[grid](*args, **kwargs)
         kernel = self.kernels.get(key)
