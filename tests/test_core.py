@@ -119,12 +119,18 @@ class _FakeJit:
         return run
 
 
-def test_launcher_reuses_a_compiled_kernel_only_for_the_same_specialisation(monkeypatch):
+def _fast_launch(monkeypatch):
+    """The launch module with the cached relaunch on, as on a GPU (device 0, a fake stream)."""
     from fastpath._core import launch
     monkeypatch.setattr(launch, "INTERPRET", False)
     monkeypatch.setattr(launch, "FAST_LAUNCH", True)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(launch, "_raw_stream", lambda dev: 1234)
+    return launch
+
+
+def test_launcher_reuses_a_compiled_kernel_only_for_the_same_specialisation(monkeypatch):
+    launch = _fast_launch(monkeypatch)
     fake = _FakeJit()
     fast = launch.Launcher(fake)
     x = torch.zeros(64)
@@ -153,11 +159,7 @@ class _FakeDefaultsJit(_FakeJit):
 def test_launcher_relaunch_fills_in_default_arguments(monkeypatch):
     """Arguments a call leaves out reach the cached kernel as the kernel's defaults (every
     parameter, in order), as Triton binds them on the first call."""
-    from fastpath._core import launch
-    monkeypatch.setattr(launch, "INTERPRET", False)
-    monkeypatch.setattr(launch, "FAST_LAUNCH", True)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(launch, "_raw_stream", lambda dev: 1234)
+    launch = _fast_launch(monkeypatch)
     fake = _FakeDefaultsJit()
     fast = launch.Launcher(fake)
     x = torch.zeros(64)
@@ -174,11 +176,7 @@ def test_launcher_keys_runtime_arguments_by_name_on_their_specialisation(monkeyp
     """A tensor or number passed by name is keyed as Triton specialises it, not by identity or
     value: a fresh tensor of the same dtype and alignment reuses the kernel (and reaches it),
     another dtype compiles; a constexpr by name is keyed by its value."""
-    from fastpath._core import launch
-    monkeypatch.setattr(launch, "INTERPRET", False)
-    monkeypatch.setattr(launch, "FAST_LAUNCH", True)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(launch, "_raw_stream", lambda dev: 1234)
+    launch = _fast_launch(monkeypatch)
     fake = _FakeJit()
     fast = launch.Launcher(fake)
     for n in (32, 48):
