@@ -1,8 +1,9 @@
-"""Offline instruction count of the matrix-vector kernel's main loop, for the H200 (sm_90),
-without a GPU: each variant is compiled by Triton with the specialisations a decode launch
-gets (unit strides, 16-byte aligned pointers and sizes), and the largest loop of its PTX is
-counted by opcode. A loop that grows from ~120 instructions a K tile is a warning before any
-device time is spent (docs/perf-notes.md, session of 2026-11-30, seventh).
+"""Offline instruction count of the decode kernels' loops for the H200 (sm_90), without a GPU:
+each variant is compiled by Triton with the specialisations a decode launch gets (unit
+strides, 16-byte aligned pointers and sizes), and every loop of its PTX is counted by opcode.
+A loop that grows from its usual size is a warning before any device time is spent
+(docs/perf-notes.md, session of 2026-11-30, seventh: a fused norm took the matrix-vector
+loop from ~120 to ~5500 instructions a K tile).
 
     python scripts/loop_instructions.py            # any Triton with the CUDA backend
     PYTHONPATH=/path/to/triton-3.6 python scripts/loop_instructions.py   # the H200's version
@@ -15,67 +16,81 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from fastpath.ops import matvec as MV
+from fastpath.ops import moe_kernels as MK
 
-#: name -> (weight pointer type, constexpr overrides, BLOCK_N, BLOCK_K): the default plans.
+_MV = dict(A_MODE=0, B_MODE=0, A_E5M2=False, B_E5M2=False, SCALE_A=False, SCALE_B=False, BLOCKWISE=False,
+           HAS_BIAS=False, SPLIT=True, DOT=True, DT=tl.bfloat16, S16=False, GLU=False, BLOCK_M=16, PDL=0,
+           sak=1, sbk=1, son=1, ssa_m=0, ssa_k=0, ssb_k=0, ssb_n=1)
+#: Qwen3-30B-A3B's one-token experts (slice_plan(1, 8, 128, 2048, 768) on 132 SMs).
+_SLICES = dict(TOPK=8, BY_PAIR=True, MODE1=0, E5M2_1=False, MODE2=0, E5M2_2=False, HAS_SCALE1=False,
+               HAS_SCALE2=False, HAS_BIAS1=False, HAS_BIAS2=False, ACT=0, DT1=tl.bfloat16, DT2=tl.bfloat16,
+               S16_1=False, S16_2=False, RNE=False, BLOCK_P=8, BLOCK_T=16, BLOCK_I=64, BLOCK_H=128, BLOCK_N=128,
+               PDL=0, sxh=1, s1k=1, s2n=1)
+_FP8 = dict(MODE1=1, MODE2=1, HAS_SCALE1=True, HAS_SCALE2=True, DT1=tl.float16, DT2=tl.float16, S16_1=True,
+            S16_2=True, BLOCK_N=256)
+#: name -> (kernel, {pointer argument: type}, constexprs)
 VARIANTS = {
-    "bf16 weights": ("*bf16", {}, 32, 256),
-    "fp8 weights via float16 (FP8_VIA_FP16)": ("*fp8e4nv", dict(B_MODE=1, S16=True, DT=tl.float16, SCALE_B=True), 64, 256),
-    "fp8 weights via bfloat16": ("*fp8e4nv", dict(B_MODE=1, DT=tl.bfloat16, SCALE_B=True), 64, 256),
+    "matvec, bf16 weights (32, 256)": (MV._mv_kernel, {"b_ptr": "*bf16"}, {**_MV, "BLOCK_N": 32, "BLOCK_K": 256}),
+    "matvec, fp8 via float16 (64, 256)": (MV._mv_kernel, {"b_ptr": "*fp8e4nv"},
+                                          {**_MV, "B_MODE": 1, "S16": True, "DT": tl.float16, "SCALE_B": True,
+                                           "BLOCK_N": 64, "BLOCK_K": 256}),
+    "matvec, fp8 via bfloat16 (64, 256)": (MV._mv_kernel, {"b_ptr": "*fp8e4nv"},
+                                           {**_MV, "B_MODE": 1, "SCALE_B": True, "BLOCK_N": 64, "BLOCK_K": 256}),
+    "moe slices, bf16 experts": (MK._slices_kernel, {"w1_ptr": "*bf16", "w2_ptr": "*bf16"}, _SLICES),
+    "moe slices, fp8 experts via float16": (MK._slices_kernel, {"w1_ptr": "*fp8e4nv", "w2_ptr": "*fp8e4nv"},
+                                            {**_SLICES, **_FP8}),
 }
-PTRS = {"a_ptr": "*bf16", "sa_ptr": "*fp32", "sb_ptr": "*fp32", "bias_ptr": "*bf16", "out_ptr": "*bf16",
-        "ws_ptr": "*fp32", "cnt_ptr": "*i32"}
 
 
-def compile_ptx(b_type: str, overrides: dict, block_n: int, block_k: int) -> str:
-    fn = MV._mv_kernel
-    cv = dict(A_MODE=0, B_MODE=0, A_E5M2=False, B_E5M2=False, SCALE_A=False, SCALE_B=False, BLOCKWISE=False,
-              HAS_BIAS=False, SPLIT=True, DOT=True, DT=tl.bfloat16, S16=False, GLU=False, BLOCK_M=16,
-              BLOCK_N=block_n, BLOCK_K=block_k, PDL=0, sak=1, sbk=1, son=1, ssa_m=0, ssa_k=0, ssb_k=0, ssb_n=1)
-    cv.update(overrides)
+def compile_ptx(fn, ptr_types: dict, consts_by_name: dict) -> str:
     sig, consts, attrs = {}, {}, {}
     for i, p in enumerate(fn.params):
         n = p.name
-        if n in PTRS or n == "b_ptr":
-            sig[n] = b_type if n == "b_ptr" else PTRS[n]
+        if n.endswith("_ptr"):
+            sig[n] = ptr_types.get(n, "*i64" if n == "ids_ptr" else "*fp32" if n in ("tw_ptr", "part_ptr", "ws_ptr")
+                                   else "*i32" if n == "cnt_ptr" else "*bf16")
             attrs[(i,)] = [["tt.divisibility", 16]]
-        elif n in cv:
-            sig[n], consts[(i,)] = "constexpr", cv[n]
+        elif n in consts_by_name:
+            sig[n], consts[(i,)] = "constexpr", consts_by_name[n]
         elif p.has_default:  # optional arguments a plain launch leaves out
             sig[n], consts[(i,)] = "constexpr", p.default
+        elif n in ("alpha", "limit", "eps"):
+            sig[n] = "fp32"
         else:
             sig[n] = "i32"
-            if n not in ("M", "n_split"):
+            if n not in ("M", "T", "n_split", "E", "row_mul"):
                 attrs[(i,)] = [["tt.divisibility", 16]]
     k = triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4})
     return k.asm["ptx"]
 
 
-def largest_loop(ptx: str) -> list:
-    """Instructions of the largest loop (a label that a later branch jumps back to)."""
+def loops(ptx: str) -> list:
+    """Instruction lists of the loops (a label that a later branch jumps back to), in order."""
     lines = ptx.split("\n")
     labels = {ln.split(":")[0]: i for i, ln in enumerate(lines) if re.match(r"^\$L__BB\d+_\d+:", ln)}
-    best: list = []
+    found = []
     for i, ln in enumerate(lines):
         m = re.search(r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+);", ln)
         if m and labels.get(m.group(1), i) < i:
-            body = [x.strip() for x in lines[labels[m.group(1)]:i]
-                    if x.strip() and not x.strip().startswith(("$", "//", "{", "}", "."))]
-            best = max(best, body, key=len)
-    return best
+            found.append([x.strip() for x in lines[labels[m.group(1)]:i]
+                          if x.strip() and not x.strip().startswith(("$", "//", "{", "}", "."))])
+    return found
 
 
 def main():
-    print(f"triton {triton.__version__}, sm_90, 4 warps, 16 padded rows")
-    for name, (b_type, over, bn, bk) in VARIANTS.items():
-        body = largest_loop(compile_ptx(b_type, over, bn, bk))
-        ops: dict = {}
-        for x in body:
-            op = x.split()[1] if x.startswith("@") else x.split()[0]
-            op = ".".join(op.split(".")[:2])
-            ops[op] = ops.get(op, 0) + 1
-        top = ", ".join(f"{o} {c}" for o, c in sorted(ops.items(), key=lambda kv: -kv[1])[:8])
-        print(f"{name:42s} ({bn}, {bk}): {len(body):5d} instructions a K tile  [{top}]")
+    print(f"triton {triton.__version__}, sm_90, 4 warps")
+    for name, (fn, ptrs, consts) in VARIANTS.items():
+        for n, body in enumerate(loops(compile_ptx(fn, ptrs, consts))):
+            if len(body) < 40:  # small bookkeeping loops
+                continue
+            ops: dict = {}
+            for x in body:
+                op = x.split()[1] if x.startswith("@") else x.split()[0]
+                op = ".".join(op.split(".")[:2])
+                ops[op] = ops.get(op, 0) + 1
+            top = ", ".join(f"{o} {c}" for o, c in sorted(ops.items(), key=lambda kv: -kv[1])[:8])
+            print(f"{name:38s} loop {n}: {len(body):5d} instructions a trip  [{top}]")
 
 
 if __name__ == "__main__":
