@@ -16,7 +16,7 @@ from typing import Optional
 import torch
 
 from ..._core import alloc
-from ..._core.backend import INTERPRET, tl, triton, use_triton
+from ..._core.backend import INTERPRET, capability, num_sms, tl, triton, use_triton
 from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
 from ..._core.launch import cdiv
 from ..._core.registry import register_op
@@ -40,45 +40,82 @@ class ScalingType(enum.Enum):
 
 
 @triton.jit
-def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
-               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
-               BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
-               A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
+def _tile_mm(a, b, NATIVE: tl.constexpr, DOT_F32: tl.constexpr):
+    """One K tile's product in float32: fp8 tensor cores, or the decoded operands as bfloat16
+    (exact: every fp8 value fits) or float32 (the interpreter, whose bf16 tl.dot is broken)."""
+    if NATIVE:
+        return tl.dot(a, b)
+    elif DOT_F32:
+        return tl.dot(a, b, input_precision="ieee")
+    else:
+        return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16))
+
+
+@triton.jit
+def _mm_tile(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, tile, M, N, K,
+             sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
+             BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
+             A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """One (BLOCK_M, BLOCK_N) output tile. TMA: ``a_ptr`` / ``b_ptr`` are tensor descriptors of
+    a (M, K) and of b's transpose (N, K), both K-contiguous (the hardware copies the tiles and
+    zero-fills past the edges); else masked pointer loads of any strides."""
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = _tile_order(pid, grid_m, grid_n, GROUP_M)
+    pid_m, pid_n = _tile_order(tile, grid_m, grid_n, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     mmask = offs_m < M
     nmask = offs_n < N
-    a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * sam + offs_k[None, :] * sak
-    b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn
+    a_ptrs = a_ptr
+    b_ptrs = b_ptr
+    if not TMA:
+        a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * sam + offs_k[None, :] * sak
+        b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        kmask = (k0 + offs_k) < K
-        amask = mmask[:, None] & kmask[None, :]
-        bmask = kmask[:, None] & nmask[None, :]
-        if NATIVE:
-            d = tl.dot(tl.load(a_ptrs, mask=amask, other=0.0), tl.load(b_ptrs, mask=bmask, other=0.0))
+        if TMA:
+            a = a_ptr.load([pid_m * BLOCK_M, k0])
+            b = b_ptr.load([pid_n * BLOCK_N, k0]).T
         else:
-            a = _decode(tl.load(a_ptrs, mask=amask, other=0), A_E5M2)
-            b = _decode(tl.load(b_ptrs, mask=bmask, other=0), B_E5M2)
-            if DOT_F32:
-                d = tl.dot(a, b, input_precision="ieee")
-            else:
-                d = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16))  # exact: fp8 values fit bf16
+            kmask = (k0 + offs_k) < K
+            a = tl.load(a_ptrs, mask=mmask[:, None] & kmask[None, :], other=0)
+            b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0)
+            a_ptrs += BLOCK_K * sak
+            b_ptrs += BLOCK_K * sbk
+        if not NATIVE:
+            a = _decode(a, A_E5M2)
+            b = _decode(b, B_E5M2)
         if BLOCKWISE:
             sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
-            acc += d * sa[:, None] * sb[None, :]
+            acc += _tile_mm(a, b, NATIVE, DOT_F32) * sa[:, None] * sb[None, :]
+        elif NATIVE:
+            acc = tl.dot(a, b, acc)
         else:
-            acc += d
-        a_ptrs += BLOCK_K * sak
-        b_ptrs += BLOCK_K * sbk
+            acc += _tile_mm(a, b, NATIVE, DOT_F32)
     _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
               not BLOCKWISE, not BLOCKWISE, HAS_BIAS)
+
+
+@triton.jit
+def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
+               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
+               BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
+               A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
+               PERSISTENT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # PERSISTENT: a program per SM (or fewer) walks the tiles pid, pid + programs, ...
+    if PERSISTENT:
+        tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        for tile in range(tl.program_id(0), tiles, tl.num_programs(0)):
+            _mm_tile(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, tile, M, N, K, sam, sak, sbk, sbn,
+                     ssa_m, ssa_k, ssb_k, ssb_n, som, son, BLOCKWISE, HAS_BIAS, NATIVE, A_E5M2, B_E5M2,
+                     DOT_F32, TMA, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+    else:
+        _mm_tile(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, tl.program_id(0), M, N, K, sam, sak, sbk, sbn,
+                 ssa_m, ssa_k, ssb_k, ssb_n, som, son, BLOCKWISE, HAS_BIAS, NATIVE, A_E5M2, B_E5M2,
+                 DOT_F32, TMA, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
 
 
 #: Tuning knobs (the interpreter uses small blocks so that tests cross block edges and tails).
@@ -90,6 +127,21 @@ MM_BLOCKS = (32, 32, 32) if INTERPRET else (128, 128, 64)  # M, N, K
 
 MM_BLOCKS_NATIVE = (128, 128, 128)
 MM_WARPS_STAGES = (8, 3)  # num_warps, num_stages of the compiled tiled kernel
+#: Tensor descriptors (TMA copies on NVIDIA capability 9.0+; the interpreter emulates them)
+#: when both operands are K-contiguous and 16-byte aligned; persistent programs per SM (0: a
+#: program per tile).
+MM_TMA = True
+MM_PERSISTENT = 0
+
+
+def _tma_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """a (M, K) and b (K, N) both K-contiguous with 16-byte aligned rows and bases, on a GPU
+    with TMA (or in the interpreter)."""
+    if not MM_TMA or not (INTERPRET or (a.device.type == "cuda" and torch.version.hip is None
+                                        and capability(a.device.index or 0) >= (9, 0))):
+        return False
+    return (a.stride(1) == 1 and b.stride(0) == 1 and a.stride(0) % 16 == 0 and b.stride(1) % 16 == 0
+            and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
 
 
 def _scale_strides(s: torch.Tensor, blockwise: bool, is_a: bool):
@@ -130,9 +182,16 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
             plan=plan, sa=sa, sb=sb, sa_strides=(ssa_m, ssa_k),
             sb_strides=(ssb_n, ssb_k), blockwise=blockwise, bias=bias)
     bm, bn, bk = MM_BLOCKS_NATIVE if native else MM_BLOCKS
-    grid = (cdiv(M, bm) * cdiv(N, bn),)
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    grid = (min(tiles, MM_PERSISTENT * num_sms(a.device)) if MM_PERSISTENT else tiles,)
+    tma = _tma_ok(a_k, b_k)
+    if tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        a_k = TensorDescriptor(a_k, [M, K], [a_k.stride(0), 1], [bm, bk])
+        b_k = TensorDescriptor(b_k.t(), [N, K], [b_k.stride(1), 1], [bn, bk])
     _mm_kernel[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
-                     DOT_F32=INTERPRET, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                     DOT_F32=INTERPRET, TMA=tma, PERSISTENT=MM_PERSISTENT > 0,
+                     BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                      num_warps=4 if INTERPRET else MM_WARPS_STAGES[0],
                      num_stages=1 if INTERPRET else MM_WARPS_STAGES[1], **flags)
     return out

@@ -1,0 +1,87 @@
+"""GPU sweep of the tiled scaled_mm kernel (M > 16): tensor descriptors (TMA) or masked
+pointer loads, a program per tile or persistent programs, blocks / warps / stages, each
+checked against the float64 product and timed against torch._scaled_mm in the same run
+(triton.testing.do_bench, median). Tensorwise and rowwise.
+
+    PYTHONPATH=src python3 scripts/tune_scaled_mm.py [--quick]
+"""
+import importlib
+import json
+import os
+import sys
+
+import torch
+from triton.testing import do_bench
+
+from fastpath.ops.fp8 import ScalingType, quantize_fp8, scaled_mm
+
+MM = importlib.import_module("fastpath.ops.fp8.scaled_mm")
+
+#: (tma, persistent programs per SM, (BM, BN, BK), (warps, stages))
+CONFIGS = [
+    (False, 0, (128, 128, 128), (8, 3)),  # the default before tensor descriptors
+    (True, 0, (128, 128, 128), (8, 3)),
+    (True, 0, (128, 128, 128), (8, 4)),
+    (True, 0, (128, 128, 128), (4, 4)),
+    (True, 0, (128, 256, 128), (8, 3)),
+    (True, 0, (128, 256, 128), (8, 4)),
+    (True, 0, (256, 128, 128), (8, 3)),
+    (True, 0, (128, 256, 64), (8, 4)),
+    (True, 0, (128, 256, 64), (8, 5)),
+    (True, 1, (128, 128, 128), (8, 3)),
+    (True, 1, (128, 256, 128), (8, 3)),
+    (True, 1, (128, 256, 128), (8, 4)),
+    (True, 2, (128, 128, 128), (8, 3)),
+    (True, 1, (128, 256, 64), (8, 4)),
+]
+SHAPES = [(4096, 4096, 4096), (4096, 14336, 4096), (8192, 8192, 8192)]
+
+
+def operands(m, k, n, recipe):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a, sa = quantize_fp8(torch.randn(m, k, device="cuda", generator=g), recipe)
+    w, sw = quantize_fp8(torch.randn(n, k, device="cuda", generator=g), recipe)
+    if recipe == "rowwise":
+        return a, w.t(), sa.reshape(-1, 1), sw.reshape(1, -1)
+    return a, w.t(), sa, sw
+
+
+def rel_err(out, a, b, sa, sb):
+    ref = (a.double() * sa.double()) @ (b.double() * sb.double())
+    return ((out.double() - ref).norm() / ref.norm()).item()
+
+
+def main():
+    quick = "--quick" in sys.argv
+    out = os.environ.get("OUT", ".")
+    kinds = {"tensorwise": ScalingType.TensorWise, "rowwise": ScalingType.RowWise}
+    rows = []
+    for (m, n, k) in SHAPES[:1] if quick else SHAPES:
+        fl = 2 * m * n * k
+        for recipe, kind in kinds.items():
+            a, b, sa, sb = operands(m, k, n, recipe)
+            t_torch = do_bench(lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
+                               return_mode="median")
+            print(f"{m}x{n}x{k} {recipe}: torch {fl / t_torch / 1e9:6.0f} TFLOP/s", flush=True)
+            for tma, pers, blocks, ws in CONFIGS:
+                MM.MM_TMA, MM.MM_PERSISTENT, MM.MM_BLOCKS_NATIVE, MM.MM_WARPS_STAGES = tma, pers, blocks, ws
+                fn = (lambda: scaled_mm(a, b, sa, kind, sb, kind, output_dtype=torch.bfloat16))
+                rec = dict(shape=[m, n, k], recipe=recipe, tma=tma, persistent=pers, blocks=blocks, ws=ws,
+                           torch_tflops=fl / t_torch / 1e9)
+                try:
+                    err = rel_err(fn(), a, b, sa, sb)
+                    t = do_bench(fn, return_mode="median")
+                    rec.update(tflops=fl / t / 1e9, ratio=t_torch / t, err=err)
+                    print(f"  tma={tma:d} pers={pers} {blocks} {ws}: {fl / t / 1e9:6.0f} TFLOP/s "
+                          f"x{t_torch / t:4.2f} err {err:.1e}", flush=True)
+                except Exception as exc:  # noqa: BLE001
+                    rec.update(error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                    print(f"  tma={tma:d} pers={pers} {blocks} {ws}: FAILED {rec['error']}", flush=True)
+                rows.append(rec)
+    with open(os.path.join(out, "tune_scaled_mm.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
