@@ -151,6 +151,38 @@ def test_launcher_reuses_a_compiled_kernel_only_for_the_same_specialisation(monk
     assert fake.compiles == 9
 
 
+class _FakeCompiled(_FakeKernel):
+    """A compiled kernel as Triton 3.x's CompiledKernel exposes it: ``run`` takes the grid, the
+    stream, the function, its packed metadata, the launch metadata and hooks, then the args."""
+    function, packed_metadata = "fn-handle", ("packed",)
+
+    def run(self, *a):
+        self.log.append(("direct",) + a)
+
+
+class _FakeCompilingJit(_FakeJit):
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            self.compiles += 1
+            self.log.append(("slow", grid, args, kwargs))
+            return _FakeCompiled(self.log)
+        return run
+
+
+def test_launcher_relaunch_calls_the_compiled_kernels_run_directly(monkeypatch):
+    """Where the compiled kernel has Triton's ``run``, a relaunch calls it with the full grid,
+    the stream, the kernel's function and packed metadata, no launch metadata or hooks, and
+    every parameter in order."""
+    launch = _fast_launch(monkeypatch)
+    fake = _FakeCompilingJit()
+    fast = launch.Launcher(fake)
+    x = torch.zeros(64)
+    fast[(3,)](x, 32, 0.5, BLOCK=16)
+    fast[(5, 2)](x, 48, 0.25, BLOCK=16)
+    assert fake.compiles == 1
+    assert fake.log[-1] == ("direct", 5, 2, 1, 1234, "fn-handle", ("packed",), None, None, None, x, 48, 0.25, 16)
+
+
 class _FakeDefaultsJit(_FakeJit):
     params = [_FakeParam("x_ptr"), _FakeParam("n"), _FakeParam("eps", 0.0, True), _FakeParam("BLOCK"),
               _FakeParam("MODE", 0, True)]

@@ -59,15 +59,19 @@ def workspace(device: torch.device, name: str, numel: int, dtype: torch.dtype, *
 def _spec(a):
     """What Triton specialises a compiled kernel on, or finer: dtype and 16-byte alignment
     of tensors; for integers equal-to-1, divisible-by-16 and 32-bit range; types otherwise."""
-    if isinstance(a, torch.Tensor):
-        return a.dtype, a.data_ptr() % 16 == 0
-    if isinstance(a, bool):
-        return bool, a
-    if isinstance(a, int):
-        return a == 1, a % 16 == 0, -2**31 <= a < 2**31
-    if isinstance(a, float):
-        return float
-    return a  # None, and constexpr values (hashable)
+    return _specs((a,))[0]
+
+
+_Tensor = torch.Tensor
+
+
+def _specs(args) -> tuple:
+    """:func:`_spec` of each argument, in one comprehension (a Python call per argument costs
+    more than the checks themselves on a slow host)."""
+    return tuple([(a == 1, not a & 15, -2147483648 <= a < 2147483648) if type(a) is int else
+                  (a.dtype, not a.data_ptr() & 15) if isinstance(a, _Tensor) else
+                  (bool, a) if type(a) is bool else float if type(a) is float else a
+                  for a in args])
 
 
 class Launcher:
@@ -110,26 +114,43 @@ class Launcher:
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
             return self.fn[grid](*args, **kwargs)
         try:
-            key = (dev, tuple(map(_spec, args)),
+            key = (dev, _specs(args), tuple(kwargs.items()) if self.runtime.isdisjoint(kwargs) else
                    tuple((n, _spec(v) if n in self.runtime else v) for n, v in kwargs.items()))
         except RuntimeError:  # tensors without storage (fake tensors while tracing): no cache
             return self.fn[grid](*args, **kwargs)
-        kernel = self.kernels.get(key)
-        if kernel is None:
+        entry = self.kernels.get(key)
+        if entry is None:
             kernel = self.fn[grid](*args, **kwargs)
-            self.kernels[key] = kernel
+            # Triton's CompiledKernel.__getitem__ (3.x) calls run(...) as below; where a
+            # kernel lacks those attributes, later calls go through kernel[grid] instead
+            direct = all(hasattr(kernel, a) for a in ("run", "function", "packed_metadata"))
+            self.kernels[key] = (kernel, kernel.run if direct else None)
             return kernel
-        full = list(args) + [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
+        kernel, run = entry
+        n = len(args)
+        if n < len(self.names):
+            args = args + tuple([kwargs[k] if k in kwargs else self.defaults[k] for k in self.names[n:]])
         g = tuple(grid) + (1,) * (3 - len(grid))
-        kernel[g](*full, stream=_raw_stream(dev))
+        if run is None:
+            kernel[g](*args, stream=_raw_stream(dev))
+        else:
+            run(g[0], g[1], g[2], _raw_stream(dev), kernel.function, kernel.packed_metadata, None, None, None, *args)
         return kernel
+
+
+_knobs = None
 
 
 def _hooks_set() -> bool:
     """A profiler or tool hooked Triton's launches: let Triton launch, so that they run."""
-    try:
-        from triton import knobs
-        hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
-    except (ImportError, AttributeError):
+    global _knobs
+    if _knobs is None:
+        try:
+            from triton import knobs
+            _knobs = knobs.runtime
+        except (ImportError, AttributeError):
+            _knobs = False
+    if _knobs is False:
         return False
+    hooks = (_knobs.launch_enter_hook, _knobs.launch_exit_hook)
     return any(h is not None and getattr(h, "calls", True) for h in hooks)  # HookChain: empty = unset
