@@ -73,10 +73,15 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("tma", [True, False])
 @pytest.mark.parametrize("dtype,D,causal,Lq,Lk,Hq,Hkv,bshd", CASES)
-def test_against_float64(dtype, D, causal, Lq, Lk, Hq, Hkv, bshd, device, monkeypatch):
+def test_against_float64(dtype, D, causal, Lq, Lk, Hq, Hkv, bshd, tma, device, monkeypatch):
+    """Keys and values through tensor descriptors or masked pointer loads."""
     monkeypatch.setattr(AP, "reference_prefill_attention", None)  # the kernel, not the fallback
+    monkeypatch.setattr(AP, "USE_TMA", tma)
     q, k, v = make(2 if Lq < 300 else 1, Hq, Hkv, Lq, Lk, D, dtype, device, bshd)
+    if device.type == "cpu" or AP.capability(device.index or 0) >= (9, 0):
+        assert AP._tma_ok(k, v) == tma
     out = check(q, k, v, causal=causal)
     if bshd:  # the output keeps q's (B, L, H, D) layout
         assert out.transpose(1, 2).is_contiguous()
@@ -109,6 +114,9 @@ def test_kv_len(causal, device):
                                           attn_mask=mask[:, None, None, :] & (torch.ones(67, 100).tril().bool()
                                                                               if causal else True))
     assert_close(out, want, tol=1e-3)
+    for b, n in enumerate(kv_len.tolist()):  # NaN past kv_len (a static cache's unused rows) changes nothing
+        k[b, :, n:], v[b, :, n:] = float("nan"), float("nan")
+    assert torch.equal(prefill_attention(q, k, v, causal=causal, scale=64 ** -0.5, kv_len=kv_len), out)
 
 
 @pytest.mark.parametrize("window,Lq,Lk", [(1, 67, 67), (2, 67, 67), (18, 100, 100), (33, 100, 40)])

@@ -58,7 +58,8 @@ def workspace(device: torch.device, name: str, numel: int, dtype: torch.dtype, *
 
 def _spec(a):
     """What Triton specialises a compiled kernel on, or finer: dtype and 16-byte alignment
-    of tensors; for integers equal-to-1, divisible-by-16 and 32-bit range; types otherwise."""
+    of tensors; for integers equal-to-1, divisible-by-16 and 32-bit range; dtype, block shape
+    and padding of tensor descriptors; types otherwise."""
     return _specs((a,))[0]
 
 
@@ -70,7 +71,8 @@ def _specs(args) -> tuple:
     more than the checks themselves on a slow host)."""
     return tuple([(a == 1, not a & 15, -2147483648 <= a < 2147483648) if type(a) is int else
                   (a.dtype, not a.data_ptr() & 15) if isinstance(a, _Tensor) else
-                  (bool, a) if type(a) is bool else float if type(a) is float else a
+                  (bool, a) if type(a) is bool else float if type(a) is float else
+                  (a.base.dtype, tuple(a.block_shape), a.padding) if hasattr(a, "block_shape") else a
                   for a in args])
 
 

@@ -42,7 +42,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, tl, triton, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, capability, tl, triton, use_triton
 from .._core.errors import KERNEL_DTYPES
 from .._core.launch import Launcher, cdiv, next_pow2
 from .matvec import _mm
@@ -56,24 +56,30 @@ _LOG2E = 1.4426950408889634
 
 @triton.jit
 def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window, qk_scale,
-                 skn, skd, svn, svd, blk_lo, blk_hi,
+                 skn, skd, svn, svd, blk_lo, blk_hi, b32, hk32,
                  MASKED: tl.constexpr, CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
-                 PAD_D: tl.constexpr, DT: tl.constexpr, BLOCK_N: tl.constexpr):
+                 PAD_D: tl.constexpr, DT: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr):
     """Online-softmax update over key blocks ``blk_lo .. blk_hi - 1``. ``MASKED``: apply the
     full mask (boundary blocks); otherwise every key of these blocks is visible to every
-    query of the tile and loads are masked only on a padded head dimension (``PAD_D``)."""
+    query of the tile and loads are masked only on a padded head dimension (``PAD_D``).
+    ``TMA``: ``k_base`` / ``v_base`` are (B, Hkv, Lk, D) tensor descriptors (the copy engine
+    zero-fills past Lk and D); a boundary block's values past ``kv_end`` are zeroed in
+    registers (a static cache may hold anything there)."""
     for blk in range(blk_lo, blk_hi):
         offs_n = blk * BLOCK_N + tl.arange(0, BLOCK_N)
         nmask = offs_n < kv_end
-        offs_n64 = offs_n.to(tl.int64)
-        k_ptrs = k_base + offs_n64[None, :] * skn + offs_d[:, None] * skd
-        v_ptrs = v_base + offs_n64[:, None] * svn + offs_d[None, :] * svd
-        if MASKED:
-            kt = tl.load(k_ptrs, mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
-        elif PAD_D:
-            kt = tl.load(k_ptrs, mask=dmask[:, None], other=0.0).to(DT)
+        if TMA:
+            kt = k_base.load([b32, hk32, blk * BLOCK_N, 0]).reshape(BLOCK_N, offs_d.shape[0]).T.to(DT)
         else:
-            kt = tl.load(k_ptrs).to(DT)
+            offs_n64 = offs_n.to(tl.int64)
+            k_ptrs = k_base + offs_n64[None, :] * skn + offs_d[:, None] * skd
+            v_ptrs = v_base + offs_n64[:, None] * svn + offs_d[None, :] * svd
+            if MASKED:
+                kt = tl.load(k_ptrs, mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
+            elif PAD_D:
+                kt = tl.load(k_ptrs, mask=dmask[:, None], other=0.0).to(DT)
+            else:
+                kt = tl.load(k_ptrs).to(DT)
         s = _mm(q, kt, DT) * qk_scale  # log2 units
         if MASKED:
             vis = nmask[None, :]
@@ -88,7 +94,11 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
         p = tl.math.exp2(s - m_use[:, None])
         alpha = tl.math.exp2(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, 1)
-        if MASKED:
+        if TMA:
+            vt = v_base.load([b32, hk32, blk * BLOCK_N, 0]).reshape(BLOCK_N, offs_d.shape[0]).to(DT)
+            if MASKED:
+                vt = tl.where(nmask[:, None], vt, 0.0).to(DT)
+        elif MASKED:
             vt = tl.load(v_ptrs, mask=nmask[:, None] & dmask[None, :], other=0.0).to(DT)
         elif PAD_D:
             vt = tl.load(v_ptrs, mask=dmask[None, :], other=0.0).to(DT)
@@ -104,7 +114,7 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
                     sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som, sod,
                     HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr, PAD_D: tl.constexpr, CAUSAL: tl.constexpr,
                     HAS_KVLEN: tl.constexpr, HAS_WINDOW: tl.constexpr, DT: tl.constexpr,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr = False):
     # grid: (query tiles, Hq, B)
     if CAUSAL:  # the longest programs (last query tiles) first
         pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -121,8 +131,14 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
     dmask = offs_d < HEAD_D
     q_ptrs = q_ptr + b * sqb + h * sqh + offs_m.to(tl.int64)[:, None] * sqm + offs_d[None, :] * sqd
     q = tl.load(q_ptrs, mask=mmask[:, None] & dmask[None, :], other=0.0).to(DT)
-    k_base = k_ptr + b * skb + hk * skh
-    v_base = v_ptr + b * svb + hk * svh
+    if TMA:
+        k_base = k_ptr
+        v_base = v_ptr
+    else:
+        k_base = k_ptr + b * skb + hk * skh
+        v_base = v_ptr + b * svb + hk * svh
+    b32 = tl.program_id(2)
+    hk32 = tl.program_id(1) // group
 
     # Query row i sits at position i + q_off (a chunk after a cached prefix). Key blocks
     # [blk_lo, blk_hi) hold keys visible to some query of the tile; the blocks
@@ -152,14 +168,14 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
-                                 qk_scale, skn, skd, svn, svd, blk_lo, full_blk_lo,
-                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
+                                 qk_scale, skn, skd, svn, svd, blk_lo, full_blk_lo, b32, hk32,
+                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
-                                 qk_scale, skn, skd, svn, svd, full_blk_lo, full_blk_hi,
-                                 False, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
+                                 qk_scale, skn, skd, svn, svd, full_blk_lo, full_blk_hi, b32, hk32,
+                                 False, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
-                                 qk_scale, skn, skd, svn, svd, full_blk_hi, blk_hi,
-                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N)
+                                 qk_scale, skn, skd, svn, svd, full_blk_hi, blk_hi, b32, hk32,
+                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA)
     # Rows with no visible key: l = 0 and acc = 0, stored as zeros.
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     o_ptrs = o_ptr + b * sob + h * soh + offs_m.to(tl.int64)[:, None] * som + offs_d[None, :] * sod
@@ -175,6 +191,19 @@ _K = Launcher(_prefill_kernel)
 INTERPRET_BLOCKS = (16, 16)
 #: Tests set this to force (BLOCK_M, BLOCK_N) on any backend.
 BLOCKS_OVERRIDE: Optional[tuple] = None
+#: (BLOCK_M, BLOCK_N, num_warps, num_stages) of 16-bit inputs by padded head dimension.
+TUNED = {64: (128, 64, 4, 3), 128: (128, 64, 8, 3), 256: (64, 32, 8, 2)}
+#: Tensor descriptors for K and V (NVIDIA capability 9.0+, and the interpreter) where their
+#: layout allows: no empty dimension, D contiguous, every other stride non-zero and 16-byte aligned.
+USE_TMA = True
+
+
+def _tma_ok(k: torch.Tensor, v: torch.Tensor) -> bool:
+    if not USE_TMA or not (INTERPRET or (k.device.type == "cuda" and torch.version.hip is None
+                                         and capability(k.device.index or 0) >= (9, 0))):
+        return False
+    return all(t.numel() > 0 and t.stride(3) == 1 and t.data_ptr() % 16 == 0
+               and all(st > 0 and st * t.element_size() % 16 == 0 for st in t.stride()[:3]) for t in (k, v))
 
 
 def blocks(head_dim: int, dtype: torch.dtype) -> tuple:
@@ -182,13 +211,7 @@ def blocks(head_dim: int, dtype: torch.dtype) -> tuple:
     16-bit inputs: 128 x 64 tiles up to D = 128 (8 warps for D = 128), 64 x 32 (8 warps) for
     D = 256;
     float32 inputs take half the rows (twice the bytes per element)."""
-    bd = next_pow2(head_dim)
-    if bd <= 64:
-        bm, bn, warps, stages = 128, 64, 4, 3
-    elif bd <= 128:
-        bm, bn, warps, stages = 128, 64, 8, 3
-    else:
-        bm, bn, warps, stages = 64, 32, 8, 2
+    bm, bn, warps, stages = TUNED[min(max(next_pow2(head_dim), 64), 256)]
     if dtype == torch.float32:
         bm, stages = bm // 2, 2
     if INTERPRET:
@@ -243,11 +266,16 @@ def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
     # window >= Lq + Lk cannot exclude a key: pass a bounded int (no int32 overflow).
     win = min(window, Lq + Lk + q_offset) if window is not None else 0
     grid = (cdiv(Lq, bm), Hq, B)
-    _K[grid](q, k, v, out, kv_len if kv_len is not None else out, Lq, Lk, Hq // Hkv, win,
+    kd, vd = k, v
+    tma = _tma_ok(k, v)
+    if tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        kd, vd = (TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1, bn, next_pow2(D)]) for t in (k, v))
+    _K[grid](q, kd, vd, out, kv_len if kv_len is not None else out, Lq, Lk, Hq // Hkv, win,
              float(scale) * _LOG2E, kv_len.stride(0) if kv_len is not None else 0, int(q_offset),
              *q.stride(), *k.stride(), *v.stride(), *out.stride(),
              HEAD_D=D, BLOCK_D=next_pow2(D), PAD_D=next_pow2(D) != D, CAUSAL=bool(causal), HAS_KVLEN=kv_len is not None,
-             HAS_WINDOW=window is not None, DT=dt, BLOCK_M=bm, BLOCK_N=bn,
+             HAS_WINDOW=window is not None, DT=dt, BLOCK_M=bm, BLOCK_N=bn, TMA=tma,
              num_warps=warps, num_stages=stages)
     return out
 
