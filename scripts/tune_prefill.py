@@ -1,0 +1,61 @@
+"""GPU sweep of the flash prefill kernel: tensor descriptors or pointer loads for K and V,
+(BLOCK_M, BLOCK_N, warps, stages), causal and not, against F.scaled_dot_product_attention
+(PyTorch's flash kernel) in the same run; each config checked against it first.
+
+    PYTHONPATH=src python3 scripts/tune_prefill.py
+"""
+import importlib
+import json
+import os
+
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+AP = importlib.import_module("fastpath.ops.attention_prefill")
+
+CONFIGS = [(False, (128, 64, 8, 3)), (True, (128, 64, 8, 3)), (True, (128, 64, 8, 4)), (True, (128, 128, 8, 2)),
+           (True, (128, 128, 8, 3)), (True, (64, 64, 4, 3)), (True, (128, 64, 4, 3)), (True, (64, 128, 4, 3)),
+           (True, (128, 32, 4, 4))]
+CASES = [(1, 32, 8, 4096, 128, True), (1, 32, 8, 4096, 128, False), (4, 32, 8, 1024, 128, True),
+         (1, 16, 2, 4096, 256, True), (1, 32, 8, 4096, 64, True)]
+
+
+def main():
+    out = os.environ.get("OUT", ".")
+    rows = []
+    for B, Hq, Hkv, L, D, causal in CASES:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        q = torch.randn(B, Hq, L, D, device="cuda", generator=g).bfloat16()
+        k = torch.randn(B, Hkv, L, D, device="cuda", generator=g).bfloat16()
+        v = torch.randn(B, Hkv, L, D, device="cuda", generator=g).bfloat16()
+        want = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        t_torch = do_bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True),
+                           return_mode="median")
+        fl = 4 * B * Hq * L * L * D / (2 if causal else 1)
+        print(f"B{B} Hq{Hq} Hkv{Hkv} L{L} D{D} causal={causal}: torch {t_torch * 1e3:7.1f} us "
+              f"({fl / t_torch / 1e9:4.0f} TFLOP/s)", flush=True)
+        bd = min(max(D, 64), 256)
+        for tma, cfg in CONFIGS:
+            if D == 256 and cfg[0] * cfg[1] > 128 * 64:
+                continue
+            AP.USE_TMA, AP.TUNED[bd] = tma, cfg
+            fn = (lambda: AP.prefill_attention(q, k, v, causal=causal, scale=D ** -0.5))
+            rec = dict(case=[B, Hq, Hkv, L, D, causal], tma=tma, cfg=cfg, torch_us=t_torch * 1e3)
+            try:
+                err = ((fn().float() - want.float()).norm() / want.float().norm()).item()
+                t = do_bench(fn, return_mode="median")
+                rec.update(us=t * 1e3, ratio=t_torch / t, err=err)
+                print(f"  tma={tma:d} {cfg}: {t * 1e3:7.1f} us x{t_torch / t:4.2f} "
+                      f"({fl / t / 1e9:4.0f} TFLOP/s) err {err:.1e}", flush=True)
+            except Exception as exc:  # noqa: BLE001
+                rec.update(error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                print(f"  tma={tma:d} {cfg}: FAILED {rec['error']}", flush=True)
+            rows.append(rec)
+    with open(os.path.join(out, "tune_prefill.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
