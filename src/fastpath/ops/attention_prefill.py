@@ -191,8 +191,13 @@ _K = Launcher(_prefill_kernel)
 INTERPRET_BLOCKS = (16, 16)
 #: Tests set this to force (BLOCK_M, BLOCK_N) on any backend.
 BLOCKS_OVERRIDE: Optional[tuple] = None
-#: (BLOCK_M, BLOCK_N, num_warps, num_stages) of 16-bit inputs by padded head dimension.
-TUNED = {64: (128, 64, 4, 3), 128: (128, 64, 8, 3), 256: (64, 32, 8, 2)}
+#: (BLOCK_M, BLOCK_N, num_warps, num_stages) of 16-bit inputs by padded head dimension. H200,
+#: bf16, against torch's flash kernel in the same run (``scripts/tune_prefill.py``, commit
+#: f4ffd1d), with tensor descriptors: causal 32 x 4096^2 heads of 128 0.81x (128 x 64 tiles of
+#: 8 warps: 0.70x), not causal 0.77x, 4 x 1024 causal 0.82x, heads of 256 0.79x, of 64 0.90x.
+#: Small tiles of one warpgroup win: several programs per SM overlap one's softmax with
+#: another's matmuls. Pointer loads at the same tiles: 0.58-0.84x.
+TUNED = {64: (64, 128, 4, 3), 128: (64, 64, 4, 3), 256: (64, 64, 4, 3)}
 #: Tensor descriptors for K and V (NVIDIA capability 9.0+, and the interpreter) where their
 #: layout allows: no empty dimension, D contiguous, every other stride non-zero and 16-byte aligned.
 USE_TMA = True
@@ -207,13 +212,12 @@ def _tma_ok(k: torch.Tensor, v: torch.Tensor) -> bool:
 
 
 def blocks(head_dim: int, dtype: torch.dtype) -> tuple:
-    """``(BLOCK_M, BLOCK_N, num_warps, num_stages)`` for a padded head dimension and dtype.
-    16-bit inputs: 128 x 64 tiles up to D = 128 (8 warps for D = 128), 64 x 32 (8 warps) for
-    D = 256;
-    float32 inputs take half the rows (twice the bytes per element)."""
-    bm, bn, warps, stages = TUNED[min(max(next_pow2(head_dim), 64), 256)]
-    if dtype == torch.float32:
-        bm, stages = bm // 2, 2
+    """``(BLOCK_M, BLOCK_N, num_warps, num_stages)`` for a padded head dimension and dtype
+    (:data:`TUNED`); float32 inputs take half the rows (twice the bytes per element)."""
+    bd = min(max(next_pow2(head_dim), 64), 256)
+    bm, bn, warps, stages = TUNED[bd]
+    if dtype == torch.float32:  # (and at most 32 keys of 256 floats: two stages fit shared memory)
+        bm, bn, stages = bm // 2, bn if bd < 256 else min(bn, 32), 2
     if INTERPRET:
         bm, bn = INTERPRET_BLOCKS
         warps, stages = 4, 1
