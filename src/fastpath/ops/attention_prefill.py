@@ -58,13 +58,17 @@ _LOG2E = 1.4426950408889634
 def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window, qk_scale,
                  skn, skd, svn, svd, blk_lo, blk_hi, b32, hk32,
                  MASKED: tl.constexpr, CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
-                 PAD_D: tl.constexpr, DT: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr):
+                 PAD_D: tl.constexpr, DT: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr,
+                 SOFTMAX: tl.constexpr):
     """Online-softmax update over key blocks ``blk_lo .. blk_hi - 1``. ``MASKED``: apply the
     full mask (boundary blocks); otherwise every key of these blocks is visible to every
     query of the tile and loads are masked only on a padded head dimension (``PAD_D``).
     ``TMA``: ``k_base`` / ``v_base`` are (B, Hkv, Lk, D) tensor descriptors (the copy engine
     zero-fills past Lk and D); a boundary block's values past ``kv_end`` are zeroed in
-    registers (a static cache may hold anything there)."""
+    registers (a static cache may hold anything there). ``SOFTMAX``: 0 scores scaled then
+    exponentiated; 1 (``qk_scale > 0``) the scale folded into the exponent's multiply-add and
+    the row maximum; 2 as 1, and the accumulator rescaled only when a row's maximum grew by
+    more than 8 (log2 units): the probabilities behind a stale maximum stay below 2^8."""
     for blk in range(blk_lo, blk_hi):
         offs_n = blk * BLOCK_N + tl.arange(0, BLOCK_N)
         nmask = offs_n < kv_end
@@ -80,7 +84,9 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
                 kt = tl.load(k_ptrs, mask=dmask[:, None], other=0.0).to(DT)
             else:
                 kt = tl.load(k_ptrs).to(DT)
-        s = _mm(q, kt, DT) * qk_scale  # log2 units
+        s = _mm(q, kt, DT)
+        if SOFTMAX == 0:
+            s = s * qk_scale  # log2 units
         if MASKED:
             vis = nmask[None, :]
             if CAUSAL:
@@ -88,12 +94,33 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
             if HAS_WINDOW:
                 vis = vis & (offs_n[None, :] > offs_m[:, None] - window)
             s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        # A row with no visible key so far keeps m = -inf; subtract 0 instead (p = 0, alpha = 0).
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.math.exp2(s - m_use[:, None])
-        alpha = tl.math.exp2(m_i - m_use)
-        l_i = l_i * alpha + tl.sum(p, 1)
+        if SOFTMAX == 0:
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            # A row with no visible key so far keeps m = -inf; subtract 0 instead (p = 0, alpha = 0).
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.math.exp2(s - m_use[:, None])
+            alpha = tl.math.exp2(m_i - m_use)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None]
+            m_i = m_new
+        else:  # qk_scale > 0: the row maximum of the raw scores, scaled once per row
+            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+            if SOFTMAX == 2:  # rescale only when some row's maximum grew by more than 2^8
+                if tl.sum((m_new > m_i + 8.0).to(tl.int32), 0) > 0:
+                    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+                    alpha = tl.math.exp2(m_i - m_use)
+                    acc = acc * alpha[:, None]
+                    l_i = l_i * alpha
+                    m_i = m_new
+            else:
+                m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+                alpha = tl.math.exp2(m_i - m_use)
+                acc = acc * alpha[:, None]
+                l_i = l_i * alpha
+                m_i = m_new
+            # p = 2^(s * scale - m) in one multiply-add; <= 2^8 behind a stale maximum
+            p = tl.math.exp2(s * qk_scale - tl.where(m_i == float("-inf"), 0.0, m_i)[:, None])
+            l_i = l_i + tl.sum(p, 1)
         if TMA:
             vt = v_base.load([b32, hk32, blk * BLOCK_N, 0]).reshape(BLOCK_N, offs_d.shape[0]).to(DT)
             if MASKED:
@@ -104,8 +131,7 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
             vt = tl.load(v_ptrs, mask=dmask[None, :], other=0.0).to(DT)
         else:
             vt = tl.load(v_ptrs).to(DT)
-        acc = acc * alpha[:, None] + _mm(p, vt, DT)
-        m_i = m_new
+        acc = acc + _mm(p, vt, DT)
     return acc, m_i, l_i
 
 
@@ -114,7 +140,8 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
                     sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd, sob, soh, som, sod,
                     HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr, PAD_D: tl.constexpr, CAUSAL: tl.constexpr,
                     HAS_KVLEN: tl.constexpr, HAS_WINDOW: tl.constexpr, DT: tl.constexpr,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr = False):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr = False,
+                    SOFTMAX: tl.constexpr = 0):
     # grid: (query tiles, Hq, B)
     if CAUSAL:  # the longest programs (last query tiles) first
         pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -169,13 +196,13 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, blk_lo, full_blk_lo, b32, hk32,
-                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA)
+                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, full_blk_lo, full_blk_hi, b32, hk32,
-                                 False, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA)
+                                 False, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, full_blk_hi, blk_hi, b32, hk32,
-                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA)
+                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX)
     # Rows with no visible key: l = 0 and acc = 0, stored as zeros.
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     o_ptrs = o_ptr + b * sob + h * soh + offs_m.to(tl.int64)[:, None] * som + offs_d[None, :] * sod
@@ -201,6 +228,8 @@ TUNED = {64: (64, 128, 4, 3), 128: (64, 64, 4, 3), 256: (64, 64, 4, 3)}
 #: Tensor descriptors for K and V (NVIDIA capability 9.0+, and the interpreter) where their
 #: layout allows: no empty dimension, D contiguous, every other stride non-zero and 16-byte aligned.
 USE_TMA = True
+#: The kernel's ``SOFTMAX`` variant where ``scale > 0`` (0 elsewhere): see :func:`_attn_blocks`.
+SOFTMAX_MODE = 0
 
 
 def _tma_ok(k: torch.Tensor, v: torch.Tensor) -> bool:
@@ -280,6 +309,7 @@ def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
              *q.stride(), *k.stride(), *v.stride(), *out.stride(),
              HEAD_D=D, BLOCK_D=next_pow2(D), PAD_D=next_pow2(D) != D, CAUSAL=bool(causal), HAS_KVLEN=kv_len is not None,
              HAS_WINDOW=window is not None, DT=dt, BLOCK_M=bm, BLOCK_N=bn, TMA=tma,
+             SOFTMAX=SOFTMAX_MODE if scale > 0 else 0,
              num_warps=warps, num_stages=stages)
     return out
 
