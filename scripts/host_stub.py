@@ -1,0 +1,71 @@
+"""Host (Python) time of one eager ``fastpath.linear`` without a GPU: the launch module is made
+to believe it runs on CUDA device 0 and every cached kernel is a no-op stub, so the figure is
+fastpath's own Python path (checks, plan, argument lists, the Launcher) without Triton's
+driver call. Runs on any machine; compare before and after a host-side change.
+
+    PYTHONPATH=src python scripts/host_stub.py [--profile]
+"""
+import cProfile
+import pstats
+import sys
+import time
+
+import torch
+
+import fastpath
+from fastpath._core import launch as L
+from fastpath.ops import linear as LIN
+from fastpath.ops import matvec
+
+
+class Stub:
+    """A compiled kernel whose run() counts calls."""
+    function, packed_metadata = 0, 0
+
+    def __init__(self):
+        self.calls = 0
+
+    def run(self, *args):
+        self.calls += 1
+
+
+class StubCache(dict):
+    def __init__(self, stub):
+        super().__init__()
+        self.stub = stub
+
+    def get(self, key, default=None):
+        return (self.stub, self.stub.run)
+
+
+def main():
+    stub = Stub()
+    L.INTERPRET = False
+    L._raw_stream = lambda index: 0
+    L._hooks_set = lambda: False
+    L.pdl_on = lambda index: True
+    torch.cuda.current_device = lambda: 0
+    matvec.num_sms = lambda device: 132
+    LIN.use_triton = lambda t: True
+    matvec._MV.kernels = StubCache(stub)
+    x = torch.randn(1, 4096).bfloat16()
+    w = torch.randn(4096, 4096).bfloat16()
+    n = 20000
+    for _ in range(200):
+        fastpath.linear(x, w)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fastpath.linear(x, w)
+    print(f"fastpath.linear 1x4096x4096, Python path: {(time.perf_counter() - t0) / n * 1e6:.2f} us a call "
+          f"({stub.calls} stub launches)")
+    if "--profile" in sys.argv:
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(5000):
+            fastpath.linear(x, w)
+        pr.disable()
+        pstats.Stats(pr).sort_stats("tottime").print_stats(20)
+
+
+if __name__ == "__main__":
+    main()
