@@ -1,7 +1,8 @@
-"""Host (Python) time of one eager ``fastpath.linear`` without a GPU: the launch module is made
-to believe it runs on CUDA device 0 and every cached kernel is a no-op stub, so the figure is
-fastpath's own Python path (checks, plan, argument lists, the Launcher) without Triton's
-driver call. Runs on any machine; compare before and after a host-side change.
+"""Host (Python) time of one eager ``fastpath.linear`` and one decode-shaped
+``fastpath.scaled_dot_product_attention`` without a GPU: the launch module is made to believe
+it runs on CUDA device 0 and every cached kernel is a no-op stub, so the figure is fastpath's
+own Python path (checks, shapes, plans, argument lists, the Launcher) without Triton's driver
+call. Runs on any machine; compare before and after a host-side change.
 
     PYTHONPATH=src python scripts/host_stub.py [--profile]
 """
@@ -14,6 +15,7 @@ import torch
 
 import fastpath
 from fastpath._core import launch as L
+from fastpath.ops import attention as ATT
 from fastpath.ops import linear as LIN
 from fastpath.ops import matvec
 
@@ -47,24 +49,34 @@ def main():
     torch.cuda.current_device = lambda: 0
     matvec.num_sms = lambda device: 132
     LIN.use_triton = lambda t: True
-    matvec._MV.kernels = StubCache(stub)
+    ATT.use_triton = lambda t: True
+    ATT.num_sms = lambda device: 132
+    for launcher in (matvec._MV, ATT._DECODE, ATT._COMBINE):
+        launcher.kernels = StubCache(stub)
     x = torch.randn(1, 4096).bfloat16()
     w = torch.randn(4096, 4096).bfloat16()
-    n = 20000
-    for _ in range(200):
-        fastpath.linear(x, w)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fastpath.linear(x, w)
-    print(f"fastpath.linear 1x4096x4096, Python path: {(time.perf_counter() - t0) / n * 1e6:.2f} us a call "
-          f"({stub.calls} stub launches)")
-    if "--profile" in sys.argv:
-        pr = cProfile.Profile()
-        pr.enable()
-        for _ in range(5000):
-            fastpath.linear(x, w)
-        pr.disable()
-        pstats.Stats(pr).sort_stats("tottime").print_stats(20)
+    q = torch.randn(1, 32, 1, 128).bfloat16()
+    k = torch.randn(1, 8, 1024, 128).bfloat16()
+    v = torch.randn(1, 8, 1024, 128).bfloat16()
+    cases = {"fastpath.linear 1x4096x4096": lambda: fastpath.linear(x, w),
+             "fastpath.scaled_dot_product_attention decode 1K": (
+                 lambda: fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True))}
+    n = 5000
+    for name, fn in cases.items():
+        for _ in range(200):
+            fn()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        print(f"{name}, Python path: {(time.perf_counter() - t0) / n * 1e6:.2f} us a call")
+        if "--profile" in sys.argv:
+            pr = cProfile.Profile()
+            pr.enable()
+            for _ in range(2000):
+                fn()
+            pr.disable()
+            pstats.Stats(pr).sort_stats("tottime").print_stats(20)
+    print(f"({stub.calls} stub launches)")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ Paths (chosen on shapes and flags only, never on data):
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional
 
@@ -299,8 +300,7 @@ class _Shapes:
     ``qh, kh, vh``: head counts as given (1 broadcasts); ``hkv``: KV heads of the kernel
     (each of kh, vh is 1 or hkv, else None: reference path); ``group``: heads / hkv."""
 
-    def __init__(self, query, key, value, attn_mask, enable_gqa: bool):
-        qs, ks, vs = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    def __init__(self, qs: tuple, ks: tuple, vs: tuple, ms: Optional[tuple], enable_gqa: bool):
         self.lq, self.lk, self.d, self.dv = qs[-2], ks[-2], qs[-1], vs[-1]
         if ks[-1] != self.d:
             raise ValueError(f"key: expected head dim {self.d} like query (..., L, {self.d}), got shape {ks}")
@@ -312,7 +312,7 @@ class _Shapes:
         qh, kh, vh = (s[-3] if len(s) >= 3 else 1 for s in (qs, ks, vs))
         pre = [s[:-3] for s in (qs, ks, vs)]
         try:
-            self.prefix = tuple(torch.broadcast_shapes(*pre))
+            self.prefix = _broadcast(*pre)
         except RuntimeError:
             raise ValueError(f"key/value: batch dimensions {pre[1]} / {pre[2]} do not broadcast with "
                              f"query's {pre[0]}") from None
@@ -334,18 +334,24 @@ class _Shapes:
         self.group = heads // self.hkv if self.hkv else None
         self.ndim = max(len(qs), len(ks), len(vs))
         self.batch = self.prefix + ((heads,) if self.ndim >= 3 else ())
-        if attn_mask is not None:
+        if ms is not None:
             scores = self.batch + (self.lq, self.lk)
-            ms = tuple(attn_mask.shape)
-            ok = attn_mask.dim() >= 2
+            ok = len(ms) >= 2
             if ok:
                 try:
-                    ok = tuple(torch.broadcast_shapes(ms, scores)) == scores
+                    ok = _broadcast(ms, scores) == scores
                 except RuntimeError:
                     ok = False
             if not ok:
                 raise ValueError(f"attn_mask: expected a shape that broadcasts to the scores' {scores} "
                                  f"(..., L, S), got {ms}")
+
+    @staticmethod
+    @functools.lru_cache(maxsize=256)
+    def of(qs: tuple, ks: tuple, vs: tuple, ms: Optional[tuple], enable_gqa: bool) -> "_Shapes":
+        """The (cached) shapes of these operands: the same shapes give the same object,
+        without redoing the checks on every decode step."""
+        return _Shapes(qs, ks, vs, ms, enable_gqa)
 
     @property
     def out_shape(self) -> tuple:
@@ -354,6 +360,31 @@ class _Shapes:
     @property
     def nbatch(self) -> int:
         return math.prod(self.prefix)
+
+
+def _shapes(query, key, value, attn_mask, enable_gqa: bool) -> _Shapes:
+    args = (tuple(query.shape), tuple(key.shape), tuple(value.shape),
+            None if attn_mask is None else tuple(attn_mask.shape), bool(enable_gqa))
+    try:
+        return _Shapes.of(*args)
+    except TypeError:  # symbolic sizes while torch.compile traces: not hashable, not cached
+        return _Shapes(*args)
+
+
+def _broadcast(*shapes: tuple) -> tuple:
+    """``torch.broadcast_shapes`` for tuples of ints (which goes through torch._refs, tens of
+    microseconds); RuntimeError where they do not broadcast."""
+    first = shapes[0]
+    if all(sh == first for sh in shapes):
+        return tuple(first)
+    out = [1] * max(len(sh) for sh in shapes)
+    for sh in shapes:
+        for i, d in enumerate(sh, start=len(out) - len(sh)):
+            if d != 1:
+                if out[i] not in (1, d):
+                    raise RuntimeError(f"shapes {shapes} do not broadcast")
+                out[i] = d
+    return tuple(out)
 
 
 def _as4(t: torch.Tensor, s: _Shapes, heads: int) -> torch.Tensor:
@@ -392,7 +423,7 @@ def reference_scaled_dot_product_attention(query, key, value, attn_mask=None, dr
     The path on devices Triton does not serve, for dropout and for what the kernels do not
     cover; also an oracle in tests. GQA expands key and value with ``repeat_interleave``.
     Rows that attend to nothing give zeros, as PyTorch's own SDPA."""
-    s = _Shapes(query, key, value, attn_mask, enable_gqa)
+    s = _shapes(query, key, value, attn_mask, enable_gqa)
     ct = torch.float64 if query.dtype == torch.float64 else torch.float32
     q, k, v = query.to(ct), key.to(ct), value.to(ct)
     if enable_gqa and not (s.qh == s.kh == s.vh):
@@ -422,14 +453,14 @@ def reference_scaled_dot_product_attention(query, key, value, attn_mask=None, dr
 # ---------------------------------------------------------------------------- op
 
 def _fake(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, kv_len, window):
-    return query.new_empty(_Shapes(query, key, value, attn_mask, enable_gqa).out_shape)
+    return query.new_empty(_shapes(query, key, value, attn_mask, enable_gqa).out_shape)
 
 
 @register_op("scaled_dot_product_attention", fake=_fake)
 def _sdpa_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor],
              dropout_p: float, is_causal: bool, scale: Optional[float], enable_gqa: bool,
              kv_len: Optional[torch.Tensor], window: Optional[int]) -> torch.Tensor:
-    s = _Shapes(query, key, value, attn_mask, enable_gqa)
+    s = _shapes(query, key, value, attn_mask, enable_gqa)
     scale = 1.0 / math.sqrt(s.d) if scale is None else float(scale)
     ref = (dropout_p > 0 or not use_triton(query) or query.dtype not in KERNEL_DTYPES or s.hkv is None
            or max(s.d, s.dv) > MAX_HEAD_DIM or (attn_mask is not None and attn_mask.dtype not in (
@@ -563,7 +594,7 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     torch.Size([1, 32, 1, 128])
     """
     _checked(query, key, value, attn_mask, dropout_p, is_causal, scale, kv_len, window)
-    s = _Shapes(query, key, value, attn_mask, enable_gqa)
+    s = _shapes(query, key, value, attn_mask, enable_gqa)
     if kv_len is not None and tuple(kv_len.shape) != (s.nbatch,):
         raise ValueError(f"kv_len: expected shape ({s.nbatch},) (one length per batch entry {s.prefix}), "
                          f"got {tuple(kv_len.shape)}")
