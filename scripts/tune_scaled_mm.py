@@ -13,7 +13,9 @@ import sys
 import torch
 from triton.testing import do_bench
 
-from fastpath.ops.fp8 import ScalingType, quantize_fp8, scaled_mm
+from fastpath.ops.fp8 import ScalingType, scaled_mm
+
+from fp8_probe import operands, rel_err  # (this directory: scripts run as files)
 
 MM = importlib.import_module("fastpath.ops.fp8.scaled_mm")
 
@@ -37,20 +39,6 @@ CONFIGS = [
 SHAPES = [(4096, 4096, 4096), (4096, 14336, 4096), (8192, 8192, 8192)]
 
 
-def operands(m, k, n, recipe):
-    g = torch.Generator(device="cuda").manual_seed(0)
-    a, sa = quantize_fp8(torch.randn(m, k, device="cuda", generator=g), recipe)
-    w, sw = quantize_fp8(torch.randn(n, k, device="cuda", generator=g), recipe)
-    if recipe == "rowwise":
-        return a, w.t(), sa.reshape(-1, 1), sw.reshape(1, -1)
-    return a, w.t(), sa, sw
-
-
-def rel_err(out, a, b, sa, sb):
-    ref = (a.double() * sa.double()) @ (b.double() * sb.double())
-    return ((out.double() - ref).norm() / ref.norm()).item()
-
-
 def main():
     quick = "--quick" in sys.argv
     out = os.environ.get("OUT", ".")
@@ -59,7 +47,7 @@ def main():
     for (m, n, k) in SHAPES[:1] if quick else SHAPES:
         fl = 2 * m * n * k
         for recipe, kind in kinds.items():
-            a, b, sa, sb = operands(m, k, n, recipe)
+            a, b, sa, sb = operands(m, k, n, recipe, 0)
             t_torch = do_bench(lambda: torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
                                return_mode="median")
             print(f"{m}x{n}x{k} {recipe}: torch {fl / t_torch / 1e9:6.0f} TFLOP/s", flush=True)
