@@ -178,6 +178,23 @@ def test_kv_len(dtype, device):
     assert_close(out, ref64(q, k, v, gqa=True, kv_len=lens))
     assert torch.equal(out[0].cpu().float(), torch.zeros(4, 2, 64))
     assert_close(out[2:3], ref64(q[2:3], k[2:3, :, :37], v[2:3, :, :37], gqa=True))
+    for b, n in enumerate(lens.tolist()):  # NaN past kv_len (a static cache's unused rows) changes nothing
+        k[b, :, n:], v[b, :, n:] = float("nan"), float("nan")
+    assert torch.equal(sdpa(q, k, v, enable_gqa=True, kv_len=lens), out)
+
+
+@pytest.mark.parametrize("tma", [True, False])
+def test_decode_load_paths(tma, device, monkeypatch):
+    """Keys and values through tensor descriptors or masked pointer loads, against float64,
+    with head dims below their power-of-two tile, several splits and a kv_len."""
+    monkeypatch.setattr(A, "USE_TMA", tma)
+    monkeypatch.setattr(A, "SPLIT_OVERRIDE", 3)
+    q, k, v = qkv(2, 8, 2, 3, 150, 80, torch.float32, device)
+    lens = torch.tensor([150, 71], dtype=torch.int32, device=device)
+    if device.type == "cpu" or backend.capability(device.index or 0) >= (9, 0):
+        assert A.tma_ok(k, v)
+    assert_close(sdpa(q, k, v, enable_gqa=True), ref64(q, k, v, gqa=True))
+    assert_close(sdpa(q, k, v, enable_gqa=True, kv_len=lens), ref64(q, k, v, gqa=True, kv_len=lens))
 
 
 class _RecordingLaunch:
@@ -189,7 +206,8 @@ class _RecordingLaunch:
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            scalars = tuple(a for a in args if not isinstance(a, torch.Tensor))
+            scalars = tuple((tuple(a.shape), tuple(a.strides), tuple(a.block_shape)) if hasattr(a, "block_shape")
+                            else a for a in args if not isinstance(a, torch.Tensor))  # descriptors by layout
             self.seen.append((tuple(grid), scalars, tuple(sorted(kwargs.items(), key=lambda kv: kv[0]))))
             return self.real[grid](*args, **kwargs)
         return launch

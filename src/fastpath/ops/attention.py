@@ -37,7 +37,7 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from .matvec import _mm
 
-from .attention_prefill import prefill_attention
+from .attention_prefill import prefill_attention, tma_ok
 
 LOG2E = 1.4426950408889634
 
@@ -73,7 +73,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
                    CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0):
+                   BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0,
+                   TMA: tl.constexpr = False):
     pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
@@ -89,8 +90,13 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
 
     q = tl.load(q_ptr + b.to(tl.int64) * sqb + head[:, None] * sqh + tok[:, None] * sql + offs_d[None, :] * sqd,
                 mask=rmask[:, None] & dmask[None, :], other=0.0).to(DT)
-    k_base = k_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh
-    v_base = v_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh
+    # TMA: k_ptr / v_ptr are (B, Hkv, Lk, D) tensor descriptors (zero fill past Lk and D)
+    if TMA:
+        k_base = k_ptr
+        v_base = v_ptr
+    else:
+        k_base = k_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh
+        v_base = v_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh
 
     # The keys row r may see: [lo_r, hi_r); the union over rows: [kv_lo, kv_hi).
     L = Lk
@@ -122,8 +128,11 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         nmask = offs_n < end
-        kt = tl.load(k_base + offs_n[None, :].to(tl.int64) * skl + offs_d[:, None] * skd,
-                     mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
+        if TMA:
+            kt = k_base.load([b, kvh, n0, 0]).reshape(BLOCK_N, BLOCK_D).T.to(DT)
+        else:
+            kt = tl.load(k_base + offs_n[None, :].to(tl.int64) * skl + offs_d[:, None] * skd,
+                         mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
         s = _mm(q, kt, DT) * qk_scale
         valid = (offs_n[None, :] >= lo_r[:, None]) & (offs_n[None, :] < hi_r[:, None]) & nmask[None, :]
         if HAS_MASK:
@@ -140,8 +149,13 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
         alpha = tl.exp2(m_i - m_safe)
         p = tl.exp2(s - m_safe[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
-                     mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
+        if TMA:
+            vt = v_base.load([b, kvh, n0, 0]).reshape(BLOCK_N, BLOCK_DV).to(DT)
+            if HAS_KVLEN:  # rows past kv_len (a static cache's unused rows) may hold NaN: p = 0 is not enough
+                vt = tl.where(nmask[:, None], vt, 0.0).to(DT)
+        else:
+            vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
+                         mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
         acc = acc * alpha[:, None] + _mm(p, vt, DT)
         m_i = m_new
 
@@ -225,6 +239,8 @@ BLOCK_N: Optional[int] = None
 NUM_STAGES: Optional[int] = None
 #: Tests set this to force the number of KV splits (clamped to what the KV length allows).
 SPLIT_OVERRIDE: Optional[int] = None
+#: Keys and values through tensor descriptors where their layout allows (:func:`tma_ok`).
+USE_TMA = True
 
 
 def _decode_blocks(D: int, DV: int, rows: int, itemsize: int = 2) -> tuple:
@@ -265,6 +281,11 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         span = min(Lk, window)
     split = decode_split(span, programs, q.device, bn, MAX_SPLITS_WIDE if bdv >= 256 else MAX_SPLITS)
     dummy = out
+    kd, vd, tma = k, v, USE_TMA and tma_ok(k, v)
+    if tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        kd = TensorDescriptor(k, list(k.shape), list(k.stride()), [1, 1, bn, bd])
+        vd = TensorDescriptor(v, list(v.shape), list(v.stride()), [1, 1, bn, bdv])
     ws = workspace(q.device, "attention.partials", programs * split * br * (bdv + 2), torch.float32) \
         if split > 1 else dummy
     if mask is not None:
@@ -274,13 +295,13 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
     else:
         bool_mask, m, mstrides = False, dummy, (0, 0, 0, 0)
     _DECODE[(programs, split)](
-        q, k, v, m, kv_len if kv_len is not None else dummy, out, ws,
+        q, kd, vd, m, kv_len if kv_len is not None else dummy, out, ws,
         Hkv, G, Lq, Lk, D, DV, n_rb, split, float(scale) * LOG2E, int(window or 0),
         *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(),
         CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
-        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv,
+        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, TMA=tma,
         num_warps=warps,
         **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
     if split > 1:

@@ -224,8 +224,11 @@ USE_TMA = True
 SOFTMAX_MODE = 1
 
 
-def _tma_ok(k: torch.Tensor, v: torch.Tensor) -> bool:
-    if not USE_TMA or not (INTERPRET or (k.device.type == "cuda" and torch.version.hip is None
+def tma_ok(k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether (B, H, L, D) keys and values can be read through tensor descriptors: NVIDIA
+    capability 9.0+ (or the interpreter), no empty dimension, D contiguous, every other
+    stride non-zero and 16-byte aligned, 16-byte aligned bases."""
+    if not (INTERPRET or (k.device.type == "cuda" and torch.version.hip is None
                                          and capability(k.device.index or 0) >= (9, 0))):
         return False
     return all(t.numel() > 0 and t.stride(3) == 1 and t.data_ptr() % 16 == 0
@@ -292,7 +295,7 @@ def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
     win = min(window, Lq + Lk + q_offset) if window is not None else 0
     grid = (cdiv(Lq, bm), Hq, B)
     kd, vd = k, v
-    tma = _tma_ok(k, v)
+    tma = USE_TMA and tma_ok(k, v)
     if tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
         kd, vd = (TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1, bn, next_pow2(D)]) for t in (k, v))
