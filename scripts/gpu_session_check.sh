@@ -2,7 +2,7 @@
 # A first device call for a session: the compiled tests of the decode path's kernels, where a
 # decode step's time goes (three models) and the router kernel by rank and by arg-max.
 # Usage (repo root, GPU machine): OUT=/some/dir bash scripts/gpu_session_check.sh
-# (about 4 minutes; PART=1 or 2 runs half.) The compiled linalg tests take longer than a call
+# (about 6 minutes; PART=1 or 2 runs half.) The compiled linalg tests take longer than a call
 # leaves beside this (svd alone: 43 of 44 in 270 s at a30f6b7, most of it compiling): run
 # `python3 -m pytest tests/ops/test_linalg_svd.py -k "not round_robin"` in a call of its own.
 set -uo pipefail
@@ -11,6 +11,10 @@ export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 if [ "${PART:-1}" = 1 ]; then
 timeout 240 python3 -m pytest -q -p no:cacheprovider -rf --tb=line tests/ops/test_moe.py tests/ops/test_attention.py \
   tests/ops/test_batch_norm.py -k "route or router or split or slices or decode or plans" 2>&1 | grep -i "fail\|error\|passed"
+# the tensor-descriptor (TMA) paths: scaled_mm's tiles, prefill and decode attention
+timeout 150 python3 -m pytest -q -p no:cacheprovider -rf --tb=line tests/ops/test_fp8.py tests/ops/test_attention.py \
+  tests/ops/test_attention_prefill.py -k "tensor_descriptors or load_paths or softmax_variants or kv_len" 2>&1 \
+  | grep -i "fail\|error\|passed"
 fi
 if [ "${PART:-2}" = 2 ]; then
 for cfg in qwen3-8b qwen3-30b-a3b qwen3.6-35b-a3b; do
