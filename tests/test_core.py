@@ -288,3 +288,26 @@ def test_workspace_outlives_inference_mode():
     assert not w.is_inference()
     assert workspace(torch.device("cpu"), "test.inference", 4, torch.float32) is w
     w.fill_(1.0)
+
+
+@pytest.mark.parametrize("cap,hip,importable,expect", [((9, 0), None, True, True), ((8, 9), None, True, False),
+                                                       ((9, 0), "6.2", True, False), ((10, 0), None, False, False)])
+def test_tma_capable(monkeypatch, cap, hip, importable, expect):
+    """Tensor descriptors only on NVIDIA capability 9.0+ with a Triton that has them."""
+    import builtins
+
+    from fastpath._core import backend
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "triton.tools.tensor_descriptor" and not importable:
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setattr(backend, "capability", lambda index: cap)
+    monkeypatch.setattr(torch.version, "hip", hip)
+    backend.tma_capable.cache_clear()
+    try:
+        assert backend.tma_capable(0) is expect
+    finally:
+        backend.tma_capable.cache_clear()

@@ -254,7 +254,7 @@ def test_scaled_mm_tensor_descriptors(persistent, monkeypatch, device):
     monkeypatch.setattr(MM, "num_sms", lambda dev: 2)  # persistent: 2 programs for 15 tiles (interpreter)
     for name in MM_RECIPES:
         d = make_mm(name, 67, 130, 208, device)
-        if device.type == "cpu" or MM.capability(device.index or 0) >= (9, 0):
+        if device.type == "cpu" or backend.tma_capable(device.index or 0):
             assert MM._tma_ok(d["qa"].view(torch.uint8), d["qb"].view(torch.uint8))
         bias = randn(130, device=device)
         out = scaled_mm(d["qa"], d["qb"], d["sa"], d["ta"], d["sb"], d["tb"], bias=bias, output_dtype=torch.float32)

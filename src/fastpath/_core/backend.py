@@ -70,6 +70,19 @@ MIN_CAPABILITY = (8, 0)
 
 
 @functools.lru_cache(maxsize=None)
+def tma_capable(index: int) -> bool:
+    """Whether kernels on CUDA device ``index`` can take tensor descriptors (TMA): NVIDIA
+    capability 9.0+ and a Triton with host-side ``TensorDescriptor`` (3.4+)."""
+    if torch.version.hip is not None or capability(index) < (9, 0):
+        return False
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
 def capability(index: int) -> tuple:
     """CUDA compute capability of GPU ``index`` (cached: the query costs microseconds)."""
     return torch.cuda.get_device_capability(index)

@@ -44,7 +44,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, capability, tl, triton, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, tl, tma_capable, triton, use_triton
 from .._core.errors import KERNEL_DTYPES
 from .._core.launch import Launcher, cdiv, next_pow2
 from .matvec import _mm
@@ -226,10 +226,9 @@ SOFTMAX_MODE = 1
 
 def tma_ok(k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether (B, H, L, D) keys and values can be read through tensor descriptors: NVIDIA
-    capability 9.0+ (or the interpreter), no empty dimension, D contiguous, every other
-    stride non-zero and 16-byte aligned, 16-byte aligned bases."""
-    if not (INTERPRET or (k.device.type == "cuda" and torch.version.hip is None
-                                         and capability(k.device.index or 0) >= (9, 0))):
+    capability 9.0+ with triton 3.4+ (or the interpreter), no empty dimension, D contiguous,
+    every other stride non-zero and 16-byte aligned, 16-byte aligned bases."""
+    if not (INTERPRET or (k.device.type == "cuda" and tma_capable(k.device.index or 0))):
         return False
     return all(t.numel() > 0 and t.stride(3) == 1 and t.data_ptr() % 16 == 0
                and all(st > 0 and st * t.element_size() % 16 == 0 for st in t.stride()[:3]) for t in (k, v))

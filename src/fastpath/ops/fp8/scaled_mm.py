@@ -19,7 +19,7 @@ from typing import Optional
 import torch
 
 from ..._core import alloc
-from ..._core.backend import INTERPRET, capability, num_sms, tl, triton, use_triton
+from ..._core.backend import INTERPRET, num_sms, tl, tma_capable, triton, use_triton
 from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
 from ..._core.launch import cdiv
 from ..._core.registry import register_op
@@ -147,9 +147,8 @@ MM_PERSISTENT = 0
 
 def _tma_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
     """a (M, K) and b (K, N) both K-contiguous with 16-byte aligned rows and bases, on a GPU
-    with TMA (or in the interpreter)."""
-    if not MM_TMA or not (INTERPRET or (a.device.type == "cuda" and torch.version.hip is None
-                                        and capability(a.device.index or 0) >= (9, 0))):
+    with TMA and a Triton with tensor descriptors (or in the interpreter)."""
+    if not MM_TMA or not (INTERPRET or (a.device.type == "cuda" and tma_capable(a.device.index or 0))):
         return False
     return (a.stride(1) == 1 and b.stride(0) == 1 and a.stride(0) % 16 == 0 and b.stride(1) % 16 == 0
             and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
