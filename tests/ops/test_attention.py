@@ -191,7 +191,7 @@ def test_decode_load_paths(tma, device, monkeypatch):
     monkeypatch.setattr(A, "SPLIT_OVERRIDE", 3)
     q, k, v = qkv(2, 8, 2, 3, 150, 80, torch.float32, device)
     lens = torch.tensor([150, 71], dtype=torch.int32, device=device)
-    if device.type == "cpu" or backend.tma_capable(device.index or 0):
+    if backend.tma_on(device):
         assert A.tma_ok(k, v)
     assert_close(sdpa(q, k, v, enable_gqa=True), ref64(q, k, v, gqa=True))
     assert_close(sdpa(q, k, v, enable_gqa=True, kv_len=lens), ref64(q, k, v, gqa=True, kv_len=lens))

@@ -81,7 +81,7 @@ def test_against_float64(dtype, D, causal, Lq, Lk, Hq, Hkv, bshd, tma, device, m
     monkeypatch.setattr(AP, "reference_prefill_attention", None)  # the kernel, not the fallback
     monkeypatch.setattr(AP, "USE_TMA", tma)
     q, k, v = make(2 if Lq < 300 else 1, Hq, Hkv, Lq, Lk, D, dtype, device, bshd)
-    if device.type == "cpu" or backend.tma_capable(device.index or 0):
+    if backend.tma_on(device):
         assert (AP.USE_TMA and AP.tma_ok(k, v)) == tma
     out = check(q, k, v, causal=causal)
     if bshd:  # the output keeps q's (B, L, H, D) layout

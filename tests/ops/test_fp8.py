@@ -245,16 +245,13 @@ def test_scaled_mm(name, M, N, device):
     check_mm(d, out, bias, torch.float32)
 
 
-@pytest.mark.parametrize("persistent", [0, 1])
-def test_scaled_mm_tensor_descriptors(persistent, monkeypatch, device):
+def test_scaled_mm_tensor_descriptors(device):
     """The tiled kernel through tensor descriptors (K-contiguous, 16-byte aligned operands:
     K = 208 is not a multiple of the 32-wide K tile, so the last tile is zero-filled past
-    the edge), one program per tile or persistent programs walking several tiles."""
-    monkeypatch.setattr(MM, "MM_PERSISTENT", persistent)
-    monkeypatch.setattr(MM, "num_sms", lambda dev: 2)  # persistent: 2 programs for 15 tiles (interpreter)
+    the edge; M and N cross tile edges too)."""
     for name in MM_RECIPES:
         d = make_mm(name, 67, 130, 208, device)
-        if device.type == "cpu" or backend.tma_capable(device.index or 0):
+        if backend.tma_on(device):
             assert MM._tma_ok(d["qa"].view(torch.uint8), d["qb"].view(torch.uint8))
         bias = randn(130, device=device)
         out = scaled_mm(d["qa"], d["qb"], d["sa"], d["ta"], d["sb"], d["tb"], bias=bias, output_dtype=torch.float32)

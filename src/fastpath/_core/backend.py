@@ -82,6 +82,12 @@ def tma_capable(index: int) -> bool:
     return True
 
 
+def tma_on(device: torch.device) -> bool:
+    """Whether kernels on ``device`` may read through tensor descriptors: Triton's interpreter
+    (which emulates them) or a CUDA device where :func:`tma_capable` holds."""
+    return INTERPRET or (device.type == "cuda" and tma_capable(device.index or 0))
+
+
 @functools.lru_cache(maxsize=None)
 def capability(index: int) -> tuple:
     """CUDA compute capability of GPU ``index`` (cached: the query costs microseconds)."""

@@ -37,7 +37,7 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from .matvec import _mm
 
-from .attention_prefill import prefill_attention, tma_ok
+from .attention_prefill import kv_descriptors, prefill_attention, tma_ok
 
 LOG2E = 1.4426950408889634
 
@@ -287,9 +287,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
     dummy = out
     kd, vd, tma = k, v, USE_TMA and tma_ok(k, v)
     if tma:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-        kd = TensorDescriptor(k, list(k.shape), list(k.stride()), [1, 1, bn, bd])
-        vd = TensorDescriptor(v, list(v.shape), list(v.stride()), [1, 1, bn, bdv])
+        kd, vd = kv_descriptors(k, v, bn, bd, bdv)
     ws = workspace(q.device, "attention.partials", programs * split * br * (bdv + 2), torch.float32) \
         if split > 1 else dummy
     if mask is not None:

@@ -44,7 +44,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, tl, tma_capable, triton, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, tl, tma_on, triton, use_triton
 from .._core.errors import KERNEL_DTYPES
 from .._core.launch import Launcher, cdiv, next_pow2
 from .matvec import _mm
@@ -224,11 +224,19 @@ USE_TMA = True
 SOFTMAX_MODE = 1
 
 
+def kv_descriptors(k: torch.Tensor, v: torch.Tensor, block_n: int, block_d: int, block_dv: int) -> tuple:
+    """(B, H, L, D) tensor descriptors of ``k`` and ``v`` with (1, 1, block_n, block_d / block_dv)
+    tiles (where :func:`tma_ok` holds)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    return (TensorDescriptor(k, list(k.shape), list(k.stride()), [1, 1, block_n, block_d]),
+            TensorDescriptor(v, list(v.shape), list(v.stride()), [1, 1, block_n, block_dv]))
+
+
 def tma_ok(k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether (B, H, L, D) keys and values can be read through tensor descriptors: NVIDIA
     capability 9.0+ with triton 3.4+ (or the interpreter), no empty dimension, D contiguous,
     every other stride non-zero and 16-byte aligned, 16-byte aligned bases."""
-    if not (INTERPRET or (k.device.type == "cuda" and tma_capable(k.device.index or 0))):
+    if not tma_on(k.device):
         return False
     return all(t.numel() > 0 and t.stride(3) == 1 and t.data_ptr() % 16 == 0
                and all(st > 0 and st * t.element_size() % 16 == 0 for st in t.stride()[:3]) for t in (k, v))
@@ -296,8 +304,7 @@ def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
     kd, vd = k, v
     tma = USE_TMA and tma_ok(k, v)
     if tma:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-        kd, vd = (TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1, bn, next_pow2(D)]) for t in (k, v))
+        kd, vd = kv_descriptors(k, v, bn, next_pow2(D), next_pow2(D))
     _K[grid](q, kd, vd, out, kv_len if kv_len is not None else out, Lq, Lk, Hq // Hkv, win,
              float(scale) * _LOG2E, kv_len.stride(0) if kv_len is not None else 0, int(q_offset),
              *q.stride(), *k.stride(), *v.stride(), *out.stride(),

@@ -19,12 +19,12 @@ from typing import Optional
 import torch
 
 from ..._core import alloc
-from ..._core.backend import INTERPRET, num_sms, tl, tma_capable, triton, use_triton
+from ..._core.backend import INTERPRET, tl, tma_on, triton, use_triton
 from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
 from ..._core.launch import cdiv
 from ..._core.registry import register_op
 from .. import matvec
-from ..matvec import _block_scales, _epilogue, _tile_order
+from ..matvec import _block_scales, _epilogue, _mm, _tile_order
 from .bits import _decode, _fp8_dtypes, _native_fp8
 
 
@@ -49,23 +49,23 @@ def _tile_mm(a, b, NATIVE: tl.constexpr, DOT_F32: tl.constexpr):
     if NATIVE:
         return tl.dot(a, b)
     elif DOT_F32:
-        return tl.dot(a, b, input_precision="ieee")
+        return _mm(a, b, tl.float32)
     else:
-        return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16))
+        return _mm(a, b.to(tl.bfloat16), tl.bfloat16)
 
 
 @triton.jit
-def _mm_tile(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, tile, M, N, K,
-             sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
-             BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
-             A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
-             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    """One (BLOCK_M, BLOCK_N) output tile. TMA: ``a_ptr`` / ``b_ptr`` are tensor descriptors of
-    a (M, K) and of b's transpose (N, K), both K-contiguous (the hardware copies the tiles and
-    zero-fills past the edges); else masked pointer loads of any strides."""
+def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
+               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
+               BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
+               A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # One (BLOCK_M, BLOCK_N) output tile. TMA: a_ptr / b_ptr are tensor descriptors of a (M, K)
+    # and of b's transpose (N, K), both K-contiguous (the hardware copies the tiles and
+    # zero-fills past the edges); else masked pointer loads of any strides.
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = _tile_order(tile, grid_m, grid_n, GROUP_M)
+    pid_m, pid_n = _tile_order(tl.program_id(0), grid_m, grid_n, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -105,26 +105,6 @@ def _mm_tile(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, tile, M, N, K,
               not BLOCKWISE, not BLOCKWISE, HAS_BIAS)
 
 
-@triton.jit
-def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
-               sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
-               BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
-               A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
-               PERSISTENT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    # PERSISTENT: a program per SM (or fewer) walks the tiles pid, pid + programs, ...
-    if PERSISTENT:
-        tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-        for tile in range(tl.program_id(0), tiles, tl.num_programs(0)):
-            _mm_tile(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, tile, M, N, K, sam, sak, sbk, sbn,
-                     ssa_m, ssa_k, ssb_k, ssb_n, som, son, BLOCKWISE, HAS_BIAS, NATIVE, A_E5M2, B_E5M2,
-                     DOT_F32, TMA, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
-    else:
-        _mm_tile(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, tl.program_id(0), M, N, K, sam, sak, sbk, sbn,
-                 ssa_m, ssa_k, ssb_k, ssb_n, som, son, BLOCKWISE, HAS_BIAS, NATIVE, A_E5M2, B_E5M2,
-                 DOT_F32, TMA, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
-
-
 #: Tuning knobs (the interpreter uses small blocks so that tests cross block edges and tails).
 MV_MAX_M = 16  # M up to this takes the matrix-vector kernel
 
@@ -135,20 +115,19 @@ MM_BLOCKS = (32, 32, 32) if INTERPRET else (128, 128, 64)  # M, N, K
 #: H200, ``scripts/tune_scaled_mm.py`` (commit dbb4ace), against torch._scaled_mm in the same
 #: run, tensorwise / rowwise: 4096^3 0.95x / 1.03x, 4096x14336x4096 0.91x / 1.07x, 8192^3
 #: 0.98x / 1.00x with tensor descriptors, 128x256x128 tiles, 8 warps, 3 stages, a program per
-#: tile (masked pointer loads: 0.65x, the loads not pipelined; persistent programs: no gain).
+#: tile (masked pointer loads: 0.65x, the loads not pipelined; persistent programs, one or two
+#: an SM walking the tiles: 0.66-0.94x at 128x128, no better at 128x256: not kept).
 MM_BLOCKS_NATIVE = (128, 256, 128)
 MM_WARPS_STAGES = (8, 3)  # num_warps, num_stages of the compiled tiled kernel
 #: Tensor descriptors (TMA copies on NVIDIA capability 9.0+; the interpreter emulates them)
-#: when both operands are K-contiguous and 16-byte aligned; persistent programs per SM (0: a
-#: program per tile).
+#: when both operands are K-contiguous and 16-byte aligned.
 MM_TMA = True
-MM_PERSISTENT = 0
 
 
 def _tma_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
     """a (M, K) and b (K, N) both K-contiguous with 16-byte aligned rows and bases, on a GPU
     with TMA and a Triton with tensor descriptors (or in the interpreter)."""
-    if not MM_TMA or not (INTERPRET or (a.device.type == "cuda" and tma_capable(a.device.index or 0))):
+    if not MM_TMA or not tma_on(a.device):
         return False
     return (a.stride(1) == 1 and b.stride(0) == 1 and a.stride(0) % 16 == 0 and b.stride(1) % 16 == 0
             and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
@@ -192,15 +171,14 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
             plan=plan, sa=sa, sb=sb, sa_strides=(ssa_m, ssa_k),
             sb_strides=(ssb_n, ssb_k), blockwise=blockwise, bias=bias)
     bm, bn, bk = MM_BLOCKS_NATIVE if native else MM_BLOCKS
-    tiles = cdiv(M, bm) * cdiv(N, bn)
-    grid = (min(tiles, MM_PERSISTENT * num_sms(a.device)) if MM_PERSISTENT else tiles,)
+    grid = (cdiv(M, bm) * cdiv(N, bn),)
     tma = _tma_ok(a_k, b_k)
     if tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
         a_k = TensorDescriptor(a_k, [M, K], [a_k.stride(0), 1], [bm, bk])
         b_k = TensorDescriptor(b_k.t(), [N, K], [b_k.stride(1), 1], [bn, bk])
     _mm_kernel[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
-                     DOT_F32=INTERPRET, TMA=tma, PERSISTENT=MM_PERSISTENT > 0,
+                     DOT_F32=INTERPRET, TMA=tma,
                      BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                      num_warps=4 if INTERPRET else MM_WARPS_STAGES[0],
                      num_stages=1 if INTERPRET else MM_WARPS_STAGES[1], **flags)
