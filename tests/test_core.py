@@ -107,6 +107,7 @@ class _FakeKernel:
 class _FakeJit:
     """Stands in for a compiled JITFunction: records slow launches, returns a kernel."""
     params = [_FakeParam(n) for n in ("x_ptr", "n", "scale", "BLOCK")]
+    kernel = _FakeKernel
 
     def __init__(self):
         self.log, self.compiles = [], 0
@@ -115,7 +116,7 @@ class _FakeJit:
         def run(*args, **kwargs):
             self.compiles += 1
             self.log.append(("slow", grid, args, kwargs))
-            return _FakeKernel(self.log)
+            return self.kernel(self.log)
         return run
 
 
@@ -161,12 +162,7 @@ class _FakeCompiled(_FakeKernel):
 
 
 class _FakeCompilingJit(_FakeJit):
-    def __getitem__(self, grid):
-        def run(*args, **kwargs):
-            self.compiles += 1
-            self.log.append(("slow", grid, args, kwargs))
-            return _FakeCompiled(self.log)
-        return run
+    kernel = _FakeCompiled
 
 
 def test_launcher_relaunch_calls_the_compiled_kernels_run_directly(monkeypatch):
