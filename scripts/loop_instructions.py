@@ -25,7 +25,7 @@ _MV = dict(A_MODE=0, B_MODE=0, A_E5M2=False, B_E5M2=False, SCALE_A=False, SCALE_
 _SLICES = dict(TOPK=8, BY_PAIR=True, MODE1=0, E5M2_1=False, MODE2=0, E5M2_2=False, HAS_SCALE1=False,
                HAS_SCALE2=False, HAS_BIAS1=False, HAS_BIAS2=False, ACT=0, DT1=tl.bfloat16, DT2=tl.bfloat16,
                S16_1=False, S16_2=False, RNE=False, BLOCK_P=8, BLOCK_T=16, BLOCK_I=64, BLOCK_H=128, BLOCK_N=128,
-               PDL=0, sxh=1, s1k=1, s2n=1)
+               PDL=0, sxh=1, s1k=1, s2k=1)  # the engine's (E, 2I, H) and (E, H, I) stacks
 _FP8 = dict(MODE1=1, MODE2=1, HAS_SCALE1=True, HAS_SCALE2=True, DT1=tl.float16, DT2=tl.float16, S16_1=True,
             S16_2=True, BLOCK_N=256)
 #: name -> (kernel, {pointer argument: type}, constexprs)

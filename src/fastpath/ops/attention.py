@@ -10,7 +10,7 @@ Paths (chosen on shapes and flags only, never on data):
   scale folded into ``log2(e)``). The KV range is split over programs so that about two
   programs per multiprocessor run (at most 16 splits; 32 for value heads of 256); each
   writes its float32 partial (row max, row sum, unnormalised output) to a workspace, and
-  ``_combine_kernel`` (a second launch, 64 output columns a program) adds the partials in
+  ``_decode_combine_kernel`` (a second launch, 64 output columns a program) adds the partials in
   the fixed order 0, 1, ... and writes the output: deterministic. (Combining in the last
   split's program, behind a ticket, in one launch, measured slower at every shape.)
   The split is of the *valid* range, computed in the kernel from ``kv_len`` (read on the
@@ -79,7 +79,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
     # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32), which
-    # _combine_kernel, launched next, combines; else it writes the output.
+    # _decode_combine_kernel, launched next, combines; else it writes the output.
     pid = tl.program_id(0)
     pid_s = tl.program_id(1)
     b, kvh, head, tok, rmask = _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R)
@@ -172,7 +172,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
 
 
 @triton.jit
-def _combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, sol, sod,
+def _decode_combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, sol, sod,
                     BLOCK_R: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_C: tl.constexpr,
                     S_PAD: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
@@ -205,7 +205,7 @@ def _combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, so
     _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_c, DV, sob, soh, sol, sod)
 
 
-_DECODE, _COMBINE = Launcher(_decode_kernel, pdl=True), Launcher(_combine_kernel, pdl=True)
+_DECODE, _COMBINE = Launcher(_decode_kernel, pdl=True), Launcher(_decode_combine_kernel, pdl=True)
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -225,7 +225,7 @@ MAX_ROWS = 32 if INTERPRET else 64
 MIN_KV_PER_SPLIT = 32 if INTERPRET else 128
 PROGRAMS_PER_SM = 2
 MAX_SPLITS = 16
-#: Splits are combined by ``_combine_kernel`` (BLOCK_DV / COMBINE_BLOCK programs a group, a
+#: Splits are combined by ``_decode_combine_kernel`` (BLOCK_DV / COMBINE_BLOCK programs a group, a
 #: launch of its own); value heads of 256 take up to MAX_SPLITS_WIDE splits. H200
 #: (scripts/tune_attention.py, 0ac1aec and 8b53b2a), against the last split's program
 #: combining them in one launch: 32/8 heads of 128 at 1K / 8K / 32K keys 7.76 / 17.02 / 40.05
