@@ -111,11 +111,10 @@ def path(monkeypatch):
 
 # ---------------------------------------------------------------------------- route
 
-@pytest.fixture(params=["rank", "argmax"])
+@pytest.fixture(params=["bitonic", "argmax"])
 def topk(request, monkeypatch):
-    """Both top-k methods of the routing kernels: every expert's rank in one pass, or TOPK
-    rounds of arg-max."""
-    monkeypatch.setattr(MK, "RANK_MAX_E", MK.RANK_MAX_E if request.param == "rank" else 0)
+    """Both top-k methods of the routing kernels: one bitonic network, or TOPK rounds of arg-max."""
+    monkeypatch.setattr(MK, "TOPK_BITONIC", request.param == "bitonic")
     return request.param
 
 
@@ -222,9 +221,9 @@ def test_route_ties_and_shapes(device, topk):
     assert ids.shape == (3, 2, 1) and bool((ids[2, 1] == 4).all())
 
 
-@pytest.mark.parametrize("E,k", [(100, 8), (128, 10), (600, 4)])  # 600: past RANK_MAX_E, arg-max either way
+@pytest.mark.parametrize("E,k", [(100, 8), (128, 10), (600, 4)])
 def test_route_many_experts_nonfinite(E, k, device, topk):
-    """Many experts (several scratch chunks of the rank pass), with +-inf and NaN logits:
+    """Many experts (E not a power of two, k not one), with +-inf and NaN logits:
     NaN ranks first and +inf next, as torch.topk orders them; equal bf16 scores go to the
     lowest index."""
     logits = randn(4, E, device=device)

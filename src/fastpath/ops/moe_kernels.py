@@ -1,8 +1,8 @@
 """Triton kernels and block-size plans of :mod:`fastpath.ops.moe` (routing, expert MLPs).
 
 * ``_route_kernel``: one program per token: softmax or sigmoid over the E router logits in
-  float32, top-k by rank (each expert's place among all E in one pass; up to RANK_MAX_E) or
-  by repeated arg-max, ties to the lowest expert index (a stable descending sort); optional
+  float32, top-k by one bitonic network over packed (score, index) keys or by repeated
+  arg-max, ties to the lowest expert index (a stable descending sort); optional
   renormalisation and scaling. ``_router_kernel``: the router matmul and that routing.
 * Decode (few tokens), no sort: ``_gate_up_kernel`` (grid: expert x block of I x block of
   tokens) finds the tokens routed to its expert, streams the expert's gate and up rows of
@@ -36,39 +36,39 @@ ALIASES = {"swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_
 
 # ---------------------------------------------------------------------------- routing
 
-#: Widest expert block (next power of two of E) routed by rank (one pass of BLOCK_E^2
-#: comparisons, :func:`_rank`); wider ones take TOPK rounds of arg-max. 0: always arg-max.
-#: H200, router kernel at one token, H 2048 (scripts/moe_profile.py --router, ced194a): E 128
-#: top-8 5.28 us by rank against 7.04 by arg-max; E 256 + 1 top-8 8.65 against 7.41; E 32
-#: top-4 3.90 / 4.25.
-RANK_MAX_E = 128
+#: Top-k of the routing kernels by one bitonic network (:func:`_bitonic_topk`) where the k
+#: slots (rounded up to a power of two, at least 2) fit the expert block; else, or when
+#: False, TOPK rounds of arg-max. H200, router kernel at one token, H 2048
+#: (scripts/moe_profile.py --router, 8615270+): bitonic / arg-max / every expert's rank in
+#: one pass (the method before) E 128 top-8 4.97 / 7.18 / 5.39 us, E 256 + 1 top-8 5.32 /
+#: 7.22 / 8.61, E 32 top-4 4.11 / 4.35 / 4.01. Tests set it to cover both.
+TOPK_BITONIC = True
+
+
+def topk_bitonic(block_e: int, block_k: int) -> bool:
+    """Whether the routing kernels take :func:`_bitonic_topk` (plain int math)."""
+    return TOPK_BITONIC and 2 <= block_k <= block_e
 
 
 @triton.jit
-def _rank(c, offs, c_row, BLOCK_E: tl.constexpr, CJ: tl.constexpr):
-    """Each lane's place in the descending order of ``c`` (no NaN; ties to the lower lane,
-    as a stable sort): how many lanes beat it, counted CJ lanes at a time from ``c`` written
-    to the scratch row ``c_row`` (BLOCK_E floats). One pass, no serial arg-max."""
-    tl.store(c_row + offs, c)
-    tl.debug_barrier()  # every thread's scores are written before any thread reads them
-    rank = tl.zeros([BLOCK_E], dtype=tl.int32)
-    for j0 in tl.static_range(0, BLOCK_E, CJ):  # [CJ, BLOCK_E] tiles: lanes along the threads, sums down
-        jj = j0 + tl.arange(0, CJ)
-        cj = tl.load(c_row + jj)[:, None]
-        beats = (cj > c[None, :]) | ((cj == c[None, :]) & (jj[:, None] < offs[None, :]))
-        rank += tl.sum(beats.to(tl.int32), axis=0)
-    tl.debug_barrier()  # the scratch row is read by every thread before it is reused
-    return rank
+def _bitonic_topk(c, offs, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Lanes of the BLOCK_K largest ``c`` (no NaN), in descending order, ties to the lower lane
+    (as a stable sort): one bitonic top-k (``tl.topk``) over int64 keys whose high word orders
+    like the float and whose low word is the inverted lane."""
+    bits = c.to(tl.int32, bitcast=True)
+    ordered = bits ^ ((bits >> 31) & 0x7FFFFFFF)  # signed-int order of the floats
+    key = (ordered.to(tl.int64) << 32) | (BLOCK_E - 1 - offs).to(tl.int64)
+    top = tl.topk(key, BLOCK_K)
+    return (BLOCK_E - 1 - (top & 0xFFFFFFFF)).to(tl.int32)
 
 
 @triton.jit
-def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps, c_row,
+def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
                TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
-               SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, RANK: tl.constexpr):
+               SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, BITONIC: tl.constexpr):
     """Route token ``t`` from its E logits at ``x_ptr + t * sxt``: softmax or sigmoid in float32,
-    top-k (ties to the lowest expert index, as a stable sort), optional renormalisation and
-    scaling. RANK: every expert's rank in one pass (:func:`_rank`, scratch ``c_row``), the
-    top-k stored at their ranks; else TOPK rounds of arg-max. SHARED: logit E is a shared
+    top-k (ties to the lowest expert index, as a stable sort; :func:`_bitonic_topk` or TOPK
+    rounds of arg-max), optional renormalisation and scaling. SHARED: logit E is a shared
     expert's gate; slot TOPK gets (id E, sigmoid(logit E))."""
     offs = tl.arange(0, BLOCK_E)
     emask = offs < E
@@ -83,24 +83,12 @@ def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale,
     if HAS_BIAS:  # the bias only chooses; the weights come from the unbiased scores
         c = p + tl.load(bias_ptr + offs, mask=emask, other=0.0).to(tl.float32)
     c = tl.where(c != c, float("inf"), c)  # NaN ranks first, as in torch.topk
-    if RANK:
-        rank = _rank(tl.where(emask, c, -float("inf")), offs, c_row, BLOCK_E, 32 if BLOCK_E >= 32 else BLOCK_E)
-        sel = emask & (rank < TOPK)
-        wv = p
-        if NORM:
-            wv = wv / (tl.sum(tl.where(sel, p, 0.0), axis=0) + eps)
-        tl.store(w_ptr + t * swt + rank, wv * scale, mask=sel)
-        tl.store(ids_ptr + t * sit + rank, offs.to(ids_ptr.dtype.element_ty), mask=sel)
-        if SHARED:
-            g = tl.load(x_ptr + t * sxt + E * sxe, cache_modifier=".cg").to(tl.float32)
-            kk = tl.arange(0, BLOCK_K)
-            tl.store(w_ptr + t * swt + kk, tl.zeros([BLOCK_K], dtype=tl.float32) + 1.0 / (1.0 + tl.exp(-g)),
-                     mask=kk == TOPK)
-            tl.store(ids_ptr + t * sit + kk, (tl.zeros([BLOCK_K], dtype=tl.int32) + E).to(ids_ptr.dtype.element_ty),
-                     mask=kk == TOPK)
+    kk = tl.arange(0, BLOCK_K)
+    if BITONIC:
+        iv = _bitonic_topk(tl.where(emask, c, -float("inf")), offs, BLOCK_E, BLOCK_K)
+        wv = tl.where(kk < TOPK, tl.gather(p, iv, 0), 0.0)
     else:
         avail = emask
-        kk = tl.arange(0, BLOCK_K)
         wv = tl.zeros([BLOCK_K], dtype=tl.float32)
         iv = tl.zeros([BLOCK_K], dtype=tl.int32)
         for j in tl.static_range(TOPK):
@@ -111,29 +99,29 @@ def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale,
             wv = tl.where(kk == j, wj, wv)
             iv = tl.where(kk == j, idx, iv)
             avail = avail & (offs != idx)
-        if NORM:
-            wv = wv / (tl.sum(wv, axis=0) + eps)
-        wv = wv * scale
-        kmask = kk < TOPK
-        if SHARED:
-            g = tl.load(x_ptr + t * sxt + E * sxe, cache_modifier=".cg").to(tl.float32)
-            wv = tl.where(kk == TOPK, 1.0 / (1.0 + tl.exp(-g)), wv)
-            iv = tl.where(kk == TOPK, E, iv)
-            kmask = kk <= TOPK
-        tl.store(w_ptr + t * swt + kk, wv, mask=kmask)
-        tl.store(ids_ptr + t * sit + kk, iv.to(ids_ptr.dtype.element_ty), mask=kmask)
+    if NORM:
+        wv = wv / (tl.sum(wv, axis=0) + eps)
+    wv = wv * scale
+    kmask = kk < TOPK
+    if SHARED:
+        g = tl.load(x_ptr + t * sxt + E * sxe, cache_modifier=".cg").to(tl.float32)
+        wv = tl.where(kk == TOPK, 1.0 / (1.0 + tl.exp(-g)), wv)
+        iv = tl.where(kk == TOPK, E, iv)
+        kmask = kk <= TOPK
+    tl.store(w_ptr + t * swt + kk, wv, mask=kmask)
+    tl.store(ids_ptr + t * sit + kk, iv.to(ids_ptr.dtype.element_ty), mask=kmask)
 
 
 @triton.jit
-def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, c_ptr, E, sxt, sxe, swt, sit, scale, eps,
+def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale, eps,
                   TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
-                  SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, RANK: tl.constexpr,
+                  SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, BITONIC: tl.constexpr,
                   PDL: tl.constexpr = 0):
     pdl_start(PDL)
-    # one program per token; c_ptr: a BLOCK_E scratch row per token (RANK)
+    # one program per token
     t = tl.program_id(0).to(tl.int64)
-    _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps, c_ptr + t * BLOCK_E,
-               TOPK, SIGMOID, HAS_BIAS, NORM, SHARED, BLOCK_E, BLOCK_K, RANK)
+    _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
+               TOPK, SIGMOID, HAS_BIAS, NORM, SHARED, BLOCK_E, BLOCK_K, BITONIC)
 
 
 @triton.jit
@@ -141,12 +129,11 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
                    swt, sit, scale, eps, TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr,
                    NORM: tl.constexpr, SHARED: tl.constexpr, RNE: tl.constexpr, BLOCK_T: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr,
-                   RANK: tl.constexpr, PDL: tl.constexpr = 0):
+                   BITONIC: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # The router matmul and the routing in one launch, for a few tokens. Program p computes the
     # logits x_t . R[n] of its BLOCK_N router rows in float32, rounded to x's dtype (as
-    # F.linear returns them), into lg ((T, E + SHARED) float32, then a BLOCK_E scratch row for
-    # RANK); the last program to take a ticket (acq_rel: every other program's logits are
+    # F.linear returns them), into lg ((T, E + SHARED) float32); the last program to take a ticket (acq_rel: every other program's logits are
     # visible to it) routes every token.
     NE = E + SHARED
     offs_t = tl.arange(0, BLOCK_T)
@@ -168,8 +155,8 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
     if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == tl.num_programs(0) - 1:
         tl.atomic_xchg(cnt_ptr, 0)
         for t in range(0, T):
-            _route_row(lg_ptr, t, NE, 1, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps, lg_ptr + T * NE,
-                       TOPK, SIGMOID, HAS_BIAS, NORM, SHARED, BLOCK_E, BLOCK_K, RANK)
+            _route_row(lg_ptr, t, NE, 1, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
+                       TOPK, SIGMOID, HAS_BIAS, NORM, SHARED, BLOCK_E, BLOCK_K, BITONIC)
 
 
 # ---------------------------------------------------------------------------- experts
