@@ -1,5 +1,6 @@
-"""Host (Python) time of one eager ``fastpath.linear``, one decode-shaped
-``fastpath.scaled_dot_product_attention`` and one one-token ``fastpath.fused_experts`` without a GPU: the launch module is made to believe
+"""Host (Python) time of eager fastpath calls without a GPU (``linear``, a decode-shaped
+``scaled_dot_product_attention``, a one-token ``fused_experts``, elementwise ops, a loss with
+its backward): every ops module is made to believe
 it runs on CUDA device 0 and every cached kernel is a no-op stub, so the figure is fastpath's
 own Python path (checks, shapes, plans, argument lists, the Launcher) without Triton's driver
 call. Runs on any machine; compare before and after a host-side change.
@@ -15,10 +16,6 @@ import torch
 
 import fastpath
 from fastpath._core import launch as L
-from fastpath.ops import attention as ATT
-from fastpath.ops import linear as LIN
-from fastpath.ops import matvec
-from fastpath.ops import moe as MOE
 
 
 class Stub:
@@ -41,24 +38,31 @@ class StubCache(dict):
         return (self.stub, self.stub.run)
 
 
-def main():
-    stub = Stub()
+def _stub_everything(stub) -> None:
+    """Make every ops module believe it runs on CUDA device 0 and stub every Launcher."""
+    import importlib
+    import pkgutil
+
+    import fastpath.ops as ops
     L.INTERPRET = False
     L._raw_stream = lambda index: 0
     L._hooks_set = lambda: False
     L.pdl_on = lambda index: True
     torch.cuda.current_device = lambda: 0
-    matvec.num_sms = lambda device: 132
-    LIN.use_triton = lambda t: True
-    ATT.use_triton = lambda t: True
-    ATT.num_sms = lambda device: 132
-    MOE.use_triton = lambda t: True
-    for mod in (MOE, MOE.K):
+    mods = [importlib.import_module(f"fastpath.ops.{m.name}") for m in pkgutil.iter_modules(ops.__path__)]
+    for mod in mods:
+        if hasattr(mod, "use_triton"):
+            mod.use_triton = lambda t: True
         if hasattr(mod, "num_sms"):
             mod.num_sms = lambda device: 132
-    for launcher in (matvec._MV, ATT._DECODE, ATT._COMBINE, *vars(MOE).values()):
-        if isinstance(launcher, L.Launcher):
-            launcher.kernels = StubCache(stub)
+        for launcher in vars(mod).values():
+            if isinstance(launcher, L.Launcher):
+                launcher.kernels = StubCache(stub)
+
+
+def main():
+    stub = Stub()
+    _stub_everything(stub)
     x = torch.randn(1, 4096).bfloat16()
     w = torch.randn(4096, 4096).bfloat16()
     q = torch.randn(1, 32, 1, 128).bfloat16()
@@ -69,10 +73,21 @@ def main():
     gate_up, down = torch.randn(E, 2 * I, H).bfloat16(), torch.randn(E, H, I).bfloat16()
     ids = torch.tensor([[0, 3, 5, 7, 9, 11, 13, 15]])
     tw = torch.full((1, 8), 0.125)
+    u8a, u8b = torch.randint(0, 255, (256, 256), dtype=torch.uint8), torch.randint(0, 255, (256, 256), dtype=torch.uint8)
+    xb = torch.randn(256, 256).bfloat16()
+    ya = torch.randn(64, 256, requires_grad=True)
+    yb = torch.randn(64, 256)
+
+    def mse_fwd_bwd():
+        fastpath.mse_loss(ya, yb, reduction="none").sum().backward()
+
     cases = {"fastpath.linear 1x4096x4096": lambda: fastpath.linear(x, w),
              "fastpath.scaled_dot_product_attention decode 1K": (
                  lambda: fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
-             "fastpath.fused_experts one token, top-8": lambda: fastpath.fused_experts(h, ids, tw, gate_up, down)}
+             "fastpath.fused_experts one token, top-8": lambda: fastpath.fused_experts(h, ids, tw, gate_up, down),
+             "fastpath.eq uint8": lambda: fastpath.eq(u8a, u8b),
+             "fastpath.frexp bf16": lambda: fastpath.frexp(xb),
+             "fastpath.mse_loss none, forward + backward (with torch's sum and autograd)": mse_fwd_bwd}
     n = 5000
     for name, fn in cases.items():
         for _ in range(200):

@@ -1,5 +1,6 @@
 """The package shell: import without Triton, info(), the CLI, path choice and registration."""
 import json
+import math
 import subprocess
 import sys
 
@@ -307,3 +308,21 @@ def test_tma_capable(monkeypatch, cap, hip, importable, expect):
         assert backend.tma_capable(0) is expect
     finally:
         backend.tma_capable.cache_clear()
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3)), ((1, 64), (2, 1, 1, 64)), ((), (4, 1)), ((5, 1, 3), (4, 1)),
+                                    ((0, 3), (1, 3)), ((3,), (2, 3), (4, 1, 1)), ((2, 3), (3, 2)), ((0,), (2,))])
+def test_broadcast_shape_matches_torch(shapes):
+    """The plain-Python broadcast agrees with torch.broadcast_shapes, errors included."""
+    from fastpath._core.shapes import broadcast_pair, broadcast_shape
+    try:
+        want = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            broadcast_shape(*shapes)
+        return
+    assert broadcast_shape(*shapes) == want
+    if len(shapes) == 2:
+        a, b = torch.zeros(shapes[0]), torch.arange(float(math.prod(shapes[1]))).reshape(shapes[1])
+        for got, ref in zip(broadcast_pair(a, b), torch.broadcast_tensors(a, b)):
+            assert got.shape == ref.shape and got.stride() == ref.stride() and torch.equal(got, ref)

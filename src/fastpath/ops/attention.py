@@ -33,6 +33,7 @@ import torch
 from .._core import alloc
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
+from .._core.shapes import broadcast_shape
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from .matvec import _mm
@@ -335,7 +336,7 @@ class _Shapes:
         qh, kh, vh = (s[-3] if len(s) >= 3 else 1 for s in (qs, ks, vs))
         pre = [s[:-3] for s in (qs, ks, vs)]
         try:
-            self.prefix = _broadcast(*pre)
+            self.prefix = broadcast_shape(*pre)
         except RuntimeError:
             raise ValueError(f"key/value: batch dimensions {pre[1]} / {pre[2]} do not broadcast with "
                              f"query's {pre[0]}") from None
@@ -362,7 +363,7 @@ class _Shapes:
             ok = len(ms) >= 2
             if ok:
                 try:
-                    ok = _broadcast(ms, scores) == scores
+                    ok = broadcast_shape(ms, scores) == scores
                 except RuntimeError:
                     ok = False
             if not ok:
@@ -392,22 +393,6 @@ def _shapes(query, key, value, attn_mask, enable_gqa: bool) -> _Shapes:
         return _Shapes.of(*args)
     except TypeError:  # symbolic sizes while torch.compile traces: not hashable, not cached
         return _Shapes(*args)
-
-
-def _broadcast(*shapes: tuple) -> tuple:
-    """``torch.broadcast_shapes`` for tuples of ints (which goes through torch._refs, tens of
-    microseconds); RuntimeError where they do not broadcast."""
-    first = shapes[0]
-    if all(sh == first for sh in shapes):
-        return tuple(first)
-    out = [1] * max(len(sh) for sh in shapes)
-    for sh in shapes:
-        for i, d in enumerate(sh, start=len(out) - len(sh)):
-            if d != 1:
-                if out[i] not in (1, d):
-                    raise RuntimeError(f"shapes {shapes} do not broadcast")
-                out[i] = d
-    return tuple(out)
 
 
 def _as4(t: torch.Tensor, s: _Shapes, heads: int) -> torch.Tensor:

@@ -31,6 +31,7 @@ import torch
 from .._core import alloc
 from .._core.backend import tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
+from .._core.shapes import broadcast_pair, broadcast_shape
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 
@@ -351,7 +352,7 @@ def _heaviside_fake(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 def _heaviside_op(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     if x.dtype not in KERNEL_DTYPES or x.dtype != v.dtype or x.device != v.device or not use_triton(x):
         return reference_heaviside(x, v)
-    xb, vb = torch.broadcast_tensors(x, v)
+    xb, vb = broadcast_pair(x, v)
     lay = _layout(xb.shape, xb.stride(), vb.stride())
     if lay is None:
         return reference_heaviside(x, v)
@@ -398,7 +399,7 @@ def heaviside(input: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     if input.dtype.is_complex:
         raise NotImplementedError("input: heaviside supports real dtypes only, got complex")
     try:
-        torch.broadcast_shapes(input.shape, values.shape)
+        broadcast_shape(input.shape, values.shape)
     except RuntimeError:
         raise ValueError(f"values: shape {tuple(values.shape)} does not broadcast with input's "
                          f"{tuple(input.shape)}") from None
@@ -433,7 +434,7 @@ def _cmp_fake(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def _cmp_op(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.dtype not in UNSIGNED_DTYPES or a.dtype != b.dtype or a.device != b.device or not use_triton(a):
         return reference_compare(op, a, b)
-    ab, bb = torch.broadcast_tensors(a, b)
+    ab, bb = broadcast_pair(a, b)
     lay = _layout(ab.shape, ab.stride(), bb.stride())
     if lay is None:
         return reference_compare(op, a, b)
@@ -474,7 +475,7 @@ def _compare(op: str, input, other) -> torch.Tensor:
             f"other: {op} on uint16/uint32/uint64 needs both operands of one dtype, got "
             f"{input.dtype} and {other.dtype}")
     try:
-        torch.broadcast_shapes(input.shape, other.shape)
+        broadcast_shape(input.shape, other.shape)
     except RuntimeError:
         raise ValueError(f"other: shape {tuple(other.shape)} does not broadcast with input's "
                          f"{tuple(input.shape)}") from None

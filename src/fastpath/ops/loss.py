@@ -28,6 +28,7 @@ from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_t
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
+from .._core.shapes import broadcast_shape
 from .elementwise import _index4, _layout
 
 # Tuning knobs (``scripts/tune_dropout_loss.py`` sweeps them on a GPU). A reducing program
@@ -363,7 +364,7 @@ def mse_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
         raise ValueError(f"target: expected a tensor on {input.device}, got {target.device}")
     if target.shape != input.shape:
         try:
-            torch.broadcast_shapes(input.shape, target.shape)
+            broadcast_shape(input.shape, target.shape)
         except RuntimeError:
             raise ValueError(f"target: shape {tuple(target.shape)} does not broadcast with input's "
                              f"{tuple(input.shape)}") from None
