@@ -134,15 +134,6 @@ def pdl_reason(device: torch.device | str) -> str | None:
 
 
 @triton.jit
-def l2_prefetch(ptrs):
-    """Ask the L2 cache to fetch the lines holding ``ptrs`` (one ``prefetch.global.L2`` an
-    element; no registers are loaded, so it is safe before :func:`pdl_start`: L2 is the point
-    of coherence, later loads see the previous kernel's writes). NVIDIA GPUs only."""
-    tl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l", [ptrs], dtype=tl.int32,
-                              is_pure=False, pack=1)
-
-
-@triton.jit
 def pdl_start(PDL: tl.constexpr):
     """First statement of a kernel launched with ``Launcher(fn, pdl=True)``: wait until the
     previous kernel of the stream has finished and its writes are visible; ``PDL`` 2: then

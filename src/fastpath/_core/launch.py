@@ -92,13 +92,10 @@ class Launcher:
 
     ``pdl=True``: the kernel takes a ``PDL: tl.constexpr`` argument and starts with
     ``pdl_start(PDL)`` (:mod:`fastpath._core.backend`); where :func:`pdl_on` holds, it is
-    launched as a programmatic dependent launch with ``PDL`` = ``backend.PDL``, elsewhere ``PDL=0``.
-    ``early=True`` (short kernels of few programs): ``PDL`` 2 whenever PDL is on, so the next
-    kernel launches as soon as this one's programs run, and can prefetch its weights while
-    this one finishes (see :func:`fastpath._core.backend.l2_prefetch`)."""
+    launched as a programmatic dependent launch with ``PDL`` = ``backend.PDL``, elsewhere ``PDL=0``."""
 
-    def __init__(self, fn, *, pdl: bool = False, early: bool = False):
-        self.fn, self.pdl, self.early = fn, pdl, early
+    def __init__(self, fn, *, pdl: bool = False):
+        self.fn, self.pdl = fn, pdl
         self.kernels: dict = {}
         params = getattr(fn, "params", None)
         self.names = [p.name for p in params] if params is not None and not INTERPRET else None
@@ -115,8 +112,7 @@ class Launcher:
         dev = None if INTERPRET or torch.compiler.is_compiling() else torch.cuda.current_device()
         if self.pdl:
             on = dev is not None and pdl_on(dev)
-            mode = (2 if self.early else PDL) if on else 0
-            kwargs = {**kwargs, "PDL": mode, **({"launch_pdl": True} if on else {})}
+            kwargs = {**kwargs, "PDL": PDL if on else 0, **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
             return self.fn[grid](*args, **kwargs)
         try:

@@ -206,7 +206,7 @@ def _decode_combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, 
     _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_c, DV, sob, soh, sol, sod)
 
 
-_DECODE, _COMBINE = Launcher(_decode_kernel, pdl=True), Launcher(_decode_combine_kernel, pdl=True, early=True)
+_DECODE, _COMBINE = Launcher(_decode_kernel, pdl=True), Launcher(_decode_combine_kernel, pdl=True)
 
 
 # ---------------------------------------------------------------------------- launcher

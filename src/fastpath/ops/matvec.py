@@ -27,7 +27,7 @@ import torch
 
 from typing import Optional
 
-from .._core.backend import INTERPRET, TL_DTYPES, l2_prefetch, num_sms, pdl_on, pdl_start, tl, triton
+from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
 from .norm import round_to
@@ -150,15 +150,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, PF_LINES: tl.constexpr = 0, PF_STEP: tl.constexpr = 64,
-               PDL: tl.constexpr = 0):
-    if PF_LINES > 0:  # b K-contiguous: the first PF_LINES lines (PF_STEP elements) of this
-        # program's rows of b into L2 while the kernel before this one finishes
-        pn = tl.minimum(tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N), N - 1).to(tl.int64)
-        pk = tl.minimum(tl.program_id(1) * k_chunk + tl.arange(0, PF_LINES) * PF_STEP, K - 1).to(tl.int64)
-        l2_prefetch(b_ptr + pn[:, None] * sbn + pk[None, :] * sbk)
-        if GLU:
-            l2_prefetch(b_ptr + (pn + n_up)[:, None] * sbn + pk[None, :] * sbk)
+               BLOCK_K: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
@@ -323,22 +315,5 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
-        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, **_prefetch(b.t, K, p), num_warps=p.warps)
+        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     return out
-
-
-#: Bytes of each weight row a matrix-vector program asks L2 for before it waits on the kernel
-#: before it (programmatic dependent launch): the start of its stream, fetched while that
-#: kernel finishes. 0: no prefetch.
-PREFETCH_BYTES = 2048
-
-
-def _prefetch(b: torch.Tensor, K: int, p) -> dict:
-    """The kernel's ``PF_LINES`` / ``PF_STEP`` for ``b`` (K, N): 128-byte lines of each
-    K-contiguous row, up to :data:`PREFETCH_BYTES` of the program's K chunk; none in the
-    interpreter, for other layouts, or where PDL is off (the prefetch would not overlap)."""
-    if (INTERPRET or not PREFETCH_BYTES or K == 0 or b.stride(0) != 1 or b.device.type != "cuda"
-            or not pdl_on(b.device.index)):
-        return {}
-    step = 128 // b.element_size()
-    return {"PF_LINES": min(PREFETCH_BYTES // 128, next_pow2(cdiv(min(p.k_chunk, K), step))), "PF_STEP": step}

@@ -126,7 +126,7 @@ def _rms_norm_kernel(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, n_rows, N, eps,
 #: interpreter uses a small value so that CI runs the loop too.
 ROW_MAX = 64 if INTERPRET else 16384
 CHUNK = 32 if INTERPRET else 4096  # column chunk of the two-pass loop
-_KERNEL = Launcher(_rms_norm_kernel, pdl=True, early=True)  # the next kernel prefetches while it runs
+_KERNEL = Launcher(_rms_norm_kernel, pdl=True)
 
 
 def _rows(t: torch.Tensor, N: int) -> torch.Tensor:
