@@ -165,6 +165,31 @@ def compile_variant(rec):
                           options=opts)
 
 
+def survey_variant(rec, timeout):
+    """(shared bytes, loop_stats) of one variant, compiled in a forked child that is killed after
+    ``timeout`` seconds (Triton 3.6's LoopAwareCSE pass can take forever); raises on failure."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")  # cheap: the child inherits torch, Triton, fastpath
+    recv, send = ctx.Pipe(duplex=False)
+
+    def work():
+        try:
+            k = compile_variant(rec)
+            send.send((k.metadata.shared, loop_stats(k.asm["ptx"])))
+        except Exception as e:
+            msg = str(e).strip().splitlines()
+            send.send(f"{type(e).__name__}: {msg[-1] if msg else ''}"[:300])
+
+    child = ctx.Process(target=work)
+    child.start()
+    out = recv.recv() if recv.poll(timeout) else f"timeout: no result in {timeout} s"
+    child.kill()
+    child.join()
+    if isinstance(out, str):
+        raise RuntimeError(out)
+    return out
+
+
 def loops(ptx: str) -> list:
     """Instruction lists of the loops (a label that a later branch jumps back to), in order
     (as in scripts/loop_instructions.py; an outer loop's list holds its inner loops)."""
@@ -206,6 +231,7 @@ def main():
     ap.add_argument("-k", help="pytest -k expression")
     ap.add_argument("--json", help="write the full survey here")
     ap.add_argument("--records", help="launch records file (default: a temporary file)")
+    ap.add_argument("--timeout", type=float, default=60, help="seconds a variant may compile")
     ap.add_argument("--reuse", action="store_true", help="skip the tests, read --records")
     ap.add_argument("--record-pythonpath", default=str(REPO / "src"),
                     help="PYTHONPATH of the recording child (default: src, so the venv's Triton)")
@@ -227,12 +253,11 @@ def main():
     for rec in recs:
         kern = kernels.setdefault((rec["name"], rec["file"]), {"variants": [], "failed": [], "loops": {}})
         try:
-            k = compile_variant(rec)
-            rec["shared"], rec["loops"], rec["small"] = k.metadata.shared, loop_stats(k.asm["ptx"]), small(rec)
-        except Exception as e:  # report, keep going
-            msg = str(e).strip().splitlines()
-            rec["error"] = f"{type(e).__name__}: {msg[-1] if msg else ''}"[:300]
+            (rec["shared"], rec["loops"]), rec["small"] = survey_variant(rec, args.timeout), small(rec)
+        except RuntimeError as e:  # report, keep going
+            rec["error"] = str(e)
             kern["failed"].append(rec)
+            print(f"  {rec['name']}: {e}", file=sys.stderr)
             continue
         kern["variants"].append(rec)
         for r in rec["loops"]:
