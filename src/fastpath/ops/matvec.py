@@ -150,7 +150,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, LOOP_STAGES: tl.constexpr = None, PDL: tl.constexpr = 0):
+               BLOCK_K: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
@@ -168,9 +168,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     b_cols = b_ptr + offs_n.to(tl.int64)[None, :] * sbn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    # LOOP_STAGES: the K loop's own pipeline depth. Triton 3.6 pipelines only loads that feed
-    # a tl.dot unless the loop names its stages: the float32 (not DOT) path needs it.
-    for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=LOOP_STAGES):
+    for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
         a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
@@ -219,9 +217,6 @@ _MV = Launcher(_mv_kernel, pdl=True)
 TUNED = {(2, True): (True, 32, 256, 2), (2, False): (True, 32, 256, 2),
          (1, True): (False, 32, 256, 4), (1, False): (True, 64, 64, 8)}
 FMA_TILE = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the float32 path (float32 weights)
-#: Pipeline stages of the float32 (not tl.dot) path's K loop: Triton pipelines it only when
-#: the loop names them (offline sm_90 compile, triton 3.6: no cp.async without).
-FMA_STAGES = 4
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
@@ -320,6 +315,5 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
-        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k,
-        LOOP_STAGES=FMA_STAGES if p.dot is None and not INTERPRET else None, num_warps=p.warps)
+        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     return out
