@@ -76,10 +76,26 @@ def run(model: Transformer, *, prompt_len: int = 512, new_tokens: int = 256, bat
 HF_BEST_EXPERTS = {"qwen3_5_moe": "batched_mm", "qwen3_5_moe_text": "batched_mm", "lfm2_moe": "batched_mm"}
 
 
+class _Stamps:
+    """A transformers streamer that only notes when each ``put`` arrives (the prompt, then
+    every new token; generate has already copied the token to the host, so the GPU is done)."""
+
+    def __init__(self):
+        self.t: list = []
+
+    def put(self, value) -> None:
+        self.t.append(time.perf_counter())
+
+    def end(self) -> None:
+        pass
+
+
 def hf_baseline(cfg_dict: dict, *, layers: Optional[int], prompt_len: int, new_tokens: int,
                 experts: Optional[str] = None, device="cuda", seed: int = 0) -> dict:
     """transformers' own model of the same shapes, random weights, bf16, eager, dynamic cache:
-    prefill time from a 1-token generate, decode tok/s from the rest."""
+    prefill time from a 1-token generate; decode tok/s from a ``new_tokens`` generate, between
+    its first and last token (a streamer notes when each token arrives: no difference of two
+    runs, which noise could make negative)."""
     import transformers
 
     kw = dict(cfg_dict.get("text_config") or cfg_dict)  # the text model of a multimodal checkpoint
@@ -105,16 +121,21 @@ def hf_baseline(cfg_dict: dict, *, layers: Optional[int], prompt_len: int, new_t
 
     sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
 
-    def timed(n):
+    def timed(n, streamer=None):
         sync()
         t = time.perf_counter()
-        model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
+        model.generate(ids, max_new_tokens=n, min_new_tokens=n, streamer=streamer, **kw)
         sync()
         return time.perf_counter() - t
 
     timed(2)
-    t1, tn = timed(1), timed(new_tokens)
-    out = {"prefill_tps": prompt_len / t1, "decode_tps": (new_tokens - 1) / (tn - t1),
+    t1, stamps = timed(1), _Stamps()
+    timed(new_tokens, stamps)
+    if len(stamps.t) != new_tokens + 1:  # the prompt, then each new token
+        raise RuntimeError(f"transformers' generate streamed {len(stamps.t)} times, expected {new_tokens + 1}")
+    decode_s = stamps.t[-1] - stamps.t[1]
+    out = {"prefill_tps": prompt_len / t1,
+           "decode_tps": (new_tokens - 1) / decode_s if new_tokens > 1 and decode_s > 0 else float("nan"),
            "experts": experts or "default", "new_tokens": new_tokens}
     model = None
     gc.collect()
