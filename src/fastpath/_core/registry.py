@@ -15,16 +15,20 @@ import torch
 NAMESPACE = "fastpath"
 
 
-def _needs_grad(args) -> bool:
-    if not torch.is_grad_enabled():
-        return False
-    return any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
-def _traced(args) -> bool:
-    """Tensor subclasses (fake and functional tensors while torch.compile or AOT autograd
-    traces, e.g. a backward that calls another registered op) must go through the op."""
-    return any(isinstance(a, torch.Tensor) and type(a) not in (torch.Tensor, torch.nn.Parameter) for a in args)
+def _through_op(args, has_backward: bool) -> bool:
+    """Whether a call must go through the registered op: a tensor subclass among the
+    arguments (fake and functional tensors while torch.compile or AOT autograd traces, e.g. a
+    backward that calls another registered op), or, for an op with a backward, a tensor that
+    requires grad with grad mode on. One plain loop (generator expressions cost more per
+    argument than the checks on a slow host)."""
+    grad = has_backward and torch.is_grad_enabled()
+    for a in args:
+        if isinstance(a, torch.Tensor) and (type(a) not in _PLAIN or (grad and a.requires_grad)):
+            return True
+    return False
 
 
 def register_op(name: str, *, fake: Callable, backward: Callable | None = None,
@@ -44,8 +48,7 @@ def register_op(name: str, *, fake: Callable, backward: Callable | None = None,
 
         @functools.wraps(impl)
         def call(*args):
-            if (torch.compiler.is_compiling() or (backward is not None and _needs_grad(args))
-                    or _traced(args)):
+            if torch.compiler.is_compiling() or _through_op(args, backward is not None):
                 return op(*args)
             return impl(*args)
 
