@@ -10,9 +10,9 @@ Paths (chosen on shapes and flags only, never on data):
   scale folded into ``log2(e)``). The KV range is split over programs so that about two
   programs per multiprocessor run (at most 16 splits; 32 for value heads of 256); each
   writes its float32 partial (row max, row sum, unnormalised output) to a workspace, and
-  ``_decode_combine_kernel`` (a second launch, 64 output columns a program) adds the partials in
-  the fixed order 0, 1, ... and writes the output: deterministic. (Combining in the last
-  split's program, behind a ticket, in one launch, measured slower at every shape.)
+  ``_decode_combine_kernel`` (a second launch, 64 output columns a program) adds the
+  partials in the fixed order 0, 1, ... and writes the output: deterministic. (Combining in
+  the last split's program, behind a ticket, in one launch, measured slower at every shape.)
   The split is of the *valid* range, computed in the kernel from ``kv_len`` (read on the
   device) and ``window``: no host sync, and a growing ``kv_len`` neither recompiles nor
   changes the grid (capturable in a CUDA graph).
@@ -33,9 +33,9 @@ import torch
 from .._core import alloc
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
-from .._core.shapes import broadcast_shape
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
+from .._core.shapes import broadcast_shape
 from .matvec import _mm
 
 from .attention_prefill import kv_descriptors, prefill_attention, tma_ok
@@ -174,8 +174,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
 
 @triton.jit
 def _decode_combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, sol, sod,
-                    BLOCK_R: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_C: tl.constexpr,
-                    S_PAD: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr = 0):
+                           BLOCK_R: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_C: tl.constexpr,
+                           S_PAD: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Program (p, c): output columns [c * BLOCK_C, (c + 1) * BLOCK_C) of the decode kernel's
     # program p, from its n_split partials ws[p, s] added in the order

@@ -31,9 +31,9 @@ import torch
 from .._core import alloc
 from .._core.backend import tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
-from .._core.shapes import broadcast_pair, broadcast_shape
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
+from .._core.shapes import broadcast_pair, broadcast_shape
 
 #: Dimensions the kernels index after the host has simplified the layout.
 MAX_DIMS = 4
