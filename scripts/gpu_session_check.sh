@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A first device call for a session: the compiled tests of the decode path's kernels, where a
-# decode step's time goes (three models) and the router kernel by rank and by arg-max.
+# decode step's time goes (three models) and the router kernel by its two top-k methods.
 # Usage (repo root, GPU machine): OUT=/some/dir bash scripts/gpu_session_check.sh
 # (about 6 minutes; PART=1 or 2 runs half.) The compiled linalg tests take longer than a call
 # leaves beside this (svd alone: 43 of 44 in 270 s at a30f6b7, most of it compiling): run

@@ -120,8 +120,7 @@ def _route_op(router_logits: torch.Tensor, top_k: int, sigmoid: bool, norm: bool
     w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
     ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
     if T > 0:
-        block_e, block_k = next_pow2(E), max(2, next_pow2(k))
-        bitonic = K.topk_bitonic(block_e, block_k)
+        block_e, block_k, bitonic = K.topk_blocks(E, k)
         _ROUTE[(T,)](x, expert_bias if expert_bias is not None else x, w, ids, E, x.stride(0),
                      x.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
                      TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm,
@@ -240,7 +239,7 @@ def _router_op(x: torch.Tensor, weight: torch.Tensor, top_k: int, sigmoid: bool,
     k = top_k + shared
     w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
     ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
-    block_e, block_k = next_pow2(E), max(2, next_pow2(k))
+    block_e, block_k, bitonic = K.topk_blocks(E, k)
     lg = workspace(x.device, "moe.router.logits", T * (E + shared), torch.float32)
     cnt = workspace(x.device, "moe.router.ticket", 1, torch.int32, zeroed=True)
     block_t = next_pow2(T)
@@ -251,7 +250,7 @@ def _router_op(x: torch.Tensor, weight: torch.Tensor, top_k: int, sigmoid: bool,
         weight.stride(0), weight.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
         TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm, SHARED=shared, RNE=INTERPRET,
         BLOCK_T=block_t, BLOCK_N=block_n, BLOCK_H=block_h, BLOCK_E=block_e, BLOCK_K=block_k,
-        BITONIC=K.topk_bitonic(block_e, block_k), num_warps=4 if block_e <= 4096 else 8)
+        BITONIC=bitonic, num_warps=4 if block_e <= 4096 else 8)
     return w, ids
 
 

@@ -37,17 +37,20 @@ ALIASES = {"swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_
 # ---------------------------------------------------------------------------- routing
 
 #: Top-k of the routing kernels by one bitonic network (:func:`_bitonic_topk`) where the k
-#: slots (rounded up to a power of two, at least 2) fit the expert block; else, or when
-#: False, TOPK rounds of arg-max. H200, router kernel at one token, H 2048
-#: (scripts/moe_profile.py --router, 8615270+): bitonic / arg-max / every expert's rank in
-#: one pass (the method before) E 128 top-8 4.97 / 7.18 / 5.39 us, E 256 + 1 top-8 5.32 /
-#: 7.22 / 8.61, E 32 top-4 4.11 / 4.35 / 4.01. Tests set it to cover both.
+#: slots (rounded up to a power of two, at least 2: triton 3.6 does not compile ``tl.topk``
+#: with k = 1) fit the expert block; else, or when False, TOPK rounds of arg-max. H200, router
+#: kernel at one token, H 2048 (scripts/moe_profile.py --router, 53d1f00), bitonic / arg-max:
+#: E 128 top-8 4.91 / 7.22 us, E 256 + 1 top-8 5.15 / 7.36, E 32 top-4 4.05 / 4.22 (every
+#: expert's rank in one pass, the method before, 8615270: 5.39, 8.61, 4.01). Tests set it to
+#: cover both.
 TOPK_BITONIC = True
 
 
-def topk_bitonic(block_e: int, block_k: int) -> bool:
-    """Whether the routing kernels take :func:`_bitonic_topk` (plain int math)."""
-    return TOPK_BITONIC and 2 <= block_k <= block_e
+def topk_blocks(E: int, k: int) -> tuple:
+    """``(BLOCK_E, BLOCK_K, BITONIC)`` of the routing kernels for ``E`` experts and ``k`` slots
+    (plain int math)."""
+    block_e, block_k = next_pow2(E), max(2, next_pow2(k))
+    return block_e, block_k, TOPK_BITONIC and block_k <= block_e
 
 
 @triton.jit
