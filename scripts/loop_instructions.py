@@ -28,6 +28,9 @@ _SLICES = dict(TOPK=8, BY_PAIR=True, MODE1=0, E5M2_1=False, MODE2=0, E5M2_2=Fals
                PDL=0, sxh=1, s1k=1, s2k=1)  # the engine's (E, 2I, H) and (E, H, I) stacks
 _FP8 = dict(MODE1=1, MODE2=1, HAS_SCALE1=True, HAS_SCALE2=True, DT1=tl.float16, DT2=tl.float16, S16_1=True,
             S16_2=True, BLOCK_N=256)
+_ROWS = dict(TOPK=8, MODE=0, E5M2=False, HAS_SCALE=False, HAS_BIAS=False, RNE=False, BLOCK_K8=8, STAGES=3, PDL=0)
+_GU_ROWS = dict(_ROWS, ACT=0, BLOCK_I=8, BLOCK_H=512, sxh=1, swk=1)
+_DN_ROWS = dict(_ROWS, BLOCK_N=8, BLOCK_K=1024, swk=1, soh=1)
 #: name -> (kernel, {pointer argument: type}, constexprs)
 VARIANTS = {
     "matvec, bf16 weights (32, 256)": (MV._mv_kernel, {"b_ptr": "*bf16"}, {**_MV, "BLOCK_N": 32, "BLOCK_K": 256}),
@@ -39,6 +42,12 @@ VARIANTS = {
     "moe slices, bf16 experts": (MK._slices_kernel, {"w1_ptr": "*bf16", "w2_ptr": "*bf16"}, _SLICES),
     "moe slices, fp8 experts via float16": (MK._slices_kernel, {"w1_ptr": "*fp8e4nv", "w2_ptr": "*fp8e4nv"},
                                             {**_SLICES, **_FP8}),
+    "moe rows gate/up, bf16": (MK._gate_up_rows_kernel, {}, _GU_ROWS),
+    "moe rows gate/up, fp8": (MK._gate_up_rows_kernel, {"w_ptr": "*fp8e4nv", "s_ptr": "*fp32"},
+                              {**_GU_ROWS, "MODE": 1, "HAS_SCALE": True}),
+    "moe rows down, bf16": (MK._down_rows_kernel, {}, _DN_ROWS),
+    "moe rows down, fp8": (MK._down_rows_kernel, {"w_ptr": "*fp8e4nv", "s_ptr": "*fp32"},
+                           {**_DN_ROWS, "MODE": 1, "HAS_SCALE": True}),
 }
 
 

@@ -132,6 +132,69 @@ def slices_sweep():
     return rec
 
 
+def rows_sweep():
+    """One token, R calls with different experts back to back in one CUDA graph (the way a
+    decode step runs them; scripts/stream_probe.py): the row kernels' default plan against
+    the split-I slices and the three kernels, then the row kernels' blocks, warps and stages,
+    gate/up first (down at its default), then down (gate/up at the best)."""
+    from stream_probe import R, per_launch_us
+    rec = {}
+    gen = torch.Generator().manual_seed(1)
+    ids_all = torch.stack([torch.randperm(E, generator=gen)[:TOPK] for _ in range(R)]).to(dev)
+    w = torch.full((1, TOPK), 1.0 / TOPK, device=dev)
+    for fp8 in (True, False):
+        tag = "fp8" if fp8 else "bf16"
+        x, router, gu, dn, sc = inputs(1, fp8)
+        calls = [lambda r=r: moe.fused_experts(x, ids_all[r:r + 1], w, gu, dn, gate_up_scale=sc[0],
+                                               down_scale=sc[1]) for r in range(R)]
+        ref = moe.reference_fused_experts(x, ids_all[:1], w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])
+        got = calls[0]()
+        err = float((got.float() - ref.float()).abs().max() / ref.float().abs().max())
+        res = {"rows max rel err": err}
+        saved = (K.ROWS_MAX_T, K.SLICES_MAX_T)
+        for name, lim in (("rows", (1, 1)), ("slices", (0, 1)), ("three", (0, 0))):
+            K.ROWS_MAX_T, K.SLICES_MAX_T = lim
+            res[name] = per_launch_us(calls, flush)
+        K.ROWS_MAX_T, K.SLICES_MAX_T = saved
+        print(tag, res, flush=True)
+        rec[f"{tag} one-token experts us"] = res
+        base = K.rows_plan(TOPK, I, 1 if fp8 else 2)
+        orig = (K.rows_plan, moe._GATE_UP_ROWS, moe._DOWN_ROWS)
+        rows = []
+
+        def timed(plan, a_opts, b_opts):
+            K.rows_plan = lambda *a, **k: plan
+            moe._GATE_UP_ROWS, moe._DOWN_ROWS = Staged(orig[1], **a_opts), Staged(orig[2], **b_opts)
+            try:
+                return per_launch_us(calls, flush)
+            except Exception as e:  # out of resources
+                return repr(e)[:80]
+            finally:
+                K.rows_plan, moe._GATE_UP_ROWS, moe._DOWN_ROWS = orig
+        deadline = time.time() + 70
+        best_a = (base.block_i, base.block_h, base.warps, base.stages, 1e9)
+        for bi, bh, wp, st in itertools.product((8, 4, 16), (512, 1024, 256), (4, 8), (3, 4, 2)):
+            if time.time() > deadline:
+                break
+            us = timed(dataclasses.replace(base, block_i=bi, block_h=bh), dict(num_warps=wp, STAGES=st), {})
+            rows.append(("gate/up", bi, bh, wp, st, us))
+            if isinstance(us, float) and us < best_a[-1]:
+                best_a = (bi, bh, wp, st, us)
+        deadline = time.time() + 70
+        pa = dataclasses.replace(base, block_i=best_a[0], block_h=best_a[1])
+        for bn, bk, wp, st in itertools.product((8, 4, 16, 2), (1024, 512, 256), (4, 8), (3, 4, 2)):
+            if time.time() > deadline:
+                break
+            us = timed(dataclasses.replace(pa, block_n=bn, block_k=min(bk, base.block_k)),
+                       dict(num_warps=best_a[2], STAGES=best_a[3]), dict(num_warps=wp, STAGES=st))
+            rows.append(("down", bn, bk, wp, st, us))
+        rows.sort(key=lambda r: (r[0], r[-1] if isinstance(r[-1], float) else 1e9))
+        rec[f"{tag} rows sweep"] = rows
+        for r in [r for r in rows if r[0] == "gate/up"][:5] + [r for r in rows if r[0] == "down"][:5]:
+            print(tag, r, flush=True)
+    return rec
+
+
 def router_times():
     """The one-token router kernel (matmul + top-k) by each top-k method (bitonic, arg-max) at
     the routers of Qwen3-30B-A3B (128 experts, top-8), Qwen3.5/3.6-MoE (256 + a shared gate,
@@ -163,11 +226,13 @@ def main():
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--slices", action="store_true", help="sweep the split-I decode kernels, and T for both paths")
     ap.add_argument("--router", action="store_true", help="time the router kernel by rank and by arg-max, then stop")
+    ap.add_argument("--rows", action="store_true", help="one-token experts: row kernels against the others, "
+                    "and a sweep of the row kernels' plan, then stop")
     ap.add_argument("--json")
     a = ap.parse_args()
     rec = {}
-    if a.router:
-        rec.update(router_times())
+    if a.router or a.rows:
+        rec.update(router_times() if a.router else rows_sweep())
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(rec, f, indent=1)

@@ -92,20 +92,26 @@ def poison_workspaces(device, T, k, dtype, h=H, i=NI):
     workspace(device, "moe.part", T * k * i * h, torch.float32).fill_(float("nan"))  # >= one slice per column
 
 
-@pytest.fixture(params=["slices", "three kernels"])
+def _decode_path(monkeypatch, p):
+    monkeypatch.setattr(MK, "ROWS_MAX_T", 64 if p == "rows" else 0)
+    monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if p == "slices" else 0)
+
+
+@pytest.fixture(params=["rows", "slices", "three kernels"])
 def decode_kernels(request, monkeypatch):
-    """The two decode paths: split-I slices (few tokens) and gate/up + down + combine."""
-    monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if request.param == "slices" else 0)
+    """The three decode paths: row kernels (one token), split-I slices and gate/up + down +
+    combine, each forced for every token count."""
+    _decode_path(monkeypatch, request.param)
     return request.param
 
 
 @pytest.fixture
 def path(monkeypatch):
-    """Force a path: "slices" (the split-I decode kernels), "decode" (gate/up + down +
-    combine) or "prefill" (sort + grouped GEMMs)."""
+    """Force a path: "rows" (the one-token row kernels), "slices" (the split-I decode
+    kernels), "decode" (gate/up + down + combine) or "prefill" (sort + grouped GEMMs)."""
     def force(p):
-        monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if p == "slices" else 0)
-        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p == "slices" else p)
+        _decode_path(monkeypatch, p)
+        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p in ("rows", "slices") else p)
     return force
 
 
@@ -340,7 +346,7 @@ def test_prefill_chunks_and_decode_tiles(monkeypatch, path, device):
     assert_close(moe.fused_experts(x, ids, w, gu, dn), ref)
 
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
 def test_nan_stays_in_its_token(p, path, device):
     """A NaN in one token's activations makes that token's output NaN and no other."""
     path(p)
@@ -363,7 +369,7 @@ def test_no_tokens(device):
     assert w.shape == ids.shape == (0, 2)
 
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
 def test_empty_and_crowded_experts(p, path, device):
     """All tokens on expert 3 (k = 1), then every token on experts 5 and 3 (the others empty)."""
     path(p)
@@ -377,7 +383,7 @@ def test_empty_and_crowded_experts(p, path, device):
         assert_close(moe.fused_experts(x, i, ww, gu, dn), experts64(x, i, ww, gu, dn))
 
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
 def test_strided_views(p, path, device):
     """Weights stored (E, H, 2I) / (E, I, H) and passed as transposed views; strided activations,
     ids and weights; int32 ids; bfloat16 weights."""
@@ -395,7 +401,7 @@ def test_strided_views(p, path, device):
 
 # ---------------------------------------------------------------------------- gpt-oss, FP8
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
 def test_gpt_oss(p, path, device):
     """Interleaved gate/up, biases, the clamped activation (gate/up values reach the limit)."""
     path(p)
@@ -450,7 +456,7 @@ def _fp8_native_ok(device) -> bool:
 
 
 @needs_fp8
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
 @pytest.mark.parametrize("decode", ["bits", "native"])
 def test_fp8_experts(p, decode, path, monkeypatch, device):
     """fp8 decoded from its bits (everywhere) or converted by the hardware (NVIDIA 8.9+)."""
@@ -475,7 +481,7 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
 
 # ---------------------------------------------------------------------------- bad ids, errors
 
-@pytest.mark.parametrize("p", ["slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
 def test_ids_out_of_range(p, path, device):
     """Ids outside [0, E) (transformers masks slots with id E) and repeated ids never crash:
     the former add nothing, the latter count once per slot."""

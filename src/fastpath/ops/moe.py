@@ -38,9 +38,10 @@ from . import moe_kernels as K
 from .grouped_mm import grouped_mm
 from .linear import linear
 
-_SLICES, _SUM_SLICES, _ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT = (
+_SLICES, _SUM_SLICES, _ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS = (
     Launcher(k, pdl=True) for k in (K._slices_kernel, K._sum_slices_kernel, K._router_kernel, K._route_kernel,
-                                    K._gate_up_kernel, K._down_kernel, K._combine_kernel, K._act_kernel))
+                                    K._gate_up_kernel, K._down_kernel, K._combine_kernel, K._act_kernel,
+                                    K._gate_up_rows_kernel, K._down_rows_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
 #: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.
@@ -409,6 +410,9 @@ def _setup(x, ids, gate_up, down, gu_scale, d_scale) -> tuple:
 
 def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                    alpha, limit) -> torch.Tensor:
+    if x.shape[0] <= K.ROWS_MAX_T:
+        return _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+                            alpha, limit)
     if x.shape[0] <= K.SLICES_MAX_T:
         return _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                               alpha, limit)
@@ -441,6 +445,34 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,
         out.stride(0), out.stride(1), TOPK=k, GATHER=False, WEIGHTED=False, RNE=INTERPRET, BLOCK=p.block_c, num_warps=4)
+    return out
+
+
+def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
+                 alpha, limit) -> torch.Tensor:
+    """One token: every program streams whole weight rows without tensor cores, gate/up
+    over (pair, few I columns), then down over (token, few outputs) adding the slots."""
+    T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
+        x, ids, gate_up, down, gu_scale, d_scale)
+    p = K.rows_plan(k, NI, wb)
+    h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
+    dummy = out
+    row_mul, up_off = (2, 1) if interleaved else (1, NI)
+    _GATE_UP_ROWS[(T * k, cdiv(NI, p.block_i))](
+        x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
+        H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),
+        w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
+        float(alpha), float(limit),
+        TOPK=k, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None, HAS_BIAS=gu_bias is not None, ACT=code,
+        RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h, STAGES=p.stages,
+        num_warps=p.warps)
+    _DOWN_ROWS[(cdiv(H, p.block_n), T)](
+        h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
+        H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
+        w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), out.stride(0), out.stride(1),
+        TOPK=k, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None, HAS_BIAS=d_bias is not None,
+        RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_N=p.block_n, BLOCK_K=p.block_k, STAGES=p.stages,
+        num_warps=p.warps)
     return out
 
 

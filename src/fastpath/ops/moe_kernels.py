@@ -387,6 +387,100 @@ def _sum_slices_kernel(part_ptr, ids_ptr, out_ptr, H, E, S, sit, sij, sot, soh,
 
 
 @triton.jit
+def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
+                         sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
+                         TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
+                         HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr,
+                         BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr,
+                         PDL: tl.constexpr = 0):
+    pdl_start(PDL)
+    # One (token t, slot j) pair and BLOCK_I columns of I, no tensor cores: the pair's gate
+    # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
+    # are summed over H at the end; h[t * TOPK + j, i] = act(gate_i, up_i), rounded to h's
+    # dtype. The last slot of t naming an expert computes it; the other slots and ids
+    # outside [0, E) exit at once.
+    pair = tl.program_id(0)
+    t = (pair // TOPK).to(tl.int64)
+    j = pair % TOPK
+    q = tl.arange(0, BLOCK_K8)
+    idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1)
+    e = tl.sum(tl.where(q == j, idq, 0), axis=0).to(tl.int64)
+    later = tl.sum(((idq == e) & (q > j)).to(tl.int32), axis=0)
+    if (later > 0) | (e < 0) | (e >= E):
+        return
+    offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    imask = offs_i < NI
+    rows_g = (offs_i * row_mul).to(tl.int64)
+    rows_u = rows_g + up_off
+    w_e = w_ptr + e * swe
+    acc_g = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
+    for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
+        offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
+        kmask = offs_k < H
+        x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
+        wmask = imask[:, None] & kmask[None, :]
+        wk = w_e + offs_k[None, :] * swk
+        acc_g += _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        acc_u += _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+    h = _gate_up_finish(tl.sum(acc_g, axis=1)[None, :], tl.sum(acc_u, axis=1)[None, :], s_ptr, b_ptr, e, rows_g,
+                        rows_u, imask, sse, ssn, sbe, sbn, alpha, limit, HAS_SCALE, HAS_BIAS, ACT)
+    tl.store(h_ptr + pair.to(tl.int64) * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
+             mask=imask[None, :])
+
+
+@triton.jit
+def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, NI, E,
+                      sit, sij, stt, stj, swe, swn, swk, sse, ssn, sbe, sbn, sot, soh,
+                      TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
+                      HAS_BIAS: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr = 0):
+    pdl_start(PDL)
+    # Token t, BLOCK_N outputs, every slot: out[t, n] = sum_j w[t, j] * (s[e_j, n] * (D[e_j, n] .
+    # h[t * TOPK + o_j]) + bias[e_j, n]) over the slots j with e_j = ids[t, j] in [0, E), o_j the
+    # last slot of t naming e_j (whose program wrote h); one float32 sum in the fixed order of
+    # (j, K block), rounded once. No tensor cores, no combine launch: the down rows of the
+    # BLOCK_N outputs stream whole, slot after slot, in one pipelined loop.
+    t = tl.program_id(1).to(tl.int64)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = offs_n < H
+    q = tl.arange(0, BLOCK_K8)
+    qm = q < TOPK
+    idq = tl.load(ids_ptr + t * sit + q * sij, mask=qm, other=-1)
+    twq = tl.load(tw_ptr + t * stt + q * stj, mask=qm, other=0.0).to(tl.float32)
+    n_k = tl.cdiv(NI, BLOCK_K)
+    acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+    extra = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for it in tl.range(0, TOPK * n_k, num_stages=STAGES):
+        j = it // n_k
+        k0 = (it % n_k) * BLOCK_K
+        e = tl.sum(tl.where(q == j, idq, 0), axis=0).to(tl.int64)
+        valid = (e >= 0) & (e < E)
+        e = tl.where(valid, e, 0)
+        owner = tl.max(tl.where(idq == e, q, -1), axis=0)
+        wj = tl.sum(tl.where(q == j, twq, 0.0), axis=0)
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        # bounds, not `mask & valid`: Triton's interpreter makes a bool vector & a bool scalar int
+        n_lim = tl.where(valid, H, 0)
+        kmask = offs_k < tl.where(valid, NI, 0)
+        hk = tl.load(h_ptr + (t * TOPK + owner) * NI + offs_k, mask=kmask, other=0.0).to(tl.float32) * wj
+        rmask = offs_n < n_lim
+        wd = _load_as(w_ptr + e * swe + offs_n.to(tl.int64)[:, None] * swn + offs_k.to(tl.int64)[None, :] * swk,
+                      rmask[:, None] & kmask[None, :], MODE, E5M2, tl.float32)
+        if HAS_SCALE:
+            sc = tl.load(s_ptr + e * sse + offs_n * ssn, mask=rmask, other=0.0)
+            acc += wd * (sc[:, None] * hk[None, :])
+        else:
+            acc += wd * hk[None, :]
+        if HAS_BIAS:
+            bias = tl.load(b_ptr + e * sbe + offs_n * sbn, mask=offs_n < tl.where(k0 == 0, n_lim, 0),
+                           other=0.0).to(tl.float32)
+            extra += wj * bias
+    res = tl.sum(acc, axis=1) + extra
+    tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
+
+
+@triton.jit
 def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E,
                  sit, sij, stt, stj, swe, swn, swk, sse, ssn, sbe, sbn,
                  TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
@@ -517,6 +611,38 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
     block_k = 128 if block_n <= 64 else 64
     block_c = min(1024, max(128, next_pow2(H)))
     return DecodePlan(by_pair, block_p, block_t, block_i, block_h, block_n, block_k, block_c, 4)
+
+
+#: Tokens up to which the decode runs the row kernels (``_gate_up_rows_kernel``, one program
+#: per routed pair and few I columns, then ``_down_rows_kernel``, one per token and few
+#: outputs, which also adds the slots): hundreds of programs stream whole weight rows, where
+#: the split-I kernels run one program per (pair, 64-column slice), 96 for Qwen3-30B-A3B,
+#: too few to keep enough bytes in flight (scripts/stream_probe.py).
+ROWS_MAX_T = 1
+
+
+@dataclass(frozen=True)
+class RowsPlan:
+    block_i: int  # gate/up: I columns (gate and up rows) per program
+    block_h: int  # gate/up: H chunk of a loop step
+    block_n: int  # down: outputs per program
+    block_k: int  # down: I chunk of a loop step
+    block_k8: int  # slots, rounded up to a power of two
+    warps: int
+    stages: int
+
+
+#: (block_i, block_h, block_n, block_k cap, warps, stages) by weight bytes.
+ROWS_TUNED = {1: (8, 512, 8, 1024, 4, 3), 2: (8, 512, 8, 1024, 4, 3), 4: (4, 512, 4, 1024, 4, 3)}
+
+
+def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
+    """Block sizes of the row kernels (plain int math)."""
+    k8 = max(2, next_pow2(k))
+    if INTERPRET:
+        return RowsPlan(4, 16, 4, 16, k8, 4, 1)
+    bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
+    return RowsPlan(bi, bh, bn, min(bk, max(16, next_pow2(NI))), k8, warps, stages)
 
 
 #: Tokens up to which the decode runs the split-I kernels (one launch for the expert MLPs plus
