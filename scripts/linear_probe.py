@@ -24,6 +24,9 @@ from fastpath.ops.fp8 import quantize_fp8
 KN = [(4096, 4096), (4096, 14336), (14336, 4096), (2048, 4096), (4096, 2048), (2048, 151936),
       (4096, 128256)]
 
+#: Qwen3-30B-A3B's attention projections and LM head, Llama-3-8B's projections.
+ONE_ROW_KN = [(2048, 5120), (4096, 2048), (4096, 6144), (4096, 4096), (4096, 28672), (14336, 4096), (2048, 151936)]
+
 
 def make_plan(M, N, K, bn, bk, warps, per_sm, dot, s16=False):
     """``s16``: fp8 weights through a float16 dot, bfloat16 activations scaled by powers of two
@@ -39,8 +42,13 @@ def make_plan(M, N, K, bn, bk, warps, per_sm, dot, s16=False):
                        torch.float16 if s16 else (torch.bfloat16 if dot else None), s16)
 
 
-def candidates(M, N, K, fp8, s16_only=False):
+def candidates(M, N, K, fp8, s16_only=False, one_row=False):
     out = []
+    if one_row:  # the float32 product-and-sum with the K sum after the loop, against the default
+        for (bn, bk), warps, per_sm in itertools.product(((8, 1024), (16, 512), (32, 256), (16, 1024)), (4, 8),
+                                                         (2, 4)):
+            out.append(make_plan(M, N, K, bn, bk, warps, per_sm, False))
+        return out
     if s16_only:
         for bn, bk, warps, per_sm in itertools.product((32, 64, 128), (64, 128, 256), (4, 8), (2, 4)):
             out.append(make_plan(M, N, K, bn, bk, warps, per_sm, True, s16=True))
@@ -73,6 +81,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--fp8-only", action="store_true")
+    ap.add_argument("--one-row", action="store_true", help="one row, bf16 and fp8 weights, the decode shapes: "
+                    "the product-and-sum plans against the default")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     ceil = measure_ceilings()
@@ -81,8 +91,11 @@ def main():
     recs = []
     rows = (1, 4, 16) if not args.quick else (1, 16)
     cases = [(False, m) for m in rows if not args.fp8_only] + [(True, 1), (True, 16)]
+    shapes = KN if not args.quick else KN[:2]
+    if args.one_row:
+        cases, shapes = [(True, 1), (False, 1)], ONE_ROW_KN
     for fp8, M in cases:
-        for K, N in (KN if not args.quick else KN[:2]):
+        for K, N in shapes:
             g = torch.Generator(device="cuda").manual_seed(0)
             wbytes = N * K * (1 if fp8 else 2)
             n_sets = max(1, math.ceil(3 * ceil["l2_bytes"] / wbytes))
@@ -101,7 +114,7 @@ def main():
             t_torch = timer.graph_us(lambda x, w, s, wr: F.linear(x, wr), sets, est)
             default = matvec.plan(M, N, K, x.device, torch.bfloat16, b_bytes=1 if fp8 else 2)
             results = []
-            for p in candidates(M, N, K, fp8, args.fp8_only) + [default]:
+            for p in candidates(M, N, K, fp8, args.fp8_only, args.one_row) + [default]:
                 try:
                     out = run_plan(p, x, w, s)
                     err = ((out.double() - ref).norm() / ref.norm()).item()

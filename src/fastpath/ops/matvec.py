@@ -168,19 +168,36 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     b_cols = b_ptr + offs_n.to(tl.int64)[None, :] * sbn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    # One row without tensor cores or block scales: products accumulate per (k, n) and the sum
+    # over K waits for the end of the loop (no cross-thread reduction a tile).
+    KD: tl.constexpr = BLOCK_K if (not DOT) and BLOCK_M == 1 and (not BLOCKWISE) else 1
+    acc_k = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
+    acc_k_up = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
         a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
                      tl.float32 if S16 else DT)
-        d = _tile_dot(a, b_cols + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2, DOT, DT, S16)
-        if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile
-            sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
-            d = d * sa[:, None] * sb[None, :]
-        acc += d
-        if GLU:
-            acc_up += _tile_dot(a, b_cols + n_up * sbn + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2,
-                                DOT, DT, S16)
+        if KD > 1:
+            b_ptrs = b_cols + offs_k[:, None] * sbk
+            bmask = kmask[:, None] & nmask[None, :]
+            a1 = tl.reshape(a, [BLOCK_K])[:, None]
+            acc_k += a1 * _load_as(b_ptrs, bmask, B_MODE, B_E5M2, DT)
+            if GLU:
+                acc_k_up += a1 * _load_as(b_ptrs + n_up * sbn, bmask, B_MODE, B_E5M2, DT)
+        else:
+            d = _tile_dot(a, b_cols + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2, DOT, DT, S16)
+            if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile
+                sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k,
+                                       ssb_n)
+                d = d * sa[:, None] * sb[None, :]
+            acc += d
+            if GLU:
+                acc_up += _tile_dot(a, b_cols + n_up * sbn + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2,
+                                    DOT, DT, S16)
+    if KD > 1:
+        acc = tl.sum(acc_k, axis=0)[None, :]
+        acc_up = tl.sum(acc_k_up, axis=0)[None, :]
     if SPLIT:
         tile = offs_m[:, None] * N + offs_n[None, :]
         tmask = mmask[:, None] & nmask[None, :]
