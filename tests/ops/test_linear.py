@@ -177,6 +177,7 @@ def test_fp8_via_float16(decode, xdtype, rows, split, split_k, monkeypatch, devi
     to float16 subnormals or overflow)."""
     monkeypatch.setattr(L, "FP8_DECODE", decode)
     monkeypatch.setattr(matvec, "FP8_VIA_FP16", (32, 64, 2))
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_FMA", None)  # one row takes this route too
     split_k(split)
     w, q, s = _fp8_weight(67, 200, device)
     spans = [-30.0, 0.0, 24.0] if xdtype == torch.bfloat16 else [-6.0, 0.0, 3.0]  # float16 x: its range
@@ -194,11 +195,24 @@ def test_fp8_via_float16(decode, xdtype, rows, split, split_k, monkeypatch, devi
         assert torch.equal(out[1], torch.zeros_like(out[1]))
 
 
+def test_fp8_one_row_plan(monkeypatch):
+    """fp8 weights, one row: the product-and-sum up to FP8_ONE_ROW_MAX_ELEMS weights, the
+    float16 dot above it and for more rows (the plan of a 132-SM GPU, outside the interpreter)."""
+    monkeypatch.setattr(matvec, "INTERPRET", False)
+    monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
+    dev = torch.device("cuda")
+    small = matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1)
+    assert small.dot is None and (small.block_n, small.block_k) == matvec.FP8_ONE_ROW_FMA[:2]
+    assert matvec.plan(1, 28672, 4096, dev, torch.bfloat16, b_bytes=1).s16
+    assert matvec.plan(2, 5120, 2048, dev, torch.bfloat16, b_bytes=1).s16
+
+
 @needs_fp8
 def test_fp8_via_float16_nonfinite(monkeypatch, device):
     """An inf activation makes its row inf / NaN as the float32 path does; other rows are
     unaffected."""
     monkeypatch.setattr(matvec, "FP8_VIA_FP16", (32, 64, 2))
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_FMA", None)
     w, q, s = _fp8_weight(13, 64, device)
     x = randn(2, 64, dtype=torch.bfloat16, device=device)
     x[0, 5] = float("inf")

@@ -248,6 +248,13 @@ FP8_DOT: Optional[tuple] = (32, 256, 2)
 #: None: the TUNED path. H200 (scripts/linear_probe.py --fp8-only, commit 289973d): geometric
 #: mean over the issue's 7 shapes 1.41x of bf16 F.linear at one row (the float32 path: 1.28x).
 FP8_VIA_FP16: Optional[tuple] = (64, 256, 4)
+#: fp8 weights x 16-bit activations, one row, weights of at most FP8_ONE_ROW_MAX_ELEMS: (BLOCK_N,
+#: BLOCK_K, programs per SM) of the float32 product-and-sum instead (K summed after the loop).
+#: H200 (scripts/linear_probe.py --one-row, bec570f), against the float16 route: 2048 -> 5120
+#: 6.4 vs 8.2 us, 4096 -> 2048 6.9 vs 7.4, 4096 -> 6144 11.5 vs 12.7, 4096 -> 4096 9.2 vs 10.0;
+#: from 4096 x 28672 and 14336 x 4096 up the float16 route is faster. None: off.
+FP8_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2)
+FP8_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 
 
 @dataclass(frozen=True)
@@ -277,6 +284,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         use_dot, bn, bk, per_sm = TUNED[(min(b_bytes, 2), M == 1)]
         if dot_dtype.itemsize == 1:  # both operands fp8, fed to the tensor cores as they are
             use_dot, (bn, bk, per_sm) = True, FP8_DOT
+        elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and N * K <= FP8_ONE_ROW_MAX_ELEMS:
+            use_dot, (bn, bk, per_sm) = False, FP8_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
             use_dot, (bn, bk, per_sm) = True, FP8_VIA_FP16
             s16, dot_dtype = dot_dtype == torch.bfloat16, torch.float16

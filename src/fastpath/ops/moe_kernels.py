@@ -634,7 +634,7 @@ class RowsPlan:
 
 #: (block_i, block_h, block_n, block_k cap, warps, stages) by weight bytes. H200, Qwen3-30B-A3B
 #: shapes, 24 one-token calls with different experts in one graph (scripts/moe_profile.py
-#: --rows, e9d5a2a): fp8 16.9 us (split-I slices 24.9, three kernels 32.0), bf16 23.2 (25.6,
+#: --rows, e30c2f8): fp8 16.9 us (split-I slices 24.9, three kernels 32.0), bf16 23.2 (25.6,
 #: 30.5); the plans within 3% of the best share these blocks. float32: not measured.
 ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}
 
