@@ -18,7 +18,7 @@ import torch
 
 #: kernel-name substring -> family (first match wins); anything else is PyTorch's own.
 FAMILIES = [("_mv_kernel", "matvec"), ("_decode_kernel", "attention"), ("_rms_norm", "norm"),
-            ("_qkv_rope", "rope"), ("_slices_kernel", "moe experts"), ("_sum_slices", "moe sum"),
+            ("_qkv_rope", "rope"),
             ("_gate_up_kernel", "moe experts"), ("_gate_up_rows", "moe experts"), ("_down_rows", "moe experts"), ("_down_kernel", "moe experts"), ("_decode_combine", "attention"),
             ("_combine", "moe sum"),
             ("_router", "moe router"), ("_route", "moe router"), ("_sample", "sample"),

@@ -21,13 +21,6 @@ from fastpath.ops import moe_kernels as MK
 _MV = dict(A_MODE=0, B_MODE=0, A_E5M2=False, B_E5M2=False, SCALE_A=False, SCALE_B=False, BLOCKWISE=False,
            HAS_BIAS=False, SPLIT=True, DOT=True, DT=tl.bfloat16, S16=False, GLU=False, BLOCK_M=16, PDL=0,
            sak=1, sbk=1, son=1, ssa_m=0, ssa_k=0, ssb_k=0, ssb_n=1)
-#: Qwen3-30B-A3B's one-token experts (slice_plan(1, 8, 128, 2048, 768) on 132 SMs).
-_SLICES = dict(TOPK=8, BY_PAIR=True, MODE1=0, E5M2_1=False, MODE2=0, E5M2_2=False, HAS_SCALE1=False,
-               HAS_SCALE2=False, HAS_BIAS1=False, HAS_BIAS2=False, ACT=0, DT1=tl.bfloat16, DT2=tl.bfloat16,
-               S16_1=False, S16_2=False, RNE=False, BLOCK_P=8, BLOCK_T=16, BLOCK_I=64, BLOCK_H=128, BLOCK_N=128,
-               PDL=0, sxh=1, s1k=1, s2k=1)  # the engine's (E, 2I, H) and (E, H, I) stacks
-_FP8 = dict(MODE1=1, MODE2=1, HAS_SCALE1=True, HAS_SCALE2=True, DT1=tl.float16, DT2=tl.float16, S16_1=True,
-            S16_2=True, BLOCK_N=256)
 _ROWS = dict(TOPK=8, MODE=0, E5M2=False, HAS_SCALE=False, HAS_BIAS=False, RNE=False, BLOCK_K8=8, STAGES=3, PDL=0)
 _GU_ROWS = dict(_ROWS, ACT=0, BLOCK_I=8, BLOCK_H=512, sxh=1, swk=1)
 _DN_ROWS = dict(_ROWS, BLOCK_N=8, BLOCK_K=1024, swk=1, soh=1)
@@ -45,9 +38,6 @@ VARIANTS = {
     "matvec, bf16 one row, FMA (8, 1024)": (MV._mv_kernel, {"b_ptr": "*bf16"},
                                             {**_MV, "DOT": False, "DT": tl.float32, "BLOCK_M": 1, "BLOCK_N": 8,
                                              "BLOCK_K": 1024}),
-    "moe slices, bf16 experts": (MK._slices_kernel, {"w1_ptr": "*bf16", "w2_ptr": "*bf16"}, _SLICES),
-    "moe slices, fp8 experts via float16": (MK._slices_kernel, {"w1_ptr": "*fp8e4nv", "w2_ptr": "*fp8e4nv"},
-                                            {**_SLICES, **_FP8}),
     "moe rows gate/up, bf16": (MK._gate_up_rows_kernel, {}, _GU_ROWS),
     "moe rows gate/up, fp8": (MK._gate_up_rows_kernel, {"w_ptr": "*fp8e4nv", "s_ptr": "*fp32"},
                               {**_GU_ROWS, "MODE": 1, "HAS_SCALE": True}),

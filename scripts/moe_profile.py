@@ -4,7 +4,7 @@ Qwen3-30B-A3B shapes (128 experts, top-8, hidden 2048, width 768), bf16 and fp8 
 Per kernel device time from the profiler (eager, L2 flushed before each call), then the
 layer and each configuration in a CUDA graph replayed with a cold L2. Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/moe_profile.py [--sweep | --slices | --router] [--json OUT]
+    PYTHONPATH=src python3 scripts/moe_profile.py [--sweep | --rows | --router] [--json OUT]
 """
 import argparse
 import dataclasses
@@ -79,63 +79,20 @@ class Staged:
 
 
 def with_plan(fn, plan, gu_opts, dn_opts):
-    """The three decode kernels (one token would take the split-I ones) with ``plan``."""
-    orig = (K.decode_plan, moe._GATE_UP, moe._DOWN, K.SLICES_MAX_T)
-    K.decode_plan, K.SLICES_MAX_T = (lambda *a, **k: plan), 0
+    """The three decode kernels (one token would take the row kernels) with ``plan``."""
+    orig = (K.decode_plan, moe._GATE_UP, moe._DOWN, K.ROWS_MAX_T)
+    K.decode_plan, K.ROWS_MAX_T = (lambda *a, **k: plan), 0
     moe._GATE_UP, moe._DOWN = Staged(orig[1], **gu_opts), Staged(orig[2], **dn_opts)
     try:
         return graph_us(fn)
     finally:
-        K.decode_plan, moe._GATE_UP, moe._DOWN, K.SLICES_MAX_T = orig
-
-
-def slices_sweep():
-    """T = 1..16: split-I slices against the three kernels (default plans); then, at T = 1, the
-    split-I kernel's blocks, warps and stages."""
-    rec = {}
-    for fp8 in (False, True):
-        tag = "fp8" if fp8 else "bf16"
-        for T in (1, 2, 4, 8):
-            x, router, gu, dn, sc = inputs(T, fp8)
-            w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
-            fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
-            saved = K.SLICES_MAX_T
-            res = {}
-            for name, lim in (("slices", 64), ("three", 0)):
-                K.SLICES_MAX_T = lim
-                res[name] = graph_us(fn)
-            K.SLICES_MAX_T = saved
-            rec[f"{tag} T={T} experts us"] = res
-            print(tag, T, res, flush=True)
-        x, router, gu, dn, sc = inputs(1, fp8)
-        w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
-        fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
-        base = K.slice_plan(1, TOPK, E, H, I, dev, 1 if fp8 else 2)
-        rows = []
-        deadline = time.time() + 75
-        orig = K.slice_plan
-        for bi, bh, bn, wp, st in itertools.product((32, 64, 16) if fp8 else (32, 64), (128, 256), (128, 256), (4, 8), (4, 3, 5)):
-            if time.time() > deadline:
-                break
-            p = dataclasses.replace(base, block_i=bi, block_h=bh, block_n=bn, warps=wp, stages=st)
-            K.slice_plan = lambda *a, **k: p  # noqa: B023
-            try:
-                rows.append((bi, bh, bn, wp, st, graph_us(fn)))
-            except Exception as e:  # out of resources
-                rows.append((bi, bh, bn, wp, st, repr(e)[:80]))
-            finally:
-                K.slice_plan = orig
-        rows.sort(key=lambda r: r[-1] if isinstance(r[-1], float) else 1e9)
-        rec[f"{tag} slices sweep"] = rows
-        for r in rows[:8]:
-            print(tag, "slices", r, flush=True)
-    return rec
+        K.decode_plan, moe._GATE_UP, moe._DOWN, K.ROWS_MAX_T = orig
 
 
 def rows_sweep():
     """One token, R calls with different experts back to back in one CUDA graph (the way a
     decode step runs them; scripts/stream_probe.py): the row kernels' default plan against
-    the split-I slices and the three kernels, then the row kernels' blocks, warps and stages,
+    the three kernels, then the row kernels' blocks, warps and stages,
     gate/up first (down at its default), then down (gate/up at the best)."""
     from stream_probe import R, per_launch_us
     rec = {}
@@ -151,11 +108,11 @@ def rows_sweep():
         got = calls[0]()
         err = float((got.float() - ref.float()).abs().max() / ref.float().abs().max())
         res = {"rows max rel err": err}
-        saved = (K.ROWS_MAX_T, K.SLICES_MAX_T)
-        for name, lim in (("rows", (1, 1)), ("slices", (0, 1)), ("three", (0, 0))):
-            K.ROWS_MAX_T, K.SLICES_MAX_T = lim
+        saved = K.ROWS_MAX_T
+        for name, lim in (("rows", 1), ("three", 0)):
+            K.ROWS_MAX_T = lim
             res[name] = per_launch_us(calls, flush)
-        K.ROWS_MAX_T, K.SLICES_MAX_T = saved
+        K.ROWS_MAX_T = saved
         print(tag, res, flush=True)
         rec[f"{tag} one-token experts us"] = res
         base = K.rows_plan(TOPK, I, 1 if fp8 else 2)
@@ -224,7 +181,6 @@ def router_times():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sweep", action="store_true")
-    ap.add_argument("--slices", action="store_true", help="sweep the split-I decode kernels, and T for both paths")
     ap.add_argument("--router", action="store_true", help="time the router kernel by rank and by arg-max, then stop")
     ap.add_argument("--rows", action="store_true", help="one-token experts: row kernels against the others, "
                     "and a sweep of the row kernels' plan, then stop")
@@ -237,8 +193,6 @@ def main():
             with open(a.json, "w") as f:
                 json.dump(rec, f, indent=1)
         return
-    if a.slices:
-        rec.update(slices_sweep())
     for fp8 in (False, True):
         tag = "fp8" if fp8 else "bf16"
         x, router, gu, dn, sc = inputs(1, fp8)

@@ -89,29 +89,23 @@ def poison_workspaces(device, T, k, dtype, h=H, i=NI):
     """NaN in the decode workspaces, so that a row the kernels forget to write cannot pass."""
     workspace(device, f"moe.h.{dtype}", T * k * i, dtype).fill_(float("nan"))
     workspace(device, "moe.y", T * k * h, torch.float32).fill_(float("nan"))
-    workspace(device, "moe.part", T * k * i * h, torch.float32).fill_(float("nan"))  # >= one slice per column
 
 
-def _decode_path(monkeypatch, p):
-    monkeypatch.setattr(MK, "ROWS_MAX_T", 64 if p == "rows" else 0)
-    monkeypatch.setattr(MK, "SLICES_MAX_T", 64 if p == "slices" else 0)
-
-
-@pytest.fixture(params=["rows", "slices", "three kernels"])
+@pytest.fixture(params=["rows", "three kernels"])
 def decode_kernels(request, monkeypatch):
-    """The three decode paths: row kernels (one token), split-I slices and gate/up + down +
-    combine, each forced for every token count."""
-    _decode_path(monkeypatch, request.param)
+    """The two decode paths, each forced for every token count: the row kernels (one token by
+    default) and gate/up + down + combine."""
+    monkeypatch.setattr(MK, "ROWS_MAX_T", 64 if request.param == "rows" else 0)
     return request.param
 
 
 @pytest.fixture
 def path(monkeypatch):
-    """Force a path: "rows" (the one-token row kernels), "slices" (the split-I decode
-    kernels), "decode" (gate/up + down + combine) or "prefill" (sort + grouped GEMMs)."""
+    """Force a path: "rows" (the one-token row kernels), "decode" (gate/up + down + combine)
+    or "prefill" (sort + grouped GEMMs)."""
     def force(p):
-        _decode_path(monkeypatch, p)
-        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p in ("rows", "slices") else p)
+        monkeypatch.setattr(MK, "ROWS_MAX_T", 64 if p == "rows" else 0)
+        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p == "rows" else p)
     return force
 
 
@@ -306,7 +300,7 @@ def test_decode_activations(act, decode_kernels, device):
 def test_decode_plan_fills_h200(monkeypatch):
     """The three-kernel decode plan (Qwen3-30B-A3B: top-8 of 128 experts, H = 2048, I = 768) on a
     132-SM H200: both weight-streaming kernels run at least two programs per SM. (One token
-    takes the split-I kernels by default; their plan starts from this one's grid fields.)"""
+    takes the row kernels by default.)"""
     monkeypatch.setattr(MK, "INTERPRET", False)
     monkeypatch.setattr(MK, "num_sms", lambda dev: 132)
     for T in (1, 4):
@@ -346,7 +340,7 @@ def test_prefill_chunks_and_decode_tiles(monkeypatch, path, device):
     assert_close(moe.fused_experts(x, ids, w, gu, dn), ref)
 
 
-@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_nan_stays_in_its_token(p, path, device):
     """A NaN in one token's activations makes that token's output NaN and no other."""
     path(p)
@@ -369,7 +363,7 @@ def test_no_tokens(device):
     assert w.shape == ids.shape == (0, 2)
 
 
-@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_empty_and_crowded_experts(p, path, device):
     """All tokens on expert 3 (k = 1), then every token on experts 5 and 3 (the others empty)."""
     path(p)
@@ -383,7 +377,7 @@ def test_empty_and_crowded_experts(p, path, device):
         assert_close(moe.fused_experts(x, i, ww, gu, dn), experts64(x, i, ww, gu, dn))
 
 
-@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_strided_views(p, path, device):
     """Weights stored (E, H, 2I) / (E, I, H) and passed as transposed views; strided activations,
     ids and weights; int32 ids; bfloat16 weights."""
@@ -401,7 +395,7 @@ def test_strided_views(p, path, device):
 
 # ---------------------------------------------------------------------------- gpt-oss, FP8
 
-@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_gpt_oss(p, path, device):
     """Interleaved gate/up, biases, the clamped activation (gate/up values reach the limit)."""
     path(p)
@@ -456,7 +450,7 @@ def _fp8_native_ok(device) -> bool:
 
 
 @needs_fp8
-@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 @pytest.mark.parametrize("decode", ["bits", "native"])
 def test_fp8_experts(p, decode, path, monkeypatch, device):
     """fp8 decoded from its bits (everywhere) or converted by the hardware (NVIDIA 8.9+)."""
@@ -481,7 +475,7 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
 
 # ---------------------------------------------------------------------------- bad ids, errors
 
-@pytest.mark.parametrize("p", ["rows", "slices", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_ids_out_of_range(p, path, device):
     """Ids outside [0, E) (transformers masks slots with id E) and repeated ids never crash:
     the former add nothing, the latter count once per slot."""

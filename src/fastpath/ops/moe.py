@@ -5,9 +5,9 @@
 * ``route``: one Triton program per token (kernel in :mod:`fastpath.ops.moe_kernels`).
   ``router``: the router matmul and ``route`` in one launch for a few tokens (the last
   program to finish its block of logits routes).
-* ``fused_experts``, one token: every program takes one I-slice of one routed expert
-  through gate/up, the activation and the slice's share of the down projection; a second
-  launch adds the slices and slots in a fixed order.
+* ``fused_experts``, one token: two launches without tensor cores, each of hundreds of
+  programs streaming whole weight rows: gate/up + activation per (routed pair, few I
+  columns), then down per few outputs over every slot, the slots added in a fixed order.
 * ``fused_experts``, decode (2 to ``MAX_DECODE_TOKENS`` tokens): three launches and no
   sort. Every program of the gate/up and down kernels owns one expert and one block of
   output features; it finds the tokens routed to its expert from ``topk_ids`` on the
@@ -38,10 +38,9 @@ from . import moe_kernels as K
 from .grouped_mm import grouped_mm
 from .linear import linear
 
-_SLICES, _SUM_SLICES, _ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS = (
-    Launcher(k, pdl=True) for k in (K._slices_kernel, K._sum_slices_kernel, K._router_kernel, K._route_kernel,
-                                    K._gate_up_kernel, K._down_kernel, K._combine_kernel, K._act_kernel,
-                                    K._gate_up_rows_kernel, K._down_rows_kernel))
+_ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS = (
+    Launcher(k, pdl=True) for k in (K._router_kernel, K._route_kernel, K._gate_up_kernel, K._down_kernel,
+                                    K._combine_kernel, K._act_kernel, K._gate_up_rows_kernel, K._down_rows_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
 #: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.
@@ -413,9 +412,6 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     if x.shape[0] <= K.ROWS_MAX_T:
         return _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                             alpha, limit)
-    if x.shape[0] <= K.SLICES_MAX_T:
-        return _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
-                              alpha, limit)
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
         x, ids, gate_up, down, gu_scale, d_scale)
     p = K.decode_plan(T, k, E, H, NI, x.device, wb)
@@ -473,39 +469,6 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
         TOPK=k, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None, HAS_BIAS=d_bias is not None,
         RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_N=p.block_n, BLOCK_K=p.block_k, STAGES=p.stages,
         num_warps=p.warps)
-    return out
-
-
-def _launch_slices(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
-                   alpha, limit) -> torch.Tensor:
-    """Few tokens: every program takes one I-slice of one routed expert through gate/up, the
-    activation and its share of the down projection (all of the expert's weights stream in
-    one launch); a second small launch adds the slices and slots of each token."""
-    T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
-        x, ids, gate_up, down, gu_scale, d_scale)
-    p = K.slice_plan(T, k, E, H, NI, x.device, wb)
-    S = cdiv(NI, p.block_i)
-    (dt1, s16_1), (dt2, s16_2) = _dot_dtype(x, mode1), _dot_dtype(x, mode2)
-    part = workspace(x.device, "moe.part", T * k * S * H, torch.float32)
-    dummy = out
-    row_mul, up_off = (2, 1) if interleaved else (1, NI)
-    grid = (T * k if p.by_pair else E, S, cdiv(T, p.block_t))
-    _SLICES[grid](
-        x, ids, tw, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy,
-        w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, part,
-        T, H, NI, E, S, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
-        w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias),
-        w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), row_mul, up_off,
-        float(alpha), float(limit),
-        TOPK=k, BY_PAIR=p.by_pair, MODE1=mode1, E5M2_1=e5m2_1, MODE2=mode2, E5M2_2=e5m2_2,
-        HAS_SCALE1=gu_scale is not None, HAS_SCALE2=d_scale is not None, HAS_BIAS1=gu_bias is not None,
-        HAS_BIAS2=d_bias is not None, ACT=code, DT1=TL_DTYPES[dt1], DT2=TL_DTYPES[dt2], S16_1=s16_1, S16_2=s16_2,
-        RNE=INTERPRET, BLOCK_P=p.block_p,
-        BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, BLOCK_N=p.block_n,
-        num_warps=p.warps, num_stages=p.stages)
-    _SUM_SLICES[(T, cdiv(H, p.block_c))](
-        part, ids, out, H, E, S, ids.stride(0), ids.stride(1), out.stride(0), out.stride(1),
-        TOPK=k, RNE=INTERPRET, BLOCK_R=p.block_r, BLOCK=p.block_c, num_warps=4)
     return out
 
 
@@ -707,13 +670,14 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     is rounded to ``hidden_states.dtype`` (as in transformers); the k slot outputs are
     weighted and added in float32 in slot order (deterministic) and rounded once.
 
-    Paths: one token (``moe_kernels.SLICES_MAX_T``), two launches: each program streams one
-    I-slice of one routed expert through gate/up, the activation and the slice's share of the
-    down projection, and a second kernel adds the slices and slots in a fixed order. Up to
+    Paths: one token (``moe_kernels.ROWS_MAX_T``), two launches without tensor cores: gate/up
+    and the activation over (routed pair, 16 columns of I), then the down projection over
+    blocks of 8 outputs for every slot, added in a fixed order (no combine launch). Up to
     ``MAX_DECODE_TOKENS`` (64) tokens, three Triton launches without a sort that read each
     routed expert's weights once. Neither synchronises with the host (CUDA-graph capturable).
     FP8 weights against bfloat16 activations multiply in float16 on the tensor cores, the
-    activations scaled per row by a power of two (exact; one conversion per fp8 pair).
+    activations scaled per row by a power of two (exact; one conversion per fp8 pair), or
+    in float32 at one token.
     More tokens: the pairs are sorted by expert on the device and two grouped GEMMs run
     (:mod:`fastpath.ops.grouped_mm`), ``PREFILL_CHUNK`` (4096) tokens at a time, with float32
     temporaries of ``chunk * k * (2I + H)`` elements (no host synchronisation either). On

@@ -13,6 +13,11 @@
   j = 0..k-1 (deterministic, no atomics). When the pairs are fewer than the experts
   (``BY_PAIR``) the grid runs over pairs instead: the first pair naming an expert computes
   it for every token and the others exit at once, so no program is spent on idle experts.
+* One token: ``_gate_up_rows_kernel`` (grid: routed pair x block of I) streams the pair's
+  gate and up rows whole, multiplies without tensor cores into a float32 tile summed over H
+  after the loop, and writes ``h``; ``_down_rows_kernel`` (block of H x token) streams the
+  down rows of its outputs for every slot of the token and adds the slots in a fixed order,
+  so no combine launch follows. Hundreds of programs keep enough bytes in flight.
 * Prefill: ``_act_kernel`` applies the activation to the grouped-GEMM output rows, and
   ``_combine_kernel`` (``GATHER``) un-permutes, weights and adds the k slots.
 
@@ -308,85 +313,6 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
 
 
 @triton.jit
-def _slices_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, w2_ptr, s2_ptr, b2_ptr, part_ptr,
-                   T, H, NI, E, S, sxt, sxh, sit, sij, stt, stj,
-                   s1e, s1n, s1k, ss1e, ss1n, sb1e, sb1n, s2e, s2n, s2k, ss2e, ss2n, sb2e, sb2n,
-                   row_mul, up_off, alpha, limit,
-                   TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE1: tl.constexpr, E5M2_1: tl.constexpr,
-                   MODE2: tl.constexpr, E5M2_2: tl.constexpr, HAS_SCALE1: tl.constexpr, HAS_SCALE2: tl.constexpr,
-                   HAS_BIAS1: tl.constexpr, HAS_BIAS2: tl.constexpr, ACT: tl.constexpr, DT1: tl.constexpr,
-                   DT2: tl.constexpr, S16_1: tl.constexpr, S16_2: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr,
-                   BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr,
-                   PDL: tl.constexpr = 0):
-    pdl_start(PDL)
-    # One I-slice s of expert e for the tile's tokens: h = act(gate, up) on the slice's columns,
-    # then the slice's share of the down projection (split-K over I), weighted:
-    #   part[(t * TOPK + slot) * S + s, n] = wsum_t * (h_t . D[e, n, slice] (+ bias_n if s == 0))
-    # for the last slot of each token routed to e; wsum_t adds the weights of every slot of
-    # t naming e. _sum_slices_kernel adds the S slices of each such slot.
-    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
-    if idle:
-        return
-    hit = slot >= 0
-    s = tl.program_id(1)
-    offs_i = s * BLOCK_I + tl.arange(0, BLOCK_I)
-    imask = offs_i < NI
-    rows_g = (offs_i * row_mul).to(tl.int64)
-    rows_u = rows_g + up_off
-    acc_g, acc_u = _gate_up_acc(x_ptr, w1_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, s1e, s1n, s1k,
-                                MODE1, E5M2_1, DT1, S16_1, BLOCK_T, BLOCK_I, BLOCK_H)
-    h = _gate_up_finish(acc_g, acc_u, s1_ptr, b1_ptr, e, rows_g, rows_u, imask, ss1e, ss1n, sb1e, sb1n, alpha,
-                        limit, HAS_SCALE1, HAS_BIAS1, ACT)
-    h = _cast(h, x_ptr.dtype.element_ty, RNE).to(tl.float32)  # act(g) * u rounded as the 3-kernel path stores it
-    wsum = tl.zeros([BLOCK_T], dtype=tl.float32)
-    for j in tl.static_range(TOPK):
-        m = tl.load(ids_ptr + offs_t * sit + j * sij, mask=tmask, other=-1) == e
-        wsum += tl.load(tw_ptr + offs_t * stt + j * stj, mask=m, other=0.0).to(tl.float32)
-    rows = ((offs_t * TOPK + slot).to(tl.int64) * S + s) * H
-    w_cols = w2_ptr + e * s2e + offs_i.to(tl.int64)[:, None] * s2k
-    for n0 in range(0, H, BLOCK_N):
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        nmask = offs_n < H
-        wd = _load_as(w_cols + offs_n.to(tl.int64)[None, :] * s2n, imask[:, None] & nmask[None, :], MODE2, E5M2_2,
-                      DT2)
-        acc = _dot16(h, wd, S16_2, DT2)
-        if HAS_SCALE2:
-            acc = acc * tl.load(s2_ptr + e * ss2e + offs_n * ss2n, mask=nmask, other=0.0)[None, :]
-        if HAS_BIAS2:
-            bias = tl.load(b2_ptr + e * sb2e + offs_n * sb2n, mask=nmask, other=0.0).to(tl.float32)
-            acc = acc + tl.where(s == 0, bias, 0.0)[None, :]  # once per expert: in slice 0
-        tl.store(part_ptr + rows[:, None] + offs_n[None, :], acc * wsum[:, None], mask=hit[:, None] & nmask[None, :])
-
-
-@triton.jit
-def _sum_slices_kernel(part_ptr, ids_ptr, out_ptr, H, E, S, sit, sij, sot, soh,
-                       TOPK: tl.constexpr, RNE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK: tl.constexpr,
-                       PDL: tl.constexpr = 0):
-    pdl_start(PDL)
-    # out[t, n] = sum over the slots j of token t whose id is in [0, E) and not repeated in a
-    # later slot, and over the slices s < S, of part[(t * TOPK + j) * S + s, n]: one fixed-order
-    # float32 sum (deterministic), rounded once.
-    t = tl.program_id(0).to(tl.int64)
-    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < H
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    R = TOPK * S
-    for r0 in range(0, R, BLOCK_R):
-        r = r0 + tl.arange(0, BLOCK_R)
-        rmask = r < R
-        j = r // S
-        idr = tl.load(ids_ptr + t * sit + j * sij, mask=rmask, other=-1)
-        use = rmask & (idr >= 0) & (idr < E)
-        for jj in tl.static_range(1, TOPK):  # a later slot naming the same expert owns the row
-            later = tl.load(ids_ptr + t * sit + jj * sij)
-            use = use & ~((jj > j) & (later == idr))
-        v = tl.load(part_ptr + (t * R + r).to(tl.int64)[:, None] * H + offs[None, :], mask=use[:, None] & m[None, :],
-                    other=0.0)
-        acc += tl.sum(v, axis=0)
-    tl.store(out_ptr + t * sot + offs * soh, _cast(acc, out_ptr.dtype.element_ty, RNE), mask=m)
-
-
-@triton.jit
 def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
                          TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
@@ -615,9 +541,9 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
 
 #: Tokens up to which the decode runs the row kernels (``_gate_up_rows_kernel``, one program
 #: per routed pair and few I columns, then ``_down_rows_kernel``, one per token and few
-#: outputs, which also adds the slots): hundreds of programs stream whole weight rows, where
-#: the split-I kernels run one program per (pair, 64-column slice), 96 for Qwen3-30B-A3B,
-#: too few to keep enough bytes in flight (scripts/stream_probe.py).
+#: outputs, which also adds the slots): hundreds of programs stream whole weight rows. The
+#: split-I kernels they replaced ran one program per (pair, 64-column slice), 96 for
+#: Qwen3-30B-A3B, too few to keep enough bytes in flight (scripts/stream_probe.py).
 ROWS_MAX_T = 1
 
 
@@ -646,45 +572,3 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
         return RowsPlan(4, 16, 4, 16, k8, 4, 1)
     bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
     return RowsPlan(bi, bh, bn, min(bk, max(16, next_pow2(NI))), k8, warps, stages)
-
-
-#: Tokens up to which the decode runs the split-I kernels (one launch for the expert MLPs plus
-#: a small sum) instead of gate/up, down and combine. Measured on the H200 (Qwen3-30B-A3B
-#: shapes, scripts/moe_profile.py --slices): one token 27.8 us against 31-33 us; 2 to 16
-#: tokens were only measured with untuned slices (slower), so they keep the three kernels.
-SLICES_MAX_T = 1
-
-
-@dataclass(frozen=True)
-class SlicePlan:
-    by_pair: bool
-    block_p: int
-    block_t: int
-    block_i: int  # I columns of a slice: the gate/up rows and the down K-chunk of a program
-    block_h: int  # gate/up reduction chunk over H
-    block_n: int  # down output chunk over H
-    block_r: int  # sum kernel: partial rows per load
-    block_c: int  # sum kernel: H columns per program
-    warps: int
-    stages: int
-
-
-#: (block_i, block_h, block_n, warps, stages) by weight bytes, from the H200 sweeps at one
-#: token (scripts/moe_profile.py --slices): wide slices win although 8 experts x 12 slices is
-#: fewer programs than SMs (64-wide slices read 128-byte rows of down_proj; 16-wide ones
-#: 32-byte sectors). bf16 27.8 us; fp8 (float16 dots) 29.2 us, 30.8 with 32-wide slices.
-#: float32: not measured.
-SLICE_TUNED = {2: (64, 128, 128, 4, 4), 1: (64, 128, 256, 4, 4), 4: (32, 64, 128, 4, 3)}
-
-
-def slice_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w_bytes: int) -> SlicePlan:
-    """Block sizes of the split-I decode kernels (plain int math)."""
-    d = decode_plan(T, k, E, H, NI, device, w_bytes)
-    if INTERPRET:
-        return SlicePlan(d.by_pair, d.block_p, d.block_t, 16, 16, 16, 16, 16, 4, 1)
-    block_i, block_h, block_n, warps, stages = SLICE_TUNED[w_bytes]
-    block_i = min(block_i, max(16, next_pow2(NI)))
-    S = cdiv(NI, block_i)
-    block_c = 32 if T * cdiv(H, 32) <= 4 * num_sms(device) else 128
-    block_r = min(next_pow2(k * S), max(16, 8192 // block_c))
-    return SlicePlan(d.by_pair, d.block_p, d.block_t, block_i, block_h, block_n, block_r, block_c, warps, stages)
