@@ -152,6 +152,31 @@ def rows_sweep():
     return rec
 
 
+def rows_by_tokens(Ts=(1, 2, 3, 4, 6, 8, 16)):
+    """The row kernels against the three kernels by token count, bf16 and fp8, R calls with
+    different routings in one CUDA graph (how ROWS_MAX_T was chosen)."""
+    from stream_probe import R, per_launch_us
+    rec = {}
+    gen = torch.Generator().manual_seed(2)
+    for fp8 in (True, False):
+        tag = "fp8" if fp8 else "bf16"
+        for T in Ts:
+            x, router, gu, dn, sc = inputs(T, fp8)
+            ids = torch.stack([torch.stack([torch.randperm(E, generator=gen)[:TOPK] for _ in range(T)])
+                               for _ in range(R)]).to(dev)
+            w = torch.full((T, TOPK), 1.0 / TOPK, device=dev)
+            calls = [lambda r=r: moe.fused_experts(x, ids[r], w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])
+                     for r in range(R)]
+            saved, res = K.ROWS_MAX_T, {}
+            for name, lim in (("rows", 64), ("three", 0)):
+                K.ROWS_MAX_T = lim
+                res[name] = round(per_launch_us(calls, flush), 2)
+            K.ROWS_MAX_T = saved
+            rec[f"{tag} T={T} experts us"] = res
+            print(tag, T, res, flush=True)
+    return rec
+
+
 def router_times():
     """The one-token router kernel (matmul + top-k) by each top-k method (bitonic, arg-max) at
     the routers of Qwen3-30B-A3B (128 experts, top-8), Qwen3.5/3.6-MoE (256 + a shared gate,
@@ -184,11 +209,13 @@ def main():
     ap.add_argument("--router", action="store_true", help="time the router kernel by rank and by arg-max, then stop")
     ap.add_argument("--rows", action="store_true", help="one-token experts: row kernels against the others, "
                     "and a sweep of the row kernels' plan, then stop")
+    ap.add_argument("--rows-t", action="store_true", help="row kernels against the three kernels by token "
+                    "count, then stop")
     ap.add_argument("--json")
     a = ap.parse_args()
     rec = {}
-    if a.router or a.rows:
-        rec.update(router_times() if a.router else rows_sweep())
+    if a.router or a.rows or a.rows_t:
+        rec.update(router_times() if a.router else rows_sweep() if a.rows else rows_by_tokens())
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(rec, f, indent=1)
