@@ -5,10 +5,11 @@
 * ``route``: one Triton program per token (kernel in :mod:`fastpath.ops.moe_kernels`).
   ``router``: the router matmul and ``route`` in one launch for a few tokens (the last
   program to finish its block of logits routes).
-* ``fused_experts``, one token: two launches without tensor cores, each of hundreds of
-  programs streaming whole weight rows: gate/up + activation per (routed pair, few I
-  columns), then down per few outputs over every slot, the slots added in a fixed order.
-* ``fused_experts``, decode (2 to ``MAX_DECODE_TOKENS`` tokens): three launches and no
+* ``fused_experts``, up to ``moe_kernels.ROWS_MAX_T`` (8) tokens: two launches without tensor
+  cores, each of hundreds of programs streaming whole weight rows: gate/up + activation per
+  (routed pair, few I columns), then down per (token, few outputs) over every slot, the
+  slots added in a fixed order.
+* ``fused_experts``, decode (9 to ``MAX_DECODE_TOKENS`` tokens): three launches and no
   sort. Every program of the gate/up and down kernels owns one expert and one block of
   output features; it finds the tokens routed to its expert from ``topk_ids`` on the
   device, exits at once if there are none, and otherwise streams its block of the
@@ -446,8 +447,8 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
 
 def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                  alpha, limit) -> torch.Tensor:
-    """One token: every program streams whole weight rows without tensor cores, gate/up
-    over (pair, few I columns), then down over (token, few outputs) adding the slots."""
+    """Up to ROWS_MAX_T tokens: every program streams whole weight rows without tensor cores,
+    gate/up over (pair, few I columns), then down over (token, few outputs) adding the slots."""
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
         x, ids, gate_up, down, gu_scale, d_scale)
     p = K.rows_plan(k, NI, wb)
@@ -670,14 +671,14 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     is rounded to ``hidden_states.dtype`` (as in transformers); the k slot outputs are
     weighted and added in float32 in slot order (deterministic) and rounded once.
 
-    Paths: one token (``moe_kernels.ROWS_MAX_T``), two launches without tensor cores: gate/up
-    and the activation over (routed pair, 16 columns of I), then the down projection over
-    blocks of 8 outputs for every slot, added in a fixed order (no combine launch). Up to
+    Paths: up to ``moe_kernels.ROWS_MAX_T`` (8) tokens, two launches without tensor cores:
+    gate/up and the activation over (routed pair, 16 columns of I), then the down projection
+    over (token, 8 outputs) for every slot, added in a fixed order (no combine launch). Up to
     ``MAX_DECODE_TOKENS`` (64) tokens, three Triton launches without a sort that read each
     routed expert's weights once. Neither synchronises with the host (CUDA-graph capturable).
     FP8 weights against bfloat16 activations multiply in float16 on the tensor cores, the
     activations scaled per row by a power of two (exact; one conversion per fp8 pair), or
-    in float32 at one token.
+    in float32 up to 8 tokens.
     More tokens: the pairs are sorted by expert on the device and two grouped GEMMs run
     (:mod:`fastpath.ops.grouped_mm`), ``PREFILL_CHUNK`` (4096) tokens at a time, with float32
     temporaries of ``chunk * k * (2I + H)`` elements (no host synchronisation either). On

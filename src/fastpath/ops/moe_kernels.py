@@ -4,7 +4,7 @@
   float32, top-k by one bitonic network over packed (score, index) keys or by repeated
   arg-max, ties to the lowest expert index (a stable descending sort); optional
   renormalisation and scaling. ``_router_kernel``: the router matmul and that routing.
-* Decode (few tokens), no sort: ``_gate_up_kernel`` (grid: expert x block of I x block of
+* Decode (9 to 64 tokens), no sort: ``_gate_up_kernel`` (grid: expert x block of I x block of
   tokens) finds the tokens routed to its expert, streams the expert's gate and up rows of
   its I-block once with ``tl.dot`` on a 16..64-row token tile, applies the activation and
   writes ``h`` for each routed (token, slot) pair; ``_down_kernel`` (expert x block of H x
@@ -13,9 +13,9 @@
   j = 0..k-1 (deterministic, no atomics). When the pairs are fewer than the experts
   (``BY_PAIR``) the grid runs over pairs instead: the first pair naming an expert computes
   it for every token and the others exit at once, so no program is spent on idle experts.
-* One token: ``_gate_up_rows_kernel`` (grid: routed pair x block of I) streams the pair's
-  gate and up rows whole, multiplies without tensor cores into a float32 tile summed over H
-  after the loop, and writes ``h``; ``_down_rows_kernel`` (block of H x token) streams the
+* Up to ``ROWS_MAX_T`` tokens: ``_gate_up_rows_kernel`` (grid: routed pair x block of I)
+  streams the pair's gate and up rows whole, multiplies without tensor cores into a float32
+  tile summed over H after the loop, and writes ``h``; ``_down_rows_kernel`` (block of H x token) streams the
   down rows of its outputs for every slot of the token and adds the slots in a fixed order,
   so no combine launch follows. Hundreds of programs keep enough bytes in flight.
 * Prefill: ``_act_kernel`` applies the activation to the grouped-GEMM output rows, and
@@ -543,8 +543,12 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
 #: per routed pair and few I columns, then ``_down_rows_kernel``, one per token and few
 #: outputs, which also adds the slots): hundreds of programs stream whole weight rows. The
 #: split-I kernels they replaced ran one program per (pair, 64-column slice), 96 for
-#: Qwen3-30B-A3B, too few to keep enough bytes in flight (scripts/stream_probe.py).
-ROWS_MAX_T = 1
+#: Qwen3-30B-A3B, too few to keep enough bytes in flight (scripts/stream_probe.py). Each pair
+#: streams its expert again, so from 16 tokens the three kernels (each active expert once)
+#: win. H200, Qwen3-30B-A3B shapes (scripts/moe_profile.py --rows-t, 58784e5), rows / three
+#: kernels: fp8 1 token 16.6 / 30.8 us, 4 tokens 50.6 / 56.6, 8 tokens 91.5 / 103.4, 16
+#: tokens 167.3 / 151.3; bf16 23.5 / 30.6, 72.2 / 78.8, 125.7 / 131.9, 221.9 / 201.8.
+ROWS_MAX_T = 8
 
 
 @dataclass(frozen=True)
