@@ -299,8 +299,8 @@ def test_decode_activations(act, decode_kernels, device):
 
 def test_decode_plan_fills_h200(monkeypatch):
     """The three-kernel decode plan (Qwen3-30B-A3B: top-8 of 128 experts, H = 2048, I = 768) on a
-    132-SM H200: both weight-streaming kernels run at least two programs per SM. (One token
-    to 8 tokens take the row kernels by default.)"""
+    132-SM H200: both weight-streaming kernels run at least two programs per SM. (One to 8
+    tokens take the row kernels by default.)"""
     monkeypatch.setattr(MK, "INTERPRET", False)
     monkeypatch.setattr(MK, "num_sms", lambda dev: 132)
     for T in (1, 4):
