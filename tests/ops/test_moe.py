@@ -272,14 +272,19 @@ def test_route_matches_transformers(device, topk):
 
 # ---------------------------------------------------------------------------- fused_experts: decode
 
-@pytest.mark.parametrize("T,E,k,dtype", [
+DECODE_CASES = [
     (1, 16, 8, torch.bfloat16),   # fewer pairs than experts: the grid runs over pairs
     (5, 8, 1, torch.float32),
     (5, 8, 4, torch.float16),
     (13, 8, 8, torch.float32),    # every expert active
-    (64, 8, 2, torch.bfloat16),   # the largest decode tile
-])
-def test_decode(T, E, k, dtype, decode_kernels, device):
+    (64, 8, 2, torch.bfloat16),   # the largest decode tile (of the three kernels; the row kernels have none)
+]
+
+
+@pytest.mark.parametrize("T,E,k,dtype,p", [c + ("rows",) for c in DECODE_CASES[:4]]
+                         + [c + ("decode",) for c in DECODE_CASES])
+def test_decode(T, E, k, dtype, p, path, device):
+    path(p)
     x = randn(T, H, dtype=dtype, device=device)
     gu, dn = make_experts(E, dtype, device)
     w, ids = routing(T, E, k, device)

@@ -573,6 +573,6 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
     """Block sizes of the row kernels (plain int math)."""
     k8 = max(2, next_pow2(k))
     if INTERPRET:
-        return RowsPlan(4, 16, 4, 16, k8, 4, 1)
+        return RowsPlan(16, 16, 16, 16, k8, 4, 1)  # tests: H 40, I 24: several blocks and masked tails
     bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
     return RowsPlan(bi, bh, bn, min(bk, max(16, next_pow2(NI))), k8, warps, stages)
