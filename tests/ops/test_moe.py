@@ -91,18 +91,10 @@ def poison_workspaces(device, T, k, dtype, h=H, i=NI):
     workspace(device, "moe.y", T * k * h, torch.float32).fill_(float("nan"))
 
 
-@pytest.fixture(params=["rows", "three kernels"])
-def decode_kernels(request, monkeypatch):
-    """The two decode paths, each forced for every token count: the row kernels (one token by
-    default) and gate/up + down + combine."""
-    monkeypatch.setattr(MK, "ROWS_MAX_T", 64 if request.param == "rows" else 0)
-    return request.param
-
-
 @pytest.fixture
 def path(monkeypatch):
-    """Force a path: "rows" (the one-token row kernels), "decode" (gate/up + down + combine)
-    or "prefill" (sort + grouped GEMMs)."""
+    """Force a path for every token count: "rows" (the row kernels, up to ROWS_MAX_T tokens by
+    default), "decode" (gate/up + down + combine) or "prefill" (sort + grouped GEMMs)."""
     def force(p):
         monkeypatch.setattr(MK, "ROWS_MAX_T", 64 if p == "rows" else 0)
         monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p == "rows" else p)
@@ -294,8 +286,10 @@ def test_decode(T, E, k, dtype, p, path, device):
     assert_close(out, experts64(x, ids, w, gu, dn))
 
 
+@pytest.mark.parametrize("p", ["rows", "decode"])
 @pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
-def test_decode_activations(act, decode_kernels, device):
+def test_decode_activations(act, p, path, device):
+    path(p)
     x = randn(3, H, device=device)
     gu, dn = make_experts(8, torch.float32, device)
     w, ids = routing(3, 8, 2, device)

@@ -313,6 +313,12 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
 
 
 @triton.jit
+def _entry(v, q, j):
+    """Entry ``j`` of the register vector ``v`` indexed by ``q`` (``j`` may vary at run time)."""
+    return tl.sum(tl.where(q == j, v, 0), axis=0)
+
+
+@triton.jit
 def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
                          TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
@@ -330,7 +336,7 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     j = pair % TOPK
     q = tl.arange(0, BLOCK_K8)
     idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1)
-    e = tl.sum(tl.where(q == j, idq, 0), axis=0).to(tl.int64)
+    e = _entry(idq, q, j).to(tl.int64)
     later = tl.sum(((idq == e) & (q > j)).to(tl.int32), axis=0)
     if (later > 0) | (e < 0) | (e >= E):
         return
@@ -380,11 +386,11 @@ def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, N
     for it in tl.range(0, TOPK * n_k, num_stages=STAGES):
         j = it // n_k
         k0 = (it % n_k) * BLOCK_K
-        e = tl.sum(tl.where(q == j, idq, 0), axis=0).to(tl.int64)
+        e = _entry(idq, q, j).to(tl.int64)
         valid = (e >= 0) & (e < E)
         e = tl.where(valid, e, 0)
         owner = tl.max(tl.where(idq == e, q, -1), axis=0)
-        wj = tl.sum(tl.where(q == j, twq, 0.0), axis=0)
+        wj = _entry(twq, q, j)
         offs_k = k0 + tl.arange(0, BLOCK_K)
         # bounds, not `mask & valid`: Triton's interpreter makes a bool vector & a bool scalar int
         n_lim = tl.where(valid, H, 0)
