@@ -30,15 +30,14 @@ from fastpath.ops import bincount as bc
 from fastpath.streams import _flush_buffer, median_ms
 
 COPY_GBPS = 4246.0  # H200 device-to-device copy, read + write (docs/perf-notes.md)
-KNOBS = ("BLOCK", "NUM_WARPS", "PROGS_PER_SM", "COPIES", "WINDOW", "HIST_MAX")
+KNOBS = ("BLOCK", "NUM_WARPS", "PROGS_PER_SM", "COPIES", "WINDOW", "HIST_MAX", "SMEM", "SMEM_PLAN")
 
 # Candidates: changes to the defaults (the first, {}, is the defaults themselves).
-ATOMIC = [{}, {"WINDOW": 0}, {"WINDOW": 32}, {"WINDOW": 64}, {"PROGS_PER_SM": 4},
-          {"BLOCK": 2048, "NUM_WARPS": 8, "PROGS_PER_SM": 4}, {"BLOCK": 512, "PROGS_PER_SM": 16},
-          {"COPIES": 32}, {"COPIES": 512},
-          {"HIST_MAX": 2048}]  # a register (ballot) histogram over all 1024 bins, no atomics
-WEIGHTED = [{}, {"PROGS_PER_SM": 4}, {"BLOCK": 2048, "NUM_WARPS": 8, "PROGS_PER_SM": 4},
-            {"BLOCK": 512, "PROGS_PER_SM": 16}, {"COPIES": 32}, {"COPIES": 512}]
+#: Shared-memory histograms: (tile, warps, programs per SM), and off (the global atomics).
+SHARED = [{}, {"SMEM_PLAN": (1024, 4, 4)}, {"SMEM_PLAN": (1024, 4, 8)}, {"SMEM_PLAN": (2048, 8, 4)},
+          {"SMEM_PLAN": (4096, 8, 2)}, {"SMEM_PLAN": (4096, 16, 1)}, {"SMEM": False}]
+ATOMIC = SHARED + [{"SMEM": False, "WINDOW": 0}, {"SMEM": False, "WINDOW": 32}]
+WEIGHTED = SHARED + [{"SMEM": False, "PROGS_PER_SM": 4}]
 REGISTER = [{}, {"PROGS_PER_SM": 4}, {"BLOCK": 2048, "NUM_WARPS": 8, "PROGS_PER_SM": 4},
             {"BLOCK": 512, "PROGS_PER_SM": 16}, {"COPIES": 32}, {"HIST_MAX": 0}, {"HIST_MAX": 0, "WINDOW": 32}]
 

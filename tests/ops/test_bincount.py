@@ -132,6 +132,9 @@ def test_compiles_fullgraph_without_sync():
 # tiny tiles (many tiles a program, a finishing tile narrower than the bins and copies).
 VARIANTS = [{"WINDOW": 0}, {"WINDOW": 32}, {"WINDOW": 64, "BLOCK": 64},
             {"COPIES": 1, "PROGS_PER_SM": 3}, {"I64_FROM": 0}, {"BLOCK": 32, "SUM_TILE": (2, 8)}]
+if torch.cuda.is_available():  # the shared-memory histograms (compiled only, off in the interpreter):
+    # off (the atomics above run on the GPU too), small tiles (many a program), shared copies
+    VARIANTS += [{"SMEM": False}, {"SMEM_PLAN": (256, 4, 1)}, {"SMEM_PLAN": (512, 4, 2), "COPY_BUDGET": 4096}]
 
 
 @pytest.mark.parametrize("knobs", VARIANTS, ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
@@ -152,6 +155,17 @@ def test_kernel_variants(knobs, monkeypatch):
     assert_close(bincount(hot, w.double(), minlength=300, validate=False), _ref(hot[keep], w[keep], 300),
                  dtype=torch.float64)
     _assert_counts(torch.where(hot < 990, hot, hot + 5000), minlength=1000)  # flagged: counted again
+
+
+def test_bins_past_shared_memory():
+    """More bins than the largest shared histogram holds (counts, float64 sums): the atomics; and
+    the largest one."""
+    x = torch.randint(0, 9000, (20000,), device=DEVICE)
+    _assert_counts(x, minlength=9000)
+    _assert_counts(x[x < 7000], minlength=7000)  # the largest shared histogram
+    w = torch.randn(20000, device=DEVICE, dtype=torch.float64)
+    assert_close(bincount(x, w, minlength=5000, validate=False), _ref(x[x < 5000], w[x < 5000], 5000),
+                 dtype=torch.float64)
 
 
 @pytest.mark.parametrize("dtype", INTS)

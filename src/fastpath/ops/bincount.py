@@ -61,6 +61,12 @@ HIST_MAX = 256
 SUM_TILE = (4, 16) if INTERPRET else (8, 128)
 #: Most counters all copies may hold together (fewer copies for many bins).
 COPY_BUDGET = 1 << 22
+#: Count in shared memory (a private histogram per program, through inline PTX: CUDA only, never
+#: in the interpreter) when the counters fit one of SMEM_SIZES bytes; then these tile, warps and
+#: programs per SM.
+SMEM = not INTERPRET
+SMEM_SIZES = (4096, 16384, 32768)
+SMEM_PLAN = (2048, 8, 2)
 #: Element offsets from which the kernel indexes in int64 (tests lower it).
 I64_FROM = 2**31
 INDEX_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -78,13 +84,91 @@ def _unsigned(v):
     return u
 
 
+# Shared-memory histograms through inline PTX (triton 3.6 exposes no shared-memory atomics):
+# _smem_declare declares the array fp_hist at function scope (a scalar operand: emitted once);
+# the other helpers are elementwise and address it by name. Counters are 4-byte words (counts,
+# float32 sums) or 8-byte ones (float64 sums, CF64).
+
+@triton.jit
+def _smem_declare(NBYTES: tl.constexpr):
+    one = tl.program_id(0)
+    if NBYTES == 4096:
+        tl.inline_asm_elementwise(".shared .align 16 .b8 fp_hist[4096]; mov.u32 $0, 0;", "=r,r", [one],
+                                  dtype=tl.int32, is_pure=False, pack=1)
+    elif NBYTES == 16384:
+        tl.inline_asm_elementwise(".shared .align 16 .b8 fp_hist[16384]; mov.u32 $0, 0;", "=r,r", [one],
+                                  dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        tl.static_assert(NBYTES == 32768, "SMEM_SIZES: 4096, 16384 or 32768 bytes")
+        tl.inline_asm_elementwise(".shared .align 16 .b8 fp_hist[32768]; mov.u32 $0, 0;", "=r,r", [one],
+                                  dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _smem_zero(word, ok):
+    """Zero the 4-byte words ``word`` where ``ok``."""
+    tl.inline_asm_elementwise(
+        "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_hist; mad.lo.u32 a, $1, 4, a; "
+        "@p st.shared.u32 [a], 0; mov.u32 $0, 0; }",
+        "=r,r,r", [word, ok.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _smem_count(b, ok):
+    """Count bin ``b`` where ``ok``: the lanes of a warp with the same bin are matched
+    (match.any) and the lowest of them adds their number, so a hot value costs one atomic a warp."""
+    tl.inline_asm_elementwise(
+        "{ .reg .pred p, q; .reg .u32 a, m, k, c; setp.ne.s32 p, $2, 0; selp.b32 k, $1, -1, p; "
+        "match.any.sync.b32 m, k, -1; mov.u32 a, %lanemask_lt; and.b32 a, a, m; setp.eq.and.u32 q, a, 0, p; "
+        "popc.b32 c, m; mov.u32 a, fp_hist; mad.lo.u32 a, $1, 4, a; @q red.shared.add.u32 [a], c; mov.u32 $0, 0; }",
+        "=r,r,r", [b, ok.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _smem_add(b, ok, v):
+    """Add the float ``v`` to bin ``b`` where ``ok`` (float32, or float64 counters)."""
+    if v.dtype == tl.float64:
+        tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_hist; mad.lo.u32 a, $1, 8, a; "
+            "@p red.shared.add.f64 [a], $3; mov.u32 $0, 0; }",
+            "=r,r,r,d", [b, ok.to(tl.int32), v], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_hist; mad.lo.u32 a, $1, 4, a; "
+            "@p red.shared.add.f32 [a], $3; mov.u32 $0, 0; }",
+            "=r,r,r,f", [b, ok.to(tl.int32), v.to(tl.float32)], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _smem_read(b, ok, cdt: tl.constexpr):
+    """The counters of bins ``b`` (0 where not ``ok``) as ``cdt`` (int32, float32, float64)."""
+    if cdt == tl.float64:
+        r = tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_hist; mad.lo.u32 a, $1, 8, a; "
+            "mov.f64 $0, 0d0000000000000000; @p ld.shared.f64 $0, [a]; }",
+            "=d,r,r", [b, ok.to(tl.int32)], dtype=tl.float64, is_pure=False, pack=1)
+    elif cdt == tl.float32:
+        r = tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_hist; mad.lo.u32 a, $1, 4, a; "
+            "mov.f32 $0, 0f00000000; @p ld.shared.f32 $0, [a]; }",
+            "=f,r,r", [b, ok.to(tl.int32)], dtype=tl.float32, is_pure=False, pack=1)
+    else:
+        r = tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_hist; mad.lo.u32 a, $1, 4, a; "
+            "mov.u32 $0, 0; @p ld.shared.u32 $0, [a]; }",
+            "=r,r,r", [b, ok.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1)
+    return r
+
+
 @triton.jit(do_not_specialize=["sx", "sw"])  # one value a thread per load: no layout change for the atomics
 def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
                      num_tiles, n_copies, BLOCK: tl.constexpr, W: tl.constexpr, MODE: tl.constexpr,
-                     CHECK: tl.constexpr, I64: tl.constexpr):
+                     CHECK: tl.constexpr, I64: tl.constexpr, SMEM: tl.constexpr = 0, OWN: tl.constexpr = False):
     """MODE 0: register histogram of W bins (nbins < W); 1: atomics, skew handling W (0, 1 or
     a window of W >= 32 bins); 2: weighted atomics. CHECK: OR flag bits into the word at
-    bits_ptr (1: a negative value, 2: one >= nbins), zero between launches as the copies."""
+    bits_ptr (1: a negative value, 2: one >= nbins), zero between launches as the copies.
+    SMEM (modes 1 and 2): the atomics go to a shared histogram of SMEM bytes, added to the copy
+    at the end (OWN: the program's own copy, stored)."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     cdt = copies_ptr.dtype.element_ty
@@ -95,6 +179,12 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
         hist = tl.zeros([W], dtype=tl.int32)
     if CHECK:
         bad = tl.zeros([BLOCK], dtype=tl.int32)
+    if SMEM:
+        _smem_declare(SMEM)
+        words = nbins * (2 if cdt == tl.float64 else 1)
+        for c0 in range(0, words, BLOCK):
+            _smem_zero(c0 + idx, c0 + idx < words)
+        tl.debug_barrier()
     for t in range(pid, num_tiles, nprog):
         if I64:
             start = tl.cast(t, tl.int64) * BLOCK
@@ -110,6 +200,11 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
         b = tl.where(ok, v, 0).to(tl.int32)
         if MODE == 0:
             hist += tl.histogram(tl.where(ok, b, W - 1), W)
+        elif SMEM:
+            if MODE == 1:
+                _smem_count(b, ok)
+            else:
+                _smem_add(b, ok, tl.load(w_ptr + offs * sw, mask=valid, other=0).to(cdt))
         elif MODE == 1:
             if W == 1:
                 first = tl.load(x_ptr + start * sx).to(tl.int32)
@@ -138,6 +233,15 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
     if MODE == 0:
         lanes = tl.arange(0, W)
         tl.atomic_add(dst + lanes, hist.to(cdt), mask=(lanes < nbins) & (hist > 0), sem="relaxed")
+    if SMEM:
+        tl.debug_barrier()
+        for c0 in range(0, nbins, BLOCK):
+            bins = c0 + idx
+            h = _smem_read(bins, bins < nbins, cdt)
+            if OWN:
+                tl.store(dst + bins, h, mask=bins < nbins)
+            else:
+                tl.atomic_add(dst + bins, h, mask=(bins < nbins) & (h != 0), sem="relaxed")
     if CHECK:
         flags = tl.max(bad & 1, axis=0) | tl.max(bad & 2, axis=0)
         if flags != 0:
@@ -172,6 +276,14 @@ def _out_dtype(weights: Optional[torch.Tensor]) -> torch.dtype:
     return torch.float32 if weights.dtype == torch.float32 else torch.float64
 
 
+def _smem_bytes(nbins: int, copy_dtype: torch.dtype) -> int:
+    """The smallest of SMEM_SIZES that holds the counters, 0 when none does (or int64 counts)."""
+    if copy_dtype == torch.int64:
+        return 0
+    need = nbins * copy_dtype.itemsize
+    return next((size for size in SMEM_SIZES if size >= need), 0)
+
+
 def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool):
     n, dev, out_dtype = x.numel(), x.device, _out_dtype(w)
     if n == 0:
@@ -179,21 +291,24 @@ def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool)
                 torch.zeros(1 if check else 0, dtype=torch.int32, device=dev))
     out = alloc.empty(nbins, dtype=out_dtype, device=dev)
     flag = alloc.empty(1 if check else 0, dtype=torch.int32, device=dev)
-    tiles = cdiv(n, BLOCK)
-    progs = min(tiles, PROGS_PER_SM * num_sms(dev))
     if w is None:
         mode = 0 if nbins < HIST_MAX else 1
         copy_dtype = torch.int32 if n < 2**31 else torch.int64
     else:
         mode, copy_dtype = 2, out_dtype
-    width = max(32, next_pow2(nbins + 1)) if mode == 0 else (WINDOW if mode == 1 else 0)
-    n_copies = max(1, min(progs, COPIES, COPY_BUDGET // nbins))
+    smem = _smem_bytes(nbins, copy_dtype) if mode and SMEM and x.is_cuda else 0
+    block, warps, per_sm = SMEM_PLAN if smem else (BLOCK, NUM_WARPS, PROGS_PER_SM)
+    tiles = cdiv(n, block)
+    progs = min(tiles, per_sm * num_sms(dev))
+    width = max(32, next_pow2(nbins + 1)) if mode == 0 else (WINDOW if mode == 1 and not smem else 0)
+    own = bool(smem) and progs * nbins <= COPY_BUDGET
+    n_copies = progs if own else max(1, min(progs, COPIES, COPY_BUDGET // nbins))
     copies = workspace(dev, f"bincount.copies.{copy_dtype}", n_copies * nbins, copy_dtype, zeroed=True)
     bits = workspace(dev, "bincount.bits", 1, torch.int32, zeroed=True)
     sw = w.stride(0) if w is not None else 0
-    wide = (n + BLOCK) * max(x.stride(0), sw, 1) >= I64_FROM
+    wide = (n + block) * max(x.stride(0), sw, 1) >= I64_FROM
     _COUNT[(progs,)](x, x if w is None else w, copies, bits, n, x.stride(0), sw, nbins, tiles, n_copies,
-                     BLOCK=BLOCK, W=width, MODE=mode, CHECK=check, I64=wide, num_warps=NUM_WARPS)
+                     BLOCK=block, W=width, MODE=mode, CHECK=check, I64=wide, SMEM=smem, OWN=own, num_warps=warps)
     fc, fb = min(next_pow2(n_copies), SUM_TILE[0]), min(next_pow2(nbins), SUM_TILE[1])
     _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, bits, nbins, n_copies, CHECK=check,
                              FC=fc, FB=fb, num_warps=4)
