@@ -134,7 +134,7 @@ VARIANTS = [{"WINDOW": 0}, {"WINDOW": 32}, {"WINDOW": 64, "BLOCK": 64},
             {"COPIES": 1, "PROGS_PER_SM": 3}, {"I64_FROM": 0}, {"BLOCK": 32, "SUM_TILE": (2, 8)}]
 if torch.cuda.is_available():  # the shared-memory histograms (compiled only, off in the interpreter):
     # off (the atomics above run on the GPU too), small tiles (many a program), shared copies
-    VARIANTS += [{"SMEM": False}, {"SMEM_PLAN": (256, 4, 1)}, {"SMEM_PLAN": (512, 4, 2), "COPY_BUDGET": 4096}]
+    VARIANTS += [{"SMEM": False}, {"SMEM_PLAN": (256, 4, 1)}, {"SMEM_PLAN": (512, 4, 2), "SMEM_COPIES": 1}]
 
 
 @pytest.mark.parametrize("knobs", VARIANTS, ids=lambda k: "-".join(f"{a}={b}" for a, b in k.items()))
