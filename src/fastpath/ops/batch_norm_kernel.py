@@ -70,6 +70,9 @@ WAVES = 1 if INTERPRET else 4
 #: each, else at most FUSED_MAX_TILES loop tiles each; else two launches.
 FUSED = not INTERPRET
 FUSED_MAX_TILES = 16
+#: Two-launch mode: the normalising launch walks the chunks from the last (meets the reduce
+#: launch's last reads in L2).
+REVERSE = True
 #: Polls of the group barrier before a program gives up (NaN outputs instead of a hang;
 #: not expected with K <= SMs, every chunk of a group being resident).
 SPIN_LIMIT = 1 << 22
@@ -81,7 +84,7 @@ COMBINE_ELEMS = 64 if INTERPRET else 2048
 def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``,
-    ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``) and drop the cached plans."""
+    ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``) and drop the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
             raise ValueError(f"configure: unknown knob {name!r}; expected one of {', '.join(_KNOBS)}")
@@ -96,7 +99,7 @@ def knobs() -> dict:
 
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
-          "FUSED_MAX_TILES", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D")
+          "FUSED_MAX_TILES", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -141,11 +144,13 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
                BA: tl.constexpr, BB: tl.constexpr, GC: tl.constexpr, KB: tl.constexpr, NCHW: tl.constexpr,
                BWD: tl.constexpr, PHASE: tl.constexpr, ONE: tl.constexpr, TRAINING: tl.constexpr,
                HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_OUT: tl.constexpr,
-               STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr):
+               STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr, REVERSE: tl.constexpr = False):
     """stats (st, fp32 (4, C)): mean, rstd, biased var, mean - pivot. ws (fp32): (2, C) sum g,
     sum g * xhat (backward), then (K, C, 3) partials. sync (int32): [0] ticket, then per
     group (chunks arrived, generation). Counters return to 0 by the end of a launch; a group's
-    generation only grows (one step per fused launch)."""
+    generation only grows (one step per fused launch). REVERSE (two launches, PHASE=2): programs
+    take the chunks from the last, so the first to start re-read what the reduce launch read
+    last, still in L2."""
     fin_ptr = ws_ptr
     part_ptr = ws_ptr + 2 * C
     if PHASE == 0:  # (group, chunk) in the order programs start: a group's chunks run together
@@ -154,6 +159,8 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             tl.atomic_xchg(sync_ptr, 0, sem="relaxed")
     else:
         t = tl.program_id(0)
+        if REVERSE:
+            t = tl.num_programs(0) - 1 - t
     g = t // K
     k = t - g * K
     if NCHW:
@@ -544,7 +551,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
     def launch(gr: _Grid, phase: int, store: bool):
         tail = (p.LA, p.LB, C, gr.tpk, gr.k, float(R), eps, momentum, R / max(R - 1, 1), *sum(p.strides, ()))
         kw = dict(BA=gr.ba, BB=gr.bb, GC=gr.gc, KB=gr.kb, NCHW=p.nchw, PHASE=phase, ONE=gr.tpk == 1,
-                  STORE_OUT=store, SPIN=SPIN_LIMIT, num_warps=gr.warps, **flags)
+                  STORE_OUT=store, SPIN=SPIN_LIMIT, REVERSE=REVERSE and phase == 2, num_warps=gr.warps, **flags)
         return (gr.groups * gr.k,), tail, kw
 
     if fused:

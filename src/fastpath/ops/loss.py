@@ -38,6 +38,8 @@ from .elementwise import _index4, _layout
 RED_BLOCK, RED_WARPS = (256, 4) if INTERPRET else (4096, 8)
 PROGRAMS_PER_SM = 4
 MAP_BLOCK, MAP_WARPS = (256, 4) if INTERPRET else (8192, 8)  # H200: scripts/tune_dropout_loss.py
+#: The backward walks the tiles from the last, to meet the forward's last reads in L2.
+BWD_REVERSE = True
 #: The most programs that write a partial sum (the second launch adds them in one block).
 MAX_PARTIALS = 1024
 #: Tests set this to run the 64-bit index path on small inputs.
@@ -108,9 +110,14 @@ def _sum_kernel(part_ptr, out_ptr, P, scale, P_PAD: tl.constexpr):
 def _mse_bwd_kernel(a_ptr, b_ptr, g_ptr, da_ptr, db_ptr, n, D1, D2, D3, sa0, sa1, sa2, sa3,
                     sb0, sb1, sb2, sb3, sg0, sg1, sg2, sg3, scale, BLOCK: tl.constexpr,
                     G_SCALAR: tl.constexpr, NEED_A: tl.constexpr, NEED_B: tl.constexpr,
-                    STRIDED: tl.constexpr, IDX64: tl.constexpr):
-    """da = 2 * scale * (a - b) * g, db = -da (g: a scalar for mean/sum, a tensor for none)."""
-    offs = _tile(tl.program_id(0), BLOCK, IDX64)
+                    STRIDED: tl.constexpr, IDX64: tl.constexpr, REVERSE: tl.constexpr = False):
+    """da = 2 * scale * (a - b) * g, db = -da (g: a scalar for mean/sum, a tensor for none).
+    REVERSE: tiles from the last (the programs start about in launch order, so the first ones
+    read what the forward read last, while it is still in L2)."""
+    pid = tl.program_id(0)
+    if REVERSE:
+        pid = tl.num_programs(0) - 1 - pid
+    offs = _tile(pid, BLOCK, IDX64)
     mask = offs < n
     if G_SCALAR:  # issued first: the scalar's latency overlaps the operands'
         g = tl.load(g_ptr).to(tl.float32)
@@ -212,7 +219,7 @@ def _backward_kernel(a, b, g, reduction, need_a, need_b, block: Optional[int] = 
         _BWD[(cdiv(n, block),)](a, b, g, da if need_a else db, db if need_b else da, n, *sizes[1:],
                                 *sa, *sb, *sg, 1.0 / max(n, 1) if reduction == "mean" else 1.0,
                                 BLOCK=block, G_SCALAR=scalar, NEED_A=need_a, NEED_B=need_b,
-                                STRIDED=strided, IDX64=idx64, num_warps=warps)
+                                STRIDED=strided, IDX64=idx64, REVERSE=BWD_REVERSE, num_warps=warps)
     return da, db
 
 
