@@ -26,7 +26,9 @@ running statistics) or dweight / dbias, and resets the counter. Then the normali
   mostly from L2. Programs take (group, chunk) from a ticket counter in the order they start,
   so a group's chunks always run together: deadlock-free for ``K`` <= the SM count.
 * ``PHASE=1`` then ``PHASE=2`` (two launches): reduce, then normalise (no barrier; any ``K``;
-  also what Triton's interpreter runs, where programs run one after another).
+  also what Triton's interpreter runs, where programs run one after another). NCHW inputs
+  take this mode on the GPU too (``FUSED_NCHW``); the normalising launch walks the chunks
+  from the last (``REVERSE``), so its first reads hit what the reduce launch left in L2.
 
 Host side: per (shape, strides, dtypes) the plan and the launch arguments are cached, and
 the eager autograd path is a plain ``torch.autograd.Function`` (no dispatcher), so a training
@@ -64,12 +66,17 @@ MAX_BS = 16 if INTERPRET else 1024
 TILE_BYTES_2D = 512 if INTERPRET else 65536
 MAX_BC_2D = 8 if INTERPRET else 32
 #: Two-launch mode: tiles per program, shrunk until there are WAVES * SMs programs.
-CHUNK_TILES = 2 if INTERPRET else 4
+CHUNK_TILES = 2 if INTERPRET else 8
 WAVES = 1 if INTERPRET else 4
 #: Fused mode (one launch per direction) where a group's chunks fit the SM count: one tile
 #: each, else at most FUSED_MAX_TILES loop tiles each; else two launches.
 FUSED = not INTERPRET
 FUSED_MAX_TILES = 16
+#: Fused mode for NCHW inputs too. Off: on the H200 (bench, graph mode, forward + backward)
+#: NCHW runs faster in two launches with REVERSE (32x256x56x56 bf16 132 us against 190 fused;
+#: 256x64x112x112 fp16 855 against 989); channels-last and 2-D inputs faster fused (209 / 100
+#: us against 219 / 129).
+FUSED_NCHW = False
 #: Two-launch mode: the normalising launch walks the chunks from the last (meets the reduce
 #: launch's last reads in L2).
 REVERSE = True
@@ -83,7 +90,7 @@ COMBINE_ELEMS = 64 if INTERPRET else 2048
 
 def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
-    ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``,
+    ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
     ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``) and drop the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
@@ -99,7 +106,7 @@ def knobs() -> dict:
 
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
-          "FUSED_MAX_TILES", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE")
+          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -507,7 +514,7 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
     sms = num_sms(device)
     kmax = 1 if INTERPRET else sms  # the interpreter runs programs one by one: no barrier
     fused = None
-    if FUSED:  # one tile a program, in registers; else several, at most FUSED_MAX_TILES
+    if FUSED and (FUSED_NCHW or not nchw):  # one tile a program, in registers; else several, at most FUSED_MAX_TILES
         two_d = not nchw and S == 1
         one = _grid(nchw, N, C, S, max(1, (TILE_BYTES_2D if two_d else TILE_BYTES) // itemsize), None, kmax, sms,
                     MAX_BC_2D if two_d else 0)
