@@ -174,7 +174,7 @@ def _vae_table(recs: list) -> list:
     if not recs:
         return []
     newest = _newest(recs, lambda r: (r.get("case"), tuple(r.get("shape", ())), r.get("dtype"), r.get("conv"),
-                                      bool(r.get("cudnn_benchmark"))))
+                                      bool(r.get("cudnn_benchmark")), bool(r.get("channels_last"))))
     out = ["", "### VAE decode (`python -m fastpath.bench.conv vae`)", "",
            "Random weights with the real configs, one decode each way in the same process after a "
            "2-frame warm-up: diffusers' stock decoder, then the same instance after `optimize_vae`. "
@@ -185,7 +185,8 @@ def _vae_table(recs: list) -> list:
            "| " + " | ".join(VAE_COLUMNS) + " |", "|" + "---|" * len(VAE_COLUMNS)]
     for key in sorted(newest, key=lambda k: tuple(map(str, k))):
         r = newest[key]
-        opts = f"conv={r.get('conv')}" + (", cudnn_benchmark" if r.get("cudnn_benchmark") else "")
+        opts = f"conv={r.get('conv')}" + (", cudnn_benchmark" if r.get("cudnn_benchmark") else "") + \
+            (", channels_last" if r.get("channels_last") else "")
         cells = [r["case"].replace("vae decode ", ""), "x".join(map(str, r.get("shape", ()))), r.get("dtype", "?"),
                  opts, f"{r['stock_s']:.3f}", f"{r['ours_s']:.3f}", f"{r['speedup']:.2f}x",
                  f"{r['stock_peak_gib']:.2f}", f"{r['ours_peak_gib']:.2f}", f"{r['memory_ratio']:.2f}x",
