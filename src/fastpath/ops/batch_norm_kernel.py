@@ -80,8 +80,6 @@ FUSED_NCHW = False
 #: Two-launch mode: the normalising launch walks the chunks from the last (meets the reduce
 #: launch's last reads in L2).
 REVERSE = True
-#: Loops over a chunk's tiles load the next tile before working on the current one.
-PREFETCH = True
 #: Polls of the group barrier before a program gives up (NaN outputs instead of a hang;
 #: not expected with K <= SMs, every chunk of a group being resident).
 SPIN_LIMIT = 1 << 22
@@ -93,7 +91,7 @@ COMBINE_ELEMS = 64 if INTERPRET else 2048
 def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
-    ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``, ``PREFETCH``) and drop the cached plans."""
+    ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``) and drop the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
             raise ValueError(f"configure: unknown knob {name!r}; expected one of {', '.join(_KNOBS)}")
@@ -108,8 +106,7 @@ def knobs() -> dict:
 
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
-          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE",
-          "PREFETCH")
+          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -140,13 +137,6 @@ def _ld(ptr, a, b, m, sa, sb):
 
 
 @triton.jit
-def _next(ptr, t, t_end, g, LA, LB, sa, sb, BA: tl.constexpr, BB: tl.constexpr, NCHW: tl.constexpr):
-    """Tile ``t`` of group ``g`` loaded ahead of its use (all masked off when ``t >= t_end``)."""
-    a, b, m, cnt = _coords(t, g, tl.where(t < t_end, LA, 0), LB, BA, BB, NCHW)
-    return _ld(ptr, a, b, m, sa, sb)
-
-
-@triton.jit
 def _colsum(v, NCHW: tl.constexpr):
     """Sum of a tile per group channel: all of it (NCHW, shape [1]) or per column."""
     if NCHW:
@@ -161,15 +151,13 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
                BA: tl.constexpr, BB: tl.constexpr, GC: tl.constexpr, KB: tl.constexpr, NCHW: tl.constexpr,
                BWD: tl.constexpr, PHASE: tl.constexpr, ONE: tl.constexpr, TRAINING: tl.constexpr,
                HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_OUT: tl.constexpr,
-               STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr, REVERSE: tl.constexpr = False,
-               PREFETCH: tl.constexpr = False):
+               STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr, REVERSE: tl.constexpr = False):
     """stats (st, fp32 (4, C)): mean, rstd, biased var, mean - pivot. ws (fp32): (2, C) sum g,
     sum g * xhat (backward), then (K, C, 3) partials. sync (int32): [0] ticket, then per
     group (chunks arrived, generation). Counters return to 0 by the end of a launch; a group's
     generation only grows (one step per fused launch). REVERSE (two launches, PHASE=2): programs
     take the chunks from the last, so the first to start re-read what the reduce launch read
-    last, still in L2. PREFETCH: the loops over a chunk's tiles load the next tile before
-    working on the current one (two tiles in flight a program)."""
+    last, still in L2."""
     fin_ptr = ws_ptr
     part_ptr = ws_ptr + 2 * C
     if PHASE == 0:  # (group, chunk) in the order programs start: a group's chunks run together
@@ -228,19 +216,10 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             else:
                 acc1 = tl.zeros([BA, BB], dtype=tl.float32)
                 acc2 = tl.zeros([BA, BB], dtype=tl.float32)
-                if PREFETCH:
-                    gn = _next(g_ptr, t0, t1, g, LA, LB, sga, sgb, BA, BB, NCHW)
-                    xn = _next(x_ptr, t0, t1, g, LA, LB, sxa, sxb, BA, BB, NCHW)
                 for tt in range(t0, t1):
-                    if PREFETCH:
-                        gv = gn.to(tl.float32)
-                        xv = xn.to(tl.float32)
-                        gn = _next(g_ptr, tt + 1, t1, g, LA, LB, sga, sgb, BA, BB, NCHW)
-                        xn = _next(x_ptr, tt + 1, t1, g, LA, LB, sxa, sxb, BA, BB, NCHW)
-                    else:
-                        a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
-                        gv = _ld(g_ptr, a, b, m, sga, sgb).to(tl.float32)
-                        xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
+                    a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
+                    gv = _ld(g_ptr, a, b, m, sga, sgb).to(tl.float32)
+                    xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
                     acc1 += gv
                     acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
                 s1 = _colsum(acc1, NCHW)
@@ -259,15 +238,9 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             acc2 = e * e
             n = cnt
             if not ONE:
-                if PREFETCH:
-                    xn = _next(x_ptr, t0 + 1, t1, g, LA, LB, sxa, sxb, BA, BB, NCHW)
                 for tt in range(t0 + 1, t1):
                     a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
-                    if PREFETCH:
-                        xv = xn.to(tl.float32)
-                        xn = _next(x_ptr, tt + 1, t1, g, LA, LB, sxa, sxb, BA, BB, NCHW)
-                    else:
-                        xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
+                    xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
                     e = tl.where(m, (xv - pivot[None, :]) - sk[None, :], 0.0)
                     acc1 += e
                     acc2 += e * e
@@ -376,25 +349,9 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             if ONE:
                 _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
             else:
-                if PREFETCH:
-                    if BWD:
-                        gn = _next(g_ptr, t0, t1, g, LA, LB, sga, sgb, BA, BB, NCHW)
-                    if TRAINING or not BWD:
-                        xn = _next(x_ptr, t0, t1, g, LA, LB, sxa, sxb, BA, BB, NCHW)
                 for tt in range(t0, t1):
                     a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
-                    if PREFETCH:
-                        if BWD:
-                            gt = gn
-                            gn = _next(g_ptr, tt + 1, t1, g, LA, LB, sga, sgb, BA, BB, NCHW)
-                        if TRAINING or not BWD:
-                            xt = xn
-                            xn = _next(x_ptr, tt + 1, t1, g, LA, LB, sxa, sxb, BA, BB, NCHW)
-                        if BWD and not TRAINING:
-                            xt = gt
-                        if not BWD:
-                            gt = xt
-                    elif BWD:
+                    if BWD:
                         gt = _ld(g_ptr, a, b, m, sga, sgb)
                         if TRAINING:
                             xt = _ld(x_ptr, a, b, m, sxa, sxb)
@@ -601,8 +558,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
     def launch(gr: _Grid, phase: int, store: bool):
         tail = (p.LA, p.LB, C, gr.tpk, gr.k, float(R), eps, momentum, R / max(R - 1, 1), *sum(p.strides, ()))
         kw = dict(BA=gr.ba, BB=gr.bb, GC=gr.gc, KB=gr.kb, NCHW=p.nchw, PHASE=phase, ONE=gr.tpk == 1,
-                  STORE_OUT=store, SPIN=SPIN_LIMIT, REVERSE=REVERSE and phase == 2, PREFETCH=PREFETCH,
-                  num_warps=gr.warps, **flags)
+                  STORE_OUT=store, SPIN=SPIN_LIMIT, REVERSE=REVERSE and phase == 2, num_warps=gr.warps, **flags)
         return (gr.groups * gr.k,), tail, kw
 
     if fused:
