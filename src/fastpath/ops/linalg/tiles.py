@@ -10,6 +10,8 @@ Host side: :func:`real_view` / :func:`kernel_strides` give the pointer tensor an
 """
 from __future__ import annotations
 
+import os
+
 import torch
 
 from ..._core.backend import INTERPRET, tl, triton
@@ -19,6 +21,10 @@ from ..._core.errors import check_tensor
 #: memory on a GPU). Triton's interpreter runs a generic reduce element by element, very
 #: slowly, so there it takes separate sums (tests switch it on for a few small cases).
 FUSED_REDUCE = tl.constexpr(not INTERPRET)
+#: float32 products of the blocked updates: "ieee" (exact float32 on the FMA units) or
+#: "tf32x3" (three TF32 tensor-core passes, about float32's accuracy). Read once at import from
+#: ``FASTPATH_LINALG_F32_DOT`` (an experiment switch; the default is exact float32).
+F32_DOT = tl.constexpr(os.environ.get("FASTPATH_LINALG_F32_DOT", "ieee"))
 
 
 # ---------------------------------------------------------------------------- host side
@@ -205,9 +211,9 @@ def _maxs2(x, y, axis: tl.constexpr):
 
 @triton.jit
 def _dot(a, b):
-    """a @ b in the operands' dtype: exact float32 (ieee, not TF32), float64 as is."""
+    """a @ b in the operands' dtype: float32 as ``F32_DOT`` (exact by default), float64 as is."""
     if a.dtype == tl.float32:
-        return tl.dot(a, b, input_precision="ieee")
+        return tl.dot(a, b, input_precision=F32_DOT)
     else:
         return tl.dot(a, b)
 
