@@ -124,7 +124,8 @@ def test_lu_no_pivoting(n, device):
 
 @pytest.mark.parametrize("n,k,dtype", [(1, 1, torch.float32), (5, 3, torch.float32), (5, 3, torch.float64),
                                        (5, 3, torch.complex64), (16, 16, torch.float64), (16, 16, torch.complex64),
-                                       (17, 40, torch.complex64), (40, 20, torch.float32), (40, 3, torch.complex64)])
+                                       (17, 40, torch.complex64), (40, 20, torch.float32), (40, 3, torch.complex64),
+                                       (40, 36, torch.complex64)])  # blocked, 32-column tiles: tf32x3
 @pytest.mark.parametrize("left,adjoint", [(True, False), (True, True), (False, False), (False, True)])
 def test_lu_solve(n, k, left, adjoint, dtype, device):
     A = rand(2, n, n, dtype=dtype, device=device)

@@ -10,8 +10,6 @@ Host side: :func:`real_view` / :func:`kernel_strides` give the pointer tensor an
 """
 from __future__ import annotations
 
-import os
-
 import torch
 
 from ..._core.backend import INTERPRET, tl, triton
@@ -21,10 +19,6 @@ from ..._core.errors import check_tensor
 #: memory on a GPU). Triton's interpreter runs a generic reduce element by element, very
 #: slowly, so there it takes separate sums (tests switch it on for a few small cases).
 FUSED_REDUCE = tl.constexpr(not INTERPRET)
-#: float32 products of the blocked updates: "ieee" (exact float32 on the FMA units) or
-#: "tf32x3" (three TF32 tensor-core passes, about float32's accuracy). Read once at import from
-#: ``FASTPATH_LINALG_F32_DOT`` (an experiment switch; the default is exact float32).
-F32_DOT = tl.constexpr(os.environ.get("FASTPATH_LINALG_F32_DOT", "ieee"))
 
 
 # ---------------------------------------------------------------------------- host side
@@ -210,33 +204,35 @@ def _maxs2(x, y, axis: tl.constexpr):
 
 
 @triton.jit
-def _dot(a, b):
-    """a @ b in the operands' dtype: float32 as ``F32_DOT`` (exact by default), float64 as is."""
+def _dot(a, b, PREC: tl.constexpr = "ieee"):
+    """a @ b in the operands' dtype: float32 products as ``PREC`` ("ieee": exact float32 on
+    the FMA units; "tf32x3": three TF32 tensor-core passes, float32-level accuracy), float64 as
+    is."""
     if a.dtype == tl.float32:
-        return tl.dot(a, b, input_precision=F32_DOT)
+        return tl.dot(a, b, input_precision=PREC)
     else:
         return tl.dot(a, b)
 
 
 @triton.jit
-def _cdot(ar, ai, br, bi, CPLX: tl.constexpr):
+def _cdot(ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr = "ieee"):
     """a @ b for 2-D (complex) tiles."""
     if CPLX:
-        return _dot(ar, br) - _dot(ai, bi), _dot(ar, bi) + _dot(ai, br)
+        return _dot(ar, br, PREC) - _dot(ai, bi, PREC), _dot(ar, bi, PREC) + _dot(ai, br, PREC)
     else:
-        p = _dot(ar, br)
+        p = _dot(ar, br, PREC)
         return p, p
 
 
 @triton.jit
-def _dot_sub(accr, acci, ar, ai, br, bi, CPLX: tl.constexpr):
+def _dot_sub(accr, acci, ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr = "ieee"):
     """acc - a @ b for 2-D tiles (complex: four real products)."""
     if CPLX:
-        accr = accr - _dot(ar, br) + _dot(ai, bi)
-        acci = acci - _dot(ar, bi) - _dot(ai, br)
+        accr = accr - _dot(ar, br, PREC) + _dot(ai, bi, PREC)
+        acci = acci - _dot(ar, bi, PREC) - _dot(ai, br, PREC)
         return accr, acci
     else:
-        accr = accr - _dot(ar, br)
+        accr = accr - _dot(ar, br, PREC)
         return accr, accr
 
 

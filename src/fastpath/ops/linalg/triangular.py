@@ -40,6 +40,14 @@ SMALL_N = 32
 HOST_BLOCK_N = 1024
 #: Row block of the blocked path (16 for complex dtypes).
 NB = 32
+#: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
+#: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
+#: float32 on the FMA units). H200, complex64 lu_solve of 64 x 256x256 with 256 right-hand
+#: sides: 1439 -> 945 us (relative error 3.8e-7 -> 2.9e-7); one right-hand side (16-column
+#: tiles) 310 -> 378 us, so those stay exact; the blocked LU factorisation's updates 2959 ->
+#: 3492 us, so it stays exact too (bench/results/tuning/2026-11-30-lu_tf32x3-7a5b2d6.log).
+TF32X3_PREC = "tf32x3"
+TF32X3_MIN_KB = 32
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
 
@@ -89,7 +97,7 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
 @triton.jit
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
-           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KB: tl.constexpr):
+           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KB: tl.constexpr, PREC: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot."""
@@ -128,9 +136,9 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             else:
                 drows = kr
             xr, xi = _ld(dst, drows[:, None] * s_dr + cc[None, :] * s_dc, kmask[:, None] & cmask, CPLX)
-            accr, acci = _dot_sub(accr, acci, mr, mi, xr, xi, CPLX)
+            accr, acci = _dot_sub(accr, acci, mr, mi, xr, xi, CPLX, PREC)
         dr, di = _ld(inv, ((i0 // NB) * NB * NB + r[:, None] * NB + r[None, :]) * C, eye, CPLX)
-        accr, acci = _cdot(dr, di, accr, acci, CPLX)
+        accr, acci = _cdot(dr, di, accr, acci, CPLX, PREC)
         if DST_PERM:
             drows = tl.load(perm + rows, mask=rmask, other=0)
         else:
@@ -144,7 +152,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  stb, s_tr, s_tc, sbb, sbr, sbc, swb, swr, swc, sxb, sxr, sxc, spb, spc,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
-                 PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr):
+                 PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee"):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -190,17 +198,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KB)
+                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KB, PREC)
                 _sweep(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KB)
+                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KB, PREC)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KB)
+                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KB, PREC)
                 _sweep(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KB)
+                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KB, PREC)
         else:
             _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KB)
+                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KB, PREC)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -255,7 +263,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
-        PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, num_warps=warps)
+        PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
+        num_warps=warps)
 
 
 def _host_blocked(T3, B3, X3, lower: bool, unit: bool) -> None:
