@@ -8,7 +8,8 @@ through its strides, so a transposed ``T`` is a view, not a copy), optionally co
   ``KB`` right-hand-side columns in registers and substitutes row by row.
 * ``BLOCKED=True`` (one matrix per program, a chunk of ``KB`` right-hand sides): rows in
   blocks of ``NB``; block ``i`` takes ``B_i - sum_k M_ik X_k`` over the blocks already solved
-  and multiplies by ``M_ii^-1`` (``tl.dot``, exact float32; the diagonal blocks are inverted
+  and multiplies by ``M_ii^-1`` (``tl.dot``: float32 products exact, or as three TF32
+  tensor-core passes, ``PREC``, where a program takes 32 right-hand sides; the diagonal blocks are inverted
   beforehand, all at once, by ``_diag_inv_kernel``, so the sweep has no row-by-row step, as
   GPU trsm implementations do), and writes ``X_i``, which later blocks read back (a barrier
   orders the write and the reads).
