@@ -69,10 +69,10 @@ HIST_MAX = 256
 SUM_TILE = (4, 16) if INTERPRET else (8, 128)
 #: Most counters all copies may hold together (fewer copies for many bins).
 COPY_BUDGET = 1 << 22
-#: Count in shared memory (a private histogram per program, through inline PTX: CUDA only, never
-#: in the interpreter) when the counters fit one of SMEM_SIZES bytes; then these tile, warps and
-#: programs per SM.
-SMEM = not INTERPRET
+#: Count in shared memory (a private histogram per program, through inline PTX: NVIDIA GPUs only,
+#: not ROCm, never the interpreter) when the counters fit one of SMEM_SIZES bytes; then these
+#: tile, warps and programs per SM.
+SMEM = not INTERPRET and torch.version.hip is None
 SMEM_SIZES = (4096, 16384, 32768)
 SMEM_PLAN = (2048, 8, 2)
 #: Private copies in global memory the shared histograms are added into at the end (fewer than
