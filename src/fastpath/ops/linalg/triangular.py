@@ -47,7 +47,7 @@ NB = 32
 #: sides: 1439 -> 945 us (relative error 3.8e-7 -> 2.9e-7); one right-hand side (16-column
 #: tiles) 310 -> 378 us, so those stay exact; the blocked LU factorisation's updates 2959 ->
 #: 3492 us, so it stays exact too (bench/results/tuning/2026-11-30-lu_tf32x3-7a5b2d6.log).
-TF32X3_PREC = "tf32x3"
+TF32X3_PREC = "ieee" if torch.version.hip is not None else "tf32x3"  # (NVIDIA's tensor cores)
 TF32X3_MIN_KB = 32
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
