@@ -36,8 +36,7 @@ KNOBS = ("BLOCK", "NUM_WARPS", "PROGS_PER_SM", "COPIES", "WINDOW", "HIST_MAX", "
 # Candidates: changes to the defaults (the first, {}, is the defaults themselves).
 #: Shared-memory histograms: (tile, warps, programs per SM), and off (the global atomics).
 SHARED = [{}, {"SMEM_PLAN": (4096, 16, 1)}, {"SMEM_PLAN": (2048, 8, 4)}, {"SMEM_PLAN": (1024, 4, 8)},
-          {"SMEM_COPIES": 4}, {"SMEM_COPIES": 64}, {"SMEM_COPIES": 16, "SMEM_PLAN": (4096, 16, 1)},
-          {"SMEM": False}]
+          {"SMEM_COPIES": 4}, {"SMEM_COPIES": 64}, {"SMEM": False}]
 ATOMIC = SHARED + [{"SMEM": False, "WINDOW": 0}, {"SMEM": False, "WINDOW": 32}]
 WEIGHTED = SHARED + [{"SMEM": False, "PROGS_PER_SM": 4}]
 REGISTER = [{}, {"PROGS_PER_SM": 4}, {"BLOCK": 2048, "NUM_WARPS": 8, "PROGS_PER_SM": 4},
