@@ -1,6 +1,7 @@
 """Sweep batch_norm's tuning knobs on a GPU for the training suite's shapes (issue 10).
 
-    PYTHONPATH=src python3 scripts/tune_batch_norm.py [--workers 8] [--reps 20] [--only nchw_bf16 ...]
+    PYTHONPATH=src python3 scripts/tune_batch_norm.py [--workers 8] [--reps 20] [--budget 85] [--phases]
+        [--only nchw_bf16 ...]
 
 Per shape: float64 reference (F.batch_norm on double copies), then torch's own op (cuDNN) checked
 against it (its error on y, dx, dweight, dbias: which side is inaccurate when the bench's check
@@ -8,8 +9,9 @@ fails) and timed; then per config: the plan it gives (fused one-launch or two la
 tiles a program, chunks a channel group, programs), a check of ours against float64, and the
 eager fwd+bwd time (median of device-event timings, L2 flushed before each call), torch's time,
 the ratio, % of copy bandwidth (fewest bytes: read x, write y, read x and g, write dx, as the
-bench counts them) and the host time of one call. A CUDA-graph replay of the default config and
-of torch shows how much of the eager time is host time. One line per (shape, config); a failing
+bench counts them) and the host time of one call. A CUDA-graph replay of each config and of
+torch gives the kernels' own time (what the bench's graph rows measure); ``--phases`` adds each
+launch's kernel time from the profiler (one fwd+bwd, cold L2). One line per (shape, config); a failing
 config prints its error and the sweep goes on. Compilation runs first in worker processes (the
 kernels land in Triton's disk cache) so that the sweep fits in ~90 s; ``--workers 0`` skips that.
 """
@@ -35,15 +37,16 @@ SHAPES = {
 #: 16 warps, 3328 programs; nhwc_bf16 fused, 12 tiles of 64 rows x 64 channels a program, 8
 #: warps, 524 programs; nchw_fp16 fused, 7 tiles of 4x1024 a program, 8 warps, 7616 programs;
 #: 2d_fp32 fused, one 512x32 tile a program (TILE_BYTES_2D, MAX_BC_2D), 16 warps, 512 programs.
+_TWO = {"FUSED_CL": False}  # channels-last in two launches: wide tiles, a combine launch over channels
 CONFIGS = {
-    "nchw_bf16": [{}, {"WARPS": 8}, {"TILE_BYTES": 8192, "WARPS": 8}, {"TILE_BYTES": 8192, "WARPS": 4},
-                  {"FUSED": False}, {"FUSED": False, "CHUNK_TILES": 8, "LOOP_TILE_BYTES": 16384}],
-    "nhwc_bf16": [{}, {"MAX_BC": 32}, {"MAX_BC": 128, "FUSED_MAX_TILES": 32}, {"LOOP_WARPS": 4},
-                  {"FUSED": False}, {"FUSED": False, "MAX_BC": 256, "CHUNK_TILES": 8}],
+    "nchw_bf16": [{}, {"LOOP_WARPS": 4}, {"LOOP_WARPS": 16}, {"LOOP_TILE_BYTES": 16384}, {"CHUNK_TILES": 4},
+                  {"WAVES": 8}],
+    "nhwc_bf16": [{}, {**_TWO, "SPLIT_COMBINE": False, "MAX_BC_TWO": 64}, _TWO, {**_TWO, "LOOP_TILE_BYTES": 16384},
+                  {**_TWO, "CHUNK_TILES": 16}, {**_TWO, "LOOP_WARPS": 4}, {**_TWO, "MAX_BC_TWO": 128}],
     "nchw_fp16": [{}, {"LOOP_TILE_BYTES": 16384}, {"LOOP_WARPS": 4}, {"FUSED": False},
                   {"FUSED": False, "CHUNK_TILES": 16}],
-    "2d_fp32": [{}, {"TILE_BYTES_2D": 16384, "MAX_BC_2D": 64}, {"MAX_BC_2D": 16}, {"TILE_BYTES_2D": 32768},
-                {"MAX_BC_2D": 64}, {"FUSED": False, "MAX_BC": 16}],
+    "2d_fp32": [{}, _TWO, {**_TWO, "MAX_BC_TWO": 512}, {**_TWO, "MAX_BC_TWO": 1024, "LOOP_TILE_BYTES": 16384},
+                {**_TWO, "MAX_BC_TWO": 128}, {**_TWO, "CHUNK_TILES": 16}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).
@@ -146,7 +149,20 @@ def graph_us(call, flush, reps) -> float:
     return 1e3 * median_ms(graph.replay, reps, before=flush)
 
 
-def sweep(name, reps, copy_gbps, flush, summary) -> None:
+def phases(call, flush) -> list:
+    """(kernel, us) of each launch of one call, from the profiler, cold L2."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    flush()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return [(e.name[:24], round(e.device_time, 1)) for e in prof.events()
+            if e.device_time > 0 and e.device_type.name == "CUDA"]
+
+
+def sweep(name, reps, copy_gbps, flush, summary, budget, show_phases) -> None:
     import torch
     import torch.nn.functional as F
 
@@ -177,7 +193,7 @@ def sweep(name, reps, copy_gbps, flush, summary) -> None:
     best = None
     for i, cfg in enumerate(CONFIGS[name]):
         label = ",".join(f"{k}={v}" for k, v in cfg.items()) or "default"
-        if elapsed() > BUDGET_S:
+        if elapsed() > budget:
             print(f"{name:<10} {label:<44} skipped: time budget", flush=True)
             continue
         try:
@@ -196,12 +212,12 @@ def sweep(name, reps, copy_gbps, flush, summary) -> None:
             for _ in range(3):
                 call()
             us = 1e3 * median_ms(call, reps, before=flush)
-            extra = ""
-            if i == 0:
-                try:
-                    extra = f" graph {graph_us(call, flush, reps):.1f} us"
-                except Exception as exc:  # noqa: BLE001
-                    extra = f" graph n/a ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
+            try:
+                extra = f" graph {graph_us(call, flush, reps):.1f} us"
+            except Exception as exc:  # noqa: BLE001
+                extra = f" graph n/a ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
+            if show_phases:
+                extra += f" phases {phases(call, flush)}"
             pct = 100 * nbytes / (us * 1e-6) / (copy_gbps * 1e9)
             print(f"{name:<10} {label:<44} {plan:<46} ours {us:8.1f} us torch {torch_us:8.1f} us "
                   f"ratio {torch_us / us:5.2f}x copy {pct:5.1f}% host {host_us(call, n=10, warmup=0):6.1f} us{extra} {check}",
@@ -218,7 +234,8 @@ def sweep(name, reps, copy_gbps, flush, summary) -> None:
         torch_graph = f"{graph_us(torch_call, flush, reps):.1f} us"
     except Exception as exc:  # noqa: BLE001  # not capturable here: shown, not fatal
         torch_graph = f"n/a ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
-    print(f"{name:<10} torch graph {torch_graph}", flush=True)
+    print(f"{name:<10} torch graph {torch_graph}" + (f" phases {phases(torch_call, flush)}" if show_phases else ""),
+          flush=True)
     if best is not None:
         summary.append(f"{name:<10} best {best[1]:<44} {best[0]:8.1f} us (torch {torch_us:.1f} us, "
                        f"{torch_us / best[0]:.2f}x)")
@@ -241,6 +258,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=8, help="processes that compile first (0: none)")
     ap.add_argument("--reps", type=int, default=20, help="timed calls per measurement")
     ap.add_argument("--only", nargs="*", choices=list(SHAPES), help="shapes to sweep (default: all)")
+    ap.add_argument("--budget", type=float, default=BUDGET_S, help="seconds after which configs are skipped")
+    ap.add_argument("--phases", action="store_true", help="each launch's kernel time (profiler)")
     opts = ap.parse_args()
     names = opts.only or list(SHAPES)
     pre = start_precompile(names, opts.workers) if opts.workers > 0 else None
@@ -261,7 +280,8 @@ def main() -> int:
           f"start {elapsed():.1f} s", flush=True)
     summary: list = []
     for name in names:
-        sweep(name, opts.reps, copy_gbps, flush, summary)
+        sweep(name, opts.reps, copy_gbps, flush, summary, opts.budget, opts.phases)
+
         torch.cuda.empty_cache()
     print("\n# summary (ratio = torch us / ours us; target >= 1.3x)\n" + "\n".join(summary)
           + f"\n# total {elapsed():.1f} s", flush=True)

@@ -191,6 +191,11 @@ MODES = {
     "two launches, one tile a program": {"FUSED": False, "CHUNK_TILES": 1},
     "two launches, many chunks": {"FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
                                   "COMBINE_ELEMS": 64},
+    "two launches, the last chunk combines": {"FUSED": False, "SPLIT_COMBINE": False, "CHUNK_TILES": 2,
+                                              "LOOP_TILE_BYTES": 128, "WAVES": 0, "MAX_BC_TWO": 4},
+    "two launches, a combine launch over channels": {"FUSED": False, "SPLIT_COMBINE": True, "CHUNK_TILES": 2,
+                                                     "LOOP_TILE_BYTES": 128, "WAVES": 0, "MAX_BC_TWO": 16,
+                                                     "COMBINE_BC": 2, "COMBINE_ELEMS": 8},
 }
 
 
@@ -228,6 +233,11 @@ def test_plans_pick_the_modes(knobs, monkeypatch):
     knobs(**MODES["two launches, many chunks"])
     p = bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
     assert p.fused is None and p.two.k > p.two.kb  # the combine loops over blocks of chunks
+    knobs(**MODES["two launches, the last chunk combines"])
+    assert bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).split is None
+    knobs(**MODES["two launches, a combine launch over channels"])
+    p = bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
+    assert p.two.gc == 16 and p.split[0] == 2 and p.two.k > p.split[1]  # wide tiles; the combine loops too
 
 
 def test_backward_variants(knobs):

@@ -83,6 +83,14 @@ REVERSE = True
 #: Polls of the group barrier before a program gives up (NaN outputs instead of a hang;
 #: not expected with K <= SMs, every chunk of a group being resident).
 SPIN_LIMIT = 1 << 22
+#: Channels-last inputs, two launches: channels per tile (wide tiles: whole rows of up to this
+#: many channels, so that reads run along memory), and the combine in a launch of its own
+#: (``_bn_combine_kernel``, COMBINE_BC channels a program) instead of in each group's last
+#: arriving chunk. Channels-last inputs take the fused mode where it fits unless FUSED_CL is off.
+MAX_BC_TWO = 8 if INTERPRET else 256
+SPLIT_COMBINE = True
+COMBINE_BC = 4 if INTERPRET else 16
+FUSED_CL = True
 #: Partials the combining program loads at once (chunks x group channels; more costs
 #: registers in every program of the kernel).
 COMBINE_ELEMS = 64 if INTERPRET else 2048
@@ -91,7 +99,8 @@ COMBINE_ELEMS = 64 if INTERPRET else 2048
 def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
-    ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``) and drop the cached plans."""
+    ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``, ``MAX_BC_TWO``, ``SPLIT_COMBINE``,
+    ``COMBINE_BC``, ``FUSED_CL``) and drop the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
             raise ValueError(f"configure: unknown knob {name!r}; expected one of {', '.join(_KNOBS)}")
@@ -106,7 +115,8 @@ def knobs() -> dict:
 
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
-          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE")
+          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE", "MAX_BC_TWO",
+          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -146,18 +156,75 @@ def _colsum(v, NCHW: tl.constexpr):
 
 
 @triton.jit
+def _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cmask, pivot, K, C, rf, eps, momentum,
+             unbias, KB: tl.constexpr, GC: tl.constexpr, BWD: tl.constexpr, UPDATE: tl.constexpr,
+             STORE_DW: tl.constexpr, STORE_DB: tl.constexpr):
+    """Merge the ``K`` chunk partials (K, C, 3) of channels ``cols``: backward, sum g and sum
+    g * xhat into fin (and dweight / dbias); forward, Chan's formula into the statistics (and
+    the running statistics)."""
+    ks = tl.arange(0, KB)
+    if BWD:
+        sum_g = tl.zeros([GC], dtype=tl.float32)
+        sum_gx = tl.zeros([GC], dtype=tl.float32)
+        for k0 in range(0, K, KB):
+            pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
+            qp = part_ptr + ((k0 + ks).to(tl.int64)[:, None] * C + cols[None, :]) * 3
+            sum_g += tl.sum(tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
+            sum_gx += tl.sum(tl.load(qp + 1, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
+        tl.store(fin_ptr + cols, sum_g, mask=cmask)
+        tl.store(fin_ptr + C + cols, sum_gx, mask=cmask)
+        if STORE_DW:
+            tl.store(dw_ptr + cols, sum_gx.to(dw_ptr.dtype.element_ty), mask=cmask)
+        if STORE_DB:
+            tl.store(db_ptr + cols, sum_g.to(db_ptr.dtype.element_ty), mask=cmask)
+    else:
+        n_all = tl.zeros([GC], dtype=tl.float32)
+        mean_d = tl.zeros([GC], dtype=tl.float32)
+        m2 = tl.zeros([GC], dtype=tl.float32)
+        for k0 in range(0, K, KB):  # Chan's merge, KB chunks at a time
+            pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
+            qp = part_ptr + ((k0 + ks).to(tl.int64)[:, None] * C + cols[None, :]) * 3
+            nk = tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg")
+            mk = tl.load(qp + 1, mask=pm, other=0.0, cache_modifier=".cg")
+            nb = tl.sum(nk, axis=0)
+            mb = tl.sum(nk * mk, axis=0) / tl.maximum(nb, 1.0)
+            dk = mk - mb[None, :]
+            m2b = tl.sum(tl.load(qp + 2, mask=pm, other=0.0, cache_modifier=".cg") + nk * dk * dk, axis=0)
+            tot = n_all + nb
+            delta = mb - mean_d
+            mean_d += delta * (nb / tl.maximum(tot, 1.0))
+            m2 += m2b + delta * delta * (n_all * (nb / tl.maximum(tot, 1.0)))
+            n_all = tot
+        var = m2 / rf
+        mean = pivot + mean_d
+        tl.store(st_ptr + cols, mean, mask=cmask)
+        tl.store(st_ptr + C + cols, 1.0 / tl.sqrt(var + eps), mask=cmask)
+        tl.store(st_ptr + 2 * C + cols, var, mask=cmask)
+        tl.store(st_ptr + 3 * C + cols, mean_d, mask=cmask)
+        if UPDATE:
+            rm = tl.load(rm_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            rv = tl.load(rv_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            tl.store(rm_ptr + cols, ((1.0 - momentum) * rm + momentum * mean).to(rm_ptr.dtype.element_ty),
+                     mask=cmask)
+            tl.store(rv_ptr + cols, ((1.0 - momentum) * rv + momentum * (var * unbias)).to(
+                rv_ptr.dtype.element_ty), mask=cmask)
+
+
+@triton.jit
 def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr, db_ptr, ws_ptr,
                sync_ptr, LA, LB, C, TPK, K, rf, eps, momentum, unbias, sxa, sxb, sxc, sga, sgb, sgc, soa, sob, soc,
                BA: tl.constexpr, BB: tl.constexpr, GC: tl.constexpr, KB: tl.constexpr, NCHW: tl.constexpr,
                BWD: tl.constexpr, PHASE: tl.constexpr, ONE: tl.constexpr, TRAINING: tl.constexpr,
                HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_OUT: tl.constexpr,
-               STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr, REVERSE: tl.constexpr = False):
+               STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr, REVERSE: tl.constexpr = False,
+               ARRIVE: tl.constexpr = True):
     """stats (st, fp32 (4, C)): mean, rstd, biased var, mean - pivot. ws (fp32): (2, C) sum g,
     sum g * xhat (backward), then (K, C, 3) partials. sync (int32): [0] ticket, then per
     group (chunks arrived, generation). Counters return to 0 by the end of a launch; a group's
     generation only grows (one step per fused launch). REVERSE (two launches, PHASE=2): programs
     take the chunks from the last, so the first to start re-read what the reduce launch read
-    last, still in L2."""
+    last, still in L2. ARRIVE=False (PHASE=1): only the partials; ``_bn_combine_kernel``
+    merges them in a launch of its own."""
     fin_ptr = ws_ptr
     part_ptr = ws_ptr + 2 * C
     if PHASE == 0:  # (group, chunk) in the order programs start: a group's chunks run together
@@ -253,58 +320,15 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             tl.store(pp + 1, sk + s1 / nf, mask=cmask)
             tl.store(pp + 2, tl.maximum(s2 - s1 * (s1 / nf), 0.0), mask=cmask)
         tl.debug_barrier()  # every thread's partial is written before the release below
-        arrive = sync_ptr + 1 + 2 * g
-        if tl.atomic_add(arrive, 1, sem="acq_rel") == K - 1:  # the last chunk of the group combines
-            ks = tl.arange(0, KB)
-            if BWD:
-                sum_g = tl.zeros([GC], dtype=tl.float32)
-                sum_gx = tl.zeros([GC], dtype=tl.float32)
-                for k0 in range(0, K, KB):
-                    pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
-                    qp = part_ptr + ((k0 + ks).to(tl.int64)[:, None] * C + cols[None, :]) * 3
-                    sum_g += tl.sum(tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
-                    sum_gx += tl.sum(tl.load(qp + 1, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
-                tl.store(fin_ptr + cols, sum_g, mask=cmask)
-                tl.store(fin_ptr + C + cols, sum_gx, mask=cmask)
-                if STORE_DW:
-                    tl.store(dw_ptr + cols, sum_gx.to(dw_ptr.dtype.element_ty), mask=cmask)
-                if STORE_DB:
-                    tl.store(db_ptr + cols, sum_g.to(db_ptr.dtype.element_ty), mask=cmask)
-            else:
-                n_all = tl.zeros([GC], dtype=tl.float32)
-                mean_d = tl.zeros([GC], dtype=tl.float32)
-                m2 = tl.zeros([GC], dtype=tl.float32)
-                for k0 in range(0, K, KB):  # Chan's merge, KB chunks at a time
-                    pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
-                    qp = part_ptr + ((k0 + ks).to(tl.int64)[:, None] * C + cols[None, :]) * 3
-                    nk = tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg")
-                    mk = tl.load(qp + 1, mask=pm, other=0.0, cache_modifier=".cg")
-                    nb = tl.sum(nk, axis=0)
-                    mb = tl.sum(nk * mk, axis=0) / tl.maximum(nb, 1.0)
-                    dk = mk - mb[None, :]
-                    m2b = tl.sum(tl.load(qp + 2, mask=pm, other=0.0, cache_modifier=".cg") + nk * dk * dk, axis=0)
-                    tot = n_all + nb
-                    delta = mb - mean_d
-                    mean_d += delta * (nb / tl.maximum(tot, 1.0))
-                    m2 += m2b + delta * delta * (n_all * (nb / tl.maximum(tot, 1.0)))
-                    n_all = tot
-                var = m2 / rf
-                mean = pivot + mean_d
-                tl.store(st_ptr + cols, mean, mask=cmask)
-                tl.store(st_ptr + C + cols, 1.0 / tl.sqrt(var + eps), mask=cmask)
-                tl.store(st_ptr + 2 * C + cols, var, mask=cmask)
-                tl.store(st_ptr + 3 * C + cols, mean_d, mask=cmask)
-                if UPDATE:
-                    rm = tl.load(rm_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-                    rv = tl.load(rv_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-                    tl.store(rm_ptr + cols, ((1.0 - momentum) * rm + momentum * mean).to(rm_ptr.dtype.element_ty),
-                             mask=cmask)
-                    tl.store(rv_ptr + cols, ((1.0 - momentum) * rv + momentum * (var * unbias)).to(
-                        rv_ptr.dtype.element_ty), mask=cmask)
-            tl.debug_barrier()  # the combined values are written before they are published
-            tl.atomic_xchg(arrive, 0)  # every chunk has arrived: ready for the next launch
-            if PHASE == 0:
-                tl.atomic_add(gen, 1, sem="release")  # publish
+        if ARRIVE:
+            arrive = sync_ptr + 1 + 2 * g
+            if tl.atomic_add(arrive, 1, sem="acq_rel") == K - 1:  # the last chunk of the group combines
+                _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cmask, pivot, K, C, rf, eps,
+                         momentum, unbias, KB, GC, BWD, UPDATE, STORE_DW, STORE_DB)
+                tl.debug_barrier()  # the combined values are written before they are published
+                tl.atomic_xchg(arrive, 0)  # every chunk has arrived: ready for the next launch
+                if PHASE == 0:
+                    tl.atomic_add(gen, 1, sem="release")  # publish
 
     # ------------------------------------------------------------ normalise
     if PHASE != 1:
@@ -391,7 +415,25 @@ def _bn_update_kernel(rm_ptr, rv_ptr, mean_ptr, var_ptr, C, momentum, unbias, BL
     tl.store(rv_ptr + c, rv.to(rv_ptr.dtype.element_ty), mask=m)
 
 
-_BN, _UPDATE = Launcher(_bn_kernel), Launcher(_bn_update_kernel)
+@triton.jit
+def _bn_combine_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr, db_ptr, ws_ptr,
+                       sync_ptr, LA, LB, C, TPK, K, rf, eps, momentum, unbias, sxa, sxb, sxc, sga, sgb, sgc, soa, sob,
+                       soc, GC: tl.constexpr, KB: tl.constexpr, BWD: tl.constexpr, TRAINING: tl.constexpr,
+                       UPDATE: tl.constexpr, STORE_DW: tl.constexpr, STORE_DB: tl.constexpr):
+    """The combine of a reduce launch run with ARRIVE=False, ``GC`` channels a program (the
+    same arguments as ``_bn_kernel``): parallel over channels, where one arriving program per
+    channel group would merge every chunk of many channels alone."""
+    cols = tl.program_id(0) * GC + tl.arange(0, GC)
+    cmask = cols < C
+    if TRAINING:  # the channel's first value: x[0, c, 0] (sxc: the channel stride either way)
+        pivot = tl.load(x_ptr + cols.to(tl.int64) * sxc, mask=cmask, other=0.0).to(tl.float32)
+    else:
+        pivot = tl.zeros([GC], dtype=tl.float32)
+    _combine(ws_ptr + 2 * C, ws_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cmask, pivot, K, C, rf, eps,
+             momentum, unbias, KB, GC, BWD, UPDATE, STORE_DW, STORE_DB)
+
+
+_BN, _UPDATE, _COMBINE = Launcher(_bn_kernel), Launcher(_bn_update_kernel), Launcher(_bn_combine_kernel)
 
 
 # ---------------------------------------------------------------------------- plans
@@ -478,6 +520,7 @@ class _Plan(NamedTuple):
     strides: tuple  # per tensor (x, g, out): (a stride, b stride, channel stride)
     fused: Optional[_Grid]  # training: statistics and normalise in one launch, or None
     two: _Grid  # two launches (and inference: normalise only)
+    split: Optional[tuple]  # two launches: (channels a program, chunks a step) of a combine launch, or None
 
 
 def _grid(nchw: bool, N: int, C: int, S: int, tile: int, tpk: Optional[int], kmax: int, sms: int,
@@ -514,14 +557,18 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
     sms = num_sms(device)
     kmax = 1 if INTERPRET else sms  # the interpreter runs programs one by one: no barrier
     fused = None
-    if FUSED and (FUSED_NCHW or not nchw):  # one tile a program, in registers; else several, at most FUSED_MAX_TILES
+    if FUSED and (FUSED_NCHW if nchw else FUSED_CL):  # one tile a program, in registers; else several, at most FUSED_MAX_TILES
         two_d = not nchw and S == 1
         one = _grid(nchw, N, C, S, max(1, (TILE_BYTES_2D if two_d else TILE_BYTES) // itemsize), None, kmax, sms,
                     MAX_BC_2D if two_d else 0)
         fused = one if one is not None and one.tpk == 1 else _grid(
             nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), None, kmax, sms)
-    two = _grid(nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), CHUNK_TILES, kmax, sms)
-    return _Plan(nchw, LA, LB, strides, fused, two)
+    two = _grid(nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), CHUNK_TILES, kmax, sms, MAX_BC_TWO)
+    split = None
+    if SPLIT_COMBINE and not nchw:
+        bc = min(COMBINE_BC, next_pow2(C))
+        split = (bc, max(1, min(next_pow2(two.k), COMBINE_ELEMS // bc)))
+    return _Plan(nchw, LA, LB, strides, fused, two, split)
 
 
 def _merged(t: torch.Tensor):
@@ -552,18 +599,28 @@ def _prepare(key, x: torch.Tensor, g: Optional[torch.Tensor]):
 
 
 def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: bool, out: bool, **flags):
-    """The launches of one call: [(grid, arguments after the pointers, keyword arguments)]."""
+    """The launches of one call: [(launcher, grid, arguments after the pointers, keyword arguments)]."""
     R = p.LA * p.LB if p.nchw else p.LA
 
     def launch(gr: _Grid, phase: int, store: bool):
         tail = (p.LA, p.LB, C, gr.tpk, gr.k, float(R), eps, momentum, R / max(R - 1, 1), *sum(p.strides, ()))
         kw = dict(BA=gr.ba, BB=gr.bb, GC=gr.gc, KB=gr.kb, NCHW=p.nchw, PHASE=phase, ONE=gr.tpk == 1,
                   STORE_OUT=store, SPIN=SPIN_LIMIT, REVERSE=REVERSE and phase == 2, num_warps=gr.warps, **flags)
-        return (gr.groups * gr.k,), tail, kw
+        return _BN, (gr.groups * gr.k,), tail, kw
 
     if fused:
         return [launch(p.fused, 0, True)]
-    return ([launch(p.two, 1, False)] if reduce else []) + ([launch(p.two, 2, True)] if out else [])
+    steps = []
+    if reduce and p.split is None:  # the last chunk of each group to arrive combines
+        steps.append(launch(p.two, 1, False))
+    elif reduce:  # partials, then their combine, parallel over channels
+        _, grid, tail, kw = launch(p.two, 1, False)
+        bc, kb = p.split
+        ckw = dict(GC=bc, KB=kb, **{n: flags[n] for n in ("BWD", "TRAINING", "UPDATE", "STORE_DW", "STORE_DB")})
+        steps += [(_BN, grid, tail, {**kw, "ARRIVE": False}), (_COMBINE, (cdiv(C, bc),), tail, ckw)]
+    if out:
+        steps.append(launch(p.two, 2, True))
+    return steps
 
 
 def _workspaces(p: _Plan, C: int, device: torch.device):
@@ -590,8 +647,8 @@ def _forward_kernel(x, w, b, rm, rv, training, momentum, eps, update):
         steps = cache[key] = _steps(p, C, eps, momentum, training and p.fused is not None, training, True,
                                     BWD=False, TRAINING=training, HAS_W=w is not None, HAS_B=b is not None,
                                     UPDATE=upd, STORE_DW=False, STORE_DB=False)
-    for grid, tail, kw in steps:
-        _BN[grid](*ptrs, *tail, **kw)
+    for kernel, grid, tail, kw in steps:
+        kernel[grid](*ptrs, *tail, **kw)
     return y, stats
 
 
@@ -613,8 +670,8 @@ def _backward_kernel(g, x, w, stats, training, need_dx, need_dw, need_db, b_dtyp
         steps = cache[key] = _steps(p, C, 0.0, 0.0, fused, reduce, need_dx, BWD=True, TRAINING=training,
                                     HAS_W=w is not None, HAS_B=False, UPDATE=False, STORE_DW=need_dw,
                                     STORE_DB=need_db)
-    for grid, tail, kw in steps:
-        _BN[grid](*ptrs, *tail, **kw)
+    for kernel, grid, tail, kw in steps:
+        kernel[grid](*ptrs, *tail, **kw)
     return dx, dw, db
 
 
