@@ -38,15 +38,13 @@ SHAPES = {
 #: warps, 524 programs; nchw_fp16 fused, 7 tiles of 4x1024 a program, 8 warps, 7616 programs;
 #: 2d_fp32 fused, one 512x32 tile a program (TILE_BYTES_2D, MAX_BC_2D), 16 warps, 512 programs.
 _TWO = {"FUSED_CL": False}  # channels-last in two launches: wide tiles, a combine launch over channels
+_LAST = {**_TWO, "SPLIT_COMBINE": False, "MAX_BC_TWO": 64}  # two launches, the last chunk of a group combines
 CONFIGS = {
-    "nchw_bf16": [{}, {"LOOP_WARPS": 4}, {"LOOP_WARPS": 16}, {"LOOP_TILE_BYTES": 16384}, {"CHUNK_TILES": 4},
-                  {"WAVES": 8}],
-    "nhwc_bf16": [{}, {**_TWO, "SPLIT_COMBINE": False, "MAX_BC_TWO": 64}, _TWO, {**_TWO, "LOOP_TILE_BYTES": 16384},
-                  {**_TWO, "CHUNK_TILES": 16}, {**_TWO, "LOOP_WARPS": 4}, {**_TWO, "MAX_BC_TWO": 128}],
-    "nchw_fp16": [{}, {"LOOP_TILE_BYTES": 16384}, {"LOOP_WARPS": 4}, {"FUSED": False},
-                  {"FUSED": False, "CHUNK_TILES": 16}],
-    "2d_fp32": [{}, _TWO, {**_TWO, "MAX_BC_TWO": 512}, {**_TWO, "MAX_BC_TWO": 1024, "LOOP_TILE_BYTES": 16384},
-                {**_TWO, "MAX_BC_TWO": 128}, {**_TWO, "CHUNK_TILES": 16}],
+    "nchw_bf16": [{}, {"SPREAD": False}, {"LOOP_WARPS": 4}, {"LOOP_TILE_BYTES": 16384}],
+    "nhwc_bf16": [{}, _LAST, {**_LAST, "SPREAD": False}, {**_LAST, "LOOP_WARPS": 4}, {**_LAST, "MAX_BC_TWO": 128},
+                  _TWO, {**_TWO, "LOOP_WARPS": 4}, {**_TWO, "COMBINE_BC": 16}],
+    "nchw_fp16": [{}, {"SPREAD": False}, {"LOOP_WARPS": 4}],
+    "2d_fp32": [{}, _TWO, {**_TWO, "MAX_BC_TWO": 512}, _LAST, {**_TWO, "LOOP_WARPS": 4}, {**_TWO, "SPREAD": False}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).
@@ -215,7 +213,7 @@ def sweep(name, reps, copy_gbps, flush, summary, budget, show_phases) -> None:
             try:
                 extra = f" graph {graph_us(call, flush, reps):.1f} us"
             except Exception as exc:  # noqa: BLE001
-                extra = f" graph n/a ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
+                extra = f" graph n/a ({type(exc).__name__}: {' '.join(str(exc).split())[:300]})"
             if show_phases:
                 extra += f" phases {phases(call, flush)}"
             pct = 100 * nbytes / (us * 1e-6) / (copy_gbps * 1e9)

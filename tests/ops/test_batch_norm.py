@@ -191,6 +191,8 @@ MODES = {
     "two launches, one tile a program": {"FUSED": False, "CHUNK_TILES": 1},
     "two launches, many chunks": {"FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
                                   "COMBINE_ELEMS": 64},
+    "two launches, runs of tiles": {"FUSED": False, "SPREAD": False, "CHUNK_TILES": 3, "LOOP_TILE_BYTES": 128,
+                                    "WAVES": 0},
     "two launches, the last chunk combines": {"FUSED": False, "SPLIT_COMBINE": False, "CHUNK_TILES": 2,
                                               "LOOP_TILE_BYTES": 128, "WAVES": 0, "MAX_BC_TWO": 4},
     "two launches, a combine launch over channels": {"FUSED": False, "SPLIT_COMBINE": True, "CHUNK_TILES": 2,

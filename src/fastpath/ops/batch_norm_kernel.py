@@ -89,8 +89,11 @@ SPIN_LIMIT = 1 << 22
 #: arriving chunk. Channels-last inputs take the fused mode where it fits unless FUSED_CL is off.
 MAX_BC_TWO = 8 if INTERPRET else 256
 SPLIT_COMBINE = True
-COMBINE_BC = 4 if INTERPRET else 16
+COMBINE_BC = 4
 FUSED_CL = True
+#: Two launches: the reduce launch's programs take every K-th tile instead of a run of
+#: CHUNK_TILES, so that the programs running together stream neighbouring memory.
+SPREAD = True
 #: Partials the combining program loads at once (chunks x group channels; more costs
 #: registers in every program of the kernel).
 COMBINE_ELEMS = 64 if INTERPRET else 2048
@@ -100,7 +103,7 @@ def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
     ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``, ``MAX_BC_TWO``, ``SPLIT_COMBINE``,
-    ``COMBINE_BC``, ``FUSED_CL``) and drop the cached plans."""
+    ``COMBINE_BC``, ``FUSED_CL``, ``SPREAD``) and drop the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
             raise ValueError(f"configure: unknown knob {name!r}; expected one of {', '.join(_KNOBS)}")
@@ -116,7 +119,7 @@ def knobs() -> dict:
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE", "MAX_BC_TWO",
-          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL")
+          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "SPREAD")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -159,18 +162,19 @@ def _colsum(v, NCHW: tl.constexpr):
 def _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cmask, pivot, K, C, rf, eps, momentum,
              unbias, KB: tl.constexpr, GC: tl.constexpr, BWD: tl.constexpr, UPDATE: tl.constexpr,
              STORE_DW: tl.constexpr, STORE_DB: tl.constexpr):
-    """Merge the ``K`` chunk partials (K, C, 3) of channels ``cols``: backward, sum g and sum
+    """Merge the ``K`` chunk partials (3, C, K) of channels ``cols``: backward, sum g and sum
     g * xhat into fin (and dweight / dbias); forward, Chan's formula into the statistics (and
     the running statistics)."""
     ks = tl.arange(0, KB)
+    ck = C * K  # partials (3, C, K): a channel's K values are contiguous (3 C K < 2**31: the workspace)
     if BWD:
         sum_g = tl.zeros([GC], dtype=tl.float32)
         sum_gx = tl.zeros([GC], dtype=tl.float32)
         for k0 in range(0, K, KB):
             pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
-            qp = part_ptr + ((k0 + ks).to(tl.int64)[:, None] * C + cols[None, :]) * 3
+            qp = part_ptr + cols.to(tl.int64)[None, :] * K + (k0 + ks)[:, None]
             sum_g += tl.sum(tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
-            sum_gx += tl.sum(tl.load(qp + 1, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
+            sum_gx += tl.sum(tl.load(qp + ck, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
         tl.store(fin_ptr + cols, sum_g, mask=cmask)
         tl.store(fin_ptr + C + cols, sum_gx, mask=cmask)
         if STORE_DW:
@@ -183,13 +187,13 @@ def _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cm
         m2 = tl.zeros([GC], dtype=tl.float32)
         for k0 in range(0, K, KB):  # Chan's merge, KB chunks at a time
             pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
-            qp = part_ptr + ((k0 + ks).to(tl.int64)[:, None] * C + cols[None, :]) * 3
+            qp = part_ptr + cols.to(tl.int64)[None, :] * K + (k0 + ks)[:, None]
             nk = tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg")
-            mk = tl.load(qp + 1, mask=pm, other=0.0, cache_modifier=".cg")
+            mk = tl.load(qp + ck, mask=pm, other=0.0, cache_modifier=".cg")
             nb = tl.sum(nk, axis=0)
             mb = tl.sum(nk * mk, axis=0) / tl.maximum(nb, 1.0)
             dk = mk - mb[None, :]
-            m2b = tl.sum(tl.load(qp + 2, mask=pm, other=0.0, cache_modifier=".cg") + nk * dk * dk, axis=0)
+            m2b = tl.sum(tl.load(qp + 2 * ck, mask=pm, other=0.0, cache_modifier=".cg") + nk * dk * dk, axis=0)
             tot = n_all + nb
             delta = mb - mean_d
             mean_d += delta * (nb / tl.maximum(tot, 1.0))
@@ -217,14 +221,15 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
                BWD: tl.constexpr, PHASE: tl.constexpr, ONE: tl.constexpr, TRAINING: tl.constexpr,
                HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_OUT: tl.constexpr,
                STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr, REVERSE: tl.constexpr = False,
-               ARRIVE: tl.constexpr = True):
+               ARRIVE: tl.constexpr = True, SPREAD: tl.constexpr = False):
     """stats (st, fp32 (4, C)): mean, rstd, biased var, mean - pivot. ws (fp32): (2, C) sum g,
-    sum g * xhat (backward), then (K, C, 3) partials. sync (int32): [0] ticket, then per
+    sum g * xhat (backward), then (3, C, K) partials. sync (int32): [0] ticket, then per
     group (chunks arrived, generation). Counters return to 0 by the end of a launch; a group's
     generation only grows (one step per fused launch). REVERSE (two launches, PHASE=2): programs
     take the chunks from the last, so the first to start re-read what the reduce launch read
     last, still in L2. ARRIVE=False (PHASE=1): only the partials; ``_bn_combine_kernel``
-    merges them in a launch of its own."""
+    merges them in a launch of its own. SPREAD: a program's tiles are k, k + K, ... instead of
+    a run of TPK (any subset of a group's tiles is a valid chunk for Chan's formula)."""
     fin_ptr = ws_ptr
     part_ptr = ws_ptr + 2 * C
     if PHASE == 0:  # (group, chunk) in the order programs start: a group's chunks run together
@@ -244,8 +249,14 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
         o_ptr += g.to(tl.int64) * soc
     else:
         n_tiles = tl.cdiv(LA, BA)
-    t0 = k * TPK
-    t1 = tl.minimum(t0 + TPK, n_tiles)
+    if SPREAD:  # tiles k, k + K, k + 2K, ...: the programs running together read neighbouring tiles
+        t0 = k
+        ts = K
+        nt = tl.cdiv(n_tiles - k, K)
+    else:  # tiles k * TPK, ... (k + 1) * TPK - 1
+        t0 = k * TPK
+        ts = 1
+        nt = tl.minimum(TPK, n_tiles - t0)
     cols = g * GC + tl.arange(0, GC)  # the group's channels
     cmask = cols < C
     if TRAINING:  # the channel's first value: x[0, c, 0]
@@ -283,17 +294,17 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             else:
                 acc1 = tl.zeros([BA, BB], dtype=tl.float32)
                 acc2 = tl.zeros([BA, BB], dtype=tl.float32)
-                for tt in range(t0, t1):
-                    a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
+                for i in range(0, nt):
+                    a, b, m, cnt = _coords(t0 + i * ts, g, LA, LB, BA, BB, NCHW)
                     gv = _ld(g_ptr, a, b, m, sga, sgb).to(tl.float32)
                     xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
                     acc1 += gv
                     acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
                 s1 = _colsum(acc1, NCHW)
                 s2 = _colsum(acc2, NCHW)
-            pp = part_ptr + (k.to(tl.int64) * C + cols) * 3
+            pp = part_ptr + cols.to(tl.int64) * K + k
             tl.store(pp, s1, mask=cmask)
-            tl.store(pp + 1, s2, mask=cmask)
+            tl.store(pp + C * K, s2, mask=cmask)
         else:  # statistics of d = x - pivot, centred on the first tile's mean sk
             if not ONE:
                 a, b, m, cnt = _coords(t0, g, LA, LB, BA, BB, NCHW)
@@ -305,8 +316,8 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             acc2 = e * e
             n = cnt
             if not ONE:
-                for tt in range(t0 + 1, t1):
-                    a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
+                for i in range(1, nt):
+                    a, b, m, cnt = _coords(t0 + i * ts, g, LA, LB, BA, BB, NCHW)
                     xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
                     e = tl.where(m, (xv - pivot[None, :]) - sk[None, :], 0.0)
                     acc1 += e
@@ -315,10 +326,11 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             s1 = _colsum(acc1, NCHW)
             s2 = _colsum(acc2, NCHW)
             nf = n * 1.0
-            pp = part_ptr + (k.to(tl.int64) * C + cols) * 3
+            pp = part_ptr + cols.to(tl.int64) * K + k
+            ck = C * K
             tl.store(pp, s1 * 0.0 + nf, mask=cmask)
-            tl.store(pp + 1, sk + s1 / nf, mask=cmask)
-            tl.store(pp + 2, tl.maximum(s2 - s1 * (s1 / nf), 0.0), mask=cmask)
+            tl.store(pp + ck, sk + s1 / nf, mask=cmask)
+            tl.store(pp + 2 * ck, tl.maximum(s2 - s1 * (s1 / nf), 0.0), mask=cmask)
         tl.debug_barrier()  # every thread's partial is written before the release below
         if ARRIVE:
             arrive = sync_ptr + 1 + 2 * g
@@ -373,8 +385,8 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             if ONE:
                 _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
             else:
-                for tt in range(t0, t1):
-                    a, b, m, cnt = _coords(tt, g, LA, LB, BA, BB, NCHW)
+                for i in range(0, nt):
+                    a, b, m, cnt = _coords(t0 + i * ts, g, LA, LB, BA, BB, NCHW)
                     if BWD:
                         gt = _ld(g_ptr, a, b, m, sga, sgb)
                         if TRAINING:
@@ -613,8 +625,10 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
     steps = []
     if reduce and p.split is None:  # the last chunk of each group to arrive combines
         steps.append(launch(p.two, 1, False))
+        steps[-1][3]["SPREAD"] = SPREAD
     elif reduce:  # partials, then their combine, parallel over channels
         _, grid, tail, kw = launch(p.two, 1, False)
+        kw["SPREAD"] = SPREAD
         bc, kb = p.split
         ckw = dict(GC=bc, KB=kb, **{n: flags[n] for n in ("BWD", "TRAINING", "UPDATE", "STORE_DW", "STORE_DB")})
         steps += [(_BN, grid, tail, {**kw, "ARRIVE": False}), (_COMBINE, (cdiv(C, bc),), tail, ckw)]
@@ -624,7 +638,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
 
 
 def _workspaces(p: _Plan, C: int, device: torch.device):
-    """fp32 (2, C) sums then (K, C, 3) partials; int32 ticket and per-group counters."""
+    """fp32 (2, C) sums then (3, C, K) partials; int32 ticket and per-group counters."""
     gr = p.fused or p.two
     ws = workspace(device, "batch_norm.ws", (2 + 3 * max(gr.k, p.two.k)) * C, torch.float32)
     sync = workspace(device, "batch_norm.sync", 1 + 2 * max(gr.groups, p.two.groups), torch.int32, zeroed=True)
