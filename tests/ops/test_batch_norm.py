@@ -239,7 +239,7 @@ def test_plans_pick_the_modes(knobs, monkeypatch):
     assert bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).split is None
     knobs(**MODES["two launches, a combine launch over channels"])
     p = bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
-    assert p.two.gc == 16 and p.split[0] == 2 and p.two.k > p.split[1]  # wide tiles; the combine loops too
+    assert p.red.gc == 16 and p.split[0] == 2 and p.red.k > p.split[1]  # wide tiles; the combine loops too
 
 
 def test_backward_variants(knobs):

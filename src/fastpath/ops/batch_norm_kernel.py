@@ -91,6 +91,14 @@ MAX_BC_TWO = 8 if INTERPRET else 256
 SPLIT_COMBINE = True
 COMBINE_BC = 4
 FUSED_CL = True
+#: Channels-last inputs, two launches: the reduce launch's tiles (bytes), tiles a program (shrunk
+#: until there are WAVES * SMs programs) and warps. H200 (``scripts/bn_reduce_probe.py``): a
+#: program's per-channel sums across warps cost far more than its loads, so few warps and
+#: long chunks; 32x256x56x56 bf16, a column reduction: 56 us in 8 warps x 8 tiles of 16x256,
+#: 26 us in 2 warps x 16 tiles of 8x256.
+RED_TILE_BYTES = 512 if INTERPRET else 4096
+RED_TILES = 2 if INTERPRET else 16
+RED_WARPS = 2
 #: Two launches: the reduce launch's programs take every K-th tile instead of a run of
 #: CHUNK_TILES, so that the programs running together stream neighbouring memory.
 SPREAD = True
@@ -103,7 +111,8 @@ def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
     ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``, ``MAX_BC_TWO``, ``SPLIT_COMBINE``,
-    ``COMBINE_BC``, ``FUSED_CL``, ``SPREAD``) and drop the cached plans."""
+    ``COMBINE_BC``, ``FUSED_CL``, ``SPREAD``, ``RED_TILE_BYTES``, ``RED_TILES``, ``RED_WARPS``) and drop
+    the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
             raise ValueError(f"configure: unknown knob {name!r}; expected one of {', '.join(_KNOBS)}")
@@ -119,7 +128,7 @@ def knobs() -> dict:
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE", "MAX_BC_TWO",
-          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "SPREAD")
+          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "SPREAD", "RED_TILE_BYTES", "RED_TILES", "RED_WARPS")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -532,13 +541,15 @@ class _Plan(NamedTuple):
     strides: tuple  # per tensor (x, g, out): (a stride, b stride, channel stride)
     fused: Optional[_Grid]  # training: statistics and normalise in one launch, or None
     two: _Grid  # two launches (and inference: normalise only)
+    red: _Grid  # two launches: the reduce launch (channels-last: its own tiles and warps; NCHW: two)
     split: Optional[tuple]  # two launches: (channels a program, chunks a step) of a combine launch, or None
 
 
 def _grid(nchw: bool, N: int, C: int, S: int, tile: int, tpk: Optional[int], kmax: int, sms: int,
-          max_bc: int = 0) -> Optional[_Grid]:
+          max_bc: int = 0, warps: int = 0) -> Optional[_Grid]:
     """Tiles of ``tile`` elements (at most ``max_bc`` channels, 0: MAX_BC); ``tpk`` tiles a
-    program (None: as many as fit K <= kmax, None if that exceeds FUSED_MAX_TILES)."""
+    program (None: as many as fit K <= kmax, None if that exceeds FUSED_MAX_TILES); ``warps``
+    a program (0: WARPS for one tile, else LOOP_WARPS)."""
     if nchw:
         bb = _pick_bs(S, max(MAX_BS, tile // next_pow2(N)))
         ba = max(1, min(tile // bb, next_pow2(N)))
@@ -557,7 +568,7 @@ def _grid(nchw: bool, N: int, C: int, S: int, tile: int, tpk: Optional[int], kma
             tpk = cdiv(tpk, 2)
     k = cdiv(T, tpk)
     return _Grid(ba, bb, gc, groups, tpk, k, max(1, min(next_pow2(k), COMBINE_ELEMS // gc)),
-                 WARPS if tpk == 1 else LOOP_WARPS)
+                 warps or (WARPS if tpk == 1 else LOOP_WARPS))
 
 
 def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: torch.device) -> _Plan:
@@ -576,11 +587,13 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
         fused = one if one is not None and one.tpk == 1 else _grid(
             nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), None, kmax, sms)
     two = _grid(nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), CHUNK_TILES, kmax, sms, MAX_BC_TWO)
+    red = two if nchw else _grid(nchw, N, C, S, max(1, RED_TILE_BYTES // itemsize), RED_TILES, kmax, sms, MAX_BC_TWO,
+                                 RED_WARPS)
     split = None
     if SPLIT_COMBINE and not nchw:
         bc = min(COMBINE_BC, next_pow2(C))
-        split = (bc, max(1, min(next_pow2(two.k), COMBINE_ELEMS // bc)))
-    return _Plan(nchw, LA, LB, strides, fused, two, split)
+        split = (bc, max(1, min(next_pow2(red.k), COMBINE_ELEMS // bc)))
+    return _Plan(nchw, LA, LB, strides, fused, two, red, split)
 
 
 def _merged(t: torch.Tensor):
@@ -624,10 +637,10 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
         return [launch(p.fused, 0, True)]
     steps = []
     if reduce and p.split is None:  # the last chunk of each group to arrive combines
-        steps.append(launch(p.two, 1, False))
+        steps.append(launch(p.red, 1, False))
         steps[-1][3]["SPREAD"] = SPREAD
     elif reduce:  # partials, then their combine, parallel over channels
-        _, grid, tail, kw = launch(p.two, 1, False)
+        _, grid, tail, kw = launch(p.red, 1, False)
         kw["SPREAD"] = SPREAD
         bc, kb = p.split
         ckw = dict(GC=bc, KB=kb, **{n: flags[n] for n in ("BWD", "TRAINING", "UPDATE", "STORE_DW", "STORE_DB")})
@@ -640,8 +653,8 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
 def _workspaces(p: _Plan, C: int, device: torch.device):
     """fp32 (2, C) sums then (3, C, K) partials; int32 ticket and per-group counters."""
     gr = p.fused or p.two
-    ws = workspace(device, "batch_norm.ws", (2 + 3 * max(gr.k, p.two.k)) * C, torch.float32)
-    sync = workspace(device, "batch_norm.sync", 1 + 2 * max(gr.groups, p.two.groups), torch.int32, zeroed=True)
+    ws = workspace(device, "batch_norm.ws", (2 + 3 * max(gr.k, p.red.k)) * C, torch.float32)
+    sync = workspace(device, "batch_norm.sync", 1 + 2 * max(gr.groups, p.red.groups), torch.int32, zeroed=True)
     return ws, sync
 
 
