@@ -39,12 +39,13 @@ SHAPES = {
 #: 2d_fp32 fused, one 512x32 tile a program (TILE_BYTES_2D, MAX_BC_2D), 16 warps, 512 programs.
 _TWO = {"FUSED_CL": False}  # channels-last in two launches: wide tiles, a combine launch over channels
 CONFIGS = {
-    "nchw_bf16": [{}, {"LOOP_WARPS": 4}],
-    "nhwc_bf16": [{}, _TWO, {**_TWO, "RED_WARPS": 4}, {**_TWO, "RED_TILE_BYTES": 8192}, {**_TWO, "RED_TILES": 32},
-                  {**_TWO, "LOOP_WARPS": 4}, {**_TWO, "SPLIT_COMBINE": False, "MAX_BC_TWO": 64}],
-    "nchw_fp16": [{}, {"LOOP_WARPS": 4}],
-    "2d_fp32": [{}, _TWO, {**_TWO, "RED_TILE_BYTES": 8192}, {**_TWO, "RED_WARPS": 4}, {**_TWO, "MAX_BC_TWO": 512},
-                {**_TWO, "MAX_BC_TWO": 1024, "RED_TILE_BYTES": 8192}],
+    "nchw_bf16": [{}],
+    "nhwc_bf16": [{}, _TWO, {**_TWO, "RED_WAVES": 2}, {**_TWO, "RED_TILES": 32, "RED_WAVES": 2},
+                  {**_TWO, "RED_WARPS": 1}],
+    "nchw_fp16": [{}],
+    "2d_fp32": [{}, _TWO] + [{**_TWO, "RED_WARPS": w, "RED_WAVES": v, "RED_TILE_BYTES": b}
+                             for w, v, b in [(2, 2, 4096), (2, 1, 4096), (4, 2, 4096), (4, 4, 4096), (4, 2, 8192),
+                                             (2, 2, 8192), (8, 2, 8192), (1, 2, 4096)]],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).

@@ -56,7 +56,7 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 TILE_BYTES = 512 if INTERPRET else 16384
 LOOP_TILE_BYTES = 512 if INTERPRET else 8192
 WARPS = 16
-LOOP_WARPS = 8
+LOOP_WARPS = 4
 #: Most channels per tile (channels-last mode); longest spatial run per tile (NCHW mode).
 MAX_BC = 8 if INTERPRET else 64
 MAX_BS = 16 if INTERPRET else 1024
@@ -99,6 +99,7 @@ FUSED_CL = True
 RED_TILE_BYTES = 512 if INTERPRET else 4096
 RED_TILES = 2 if INTERPRET else 16
 RED_WARPS = 2
+RED_WAVES = 1 if INTERPRET else 4
 #: Two launches: the reduce launch's programs take every K-th tile instead of a run of
 #: CHUNK_TILES, so that the programs running together stream neighbouring memory.
 SPREAD = True
@@ -111,7 +112,7 @@ def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
     ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``, ``MAX_BC_TWO``, ``SPLIT_COMBINE``,
-    ``COMBINE_BC``, ``FUSED_CL``, ``SPREAD``, ``RED_TILE_BYTES``, ``RED_TILES``, ``RED_WARPS``) and drop
+    ``COMBINE_BC``, ``FUSED_CL``, ``SPREAD``, ``RED_TILE_BYTES``, ``RED_TILES``, ``RED_WARPS``, ``RED_WAVES``) and drop
     the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
@@ -128,7 +129,8 @@ def knobs() -> dict:
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE", "MAX_BC_TWO",
-          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "SPREAD", "RED_TILE_BYTES", "RED_TILES", "RED_WARPS")
+          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "SPREAD", "RED_TILE_BYTES", "RED_TILES", "RED_WARPS",
+          "RED_WAVES")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -546,10 +548,11 @@ class _Plan(NamedTuple):
 
 
 def _grid(nchw: bool, N: int, C: int, S: int, tile: int, tpk: Optional[int], kmax: int, sms: int,
-          max_bc: int = 0, warps: int = 0) -> Optional[_Grid]:
+          max_bc: int = 0, warps: int = 0, waves: int = -1) -> Optional[_Grid]:
     """Tiles of ``tile`` elements (at most ``max_bc`` channels, 0: MAX_BC); ``tpk`` tiles a
     program (None: as many as fit K <= kmax, None if that exceeds FUSED_MAX_TILES); ``warps``
-    a program (0: WARPS for one tile, else LOOP_WARPS)."""
+    a program (0: WARPS for one tile, else LOOP_WARPS); ``waves``: at least waves * sms programs
+    where tiles a program allow (-1: WAVES)."""
     if nchw:
         bb = _pick_bs(S, max(MAX_BS, tile // next_pow2(N)))
         ba = max(1, min(tile // bb, next_pow2(N)))
@@ -564,7 +567,8 @@ def _grid(nchw: bool, N: int, C: int, S: int, tile: int, tpk: Optional[int], kma
             return None
     else:
         tpk = max(1, min(tpk, T))
-        while tpk > 1 and groups * cdiv(T, tpk) < WAVES * sms:  # enough programs to fill the GPU
+        waves = WAVES if waves < 0 else waves
+        while tpk > 1 and groups * cdiv(T, tpk) < waves * sms:  # enough programs to fill the GPU
             tpk = cdiv(tpk, 2)
     k = cdiv(T, tpk)
     return _Grid(ba, bb, gc, groups, tpk, k, max(1, min(next_pow2(k), COMBINE_ELEMS // gc)),
@@ -588,7 +592,7 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
             nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), None, kmax, sms)
     two = _grid(nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), CHUNK_TILES, kmax, sms, MAX_BC_TWO)
     red = two if nchw else _grid(nchw, N, C, S, max(1, RED_TILE_BYTES // itemsize), RED_TILES, kmax, sms, MAX_BC_TWO,
-                                 RED_WARPS)
+                                 RED_WARPS, RED_WAVES)
     split = None
     if SPLIT_COMBINE and not nchw:
         bc = min(COMBINE_BC, next_pow2(C))
