@@ -126,7 +126,9 @@ def plan_text(bn, x) -> str:
                        (bnk._strides3(x),) * 3, x.element_size(), x.device)
     gr = p.fused or p.two
     mode = ("fused" + (" 1-tile" if gr.tpk == 1 else f" {gr.tpk}-tile")) if p.fused else f"2-launch {gr.tpk}-tile"
-    return f"{'NCHW' if p.nchw else 'CL'} {mode} tile {gr.ba}x{gr.bb} K {gr.k} progs {gr.groups * gr.k} w{gr.warps}"
+    red = "" if p.fused or p.red is p.two else (
+        f" red {p.red.tpk}x{p.red.ba}x{p.red.bb} K {p.red.k} progs {p.red.groups * p.red.k} w{p.red.warps}")
+    return f"{'NCHW' if p.nchw else 'CL'} {mode} tile {gr.ba}x{gr.bb} K {gr.k} progs {gr.groups * gr.k} w{gr.warps}{red}"
 
 
 def graph_us(call, flush, reps) -> float:
