@@ -33,19 +33,19 @@ SHAPES = {
     "2d_fp32": ((8192, 1024), "float32", False),
 }
 #: Knob overrides per shape; {} is the module's default. At most ~6 each (compilation time).
-#: What the default gives (132 SMs): nchw_bf16 fused, one 32x256 tile a program in registers,
-#: 16 warps, 3328 programs; nhwc_bf16 fused, 12 tiles of 64 rows x 64 channels a program, 8
-#: warps, 524 programs; nchw_fp16 fused, 7 tiles of 4x1024 a program, 8 warps, 7616 programs;
-#: 2d_fp32 fused, one 512x32 tile a program (TILE_BYTES_2D, MAX_BC_2D), 16 warps, 512 programs.
-_TWO = {"FUSED_CL": False}  # channels-last in two launches: wide tiles, a combine launch over channels
+#: What the default gives (132 SMs): nchw_bf16 and nchw_fp16 two launches (16x256 / 4x1024
+#: tiles, 8 a program, 4 warps); nhwc_bf16 two launches: reduce 16 tiles of 8 rows x 256
+#: channels a program in 2 warps, a combine launch over channels, normalise 8 tiles of 16x256
+#: in 4 warps; 2d_fp32 fused, one 512x32 tile a program (TILE_BYTES_2D, MAX_BC_2D), 16 warps.
+_FUSED = {"FUSED_CL": True}
+_TWO = {"FUSED_2D": False}
 CONFIGS = {
-    "nchw_bf16": [{}],
-    "nhwc_bf16": [{}, _TWO, {**_TWO, "RED_WAVES": 2}, {**_TWO, "RED_TILES": 32, "RED_WAVES": 2},
-                  {**_TWO, "RED_WARPS": 1}],
-    "nchw_fp16": [{}],
-    "2d_fp32": [{}, _TWO] + [{**_TWO, "RED_WARPS": w, "RED_WAVES": v, "RED_TILE_BYTES": b}
-                             for w, v, b in [(2, 2, 4096), (2, 1, 4096), (4, 2, 4096), (4, 4, 4096), (4, 2, 8192),
-                                             (2, 2, 8192), (8, 2, 8192), (1, 2, 4096)]],
+    "nchw_bf16": [{}, {"FUSED_NCHW": True}],
+    "nhwc_bf16": [{}, _FUSED, {"RED_WAVES": 2}, {"RED_TILES": 32, "RED_WAVES": 2}, {"RED_WARPS": 4},
+                  {"SPLIT_COMBINE": False, "MAX_BC_TWO": 64}],
+    "nchw_fp16": [{}, {"FUSED_NCHW": True}],
+    "2d_fp32": [{}, _TWO, {**_TWO, "RED_WARPS": 4, "RED_WAVES": 2, "RED_TILE_BYTES": 8192},
+                {**_TWO, "RED_WARPS": 8, "RED_WAVES": 2, "RED_TILE_BYTES": 8192}, {"TILE_BYTES_2D": 32768}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).
@@ -128,7 +128,8 @@ def plan_text(bn, x) -> str:
     mode = ("fused" + (" 1-tile" if gr.tpk == 1 else f" {gr.tpk}-tile")) if p.fused else f"2-launch {gr.tpk}-tile"
     red = "" if p.fused or p.red is p.two else (
         f" red {p.red.tpk}x{p.red.ba}x{p.red.bb} K {p.red.k} progs {p.red.groups * p.red.k} w{p.red.warps}")
-    return f"{'NCHW' if p.nchw else 'CL'} {mode} tile {gr.ba}x{gr.bb} K {gr.k} progs {gr.groups * gr.k} w{gr.warps}{red}"
+    head = f"{'NCHW' if p.nchw else 'CL'} {mode} tile {gr.ba}x{gr.bb}"
+    return f"{head} K {gr.k} progs {gr.groups * gr.k} w{gr.warps}{red}"
 
 
 def graph_us(call, flush, reps) -> float:

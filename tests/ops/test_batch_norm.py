@@ -184,10 +184,10 @@ def test_compiles_fullgraph():
 #: Knob sets that force each path of the kernel (in Triton's interpreter a fused group has
 #: one chunk: programs run one after another there).
 MODES = {
-    "fused, chunks of several tiles": {"FUSED": True, "FUSED_NCHW": True, "FUSED_MAX_TILES": 10**6,
+    "fused, chunks of several tiles": {"FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True, "FUSED_MAX_TILES": 10**6,
                                        "TILE_BYTES_2D": 512, "MAX_BC_2D": 8},
-    "fused, one tile in registers": {"FUSED": True, "FUSED_NCHW": True, "FUSED_MAX_TILES": 10**6, "TILE_BYTES": 1 << 15,
-                                     "MAX_BS": 1 << 12, "MAX_BC": 64},
+    "fused, one tile in registers": {"FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True, "FUSED_MAX_TILES": 10**6,
+                                     "TILE_BYTES": 1 << 15, "MAX_BS": 1 << 12, "MAX_BC": 64},
     "two launches, one tile a program": {"FUSED": False, "CHUNK_TILES": 1},
     "two launches, many chunks": {"FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
                                   "COMBINE_ELEMS": 64},

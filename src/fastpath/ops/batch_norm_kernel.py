@@ -26,13 +26,18 @@ running statistics) or dweight / dbias, and resets the counter. Then the normali
   mostly from L2. Programs take (group, chunk) from a ticket counter in the order they start,
   so a group's chunks always run together: deadlock-free for ``K`` <= the SM count.
 * ``PHASE=1`` then ``PHASE=2`` (two launches): reduce, then normalise (no barrier; any ``K``;
-  also what Triton's interpreter runs, where programs run one after another). NCHW inputs
-  take this mode on the GPU too (``FUSED_NCHW``); the normalising launch walks the chunks
-  from the last (``REVERSE``), so its first reads hit what the reduce launch left in L2.
+  also what Triton's interpreter runs, where programs run one after another). NCHW and
+  channels-last 4-D/5-D inputs take this mode on the GPU too (``FUSED_NCHW``, ``FUSED_CL``).
+  The reduce launch's programs take every K-th tile (``SPREAD``); the normalising launch walks
+  the chunks from the last (``REVERSE``), so its first reads hit what the reduce left in L2.
+  Channels-last inputs reduce on a grid of their own (``red``: rows of up to 256 channels, few
+  warps, long chunks: a program's sums per channel across warps cost more than its loads)
+  and write only partials (``ARRIVE=False``); ``_bn_combine_kernel`` then merges them, a few
+  channels a program, from partials laid out (3, C, K) so that a channel's are contiguous.
 
 Host side: per (shape, strides, dtypes) the plan and the launch arguments are cached, and
 the eager autograd path is a plain ``torch.autograd.Function`` (no dispatcher), so a training
-step costs two launches (fused) and little Python. ``torch.compile`` goes through the
+step costs two to six launches and little Python. ``torch.compile`` goes through the
 registered ops. Tile sizes, warps and the fused/two-launch choice are module-level knobs
 (:func:`configure`); ``scripts/tune_batch_norm.py`` sweeps them on a GPU.
 """
@@ -86,11 +91,16 @@ SPIN_LIMIT = 1 << 22
 #: Channels-last inputs, two launches: channels per tile (wide tiles: whole rows of up to this
 #: many channels, so that reads run along memory), and the combine in a launch of its own
 #: (``_bn_combine_kernel``, COMBINE_BC channels a program) instead of in each group's last
-#: arriving chunk. Channels-last inputs take the fused mode where it fits unless FUSED_CL is off.
+#: arriving chunk. FUSED_CL / FUSED_2D: channels-last 4-D/5-D / 2-D (N, C) inputs take the fused
+#: mode where it fits. H200, forward + backward, kernel times summed (profiler, cold L2;
+#: ``tune_batch_norm.py --phases``): 32x256x56x56 bf16 channels-last 140 us in two launches
+#: (reduce 27, combine 5, normalise 25; backward 42, 3.5, 38) against 169-188 fused, cuDNN
+#: 220; 8192 x 1024 fp32 93 us fused, 93-104 in two launches, cuDNN 100.
 MAX_BC_TWO = 8 if INTERPRET else 256
 SPLIT_COMBINE = True
 COMBINE_BC = 4
-FUSED_CL = True
+FUSED_CL = False
+FUSED_2D = True
 #: Channels-last inputs, two launches: the reduce launch's tiles (bytes), tiles a program (shrunk
 #: until there are WAVES * SMs programs) and warps. H200 (``scripts/bn_reduce_probe.py``): a
 #: program's per-channel sums across warps cost far more than its loads, so few warps and
@@ -112,8 +122,8 @@ def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
     ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``, ``MAX_BC_TWO``, ``SPLIT_COMBINE``,
-    ``COMBINE_BC``, ``FUSED_CL``, ``SPREAD``, ``RED_TILE_BYTES``, ``RED_TILES``, ``RED_WARPS``, ``RED_WAVES``) and drop
-    the cached plans."""
+    ``COMBINE_BC``, ``FUSED_CL``, ``FUSED_2D``, ``SPREAD``, ``RED_TILE_BYTES``, ``RED_TILES``, ``RED_WARPS``,
+    ``RED_WAVES``) and drop the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
             raise ValueError(f"configure: unknown knob {name!r}; expected one of {', '.join(_KNOBS)}")
@@ -129,7 +139,7 @@ def knobs() -> dict:
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE", "MAX_BC_TWO",
-          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "SPREAD", "RED_TILE_BYTES", "RED_TILES", "RED_WARPS",
+          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES", "RED_WARPS",
           "RED_WAVES")
 
 
@@ -584,7 +594,8 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
     sms = num_sms(device)
     kmax = 1 if INTERPRET else sms  # the interpreter runs programs one by one: no barrier
     fused = None
-    if FUSED and (FUSED_NCHW if nchw else FUSED_CL):  # one tile a program, in registers; else several, at most FUSED_MAX_TILES
+    # fused: one tile a program, in registers; else several, at most FUSED_MAX_TILES
+    if FUSED and (FUSED_NCHW if nchw else FUSED_2D if S == 1 else FUSED_CL):
         two_d = not nchw and S == 1
         one = _grid(nchw, N, C, S, max(1, (TILE_BYTES_2D if two_d else TILE_BYTES) // itemsize), None, kmax, sms,
                     MAX_BC_2D if two_d else 0)
