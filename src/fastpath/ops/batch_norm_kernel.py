@@ -85,9 +85,6 @@ FUSED_NCHW = False
 #: Two-launch mode: the normalising launch walks the chunks from the last (meets the reduce
 #: launch's last reads in L2).
 REVERSE = True
-#: L2 eviction policy of the y / dx stores ("" for the default): "evict_first" leaves the L2 to
-#: x, which the backward re-reads.
-OUT_EVICT = "evict_first"
 #: Polls of the group barrier before a program gives up (NaN outputs instead of a hang;
 #: not expected with K <= SMs, every chunk of a group being resident).
 SPIN_LIMIT = 1 << 22
@@ -126,7 +123,7 @@ def configure(**knobs) -> None:
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
     ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``, ``MAX_BC_TWO``, ``SPLIT_COMBINE``,
     ``COMBINE_BC``, ``FUSED_CL``, ``FUSED_2D``, ``SPREAD``, ``RED_TILE_BYTES``, ``RED_TILES``, ``RED_WARPS``,
-    ``RED_WAVES``, ``OUT_EVICT``) and drop the cached plans."""
+    ``RED_WAVES``) and drop the cached plans."""
     for name, value in knobs.items():
         if name not in _KNOBS:
             raise ValueError(f"configure: unknown knob {name!r}; expected one of {', '.join(_KNOBS)}")
@@ -143,7 +140,7 @@ _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layo
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE", "MAX_BC_TWO",
           "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES", "RED_WARPS",
-          "RED_WAVES", "OUT_EVICT")
+          "RED_WAVES")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -245,16 +242,15 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
                BWD: tl.constexpr, PHASE: tl.constexpr, ONE: tl.constexpr, TRAINING: tl.constexpr,
                HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_OUT: tl.constexpr,
                STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, SPIN: tl.constexpr, REVERSE: tl.constexpr = False,
-               ARRIVE: tl.constexpr = True, SPREAD: tl.constexpr = False, EVICT: tl.constexpr = ""):
+               ARRIVE: tl.constexpr = True, SPREAD: tl.constexpr = False):
     """stats (st, fp32 (4, C)): mean, rstd, biased var, mean - pivot. ws (fp32): (2, C) sum g,
     sum g * xhat (backward), then (3, C, K) partials. sync (int32): [0] ticket, then per
     group (chunks arrived, generation). Counters return to 0 by the end of a launch; a group's
     generation only grows (one step per fused launch). REVERSE (two launches, PHASE=2): programs
     take the chunks from the last, so the first to start re-read what the reduce launch read
     last, still in L2. ARRIVE=False (PHASE=1): only the partials; ``_bn_combine_kernel``
-    merges them in a launch of its own. SPREAD: a program's tiles are k, k + K, ... instead of a
-    run of TPK (any subset of a group's tiles is a valid chunk for Chan's formula). EVICT: the
-    L2 eviction policy of the y / dx stores."""
+    merges them in a launch of its own. SPREAD: a program's tiles are k, k + K, ... instead of
+    a run of TPK (any subset of a group's tiles is a valid chunk for Chan's formula)."""
     fin_ptr = ws_ptr
     part_ptr = ws_ptr + 2 * C
     if PHASE == 0:  # (group, chunk) in the order programs start: a group's chunks run together
@@ -408,8 +404,7 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             scale = tl.where(seen == gen0, float("nan"), scale)  # never silently wrong values
         if STORE_OUT:
             if ONE:
-                _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING,
-                     EVICT)
+                _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
             else:
                 for i in range(0, nt):
                     a, b, m, cnt = _coords(t0 + i * ts, g, LA, LB, BA, BB, NCHW)
@@ -422,13 +417,12 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
                     else:
                         xt = _ld(x_ptr, a, b, m, sxa, sxb)
                         gt = xt
-                    _out(o_ptr, xt, gt, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING,
-                     EVICT)
+                    _out(o_ptr, xt, gt, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
 
 
 @triton.jit
 def _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD: tl.constexpr,
-         TRAINING: tl.constexpr, EVICT: tl.constexpr):
+         TRAINING: tl.constexpr):
     """Write one tile of y (forward) or dx (backward)."""
     if BWD:
         gv = gr.to(tl.float32)
@@ -439,8 +433,7 @@ def _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c
             y = scale[None, :] * gv
     else:
         y = ((xr.to(tl.float32) - pivot[None, :]) - shifted[None, :]) * scale[None, :] + shift[None, :]
-    tl.store(o_ptr + a[:, None] * soa + b[None, :] * sob, y.to(o_ptr.dtype.element_ty), mask=m,
-             eviction_policy=EVICT)
+    tl.store(o_ptr + a[:, None] * soa + b[None, :] * sob, y.to(o_ptr.dtype.element_ty), mask=m)
 
 
 @triton.jit
@@ -652,8 +645,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
     def launch(gr: _Grid, phase: int, store: bool):
         tail = (p.LA, p.LB, C, gr.tpk, gr.k, float(R), eps, momentum, R / max(R - 1, 1), *sum(p.strides, ()))
         kw = dict(BA=gr.ba, BB=gr.bb, GC=gr.gc, KB=gr.kb, NCHW=p.nchw, PHASE=phase, ONE=gr.tpk == 1,
-                  STORE_OUT=store, SPIN=SPIN_LIMIT, REVERSE=REVERSE and phase == 2, EVICT=OUT_EVICT,
-                  num_warps=gr.warps, **flags)
+                  STORE_OUT=store, SPIN=SPIN_LIMIT, REVERSE=REVERSE and phase == 2, num_warps=gr.warps, **flags)
         return _BN, (gr.groups * gr.k,), tail, kw
 
     if fused:
