@@ -204,10 +204,11 @@ def _maxs2(x, y, axis: tl.constexpr):
 
 
 @triton.jit
-def _dot(a, b, PREC: tl.constexpr = "ieee"):
+def _dot(a, b, PREC: tl.constexpr):
     """a @ b in the operands' dtype: float32 products as ``PREC`` ("ieee": exact float32 on
     the FMA units; "tf32x3": three TF32 tensor-core passes, float32-level accuracy), float64 as
-    is."""
+    is. ``PREC`` has no default: Triton 3.6 does not turn a helper's default string into a
+    constexpr (the sm_90 compile fails where the interpreter runs)."""
     if a.dtype == tl.float32:
         return tl.dot(a, b, input_precision=PREC)
     else:
@@ -215,7 +216,7 @@ def _dot(a, b, PREC: tl.constexpr = "ieee"):
 
 
 @triton.jit
-def _cdot(ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr = "ieee"):
+def _cdot(ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr):
     """a @ b for 2-D (complex) tiles."""
     if CPLX:
         return _dot(ar, br, PREC) - _dot(ai, bi, PREC), _dot(ar, bi, PREC) + _dot(ai, br, PREC)
@@ -225,7 +226,7 @@ def _cdot(ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr = "ieee"):
 
 
 @triton.jit
-def _dot_sub(accr, acci, ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr = "ieee"):
+def _dot_sub(accr, acci, ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr):
     """acc - a @ b for 2-D tiles (complex: four real products)."""
     if CPLX:
         accr = accr - _dot(ar, br, PREC) + _dot(ai, bi, PREC)

@@ -1,0 +1,155 @@
+"""Compile, for the H200 (sm_90) and without a GPU, every Triton kernel that some fastpath calls
+launch: the calls run in Triton's interpreter, each launch's arguments are recorded, and each
+distinct (kernel, specialisation) is compiled with ``triton.compile`` for CUDA 9.0. Catches what
+the interpreter accepts and the compiler rejects (a helper's default string argument, in
+triton 3.6, broke the blocked LU on the GPU while every CPU test passed).
+
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py [linalg|batch_norm|all]
+
+(It runs itself again with TRITON_INTERPRET=1 to record the launches, then compiles them;
+``RECORD_PYTHONPATH`` replaces PYTHONPATH for that run, e.g. ``src`` to record with the
+installed Triton's interpreter and compile with another Triton.)
+
+The interpreter's plans use small tiles, so the compiled variants are the GPU code paths
+(constexpr branches) at other tile sizes.
+"""
+import sys
+import time
+
+import torch
+
+from fastpath._core import launch as L
+
+_TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
+          torch.int32: "i32", torch.int64: "i64", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8",
+          torch.bool: "i1", torch.float8_e4m3fn: "fp8e4nv", torch.float8_e5m2: "fp8e5"}
+_SEEN: dict = {}
+
+
+def _params(fn):
+    """[(name, is constexpr, default)] of a kernel's Python function."""
+    import inspect
+    empty = inspect.Parameter.empty
+    return [(p.name, "constexpr" in str(p.annotation), None if p.default is empty else p.default)
+            for p in inspect.signature(fn).parameters.values()]
+
+
+def _record(self, grid, args, kwargs):
+    fn = getattr(self.fn, "fn", self.fn)
+    params = _params(fn)
+    vals = [args[i] if i < len(args) else kwargs.get(n, d) for i, (n, _, d) in enumerate(params)]
+    sig, consts, attrs, key = {}, {}, {}, []
+    for i, ((pname, is_const, _), v) in enumerate(zip(params, vals)):
+        if is_const or v is None:
+            sig[pname], consts[(i,)] = "constexpr", v
+        elif isinstance(v, torch.Tensor):
+            sig[pname] = "*" + _TYPES[v.dtype]
+            if v.data_ptr() % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+        elif isinstance(v, bool):
+            sig[pname] = "i1"
+        elif isinstance(v, int):
+            if v == 1:
+                sig[pname], consts[(i,)] = "constexpr", 1
+            else:
+                sig[pname] = "i32" if -2**31 <= v < 2**31 else "i64"
+                if v % 16 == 0:
+                    attrs[(i,)] = [["tt.divisibility", 16]]
+        elif isinstance(v, float):
+            sig[pname] = "fp32"
+        else:
+            raise TypeError(f"{fn.__name__}: argument {pname} of type {type(v).__name__}")
+        key.append((sig[pname], repr(consts.get((i,))), (i,) in attrs))
+    opts = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
+    name = f"{fn.__module__}.{fn.__name__}"
+    _SEEN.setdefault((name, tuple(key), tuple(opts.items())), (name, sig, consts, attrs, opts))
+    return _ORIG(self, grid, args, kwargs)
+
+
+_ORIG = L.Launcher.launch
+
+
+def run_calls(which: str) -> None:
+    """The fastpath calls whose launches are compiled."""
+    import fastpath
+    from fastpath.ops import batch_norm as bn
+    g = torch.Generator().manual_seed(0)
+    if which in ("linalg", "all"):
+        la = fastpath.linalg
+        for dt in (torch.float32, torch.complex64):
+            A = torch.randn(9, 40, 40, generator=g, dtype=dt)
+            LU, piv, _ = la.lu_factor_ex(A)
+            la.lu_solve(LU, piv, torch.randn(9, 40, 3, generator=g, dtype=dt))
+            la.lu_solve(LU, piv, torch.randn(9, 40, 40, generator=g, dtype=dt))
+            la.det(A)
+            la.slogdet(torch.randn(9, 8, 8, generator=g, dtype=dt))
+            T = torch.randn(9, 40, 40, generator=g, dtype=dt).triu() + 8 * torch.eye(40)
+            la.solve_triangular(T, torch.randn(9, 40, 40, generator=g, dtype=dt), upper=True)
+            la.qr(torch.randn(9, 24, 16, generator=g, dtype=dt))
+        for n in (3, 4, 16):
+            la.inv(torch.randn(9, n, n, generator=g) + 4 * torch.eye(n))
+        la.pinv(torch.randn(9, 8, 8, generator=g))
+    if which in ("batch_norm", "all"):
+        for shape, cl in (((4, 6, 5, 7), False), ((4, 6, 5, 7), True), ((33, 20), False)):
+            for mode in ({"FUSED": False}, {"FUSED": False, "SPLIT_COMBINE": False}):
+                saved = bn.knobs()
+                bn.configure(**{**saved, **mode})
+                x = torch.randn(shape, generator=g)
+                if cl:
+                    x = x.to(memory_format=torch.channels_last)
+                x.requires_grad_()
+                w = torch.ones(shape[1], requires_grad=True)
+                y = bn.batch_norm(x, torch.zeros(shape[1]), torch.ones(shape[1]), w, torch.zeros(shape[1]),
+                                  training=True)
+                y.sum().backward()
+                bn.configure(**saved)
+
+
+def record(which: str, path: str) -> None:
+    """(In the interpreter) run the calls and pickle what each launch needs to compile."""
+    import pickle
+    L.Launcher.launch = _record
+    run_calls(which)
+    with open(path, "wb") as f:
+        pickle.dump(list(_SEEN.values()), f)
+
+
+def main() -> int:
+    import importlib
+    import os
+    import pickle
+    import subprocess
+    import tempfile
+
+    which = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        record(which, sys.argv[2])
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "launches.pkl")
+        subprocess.run([sys.executable, __file__, which, path], check=True,
+                       env={**os.environ, "TRITON_INTERPRET": "1",
+                            "PYTHONPATH": os.environ.get("RECORD_PYTHONPATH", os.environ.get("PYTHONPATH", ""))})
+        with open(path, "rb") as f:
+            seen = pickle.load(f)
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    bad = 0
+    for name, sig, consts, attrs, opts in seen:
+        mod, fname = name.rsplit(".", 1)
+        fn = getattr(importlib.import_module(mod), fname)
+        t0 = time.perf_counter()
+        try:
+            triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                           options=opts)
+            print(f"ok    {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
+        except Exception as exc:  # noqa: BLE001 - report every failing kernel
+            bad += 1
+            print(f"FAIL  {name}: {type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", flush=True)
+    print(f"triton {triton.__version__}: {len(seen) - bad}/{len(seen)} kernel variants compile for sm_90")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
