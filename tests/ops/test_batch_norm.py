@@ -181,6 +181,8 @@ def test_compiles_fullgraph():
 
 # ---------------------------------------------------------------------------- kernel modes
 
+#: The channels-last reduce launch's grid, small on a GPU too: several chunks a group.
+_RED = {"RED_TILE_BYTES": 128, "RED_TILES": 2, "RED_WAVES": 0}
 #: Knob sets that force each path of the kernel (in Triton's interpreter a fused group has
 #: one chunk: programs run one after another there).
 MODES = {
@@ -190,14 +192,14 @@ MODES = {
                                      "TILE_BYTES": 1 << 15, "MAX_BS": 1 << 12, "MAX_BC": 64},
     "two launches, one tile a program": {"FUSED": False, "CHUNK_TILES": 1},
     "two launches, many chunks": {"FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
-                                  "COMBINE_ELEMS": 64},
+                                  "COMBINE_ELEMS": 64, **_RED},
     "two launches, runs of tiles": {"FUSED": False, "SPREAD": False, "CHUNK_TILES": 3, "LOOP_TILE_BYTES": 128,
-                                    "WAVES": 0},
+                                    "WAVES": 0, **_RED},
     "two launches, the last chunk combines": {"FUSED": False, "SPLIT_COMBINE": False, "CHUNK_TILES": 2,
-                                              "LOOP_TILE_BYTES": 128, "WAVES": 0, "MAX_BC_TWO": 4},
+                                              "LOOP_TILE_BYTES": 128, "WAVES": 0, "MAX_BC_TWO": 4, **_RED},
     "two launches, a combine launch over channels": {"FUSED": False, "SPLIT_COMBINE": True, "CHUNK_TILES": 2,
                                                      "LOOP_TILE_BYTES": 128, "WAVES": 0, "MAX_BC_TWO": 16,
-                                                     "COMBINE_BC": 2, "COMBINE_ELEMS": 8},
+                                                     "COMBINE_BC": 2, "COMBINE_ELEMS": 8, **_RED},
 }
 
 
