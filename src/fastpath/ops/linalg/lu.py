@@ -48,6 +48,8 @@ BLOCKED_ALWAYS_N = 128
 #: lu_solve in the kernel up to this n (the row map is a vector of next_pow2(n) in registers).
 SOLVE_MAX_N = 1024
 TILE_ELEMS = 8192 if INTERPRET else 2048
+#: Warps of a blocked-path program (one matrix).
+BLOCKED_WARPS = 8
 
 
 @triton.jit
@@ -251,7 +253,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     if blocked:
         M = next_pow2(m)
         W = 32 if M * 32 * comps <= PANEL_ELEMS // 2 else 16  # wider panels spill on sm_90
-        block_b, cw, bm, warps = 1, 32, 32, 8
+        block_b, cw, bm, warps = 1, 32, 32, BLOCKED_WARPS
         sw = min(128, 4096 // (2 * W * comps))  # interchange chunk: (2W, sw) in registers
         LU3.copy_(A3)
     else:
