@@ -44,8 +44,9 @@ CONFIGS = {
     "nhwc_bf16": [{}, _FUSED, {"RED_WAVES": 2}, {"RED_TILES": 32, "RED_WAVES": 2}, {"RED_WARPS": 4},
                   {"SPLIT_COMBINE": False, "MAX_BC_TWO": 64}],
     "nchw_fp16": [{}, {"FUSED_NCHW": True}],
-    "2d_fp32": [{}, _TWO, {**_TWO, "RED_WARPS": 4, "RED_WAVES": 2, "RED_TILE_BYTES": 8192},
-                {**_TWO, "RED_WARPS": 8, "RED_WAVES": 2, "RED_TILE_BYTES": 8192}, {"TILE_BYTES_2D": 32768}],
+    "2d_fp32": [{}, {"WARPS": 8}, {"WARPS": 8, "TILE_BYTES_2D": 32768}, {"WARPS": 4, "TILE_BYTES_2D": 32768},
+                {"TILE_BYTES_2D": 32768}, {"WARPS": 4, "TILE_BYTES_2D": 16384, "MAX_BC_2D": 16},
+                {**_TWO, "RED_WARPS": 4, "RED_WAVES": 2, "RED_TILE_BYTES": 8192}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).
