@@ -66,10 +66,13 @@ LOOP_WARPS = 4
 MAX_BC = 8 if INTERPRET else 64
 MAX_BS = 16 if INTERPRET else 1024
 #: 2-D (N, C) input (BatchNorm1d), fused one-tile mode: wider tiles of fewer channels, so that
-#: each group has few chunks to wait for. H200, 8192 x 1024 fp32 forward + backward, kernel
-#: time: 99 us (cuDNN 98) against 440 us with the defaults above (16 groups of 128 chunks).
-TILE_BYTES_2D = 512 if INTERPRET else 65536
+#: each group has few chunks to wait for, and few warps (a program's per-channel sums across
+#: warps are costly). H200, 8192 x 1024 fp32 forward + backward, kernel times summed: 84 us in
+#: 256x32 tiles of 4 warps, 95 in 512x32 tiles of 16 warps, 440 with the defaults above (16
+#: groups of 128 chunks); cuDNN 97.
+TILE_BYTES_2D = 512 if INTERPRET else 32768
 MAX_BC_2D = 8 if INTERPRET else 32
+WARPS_2D = 4
 #: Two-launch mode: tiles per program, shrunk until there are WAVES * SMs programs.
 CHUNK_TILES = 2 if INTERPRET else 8
 WAVES = 1 if INTERPRET else 4
@@ -121,7 +124,7 @@ COMBINE_ELEMS = 64 if INTERPRET else 2048
 def configure(**knobs) -> None:
     """Set tuning knobs by name (``TILE_BYTES``, ``LOOP_TILE_BYTES``, ``WARPS``, ``LOOP_WARPS``,
     ``MAX_BC``, ``MAX_BS``, ``CHUNK_TILES``, ``WAVES``, ``FUSED``, ``FUSED_MAX_TILES``, ``FUSED_NCHW``,
-    ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``REVERSE``, ``MAX_BC_TWO``, ``SPLIT_COMBINE``,
+    ``COMBINE_ELEMS``, ``TILE_BYTES_2D``, ``MAX_BC_2D``, ``WARPS_2D``, ``REVERSE``, ``MAX_BC_TWO``, ``SPLIT_COMBINE``,
     ``COMBINE_BC``, ``FUSED_CL``, ``FUSED_2D``, ``SPREAD``, ``RED_TILE_BYTES``, ``RED_TILES``, ``RED_WARPS``,
     ``RED_WAVES``) and drop the cached plans."""
     for name, value in knobs.items():
@@ -138,7 +141,7 @@ def knobs() -> dict:
 
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
-          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "REVERSE", "MAX_BC_TWO",
+          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE", "MAX_BC_TWO",
           "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES", "RED_WARPS",
           "RED_WAVES")
 
@@ -598,7 +601,7 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
     if FUSED and (FUSED_NCHW if nchw else FUSED_2D if S == 1 else FUSED_CL):
         two_d = not nchw and S == 1
         one = _grid(nchw, N, C, S, max(1, (TILE_BYTES_2D if two_d else TILE_BYTES) // itemsize), None, kmax, sms,
-                    MAX_BC_2D if two_d else 0)
+                    MAX_BC_2D if two_d else 0, WARPS_2D if two_d else 0)
         fused = one if one is not None and one.tpk == 1 else _grid(
             nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), None, kmax, sms)
     two = _grid(nchw, N, C, S, max(1, LOOP_TILE_BYTES // itemsize), CHUNK_TILES, kmax, sms, MAX_BC_TWO)
