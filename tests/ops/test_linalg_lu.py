@@ -99,6 +99,25 @@ def test_lu_singular(dtype, device):
     assert torch.isfinite(la[~bad]).all()
 
 
+@pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
+def test_lu_blocked_steps(m, n, dtype, device):
+    """The blocked path, one launch per panel over chunks of 32 columns: panels of 16 columns
+    two to a chunk (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one;
+    pivots as LAPACK's, the product P L U back to A, det / slogdet of the square one."""
+    A = rand(2, m, n, dtype=dtype, device=device)
+    LU, piv, info = L.lu_factor_ex(A)
+    assert (info.cpu() == 0).all()
+    assert torch.equal(piv.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
+    assert _reconstruct(LU, piv, A) <= 8 * max(m, n) * EPS[dtype]
+    if m == n:  # det of A / 3: A's own overflows float32 at n = 80
+        d, (sg, la) = L.det(A / 3), L.slogdet(A)
+        rd, (rs, rla) = torch.linalg.det(_ref(A) / 3), torch.linalg.slogdet(_ref(A))
+        tol = max(TOL[dtype], 20 * n * EPS[dtype] * _cond(A))
+        assert ((d.cpu().to(rd.dtype) - rd).abs() / rd.abs()).max().item() <= tol
+        assert (la.cpu().double() - rla).abs().max().item() <= tol
+        assert (sg.cpu().to(rs.dtype) - rs).abs().max().item() <= tol
+
+
 def test_lu_singular_blocked(device):
     A = _singular_batch(36, torch.complex64)[[0, 1, 3, 5]].to(device)
     LU, piv, info = L.lu_factor_ex(A)
