@@ -101,9 +101,9 @@ def test_lu_singular(dtype, device):
 
 @pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
 def test_lu_blocked_steps(m, n, dtype, device):
-    """The blocked path, one launch per panel over chunks of 32 columns: panels of 16 columns
-    two to a chunk (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one;
-    pivots as LAPACK's, the product P L U back to A, det / slogdet of the square one."""
+    """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
+    (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one: pivots as
+    LAPACK's, the product P L U back to A, det / slogdet of the square one."""
     A = rand(2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
     assert (info.cpu() == 0).all()

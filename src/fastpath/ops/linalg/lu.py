@@ -32,7 +32,7 @@ import torch
 
 from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton
-from ..._core.launch import Launcher, cdiv, next_pow2, workspace
+from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
 from .tiles import (_abs1, _cdot, _div, _dot_sub, _ld, _mul, _pick, _pick2, _st, _tri_solve, check_matrices, flat3,
                     kernel_strides, raise_singular, real_view)
@@ -128,31 +128,25 @@ def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M: tl.constexpr, W: tl.co
 
 
 @triton.jit
-def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, acc_ptr, nbatch, m, n, k0,
+def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2,
-               BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
+               BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr):
-    """BLOCKED=False: BLOCK_B whole matrices a program. BLOCKED=True: one step of the blocked
-    LU, in place in lu, program (matrix, chunk of CW columns): the interchanges of the panel
-    at column k0 on the chunk, then (columns past the panel) U12 and A22 -= L21 U12, then, by
-    the program whose chunk holds it, the factorisation of the next panel (k0 + W). The first
-    launch has k0 = -W (panel 0 only). acc (nb, 3) keeps the determinant's accumulators
-    between panels."""
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
     c2 = tl.arange(0, W)[None, :]
     c3 = tl.arange(0, W)[None, None, :]
+    bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    in_b = bidx < nbatch
+    b64 = bidx.to(tl.int64)
     dt = a_ptr.dtype.element_ty
+    info = tl.zeros([BLOCK_B], dtype=tl.int32)
+    d_r = tl.zeros([BLOCK_B], dtype=dt) + 1.0
+    d_i = tl.zeros([BLOCK_B], dtype=dt)
+    la = tl.zeros([BLOCK_B], dtype=dt)
     if not BLOCKED:
-        bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
-        in_b = bidx < nbatch
-        b64 = bidx.to(tl.int64)
-        info = tl.zeros([BLOCK_B], dtype=tl.int32)
-        d_r = tl.zeros([BLOCK_B], dtype=dt) + 1.0
-        d_i = tl.zeros([BLOCK_B], dtype=dt)
-        la = tl.zeros([BLOCK_B], dtype=dt)
         b3 = b64[:, None, None]
         amask = (b3 < nbatch) & (r3 < m) & (c3 < n)
         ar, ai = _ld(a_ptr, b3 * sab + r3 * sar + c3 * sac, amask, CPLX)
@@ -161,93 +155,70 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, acc_ptr, nbatch
         if STORE_LU:
             _st(lu_ptr, b3 * slb + r3 * slr + c3 * slc, ar, ai, amask, CPLX)
             tl.store(piv_ptr + b64[:, None] * spb + c2, piv, mask=in_b[:, None] & (c2 < kmax))
-            tl.store(info_ptr + bidx, info, mask=in_b)
-        if DET != 0:
-            _st(d1_ptr, b64 * sd1, d_r, d_i, in_b, CPLX)
-            if DET == 2:
-                tl.store(d2_ptr + b64 * sd2, la, mask=in_b)
     else:
-        nch = tl.cdiv(n, CW)
-        bs = tl.program_id(0) // nch
-        j = tl.program_id(0) - bs * nch
-        bidx = bs + tl.zeros([1], dtype=tl.int32)
-        in_b = bidx < nbatch
-        b64 = bidx.to(tl.int64)
-        base = lu_ptr + bs.to(tl.int64) * slb  # the launcher copied A here
-        pb = piv_ptr + bs.to(tl.int64) * spb
-        cc = j * CW + tl.arange(0, CW)[None, :]  # this program's columns
+        bs = tl.program_id(0).to(tl.int64)
+        base = lu_ptr + bs * slb  # the launcher copied A here
+        pb = piv_ptr + bs * spb
+        cw = tl.arange(0, CW)[None, :]
         wr = tl.arange(0, W)[:, None]
         wc = tl.arange(0, W)[None, :]
         i2 = tl.arange(0, 2 * W)
-        if k0 >= 0:
+        eye3 = (wr == wc)[None, :, :].to(dt) + tl.zeros([1, W, W], dtype=dt)
+        zero3 = tl.zeros([1, W, W], dtype=dt)
+        for k0 in range(0, kmax, W):
             jcnt = tl.minimum(kmax - k0, W)
-            # 1. the panel's interchanges on this chunk's other columns. Only the panel rows and
-            #    their pivot rows move: destinations (2W,), sources tracked back through the swaps.
+            # 1. the panel, in registers
+            pmask = (r3 < m) & (k0 + c3 < n)
+            poffs = r3 * slr + (k0 + c3) * slc
+            ar, ai = _ld(base, poffs, pmask, CPLX)
+            ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la,
+                                                        M, W, PIVOT, DET, CPLX)
+            _st(base, poffs, ar, ai, pmask, CPLX)
+            tl.store(pb + k0 + c2, piv, mask=c2 < jcnt)
+            tl.debug_barrier()
+            # 2. the panel's interchanges on the other columns. Only the panel rows and their
+            #    pivot rows move: destinations (2W,), sources tracked back through the swaps.
             dst = tl.where(i2 < W, k0 + i2, k0 + i2 - W)
             pj = tl.load(pb + k0 + i2 - W, mask=(i2 >= W) & (i2 - W < jcnt), other=0) - 1
             dst = tl.where((i2 >= W) & (i2 - W < jcnt), pj, dst)
             src = _track(piv_ptr, b64 * spb, 1, in_b, dst[None, :], k0, k0 + jcnt, m)
             src = tl.reshape(src, [2 * W])[:, None]
             dst = dst[:, None]
-            om = (dst < m) & (cc < n) & ((cc < k0) | (cc >= k0 + W))
-            xr, xi = _ld(base, src * slr + cc * slc, om, CPLX)
-            tl.debug_barrier()  # every row read before any is overwritten
-            _st(base, dst * slr + cc * slc, xr, xi, om, CPLX)  # duplicates write equal values
+            for c0 in range(0, n, SW):
+                cc = c0 + tl.arange(0, SW)[None, :]
+                om = (dst < m) & (cc < n) & ((cc < k0) | (cc >= k0 + W))
+                xr, xi = _ld(base, src * slr + cc * slc, om, CPLX)
+                tl.debug_barrier()  # every row read before any is overwritten
+                _st(base, dst * slr + cc * slc, xr, xi, om, CPLX)  # duplicates write equal values
             tl.debug_barrier()
-            # 2. columns past the panel: U12 = L11^-1 A12 (L11^-1 unit lower, W x W, formed in
-            #    registers), then A22 -= L21 @ U12 with U12 still in registers
+            # 3. U12 = L11^-1 A12 with L11^-1 formed once in registers (unit lower, W x W),
+            # 4. then A22 -= L21 @ U12 for the same columns, U12 still in registers
             e0 = k0 + W
-            if j * CW + CW > e0:
-                eye3 = (wr == wc)[None, :, :].to(dt) + tl.zeros([1, W, W], dtype=dt)
-                zero3 = tl.zeros([1, W, W], dtype=dt)
-                l11r, l11i = _ld(base, (k0 + wr[None, :, :]) * slr + (k0 + c3) * slc,
-                                 (k0 + wr[None, :, :] < m) & (k0 + c3 < n), CPLX)
-                ir, ii = _tri_solve(l11r, l11i, eye3, zero3, jcnt, True, True, False, CPLX)
-                ir = tl.reshape(ir, [W, W])
-                ii = tl.reshape(ii, [W, W])
-                um = (k0 + wr < m) & (cc < n) & (cc >= e0)
+            l11r, l11i = _ld(base, (k0 + wr[None, :, :]) * slr + (k0 + c3) * slc,
+                             (k0 + wr[None, :, :] < m) & (k0 + c3 < n), CPLX)
+            ir, ii = _tri_solve(l11r, l11i, eye3, zero3, jcnt, True, True, False, CPLX)
+            ir = tl.reshape(ir, [W, W])
+            ii = tl.reshape(ii, [W, W])
+            for c0 in range(e0, n, CW):
+                cc = c0 + cw
+                um = (k0 + wr < m) & (cc < n)
                 ar2, ai2 = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
                 ur, ui = _cdot(ir, ii, ar2, ai2, CPLX, PREC)
                 _st(base, (k0 + wr) * slr + cc * slc, ur, ui, um, CPLX)
                 for i0 in range(e0, m, BM):
                     ri = i0 + tl.arange(0, BM)[:, None]
                     lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
-                    amask2 = (ri < m) & (cc < n) & (cc >= e0)
+                    amask2 = (ri < m) & (cc < n)
                     accr, acci = _ld(base, ri * slr + cc * slc, amask2, CPLX)
                     accr, acci = _dot_sub(accr, acci, lr, li, ur, ui, CPLX, PREC)
                     _st(base, ri * slr + cc * slc, accr, acci, amask2, CPLX)
-                tl.debug_barrier()
-        # 3. the next panel, in registers, by the program whose chunk holds it (its columns are
-        #    final: this program has just updated them, and no other program reads them now)
-        k1 = k0 + W
-        if (k1 < kmax) & (k1 // CW == j):
-            jcnt1 = tl.minimum(kmax - k1, W)
-            if k1 == 0:
-                info = tl.zeros([1], dtype=tl.int32)
-                d_r = tl.zeros([1], dtype=dt) + 1.0
-                d_i = tl.zeros([1], dtype=dt)
-                la = tl.zeros([1], dtype=dt)
-            else:
-                info = tl.load(info_ptr + bidx)
-                d_r = tl.load(acc_ptr + b64 * 3)
-                d_i = tl.load(acc_ptr + b64 * 3 + 1)
-                la = tl.load(acc_ptr + b64 * 3 + 2)
-            pmask = (r3 < m) & (k1 + c3 < n)
-            poffs = r3 * slr + (k1 + c3) * slc
-            ar, ai = _ld(base, poffs, pmask, CPLX)
-            ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, k1, m, jcnt1, info, d_r, d_i, la,
-                                                        M, W, PIVOT, DET, CPLX)
-            _st(base, poffs, ar, ai, pmask, CPLX)
-            tl.store(pb + k1 + c2, piv, mask=c2 < jcnt1)
-            tl.store(info_ptr + bidx, info)
-            if k1 + W < kmax:
-                tl.store(acc_ptr + b64 * 3, d_r)
-                tl.store(acc_ptr + b64 * 3 + 1, d_i)
-                tl.store(acc_ptr + b64 * 3 + 2, la)
-            elif DET != 0:
-                _st(d1_ptr, b64 * sd1, d_r, d_i, in_b, CPLX)
-                if DET == 2:
-                    tl.store(d2_ptr + b64 * sd2, la)
+            tl.debug_barrier()
+    if STORE_LU:
+        tl.store(info_ptr + bidx, info, mask=in_b)
+    if DET != 0:
+        _st(d1_ptr, b64 * sd1, d_r, d_i, in_b, CPLX)
+        if DET == 2:
+            tl.store(d2_ptr + b64 * sd2, la, mask=in_b)
 
 
 _LU = Launcher(_lu_kernel)
@@ -283,28 +254,22 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         M = next_pow2(m)
         W = 32 if M * 32 * comps <= PANEL_ELEMS // 2 else 16  # wider panels spill on sm_90
         block_b, cw, bm, warps = 1, 32, 32, BLOCKED_WARPS
+        sw = min(128, 4096 // (2 * W * comps))  # interchange chunk: (2W, sw) in registers
         LU3.copy_(A3)
     else:
         M, W = next_pow2(m), next_pow2(n)
         block_b = max(1, min(next_pow2(nb), TILE_ELEMS // (M * W * comps)))
-        cw, bm, warps = 16, 16, 4
+        cw, sw, bm, warps = 16, 16, 16, 4
     ref = real_view(A3)
     lu_t = real_view(LU3) if store else ref
     d1_t = real_view(d1) if det else ref
     d2_t = d2 if det == 2 else ref
-    acc = workspace(A3.device, f"lu.acc.{ref.dtype}", 3 * nb, ref.dtype) if blocked else ref
-    args = (ref, lu_t, piv if store else ref, info if store else ref, d1_t, d2_t, acc, nb, m, n)
-    tail = (*kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
-            piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1)
-    kw = dict(BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
-              STORE_LU=store, CPLX=cplx, PREC="ieee", num_warps=warps)
-    if not blocked:
-        _LU[(cdiv(nb, block_b),)](*args, 0, *tail, **kw)
-        return
-    # one launch per panel, the first one factoring panel 0 only: a matrix's column chunks
-    # are updated in parallel, each program of a launch waiting for nothing
-    for k0 in range(-W, min(m, n), W):
-        _LU[(nb * cdiv(n, cw),)](*args, k0, *tail, **kw)
+    _LU[(cdiv(nb, block_b),)](
+        ref, lu_t, piv if store else ref, info if store else ref, d1_t, d2_t, nb, m, n,
+        *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
+        piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1,
+        BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
+        STORE_LU=store, CPLX=cplx, PREC="ieee", num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
