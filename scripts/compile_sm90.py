@@ -91,7 +91,8 @@ def run_calls(which: str) -> None:
         la.pinv(torch.randn(9, 8, 8, generator=g))
     if which in ("batch_norm", "all"):
         for shape, cl in (((4, 6, 5, 7), False), ((4, 6, 5, 7), True), ((33, 20), False)):
-            for mode in ({"FUSED": False}, {"FUSED": False, "SPLIT_COMBINE": False}):
+            for mode in ({"FUSED": False}, {"FUSED": False, "SPLIT_COMBINE": False},
+                         {"FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True}):
                 saved = bn.knobs()
                 bn.configure(**{**saved, **mode})
                 x = torch.randn(shape, generator=g)

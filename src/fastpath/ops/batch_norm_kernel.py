@@ -98,7 +98,7 @@ SPIN_LIMIT = 1 << 22
 #: mode where it fits. H200, forward + backward, kernel times summed (profiler, cold L2;
 #: ``tune_batch_norm.py --phases``): 32x256x56x56 bf16 channels-last 140 us in two launches
 #: (reduce 27, combine 5, normalise 25; backward 42, 3.5, 38) against 169-188 fused, cuDNN
-#: 220; 8192 x 1024 fp32 93 us fused, 93-104 in two launches, cuDNN 100.
+#: 220; 8192 x 1024 fp32 85 us fused (WARPS_2D), 93-104 in two launches, cuDNN 97.
 MAX_BC_TWO = 8 if INTERPRET else 256
 SPLIT_COMBINE = True
 COMBINE_BC = 4
@@ -141,9 +141,9 @@ def knobs() -> dict:
 
 _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layout, plan)
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
-          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE", "MAX_BC_TWO",
-          "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES", "RED_WARPS",
-          "RED_WAVES")
+          "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
+          "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
+          "RED_WARPS", "RED_WAVES")
 
 
 # ---------------------------------------------------------------------------- kernels
