@@ -4,7 +4,9 @@ distinct (kernel, specialisation) is compiled with ``triton.compile`` for CUDA 9
 the interpreter accepts and the compiler rejects (a helper's default string argument, in
 triton 3.6, broke the blocked LU on the GPU while every CPU test passed).
 
-    PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py [linalg|batch_norm|all]
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py [linalg|batch_norm|all|tests:PATH]
+
+(``tests:tests/ops``: every launch of that part of the test suite.)
 
 (It runs itself again with TRITON_INTERPRET=1 to record the launches, then compiles them;
 ``RECORD_PYTHONPATH`` replaces PYTHONPATH for that run, e.g. ``src`` to record with the
@@ -57,6 +59,8 @@ def _record(self, grid, args, kwargs):
                     attrs[(i,)] = [["tt.divisibility", 16]]
         elif isinstance(v, float):
             sig[pname] = "fp32"
+        elif hasattr(v, "block_shape"):  # a tensor descriptor
+            sig[pname] = f"tensordesc<{_TYPES[v.base.dtype]}[{','.join(str(d) for d in v.block_shape)}]>"
         else:
             raise TypeError(f"{fn.__name__}: argument {pname} of type {type(v).__name__}")
         key.append((sig[pname], repr(consts.get((i,))), (i,) in attrs))
@@ -70,7 +74,11 @@ _ORIG = L.Launcher.launch
 
 
 def run_calls(which: str) -> None:
-    """The fastpath calls whose launches are compiled."""
+    """The fastpath calls whose launches are compiled; ``tests:PATH`` runs pytest on PATH."""
+    if which.startswith("tests:"):
+        import pytest
+        pytest.main([*which[len("tests:"):].split(), "-q", "-p", "no:cacheprovider"])
+        return
     import fastpath
     from fastpath.ops import batch_norm as bn
     g = torch.Generator().manual_seed(0)
@@ -115,8 +123,29 @@ def record(which: str, path: str) -> None:
         pickle.dump(list(_SEEN.values()), f)
 
 
-def main() -> int:
+#: Seconds one compile may take (a worker process is replaced after).
+TIMEOUT_S = 120
+
+
+def _compile_one(item):
+    """(Worker) compile one recorded variant for sm_90: None, or the error."""
     import importlib
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    name, sig, consts, attrs, opts = item
+    mod, fname = name.rsplit(".", 1)
+    fn = getattr(importlib.import_module(mod), fname)
+    try:
+        triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                       options=opts)
+    except Exception as exc:  # noqa: BLE001 - reported by the parent
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}"
+    return None
+
+
+def main() -> int:
     import os
     import pickle
     import subprocess
@@ -133,21 +162,28 @@ def main() -> int:
                             "PYTHONPATH": os.environ.get("RECORD_PYTHONPATH", os.environ.get("PYTHONPATH", ""))})
         with open(path, "rb") as f:
             seen = pickle.load(f)
+    import multiprocessing as mp
+
     import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
     bad = 0
-    for name, sig, consts, attrs, opts in seen:
-        mod, fname = name.rsplit(".", 1)
-        fn = getattr(importlib.import_module(mod), fname)
+    ctx = mp.get_context("spawn")
+    pool, i = ctx.Pool(1), 0
+    while i < len(seen):
+        name = seen[i][0]
         t0 = time.perf_counter()
         try:
-            triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
-                           options=opts)
-            print(f"ok    {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        except Exception as exc:  # noqa: BLE001 - report every failing kernel
+            err = pool.apply_async(_compile_one, (seen[i],)).get(timeout=TIMEOUT_S)
+        except mp.TimeoutError:  # Triton's passes can loop on a shape: report it, go on
+            pool.terminate()
+            pool = ctx.Pool(1)
+            err = f"no result after {TIMEOUT_S} s"
+        if err:
             bad += 1
-            print(f"FAIL  {name}: {type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", flush=True)
+            print(f"FAIL  {name}: {err}", flush=True)
+        else:
+            print(f"ok    {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
+        i += 1
+    pool.terminate()
     print(f"triton {triton.__version__}: {len(seen) - bad}/{len(seen)} kernel variants compile for sm_90")
     return 1 if bad else 0
 
