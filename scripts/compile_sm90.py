@@ -167,12 +167,12 @@ def main() -> int:
     import triton
     bad = 0
     ctx = mp.get_context("spawn")
-    pool, i = ctx.Pool(1), 0
-    while i < len(seen):
-        name = seen[i][0]
+    pool = ctx.Pool(1)
+    for item in seen:
+        name = item[0]
         t0 = time.perf_counter()
         try:
-            err = pool.apply_async(_compile_one, (seen[i],)).get(timeout=TIMEOUT_S)
+            err = pool.apply_async(_compile_one, (item,)).get(timeout=TIMEOUT_S)
         except mp.TimeoutError:  # Triton's passes can loop on a shape: report it, go on
             pool.terminate()
             pool = ctx.Pool(1)
@@ -182,7 +182,6 @@ def main() -> int:
             print(f"FAIL  {name}: {err}", flush=True)
         else:
             print(f"ok    {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        i += 1
     pool.terminate()
     print(f"triton {triton.__version__}: {len(seen) - bad}/{len(seen)} kernel variants compile for sm_90")
     return 1 if bad else 0

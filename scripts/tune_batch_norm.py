@@ -38,7 +38,6 @@ SHAPES = {
 #: channels a program in 2 warps, a combine launch over channels, normalise 8 tiles of 16x256
 #: in 4 warps; 2d_fp32 fused, one 256x32 tile a program (TILE_BYTES_2D, MAX_BC_2D), 4 warps.
 _FUSED = {"FUSED_CL": True}
-_TWO = {"FUSED_2D": False}
 CONFIGS = {
     "nchw_bf16": [{}, {"FUSED_NCHW": True}],
     "nhwc_bf16": [{}, _FUSED, {"RED_WAVES": 2}, {"RED_TILES": 32, "RED_WAVES": 2}, {"RED_WARPS": 4},

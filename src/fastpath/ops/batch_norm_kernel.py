@@ -648,21 +648,18 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
     def launch(gr: _Grid, phase: int, store: bool):
         tail = (p.LA, p.LB, C, gr.tpk, gr.k, float(R), eps, momentum, R / max(R - 1, 1), *sum(p.strides, ()))
         kw = dict(BA=gr.ba, BB=gr.bb, GC=gr.gc, KB=gr.kb, NCHW=p.nchw, PHASE=phase, ONE=gr.tpk == 1,
-                  STORE_OUT=store, SPIN=SPIN_LIMIT, REVERSE=REVERSE and phase == 2, num_warps=gr.warps, **flags)
+                  STORE_OUT=store, SPIN=SPIN_LIMIT, REVERSE=REVERSE and phase == 2, SPREAD=SPREAD and phase == 1,
+                  ARRIVE=phase != 1 or p.split is None, num_warps=gr.warps, **flags)
         return _BN, (gr.groups * gr.k,), tail, kw
 
     if fused:
         return [launch(p.fused, 0, True)]
-    steps = []
-    if reduce and p.split is None:  # the last chunk of each group to arrive combines
-        steps.append(launch(p.red, 1, False))
-        steps[-1][3]["SPREAD"] = SPREAD
-    elif reduce:  # partials, then their combine, parallel over channels
-        _, grid, tail, kw = launch(p.red, 1, False)
-        kw["SPREAD"] = SPREAD
+    # reduce: the last chunk of each group to arrive combines, or a combine launch parallel over channels
+    steps = [launch(p.red, 1, False)] if reduce else []
+    if reduce and p.split is not None:
         bc, kb = p.split
         ckw = dict(GC=bc, KB=kb, **{n: flags[n] for n in ("BWD", "TRAINING", "UPDATE", "STORE_DW", "STORE_DB")})
-        steps += [(_BN, grid, tail, {**kw, "ARRIVE": False}), (_COMBINE, (cdiv(C, bc),), tail, ckw)]
+        steps.append((_COMBINE, (cdiv(C, bc),), steps[0][2], ckw))
     if out:
         steps.append(launch(p.two, 2, True))
     return steps
