@@ -57,14 +57,6 @@ _LOG2E = 1.4426950408889634
 # ---------------------------------------------------------------------------- kernel
 
 @triton.jit
-def _exp2_half2(x):
-    """``exp2(x)`` of float32 ``x <= 0`` as float16, two elements a ``ex2.approx.f16x2``
-    (NVIDIA only: inline PTX, not in Triton's interpreter)."""
-    return tl.inline_asm_elementwise("ex2.approx.f16x2 $0, $1;", "=r,r", [x.to(tl.float16)],
-                                     dtype=tl.float16, is_pure=True, pack=2)
-
-
-@triton.jit
 def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end, window, qk_scale,
                  skn, skd, svn, svd, blk_lo, blk_hi, b32, hk32,
                  MASKED: tl.constexpr, CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
@@ -78,8 +70,8 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
     registers (a static cache may hold anything there). ``SOFTMAX``: 0 scores scaled then
     exponentiated; 1 (``qk_scale > 0``) the scale folded into the exponent's multiply-add and
     the row maximum (H200: 2-3% faster. Rescaling the accumulator only when a row maximum
-    grew by more than 2^8, behind a runtime branch, was 1.1-1.6x slower: not kept); 2 as 1
-    with the exponentials in float16, two an instruction (16-bit inputs on NVIDIA GPUs)."""
+    grew by more than 2^8, behind a runtime branch, was 1.1-1.6x slower; exponentials in
+    float16, two an instruction, 2-4% slower: neither kept)."""
     for blk in range(blk_lo, blk_hi):
         offs_n = blk * BLOCK_N + tl.arange(0, BLOCK_N)
         nmask = offs_n < kv_end
@@ -118,12 +110,8 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
             m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
             m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
             alpha = tl.math.exp2(m_i - m_use)
-            if SOFTMAX == 1:
-                p = tl.math.exp2(s * qk_scale - m_use[:, None])  # one multiply-add an element
-                l_i = l_i * alpha + tl.sum(p, 1)
-            else:  # two exponentials an instruction, in float16 (p <= 1: 11 significant bits)
-                p = _exp2_half2(s * qk_scale - m_use[:, None])
-                l_i = l_i * alpha + tl.sum(p.to(tl.float32), 1)
+            p = tl.math.exp2(s * qk_scale - m_use[:, None])  # one multiply-add an element
+            l_i = l_i * alpha + tl.sum(p, 1)
             acc = acc * alpha[:, None]
             m_i = m_new
         if TMA:
@@ -233,8 +221,7 @@ TUNED = {64: (64, 128, 4, 3), 128: (64, 64, 4, 3), 256: (64, 64, 4, 3)}
 #: Tensor descriptors for K and V (NVIDIA capability 9.0+, and the interpreter) where their
 #: layout allows: no empty dimension, D contiguous, every other stride non-zero and 16-byte aligned.
 USE_TMA = True
-#: The kernel's ``SOFTMAX`` variant where ``scale > 0`` (0 elsewhere): see :func:`_attn_blocks`
-#: and :func:`_softmax_mode`.
+#: The kernel's ``SOFTMAX`` variant where ``scale > 0`` (0 elsewhere): see :func:`_attn_blocks`.
 SOFTMAX_MODE = 1
 
 
@@ -300,16 +287,6 @@ def _check(q, k, v, causal, kv_len, window):
             raise NotImplementedError("window: a sliding window is supported with causal=True only")
 
 
-def _softmax_mode(scale: float, dtype: torch.dtype) -> int:
-    """The kernel's ``SOFTMAX`` variant: :data:`SOFTMAX_MODE` where ``scale > 0``, 0 elsewhere;
-    mode 2's float16 exponentials only for 16-bit inputs on the GPU (else mode 1)."""
-    if scale <= 0:
-        return 0
-    if SOFTMAX_MODE == 2 and (INTERPRET or dtype == torch.float32):
-        return 1
-    return SOFTMAX_MODE
-
-
 def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
     B, Hq, Lq, D = q.shape
     Hkv, Lk = k.shape[1], k.shape[2]
@@ -334,7 +311,7 @@ def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
              *q.stride(), *k.stride(), *v.stride(), *out.stride(),
              HEAD_D=D, BLOCK_D=next_pow2(D), PAD_D=next_pow2(D) != D, CAUSAL=bool(causal), HAS_KVLEN=kv_len is not None,
              HAS_WINDOW=window is not None, DT=dt, BLOCK_M=bm, BLOCK_N=bn, TMA=tma,
-             SOFTMAX=_softmax_mode(scale, q.dtype),
+             SOFTMAX=SOFTMAX_MODE if scale > 0 else 0,
              num_warps=warps, num_stages=stages)
     return out
 
