@@ -234,7 +234,13 @@ MAX_SPLITS = 16
 #: of 256 at 8K keys 22.3 (16 splits) -> 17.4 (32 splits; 64 take 23.4). In one program the
 #: combine grew with the splits.
 MAX_SPLITS_WIDE = 32
+#: Output columns of a combine program: COMBINE_BLOCK_FEW up to COMBINE_FEW_SPLITS splits, else
+#: COMBINE_BLOCK. H200 (scripts/tune_attention.py, 167f33d, graph, cold): 32 columns instead of
+#: 64 took 1K keys 7.19 -> 6.53 us and Qwen3-30B-A3B's 640 keys 6.21 -> 5.75 (8 and 5 splits),
+#: but 8K / 32K keys (16 splits) 14.76 / 38.27 -> 15.80 / 39.27.
 COMBINE_BLOCK = 16 if INTERPRET else 64
+COMBINE_BLOCK_FEW = 8 if INTERPRET else 32
+COMBINE_FEW_SPLITS = 8
 #: Tuning overrides (scripts/tune_attention.py): KV tile and software-pipeline stages.
 BLOCK_N: Optional[int] = None
 NUM_STAGES: Optional[int] = None
@@ -308,7 +314,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         num_warps=warps,
         **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
     if split > 1:
-        bc = min(COMBINE_BLOCK, bdv)
+        bc = min(COMBINE_BLOCK_FEW if split <= COMBINE_FEW_SPLITS else COMBINE_BLOCK, bdv)
         _COMBINE[(programs, bdv // bc)](
             ws, out, Hkv, G, Lq, n_rb, split, DV, *out.stride(),
             BLOCK_R=br, BLOCK_DV=bdv, BLOCK_C=bc, S_PAD=next_pow2(split), UNROLL=8, num_warps=4)
