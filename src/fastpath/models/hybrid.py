@@ -84,8 +84,6 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, c: Ctx) -> torch.Tensor:
         B, T = x.shape[:2]
         p = self.proj(x)
-        if c.decode:
-            self.o.prefetch()
         ck, cv = self.ck[c.rows], self.cv[c.rows]
         q = qkv_rope(p[..., :self.n_qkv], c.pos, c.inv_freq, self.nh, self.nkv, ck, cv, self.q_norm, self.k_norm,
                      self.eps)

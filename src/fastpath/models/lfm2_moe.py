@@ -114,8 +114,6 @@ class ShortConv(nn.Module):
     def forward(self, x: torch.Tensor, c) -> torch.Tensor:
         H = self.H
         p = self.in_proj(x)
-        if c.decode:
-            self.out.prefetch()
         bx = p[..., :H] * p[..., 2 * H:]
         cs = self.conv_state[c.rows]
         if c.decode:

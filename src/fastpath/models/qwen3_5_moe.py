@@ -154,8 +154,6 @@ class GatedDeltaNet(nn.Module):
     def forward(self, x: torch.Tensor, c) -> torch.Tensor:
         C, vd, HV = self.C, self.vd, self.HV
         p = self.in_proj(x)
-        if c.decode:
-            self.out.prefetch()
         cs, rs = self.conv_state[c.rows], self.state[c.rows]
         if c.decode:
             mixed = causal_conv1d_update(p[:, 0, :C], cs, self.conv_w, None, "silu")[:, None]

@@ -11,7 +11,6 @@ LM head) is float8_e4m3fn with one float32 scale per output row.
 """
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import torch
@@ -23,15 +22,8 @@ from ..ops.attention_prefill import prefill_attention
 from ..ops.linear import linear, linear_swiglu
 from ..ops.moe import fused_experts, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
-from ..ops.prefetch import l2_prefetch
 from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
-
-
-#: Decode steps move a projection's weights into L2 (:func:`~fastpath.ops.prefetch.l2_prefetch`)
-#: before the latency-bound kernels that precede it (attention, a recurrent step, a short
-#: convolution): ``FASTPATH_L2_PREFETCH=0`` turns it off.
-L2_PREFETCH = os.environ.get("FASTPATH_L2_PREFETCH", "1") != "0"
 
 
 def _buf(module: nn.Module, name: str, shape, dtype, device) -> None:
@@ -63,11 +55,6 @@ class Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias, weight_scale=self.scale)
-
-    def prefetch(self) -> None:
-        """Start moving the weight into L2 (where :data:`L2_PREFETCH` and the GPU allow)."""
-        if L2_PREFETCH:
-            l2_prefetch(self.weight)
 
 
 class MLP(nn.Module):
@@ -143,15 +130,12 @@ class Layer(nn.Module):
             self.ffn = MLP(H, cfg.intermediate_size, dtype, device, fp8)
 
     def project(self, x: torch.Tensor, pos: torch.Tensor, inv_freq: torch.Tensor, ck: torch.Tensor,
-                cv: torch.Tensor, decode: bool = False) -> torch.Tensor:
+                cv: torch.Tensor) -> torch.Tensor:
         """q (B, T, nh, D) with q/k norm and rotary embedding applied; k and v written into the
-        cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T). ``decode``: the output
-        projection's weights start moving into L2 once q/k/v are projected."""
+        cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T)."""
         cfg = self.cfg
         nh, nkv, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         qkv = self.qkv(x)
-        if decode:
-            self.o.prefetch()
         if cfg.qk_norm == "full":  # OLMoE: the norm spans all heads of q and of k
             q, k, v = qkv.split([nh * D, nkv * D, nkv * D], dim=-1)
             eps = cfg.rms_norm_eps
@@ -253,7 +237,7 @@ class Transformer(CachedLM):
 
         def attend(i, layer, x):
             ck, cv = self.cache_k[i][:B], self.cache_v[i][:B]
-            q = layer.project(x, pos2, self.inv_freq, ck, cv, decode=True)
+            q = layer.project(x, pos2, self.inv_freq, ck, cv)
             a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
                                              enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
             return a.reshape(B, 1, -1)
