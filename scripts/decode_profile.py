@@ -4,7 +4,7 @@ vector, attention, norm, rotary, MoE, sampling, recurrent, conv, PyTorch's own),
 step's wall time between events, so that the gaps between kernels show as well.
 
     PYTHONPATH=src python3 scripts/decode_profile.py --config qwen3-30b-a3b [--fp8] [--layers N]
-        [--steps 32] [--json OUT]
+        [--steps 32] [--json OUT] [--prefill]
 
 On a machine without a GPU it runs the embedded default model eagerly on the CPU (CPU op
 times; a check of the script, not a measurement).
@@ -22,7 +22,9 @@ FAMILIES = [("_mv_kernel", "matvec"), ("_decode_kernel", "attention"), ("_rms_no
             ("_gate_up_kernel", "moe experts"), ("_gate_up_rows", "moe experts"), ("_down_rows", "moe experts"), ("_down_kernel", "moe experts"), ("_decode_combine", "attention"),
             ("_combine", "moe sum"),
             ("_router", "moe router"), ("_route", "moe router"), ("_sample", "sample"),
-            ("_recurrent", "deltanet"), ("_dw_kernel", "short conv")]
+            ("_recurrent", "deltanet"), ("_chunk_", "deltanet"), ("_dw_kernel", "short conv"),
+            ("_gmm_kernel", "grouped_mm"), ("_act_kernel", "moe experts"), ("_prefill_kernel", "attention"),
+            ("_conv1d", "short conv")]
 
 
 def family(name: str) -> str:
@@ -48,6 +50,8 @@ def main():
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--prompt-len", type=int, default=512)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--prefill", action="store_true", help="profile the prompt's prefill instead (eager, as the "
+                    "engine runs it): wall time and kernel time per prefill")
     args = ap.parse_args()
     from fastpath.bench.harness import kernel_times
     from fastpath.engine import bench
@@ -70,6 +74,8 @@ def main():
     prompt = torch.randint(0, model.cfg.vocab_size, (args.prompt_len,), generator=torch.Generator().manual_seed(0))
     for _ in eng.generate_step([prompt.tolist()], 4, sp):  # prefill, compile, capture
         pass
+    if args.prefill:
+        return profile_prefill(model, prompt, args, cuda)
     if eng.graphs:
         replay = eng._graph_for(1, sp).replay
     else:
@@ -103,6 +109,34 @@ def main():
         with open(args.json, "a") as f:
             f.write(json.dumps({"config": args.config, "fp8": args.fp8, "layers": model.cfg.num_layers,
                                 "step_us": step_us, "kernel_us": busy, **s}) + "\n")
+
+
+def profile_prefill(model, prompt, args, cuda: bool) -> None:
+    """Wall time of ``model.prefill`` of the prompt (rows 0, from position 0: it rewrites the
+    same cache rows, so it can be repeated), its kernel time by family and its top kernels."""
+    from fastpath.bench.harness import kernel_times
+    tokens = prompt[None].to(model.device)
+
+    def run():
+        model.prefill(tokens, 0)
+    run()
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    sync()
+    reps = 5
+    t = time.perf_counter()
+    for _ in range(reps):
+        run()
+    sync()
+    wall_us = 1e6 * (time.perf_counter() - t) / reps
+    s = summarize(kernel_times(run, reps, cuda=cuda))
+    busy = sum(us for us, _ in s["families"].values())
+    print(f"{args.config}{' fp8' if args.fp8 else ''} prefill of {tokens.shape[1]} tokens: {wall_us:.0f} us wall "
+          f"({tokens.shape[1] / wall_us * 1e6:.0f} tok/s); kernels {busy:.0f} us")
+    for name, (us, calls) in sorted(s["families"].items(), key=lambda kv: -kv[1][0]):
+        print(f"  {name:14s} {us:9.1f} us  {calls:6.1f} launches")
+    print("  top kernels:")
+    for name, (us, calls) in sorted(s["kernels"].items(), key=lambda kv: -kv[1][0])[:16]:
+        print(f"    {us:9.1f} us {calls:6.1f}x  {name}")
 
 
 if __name__ == "__main__":
