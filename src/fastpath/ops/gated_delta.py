@@ -55,8 +55,8 @@ def _l2norm(x, L2NORM: tl.constexpr, AXIS: tl.constexpr):
 
 
 @triton.jit
-def _dot(a, b):
-    return tl.dot(a, b, input_precision="ieee")
+def _dot(a, b, PREC: tl.constexpr):
+    return tl.dot(a, b, input_precision=PREC)
 
 
 @triton.jit
@@ -128,7 +128,8 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
 def _chunk_prep_kernel(k_ptr, v_ptr, g_ptr, b_ptr, w_ptr, u_ptr, gc_ptr,
                        T, Tp, HV, GROUP, Dk, Dv,
                        skb, skt, skh, skd, svb, svt, svh, svd, sgb, sgt, sgh, sbb, sbt, sbh,
-                       L2NORM: tl.constexpr, C: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+                       L2NORM: tl.constexpr, C: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+                       PREC: tl.constexpr):
     c = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // HV).to(tl.int64)
@@ -151,14 +152,14 @@ def _chunk_prep_kernel(k_ptr, v_ptr, g_ptr, b_ptr, w_ptr, u_ptr, gc_ptr,
     cc = i[None, :]
     low = cc > rr
     At = tl.where(low, beta[None, :] * tl.exp(tl.where(low, gc[None, :] - gc[:, None], 0.0))
-                  * _dot(K, tl.trans(K)), 0.0)
+                  * _dot(K, tl.trans(K), PREC), 0.0)
     # Tm = (I + A)^-1 by forward substitution: row j = e_j - sum_{r<j} A[j, r] Tm[r, :]
     Tm = tl.where(rr == cc, 1.0, 0.0)
     for j in range(1, C):
         a = tl.sum(tl.where(cc == j, At, 0.0), axis=1)
         Tm = tl.where(rr == j, Tm - tl.sum(a[:, None] * Tm, axis=0)[None, :], Tm)
     base = pid_bh.to(tl.int64) * Tp + c * C
-    W = _dot(Tm, K * (beta * tl.exp(gc))[:, None])
+    W = _dot(Tm, K * (beta * tl.exp(gc))[:, None], PREC)
     tl.store(w_ptr + (base + i)[:, None] * Dk + ok[None, :], W, mask=mk[None, :])
     tl.store(gc_ptr + base + i, gc)
     for v0 in range(0, Dv, BV):
@@ -166,7 +167,7 @@ def _chunk_prep_kernel(k_ptr, v_ptr, g_ptr, b_ptr, w_ptr, u_ptr, gc_ptr,
         mv = ov < Dv
         V = tl.load(v_ptr + b * svb + h * svh + t[:, None] * svt + ov[None, :] * svd,
                     mask=tm[:, None] & mv[None, :], other=0.0).to(tl.float32)
-        U = _dot(Tm, V * beta[:, None])
+        U = _dot(Tm, V * beta[:, None], PREC)
         tl.store(u_ptr + (base + i)[:, None] * Dv + ov[None, :], U, mask=mv[None, :])
 
 
@@ -176,7 +177,7 @@ def _chunk_scan_kernel(q_ptr, k_ptr, w_ptr, u_ptr, gc_ptr, o_ptr, si_ptr, so_ptr
                        sqb, sqt, sqh, sqd, skb, skt, skh, skd, sob, sot, soh,
                        sib, sih, sik, siv,
                        L2NORM: tl.constexpr, HAS_INIT: tl.constexpr,
-                       C: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+                       C: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, PREC: tl.constexpr):
     pid_v = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // HV).to(tl.int64)
@@ -209,17 +210,25 @@ def _chunk_scan_kernel(q_ptr, k_ptr, w_ptr, u_ptr, gc_ptr, o_ptr, si_ptr, so_ptr
         gl = tl.load(gc_ptr + base + C - 1)  # padding has g = 0: the last valid token's gc
         W = tl.load(w_ptr + (base + i)[:, None] * Dk + ok[None, :], mask=mk[None, :], other=0.0)
         U = tl.load(u_ptr + (base + i)[:, None] * Dv + ov[None, :], mask=mv[None, :], other=0.0)
-        D = U - _dot(W, S)
-        P = tl.where(causal, _dot(Q, tl.trans(K))
+        D = U - _dot(W, S, PREC)
+        P = tl.where(causal, _dot(Q, tl.trans(K), PREC)
                      * tl.exp(tl.where(causal, gc[:, None] - gc[None, :], 0.0)), 0.0)
-        O = tl.exp(gc)[:, None] * _dot(Q, S) + _dot(P, D)
+        O = tl.exp(gc)[:, None] * _dot(Q, S, PREC) + _dot(P, D, PREC)
         tl.store(o_ptr + b * sob + h * soh + t[:, None] * sot + ov[None, :],
                  round_to(O, o_ptr.dtype.element_ty), mask=tm[:, None] & mv[None, :])
-        S = tl.exp(gl) * S + _dot(tl.trans(K * tl.exp(gl - gc)[:, None]), D)
+        S = tl.exp(gl) * S + _dot(tl.trans(K * tl.exp(gl - gc)[:, None]), D, PREC)
     tl.store(so_ptr + pid_bh.to(tl.int64) * Dk * Dv + ok[:, None] * Dv + ov[None, :], S, mask=smask)
 
 
 # ---------------------------------------------------------------------------- launchers
+
+#: Chunked form's plan (tuning knobs, scripts/tune_gated_delta.py): the dots' precision
+#: ("ieee": exact float32 on the FMA units; "tf32x3": three TF32 tensor-core passes),
+#: value columns per program of the scan and of the prep kernel, warps (None: by tile size).
+CHUNK_PREC = "ieee"
+SCAN_BV = 32
+PREP_BV = 64
+CHUNK_WARPS = None
 
 _RECURRENT = Launcher(_recurrent_kernel, pdl=True)
 _PREP = Launcher(_chunk_prep_kernel)
@@ -280,18 +289,20 @@ def _launch_chunk(q, k, v, g, beta, scale, l2, initial_state, chunk_size):
     u = alloc.empty(B * HV * Tp * Dv, dtype=torch.float32, device=q.device)
     gc = alloc.empty(B * HV * Tp, dtype=torch.float32, device=q.device)
     bk = max(16, next_pow2(Dk))
-    bv = 16 if INTERPRET else min(64, max(16, next_pow2(Dv)))
+    warps = CHUNK_WARPS or (4 if C * bk <= 4096 else 8)
+    prec = "ieee" if INTERPRET else CHUNK_PREC
+    bv = 16 if INTERPRET else min(PREP_BV, max(16, next_pow2(Dv)))
     _PREP[(nc, B * HV)](
         k, v, g, beta, w, u, gc, T, Tp, HV, HV // HK, Dk, Dv,
         *k.stride(), *v.stride(), *g.stride(), *beta.stride(),
-        L2NORM=l2, C=C, BK=bk, BV=bv, num_warps=4 if C * bk <= 4096 else 8)
-    bv = 16 if INTERPRET else min(32, max(16, next_pow2(Dv)))
+        L2NORM=l2, C=C, BK=bk, BV=bv, PREC=prec, num_warps=warps)
+    bv = 16 if INTERPRET else min(SCAN_BV, max(16, next_pow2(Dv)))
     si = initial_state if initial_state is not None else state
     _SCAN[(cdiv(Dv, bv), B * HV)](
         q, k, w, u, gc, o, si, state, T, Tp, HV, HV // HK, Dk, Dv, float(scale),
         *q.stride(), *k.stride(), *o.stride()[:3], *si.stride(),
-        L2NORM=l2, HAS_INIT=initial_state is not None, C=C, BK=bk, BV=bv,
-        num_warps=4 if C * bk <= 4096 else 8)
+        L2NORM=l2, HAS_INIT=initial_state is not None, C=C, BK=bk, BV=bv, PREC=prec,
+        num_warps=warps)
     return o, state
 
 
