@@ -5,7 +5,7 @@ shapes (16 q/k heads and 32 value heads of 128). Each variant is checked against
 reference (relative error of the output and of the final state), then timed (median of CUDA
 events over repeated calls).
 
-    PYTHONPATH=src python3 scripts/tune_gated_delta.py [--tokens 512 4096] [--json OUT]
+    PYTHONPATH=src python3 scripts/tune_gated_delta.py [--tokens 512 4096] [--json OUT] [--variants JSON]
 """
 import argparse
 import json
@@ -47,7 +47,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, nargs="+", default=[512, 4096])
     ap.add_argument("--json", default=None)
+    ap.add_argument("--variants", help='a JSON list of [chunk, knobs] pairs instead of VARIANTS, e.g. '
+                    '\'[[16, {"CHUNK_WARPS": 8}]]\'')
     args = ap.parse_args()
+    variants = json.loads(args.variants) if args.variants else VARIANTS
     dev = torch.device("cuda")
     gen = torch.Generator(device=dev).manual_seed(0)
     rows = []
@@ -60,7 +63,7 @@ def main():
         beta = torch.rand(B, T, HV, device=dev, generator=gen)
         ro, rs = G.reference_gated_delta_rule(q.double(), k.double(), v.double(), g.double(), beta.double())
         print(f"T={T}, 16/32 heads of 128, bf16:", flush=True)
-        for C, kn in VARIANTS:
+        for C, kn in variants:
             rec = {"tokens": T, "chunk": C, "knobs": kn}
             try:
                 with knobs(G, **kn):
