@@ -66,7 +66,7 @@ def test_chunk_against_float64_and_transformers(T, with_state):
     assert_close(s, hs)
 
 
-@pytest.mark.parametrize("chunk_size", [32, 64])
+@pytest.mark.parametrize("chunk_size", [None, 32, 64])
 def test_chunk_sizes_bf16_strided_views(chunk_size):
     """bf16 q/k/v as the model has them: views into one mixed projection, here transposed
     (no unit stride anywhere), with a chunk that is partly padding."""
