@@ -324,6 +324,30 @@ def test_prefill(T, k, dtype, device):
     assert_close(out, experts64(x, ids, w, gu, dn))
 
 
+@pytest.mark.parametrize("T,k,E", [(1, 1, 8), (37, 2, 8), (300, 8, 128), (53, 4, 257)])
+def test_align_sorts_pairs_by_expert(T, k, E, monkeypatch, device):
+    """The one-program sort of the prefill's (token, slot) pairs equals a stable torch.sort
+    (ids out of range last), including ties, empty experts and a pair count that is not a
+    power of two; above ALIGN_MAX_PAIRS the torch path gives the same."""
+    g = torch.Generator().manual_seed(T * 100 + E)
+    ids = torch.randint(-1, E + 2, (T, k), generator=g).to(device)  # some ids out of range
+    ids[: T // 2, 0] = E // 3  # many ties
+    if k == 1:  # a (T, 1) view of a wider tensor: flattened with a stride
+        ids = torch.cat([ids, ids + 1, ids], 1)[:, 1:2]
+    flat = ids.reshape(-1).cpu()
+    key = torch.where((flat >= 0) & (flat < E), flat, E)
+    order = torch.sort(key, stable=True).indices
+    want_offs = torch.tensor([(key <= e).sum().item() for e in range(E)])
+    want_pos = torch.empty_like(order)
+    want_pos[order] = torch.arange(order.numel())
+    for limit in (moe.ALIGN_MAX_PAIRS, 0):
+        monkeypatch.setattr(moe, "ALIGN_MAX_PAIRS", limit)
+        offs, src, pos = moe._align(ids, E)
+        assert torch.equal(offs.cpu().long(), want_offs)
+        assert torch.equal(src.cpu().long(), order // k)
+        assert torch.equal(pos.cpu().long(), want_pos)
+
+
 def test_prefill_chunks_and_decode_tiles(monkeypatch, path, device):
     """Prefill in several rounds (PREFILL_CHUNK), and the decode kernels over several 64-token
     tiles (the path taken where grouped_mm is unavailable) give the same result."""

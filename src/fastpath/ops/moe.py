@@ -39,15 +39,21 @@ from . import moe_kernels as K
 from .grouped_mm import grouped_mm
 from .linear import linear
 
-_ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS = (
+_ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _ALIGN = (
     Launcher(k, pdl=True) for k in (K._router_kernel, K._route_kernel, K._gate_up_kernel, K._down_kernel,
-                                    K._combine_kernel, K._act_kernel, K._gate_up_rows_kernel, K._down_rows_kernel))
+                                    K._combine_kernel, K._act_kernel, K._gate_up_rows_kernel, K._down_rows_kernel,
+                                    K._align_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
 #: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.
 MAX_DECODE_TOKENS = 64
 #: Tokens per prefill round (bounds the temporaries: rows of T*k pairs, float32 gate/up).
 PREFILL_CHUNK = 4096
+#: A prefill round sorts its (token, slot) pairs by expert in one kernel (``_align_kernel``, one
+#: launch instead of about ten PyTorch calls, each costing host time in an eager prefill) up to
+#: this many pairs and experts; more take torch.sort.
+ALIGN_MAX_PAIRS = 8192
+ALIGN_MAX_EXPERTS = 1023
 #: Largest number of experts the routing kernel holds in registers (more: reference path).
 MAX_ROUTE_EXPERTS = 16384
 #: Tests set this: force the FP8 decoding ("native" loads float8 tensors, "bits" decodes uint8).
@@ -492,14 +498,8 @@ def _prefill_chunk(out, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_
     NI = I2 // 2
     P = T * k
     dev = x.device
-    flat = ids.reshape(-1)
-    key = torch.where((flat >= 0) & (flat < E), flat, E)  # out-of-range ids: a trailing bucket no GEMM reads
-    sorted_key, order = torch.sort(key, stable=True)
-    ends = torch.arange(1, E + 1, device=dev, dtype=sorted_key.dtype)
-    offs = torch.searchsorted(sorted_key, ends).to(torch.int32)  # cumulative ends of groups 0..E-1
-    pos = torch.empty_like(order)  # pos[pair] = its row among the sorted rows
-    pos.scatter_(0, order, torch.arange(P, device=dev, dtype=order.dtype))
-    xs = x.index_select(0, order // k)
+    offs, src, pos = _align(ids, E)
+    xs = x.index_select(0, src)
     # gate/up in float32 (no rounding before the activation, like the decode kernels)
     gu = grouped_mm(xs, gate_up.transpose(1, 2), offs=offs, bias=_bias_for(gu_bias, x.dtype), out_dtype=torch.float32,
              scale_b=_scale2d(gu_scale))
@@ -515,6 +515,29 @@ def _prefill_chunk(out, x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_
     _COMBINE[(T, cdiv(H, bc))](
         y, ids, tw, pos, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), y.stride(0),
         out.stride(0), out.stride(1), TOPK=k, GATHER=True, WEIGHTED=True, RNE=INTERPRET, BLOCK=bc, num_warps=4)
+
+
+def _align(ids: torch.Tensor, E: int) -> tuple:
+    """The (T, k) pairs sorted by expert, stably, ids outside [0, E) last (a trailing bucket
+    no GEMM reads): ``offs`` (E,) int32 cumulative group ends, ``src`` (T*k,) the token of
+    each sorted row, ``pos`` (T*k,) each pair's sorted row."""
+    flat = ids.reshape(-1)
+    P, k, dev = flat.numel(), ids.shape[1], ids.device
+    if P <= ALIGN_MAX_PAIRS and E <= ALIGN_MAX_EXPERTS:
+        offs = alloc.empty(E, dtype=torch.int32, device=dev)
+        src = alloc.empty(P, dtype=torch.int32, device=dev)
+        pos = alloc.empty(P, dtype=torch.int32, device=dev)
+        bp = max(16, next_pow2(P))
+        _ALIGN[(1,)](flat, offs, src, pos, P, E, flat.stride(0), TOPK=k, BLOCK_P=bp, BLOCK_E=max(16, next_pow2(E + 1)),
+                     num_warps=max(1, min(16, bp // 512)))
+        return offs, src, pos
+    key = torch.where((flat >= 0) & (flat < E), flat, E)
+    sorted_key, order = torch.sort(key, stable=True)
+    ends = torch.arange(1, E + 1, device=dev, dtype=sorted_key.dtype)
+    offs = torch.searchsorted(sorted_key, ends).to(torch.int32)
+    pos = torch.empty_like(order)
+    pos.scatter_(0, order, torch.arange(P, device=dev, dtype=order.dtype))
+    return offs, order // k, pos
 
 
 def _bias_for(b: Optional[torch.Tensor], dtype: torch.dtype) -> Optional[torch.Tensor]:

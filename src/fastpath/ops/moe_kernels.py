@@ -18,8 +18,10 @@
   tile summed over H after the loop, and writes ``h``; ``_down_rows_kernel`` (block of H x token) streams the
   down rows of its outputs for every slot of the token and adds the slots in a fixed order,
   so no combine launch follows. Hundreds of programs keep enough bytes in flight.
-* Prefill: ``_act_kernel`` applies the activation to the grouped-GEMM output rows, and
-  ``_combine_kernel`` (``GATHER``) un-permutes, weights and adds the k slots.
+* Prefill: ``_align_kernel`` sorts the (token, slot) pairs by expert in one program (the
+  grouped GEMMs' row order and group ends), ``_act_kernel`` applies the activation to the
+  grouped-GEMM output rows, and ``_combine_kernel`` (``GATHER``) un-permutes, weights and adds
+  the k slots.
 
 Expert ids are compared, never used as addresses (except after a range check), so ids
 outside ``[0, E)`` select nothing and contribute nothing.
@@ -446,6 +448,27 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
         wj = tl.load(tw_ptr + offs_t * stt + j * stj, mask=m, other=0.0).to(tl.float32)
         rows = (offs_t * TOPK + j).to(tl.int64)
         tl.store(y_ptr + rows[:, None] * H + offs_n[None, :], acc * wj[:, None], mask=m[:, None] & nmask[None, :])
+
+
+@triton.jit
+def _align_kernel(ids_ptr, offs_ptr, src_ptr, pos_ptr, P, E, sid, TOPK: tl.constexpr, BLOCK_P: tl.constexpr,
+                  BLOCK_E: tl.constexpr, PDL: tl.constexpr = 0):
+    pdl_start(PDL)
+    # One program sorts the P = T * TOPK (token, slot) pairs by expert, stably (ids outside
+    # [0, E) last, as the trailing bucket E): offs[e] = pairs with an expert <= e (cumulative
+    # group ends, e < E), src[r] = the token of sorted row r, pos[pair] = its sorted row.
+    # Sort keys are expert * BLOCK_P + pair, so ties keep the pair order.
+    i = tl.arange(0, BLOCK_P)
+    real = i < P
+    e = tl.load(ids_ptr + i * sid, mask=real, other=0).to(tl.int32)  # ids flattened, stride sid
+    e = tl.where(real & (e >= 0) & (e < E), e, E)
+    srt = tl.sort(e * BLOCK_P + i, 0)
+    pair = srt & (BLOCK_P - 1)
+    tl.store(src_ptr + i, pair // TOPK, mask=real)
+    tl.store(pos_ptr + pair, i, mask=real)
+    ends = tl.cumsum(tl.histogram(e, BLOCK_E), 0)
+    be = tl.arange(0, BLOCK_E)
+    tl.store(offs_ptr + be, ends, mask=be < E)
 
 
 @triton.jit
