@@ -42,6 +42,15 @@ def summarize(times: dict) -> dict:
     return {"families": dict(fam), "kernels": dict(ker)}
 
 
+def print_summary(s: dict, total_us: float, per: str, top: int) -> None:
+    """Kernel time by family (share of ``total_us``), then the ``top`` kernels."""
+    for name, (us, calls) in sorted(s["families"].items(), key=lambda kv: -kv[1][0]):
+        print(f"  {name:14s} {us:9.1f} us{per}  {calls:6.1f} launches{per}  {100 * us / total_us:5.1f}%")
+    print("  top kernels:")
+    for name, (us, calls) in sorted(s["kernels"].items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"    {us:9.1f} us {calls:6.1f}x  {name}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="qwen3-30b-a3b")
@@ -100,11 +109,7 @@ def main():
     busy = sum(us for us, _ in s["families"].values()) if cuda else float("nan")
     print(f"{args.config}{' fp8' if args.fp8 else ''} ({model.cfg.num_layers} layers): step {step_us:.1f} us "
           f"({1e6 / step_us:.1f} tok/s); kernels {busy:.1f} us, gaps {step_us - busy:.1f} us")
-    for name, (us, calls) in sorted(s["families"].items(), key=lambda kv: -kv[1][0]):
-        print(f"  {name:14s} {us:9.1f} us/step  {calls:6.1f} launches/step  {100 * us / step_us:5.1f}%")
-    print("  top kernels:")
-    for name, (us, calls) in sorted(s["kernels"].items(), key=lambda kv: -kv[1][0])[:12]:
-        print(f"    {us:9.1f} us {calls:6.1f}x  {name}")
+    print_summary(s, step_us, "/step", 12)
     if args.json:
         with open(args.json, "a") as f:
             f.write(json.dumps({"config": args.config, "fp8": args.fp8, "layers": model.cfg.num_layers,
@@ -132,11 +137,7 @@ def profile_prefill(model, prompt, args, cuda: bool) -> None:
     busy = sum(us for us, _ in s["families"].values())
     print(f"{args.config}{' fp8' if args.fp8 else ''} prefill of {tokens.shape[1]} tokens: {wall_us:.0f} us wall "
           f"({tokens.shape[1] / wall_us * 1e6:.0f} tok/s); kernels {busy:.0f} us")
-    for name, (us, calls) in sorted(s["families"].items(), key=lambda kv: -kv[1][0]):
-        print(f"  {name:14s} {us:9.1f} us  {calls:6.1f} launches")
-    print("  top kernels:")
-    for name, (us, calls) in sorted(s["kernels"].items(), key=lambda kv: -kv[1][0])[:16]:
-        print(f"    {us:9.1f} us {calls:6.1f}x  {name}")
+    print_summary(s, wall_us, "", 16)
 
 
 if __name__ == "__main__":
