@@ -334,6 +334,7 @@ def test_align_sorts_pairs_by_expert(T, k, E, monkeypatch, device):
     ids[: T // 2, 0] = E // 3  # many ties
     if k == 1:  # a (T, 1) view of a wider tensor: flattened with a stride
         ids = torch.cat([ids, ids + 1, ids], 1)[:, 1:2]
+    ids[-1, -1] = 2 ** 32 + 1  # out of range, but 1 in the low 32 bits
     flat = ids.reshape(-1).cpu()
     key = torch.where((flat >= 0) & (flat < E), flat, E)
     order = torch.sort(key, stable=True).indices

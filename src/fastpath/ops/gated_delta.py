@@ -300,10 +300,10 @@ def _launch_chunk(q, k, v, g, beta, scale, l2, initial_state, chunk_size):
     u = alloc.empty(B * HV * Tp * Dv, dtype=torch.float32, device=q.device)
     gc = alloc.empty(B * HV * Tp, dtype=torch.float32, device=q.device)
     bk = max(16, next_pow2(Dk))
-    warps = CHUNK_WARPS or (4 if C * bk <= 4096 else 8)
-    prec = "ieee" if INTERPRET or C > 32 else CHUNK_PREC  # (64-token tf32x3 tiles overflow shared memory)
-    if C > 32:
-        warps = 4 if C * bk <= 4096 else 8
+    if INTERPRET or C > 32:  # (64-token tf32x3 tiles overflow shared memory)
+        prec, warps = "ieee", 4 if C * bk <= 4096 else 8
+    else:
+        prec, warps = CHUNK_PREC, CHUNK_WARPS or (4 if C * bk <= 4096 else 8)
     bv = 16 if INTERPRET else min(PREP_BV, max(16, next_pow2(Dv)))
     _PREP[(nc, B * HV)](
         k, v, g, beta, w, u, gc, T, Tp, HV, HV // HK, Dk, Dv,

@@ -460,8 +460,8 @@ def _align_kernel(ids_ptr, offs_ptr, src_ptr, pos_ptr, P, E, sid, TOPK: tl.const
     # Sort keys are expert * BLOCK_P + pair, so ties keep the pair order.
     i = tl.arange(0, BLOCK_P)
     real = i < P
-    e = tl.load(ids_ptr + i * sid, mask=real, other=0).to(tl.int32)  # ids flattened, stride sid
-    e = tl.where(real & (e >= 0) & (e < E), e, E)
+    e = tl.load(ids_ptr + i * sid, mask=real, other=0)  # ids flattened, stride sid
+    e = tl.where(real & (e >= 0) & (e < E), e, E).to(tl.int32)  # range-checked in the ids' own type
     srt = tl.sort(e * BLOCK_P + i, 0)
     pair = srt & (BLOCK_P - 1)
     tl.store(src_ptr + i, pair // TOPK, mask=real)
