@@ -5,6 +5,11 @@ A kernel that ptxas squeezes into few registers with a large stack can run 20x s
 it should (the chunked gated delta rule at 64-token chunks: 32 registers, 7.8 KB of stack).
 
     PYTHONPATH=src python3 scripts/spill_report.py recurrent --quick [--only TEXT]
+    PYTHONPATH=src python3 scripts/spill_report.py --engine qwen3-30b-a3b,qwen3.6-35b-a3b [--fp8] [bench args]
+
+``--engine NAMES``: also run the decode engine on those named configs (random weights, the
+first 4 layers, a 64-token prompt, 8 new tokens), so that its prefill and decode kernels are
+compiled with their own plans; ``--fp8`` with FP8 weights.
 """
 import importlib
 import pkgutil
@@ -34,9 +39,33 @@ def compiled_kernels():
     return [s[1:] for s in seen]
 
 
+def run_engine(names: str, fp8: bool) -> None:
+    """A short engine run per named config, so that its kernels compile with the engine's plans."""
+    from fastpath.engine import bench
+    from fastpath.models.config import named
+    for name in names.split(","):
+        cfg = named(name)
+        model = bench.random_model(cfg.with_layers(min(4, cfg.num_layers)), device="cuda", fp8=fp8)
+        bench.run(model, prompt_len=64, new_tokens=8)
+        print(f"engine {name}{' fp8' if fp8 else ''}: ran", flush=True)
+        del model
+
+
 def main():
     from fastpath.bench.__main__ import main as bench
-    bench(sys.argv[1:])
+    argv = list(sys.argv[1:])
+    fp8 = "--fp8" in argv
+    if fp8:
+        argv.remove("--fp8")
+    engine = None
+    if "--engine" in argv:
+        at = argv.index("--engine")
+        engine = argv[at + 1]
+        del argv[at:at + 2]
+    if argv or engine is None:
+        bench(argv)
+    if engine:
+        run_engine(engine, fp8)
     rows = sorted(compiled_kernels(), key=lambda r: (-r[2], r[1]))
     print(f"\n{len(rows)} compiled kernel variants (registers, spilled bytes, shared memory, warps):")
     for name, regs, spills, shared, warps in rows:
