@@ -138,6 +138,10 @@ def profile_prefill(model, prompt, args, cuda: bool) -> None:
     print(f"{args.config}{' fp8' if args.fp8 else ''} prefill of {tokens.shape[1]} tokens: {wall_us:.0f} us wall "
           f"({tokens.shape[1] / wall_us * 1e6:.0f} tok/s); kernels {busy:.0f} us")
     print_summary(s, wall_us, "", 16)
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps({"config": args.config, "fp8": args.fp8, "layers": model.cfg.num_layers,
+                                "prefill_tokens": tokens.shape[1], "wall_us": wall_us, "kernel_us": busy, **s}) + "\n")
 
 
 if __name__ == "__main__":

@@ -5,15 +5,15 @@ A kernel that ptxas squeezes into few registers with a large stack can run 20x s
 it should (the chunked gated delta rule at 64-token chunks: 32 registers, 7.8 KB of stack).
 
     PYTHONPATH=src python3 scripts/spill_report.py recurrent --quick [--only TEXT]
-    PYTHONPATH=src python3 scripts/spill_report.py --engine qwen3-30b-a3b,qwen3.6-35b-a3b [--fp8] [bench args]
+    PYTHONPATH=src python3 scripts/spill_report.py --engine qwen3-30b-a3b,qwen3.6-35b-a3b [--fp8]
 
 ``--engine NAMES``: also run the decode engine on those named configs (random weights, the
 first 4 layers, a 64-token prompt, 8 new tokens), so that its prefill and decode kernels are
-compiled with their own plans; ``--fp8`` with FP8 weights.
+compiled with their own plans; ``--fp8`` with FP8 weights. (Written after the session's last
+GPU run: the bench-only mode ran on the H200 at 132a4c1, ``--engine`` has not run yet.)
 """
 import importlib
 import pkgutil
-import sys
 
 
 def compiled_kernels():
@@ -21,22 +21,21 @@ def compiled_kernels():
     ``Launcher`` holds."""
     import fastpath.ops as ops
     from fastpath._core.launch import Launcher
-    names = [m.name for m in pkgutil.walk_packages(ops.__path__, "fastpath.ops.")]
-    seen = []
-    for name in names:
+    found = {}  # id -> compiled kernel (a kernel may sit under several keys)
+    for info in pkgutil.walk_packages(ops.__path__, "fastpath.ops."):
         try:
-            mod = importlib.import_module(name)
+            mod = importlib.import_module(info.name)
         except Exception:  # noqa: BLE001 - a module that does not import here is not ours to judge
             continue
         for obj in vars(mod).values():
             if isinstance(obj, Launcher):
-                for kernel, _ in obj.kernels.values():
-                    if id(kernel) in {id(k) for k, *_ in seen}:
-                        continue
-                    kernel._init_handles()
-                    meta = kernel.metadata
-                    seen.append((kernel, meta.name, kernel.n_regs, kernel.n_spills, meta.shared, meta.num_warps))
-    return [s[1:] for s in seen]
+                found.update((id(kernel), kernel) for kernel, _ in obj.kernels.values())
+    rows = []
+    for kernel in found.values():
+        kernel._init_handles()
+        meta = kernel.metadata
+        rows.append((meta.name, kernel.n_regs, kernel.n_spills, meta.shared, meta.num_warps))
+    return rows
 
 
 def run_engine(names: str, fp8: bool) -> None:
@@ -52,20 +51,17 @@ def run_engine(names: str, fp8: bool) -> None:
 
 
 def main():
+    import argparse
+
     from fastpath.bench.__main__ import main as bench
-    argv = list(sys.argv[1:])
-    fp8 = "--fp8" in argv
-    if fp8:
-        argv.remove("--fp8")
-    engine = None
-    if "--engine" in argv:
-        at = argv.index("--engine")
-        engine = argv[at + 1]
-        del argv[at:at + 2]
-    if argv or engine is None:
-        bench(argv)
-    if engine:
-        run_engine(engine, fp8)
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--engine", default=None)
+    ap.add_argument("--fp8", action="store_true")
+    args, bench_argv = ap.parse_known_args()
+    if bench_argv or args.engine is None:
+        bench(bench_argv)
+    if args.engine:
+        run_engine(args.engine, args.fp8)
     rows = sorted(compiled_kernels(), key=lambda r: (-r[2], r[1]))
     print(f"\n{len(rows)} compiled kernel variants (registers, spilled bytes, shared memory, warps):")
     for name, regs, spills, shared, warps in rows:
