@@ -25,7 +25,7 @@ from .ops.gated_delta import (chunk_gated_delta_rule, gated_delta_rule_step, rec
 from .ops.pad import pad, reference_pad
 from .ops.channel_norm import channel_rms_norm, reference_channel_rms_norm
 from .ops.conv import (causal_conv1d, causal_conv1d_update, causal_conv3d, conv1d, reference_causal_conv1d,
-                       reference_causal_conv3d, reference_conv1d)
+                       reference_causal_conv3d, reference_conv1d, reference_short_conv, short_conv)
 
 __version__ = "0.1.0"
 __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8", "scaled_mm",
@@ -37,6 +37,7 @@ __all__ = ["info", "softmax", "log_softmax", "sample", "linear", "quantize_fp8",
            "le", "gt", "ge", "minimum", "maximum", "rms_norm", "reference_rms_norm", "gated_delta_rule_step",
            "chunk_gated_delta_rule", "recurrent_gated_delta_rule", "reference_gated_delta_rule", "pad",
            "reference_pad", "causal_conv3d", "causal_conv1d", "causal_conv1d_update", "conv1d",
-           "reference_causal_conv3d", "reference_causal_conv1d", "reference_conv1d", "streams", "timed", "dropout",
+           "reference_causal_conv3d", "reference_causal_conv1d", "reference_conv1d", "short_conv",
+           "reference_short_conv", "streams", "timed", "dropout",
            "reference_dropout", "batch_norm", "reference_batch_norm", "mse_loss", "reference_mse_loss",
            "bincount", "reference_bincount", "channel_rms_norm", "reference_channel_rms_norm", "__version__"]

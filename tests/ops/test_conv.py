@@ -1,11 +1,12 @@
-"""causal_conv3d, causal_conv1d(_update) and conv1d against float64 F.pad + F.conv references."""
+"""causal_conv3d, causal_conv1d(_update), short_conv and conv1d against float64 F.pad + F.conv
+references."""
 import pytest
 import torch
 import torch.nn.functional as F
 
 import fastpath.ops.conv1d as c1
 import fastpath.ops.conv3d as c3
-from fastpath.ops.conv import causal_conv1d, causal_conv1d_update, causal_conv3d, conv1d
+from fastpath.ops.conv import causal_conv1d, causal_conv1d_update, causal_conv3d, conv1d, short_conv
 from tests.conftest import DEVICE, noncontig, randn
 from tests.tolerances import assert_close
 
@@ -225,6 +226,53 @@ def test_causal_conv1d_update_multi_token_and_long(dtype, monkeypatch):
         assert out.shape == x.shape and out.dtype == dtype
         assert_close(out, ref, dtype)
         assert torch.equal(state, full[:, :, -5:].float())
+
+
+def _oracle_short(bcx, w, b, state):
+    """float64: c * conv(b * x) over [state, b * x]; the product rounded to bcx's dtype first,
+    as PyTorch's separate multiply (transformers' LFM2) rounds it."""
+    bb, cc, xx = bcx.double().chunk(3, -1)
+    bx = (bb * xx).to(bcx.dtype)
+    out, full = _oracle_causal1d(bx.transpose(1, 2), w, b, state, False)
+    return cc * out.transpose(1, 2), full
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("T", [1, 5, 70])  # a decode step, a chunk in place, longer than UPDATE_MAX_T
+def test_short_conv(dtype, T):
+    B, C, K = 2, 67, 3
+    bcx = noncontig(randn(B, T, 3 * C, dtype=dtype)) if T != 5 else randn(B, T, 3 * C, dtype=dtype)
+    w, b = randn(C, 1, K, dtype=dtype), (randn(C, dtype=dtype) if T != 5 else None)
+    state = randn(B, C, K - 1, dtype=dtype)
+    before = state.clone()
+    out = short_conv(bcx, state, w, b)
+    ref, full = _oracle_short(bcx, w[:, 0], b, before)
+    assert out.shape == (B, T, C) and out.dtype == dtype
+    assert_close(out, ref, dtype)
+    assert torch.equal(state, full[:, :, -(K - 1):].to(dtype))
+
+
+def test_short_conv_chunks_and_steps_equal_whole():
+    B, C, T, K = 2, 24, 9, 3
+    bcx, w = randn(B, T, 3 * C), randn(C, K)
+    whole, _ = _oracle_short(bcx, w, None, torch.zeros(B, C, K - 1))
+    state = torch.zeros(B, C, K - 1, device=DEVICE)
+    got = [short_conv(bcx[:, :4], state, w)] + [short_conv(bcx[:, t:t + 1], state, w) for t in range(4, T)]
+    assert_close(torch.cat(got, 1), whole, torch.float32)
+
+
+def test_short_conv_errors():
+    w, state = torch.randn(8, 3), torch.randn(2, 8, 2)
+    with pytest.raises(ValueError, match="bcx"):
+        short_conv(torch.randn(2, 1, 23), state, w)
+    with pytest.raises(ValueError, match="bcx"):
+        short_conv(torch.randn(2, 24), state, w)
+    with pytest.raises(ValueError, match="state"):
+        short_conv(torch.randn(2, 1, 24), torch.randn(2, 8, 1), w)
+    with pytest.raises(ValueError, match="weight"):
+        short_conv(torch.randn(2, 1, 24), state, torch.randn(7, 3))
+    with pytest.raises(TypeError, match="bcx"):
+        short_conv(torch.ones(2, 1, 24, dtype=torch.long), state, w)
 
 
 def test_causal_conv1d_errors():

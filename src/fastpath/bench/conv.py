@@ -109,6 +109,28 @@ def _hf_update(x, state, w, bias):
     return F.silu(out[:, :, -x.shape[-1]:])
 
 
+def _short_inputs(shape, dtype, device, seed):
+    """LFM2's in-projection output (B, T, 3C) = [b | c | x], the conv weight and two states."""
+    import torch
+    x, w, _, state, state2 = _dw_inputs(shape, dtype, device, seed)
+    b, c, t, k = shape
+    g = torch.Generator(device=device).manual_seed(seed + 1)
+    bcx = torch.randn(b, t, 3 * c, generator=g, device=device).to(x.dtype)
+    return bcx, w, state[:, :, 1:].contiguous(), state2[:, :, 1:].contiguous()
+
+
+def _hf_short_conv(bcx, w, state):
+    """transformers' LFM2 short convolution (decode): b * x, the torch conv update, c * y."""
+    import torch
+    import torch.nn.functional as F
+    b, c, x = bcx.chunk(3, dim=-1)
+    bx = (b * x).transpose(1, 2)
+    full = torch.cat([state, bx], dim=-1)
+    state.copy_(full[:, :, -state.shape[-1]:])
+    y = F.conv1d(full, w.unsqueeze(1), groups=bx.shape[1])
+    return c * y[:, :, -bx.shape[-1]:].transpose(1, 2)
+
+
 def _hf_prefill(x, w, bias):
     import torch.nn.functional as F
     k = w.shape[-1]
@@ -116,7 +138,7 @@ def _hf_prefill(x, w, bias):
 
 
 def _conv1d_cases() -> list:
-    from ..ops.conv1d import causal_conv1d, causal_conv1d_update, conv1d
+    from ..ops.conv1d import causal_conv1d, causal_conv1d_update, conv1d, short_conv
     out = []
     for shape in [(1, 2048, 1, 3), (8, 2048, 1, 3), (1, 8192, 1, 4), (32, 8192, 1, 4)]:  # LFM2, Qwen3.5 decode
         out.append(Case(suite="conv", name="causal_conv1d_update", shape=shape, dtype="bfloat16",
@@ -124,6 +146,13 @@ def _conv1d_cases() -> list:
                         native=lambda x, w, b, s, s2: _hf_update(x, s2, w, b)[:, :, 0],
                         check=close_check, nbytes=lambda sh, it: (sh[0] * sh[1] * (2 * sh[3] + 2) + sh[1] * sh[3]) * it,
                         cpu_shape=(2, 67, 1, 4), make=_dw_inputs, graphs=True, quick=shape[0] == 1))
+    for shape in [(1, 2048, 1, 3), (8, 2048, 1, 3)]:  # LFM2's whole short convolution, decode
+        out.append(Case(suite="conv", name="short_conv", shape=shape, dtype="bfloat16",
+                        ours=lambda bcx, w, s, s2: short_conv(bcx, s, w),
+                        native=lambda bcx, w, s, s2: _hf_short_conv(bcx, w, s2),
+                        check=close_check, nbytes=lambda sh, it: (sh[0] * sh[1] * (4 * sh[2] + 2 * sh[3] - 2)
+                                                                  + sh[1] * sh[3]) * it,
+                        cpu_shape=(2, 67, 1, 3), make=_short_inputs, graphs=True, quick=shape[0] == 1))
     for shape in [(1, 2048, 4096, 3), (1, 8192, 4096, 4)]:
         out.append(Case(suite="conv", name="causal_conv1d prefill", shape=shape, dtype="bfloat16",
                         ours=lambda x, w, b, s, s2: causal_conv1d(x, w, b, None, "silu")[0],

@@ -15,7 +15,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..ops.conv1d import causal_conv1d, causal_conv1d_update
+from ..ops.conv1d import short_conv
 from .config import Dims, rope_inv_freq
 from .hybrid import Attention, Block, HybridLM, LayerTypesConfig
 from .transformer import MLP, Linear, MoE, _buf
@@ -112,19 +112,10 @@ class ShortConv(nn.Module):
         return [self.conv_state]
 
     def forward(self, x: torch.Tensor, c) -> torch.Tensor:
-        H = self.H
-        p = self.in_proj(x)
-        bx = p[..., :H] * p[..., 2 * H:]
         cs = self.conv_state[c.rows]
-        if c.decode:
-            y = causal_conv1d_update(bx[:, 0], cs, self.conv_w, self.conv_b)[:, None]
-        else:
-            if c.p0 == 0:  # a new sequence in these rows
-                cs.zero_()
-            out, new = causal_conv1d(bx.transpose(1, 2), self.conv_w, self.conv_b, cs)
-            cs.copy_(new)
-            y = out.transpose(1, 2)
-        return self.out(p[..., H:2 * H] * y)
+        if not c.decode and c.p0 == 0:  # a new sequence in these rows
+            cs.zero_()
+        return self.out(short_conv(self.in_proj(x), cs, self.conv_w, self.conv_b))  # one launch
 
 
 class Lfm2Moe(HybridLM):

@@ -7,7 +7,9 @@ reading positions before the first one from the state (``HAS_STATE``) and the re
 padding as zeros, with an optional SiLU. ``STATE_OUT`` programs also write the new state
 (the last ``S`` columns of ``[state, x]``); ``IN_PLACE`` writes it over the old one after a
 barrier, which is how :func:`causal_conv1d_update` updates its state in one launch, with no
-host synchronisation (CUDA-graph capturable).
+host synchronisation (CUDA-graph capturable). ``GATED`` reads the input as ``b * x`` and
+multiplies the output by ``c`` from a ``[b | c | x]`` projection: LFM2's whole short
+convolution (:func:`short_conv`) in one launch.
 
 ``x`` is read through its strides, so both ``(B, C, T)`` tensors and the ``(B, T, C)``
 activations of a transformer seen as ``x.transpose(1, 2)`` (what transformers' LFM2 and
@@ -27,16 +29,27 @@ from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
 from .conv3d import igemm_conv
+from .norm import round_to
+
+
+@triton.jit
+def _dw_input(ptrs, gofs, mask, GATED: tl.constexpr):
+    """The conv's input at ``ptrs``; ``GATED``: the product ``b * x`` of channels ``c`` and
+    ``c + 2 * gofs`` (elements), rounded to the input dtype as a separate multiply would."""
+    v = tl.load(ptrs, mask=mask, other=0.0)
+    if GATED:
+        v = round_to(v.to(tl.float32) * tl.load(ptrs + 2 * gofs, mask=mask, other=0.0).to(tl.float32), v.dtype)
+    return v
 
 
 @triton.jit
 def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
                C, L, L_out, S, NS,
                sxb, sxc, sxl, ssb, ssc, ssl, swc, swk, syb, syc, syl, snb, snc, snl,
-               stride, dil, pad,
+               stride, dil, pad, gofs,
                K: tl.constexpr, HAS_STATE: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
                STATE_OUT: tl.constexpr, IN_PLACE: tl.constexpr, NS_PAD: tl.constexpr,
-               BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, PDL: tl.constexpr = 0):
+               BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr, GATED: tl.constexpr = 0, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     b = tl.program_id(0).to(tl.int64)
     offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -50,7 +63,7 @@ def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
     for j in tl.static_range(K):
         p = offs_l * stride + j * dil - pad  # position in x; p < 0 is history
         m = lmask[:, None] & cmask[None, :]
-        v = tl.load(xc + p.to(tl.int64)[:, None] * sxl, mask=m & ((p >= 0) & (p < L))[:, None], other=0.0)
+        v = _dw_input(xc + p.to(tl.int64)[:, None] * sxl, gofs, m & ((p >= 0) & (p < L))[:, None], GATED)
         if HAS_STATE:
             hist = (p < 0) & (p >= -S)
             v += tl.load(sc + (p + S).to(tl.int64)[:, None] * ssl, mask=m & hist[:, None], other=0.0)
@@ -66,7 +79,7 @@ def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
             s_idx = tl.arange(0, NS_PAD)
             q = L - NS + s_idx
             smask = (s_idx < NS)[:, None] & cmask[None, :]
-            nv = tl.load(xc + q.to(tl.int64)[:, None] * sxl, mask=smask & (q >= 0)[:, None], other=0.0)
+            nv = _dw_input(xc + q.to(tl.int64)[:, None] * sxl, gofs, smask & (q >= 0)[:, None], GATED)
             if HAS_STATE:
                 nv += tl.load(sc + (q + S).to(tl.int64)[:, None] * ssl,
                               mask=smask & ((q < 0) & (q + S >= 0))[:, None], other=0.0)
@@ -74,6 +87,9 @@ def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
                 tl.debug_barrier()  # every read of the old state above is done
             n_ptrs = n_ptr + b * snb + offs_c.to(tl.int64)[None, :] * snc + s_idx.to(tl.int64)[:, None] * snl
             tl.store(n_ptrs, nv.to(n_ptr.dtype.element_ty), mask=smask)
+    if GATED:  # times the output gate c, rounded like the two-step c * conv(b * x)
+        cg = tl.load(xc + gofs + offs_l.to(tl.int64)[:, None] * sxl, mask=lmask[:, None] & cmask[None, :], other=0.0)
+        acc = round_to(acc, y_ptr.dtype.element_ty).to(tl.float32) * cg.to(tl.float32)
     y_ptrs = y_ptr + b * syb + offs_c.to(tl.int64)[None, :] * syc + offs_l.to(tl.int64)[:, None] * syl
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=lmask[:, None] & cmask[None, :])
 
@@ -86,9 +102,11 @@ UPDATE_MAX_T = 64
 
 
 def _dw_launch(x, weight, bias, out, stride: int, dilation: int, pad: int, silu: bool,
-               state=None, new_state=None, in_place: bool = False) -> None:
+               state=None, new_state=None, in_place: bool = False, gated: bool = False) -> None:
     """x (B, C, L), weight (C, K) (any strides), out (B, C, L_out); ``state`` (B, C, S) is the
-    history before x; ``new_state`` (B, C, NS) receives the last NS columns of [state, x]."""
+    history before x; ``new_state`` (B, C, NS) receives the last NS columns of [state, x].
+    ``gated``: x is the ``b`` third of a ``[b | c | x]`` tensor (channel stride apart), the
+    input is ``b * x`` and the output is multiplied by ``c`` (LFM2's short convolution)."""
     B, C, L = x.shape
     L_out = out.shape[2]
     K = weight.shape[1]
@@ -106,10 +124,10 @@ def _dw_launch(x, weight, bias, out, stride: int, dilation: int, pad: int, silu:
     _DW[(B, cdiv(C, block_c), grid_l)](
         x, st, weight, bias if bias is not None else weight, out, ns,
         C, L, L_out, S, NS, *x.stride(), *st.stride(), *weight.stride(), *out.stride(), *ns.stride(),
-        stride, dilation, pad,
+        stride, dilation, pad, C * x.stride(1) if gated else 0,
         K=K, HAS_STATE=state is not None and S > 0, HAS_BIAS=bias is not None, SILU=silu,
         STATE_OUT=new_state is not None and NS > 0, IN_PLACE=in_place, NS_PAD=max(2, next_pow2(NS)),
-        BLOCK_L=block_l, BLOCK_C=block_c, num_warps=4)
+        BLOCK_L=block_l, BLOCK_C=block_c, GATED=gated, num_warps=4)
 
 
 # ---------------------------------------------------------------------------- reference
@@ -286,6 +304,79 @@ def causal_conv1d_update(x: torch.Tensor, state: torch.Tensor, weight: torch.Ten
             state.copy_(new_state)
         return out.view(x.shape)
     return _causal_conv1d_update_op(x, state, weight, bias, silu)
+
+
+def reference_short_conv(bcx: torch.Tensor, state: torch.Tensor, weight: torch.Tensor,
+                         bias: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """PyTorch path of :func:`short_conv`: ``c * causal_conv1d(b * x)`` in three steps (what
+    transformers' LFM2 runs). Returns ``(out, new_state)``; ``state`` is not touched."""
+    b, c, x = bcx.chunk(3, dim=-1)
+    out, new_state = reference_causal_conv1d((b * x).transpose(1, 2), weight, bias, state)
+    return c * out.transpose(1, 2), new_state
+
+
+def _sc_fake(bcx, state, weight, bias):
+    return bcx.new_empty(*bcx.shape[:-1], bcx.shape[-1] // 3)
+
+
+@register_op("short_conv", fake=_sc_fake, mutates_args=("state",))
+def _short_conv_op(bcx: torch.Tensor, state: torch.Tensor, weight: torch.Tensor,
+                   bias: Optional[torch.Tensor]) -> torch.Tensor:
+    B, T, C3 = bcx.shape
+    C = C3 // 3
+    if bcx.dtype not in KERNEL_DTYPES or not use_triton(bcx):
+        out, new_state = reference_short_conv(bcx, state, weight, bias)
+        state.copy_(new_state)
+        return out
+    out = alloc.empty(B, T, C, dtype=bcx.dtype, device=bcx.device)
+    b, o, K = bcx.transpose(1, 2)[:, :C], out.transpose(1, 2), weight.shape[1]
+    if T <= UPDATE_MAX_T:  # one program along T: the state is rewritten in place
+        _dw_launch(b, weight, bias, o, 1, 1, K - 1, False, state, state, in_place=True, gated=True)
+    else:
+        new_state = alloc.empty(state.shape, dtype=state.dtype, device=state.device)
+        _dw_launch(b, weight, bias, o, 1, 1, K - 1, False, state, new_state, gated=True)
+        state.copy_(new_state)
+    return out
+
+
+def short_conv(bcx: torch.Tensor, state: torch.Tensor, weight: torch.Tensor,
+               bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """LFM2's gated short convolution in one launch: ``c * causal_conv1d(b * x, state)`` for
+    ``[b | c | x] = bcx`` (the in-projection's output), continuing from ``state`` and updating
+    it in place (it then holds the last S columns of ``[state, b * x]``).
+
+    Decode steps and prefill chunks alike (capturable in a CUDA graph for T up to
+    ``UPDATE_MAX_T``; longer chunks write the new state through a copy). The products are
+    rounded to bcx's dtype as the three separate PyTorch operations would round them.
+
+    Parameters
+    ----------
+    bcx : (B, T, 3C), float16 / bfloat16 / float32 (float64: PyTorch path); the last dim
+        contiguous or not.
+    state : (B, C, S) with ``S >= K - 1``, updated in place.
+    weight : (C, K) or (C, 1, K). bias : (C,) or None.
+
+    Returns
+    -------
+    (B, T, C) in bcx's dtype.
+
+    Raises
+    ------
+    ValueError naming the argument for a last dim not divisible by 3, mismatched channels or
+    batch, or a too short state; TypeError for non-float input.
+    """
+    check_tensor("bcx", bcx, dtypes=FLOAT_DTYPES)
+    if bcx.dim() != 3 or bcx.shape[-1] % 3:
+        raise ValueError(f"bcx: expected (B, T, 3C) (the [b | c | x] projection), got shape {tuple(bcx.shape)}")
+    check_tensor("state", state)
+    C = bcx.shape[-1] // 3
+    weight, _ = _check_dw(bcx.transpose(1, 2)[:, :C], weight, bias, state, None, "short_conv")
+    if _grad_needed(bcx, weight, bias):
+        out, new_state = reference_short_conv(bcx, state, weight, bias)
+        with torch.no_grad():
+            state.copy_(new_state)
+        return out
+    return _short_conv_op(bcx, state, weight, bias)
 
 
 # ---------------------------------------------------------------------------- conv1d
