@@ -19,6 +19,7 @@ from typing import Iterator, Optional
 import torch
 
 from ..ops.sampling import sample
+from .advance import advance
 from ..models.transformer import Transformer
 
 
@@ -71,6 +72,7 @@ class Engine:
         self.batch, self.max_seq, self.lag = batch, max_seq, max(1, lag)
         self.tok = torch.zeros(batch, dtype=torch.int64, device=self.device)
         self.pos = torch.zeros(batch, dtype=torch.int64, device=self.device)
+        self.kv_len = torch.ones(batch, dtype=torch.int32, device=self.device)  # pos + 1
         # step k's token goes to ring[k % len]: slots outlive the host's lag, so a slot is
         # copied back before a later step overwrites it
         self.ring = torch.zeros(self.lag + 2, batch, dtype=torch.int64, device=self.device)
@@ -81,19 +83,16 @@ class Engine:
     # -- one decode step -------------------------------------------------------------
     def _step(self, B: int, sp: SamplingParams) -> None:
         """Decode one token per row into ``tok`` and ring slot ``step_idx``; advance ``pos``."""
-        logits = self.model.decode(self.tok[:B], self.pos[:B])
+        logits = self.model.decode(self.tok[:B], self.pos[:B], self.kv_len[:B])
         nxt = sample(logits, sp.temperature, sp.top_k, sp.top_p)
-        self.tok[:B].copy_(nxt)
-        self.pos[:B] += 1
-        self.ring[:, :B].index_copy_(0, self.step_idx % self.ring.shape[0], nxt[None])
-        self.step_idx += 1
+        advance(nxt, self.tok[:B], self.pos[:B], self.kv_len[:B], self.ring, self.step_idx)  # one launch
 
     def _graph_for(self, B: int, sp: SamplingParams):
         key = (B,) + sp.key()
         if key not in self._graphs:
             # the warm-up steps advance the cache and any recurrent/conv state in place: save
             # what they change and put it back after the capture
-            tok0, pos0 = self.tok.clone(), self.pos.clone()
+            tok0, pos0, kv0 = self.tok.clone(), self.pos.clone(), self.kv_len.clone()
             states = list(getattr(self.model, "state_tensors", list)())
             saved = [t.clone() for t in states]
             s = torch.cuda.Stream(self.device)
@@ -107,6 +106,7 @@ class Engine:
                 self._step(B, sp)
             self.tok.copy_(tok0)
             self.pos.copy_(pos0)
+            self.kv_len.copy_(kv0)
             for t, t0 in zip(states, saved):
                 t.copy_(t0)
             self._graphs[key] = g
@@ -126,6 +126,7 @@ class Engine:
         B = len(prompts)
         self.tok[:B].copy_(first)
         self.pos[:B].copy_(torch.tensor([len(p) for p in prompts], device=self.device))
+        self.kv_len[:B].copy_(self.pos[:B] + 1)
         return first
 
     def _check(self, prompts: list, max_new_tokens: int) -> None:

@@ -173,12 +173,13 @@ class HybridLM(CachedLM):
         return self._head(x[:, -1] if last_only else x)
 
     @torch.inference_mode()
-    def decode(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    def decode(self, tokens: torch.Tensor, pos: torch.Tensor, kv_len: Optional[torch.Tensor] = None) -> torch.Tensor:
         """One token per cache row: ``tokens`` (B,) int64 at positions ``pos`` (B,) int64 (device
-        tensors). Returns the logits (B, V). No host synchronisation; states advance in place."""
+        tensors); ``kv_len``: ``pos + 1`` as int32 when the caller keeps it (the engine does).
+        Returns the logits (B, V). No host synchronisation; states advance in place."""
         B = tokens.shape[0]
         c = Ctx(decode=True, rows=slice(0, B), pos=pos[:, None], inv_freq=self.inv_freq,
-                kv_len=(pos + 1).to(torch.int32))
+                kv_len=(pos + 1).to(torch.int32) if kv_len is None else kv_len)
         return self._head(self._run(F.embedding(tokens[:, None], self.embed), c)[:, 0])
 
 

@@ -228,11 +228,13 @@ class Transformer(CachedLM):
         return self._head(x[:, -1] if last_only else x)
 
     @torch.inference_mode()
-    def decode(self, tokens: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    def decode(self, tokens: torch.Tensor, pos: torch.Tensor, kv_len: Optional[torch.Tensor] = None) -> torch.Tensor:
         """One token per cache row: ``tokens`` (B,) int64 at positions ``pos`` (B,) int64 (device
-        tensors, read on the device). Returns the logits (B, V). No host synchronisation."""
+        tensors, read on the device); ``kv_len``: ``pos + 1`` as int32 when the caller keeps it
+        (the engine does). Returns the logits (B, V). No host synchronisation."""
         B = tokens.shape[0]
-        kv_len = (pos + 1).to(torch.int32)
+        if kv_len is None:
+            kv_len = (pos + 1).to(torch.int32)
         pos2 = pos[:, None]
 
         def attend(i, layer, x):
