@@ -26,8 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..ops.conv1d import causal_conv1d, causal_conv1d_update
-from ..ops.gated_delta import chunk_gated_delta_rule, gated_delta_rule_step
+from ..ops.conv1d import causal_conv1d
+from ..ops.gated_delta import chunk_gated_delta_rule
+from ..ops.gated_delta_conv import gated_delta_conv_step, ring_history, ring_store
 from ..ops.norm import rms_norm
 from .config import Dims
 from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped
@@ -145,7 +146,8 @@ class GatedDeltaNet(nn.Module):
 
     def alloc(self, batch: int, max_seq: int) -> None:
         dev = self.norm.device
-        self.conv_state = torch.zeros(batch, self.C, self.conv_w.shape[-1] - 1, dtype=self.norm.dtype, device=dev)
+        # a ring of K slots, token t's conv input in slot t % K (gated_delta_conv_step)
+        self.conv_state = torch.zeros(batch, self.C, self.conv_w.shape[-1], dtype=self.norm.dtype, device=dev)
         self.state = torch.zeros(batch, self.HV, self.Dk, self.Dv, dtype=torch.float32, device=dev)
 
     def state_tensors(self) -> list:
@@ -155,22 +157,21 @@ class GatedDeltaNet(nn.Module):
         C, vd, HV = self.C, self.vd, self.HV
         p = self.in_proj(x)
         cs, rs = self.conv_state[c.rows], self.state[c.rows]
-        if c.decode:
-            mixed = causal_conv1d_update(p[:, 0, :C], cs, self.conv_w, None, "silu")[:, None]
+        b, a = p[..., C + vd:C + vd + HV], p[..., C + vd + HV:]
+        if c.decode:  # conv, gating (sigmoid, softplus, exp) and the step in one launch
+            o = gated_delta_conv_step(p[:, 0, :C], cs, self.conv_w, c.pos[:, 0], a[:, 0], b[:, 0], rs,
+                                      self.A_log, self.dt_bias, key_heads=self.HK)[:, None]
         else:
             if c.p0 == 0:  # a new sequence in these rows
                 cs.zero_()
                 rs.zero_()
-            out, new = causal_conv1d(p[..., :C].transpose(1, 2), self.conv_w, None, cs, "silu")
-            cs.copy_(new)
+            T = p.shape[1]
+            out, new = causal_conv1d(p[..., :C].transpose(1, 2), self.conv_w, None, ring_history(cs, c.p0), "silu")
+            ring_store(cs, new, c.p0 + T)
             mixed = out.transpose(1, 2)
-        q = mixed[..., :self.kd].unflatten(-1, (self.HK, self.Dk))
-        k = mixed[..., self.kd:2 * self.kd].unflatten(-1, (self.HK, self.Dk))
-        v = mixed[..., 2 * self.kd:].unflatten(-1, (HV, self.Dv))
-        b, a = p[..., C + vd:C + vd + HV], p[..., C + vd + HV:]
-        if c.decode:  # the gating (sigmoid, softplus, exp) happens inside the step kernel
-            o = gated_delta_rule_step(q, k, v, a, b, rs, A_log=self.A_log, dt_bias=self.dt_bias)
-        else:
+            q = mixed[..., :self.kd].unflatten(-1, (self.HK, self.Dk))
+            k = mixed[..., self.kd:2 * self.kd].unflatten(-1, (self.HK, self.Dk))
+            v = mixed[..., 2 * self.kd:].unflatten(-1, (HV, self.Dv))
             beta = torch.sigmoid(b)
             g = -torch.exp(self.A_log) * F.softplus(a.float() + self.dt_bias)
             o, s = chunk_gated_delta_rule(q, k, v, g, beta, initial_state=rs)

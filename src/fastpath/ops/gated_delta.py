@@ -61,13 +61,35 @@ def _dot(a, b, PREC: tl.constexpr):
 
 
 @triton.jit
+def _conv_in(x_ptrs, m, ch, ring, w_ptr, pos, scc, sct, swc, swk, KC: tl.constexpr):
+    """One token's depthwise causal conv + SiLU over channels ``ch`` (Qwen3.5's short conv):
+    taps ``0..KC-2`` from the ring state (token t's input in slot ``t % KC``), tap ``KC-1``
+    the raw input at ``x_ptrs``; rounded to the input dtype as the conv kernel stores it.
+    Returns (float32 output, raw input)."""
+    x = tl.load(x_ptrs, mask=m, other=0.0)
+    acc = tl.zeros(x.shape, dtype=tl.float32)
+    for j in tl.static_range(KC - 1):  # token pos - (KC - 1) + j lives in slot (pos + 1 + j) % KC
+        hist = tl.load(ring + ch * scc + ((pos + 1 + j) % KC) * sct, mask=m, other=0.0)
+        acc += hist.to(tl.float32) * tl.load(w_ptr + ch * swc + j * swk, mask=m, other=0.0).to(tl.float32)
+    acc += x.to(tl.float32) * tl.load(w_ptr + ch * swc + (KC - 1) * swk, mask=m, other=0.0).to(tl.float32)
+    acc = acc / (1.0 + tl.exp(-acc))
+    return round_to(acc, x.dtype).to(tl.float32), x
+
+
+@triton.jit
 def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, idx_ptr, alog_ptr, dtb_ptr,
+                      cs_ptr, cw_ptr, pos_ptr,
                       T, HV, GROUP, Dk, Dv, scale,
                       sqb, sqt, sqh, sqd, skb, skt, skh, skd, svb, svt, svh, svd,
                       sgb, sgt, sgh, sbb, sbt, sbh, sob, sot, soh,
-                      sib, sih, sik, siv, ssb, ssh, ssk, ssv,
+                      sib, sih, sik, siv, ssb, ssh, ssk, ssv, scb, scc, sct, swc, swk, kd,
                       L2NORM: tl.constexpr, HAS_INIT: tl.constexpr, HAS_IDX: tl.constexpr,
-                      RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, PDL: tl.constexpr = 0):
+                      RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, KC: tl.constexpr = 0,
+                      PDL: tl.constexpr = 0):
+    # KC > 0: q, k, v are the raw inputs of a KC-tap conv whose ring state cs (B, C, KC) is
+    # indexed by token position (pos_ptr); channels q: [0, kd), k: [kd, 2 kd), v: [2 kd, C).
+    # One token (T == 1). Reads touch the KC - 1 slots of earlier tokens, writes only slot
+    # pos % KC: programs sharing a key head never race.
     pdl_start(PDL)
     pid_v = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -98,10 +120,27 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
     if RAW_GATES:  # Qwen3.5's gating from the raw projections: g = -exp(A_log) softplus(a + dt_bias)
         decay = -tl.exp(tl.load(alog_ptr + h).to(tl.float32))
         dtb = tl.load(dtb_ptr + h).to(tl.float32)
+    if KC > 0:
+        pos = tl.load(pos_ptr + b)
+        ring = cs_ptr + b * scb
+        cq = hk * Dk + ok
+        cv = 2 * kd + h * Dv + ov
     for _ in range(T):  # the pointers advance by a token each step (64-bit arithmetic)
-        q = tl.load(q_ptr, mask=mk, other=0.0).to(tl.float32)
-        k = tl.load(k_ptr, mask=mk, other=0.0).to(tl.float32)
-        v = tl.load(v_ptr, mask=mv, other=0.0).to(tl.float32)
+        if KC > 0:
+            q, xq = _conv_in(q_ptr, mk, cq, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
+            k, xk = _conv_in(k_ptr, mk, cq + kd, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
+            v, xv = _conv_in(v_ptr, mv, cv, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
+            mine = ring + (pos % KC) * sct  # this token's ring slot
+            cdt = cs_ptr.dtype.element_ty
+            tl.store(mine + cv * scc, xv.to(cdt), mask=mv)
+            # one writer for the shared q/k channels (a vector mask: the interpreter needs it)
+            wk = mk & ((tl.zeros([BK], dtype=tl.int32) + (h % GROUP) + pid_v) == 0)
+            tl.store(mine + cq * scc, xq.to(cdt), mask=wk)
+            tl.store(mine + (cq + kd) * scc, xk.to(cdt), mask=wk)
+        else:
+            q = tl.load(q_ptr, mask=mk, other=0.0).to(tl.float32)
+            k = tl.load(k_ptr, mask=mk, other=0.0).to(tl.float32)
+            v = tl.load(v_ptr, mask=mv, other=0.0).to(tl.float32)
         gt = tl.load(g_ptr).to(tl.float32)
         bt = tl.load(b_ptr).to(tl.float32)
         if RAW_GATES:  # softplus as torch's (threshold 20); exp(x) where log(1 + exp(x)) rounds to 0
@@ -257,9 +296,10 @@ def _step_bv(n_bh: int, Dv: int, device) -> int:
     return min(bv, next_pow2(Dv))
 
 
-def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_log=None, dt_bias=None):
+def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_log=None, dt_bias=None, conv=None):
     """q, k (B, T, HK, Dk); v (B, T, HV, Dv); g, beta (B, T, HV). Writes o (B, T, HV, Dv)
-    and state_out (may be state_in: in place)."""
+    and state_out (may be state_in: in place). ``conv``: (ring (B, C, KC), weight (C, KC),
+    pos (B,)): q, k, v are views of the conv's raw input (channels q | k | v), T == 1."""
     B, T, HK, Dk = q.shape
     HV, Dv = v.shape[2], v.shape[3]
     o = alloc.empty(B, T, HV, Dv, dtype=q.dtype, device=q.device)
@@ -268,14 +308,16 @@ def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_l
     bk = next_pow2(Dk)
     bv = _step_bv(B * HV, Dv, q.device)
     si = state_in if state_in is not None else state_out
+    ring, cw, pos = conv if conv is not None else (o, o, o)
+    cstr = (*ring.stride(), *cw.stride()) if conv is not None else (0,) * 5
     _RECURRENT[(cdiv(Dv, bv), B * HV)](
         q, k, v, g, beta, o, si, state_out, idx if idx is not None else o,
-        a_log if a_log is not None else o, dt_bias if dt_bias is not None else o,
+        a_log if a_log is not None else o, dt_bias if dt_bias is not None else o, ring, cw, pos,
         T, HV, HV // HK, Dk, Dv, float(scale),
         *q.stride(), *k.stride(), *v.stride(), *g.stride(), *beta.stride(), *o.stride()[:3],
-        *si.stride(), *state_out.stride(),
+        *si.stride(), *state_out.stride(), *cstr, HK * Dk,
         L2NORM=l2, HAS_INIT=state_in is not None, HAS_IDX=idx is not None, RAW_GATES=a_log is not None,
-        BK=bk, BV=bv,
+        BK=bk, BV=bv, KC=cw.shape[1] if conv is not None else 0,
         num_warps=max(1, min(8, bk * bv // 512)))
     return o
 
