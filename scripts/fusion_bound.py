@@ -8,7 +8,8 @@ what folding that piece into a neighbouring kernel can save).
 
 Variants (interleaved ``--reps`` times, each a fresh engine and graph on the same weights):
 ``base``; ``no_conv`` (Qwen3.5's conv update skipped); ``no_norm`` (its gated RMSNorm
-skipped); ``no_conv_norm``; ``no_gate`` (the gated attention's sigmoid gate skipped);
+skipped); ``no_conv_norm``; ``no_resnorm`` (every residual-add RMSNorm of the layers
+skipped); ``early_state`` (the recurrent step's states read before its PDL wait); ``no_gate`` (the gated attention's sigmoid gate skipped);
 ``step_bv<N>`` (the recurrent step's Dv block forced to N); ``split<N>`` (decode attention's
 KV splits forced to N).
 """
@@ -34,6 +35,17 @@ def patched(model, name: str):
         setattr_(qm, "causal_conv1d_update", lambda x, cs, w, b, act: x)
     if name in ("no_norm", "no_conv_norm"):
         setattr_(qm, "rms_norm", lambda o, w, eps, gate=None: o)
+    if name == "no_resnorm":  # every residual-add norm of the layers skipped: (x, h) = (y, h)
+        import fastpath.models.hybrid as hy
+        import fastpath.models.transformer as tr
+
+        def skip(real):
+            return lambda x, w, eps, residual=None, **kw: (x, residual) if residual is not None else real(
+                x, w, eps, **kw)
+        setattr_(hy, "rms_norm", skip(hy.rms_norm))
+        setattr_(tr, "fused_rms_norm", skip(tr.fused_rms_norm))
+    if name == "early_state":
+        setattr_(qm, "PREFETCH_STATE", True)
     if name == "no_gate":
         for layer in model.layers:
             if getattr(layer.mixer, "gate", False):

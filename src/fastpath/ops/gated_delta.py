@@ -61,17 +61,23 @@ def _dot(a, b, PREC: tl.constexpr):
 
 
 @triton.jit
-def _conv_in(x_ptrs, m, ch, ring, w_ptr, pos, scc, sct, swc, swk, KC: tl.constexpr):
-    """One token's depthwise causal conv + SiLU over channels ``ch`` (Qwen3.5's short conv):
-    taps ``0..KC-2`` from the ring state (token t's input in slot ``t % KC``), tap ``KC-1``
-    the raw input at ``x_ptrs``; rounded to the input dtype as the conv kernel stores it.
-    Returns (float32 output, raw input)."""
-    x = tl.load(x_ptrs, mask=m, other=0.0)
-    acc = tl.zeros(x.shape, dtype=tl.float32)
+def _conv_hist(m, ch, ring, w_ptr, pos, scc, sct, swc, swk, KC: tl.constexpr):
+    """Qwen3.5's depthwise causal conv for one token over channels ``ch``, the history part:
+    taps ``0..KC-2`` from the ring state (token t's input in slot ``t % KC``) summed in
+    float32, and the last tap's weight (for the token's own input, :func:`_conv_out`)."""
+    acc = tl.zeros(ch.shape, dtype=tl.float32)
     for j in tl.static_range(KC - 1):  # token pos - (KC - 1) + j lives in slot (pos + 1 + j) % KC
         hist = tl.load(ring + ch * scc + ((pos + 1 + j) % KC) * sct, mask=m, other=0.0)
         acc += hist.to(tl.float32) * tl.load(w_ptr + ch * swc + j * swk, mask=m, other=0.0).to(tl.float32)
-    acc += x.to(tl.float32) * tl.load(w_ptr + ch * swc + (KC - 1) * swk, mask=m, other=0.0).to(tl.float32)
+    return acc, tl.load(w_ptr + ch * swc + (KC - 1) * swk, mask=m, other=0.0).to(tl.float32)
+
+
+@triton.jit
+def _conv_out(x_ptrs, m, acc, w_last):
+    """The conv's last tap on the raw input at ``x_ptrs``, SiLU, rounded to the input dtype as
+    the conv kernel stores it. Returns (float32 output, raw input)."""
+    x = tl.load(x_ptrs, mask=m, other=0.0)
+    acc += x.to(tl.float32) * w_last
     acc = acc / (1.0 + tl.exp(-acc))
     return round_to(acc, x.dtype).to(tl.float32), x
 
@@ -85,12 +91,15 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
                       sib, sih, sik, siv, ssb, ssh, ssk, ssv, scb, scc, sct, swc, swk, kd,
                       L2NORM: tl.constexpr, HAS_INIT: tl.constexpr, HAS_IDX: tl.constexpr,
                       RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, KC: tl.constexpr = 0,
-                      PDL: tl.constexpr = 0):
+                      EARLY: tl.constexpr = 0, PDL: tl.constexpr = 0):
     # KC > 0: q, k, v are the raw inputs of a KC-tap conv whose ring state cs (B, C, KC) is
     # indexed by token position (pos_ptr); channels q: [0, kd), k: [kd, 2 kd), v: [2 kd, C).
     # One token (T == 1). Reads touch the KC - 1 slots of earlier tokens, writes only slot
     # pos % KC: programs sharing a key head never race.
-    pdl_start(PDL)
+    # EARLY: the state, positions, conv history and constants load before waiting for the
+    # kernel just before (which must not write them), overlapping its tail; no HAS_IDX.
+    if not EARLY:
+        pdl_start(PDL)
     pid_v = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // HV).to(tl.int64)
@@ -125,18 +134,23 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
         ring = cs_ptr + b * scb
         cq = hk * Dk + ok
         cv = 2 * kd + h * Dv + ov
+        aq, wq = _conv_hist(mk, cq, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
+        ak, wk = _conv_hist(mk, cq + kd, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
+        av, wv = _conv_hist(mv, cv, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
+    if EARLY:
+        pdl_start(PDL)
     for _ in range(T):  # the pointers advance by a token each step (64-bit arithmetic)
         if KC > 0:
-            q, xq = _conv_in(q_ptr, mk, cq, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
-            k, xk = _conv_in(k_ptr, mk, cq + kd, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
-            v, xv = _conv_in(v_ptr, mv, cv, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
+            q, xq = _conv_out(q_ptr, mk, aq, wq)
+            k, xk = _conv_out(k_ptr, mk, ak, wk)
+            v, xv = _conv_out(v_ptr, mv, av, wv)
             mine = ring + (pos % KC) * sct  # this token's ring slot
             cdt = cs_ptr.dtype.element_ty
             tl.store(mine + cv * scc, xv.to(cdt), mask=mv)
             # one writer for the shared q/k channels (a vector mask: the interpreter needs it)
-            wk = mk & ((tl.zeros([BK], dtype=tl.int32) + (h % GROUP) + pid_v) == 0)
-            tl.store(mine + cq * scc, xq.to(cdt), mask=wk)
-            tl.store(mine + (cq + kd) * scc, xk.to(cdt), mask=wk)
+            own = mk & ((tl.zeros([BK], dtype=tl.int32) + (h % GROUP) + pid_v) == 0)
+            tl.store(mine + cq * scc, xq.to(cdt), mask=own)
+            tl.store(mine + (cq + kd) * scc, xk.to(cdt), mask=own)
         else:
             q = tl.load(q_ptr, mask=mk, other=0.0).to(tl.float32)
             k = tl.load(k_ptr, mask=mk, other=0.0).to(tl.float32)
@@ -296,10 +310,13 @@ def _step_bv(n_bh: int, Dv: int, device) -> int:
     return min(bv, next_pow2(Dv))
 
 
-def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_log=None, dt_bias=None, conv=None):
+def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_log=None, dt_bias=None, conv=None,
+                      early: bool = False):
     """q, k (B, T, HK, Dk); v (B, T, HV, Dv); g, beta (B, T, HV). Writes o (B, T, HV, Dv)
     and state_out (may be state_in: in place). ``conv``: (ring (B, C, KC), weight (C, KC),
-    pos (B,)): q, k, v are views of the conv's raw input (channels q | k | v), T == 1."""
+    pos (B,)): q, k, v are views of the conv's raw input (channels q | k | v), T == 1.
+    ``early``: states, positions and constants are read before waiting for the kernel just
+    before (it must not write them; no ``idx``)."""
     B, T, HK, Dk = q.shape
     HV, Dv = v.shape[2], v.shape[3]
     o = alloc.empty(B, T, HV, Dv, dtype=q.dtype, device=q.device)
@@ -317,7 +334,7 @@ def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_l
         *q.stride(), *k.stride(), *v.stride(), *g.stride(), *beta.stride(), *o.stride()[:3],
         *si.stride(), *state_out.stride(), *cstr, HK * Dk,
         L2NORM=l2, HAS_INIT=state_in is not None, HAS_IDX=idx is not None, RAW_GATES=a_log is not None,
-        BK=bk, BV=bv, KC=cw.shape[1] if conv is not None else 0,
+        BK=bk, BV=bv, KC=cw.shape[1] if conv is not None else 0, EARLY=early and idx is None,
         num_warps=max(1, min(8, bk * bv // 512)))
     return o
 
