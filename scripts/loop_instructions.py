@@ -20,7 +20,6 @@ from fastpath.ops import moe_kernels as MK
 
 _MV = dict(A_MODE=0, B_MODE=0, A_E5M2=False, B_E5M2=False, SCALE_A=False, SCALE_B=False, BLOCKWISE=False,
            HAS_BIAS=False, SPLIT=True, DOT=True, DT=tl.bfloat16, S16=False, GLU=False, BLOCK_M=16, PDL=0,
-           NORM=False, NORM_ZC=False, NORM_DT=tl.float32, NORM_ONE_PASS=True, NORM_BLOCK=16,
            sak=1, sbk=1, son=1, ssa_m=0, ssa_k=0, ssb_k=0, ssb_n=1)
 _ROWS = dict(TOPK=8, MODE=0, E5M2=False, HAS_SCALE=False, HAS_BIAS=False, RNE=False, BLOCK_K8=8, STAGES=3, PDL=0)
 _GU_ROWS = dict(_ROWS, ACT=0, BLOCK_I=8, BLOCK_H=512, sxh=1, swk=1)

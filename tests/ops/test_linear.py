@@ -266,55 +266,6 @@ def test_linear_swiglu_errors(device):
         L.linear_swiglu(randn(1, 6, device=device), randn(4, 4, device=device))
 
 
-def _norm64(y, r, w, eps, zc):
-    """float64 residual add (the sum rounded to y's dtype, as the norm rounds it) and RMSNorm."""
-    h = (y.double() + r.double()).to(y.dtype).double()
-    n = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-    return n * ((1 + w.double()) if zc else w.double()), h
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows,n,split", [(1, 67, 1), (1, 67, 3), (3, 200, 2), (16, 13, 1), (17, 67, 1)])
-@pytest.mark.parametrize("zc", [False, True])
-@pytest.mark.parametrize("fp8", [False, True])
-def test_linear_add_rms_norm(dtype, rows, n, split, zc, fp8, split_k, device):
-    """``linear_add_rms_norm`` against the float64 projection rounded to the dtype, then a
-    float64 residual add and norm; n = 200 is wider than the interpreter's NORM_ROW_MAX (the
-    two-pass loop); 17 rows take linear + rms_norm. Called twice: the ticket is re-zeroed."""
-    if fp8 and (not HAS_FP8 or dtype == torch.float32):
-        return
-    split_k(split)
-    K, eps = 150, 1e-6
-    x = randn(rows, 1, K, dtype=dtype, device=device)
-    if fp8:
-        _, w, scale = _fp8_weight(n, K, device)
-        b = None
-    else:
-        w, scale = randn(n, K, dtype=dtype, device=device, scale=K ** -0.5), None
-        b = randn(n, dtype=dtype, device=device)
-    r, nw = randn(rows, 1, n, dtype=dtype, device=device), randn(n, dtype=dtype, device=device)
-    ref_x, ref_h = _norm64(ref64(x, w, b, scale).to(dtype), r, nw, eps, zc)
-    for _ in range(2):
-        got_x, got_h = L.linear_add_rms_norm(x, w, b, weight_scale=scale, residual=r, norm_weight=nw, eps=eps,
-                                             zero_centered=zc)
-        assert got_x.shape == got_h.shape == (rows, 1, n) and got_x.dtype == got_h.dtype == dtype
-        assert_close(got_h, ref_h, tol=L_TOL[dtype] if fp8 else None)
-        assert_close(got_x, ref_x, tol=4 * L_TOL[dtype] if fp8 else None)
-
-
-def test_linear_add_rms_norm_errors(device):
-    x, w = randn(1, 8, device=device), randn(6, 8, device=device)
-    with pytest.raises(ValueError, match="residual"):
-        L.linear_add_rms_norm(x, w, residual=randn(1, 5, device=device), norm_weight=randn(6, device=device),
-                              eps=1e-6)
-    with pytest.raises(ValueError, match="norm_weight"):
-        L.linear_add_rms_norm(x, w, residual=randn(1, 6, device=device), norm_weight=randn(5, device=device),
-                              eps=1e-6)
-    with pytest.raises(ValueError, match="weight"):
-        L.linear_add_rms_norm(x, randn(6, 7, device=device), residual=randn(1, 6, device=device),
-                              norm_weight=randn(6, device=device), eps=1e-6)
-
-
 @needs_fp8
 def test_fp8_nonfinite_free_and_scale_applied(device):
     w, q, s = _fp8_weight(67, 200, device)

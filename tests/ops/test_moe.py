@@ -286,41 +286,6 @@ def test_decode(T, E, k, dtype, p, path, device):
     assert_close(out, experts64(x, ids, w, gu, dn))
 
 
-@pytest.mark.parametrize("T,h", [(1, H), (3, 100), (9, H)])  # 100 > the interpreter's NORM_ROW_MAX; 9 > ROWS_MAX_T
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("zc", [False, True])
-def test_fused_experts_add_rms_norm(T, h, dtype, zc, device):
-    """The experts, then the residual add and RMSNorm of the next block in the down kernel,
-    against the float64 experts rounded to the dtype and a float64 add and norm. Twice: the
-    per-token tickets are re-zeroed."""
-    E, k, eps = 8, 2, 1e-6
-    x = randn(T, h, dtype=dtype, device=device)
-    gu, dn = make_experts(E, dtype, device, h=h)
-    w, ids = routing(T, E, k, device)
-    r, nw = randn(T, h, dtype=dtype, device=device), randn(h, dtype=dtype, device=device)
-    hh = (experts64(x, ids, w, gu, dn).to(dtype).double() + r.double().cpu()).to(dtype).double()
-    n = hh * torch.rsqrt(hh.pow(2).mean(-1, keepdim=True) + eps)
-    ref = n * ((1 + nw.double().cpu()) if zc else nw.double().cpu())
-    for _ in range(2):
-        got_x, got_h = moe.fused_experts_add_rms_norm(x, ids, w, gu, dn, residual=r, norm_weight=nw, eps=eps,
-                                                      zero_centered=zc)
-        assert got_x.shape == got_h.shape == (T, h) and got_x.dtype == dtype
-        assert_close(got_h, hh)
-        assert_close(got_x, ref)
-
-
-def test_fused_experts_add_rms_norm_errors(device):
-    x = randn(1, H, device=device)
-    gu, dn = make_experts(4, torch.float32, device)
-    w, ids = routing(1, 4, 2, device)
-    with pytest.raises(ValueError, match="residual"):
-        moe.fused_experts_add_rms_norm(x, ids, w, gu, dn, residual=randn(2, H, device=device),
-                                       norm_weight=randn(H, device=device), eps=1e-6)
-    with pytest.raises(ValueError, match="norm_weight"):
-        moe.fused_experts_add_rms_norm(x, ids, w, gu, dn, residual=randn(1, H, device=device),
-                                       norm_weight=randn(H + 1, device=device), eps=1e-6)
-
-
 @pytest.mark.parametrize("p", ["rows", "decode"])
 @pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
 def test_decode_activations(act, p, path, device):

@@ -81,7 +81,7 @@ class Attention(nn.Module):
     def state_tensors(self) -> list:
         return []  # the KV cache is written at positions: replaying a step rewrites the same slots
 
-    def forward(self, x: torch.Tensor, c: Ctx, post: Optional[tuple] = None):
+    def forward(self, x: torch.Tensor, c: Ctx) -> torch.Tensor:
         B, T = x.shape[:2]
         p = self.proj(x)
         ck, cv = self.ck[c.rows], self.cv[c.rows]
@@ -96,7 +96,7 @@ class Attention(nn.Module):
         a = a.transpose(1, 2).reshape(B, T, -1)
         if self.gate:
             a = a * torch.sigmoid(p[..., self.n_qkv:])
-        return self.o(a, post)
+        return self.o(a)
 
 
 class Block(nn.Module):
@@ -152,14 +152,13 @@ class HybridLM(CachedLM):
         return [t for layer in self.layers for t in layer.mixer.state_tensors()]
 
     def _run(self, h: torch.Tensor, c: Ctx) -> torch.Tensor:
-        """The residual stream through every layer, each residual add fused with the next norm
-        (``post``: with the projection before it too, for decode)."""
+        """The residual stream through every layer, each residual add fused with the next norm."""
         eps, zc = self.cfg.rms_norm_eps, self.zero_centered
         x = rms_norm(h, self.layers[0].norm1, eps, zero_centered=zc)
         for i, layer in enumerate(self.layers):
-            x, h = layer.mixer(x, c, (h, layer.norm2, eps, zc))
+            x, h = rms_norm(layer.mixer(x, c), layer.norm2, eps, residual=h, zero_centered=zc)
             nxt = self.layers[i + 1].norm1 if i + 1 < len(self.layers) else self.norm
-            x, h = layer.ffn(x, (h, nxt, eps, zc))
+            x, h = rms_norm(layer.ffn(x), nxt, eps, residual=h, zero_centered=zc)
         return x
 
     @torch.inference_mode()

@@ -156,7 +156,7 @@ class GatedDeltaNet(nn.Module):
     def state_tensors(self) -> list:
         return [self.conv_state, self.state]
 
-    def forward(self, x: torch.Tensor, c, post: Optional[tuple] = None):
+    def forward(self, x: torch.Tensor, c) -> torch.Tensor:
         C, vd, HV = self.C, self.vd, self.HV
         p = self.in_proj(x)
         cs, rs = self.conv_state[c.rows], self.state[c.rows]
@@ -181,7 +181,7 @@ class GatedDeltaNet(nn.Module):
             o, s = chunk_gated_delta_rule(q, k, v, g, beta, initial_state=rs)
             rs.copy_(s)
         y = rms_norm(o, self.norm, self.eps, gate=p[..., C:C + vd].unflatten(-1, (HV, self.Dv)))
-        return self.out(y.flatten(-2), post)
+        return self.out(y.flatten(-2))
 
 
 class Qwen35Moe(HybridLM):

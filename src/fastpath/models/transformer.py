@@ -19,8 +19,8 @@ from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
-from ..ops.linear import linear, linear_add_rms_norm, linear_swiglu
-from ..ops.moe import fused_experts, fused_experts_add_rms_norm, route, router
+from ..ops.linear import linear, linear_swiglu
+from ..ops.moe import fused_experts, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
@@ -53,24 +53,8 @@ class Linear(nn.Module):
         self.register_buffer("scale", torch.empty(n, 1, device=device) if fp8 else None)
         self.register_buffer("bias", torch.empty(n, dtype=dtype, device=device) if bias else None)
 
-    def forward(self, x: torch.Tensor, post: Optional[tuple] = None):
-        """``post = (residual, norm_weight, eps, zero_centered)``: the block this projection
-        closes joins the residual stream and the next RMSNorm runs in the same launch
-        (decode); returns that norm's ``(x, h)``."""
-        if post is None:
-            return linear(x, self.weight, self.bias, weight_scale=self.scale)
-        r, w, eps, zc = post
-        return linear_add_rms_norm(x, self.weight, self.bias, weight_scale=self.scale, residual=r, norm_weight=w,
-                                   eps=eps, zero_centered=zc)
-
-
-def add_norm(y: torch.Tensor, post: Optional[tuple]):
-    """``y``, or with ``post = (residual, norm_weight, eps, zero_centered)`` the next norm's
-    ``(x, h)`` of ``y`` joining the residual stream (a launch of its own)."""
-    if post is None:
-        return y
-    r, w, eps, zc = post
-    return fused_rms_norm(y, w, eps, residual=r, zero_centered=zc)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias, weight_scale=self.scale)
 
 
 class MLP(nn.Module):
@@ -81,9 +65,9 @@ class MLP(nn.Module):
         self.gate_up = Linear(2 * I, H, dtype, device, fp8=fp8)
         self.down = Linear(H, I, dtype, device, fp8=fp8)
 
-    def forward(self, x: torch.Tensor, post: Optional[tuple] = None):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         gu = self.gate_up
-        return self.down(linear_swiglu(x, gu.weight, gu.bias, weight_scale=gu.scale), post)
+        return self.down(linear_swiglu(x, gu.weight, gu.bias, weight_scale=gu.scale))
 
 
 class MoE(nn.Module):
@@ -107,7 +91,7 @@ class MoE(nn.Module):
         self.register_buffer("expert_bias", torch.empty(E, device=device) if expert_bias else None)
         self.shared_mlp = MLP(H, shared, dtype, device, fp8) if shared and not self.stacked else None
 
-    def forward(self, x: torch.Tensor, post: Optional[tuple] = None):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x2 = x.reshape(-1, x.shape[-1])
         kw = dict(norm_topk_prob=self.norm, expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
         if self.shared_mlp is None:  # router matmul and routing (one launch for decode); a stacked
@@ -116,18 +100,12 @@ class MoE(nn.Module):
         else:
             logits = linear(x2, self.router)
             w, ids = route(logits[:, :self.E], self.top_k, self.scoring, **kw)
-        if post is not None and self.shared_mlp is None:  # the next norm in the down kernel (decode)
-            r, nw, eps, zc = post
-            xn, h = fused_experts_add_rms_norm(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
-                                               down_scale=self.down_scale, residual=r.reshape(x2.shape),
-                                               norm_weight=nw, eps=eps, zero_centered=zc)
-            return xn.reshape(x.shape), h.reshape(x.shape)
         out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
                             down_scale=self.down_scale)
         if self.shared_mlp is not None:
             sg = torch.sigmoid(logits[:, self.E:].float())
             out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
-        return add_norm(out.reshape(x.shape), post)
+        return out.reshape(x.shape)
 
 
 class Layer(nn.Module):
@@ -221,13 +199,13 @@ class Transformer(CachedLM):
 
     def _layers(self, h: torch.Tensor, attend) -> torch.Tensor:
         """The residual stream through every layer; each residual add is fused with the norm
-        that follows it (and for decode with the projection before it: ``post``). ``attend(i, layer, x)`` returns the attention output (B, T, nh * D)."""
+        that follows it. ``attend(i, layer, x)`` returns the attention output (B, T, nh * D)."""
         eps = self.cfg.rms_norm_eps
         x = fused_rms_norm(h, self.layers[0].attn_norm, eps)
         for i, layer in enumerate(self.layers):
-            x, h = layer.o(attend(i, layer, x), (h, layer.mlp_norm, eps, False))
+            x, h = fused_rms_norm(layer.o(attend(i, layer, x)), layer.mlp_norm, eps, residual=h)
             nxt = self.layers[i + 1].attn_norm if i + 1 < len(self.layers) else self.norm
-            x, h = layer.ffn(x, (h, nxt, eps, False))
+            x, h = fused_rms_norm(layer.ffn(x), nxt, eps, residual=h)
         return x
 
     @torch.inference_mode()

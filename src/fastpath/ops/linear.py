@@ -31,7 +31,6 @@ from .._core.registry import register_op
 from . import matvec
 from .fp8.bits import fp8_load_mode
 from .matvec import Operand
-from .norm import rms_norm
 
 _FP8 = getattr(torch, "float8_e4m3fn", None)
 
@@ -51,7 +50,7 @@ def _fp8_mode(device: torch.device) -> int:
 
 
 def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-            weight_scale: Optional[torch.Tensor], glu: bool = False, norm=None):
+            weight_scale: Optional[torch.Tensor], glu: bool = False) -> torch.Tensor:
     K = x.shape[-1]
     N = weight.shape[0]
     try:
@@ -69,16 +68,8 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
-    nk = None
-    if norm is not None:  # (residual, weight, eps, zero_centered) -> (x, h) of the norm
-        r, nw, eps, zc = norm
-        nx, nh = (alloc.empty(M, N, dtype=x.dtype, device=x.device) for _ in range(2))
-        nk = (r.reshape(M, N), nw, nx, nh, eps, zc)
     matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
-                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu,
-                  norm=nk)
-    if norm is not None:
-        return nx.view(*x.shape[:-1], N), nh.view(*x.shape[:-1], N)
+                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu)
     return y.view(*x.shape[:-1], N)
 
 
@@ -256,41 +247,6 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
         g, u = _linear_op(x, weight, bias, weight_scale).chunk(2, dim=-1)
         return F.silu(g) * u
     return _launch(x, weight, bias, weight_scale, glu=True)
-
-
-def linear_add_rms_norm(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, *,
-                        weight_scale: Optional[torch.Tensor] = None, residual: torch.Tensor,
-                        norm_weight: torch.Tensor, eps: float, zero_centered: bool = False):
-    """A projection that closes a decoder block, then the norm that opens the next:
-    ``rms_norm(linear(x, weight, bias, weight_scale=...), norm_weight, eps, residual=residual,
-    zero_centered=...)``, returning ``(normed, new_residual)`` as that call does.
-
-    Up to 16 rows, one matrix-vector launch: after the column blocks have stored the
-    projection, the last of them (an acq_rel ticket) adds the residual and normalises the
-    whole rows, with :func:`~fastpath.ops.norm.rms_norm`'s roundings; the norm's launch of
-    its own is gone. More rows, autograd or devices Triton does not serve: the two calls.
-    Inference only.
-
-    Raises as :func:`linear` and :func:`~fastpath.ops.norm.rms_norm` do (``residual`` of
-    the projection's output shape and dtype, ``norm_weight`` of its last dim)."""
-    _checked(x, weight, bias, weight_scale)
-    N = weight.shape[0]
-    out_shape = (*x.shape[:-1], N)
-    check_tensor("residual", residual)
-    if tuple(residual.shape) != out_shape or residual.dtype != x.dtype or residual.device != x.device:
-        raise ValueError(f"residual: expected shape {out_shape}, dtype {x.dtype} on {x.device} (the "
-                         f"projection's output), got {tuple(residual.shape)} {residual.dtype} on {residual.device}")
-    check_tensor("norm_weight", norm_weight)
-    if tuple(norm_weight.shape) != (N,) or not norm_weight.dtype.is_floating_point or norm_weight.device != x.device:
-        raise ValueError(f"norm_weight: expected a float ({N},) tensor on {x.device}, got "
-                         f"{norm_weight.dtype} {tuple(norm_weight.shape)} on {norm_weight.device}")
-    rows = x.numel() // max(x.shape[-1], 1)
-    if (rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
-            or norm_weight.dtype not in KERNEL_DTYPES
-            or torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias, residual))):
-        return rms_norm(linear(x, weight, bias, weight_scale=weight_scale), norm_weight, eps, residual=residual,
-                        zero_centered=zero_centered)
-    return _launch(x, weight, bias, weight_scale, norm=(residual, norm_weight, float(eps), bool(zero_centered)))
 
 
 FAMILY = {"name": "linear", "ops": ["linear"], "reason": triton_reason}

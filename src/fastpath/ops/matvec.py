@@ -30,7 +30,7 @@ from typing import Optional
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
-from .norm import norm_rows, round_to
+from .norm import round_to
 
 
 @triton.jit
@@ -144,38 +144,18 @@ def _tile_dot(a, b_ptrs, kmask, nmask, B_MODE: tl.constexpr, B_E5M2: tl.constexp
 
 
 @triton.jit
-def _add_norm_last(out_ptr, r_ptr, w_ptr, x_ptr, h_ptr, cnt_ptr, n_blocks, M, N, eps, som, son, srr, srn, sw,
-                   ZC: tl.constexpr, PROD_DT: tl.constexpr, ONE_PASS: tl.constexpr, BLOCK: tl.constexpr):
-    """Called by each column block's finisher after its store: the last of them (an acq_rel
-    ticket: every block's output is visible to it) adds the residual to the whole rows and
-    RMS-normalises them, as ``rms_norm(out, w, eps, residual=r)`` would in a launch of its own,
-    writing the new residual ``h`` and the normalised ``x``; it re-zeroes the ticket."""
-    tl.debug_barrier()  # every thread's output is stored before the release below
-    if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == n_blocks - 1:
-        tl.atomic_xchg(cnt_ptr, 0)
-        for m in range(0, M):
-            norm_rows(out_ptr, r_ptr, out_ptr, w_ptr, x_ptr, h_ptr, m + tl.arange(0, 1), M, N, eps,
-                      som, son, srr, srn, 0, 0, sw, N, N,
-                      True, False, ZC, PROD_DT, 0, ONE_PASS, BLOCK, True)
-
-
-@triton.jit
 def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, k_chunk, n_split,
                sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son, n_up,
-               nr_ptr, nw_ptr, nx_ptr, nh_ptr, ncnt_ptr, eps, snr, snn, snw,
                A_MODE: tl.constexpr, B_MODE: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, NORM: tl.constexpr, NORM_ZC: tl.constexpr, NORM_DT: tl.constexpr,
-               NORM_ONE_PASS: tl.constexpr, NORM_BLOCK: tl.constexpr, PDL: tl.constexpr = 0):
+               BLOCK_K: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
     # and re-zeroes cnt[n]. GLU: output column n takes b's columns n (gate) and n + n_up (up).
-    # NORM: then the residual add and RMSNorm of the whole rows (_add_norm_last): the
-    # projection that closes a block and the norm that opens the next in one launch.
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_m = tl.arange(0, BLOCK_M)
@@ -237,15 +217,9 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                     acc_up += tl.load(part + M * N, mask=tmask, other=0.0, cache_modifier=".cg")
             _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
                       SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS, acc_up, n_up, GLU)
-            if NORM:
-                _add_norm_last(out_ptr, nr_ptr, nw_ptr, nx_ptr, nh_ptr, ncnt_ptr, tl.num_programs(0), M, N, eps,
-                               som, son, snr, snn, snw, NORM_ZC, NORM_DT, NORM_ONE_PASS, NORM_BLOCK)
     else:
         _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
                   SCALE_A and not BLOCKWISE, SCALE_B and not BLOCKWISE, HAS_BIAS, acc_up, n_up, GLU)
-        if NORM:
-            _add_norm_last(out_ptr, nr_ptr, nw_ptr, nx_ptr, nh_ptr, ncnt_ptr, tl.num_programs(0), M, N, eps,
-                           som, son, snr, snn, snw, NORM_ZC, NORM_DT, NORM_ONE_PASS, NORM_BLOCK)
 
 
 _MV = Launcher(_mv_kernel, pdl=True)
@@ -281,10 +255,6 @@ FP8_VIA_FP16: Optional[tuple] = (64, 256, 4)
 #: from 4096 x 28672 and 14336 x 4096 up the float16 route is faster. None: off.
 FP8_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2)
 FP8_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
-#: The fused residual-add RMSNorm (``norm=``): rows up to NORM_ROW_MAX wide are held in
-#: registers by the last program; wider ones loop over NORM_CHUNK columns twice.
-NORM_ROW_MAX = 64 if INTERPRET else 8192
-NORM_CHUNK = 32 if INTERPRET else 2048
 
 
 @dataclass(frozen=True)
@@ -346,15 +316,12 @@ class Operand:
 
 
 def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb=None,
-           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False, norm=None):
+           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False):
     """Run ``out = a @ b`` (+ scales, bias) with ``plan``; ``a`` is (M, K), ``b`` is (K, N),
     any strides; ``glu``: ``b`` is (K, 2N), gate columns then up columns, and ``out`` (M, N)
     takes ``silu(a @ gate) * (a @ up)`` (not with block scales). ``sa_strides`` is (stride
     over M, stride over K blocks), ``sb_strides`` (stride over N, over K blocks). Split-K uses two cached workspaces of this device and
-    stream: float32 partials and int32 counters (zeroed once, returned to zero by the kernel).
-    ``norm``: (residual (M, N), weight (N,), x (M, N), h (M, N) contiguous, eps, zero_centered):
-    then ``x, h = rms_norm(out, weight, eps, residual=residual)`` in the same launch (not
-    with ``glu`` or block scales)."""
+    stream: float32 partials and int32 counters (zeroed once, returned to zero by the kernel)."""
     M, K = a.t.shape
     N = b.t.shape[1] // (2 if glu else 1)
     p = plan
@@ -369,20 +336,10 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
                sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), N)
-    if norm is not None:
-        r, w, x, h, eps, zc = norm
-        one = N <= NORM_ROW_MAX
-        nargs = (r, w, x, h, workspace(out.device, "matvec.norm_ticket", 1, torch.int32, zeroed=True), float(eps),
-                 r.stride(0), r.stride(1), w.stride(0))
-        nk = dict(NORM=True, NORM_ZC=bool(zc), NORM_DT=TL_DTYPES[torch.promote_types(w.dtype, out.dtype)],
-                  NORM_ONE_PASS=one, NORM_BLOCK=next_pow2(N) if one else NORM_CHUNK)
-    else:
-        nargs = (dummy,) * 5 + (0.0, 0, 0, 0)
-        nk = dict(NORM=False, NORM_ZC=False, NORM_DT=tl.float32, NORM_ONE_PASS=True, NORM_BLOCK=16)
     _MV[(n_blocks, p.split)](
-        *args, M, N, K, p.k_chunk, p.split, *strides, *nargs,
+        *args, M, N, K, p.k_chunk, p.split, *strides,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
-        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps, **nk)
+        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     return out

@@ -31,15 +31,13 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, tl, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from . import moe_kernels as K
 from .grouped_mm import grouped_mm
-from . import matvec
 from .linear import linear
-from .norm import rms_norm
 
 _ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _ALIGN = (
     Launcher(k, pdl=True) for k in (K._router_kernel, K._route_kernel, K._gate_up_kernel, K._down_kernel,
@@ -454,11 +452,9 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
 
 
 def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
-                 alpha, limit, norm=None):
+                 alpha, limit) -> torch.Tensor:
     """Up to ROWS_MAX_T tokens: every program streams whole weight rows without tensor cores,
-    gate/up over (pair, few I columns), then down over (token, few outputs) adding the slots.
-    ``norm = (residual, weight, eps, zero_centered)``: the down kernel's last program of each
-    token also adds the residual and normalises the row; returns that norm's ``(x, h)``."""
+    gate/up over (pair, few I columns), then down over (token, few outputs) adding the slots."""
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
         x, ids, gate_up, down, gu_scale, d_scale)
     p = K.rows_plan(k, NI, wb)
@@ -473,25 +469,14 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
         TOPK=k, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None, HAS_BIAS=gu_bias is not None, ACT=code,
         RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h, STAGES=p.stages,
         num_warps=p.warps)
-    if norm is not None:
-        r, nw, eps, zc = norm
-        nx, nh = (alloc.empty(T, H, dtype=x.dtype, device=x.device) for _ in range(2))
-        one = H <= matvec.NORM_ROW_MAX
-        nargs = (r, nw, nx, nh, workspace(x.device, "moe.norm_tickets", K.ROWS_MAX_T, torch.int32, zeroed=True),
-                 float(eps), r.stride(0), r.stride(1), nw.stride(0))
-        nk = dict(NORM=True, NORM_ZC=bool(zc), NORM_DT=TL_DTYPES[torch.promote_types(nw.dtype, x.dtype)],
-                  NORM_ONE_PASS=one, NORM_BLOCK=next_pow2(H) if one else matvec.NORM_CHUNK)
-    else:
-        nargs = (dummy,) * 5 + (0.0, 0, 0, 0)
-        nk = dict(NORM=False, NORM_ZC=False, NORM_DT=tl.float32, NORM_ONE_PASS=True, NORM_BLOCK=16)
     _DOWN_ROWS[(cdiv(H, p.block_n), T)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
         H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
-        w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), out.stride(0), out.stride(1), *nargs,
+        w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), out.stride(0), out.stride(1),
         TOPK=k, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None, HAS_BIAS=d_bias is not None,
         RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_N=p.block_n, BLOCK_K=p.block_k, STAGES=p.stages,
-        num_warps=p.warps, **nk)
-    return (nx, nh) if norm is not None else out
+        num_warps=p.warps)
+    return out
 
 
 def _launch_prefill(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
@@ -749,39 +734,6 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     return _fused_experts_op(hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias,
                              down_bias, gate_up_scale, down_scale, code, bool(interleaved), float(swiglu_alpha),
                              float(swiglu_limit))
-
-
-def fused_experts_add_rms_norm(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor,
-                               gate_up_proj: torch.Tensor, down_proj: torch.Tensor, *,
-                               gate_up_scale: Optional[torch.Tensor] = None,
-                               down_scale: Optional[torch.Tensor] = None, residual: torch.Tensor,
-                               norm_weight: torch.Tensor, eps: float, zero_centered: bool = False):
-    """A MoE block's experts and the RMSNorm that opens the next block:
-    ``rms_norm(fused_experts(...), norm_weight, eps, residual=residual, zero_centered=...)``,
-    returning ``(normed, new_residual)``. Up to ``moe_kernels.ROWS_MAX_T`` tokens (SwiGLU, no
-    biases), the down kernel's last program of each token adds the residual and normalises
-    the row (:func:`~fastpath.ops.norm.rms_norm`'s roundings): no launch of the norm's own.
-    Otherwise the two calls. Inference only."""
-    x = hidden_states
-    _check_experts(x, topk_ids, topk_weights, gate_up_proj, down_proj, None, None, gate_up_scale, down_scale)
-    T, H = x.shape
-    check_tensor("residual", residual)
-    if tuple(residual.shape) != (T, H) or residual.dtype != x.dtype or residual.device != x.device:
-        raise ValueError(f"residual: expected shape ({T}, {H}), dtype {x.dtype} on {x.device}, got "
-                         f"{tuple(residual.shape)} {residual.dtype} on {residual.device}")
-    check_tensor("norm_weight", norm_weight)
-    if tuple(norm_weight.shape) != (H,) or not norm_weight.dtype.is_floating_point or norm_weight.device != x.device:
-        raise ValueError(f"norm_weight: expected a float ({H},) tensor on {x.device}, got "
-                         f"{norm_weight.dtype} {tuple(norm_weight.shape)} on {norm_weight.device}")
-    if (not use_triton(x) or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES
-            or not 0 < T <= K.ROWS_MAX_T or H == 0 or gate_up_proj.shape[1] == 0 or FORCE_PATH == "prefill"):
-        out = fused_experts(x, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_scale=gate_up_scale,
-                            down_scale=down_scale)
-        return rms_norm(out, norm_weight, eps, residual=residual, zero_centered=zero_centered)
-    with torch.no_grad():
-        return _launch_rows(x, topk_ids, topk_weights, gate_up_proj, down_proj, None, None, gate_up_scale,
-                            down_scale, K.ACTIVATIONS["silu"], False, 1.702, 7.0,
-                            norm=(residual, norm_weight, float(eps), bool(zero_centered)))
 
 
 def quantize_experts(w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -35,7 +35,6 @@ import torch
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
 from .._core.launch import cdiv, next_pow2
 from .matvec import _dot16, _load_as, _mm
-from .norm import norm_rows
 
 #: Activation codes of the kernels (``ACT``).
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
@@ -367,12 +366,9 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
 @triton.jit
 def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, NI, E,
                       sit, sij, stt, stj, swe, swn, swk, sse, ssn, sbe, sbn, sot, soh,
-                      nr_ptr, nw_ptr, nx_ptr, nh_ptr, ncnt_ptr, eps, snr, snn, snw,
                       TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
                       HAS_BIAS: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr,
-                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, NORM: tl.constexpr, NORM_ZC: tl.constexpr,
-                      NORM_DT: tl.constexpr, NORM_ONE_PASS: tl.constexpr, NORM_BLOCK: tl.constexpr,
-                      PDL: tl.constexpr = 0):
+                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Token t, BLOCK_N outputs, every slot: out[t, n] = sum_j w[t, j] * (s[e_j, n] * (D[e_j, n] .
     # h[t * TOPK + o_j]) + bias[e_j, n]) over the slots j with e_j = ids[t, j] in [0, E), o_j the
@@ -416,13 +412,6 @@ def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, N
             extra += wj * bias
     res = tl.sum(acc, axis=1) + extra
     tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
-    if NORM:  # the last program of token t: residual add and RMSNorm of its row (the next block's norm)
-        tl.debug_barrier()  # every thread's output is stored before the release below
-        if tl.atomic_add(ncnt_ptr + t, 1, sem="acq_rel") == tl.num_programs(0) - 1:
-            tl.atomic_xchg(ncnt_ptr + t, 0)
-            norm_rows(out_ptr, nr_ptr, out_ptr, nw_ptr, nx_ptr, nh_ptr, t + tl.arange(0, 1), tl.num_programs(1), H,
-                      eps, sot, soh, snr, snn, 0, 0, snw, H, H,
-                      True, False, NORM_ZC, NORM_DT, 0, NORM_ONE_PASS, NORM_BLOCK, True)
 
 
 @triton.jit

@@ -56,14 +56,10 @@ def _act(g, ACT: tl.constexpr):
 
 @triton.jit
 def _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr,
-               HAS_RES: tl.constexpr, STORE_RES: tl.constexpr, CG: tl.constexpr):
+               HAS_RES: tl.constexpr, STORE_RES: tl.constexpr):
     """The row chunk as float32: ``x``, or ``x + residual`` rounded to x's dtype (stored as
-    the new residual when ``STORE_RES``). ``CG``: ``x`` bypasses L1 (other programs of the
-    same launch wrote it)."""
-    if CG:
-        x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxn, mask=mask, other=0.0, cache_modifier=".cg")
-    else:
-        x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxn, mask=mask, other=0.0)
+    the new residual when ``STORE_RES``)."""
+    x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxn, mask=mask, other=0.0)
     if HAS_RES:
         r = tl.load(r_ptr + rows64[:, None] * srr + cols[None, :] * srn, mask=mask, other=0.0)
         x = round_to(x.to(tl.float32) + r.to(tl.float32), x_ptr.dtype.element_ty)
@@ -90,41 +86,6 @@ def _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sg
 
 
 @triton.jit
-def norm_rows(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, rows, n_rows, N, eps,
-              sxr, sxn, srr, srn, sgr, sgn, sw, syr, snr,
-              HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr, ZERO_CENTERED: tl.constexpr,
-              PROD_DT: tl.constexpr, ACT: tl.constexpr, ONE_PASS: tl.constexpr,
-              BLOCK_N: tl.constexpr, CG: tl.constexpr):
-    """RMSNorm of ``rows`` (a block of row indices): the body of ``_rms_norm_kernel``, also
-    run by a producer kernel's last program on the rows it wrote (``CG``)."""
-    rows64 = rows.to(tl.int64)
-    rmask = rows < n_rows
-    if ONE_PASS:
-        cols = tl.arange(0, BLOCK_N)
-        cmask = cols < N
-        mask = rmask[:, None] & cmask[None, :]
-        h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, True, CG)
-        rstd = tl.rsqrt(tl.sum(h * h, axis=1) / N + eps)
-        _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
-                ZERO_CENTERED, PROD_DT, HAS_GATE, ACT)
-    else:
-        acc = tl.zeros([rows.shape[0], BLOCK_N], dtype=tl.float32)
-        for start in range(0, N, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            mask = rmask[:, None] & (cols < N)[None, :]
-            h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, True, CG)
-            acc += h * h
-        rstd = tl.rsqrt(tl.sum(acc, axis=1) / N + eps)
-        for start in range(0, N, BLOCK_N):  # x + residual is recomputed: no read of our own writes
-            cols = start + tl.arange(0, BLOCK_N)
-            cmask = cols < N
-            mask = rmask[:, None] & cmask[None, :]
-            h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, False, CG)
-            _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
-                    ZERO_CENTERED, PROD_DT, HAS_GATE, ACT)
-
-
-@triton.jit
 def _rms_norm_kernel(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, n_rows, N, eps,
                      sxr, sxn, srr, srn, sgr, sgn, sw, syr, snr,
                      HAS_RES: tl.constexpr, HAS_GATE: tl.constexpr, ZERO_CENTERED: tl.constexpr,
@@ -132,9 +93,31 @@ def _rms_norm_kernel(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, n_rows, N, eps,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    norm_rows(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, rows, n_rows, N, eps,
-              sxr, sxn, srr, srn, sgr, sgn, sw, syr, snr,
-              HAS_RES, HAS_GATE, ZERO_CENTERED, PROD_DT, ACT, ONE_PASS, BLOCK_N, False)
+    rows64 = rows.to(tl.int64)
+    rmask = rows < n_rows
+    if ONE_PASS:
+        cols = tl.arange(0, BLOCK_N)
+        cmask = cols < N
+        mask = rmask[:, None] & cmask[None, :]
+        h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, True)
+        rstd = tl.rsqrt(tl.sum(h * h, axis=1) / N + eps)
+        _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
+                ZERO_CENTERED, PROD_DT, HAS_GATE, ACT)
+    else:
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for start in range(0, N, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = rmask[:, None] & (cols < N)[None, :]
+            h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, True)
+            acc += h * h
+        rstd = tl.rsqrt(tl.sum(acc, axis=1) / N + eps)
+        for start in range(0, N, BLOCK_N):  # x + residual is recomputed: no read of our own writes
+            cols = start + tl.arange(0, BLOCK_N)
+            cmask = cols < N
+            mask = rmask[:, None] & cmask[None, :]
+            h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, False)
+            _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
+                    ZERO_CENTERED, PROD_DT, HAS_GATE, ACT)
 
 
 # ---------------------------------------------------------------------------- launcher
