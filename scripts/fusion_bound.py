@@ -4,12 +4,11 @@ outputs of a "left out" variant are wrong; only its time means something (an upp
 what folding that piece into a neighbouring kernel can save).
 
     PYTHONPATH=src python3 scripts/fusion_bound.py --config qwen3.6-35b-a3b \
-        [--variants base,no_conv,no_norm,...] [--reps 2] [--steps 64] [--json OUT]
+        [--variants base,no_norm,...] [--reps 2] [--steps 64] [--json OUT]
 
 Variants (interleaved ``--reps`` times, each a fresh engine and graph on the same weights):
-``base``; ``no_conv`` (Qwen3.5's conv update skipped); ``no_norm`` (its gated RMSNorm
-skipped); ``no_conv_norm``; ``no_resnorm`` (every residual-add RMSNorm of the layers
-skipped); ``early_state`` (the recurrent step's states read before its PDL wait); ``no_gate`` (the gated attention's sigmoid gate skipped);
+``base``; ``no_norm`` (Qwen3.5's gated RMSNorm skipped); ``no_resnorm`` (every residual-add RMSNorm of the layers
+skipped); ``no_gate`` (the gated attention's sigmoid gate skipped);
 ``step_bv<N>`` (the recurrent step's Dv block forced to N); ``split<N>`` (decode attention's
 KV splits forced to N).
 """
@@ -31,9 +30,7 @@ def patched(model, name: str):
     def setattr_(obj, attr, value):
         undo.append((obj, attr, getattr(obj, attr)))
         setattr(obj, attr, value)
-    if name in ("no_conv", "no_conv_norm"):
-        setattr_(qm, "causal_conv1d_update", lambda x, cs, w, b, act: x)
-    if name in ("no_norm", "no_conv_norm"):
+    if name == "no_norm":
         setattr_(qm, "rms_norm", lambda o, w, eps, gate=None: o)
     if name == "no_resnorm":  # every residual-add norm of the layers skipped: (x, h) = (y, h)
         import fastpath.models.hybrid as hy
@@ -44,8 +41,6 @@ def patched(model, name: str):
                 x, w, eps, **kw)
         setattr_(hy, "rms_norm", skip(hy.rms_norm))
         setattr_(tr, "fused_rms_norm", skip(tr.fused_rms_norm))
-    if name == "early_state":
-        setattr_(qm, "PREFETCH_STATE", True)
     if name == "no_gate":
         for layer in model.layers:
             if getattr(layer.mixer, "gate", False):
@@ -83,7 +78,7 @@ def step_us(model, prompt, steps: int) -> float:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="qwen3.6-35b-a3b")
-    ap.add_argument("--variants", default="base,no_conv,no_norm,no_conv_norm,no_gate,step_bv128")
+    ap.add_argument("--variants", default="base,no_norm,no_resnorm,no_gate")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--prompt-len", type=int, default=512)

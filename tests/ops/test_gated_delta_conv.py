@@ -39,16 +39,14 @@ def _oracle(x, w, a, b, a_log, dt_bias, s0, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("path", ["kernel", "kernel_prefetch", "reference"])
+@pytest.mark.parametrize("path", ["kernel", "reference"])
 def test_conv_step_matches_float64(dtype, path):
     x, w, a, b, a_log, dt_bias, s0 = _inputs(dtype)
     ring = torch.zeros(B, C, K, dtype=dtype, device=DEVICE)  # (the values of the unused slot don't matter)
     ring_store(ring, x[:, START - (K - 1):START].transpose(1, 2), START)  # a prefill of START tokens
     assert torch.equal(ring_history(ring, START), x[:, START - (K - 1):START].transpose(1, 2))
     state = s0.clone()
-    step = {"kernel": gated_delta_conv_step,  # prefetch: states read before the (GPU's) wait
-            "kernel_prefetch": lambda *args, key_heads: gated_delta_conv_step(*args, key_heads=key_heads,
-                                                                              prefetch_state=True),
+    step = {"kernel": gated_delta_conv_step,
             "reference": lambda *args, key_heads: reference_gated_delta_conv_step(*args, key_heads)}[path]
     outs = []
     for t in range(T):

@@ -35,9 +35,6 @@ from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped
 from .transformer import Linear, MoE, _buf
 
 MODEL_TYPES = ("qwen3_5_moe", "qwen3_5_moe_text")
-#: The decode step reads its states before waiting for the in-projection (see
-#: ``gated_delta_conv_step(prefetch_state=...)``); the in-projection writes none of them.
-PREFETCH_STATE = False
 
 
 @dataclass
@@ -163,8 +160,7 @@ class GatedDeltaNet(nn.Module):
         b, a = p[..., C + vd:C + vd + HV], p[..., C + vd + HV:]
         if c.decode:  # conv, gating (sigmoid, softplus, exp) and the step in one launch
             o = gated_delta_conv_step(p[:, 0, :C], cs, self.conv_w, c.pos[:, 0], a[:, 0], b[:, 0], rs,
-                                      self.A_log, self.dt_bias, key_heads=self.HK,
-                                      prefetch_state=PREFETCH_STATE)[:, None]
+                                      self.A_log, self.dt_bias, key_heads=self.HK)[:, None]
         else:
             if c.p0 == 0:  # a new sequence in these rows
                 cs.zero_()

@@ -91,15 +91,12 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
                       sib, sih, sik, siv, ssb, ssh, ssk, ssv, scb, scc, sct, swc, swk, kd,
                       L2NORM: tl.constexpr, HAS_INIT: tl.constexpr, HAS_IDX: tl.constexpr,
                       RAW_GATES: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, KC: tl.constexpr = 0,
-                      EARLY: tl.constexpr = 0, PDL: tl.constexpr = 0):
+                      PDL: tl.constexpr = 0):
     # KC > 0: q, k, v are the raw inputs of a KC-tap conv whose ring state cs (B, C, KC) is
     # indexed by token position (pos_ptr); channels q: [0, kd), k: [kd, 2 kd), v: [2 kd, C).
     # One token (T == 1). Reads touch the KC - 1 slots of earlier tokens, writes only slot
     # pos % KC: programs sharing a key head never race.
-    # EARLY: the state, positions, conv history and constants load before waiting for the
-    # kernel just before (which must not write them), overlapping its tail; no HAS_IDX.
-    if not EARLY:
-        pdl_start(PDL)
+    pdl_start(PDL)
     pid_v = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // HV).to(tl.int64)
@@ -137,8 +134,6 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
         aq, wq = _conv_hist(mk, cq, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
         ak, wk = _conv_hist(mk, cq + kd, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
         av, wv = _conv_hist(mv, cv, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
-    if EARLY:
-        pdl_start(PDL)
     for _ in range(T):  # the pointers advance by a token each step (64-bit arithmetic)
         if KC > 0:
             q, xq = _conv_out(q_ptr, mk, aq, wq)
@@ -310,13 +305,10 @@ def _step_bv(n_bh: int, Dv: int, device) -> int:
     return min(bv, next_pow2(Dv))
 
 
-def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_log=None, dt_bias=None, conv=None,
-                      early: bool = False):
+def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_log=None, dt_bias=None, conv=None):
     """q, k (B, T, HK, Dk); v (B, T, HV, Dv); g, beta (B, T, HV). Writes o (B, T, HV, Dv)
     and state_out (may be state_in: in place). ``conv``: (ring (B, C, KC), weight (C, KC),
-    pos (B,)): q, k, v are views of the conv's raw input (channels q | k | v), T == 1.
-    ``early``: states, positions and constants are read before waiting for the kernel just
-    before (it must not write them; no ``idx``)."""
+    pos (B,)): q, k, v are views of the conv's raw input (channels q | k | v), T == 1."""
     B, T, HK, Dk = q.shape
     HV, Dv = v.shape[2], v.shape[3]
     o = alloc.empty(B, T, HV, Dv, dtype=q.dtype, device=q.device)
@@ -334,7 +326,7 @@ def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_l
         *q.stride(), *k.stride(), *v.stride(), *g.stride(), *beta.stride(), *o.stride()[:3],
         *si.stride(), *state_out.stride(), *cstr, HK * Dk,
         L2NORM=l2, HAS_INIT=state_in is not None, HAS_IDX=idx is not None, RAW_GATES=a_log is not None,
-        BK=bk, BV=bv, KC=cw.shape[1] if conv is not None else 0, EARLY=early and idx is None,
+        BK=bk, BV=bv, KC=cw.shape[1] if conv is not None else 0,
         num_warps=max(1, min(8, bk * bv // 512)))
     return o
 

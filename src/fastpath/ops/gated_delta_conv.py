@@ -60,7 +60,7 @@ def reference_gated_delta_conv_step(qkv, conv_state, conv_weight, pos, a, b, sta
 def gated_delta_conv_step(qkv: torch.Tensor, conv_state: torch.Tensor, conv_weight: torch.Tensor,
                           pos: torch.Tensor, a: torch.Tensor, b: torch.Tensor, state: torch.Tensor,
                           A_log: torch.Tensor, dt_bias: torch.Tensor, *, key_heads: int,
-                          scale: Optional[float] = None, prefetch_state: bool = False) -> torch.Tensor:
+                          scale: Optional[float] = None) -> torch.Tensor:
     """One decode token of Qwen3.5's Gated DeltaNet from its in-projection, in one launch:
     ``q, k, v = silu(causal_conv1d(qkv))`` (depthwise, K taps, no bias), l2-normalised q and k,
     ``g = -exp(A_log) * softplus(a + dt_bias)``, ``beta = sigmoid(b)``, then the gated delta
@@ -77,11 +77,6 @@ def gated_delta_conv_step(qkv: torch.Tensor, conv_state: torch.Tensor, conv_weig
     pos : (B,) int64: this token's position (the slot it writes).
     a, b : (B, HV) raw gate projections. state : (B, HV, Dk, Dv) float32.
     A_log, dt_bias : (HV,) float. key_heads : HK. scale : multiplies q (default Dk ** -0.5).
-    prefetch_state : read ``state``, ``conv_state``, ``pos`` and the weights before waiting for
-        the kernel launched just before this one (programmatic dependent launch), so that
-        their loads overlap its tail. Only when that kernel does not write them (in the
-        model, the in-projection sits between two steps); a step right after another step
-        on the same state would read it stale.
 
     Returns
     -------
@@ -126,5 +121,5 @@ def gated_delta_conv_step(qkv: torch.Tensor, conv_state: torch.Tensor, conv_weig
     k = qkv[:, None, kd:2 * kd].unflatten(-1, (key_heads, Dk))
     v = qkv[:, None, 2 * kd:].unflatten(-1, (HV, Dv))
     o = _launch_recurrent(q, k, v, a[:, None], b[:, None], sc, True, state, state, None, A_log, dt_bias,
-                          conv=(conv_state, conv_weight, pos.contiguous()), early=bool(prefetch_state))
+                          conv=(conv_state, conv_weight, pos.contiguous()))
     return o[:, 0]
