@@ -272,6 +272,27 @@ def test_split_forced_and_deterministic(n, split, device):
     assert torch.equal(out, sdpa(q, k, v, enable_gqa=True))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("lq,n", [(1, 1), (1, 3), (2, 1), (20, 1)])  # decode (one split, three), prefill
+def test_out_gate(dtype, lq, n, split, device):
+    """``out_gate``: the output times sigmoid(gate) (Qwen3.5's gated attention), against float64
+    attention rounded to the dtype times the float64 sigmoid rounded to the dtype; a strided
+    gate (a view of a wider projection, as the model passes it)."""
+    split(n)
+    q, k, v = qkv(2, 4, 2, lq, 300, 40, dtype, device)
+    wide = randn(2, lq, 4, 2 * 40, dtype=dtype, device=device)
+    gate = wide[..., :40].transpose(1, 2)  # (2, 4, lq, 40), not contiguous
+    lens = torch.tensor([300, 77], dtype=torch.int32, device=device)
+    out = sdpa(q, k, v, enable_gqa=True, kv_len=lens, out_gate=gate)
+    att = ref64(q, k, v, gqa=True, kv_len=lens).to(dtype).double()
+    assert out.shape == (2, 4, lq, 40) and out.dtype == dtype
+    assert_close(out, att * torch.sigmoid(gate.double().cpu()).to(dtype).double())
+    with pytest.raises(ValueError, match="out_gate"):
+        sdpa(q, k, v, enable_gqa=True, out_gate=gate[..., 1:])
+    with pytest.raises(ValueError, match="out_gate"):
+        sdpa(q, k, v, enable_gqa=True, out_gate=gate.float() if dtype != torch.float32 else gate.half())
+
+
 def test_split_heuristic(device):
     """Few (batch, KV head) programs and a long cache: the KV range is split."""
     if device.type == "cpu":

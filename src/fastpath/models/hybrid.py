@@ -87,12 +87,12 @@ class Attention(nn.Module):
         ck, cv = self.ck[c.rows], self.cv[c.rows]
         q = qkv_rope(p[..., :self.n_qkv], c.pos, c.inv_freq, self.nh, self.nkv, ck, cv, self.q_norm, self.k_norm,
                      self.eps)
-        if c.decode:
+        if c.decode:  # the output gate in the attention kernel's epilogue
+            gate = p[..., self.n_qkv:].unflatten(-1, (self.nh, self.D)).transpose(1, 2) if self.gate else None
             a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
-                                             enable_gqa=True, kv_len=c.kv_len)
-        else:
-            a = chunk_attention(q.transpose(1, 2), ck[:, :c.end].transpose(1, 2), cv[:, :c.end].transpose(1, 2),
-                                c.p0)
+                                             enable_gqa=True, kv_len=c.kv_len, out_gate=gate)
+            return self.o(a.transpose(1, 2).reshape(B, T, -1))
+        a = chunk_attention(q.transpose(1, 2), ck[:, :c.end].transpose(1, 2), cv[:, :c.end].transpose(1, 2), c.p0)
         a = a.transpose(1, 2).reshape(B, T, -1)
         if self.gate:
             a = a * torch.sigmoid(p[..., self.n_qkv:])

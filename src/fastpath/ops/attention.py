@@ -37,6 +37,7 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 from .._core.shapes import broadcast_shape
 from .matvec import _mm
+from .norm import round_to
 
 from .attention_prefill import kv_descriptors, prefill_attention, tma_ok
 
@@ -46,12 +47,20 @@ LOG2E = 1.4426950408889634
 # ---------------------------------------------------------------------------- kernel
 
 @triton.jit
-def _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod):
-    """acc / l (0 for a row that attends nothing, as PyTorch), cast, store."""
+def _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod,
+            g_ptr, sgb, sgh, sgl, sgd, GATED: tl.constexpr):
+    """acc / l (0 for a row that attends nothing, as PyTorch), cast, store. ``GATED``: times
+    ``sigmoid(gate)``, rounded as ``out * torch.sigmoid(gate)`` in the output dtype rounds."""
     acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+    mask = rmask[:, None] & (offs_dv[None, :] < DV)
+    OT = out_ptr.dtype.element_ty
+    if GATED:
+        g = tl.load(g_ptr + b.to(tl.int64) * sgb + head[:, None] * sgh + tok[:, None] * sgl + offs_dv[None, :] * sgd,
+                    mask=mask, other=0.0).to(tl.float32)
+        acc = round_to(acc, OT).to(tl.float32) * round_to(1.0 / (1.0 + tl.exp(-g)), OT).to(tl.float32)
     ptrs = (out_ptr + b.to(tl.int64) * sob + head[:, None] * soh + tok[:, None] * sol
             + offs_dv[None, :] * sod)
-    tl.store(ptrs, acc.to(out_ptr.dtype.element_ty), mask=rmask[:, None] & (offs_dv[None, :] < DV))
+    tl.store(ptrs, acc.to(OT), mask=mask)
 
 
 @triton.jit
@@ -67,11 +76,11 @@ def _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R: tl.constexpr):
 
 
 @triton.jit
-def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
+def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_ptr,
                    Hkv, G, Lq, Lk, D, DV, n_rb, n_split, qk_scale, window,
                    sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
-                   smb, smh, smq, smk, sob, soh, sol, sod,
-                   CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
+                   smb, smh, smq, smk, sob, soh, sol, sod, sgb, sgh, sgl, sgd,
+                   GATED: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0,
@@ -169,12 +178,13 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr,
         tl.store(base + BLOCK_R + r_ar, l_i)
         tl.store(base + tile, acc)
     else:
-        _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod)
+        _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, sod,
+                g_ptr, sgb, sgh, sgl, sgd, GATED)
 
 
 @triton.jit
-def _decode_combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, sol, sod,
-                           BLOCK_R: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_C: tl.constexpr,
+def _decode_combine_kernel(ws_ptr, out_ptr, g_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, sol, sod,
+                           sgb, sgh, sgl, sgd, GATED: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_C: tl.constexpr,
                            S_PAD: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Program (p, c): output columns [c * BLOCK_C, (c + 1) * BLOCK_C) of the decode kernel's
@@ -203,7 +213,8 @@ def _decode_combine_kernel(ws_ptr, out_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, 
                          other=float("-inf"))
             jmask = (tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.int32) + j) < n_split
             acc += tl.load(first + j * STRIDE + tile, mask=jmask, other=0.0) * tl.exp2(mj - big)[:, None]
-    _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_c, DV, sob, soh, sol, sod)
+    _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_c, DV, sob, soh, sol, sod,
+            g_ptr, sgb, sgh, sgl, sgd, GATED)
 
 
 _DECODE, _COMBINE = Launcher(_decode_kernel, pdl=True), Launcher(_decode_combine_kernel, pdl=True)
@@ -276,9 +287,9 @@ def decode_split(span: int, programs: int, device: torch.device, block_n: int, m
     return max(1, min(split, cdiv(max(span, 1), block_n)))
 
 
-def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int):
+def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int, gate=None):
     """q (B, Hout, Lq, D), k (B, Hkv, Lk, D), v (B, Hkv, Lk, DV) (strides of 0 broadcast),
-    mask None or (B, Hout, Lq, Lk) views, out (B, Hout, Lq, DV); Hout = Hkv * G."""
+    mask None or (B, Hout, Lq, Lk) views, out and gate (B, Hout, Lq, DV); Hout = Hkv * G."""
     B, Hout, Lq, D = q.shape
     Hkv, Lk, DV = k.shape[1], k.shape[2], v.shape[3]
     rows = G * Lq
@@ -303,11 +314,12 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         mstrides = m.stride()
     else:
         bool_mask, m, mstrides = False, dummy, (0, 0, 0, 0)
+    g, gstrides = (gate, gate.stride()) if gate is not None else (dummy, (0, 0, 0, 0))
     _DECODE[(programs, split)](
-        q, kd, vd, m, kv_len if kv_len is not None else dummy, out, ws,
+        q, kd, vd, m, kv_len if kv_len is not None else dummy, out, ws, g,
         Hkv, G, Lq, Lk, D, DV, n_rb, split, float(scale) * LOG2E, int(window or 0),
-        *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(),
-        CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
+        *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(), *gstrides,
+        GATED=gate is not None and split == 1, CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
         BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, TMA=tma,
@@ -316,7 +328,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
     if split > 1:
         bc = min(COMBINE_BLOCK_FEW if split <= COMBINE_FEW_SPLITS else COMBINE_BLOCK, bdv)
         _COMBINE[(programs, bdv // bc)](
-            ws, out, Hkv, G, Lq, n_rb, split, DV, *out.stride(),
+            ws, out, g, Hkv, G, Lq, n_rb, split, DV, *out.stride(), *gstrides, GATED=gate is not None,
             BLOCK_R=br, BLOCK_DV=bdv, BLOCK_C=bc, S_PAD=next_pow2(split), UNROLL=8, num_warps=4)
     return out
 
@@ -431,7 +443,8 @@ def _allowed(s: _Shapes, is_causal: bool, kv_len, window, device) -> Optional[to
 
 
 def reference_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                           scale=None, enable_gqa=False, *, kv_len=None, window=None):
+                                           scale=None, enable_gqa=False, *, kv_len=None, window=None,
+                                           out_gate=None):
     """PyTorch path: the same function in plain PyTorch (float32 math, float64 stays float64).
 
     The path on devices Triton does not serve, for dropout and for what the kernels do not
@@ -461,19 +474,24 @@ def reference_scaled_dot_product_attention(query, key, value, attn_mask=None, dr
     if dropout_p > 0:
         p = torch.nn.functional.dropout(p, dropout_p)
     out = torch.matmul(p, v)
-    return out.expand(s.out_shape).to(query.dtype)
+    return _gated(out.expand(s.out_shape).to(query.dtype), out_gate)
+
+
+def _gated(out: torch.Tensor, out_gate: Optional[torch.Tensor]) -> torch.Tensor:
+    """``out * sigmoid(out_gate)`` as Qwen3.5's gated attention computes it (in out's dtype)."""
+    return out if out_gate is None else out * torch.sigmoid(out_gate)
 
 
 # ---------------------------------------------------------------------------- op
 
-def _fake(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, kv_len, window):
+def _fake(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, kv_len, window, out_gate):
     return query.new_empty(_shapes(query, key, value, attn_mask, enable_gqa).out_shape)
 
 
 @register_op("scaled_dot_product_attention", fake=_fake)
 def _sdpa_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor],
              dropout_p: float, is_causal: bool, scale: Optional[float], enable_gqa: bool,
-             kv_len: Optional[torch.Tensor], window: Optional[int]) -> torch.Tensor:
+             kv_len: Optional[torch.Tensor], window: Optional[int], out_gate: Optional[torch.Tensor]) -> torch.Tensor:
     s = _shapes(query, key, value, attn_mask, enable_gqa)
     scale = 1.0 / math.sqrt(s.d) if scale is None else float(scale)
     ref = (dropout_p > 0 or not use_triton(query) or query.dtype not in KERNEL_DTYPES or s.hkv is None
@@ -484,7 +502,7 @@ def _sdpa_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_m
                and (window is None or is_causal))  # (the prefill kernel's window needs causal)
     if ref or not (decode or prefill):
         return reference_scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                                      enable_gqa, kv_len=kv_len, window=window)
+                                                      enable_gqa, kv_len=kv_len, window=window, out_gate=out_gate)
     if s.nbatch * s.heads * s.lq * s.dv == 0:
         return alloc.empty(s.nbatch, s.heads, s.lq, s.dv, dtype=query.dtype, device=query.device).view(s.out_shape)
     q = _as4(query, s, s.heads)
@@ -496,12 +514,13 @@ def _sdpa_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_m
         v = v.expand(s.nbatch, s.hkv, s.lk, s.dv)
     if prefill:
         res = prefill_attention(q, k, v, causal=is_causal, scale=scale, kv_len=kv_len, window=window)
-        return res.view(s.out_shape) if res.is_contiguous() else res.reshape(s.out_shape)
+        return _gated(res.view(s.out_shape) if res.is_contiguous() else res.reshape(s.out_shape), out_gate)
     out = alloc.empty(s.nbatch, s.heads, s.lq, s.dv, dtype=query.dtype, device=query.device)
     mask = None
     if attn_mask is not None:
         mask = attn_mask.expand(*s.batch, s.lq, s.lk).reshape(s.nbatch, s.heads, s.lq, s.lk)
-    _decode(q, k, v, mask, kv_len, out, is_causal, scale, window, s.group)
+    gate = _as4(out_gate, s, s.heads) if out_gate is not None else None
+    _decode(q, k, v, mask, kv_len, out, is_causal, scale, window, s.group, gate)
     return out.view(s.out_shape)
 
 
@@ -543,7 +562,7 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
                                  attn_mask: Optional[torch.Tensor] = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: Optional[float] = None,
                                  enable_gqa: bool = False, *, kv_len: Optional[torch.Tensor] = None,
-                                 window: Optional[int] = None) -> torch.Tensor:
+                                 window: Optional[int] = None, out_gate: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Attention ``softmax(q @ k.T * scale + mask) @ v``, with the semantics of
     ``torch.nn.functional.scaled_dot_product_attention``, fast for decode.
 
@@ -574,6 +593,10 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
         ``j < kv_len[b]``). Without it, every query attends the last ``window`` valid keys,
         ``n - window <= j < n`` with ``n = kv_len[b]`` (or ``S``): the decode convention,
         the queries standing at the end of the cache.
+    out_gate : fastpath extension, keyword-only. Optional Tensor of the output's shape and
+        query's dtype: the result is ``out * torch.sigmoid(out_gate)`` (the output gate of
+        Qwen3.5 / Qwen3.6 / Qwen3-Next attention), applied in the decode kernel's epilogue
+        with the same roundings, so the two elementwise launches after it are gone.
 
     Returns
     -------
@@ -609,13 +632,20 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     """
     _checked(query, key, value, attn_mask, dropout_p, is_causal, scale, kv_len, window)
     s = _shapes(query, key, value, attn_mask, enable_gqa)
+    if out_gate is not None:
+        check_tensor("out_gate", out_gate)
+        if (tuple(out_gate.shape) != tuple(s.out_shape) or out_gate.dtype != query.dtype
+                or out_gate.device != query.device):
+            raise ValueError(f"out_gate: expected the output's shape {tuple(s.out_shape)}, dtype {query.dtype} on "
+                             f"{query.device}, got {tuple(out_gate.shape)} {out_gate.dtype} on {out_gate.device}")
     if kv_len is not None and tuple(kv_len.shape) != (s.nbatch,):
         raise ValueError(f"kv_len: expected shape ({s.nbatch},) (one length per batch entry {s.prefix}), "
                          f"got {tuple(kv_len.shape)}")
     args = (query, key, value, attn_mask, float(dropout_p), bool(is_causal),
-            None if scale is None else float(scale), bool(enable_gqa), kv_len, window)
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (query, key, value, attn_mask)):
-        return reference_scaled_dot_product_attention(*args[:8], kv_len=kv_len, window=window)
+            None if scale is None else float(scale), bool(enable_gqa), kv_len, window, out_gate)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad
+                                       for t in (query, key, value, attn_mask, out_gate)):
+        return reference_scaled_dot_product_attention(*args[:8], kv_len=kv_len, window=window, out_gate=out_gate)
     return _sdpa_op(*args)
 
 
