@@ -17,7 +17,9 @@ Kernels:
 
 * ``_recurrent_kernel``: one program per (sequence, value head, block of ``Dv``) holds its
   ``(Dk, BV)`` tile of the state in registers and loops over the tokens. With one token
-  and the state updated in place it is the decode step (:func:`gated_delta_rule_step`).
+  and the state updated in place it is the decode step (:func:`gated_delta_rule_step`); its
+  ``KC`` variant also runs Qwen3.5's short conv of q, k, v on a ring state
+  (:mod:`.gated_delta_conv`).
 * ``_chunk_prep_kernel`` and ``_chunk_scan_kernel``: the chunked (WY / UT-transform) form
   for prefill (:func:`chunk_gated_delta_rule`). Within a chunk of ``C`` tokens, with
   ``gc`` the cumulative sum of ``g`` and ``A[i, j] = beta_i exp(gc_i - gc_j) k_i.k_j``
