@@ -9,8 +9,8 @@ it should (the chunked gated delta rule at 64-token chunks: 32 registers, 7.8 KB
 
 ``--engine NAMES``: also run the decode engine on those named configs (random weights, the
 first 4 layers, a 64-token prompt, 8 new tokens), so that its prefill and decode kernels are
-compiled with their own plans; ``--fp8`` with FP8 weights. (Written after the session's last
-GPU run: the bench-only mode ran on the H200 at 132a4c1, ``--engine`` has not run yet.)
+compiled with their own plans; ``--fp8`` with FP8 weights. (The bench-only mode ran on the
+H200 at 132a4c1, ``--engine`` at b709e82: ``bench/results/tuning/2026-12-01-spill-engine-b709e82.log``.)
 """
 import importlib
 import pkgutil
