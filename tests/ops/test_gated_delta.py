@@ -191,6 +191,29 @@ def test_step_with_raw_gates(dtype):
         gated_delta_rule_step(q, k, v, a, braw, s0.clone(), A_log=a_log, dt_bias=dt_bias[:2])
 
 
+@pytest.mark.parametrize("T,chunk_size", [(37, 16), (37, 32), (5, 0)])  # 0: recurrent_gated_delta_rule
+def test_sequence_with_raw_gates(T, chunk_size):
+    """A_log / dt_bias over a sequence (prefill): the gates from the raw projections a, b in
+    the kernels, against float64; T = 37 leaves a padded last chunk (its tokens must not decay
+    the state)."""
+    q, k, v, _, _ = inputs(T, dtype=torch.bfloat16)
+    a = randn(B, T, HV, dtype=torch.bfloat16, scale=3.0)
+    braw = randn(B, T, HV, dtype=torch.bfloat16, scale=2.0)
+    a_log, dt_bias, s0 = randn(HV, scale=0.5), randn(HV, scale=0.5), state0()
+    kw = dict(initial_state=s0, A_log=a_log, dt_bias=dt_bias)
+    if chunk_size:
+        o, s = chunk_gated_delta_rule(q, k, v, a, braw, chunk_size=chunk_size, **kw)
+    else:
+        o, s = recurrent_gated_delta_rule(q, k, v, a, braw, **kw)
+    x = a.double().cpu() + dt_bias.double().cpu()
+    g = -torch.exp(a_log.double().cpu()) * torch.where(x > 20, x, torch.log1p(torch.exp(x)))
+    ro, rs = f64_rule(q, k, v, g, torch.sigmoid(braw.double().cpu()), s0)
+    assert_close(o, ro, torch.bfloat16)
+    assert_close(s, rs, torch.float32, tol=1e-5)
+    with pytest.raises(ValueError, match="A_log"):
+        chunk_gated_delta_rule(q, k, v, a, braw, A_log=a_log)
+
+
 def test_step_bf16_and_state_pool_with_padding():
     b, n_slots = 3, 5
     q, k, v, g, beta = (x[:, 0] for x in inputs(1, dtype=torch.bfloat16, b=b))

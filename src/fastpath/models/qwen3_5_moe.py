@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..ops.conv1d import causal_conv1d
@@ -172,9 +171,8 @@ class GatedDeltaNet(nn.Module):
             q = mixed[..., :self.kd].unflatten(-1, (self.HK, self.Dk))
             k = mixed[..., self.kd:2 * self.kd].unflatten(-1, (self.HK, self.Dk))
             v = mixed[..., 2 * self.kd:].unflatten(-1, (HV, self.Dv))
-            beta = torch.sigmoid(b)
-            g = -torch.exp(self.A_log) * F.softplus(a.float() + self.dt_bias)
-            o, s = chunk_gated_delta_rule(q, k, v, g, beta, initial_state=rs)
+            o, s = chunk_gated_delta_rule(q, k, v, a, b, initial_state=rs, A_log=self.A_log,  # raw gates
+                                          dt_bias=self.dt_bias)
             rs.copy_(s)
         y = rms_norm(o, self.norm, self.eps, gate=p[..., C:C + vd].unflatten(-1, (HV, self.Dv)))
         return self.out(y.flatten(-2))

@@ -63,6 +63,16 @@ def _dot(a, b, PREC: tl.constexpr):
 
 
 @triton.jit
+def _raw_gates(a, b, decay, dtb):
+    """Qwen3.5's gates from the raw projections (float32): ``g = decay * softplus(a + dt_bias)``
+    with ``decay = -exp(A_log)`` (softplus as torch's, threshold 20; ``exp(x)`` where
+    ``log(1 + exp(x))`` rounds to 0) and ``beta = sigmoid(b)``."""
+    x = a + dtb
+    sp = tl.where(x > 20.0, x, tl.where(x < -15.0, tl.exp(x), tl.log(1.0 + tl.exp(tl.minimum(x, 20.0)))))
+    return decay * sp, tl.sigmoid(b)
+
+
+@triton.jit
 def _conv_hist(m, ch, ring, w_ptr, pos, scc, sct, swc, swk, KC: tl.constexpr):
     """Qwen3.5's depthwise causal conv for one token over channels ``ch``, the history part:
     taps ``0..KC-2`` from the ring state (token t's input in slot ``t % KC``) summed in
@@ -154,11 +164,8 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
             v = tl.load(v_ptr, mask=mv, other=0.0).to(tl.float32)
         gt = tl.load(g_ptr).to(tl.float32)
         bt = tl.load(b_ptr).to(tl.float32)
-        if RAW_GATES:  # softplus as torch's (threshold 20); exp(x) where log(1 + exp(x)) rounds to 0
-            x = gt + dtb
-            sp = tl.where(x > 20.0, x, tl.where(x < -15.0, tl.exp(x), tl.log(1.0 + tl.exp(tl.minimum(x, 20.0)))))
-            gt = decay * sp
-            bt = tl.sigmoid(bt)
+        if RAW_GATES:
+            gt, bt = _raw_gates(gt, bt, decay, dtb)
         q = _l2norm(q, L2NORM, 0) * scale
         k = _l2norm(k, L2NORM, 0)
         S = S * tl.exp(gt)
@@ -176,11 +183,11 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
 
 
 @triton.jit
-def _chunk_prep_kernel(k_ptr, v_ptr, g_ptr, b_ptr, w_ptr, u_ptr, gc_ptr,
+def _chunk_prep_kernel(k_ptr, v_ptr, g_ptr, b_ptr, w_ptr, u_ptr, gc_ptr, alog_ptr, dtb_ptr,
                        T, Tp, HV, GROUP, Dk, Dv,
                        skb, skt, skh, skd, svb, svt, svh, svd, sgb, sgt, sgh, sbb, sbt, sbh,
-                       L2NORM: tl.constexpr, C: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-                       PREC: tl.constexpr):
+                       L2NORM: tl.constexpr, RAW_GATES: tl.constexpr, C: tl.constexpr, BK: tl.constexpr,
+                       BV: tl.constexpr, PREC: tl.constexpr):
     c = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // HV).to(tl.int64)
@@ -196,6 +203,11 @@ def _chunk_prep_kernel(k_ptr, v_ptr, g_ptr, b_ptr, w_ptr, u_ptr, gc_ptr,
     K = _l2norm(K, L2NORM, 1)
     g = tl.load(g_ptr + b * sgb + h * sgh + t * sgt, mask=tm, other=0.0).to(tl.float32)
     beta = tl.load(b_ptr + b * sbb + h * sbh + t * sbt, mask=tm, other=0.0).to(tl.float32)
+    if RAW_GATES:  # the raw projections a, b; tokens past T keep g = beta = 0
+        g, beta = _raw_gates(g, beta, -tl.exp(tl.load(alog_ptr + h).to(tl.float32)),
+                             tl.load(dtb_ptr + h).to(tl.float32))
+        g = tl.where(tm, g, 0.0)
+        beta = tl.where(tm, beta, 0.0)
     gc = tl.cumsum(g, axis=0)
     # At[r, s] = A[s, r] = beta_s exp(gc_s - gc_r) k_s.k_r for s > r (A transposed, so that
     # row j of A is a column reduction below)
@@ -333,7 +345,7 @@ def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_l
     return o
 
 
-def _launch_chunk(q, k, v, g, beta, scale, l2, initial_state, chunk_size):
+def _launch_chunk(q, k, v, g, beta, scale, l2, initial_state, chunk_size, a_log=None, dt_bias=None):
     B, T, HK, Dk = q.shape
     HV, Dv = v.shape[2], v.shape[3]
     o = alloc.empty(B, T, HV, Dv, dtype=q.dtype, device=q.device)
@@ -359,9 +371,10 @@ def _launch_chunk(q, k, v, g, beta, scale, l2, initial_state, chunk_size):
         prec, warps = CHUNK_PREC, CHUNK_WARPS or (4 if C * bk <= 4096 else 8)
     bv = 16 if INTERPRET else min(PREP_BV, max(16, next_pow2(Dv)))
     _PREP[(nc, B * HV)](
-        k, v, g, beta, w, u, gc, T, Tp, HV, HV // HK, Dk, Dv,
+        k, v, g, beta, w, u, gc, a_log if a_log is not None else gc, dt_bias if dt_bias is not None else gc,
+        T, Tp, HV, HV // HK, Dk, Dv,
         *k.stride(), *v.stride(), *g.stride(), *beta.stride(),
-        L2NORM=l2, C=C, BK=bk, BV=bv, PREC=prec, num_warps=warps)
+        L2NORM=l2, RAW_GATES=a_log is not None, C=C, BK=bk, BV=bv, PREC=prec, num_warps=warps)
     bv = 16 if INTERPRET else min(SCAN_BV, max(16, next_pow2(Dv)))
     si = initial_state if initial_state is not None else state
     _SCAN[(cdiv(Dv, bv), B * HV)](
@@ -448,7 +461,7 @@ def _step_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
     return torch.where(keep[:, None, None], o, torch.zeros((), dtype=o.dtype, device=o.device))
 
 
-def _seq_fake(q, k, v, g, beta, initial_state, scale, l2, chunk_size):
+def _seq_fake(q, k, v, g, beta, initial_state, scale, l2, chunk_size, a_log, dt_bias):
     B, T, HK, Dk = q.shape
     return q.new_empty(v.shape), q.new_empty(B, v.shape[2], Dk, v.shape[3], dtype=torch.float32)
 
@@ -456,17 +469,21 @@ def _seq_fake(q, k, v, g, beta, initial_state, scale, l2, chunk_size):
 @register_op("chunk_gated_delta_rule", fake=_seq_fake)
 def _chunk_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor,
               initial_state: Optional[torch.Tensor], scale: float, l2: bool,
-              chunk_size: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    """chunk_size 0: the recurrent kernel over the tokens."""
-    if not _kernel_ok(q, k, v, g, beta, initial_state):
+              chunk_size: int, a_log: Optional[torch.Tensor],
+              dt_bias: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+    """chunk_size 0: the recurrent kernel over the tokens. a_log, dt_bias: g and beta are the
+    raw projections a and b."""
+    if not _kernel_ok(q, k, v, g, beta, initial_state, a_log, dt_bias):
+        if a_log is not None:
+            g, beta = raw_gates(g, beta, a_log, dt_bias)
         o, s = reference_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=initial_state,
                                           use_qk_l2norm=l2)
         return o, s.float()
     if chunk_size and (INTERPRET or next_pow2(q.shape[3]) <= CHUNK_MAX_DK):
-        return _launch_chunk(q, k, v, g, beta, scale, l2, initial_state, chunk_size)
+        return _launch_chunk(q, k, v, g, beta, scale, l2, initial_state, chunk_size, a_log, dt_bias)
     B, T, HK, Dk = q.shape
     state = alloc.empty(B, v.shape[2], Dk, v.shape[3], dtype=torch.float32, device=q.device)
-    return _launch_recurrent(q, k, v, g, beta, scale, l2, initial_state, state, None), state
+    return _launch_recurrent(q, k, v, g, beta, scale, l2, initial_state, state, None, a_log, dt_bias), state
 
 
 # ---------------------------------------------------------------------------- checks
@@ -474,6 +491,18 @@ def _chunk_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
 def _shape(name, t, want, what):
     if tuple(t.shape) != tuple(want):
         raise ValueError(f"{name}: expected shape {tuple(want)} {what}, got {tuple(t.shape)}")
+
+
+def _check_raw(A_log, dt_bias, HV: int, device) -> None:
+    """Qwen3.5's raw-gate parameters: both or neither, float ``(HV,)`` on ``device``."""
+    if (A_log is None) != (dt_bias is None):
+        raise ValueError("A_log, dt_bias: give both (raw gates) or neither")
+    for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
+        if t is not None:
+            check_tensor(name, t)
+            if not t.dtype.is_floating_point or tuple(t.shape) != (HV,) or t.device != device:
+                raise ValueError(f"{name}: expected a float ({HV},) tensor on {device}, "
+                                 f"got {t.dtype} {tuple(t.shape)} on {t.device}")
 
 
 def _check_seq(q, k, v, g, beta, initial_state, scale, names=("q", "k", "v", "g", "beta")):
@@ -588,14 +617,7 @@ def gated_delta_rule_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: 
             raise ValueError(f"state_indices: expected a tensor on {q.device}, got {state_indices.device}")
         if state.dim() != 4 or tuple(state.shape[1:]) != (HV, Dk, Dv):
             raise ValueError(f"state: expected a pool of shape (N, {HV}, {Dk}, {Dv}), got {tuple(state.shape)}")
-    if (A_log is None) != (dt_bias is None):
-        raise ValueError("A_log, dt_bias: give both (raw gates) or neither")
-    for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
-        if t is not None:
-            check_tensor(name, t)
-            if not t.dtype.is_floating_point or tuple(t.shape) != (HV,) or t.device != q.device:
-                raise ValueError(f"{name}: expected a float ({HV},) tensor on {q.device}, "
-                                 f"got {t.dtype} {tuple(t.shape)} on {t.device}")
+    _check_raw(A_log, dt_bias, HV, q.device)
     o = _step_op(q, k, v, g, beta, state, state_indices, sc, bool(use_qk_l2norm), A_log, dt_bias)
     return o.unsqueeze(1) if four else o
 
@@ -603,7 +625,8 @@ def gated_delta_rule_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: 
 def chunk_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
                            beta: torch.Tensor, *, scale: Optional[float] = None,
                            initial_state: Optional[torch.Tensor] = None, output_final_state: bool = True,
-                           use_qk_l2norm: bool = True, chunk_size: Optional[int] = None
+                           use_qk_l2norm: bool = True, chunk_size: Optional[int] = None,
+                           A_log: Optional[torch.Tensor] = None, dt_bias: Optional[torch.Tensor] = None
                            ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """The gated delta rule over a sequence (prefill), in the chunked WY form: transformers'
     ``torch_chunk_gated_delta_rule`` (argument ``use_qk_l2norm`` is their
@@ -623,6 +646,10 @@ def chunk_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
     chunk_size : 16, 32 or 64 tokens per chunk (the result does not depend on it); default
         :data:`DEFAULT_CHUNK` (16: the fastest on the H200, 20x 64-token chunks). Key dims
         above :data:`CHUNK_MAX_DK` run the recurrent kernel over the tokens instead.
+    A_log, dt_bias : optional ``(HV,)`` float tensors, both or neither: then ``g`` and ``beta``
+        are Qwen3.5's raw projections ``a`` and ``b``, and the kernels compute
+        ``g = -exp(A_log) * softplus(a + dt_bias)`` and ``beta = sigmoid(b)`` (float32)
+        themselves, as :func:`gated_delta_rule_step` does: no eager gating ops per layer.
 
     Returns
     -------
@@ -644,25 +671,28 @@ def chunk_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
     >>> o, state = fastpath.chunk_gated_delta_rule(q, k, v, g, beta)
     """
     sc = _check_seq(q, k, v, g, beta, initial_state, scale)
+    _check_raw(A_log, dt_bias, v.shape[2], q.device)
     if chunk_size is None:
         chunk_size = DEFAULT_CHUNK
     if chunk_size not in (16, 32, 64):
         raise ValueError(f"chunk_size: expected 16, 32 or 64, got {chunk_size!r}")
-    o, s = _chunk_op(q, k, v, g, beta, initial_state, sc, bool(use_qk_l2norm), int(chunk_size))
+    o, s = _chunk_op(q, k, v, g, beta, initial_state, sc, bool(use_qk_l2norm), int(chunk_size), A_log, dt_bias)
     return o, (s if output_final_state else None)
 
 
 def recurrent_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor,
                                beta: torch.Tensor, *, scale: Optional[float] = None,
                                initial_state: Optional[torch.Tensor] = None, output_final_state: bool = True,
-                               use_qk_l2norm: bool = True) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+                               use_qk_l2norm: bool = True, A_log: Optional[torch.Tensor] = None,
+                               dt_bias: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """:func:`chunk_gated_delta_rule` computed token by token (transformers'
     ``torch_recurrent_gated_delta_rule``): one program per (sequence, value head, block of
     Dv) loops over the tokens with its state tile in registers. For a few tokens (e.g.
     several tokens per decode step) it beats the chunked form; same arguments and results.
     """
     sc = _check_seq(q, k, v, g, beta, initial_state, scale)
-    o, s = _chunk_op(q, k, v, g, beta, initial_state, sc, bool(use_qk_l2norm), 0)
+    _check_raw(A_log, dt_bias, v.shape[2], q.device)
+    o, s = _chunk_op(q, k, v, g, beta, initial_state, sc, bool(use_qk_l2norm), 0, A_log, dt_bias)
     return o, (s if output_final_state else None)
 
 
