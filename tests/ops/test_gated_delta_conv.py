@@ -76,3 +76,9 @@ def test_conv_step_errors():
         gated_delta_conv_step(*args[:6], s0.double(), *args[7:], key_heads=HK)
     with pytest.raises(ValueError, match="conv_weight"):
         gated_delta_conv_step(args[0], ring, w[1:], *args[3:], key_heads=HK)
+    with pytest.raises(TypeError, match="qkv"):
+        gated_delta_conv_step(x[:, 0].long(), *args[1:], key_heads=HK)
+    with pytest.raises(ValueError, match="dt_bias"):
+        gated_delta_conv_step(*args[:8], dt_bias[1:], key_heads=HK)
+    with pytest.raises(ValueError, match="A_log"):
+        gated_delta_conv_step(*args[:7], a_log.long(), dt_bias, key_heads=HK)

@@ -18,7 +18,7 @@ import torch
 
 from .._core.errors import check_tensor
 from .conv1d import reference_causal_conv1d
-from .gated_delta import _kernel_ok, _launch_recurrent, _shape, gated_delta_rule_step
+from .gated_delta import _check_raw, _kernel_ok, _launch_recurrent, _shape, gated_delta_rule_step
 
 
 def _slots(start, n: int, K: int, device) -> torch.Tensor:
@@ -84,12 +84,18 @@ def gated_delta_conv_step(qkv: torch.Tensor, conv_state: torch.Tensor, conv_weig
 
     Raises
     ------
-    ValueError naming the argument for shapes that do not fit together; TypeError for a
-    state that is not float32 or positions that are not int64.
+    ValueError naming the argument for shapes that do not fit together or tensors on another
+    device than qkv's; TypeError for a state that is not float32, positions that are not
+    int64, non-float inputs or non-tensor arguments.
     """
     for name, t in (("qkv", qkv), ("conv_state", conv_state), ("conv_weight", conv_weight), ("pos", pos),
-                    ("state", state)):
+                    ("a", a), ("b", b), ("state", state), ("A_log", A_log), ("dt_bias", dt_bias)):
         check_tensor(name, t)
+        if t.device != qkv.device:
+            raise ValueError(f"{name}: expected a tensor on {qkv.device} (qkv's), got {t.device}")
+    for name, t in (("qkv", qkv), ("conv_state", conv_state), ("conv_weight", conv_weight), ("a", a), ("b", b)):
+        if not t.dtype.is_floating_point:
+            raise TypeError(f"{name}: expected a floating-point tensor, got {t.dtype}")
     if state.dim() != 4:
         raise ValueError(f"state: expected (B, HV, Dk, Dv), got shape {tuple(state.shape)}")
     B, HV, Dk, Dv = state.shape
@@ -110,8 +116,7 @@ def gated_delta_conv_step(qkv: torch.Tensor, conv_state: torch.Tensor, conv_weig
         raise TypeError(f"state: expected a float32 tensor (updated in place), got {state.dtype}")
     for name, t in (("a", a), ("b", b)):
         _shape(name, t, (B, HV), "(batch, value heads)")
-    for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
-        _shape(name, t, (HV,), "(value heads)")
+    _check_raw(A_log, dt_bias, HV, qkv.device)
     sc = Dk ** -0.5 if scale is None else float(scale)
     if not _kernel_ok(qkv, a, b, A_log, dt_bias, conv_state, conv_weight):
         return reference_gated_delta_conv_step(qkv, conv_state, conv_weight, pos, a, b, state, A_log, dt_bias,
