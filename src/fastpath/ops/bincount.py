@@ -1,14 +1,12 @@
 """bincount with privatised histograms, as ``torch.bincount`` (weights, minlength).
 
-One launch, or a counting launch and a finishing one. Programs walk the input in tiles (the next
-tile's loads issued before the current one is counted) and count into private copies of the
-bins in global memory (program ``p`` uses copy ``p % copies``: the atomics spread over many L2
-lines and slices instead of queueing on one copy's few lines). The finishing step adds the
-copies up (and zeroes them) and hands out the flag word: where the copies are small
-(``FINISH_MAX`` counters), the last program of the counting launch to arrive does it (every
-program's threads pass a barrier, then an acq_rel ticket); else a launch of its own, parallel
-over the bins. (An earlier attempt, a ticket per copy whose last user added it into the
-output, gave wrong counts on the H200 at 1000 bins.)
+A counting launch and a finishing one. Programs walk the input in tiles (the next tile's loads
+issued before the current one is counted) and count into private copies of the bins in global
+memory (program ``p`` uses copy ``p % copies``: the atomics spread over many L2 lines and
+slices instead of queueing on one copy's few lines). The finishing launch, parallel over the
+bins, adds the copies up (and zeroes them) and hands out the flag word. (Finishing inside the
+counting launch, with acq_rel tickets for the last user of each copy, gave wrong counts on the
+H200 at 1000 bins: removed.)
 
 * few bins (``nbins < HIST_MAX``, no weights): a register histogram per program
   (``tl.histogram``), added to its copy once at the end; indifferent to skew.
@@ -69,10 +67,6 @@ WINDOW = 1
 HIST_MAX = 256
 #: The finishing launch's tile (copies x bins).
 SUM_TILE = (4, 16) if INTERPRET else (8, 128)
-#: Counters (copies x bins) up to which the counting launch's last program adds the copies up
-#: itself (one launch a call instead of two), FINISH_TILE (copies x bins) a step.
-FINISH_MAX = 2048 if INTERPRET else 32768
-FINISH_TILE = (4, 64) if INTERPRET else (16, 1024)
 #: Most counters all copies may hold together (fewer copies for many bins).
 COPY_BUDGET = 1 << 22
 #: Count in shared memory (a private histogram per program, through inline PTX: NVIDIA GPUs only,
@@ -178,17 +172,14 @@ def _smem_read(b, ok, cdt: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["sx", "sw"])  # one value a thread per load: no layout change for the atomics
-def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, out_ptr, flag_ptr, n, sx, sw, nbins,
+def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
                      num_tiles, n_copies, BLOCK: tl.constexpr, W: tl.constexpr, MODE: tl.constexpr,
-                     CHECK: tl.constexpr, I64: tl.constexpr, SMEM: tl.constexpr = 0,
-                     FINISH: tl.constexpr = False, FC: tl.constexpr = 1, FB: tl.constexpr = 1):
+                     CHECK: tl.constexpr, I64: tl.constexpr, SMEM: tl.constexpr = 0):
     """MODE 0: register histogram of W bins (nbins < W); 1: atomics, skew handling W (0, 1 or
     a window of W >= 32 bins); 2: weighted atomics. CHECK: OR flag bits into the word at
     bits_ptr (1: a negative value, 2: one >= nbins), zero between launches as the copies.
     SMEM (modes 1 and 2): the atomics go to a shared histogram of SMEM bytes, added to the copy
-    at the end. FINISH: the last program to arrive (a ticket in bits_ptr[1]) adds the copies up
-    into out_ptr as _sum_copies_kernel does, FC copies x FB bins a step; else out_ptr and
-    flag_ptr are unused."""
+    at the end."""
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     cdt = copies_ptr.dtype.element_ty
@@ -273,21 +264,14 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, out_ptr, flag_ptr, n, s
         flags = tl.max(bad & 1, axis=0) | tl.max(bad & 2, axis=0)
         if flags != 0:
             tl.atomic_or(bits_ptr, flags, sem="relaxed")
-    if FINISH:
-        tl.debug_barrier()  # every thread's atomics are issued before the release below
-        if tl.atomic_add(bits_ptr + 1, 1, sem="acq_rel") == nprog - 1:  # the last program adds up
-            for b0 in range(0, nbins, FB):
-                _sum_bins(copies_ptr, out_ptr, b0, nbins, n_copies, FC, FB)
-            if CHECK:
-                tl.store(flag_ptr, tl.atomic_xchg(bits_ptr, 0))
-            tl.atomic_xchg(bits_ptr + 1, 0)  # every program has arrived: ready for the next launch
 
 
 @triton.jit
-def _sum_bins(copies_ptr, out_ptr, b0, nbins, n_copies, FC: tl.constexpr, FB: tl.constexpr):
-    """out[b] = the sum of the copies of bin b for the FB bins from b0, FC copies a step; the
-    copies are zeroed."""
-    b = b0 + tl.arange(0, FB)
+def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, bits_ptr, nbins, n_copies,
+                       CHECK: tl.constexpr, FC: tl.constexpr, FB: tl.constexpr):
+    """The finishing step as a launch of its own (many bins): out[b] = the sum of the copies
+    of bin b, FC copies x FB bins a step; the copies are zeroed, the flag handed out."""
+    b = tl.program_id(0) * FB + tl.arange(0, FB)
     c = tl.arange(0, FC)
     total = tl.zeros([FB], dtype=out_ptr.dtype.element_ty)  # int64 counts, float sums
     for c0 in range(0, n_copies, FC):
@@ -296,14 +280,6 @@ def _sum_bins(copies_ptr, out_ptr, b0, nbins, n_copies, FC: tl.constexpr, FB: tl
         total += tl.sum(tl.load(p, mask=m, other=0).to(total.dtype), axis=0)
         tl.store(p, tl.zeros([FC, FB], dtype=copies_ptr.dtype.element_ty), mask=m)
     tl.store(out_ptr + b, total, mask=b < nbins)
-
-
-@triton.jit
-def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, bits_ptr, nbins, n_copies,
-                       CHECK: tl.constexpr, FC: tl.constexpr, FB: tl.constexpr):
-    """The finishing step as a launch of its own (many bins and copies): FB bins a program; the
-    flag handed out."""
-    _sum_bins(copies_ptr, out_ptr, tl.program_id(0) * FB, nbins, n_copies, FC, FB)
     if CHECK:
         if tl.program_id(0) == 0:
             tl.store(flag_ptr, tl.atomic_xchg(bits_ptr, 0))
@@ -345,18 +321,14 @@ def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool)
     width = max(32, next_pow2(nbins + 1)) if mode == 0 else (WINDOW if mode == 1 and not smem else 0)
     n_copies = max(1, min(progs, SMEM_COPIES if smem else COPIES, COPY_BUDGET // nbins))
     copies = workspace(dev, f"bincount.copies.{copy_dtype}", n_copies * nbins, copy_dtype, zeroed=True)
-    bits = workspace(dev, "bincount.bits", 2, torch.int32, zeroed=True)  # flag bits, ticket
+    bits = workspace(dev, "bincount.bits", 1, torch.int32, zeroed=True)
     sw = w.stride(0) if w is not None else 0
     wide = (n + (progs + 1) * block) * max(x.stride(0), sw, 1) >= I64_FROM
-    finish = n_copies * nbins <= FINISH_MAX
-    fc = min(next_pow2(n_copies), FINISH_TILE[0] if finish else SUM_TILE[0])
-    fb = min(next_pow2(nbins), (FINISH_TILE[1] if finish else SUM_TILE[1]))
-    _COUNT[(progs,)](x, x if w is None else w, copies, bits, out, flag if check else out, n, x.stride(0), sw,
-                     nbins, tiles, n_copies, BLOCK=block, W=width, MODE=mode, CHECK=check, I64=wide, SMEM=smem,
-                     FINISH=finish, FC=fc, FB=fb, num_warps=warps)
-    if not finish:
-        _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, bits, nbins, n_copies, CHECK=check,
-                                 FC=fc, FB=fb, num_warps=4)
+    _COUNT[(progs,)](x, x if w is None else w, copies, bits, n, x.stride(0), sw, nbins, tiles, n_copies,
+                     BLOCK=block, W=width, MODE=mode, CHECK=check, I64=wide, SMEM=smem, num_warps=warps)
+    fc, fb = min(next_pow2(n_copies), SUM_TILE[0]), min(next_pow2(nbins), SUM_TILE[1])
+    _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, bits, nbins, n_copies, CHECK=check,
+                             FC=fc, FB=fb, num_warps=4)
     return out, flag
 
 
