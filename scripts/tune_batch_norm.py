@@ -43,9 +43,12 @@ CONFIGS = {
     "nhwc_bf16": [{}, _FUSED, {"RED_WAVES": 2}, {"RED_TILES": 32, "RED_WAVES": 2}, {"RED_WARPS": 4},
                   {"SPLIT_COMBINE": False, "MAX_BC_TWO": 64}],
     "nchw_fp16": [{}, {"FUSED_NCHW": True}],
-    "2d_fp32": [{}, {"WARPS_2D": 2}, {"WARPS_2D": 2, "TILE_BYTES_2D": 16384}, {"TILE_BYTES_2D": 16384},
-                {"TILE_BYTES_2D": 65536}, {"MAX_BC_2D": 64, "TILE_BYTES_2D": 65536}, {"MAX_BC_2D": 16},
-                {"WARPS_2D": 8}],
+    # (the fused one-tile sweep of 4ed5985: 256x32 tiles of 4 warps best; now two launches)
+    "2d_fp32": [{}, {"FUSED_2D": False}, {"FUSED_2D": False, "RED_TILES": 32},
+                {"FUSED_2D": False, "MAX_BC_TWO": 1024, "RED_TILE_BYTES": 16384, "RED_WARPS": 4},
+                {"FUSED_2D": False, "MAX_BC_TWO": 1024, "RED_TILE_BYTES": 32768, "RED_WARPS": 8},
+                {"FUSED_2D": False, "MAX_BC_TWO": 1024, "RED_TILE_BYTES": 16384, "RED_WARPS": 4,
+                 "LOOP_TILE_BYTES": 16384}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).
