@@ -16,6 +16,27 @@ import pytest  # noqa: E402
 
 from fastpath._core import alloc  # noqa: E402
 
+#: Most pytest-xdist workers ``-n auto`` starts (each imports torch, transformers and diffusers).
+MAX_WORKERS = 4
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): one worker per core, at most MAX_WORKERS."""
+    return max(1, min(_cores(), MAX_WORKERS))
+
+
+# Each xdist worker's torch gets its share of the cores: OpenMP threads of two workers spinning
+# on the same cores slow both.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    torch.set_num_threads(max(1, _cores() // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
 #: Sizes that are not powers of two, for every reduced or tiled dimension.
 AWKWARD = [1, 7, 13, 67, 1000]
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
