@@ -142,3 +142,53 @@ def test_norms_fused_with_their_silu_and_restored():
     restore_vae(vae)
     assert type(block.nonlinearity) is stock_act and "_fastpath_silu" not in block.norm1.__dict__
     assert type(block.norm1) is wan_mod.WanRMS_norm
+
+
+def test_roll_cache_matches_the_stock_update_in_place():
+    """_roll_cache keeps the stock cache semantics (the last two frames of [cache, x]) and, once
+    the cache holds two frames of x's shape, writes them into its storage (no second cache)."""
+    from fastpath.integrations.diffusers import _roll_cache
+
+    def stock(cache, x):
+        new = x[:, :, -2:].clone()
+        if new.shape[2] < 2 and cache is not None:
+            new = torch.cat([cache[:, :, -1:], new], dim=2)
+        return new
+
+    seen = []
+
+    def conv(x, c):  # records what the convolution saw of the cache when it ran
+        seen.append(None if c is None else c.clone())
+        return x * 2
+
+    cache, idx, ref = [None], [0], None
+    frames = [1, 1, 4, 1, 1, 3, 1]  # a first chunk of one frame, then chunks of 4, 3 and single frames
+    for step, t in enumerate(frames):
+        x = torch.randn(1, 3, t, 2, 5, device=DEVICE)
+        before = cache[0]
+        idx[0] = 0
+        out = _roll_cache(conv, x, cache, idx)
+        assert idx[0] == 1 and torch.equal(out, x * 2)
+        assert (seen[-1] is None) == (ref is None) and (ref is None or torch.equal(seen[-1], ref))
+        ref = stock(ref, x)
+        assert torch.equal(cache[0], ref)
+        if before is not None and before.shape[2] == 2:
+            assert cache[0] is before  # rolled in place
+    x = torch.randn(1, 3, 1, 2, 5, device=DEVICE, requires_grad=True)
+    kept = cache[0]
+    _roll_cache(conv, x, cache, [0])  # autograd records: a fresh cache, the old one untouched
+    assert cache[0] is not kept and torch.equal(cache[0][:, :, -1:], x.detach())
+
+
+def test_residual_blocks_swapped_only_when_known(monkeypatch):
+    """The residual blocks run _resblock_forward where their stock source is the known one; a
+    diffusers version with another forward keeps it."""
+    from fastpath.integrations import diffusers as fd
+    vae = optimize_vae(_vae("wan2.1"), conv="torch")
+    block = vae.decoder.up_blocks[0].resnets[0]
+    assert type(block).forward is fd._resblock_forward and type(block).__base__ is wan_mod.WanResidualBlock
+    restore_vae(vae)
+    assert type(block) is wan_mod.WanResidualBlock
+    monkeypatch.setattr(fd, "_RESBLOCK_SOURCE", fd._RESBLOCK_SOURCE + ("x = self.conv3(x)",))
+    optimize_vae(vae, conv="torch")
+    assert type(block) is wan_mod.WanResidualBlock

@@ -123,13 +123,14 @@ _SILU_AFTER = {"WanResidualBlock": ("norm1", "norm2"), "QwenImageResidualBlock":
 def _fold_silu(m, norm_cls) -> None:
     """Fuse ``m.nonlinearity`` into the norms before it (checked against the forward's source:
     a diffusers version with another structure keeps the stock activation)."""
-    norms = _SILU_AFTER.get(type(m).__name__)
+    cls = _BASE.get(type(m), type(m))  # the stock class of a module optimize_vae swapped
+    norms = _SILU_AFTER.get(cls.__name__)
     if not norms or type(getattr(m, "nonlinearity", None)) is not torch.nn.SiLU:
         return
     if not all(isinstance(getattr(m, n, None), norm_cls) for n in norms):
         return
     try:
-        src = inspect.getsource(type(m).forward)
+        src = inspect.getsource(cls.forward)
     except (OSError, TypeError):
         return
     if src.count("self.nonlinearity(") != len(norms) or not all(
@@ -153,7 +154,8 @@ def _lean_class(cls, forward):
 
 
 def _classes(vae):
-    """(conv class, upsample class, norm class, is_wan) of a supported VAE; TypeError otherwise."""
+    """(conv class, upsample class, norm class, residual block class, is_wan) of a supported VAE;
+    TypeError otherwise."""
     try:
         from diffusers.models.autoencoders import autoencoder_kl_qwenimage as qw
         from diffusers.models.autoencoders import autoencoder_kl_wan as wan
@@ -161,9 +163,10 @@ def _classes(vae):
         raise TypeError(f"vae: optimize_vae needs diffusers' AutoencoderKLWan or AutoencoderKLQwenImage; "
                         f"diffusers is not importable ({exc})") from exc
     if isinstance(vae, wan.AutoencoderKLWan):
-        return wan.WanCausalConv3d, wan.WanUpsample, wan.WanRMS_norm, True
+        return wan.WanCausalConv3d, wan.WanUpsample, wan.WanRMS_norm, wan.WanResidualBlock, True
     if isinstance(vae, qw.AutoencoderKLQwenImage):
-        return qw.QwenImageCausalConv3d, qw.QwenImageUpsample, qw.QwenImageRMS_norm, False
+        return (qw.QwenImageCausalConv3d, qw.QwenImageUpsample, qw.QwenImageRMS_norm, qw.QwenImageResidualBlock,
+                False)
     raise TypeError(f"vae: expected diffusers' AutoencoderKLWan or AutoencoderKLQwenImage, "
                     f"got {type(vae).__name__}")
 
@@ -205,17 +208,62 @@ def _tail_start(decoder) -> Optional[int]:
     return last + 1
 
 
-def _cached_conv(conv, x, cache, idx):
-    """The stock decoders' head/tail convolution step: the input's last two frames (with the
-    previous cache's last frame in front when fewer) become the new cache."""
+def _roll_cache(conv, x, cache, idx):
+    """``conv(x, cache[i])``, then ``cache[i]`` becomes the last two frames of ``[cache[i], x]``,
+    as the stock decoders do (their conv_in, conv_out and residual blocks). Where the old cache
+    already holds two frames of x's shape (every step after the first chunk) and autograd does not
+    record, the new frames are written into its storage after the convolution: the stock
+    order builds the new cache first, so two caches of the layer coexist at its convolution."""
     i = idx[0]
-    cache_x = x[:, :, -2:].clone()
-    if cache_x.shape[2] < 2 and cache[i] is not None:
-        cache_x = torch.cat([cache[i][:, :, -1:].to(cache_x.device), cache_x], dim=2)
-    out = conv(x, cache[i])
-    cache[i] = cache_x
     idx[0] += 1
+    old = cache[i]
+    out = conv(x, old)
+    t = x.shape[2]
+    if (isinstance(old, torch.Tensor) and old.shape[2] == 2 and old.shape[:2] == x.shape[:2]
+            and old.shape[3:] == x.shape[3:] and old.dtype == x.dtype and old.device == x.device
+            and not (torch.is_grad_enabled() and (x.requires_grad or old.requires_grad))):
+        if t == 1:
+            old[:, :, 0].copy_(old[:, :, 1])
+            old[:, :, 1].copy_(x[:, :, 0])
+        else:
+            old.copy_(x[:, :, -2:])
+        return out
+    new = x[:, :, -2:].clone()
+    if new.shape[2] < 2 and old is not None:
+        new = torch.cat([old[:, :, -1:].to(new.device), new], dim=2)
+    cache[i] = new
     return out
+
+
+def _resblock_forward(self, x, feat_cache=None, feat_idx=[0]):  # noqa: B006 - the stock signature
+    """The stock residual block (norm, SiLU, causal convolution, twice, plus the shortcut) with
+    its two caches rolled in place (:func:`_roll_cache`)."""
+    h = self.conv_shortcut(x)
+    x = self.nonlinearity(self.norm1(x))
+    x = self.conv1(x) if feat_cache is None else _roll_cache(self.conv1, x, feat_cache, feat_idx)
+    x = self.dropout(self.nonlinearity(self.norm2(x)))
+    x = self.conv2(x) if feat_cache is None else _roll_cache(self.conv2, x, feat_cache, feat_idx)
+    return x + h
+
+
+#: Statements the stock residual block's forward must contain for _resblock_forward to stand in
+#: for it (checked on its source, as _fold_silu does: another structure keeps the stock forward).
+_RESBLOCK_SOURCE = ("h = self.conv_shortcut(x)", "x = self.norm1(x)", "x = self.norm2(x)", "x = self.dropout(x)",
+                    "x = self.conv1(x, feat_cache[idx])", "x = self.conv2(x, feat_cache[idx])",
+                    "x = self.conv1(x)", "x = self.conv2(x)", "return x + h",
+                    "cache_x = torch.cat([feat_cache[idx][:, :, -1, :, :].unsqueeze(2).to(cache_x.device), cache_x], dim=2)")
+
+
+def _known_resblock(cls) -> bool:
+    """Whether ``cls.forward`` is the residual block :func:`_resblock_forward` reproduces (its two
+    cache updates keep two frames: ``CACHE_T`` 2)."""
+    try:
+        src = " ".join(inspect.getsource(cls.forward).split())
+    except (OSError, TypeError):
+        return False
+    mod = inspect.getmodule(cls)
+    return (getattr(mod, "CACHE_T", None) == 2 and src.count("feat_cache[idx] = cache_x") == 2
+            and src.count("self.nonlinearity(x)") == 2 and all(s in src for s in _RESBLOCK_SOURCE))
 
 
 def _decode_chunk(decoder, x, cache, idx, extra, tail):
@@ -224,7 +272,7 @@ def _decode_chunk(decoder, x, cache, idx, extra, tail):
     exactly as between chunks), so the largest activations and their temporaries exist for
     one frame instead of the chunk's four. Returns (output frames, generator of pieces); the
     generator must be exhausted before the next chunk starts (it updates the caches)."""
-    x = _cached_conv(decoder.conv_in, x, cache, idx)
+    x = _roll_cache(decoder.conv_in, x, cache, idx)
     x = decoder.mid_block(x, feat_cache=cache, feat_idx=idx)
     for ub in decoder.up_blocks[:tail]:
         x = ub(x, feat_cache=cache, feat_idx=idx, **extra)
@@ -236,7 +284,7 @@ def _decode_chunk(decoder, x, cache, idx, extra, tail):
             for ub in decoder.up_blocks[tail:]:
                 y = ub(y, feat_cache=cache, feat_idx=idx, **extra)
             y = decoder.nonlinearity(decoder.norm_out(y))
-            yield _cached_conv(decoder.conv_out, y, cache, idx)
+            yield _roll_cache(decoder.conv_out, y, cache, idx)
     return x.shape[2], frames(x)
 
 
@@ -340,7 +388,7 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
     ------
     TypeError for another model; ValueError for an unknown ``conv``.
     """
-    conv_cls, up_cls, norm_cls, is_wan = _classes(vae)
+    conv_cls, up_cls, norm_cls, res_cls, is_wan = _classes(vae)
     if conv not in CONV_CHOICES:
         raise ValueError(f"conv: expected one of {', '.join(CONV_CHOICES)}, got {conv!r}")
     restore_vae(vae)  # a second call starts from the stock modules
@@ -354,6 +402,8 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
             m.__class__ = _lean_class(base, _upsample_forward)
         elif norm and issubclass(base, norm_cls):
             m.__class__ = _lean_class(base, _norm_forward)
+        elif issubclass(base, res_cls) and _known_resblock(base):
+            m.__class__ = _lean_class(base, _resblock_forward)
     if norm:
         for m in vae.modules():
             _fold_silu(m, norm_cls)
