@@ -27,9 +27,19 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without it
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (pyproject's addopts): one worker per core, at most MAX_WORKERS."""
+    """``-n auto``: one worker per core, at most MAX_WORKERS."""
     return max(1, min(_cores(), MAX_WORKERS))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """With pytest-xdist installed (the ``test`` extra) and no ``-n`` given, run as ``-n auto``;
+    ``-n 0`` runs in one process, and without xdist the suite runs in one process as it is."""
+    if (getattr(config.option, "numprocesses", 0) is None and config.pluginmanager.hasplugin("xdist")
+            and not os.environ.get("PYTEST_XDIST_WORKER")):
+        config.option.numprocesses = "auto"
 
 
 # Each xdist worker's torch gets its share of the cores: OpenMP threads of two workers spinning
