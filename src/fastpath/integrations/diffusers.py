@@ -18,6 +18,11 @@ diffusers is rebound; :func:`restore_vae` undoes it):
   stock forward makes a float32 copy and four more passes), with the SiLU that follows it
   fused where the module's forward is the known ``norm -> nonlinearity`` sequence (checked on
   its source; the module's ``nonlinearity`` then becomes ``nn.Identity``).
+* The residual blocks (``WanResidualBlock`` / ``QwenImageResidualBlock``, where their forward's
+  source is the known one) and the streamed decode's ``conv_in`` / ``conv_out`` write each
+  convolution's new feature cache (the last two frames of its input) into the old cache's
+  storage after the convolution, where the stock forward builds it beside the old one before:
+  one layer's cache less at the peak.
 * ``WanUpsample`` / ``QwenImageUpsample`` in a nearest mode upsample in the input's dtype
   instead of a float32 round trip (nearest copies values: bit-identical, a 2x and a 4x
   float32 temporary fewer at the largest resolution).
@@ -42,9 +47,9 @@ memory, a little more time). ``"triton"`` forces the kernel wherever Triton runs
 Triton's CPU interpreter). ``cudnn_benchmark=True`` lets cuDNN time its algorithms during
 each decode (the flag is restored after; the first decode of a shape pays the search).
 
-Measured on the H200 (docs/perf.md, "VAE decode"): peak memory 0.57-0.69x of the stock
-decoder for Wan2.1/2.2 videos, 0.32x for a Qwen-Image image; time 1.01-1.27x (Wan, by
-options) and 2.1-2.8x (Qwen-Image).
+Measured on the H200 (docs/perf.md, "VAE decode"): peak memory 0.53-0.67x of the stock
+decoder for Wan2.1/2.2 videos (Wan2.2 0.59x with the defaults), 0.32x for a Qwen-Image image;
+time 1.04-1.27x (Wan, by options) and 2.1-2.8x (Qwen-Image).
 
 Results equal the stock decoder up to summation order and rounding (float32: ~1e-6
 relative with exact convolutions; bfloat16: the fused norms round once, so the output is
