@@ -4,6 +4,7 @@ the same weights. Random weights with the real config, the first latent shape of
 ``fastpath.bench.conv.VAES``.
 
     PYTHONPATH=src python3 scripts/vae_profile.py [wan2.2|wan2.1|qwen-image] [--dtype bfloat16] [--top 25]
+        [--channels-last] [--no-stock]
 """
 import argparse
 import copy
@@ -19,6 +20,8 @@ def main():
     p.add_argument("vae", nargs="?", default="wan2.2")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--channels-last", action="store_true", help="optimize_vae(..., channels_last=True)")
+    p.add_argument("--no-stock", action="store_true", help="profile only optimize_vae")
     a = p.parse_args()
     import diffusers
 
@@ -26,9 +29,10 @@ def main():
     cls, cfg, latents = VAES[a.vae]
     dt = getattr(torch, a.dtype)
     stock = getattr(diffusers, cls)(**cfg).to("cuda", dt).eval()
-    ours = optimize_vae(copy.deepcopy(stock))
+    ours = optimize_vae(copy.deepcopy(stock), channels_last=True if a.channels_last else None)
     z = torch.randn(1, *latents[0], device="cuda", dtype=dt)
-    for name, vae in (("stock", stock), ("optimize_vae", ours)):
+    runs = [("optimize_vae" + (" channels_last" if a.channels_last else ""), ours)]
+    for name, vae in ([] if a.no_stock else [("stock", stock)]) + runs:
         with torch.no_grad():
             vae.decode(z)  # warm-up
             times = kernel_times(lambda: vae.decode(z), reps=1)
