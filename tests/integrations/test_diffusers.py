@@ -192,3 +192,27 @@ def test_residual_blocks_swapped_only_when_known(monkeypatch):
     monkeypatch.setattr(fd, "_RESBLOCK_SOURCE", fd._RESBLOCK_SOURCE + ("x = self.conv3(x)",))
     optimize_vae(vae, conv="torch")
     assert type(block) is wan_mod.WanResidualBlock
+
+
+@pytest.mark.parametrize("name", ["wan2.1", "wan2.2"])
+def test_channels_last_decode_keeps_channels_last(name):
+    """channels_last=True: every residual convolution runs on channels-last-3d input (the stock
+    attention and resampling blocks return NCDHW; the next residual block converts back), and the
+    decode equals the stock one."""
+    from fastpath.ops.conv3d import _is_channels_last
+    vae = _vae(name)
+    opt = optimize_vae(copy.deepcopy(vae), conv="torch", channels_last=True)
+    layouts = []
+    for n, m in opt.decoder.named_modules():
+        if n.endswith(("conv1", "conv2")):
+            m.register_forward_pre_hook(lambda m, a: layouts.append(_is_channels_last(a[0])))
+    z = torch.randn(1, 4, 3, 2, 3, device=DEVICE)
+    with torch.no_grad():
+        ref = vae.decode(z).sample
+        out = opt.decode(z).sample
+    assert layouts and all(layouts)
+    assert out.is_contiguous()
+    assert_close(out, ref, torch.float32, tol=2e-6 if DEVICE.type == "cpu" else 1e-5)
+    with torch.no_grad():
+        opt.decode(z[:, :, :1])  # an image after a channels-last video: the flag was reset
+    assert not opt._fastpath["cl_now"]

@@ -67,7 +67,7 @@ import torch
 import torch.nn.functional as F
 
 from ..ops.channel_norm import channel_rms_norm
-from ..ops.conv3d import conv3d_forward, tap_sum_conv3d
+from ..ops.conv3d import _is_channels_last, conv3d_forward, tap_sum_conv3d
 
 _LEAN: dict = {}  # diffusers class -> its fastpath subclass
 _BASE: dict = {}  # fastpath subclass -> the diffusers class
@@ -242,7 +242,10 @@ def _roll_cache(conv, x, cache, idx):
 
 def _resblock_forward(self, x, feat_cache=None, feat_idx=[0]):  # noqa: B006 - the stock signature
     """The stock residual block (norm, SiLU, causal convolution, twice, plus the shortcut) with
-    its two caches rolled in place (:func:`_roll_cache`)."""
+    its two caches rolled in place (:func:`_roll_cache`); in a channels-last decode its input is
+    made channels-last first (the stock attention and resampling blocks return NCDHW)."""
+    if self._fastpath_opts.get("cl_now") and not _is_channels_last(x):
+        x = x.contiguous(memory_format=torch.channels_last_3d)  # a block before (attention) returned NCDHW
     h = self.conv_shortcut(x)
     x = self.nonlinearity(self.norm1(x))
     x = self.conv1(x) if feat_cache is None else _roll_cache(self.conv1, x, feat_cache, feat_idx)
@@ -334,10 +337,12 @@ def _decode(self, z: torch.Tensor, return_dict: bool = True):
     bench_flag = torch.backends.cudnn.benchmark
     if opts["cudnn_benchmark"]:
         torch.backends.cudnn.benchmark = True
+    opts["cl_now"] = bool(channels_last)
     try:
         out = _decode_frames(self, x, num_frame, opts, patch)
     finally:
         torch.backends.cudnn.benchmark = bench_flag
+        opts["cl_now"] = False
     self.clear_cache()
     if not return_dict:
         return (out,)
@@ -397,6 +402,8 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
     if conv not in CONV_CHOICES:
         raise ValueError(f"conv: expected one of {', '.join(CONV_CHOICES)}, got {conv!r}")
     restore_vae(vae)  # a second call starts from the stock modules
+    opts = {"conv": conv, "channels_last": channels_last, "wan": is_wan, "stream": stream,
+            "cudnn_benchmark": cudnn_benchmark, "cl_now": False}
     for m in vae.modules():
         base = type(m)
         if issubclass(base, conv_cls) and tuple(m.stride) == (1, 1, 1) and tuple(m.dilation) == (1, 1, 1) \
@@ -409,11 +416,11 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
             m.__class__ = _lean_class(base, _norm_forward)
         elif issubclass(base, res_cls) and _known_resblock(base):
             m.__class__ = _lean_class(base, _resblock_forward)
+            m._fastpath_opts = opts
     if norm:
         for m in vae.modules():
             _fold_silu(m, norm_cls)
-    vae._fastpath = {"conv": conv, "channels_last": channels_last, "wan": is_wan, "stream": stream,
-                    "cudnn_benchmark": cudnn_benchmark}
+    vae._fastpath = opts
     if preallocate:
         vae._decode = types.MethodType(_decode, vae)
     elif "_decode" in vae.__dict__:
@@ -429,6 +436,7 @@ def restore_vae(vae):
             m.__class__ = base
             m.__dict__.pop("_fastpath_conv", None)
             m.__dict__.pop("_fastpath_silu", None)
+            m.__dict__.pop("_fastpath_opts", None)
         if "_fastpath_nonlinearity" in m.__dict__:
             m.nonlinearity = m.__dict__.pop("_fastpath_nonlinearity")
     vae.__dict__.pop("_decode", None)
