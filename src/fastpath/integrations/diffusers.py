@@ -49,9 +49,9 @@ memory, a little more time). ``"triton"`` forces the kernel wherever Triton runs
 Triton's CPU interpreter). ``cudnn_benchmark=True`` lets cuDNN time its algorithms during
 each decode (the flag is restored after; the first decode of a shape pays the search).
 
-Measured on the H200 (docs/perf.md, "VAE decode"): peak memory 0.53-0.67x of the stock
-decoder for Wan2.1/2.2 videos (Wan2.2 0.59x with the defaults), 0.32x for a Qwen-Image image;
-time 1.04-1.27x (Wan, by options) and 2.1-2.8x (Qwen-Image).
+Measured on the H200 with the defaults (docs/perf.md, "VAE decode"): Wan2.2 1.37-1.39x faster
+than the stock decoder with 0.53x of its peak memory (float32 1.15x, 0.53x), Wan2.1 1.57x and
+0.67x, a Qwen-Image image 2.47x and 0.32x.
 
 Results equal the stock decoder up to summation order and rounding (float32: ~1e-6
 relative with exact convolutions; bfloat16: the fused norms round once, so the output is
