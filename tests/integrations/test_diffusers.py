@@ -163,7 +163,7 @@ def test_roll_cache_matches_the_stock_update_in_place():
 
     cache, idx, ref = [None], [0], None
     frames = [1, 1, 4, 1, 1, 3, 1]  # a first chunk of one frame, then chunks of 4, 3 and single frames
-    for step, t in enumerate(frames):
+    for t in frames:
         x = torch.randn(1, 3, t, 2, 5, device=DEVICE)
         before = cache[0]
         idx[0] = 0

@@ -261,7 +261,8 @@ def _resblock_forward(self, x, feat_cache=None, feat_idx=[0]):  # noqa: B006 - t
 _RESBLOCK_SOURCE = ("h = self.conv_shortcut(x)", "x = self.norm1(x)", "x = self.norm2(x)", "x = self.dropout(x)",
                     "x = self.conv1(x, feat_cache[idx])", "x = self.conv2(x, feat_cache[idx])",
                     "x = self.conv1(x)", "x = self.conv2(x)", "return x + h",
-                    "cache_x = torch.cat([feat_cache[idx][:, :, -1, :, :].unsqueeze(2).to(cache_x.device), cache_x], dim=2)")
+                    "cache_x = torch.cat([feat_cache[idx][:, :, -1, :, :].unsqueeze(2).to(cache_x.device), "
+                    "cache_x], dim=2)")
 
 
 def _known_resblock(cls) -> bool:
