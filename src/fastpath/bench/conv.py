@@ -218,7 +218,7 @@ def vae_report(names, dtype: str, conv: str = "auto", json_path=None, channels_l
     import diffusers
     import torch
 
-    from ..integrations.diffusers import optimize_vae, restore_vae
+    from ..integrations.diffusers import channels_last_for, optimize_vae, restore_vae
     from . import harness
     env = harness.environment(f"python -m fastpath.bench.conv vae --dtype {dtype}")
     path = harness.results_path(env, json_path)
@@ -256,7 +256,8 @@ def vae_report(names, dtype: str, conv: str = "auto", json_path=None, channels_l
                 ok, acc = err <= 1e-3, ""
             failed += not ok
             row = {"suite": "vae", "case": f"vae decode {name}", "shape": list(shape), "dtype": dtype,
-                   "mode": "eager", "conv": conv, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark,
+                   "mode": "eager", "conv": conv, "channels_last": channels_last_for(vae, z),  # the layout that ran
+                   "cudnn_benchmark": cudnn_benchmark,
                    "stock_s": t_stock, "ours_s": t_ours, "speedup": t_stock / t_ours,
                    "stock_peak_gib": m_stock, "ours_peak_gib": m_ours, "memory_ratio": m_ours / m_stock,
                    "rel_err": err, "psnr_db": psnr, "ok": ok, **row}

@@ -317,6 +317,13 @@ def _chunks(self, x, num_frame, opts):
         del piece
 
 
+def channels_last_for(vae, z: torch.Tensor) -> bool:
+    """Whether ``vae`` (after :func:`optimize_vae`) decodes ``z`` in channels-last-3d: its
+    ``channels_last`` option, or by default on CUDA."""
+    option = vae._fastpath["channels_last"]
+    return z.is_cuda if option is None else bool(option)
+
+
 def _decode(self, z: torch.Tensor, return_dict: bool = True):
     """The stock ``_decode`` loop, writing every chunk into one preallocated output (an image
     keeps no caches; video chunks stream their frame-causal tail, see :func:`_decode_chunk`)."""
@@ -328,9 +335,7 @@ def _decode(self, z: torch.Tensor, return_dict: bool = True):
                             or height > self.tile_sample_min_height // ratio):
         return type(self)._decode(self, z, return_dict=return_dict)
     opts = self._fastpath
-    channels_last = opts["channels_last"]
-    if channels_last is None:
-        channels_last = z.is_cuda
+    channels_last = channels_last_for(self, z)
     patch = getattr(self.config, "patch_size", None)
     patch = patch if patch and patch > 1 else None
     self.clear_cache()
