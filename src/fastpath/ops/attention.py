@@ -184,7 +184,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
 
 @triton.jit
 def _decode_combine_kernel(ws_ptr, out_ptr, g_ptr, Hkv, G, Lq, n_rb, n_split, DV, sob, soh, sol, sod,
-                           sgb, sgh, sgl, sgd, GATED: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_DV: tl.constexpr, BLOCK_C: tl.constexpr,
+                           sgb, sgh, sgl, sgd, GATED: tl.constexpr, BLOCK_R: tl.constexpr,
+                           BLOCK_DV: tl.constexpr, BLOCK_C: tl.constexpr,
                            S_PAD: tl.constexpr, UNROLL: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Program (p, c): output columns [c * BLOCK_C, (c + 1) * BLOCK_C) of the decode kernel's
@@ -319,7 +320,8 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         q, kd, vd, m, kv_len if kv_len is not None else dummy, out, ws, g,
         Hkv, G, Lq, Lk, D, DV, n_rb, split, float(scale) * LOG2E, int(window or 0),
         *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(), *gstrides,
-        GATED=gate is not None and split == 1, CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask, HAS_KVLEN=kv_len is not None,
+        GATED=gate is not None and split == 1, CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask,
+        HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
         BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, TMA=tma,
