@@ -3,7 +3,7 @@ that read and reset the allocator's peak counter (host-side counters: no sync), 
 interval's peak is charged to the module running it (``name`` inside its own forward,
 ``name+`` for its own code between two children). Prints the top intervals.
 
-    PYTHONPATH=src python3 scripts/vae_memory.py [wan2.1|wan2.2|qwen-image] [--stock] [--frames 21]
+    PYTHONPATH=src python3 scripts/vae_memory.py [wan2.1|wan2.2|qwen-image] [--stock] [--frames 21] [--conv taps]
 """
 import argparse
 import sys
@@ -20,6 +20,7 @@ def main():
     p.add_argument("--stock", action="store_true")
     p.add_argument("--frames", type=int, default=0)
     p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--conv", default="auto", help="optimize_vae(..., conv=...)")
     a = p.parse_args()
     import diffusers
 
@@ -28,7 +29,7 @@ def main():
     dt = getattr(torch, a.dtype)
     vae = getattr(diffusers, cls)(**cfg).to("cuda", dt).eval()
     if not a.stock:
-        optimize_vae(vae)
+        optimize_vae(vae, conv=a.conv)
     shape = list(latents[0])
     if a.frames:
         shape[1] = a.frames
@@ -65,7 +66,7 @@ def main():
     charge("<top>")
     del out
     gib = 2.0**30
-    print(f"{a.vae} {'stock' if a.stock else 'optimize_vae'} latent {shape} {a.dtype}: weights+input {base / gib:.2f} GiB")
+    print(f"{a.vae} {'stock' if a.stock else 'optimize_vae conv=' + a.conv} latent {shape} {a.dtype}: weights+input {base / gib:.2f} GiB")
     for label, (pk, now) in sorted(peaks.items(), key=lambda kv: -kv[1][0])[:18]:
         print(f"  peak {(pk - base) / gib:6.2f} GiB above base (live after {(now - base) / gib:6.2f})  {label}")
 

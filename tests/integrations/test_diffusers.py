@@ -116,12 +116,19 @@ def test_tail_streams_one_frame_at_a_time(name):
     from fastpath.integrations.diffusers import _tail_start
     vae = optimize_vae(_vae(name), conv="torch")
     assert _tail_start(vae.decoder) == len(vae.decoder.up_blocks) - 2  # after the last temporal upsample
-    calls = []
+    calls, resampled = [], []
     vae.decoder.conv_out.register_forward_hook(lambda m, a, o: calls.append(o.shape[2]))
+    block = vae.decoder.up_blocks[-3]
+    up2d = (block.upsamplers[0] if name == "wan2.1" else block.upsampler).resample[1]  # (B * frames, C, H, W) in
+    up2d.register_forward_pre_hook(lambda m, a: resampled.append(a[0].shape[0]))
     z = torch.randn(1, 4, 3, 2, 3, device=DEVICE)
     with torch.no_grad():
         out = vae.decode(z).sample
     assert calls == [1] * len(calls) and len(calls) == out.shape[2] == 9
+    if name == "wan2.1":  # the last temporal upsampler's 2-D convolution also runs per frame
+        assert resampled == [1] * 9  # one call per output frame
+    else:  # Wan2.2's residual up block adds its shortcut after the upsampler: whole chunks
+        assert sorted(set(resampled)) == [1, 4]
     calls.clear()
     seen = []
     conv = vae.decoder.up_blocks[-1].resnets[0].conv1

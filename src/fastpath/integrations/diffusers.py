@@ -277,21 +277,70 @@ def _known_resblock(cls) -> bool:
             and src.count("self.nonlinearity(x)") == 2 and all(s in src for s in _RESBLOCK_SOURCE))
 
 
+#: What :func:`_split_upsampler` checks in the stock sources: the up block's forward ends in its
+#: upsampler, whose last step for ``upsample3d`` is the per-frame 2-D ``resample``.
+_UPBLOCK_END = "if feat_cache is not None: x = self.upsamplers[0](x, feat_cache"
+_UPBLOCK_LAST = "else: x = self.upsamplers[0](x) return x"
+_RESAMPLE_SOURCE = ("x = x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)", "x = self.resample(x)",
+                    "x = x.view(b, t, x.size(1), x.size(2), x.size(3)).permute(0, 2, 1, 3, 4)")
+
+
+def _split_upsampler(block):
+    """The temporal upsampler that ends ``block`` when its 2-D part (nearest upsampling and a
+    convolution, per frame) can run inside the frame-by-frame tail: a Wan2.1 / Qwen-Image up
+    block whose forward ends in an ``upsample3d`` resampler of the known source. None otherwise
+    (Wan2.2's residual up block adds a shortcut after its upsampler)."""
+    ups = getattr(block, "upsamplers", None)
+    up = ups[0] if ups else None
+    if (type(block).__name__ not in ("WanUpBlock", "QwenImageUpBlock") or up is None
+            or getattr(up, "mode", None) != "upsample3d" or not isinstance(getattr(up, "resample", None), torch.nn.Module)):
+        return None
+    try:
+        srcs = [" ".join(inspect.getsource(type(m).forward).split()) for m in (block, up)]
+    except (OSError, TypeError):
+        return None
+    block_src, up_src = srcs
+    if not (_UPBLOCK_END in block_src and block_src.endswith(_UPBLOCK_LAST)
+            and all(s in up_src for s in _RESAMPLE_SOURCE) and up_src.endswith("return x")):
+        return None
+    return up
+
+
+def _resample_frame(up, y):
+    """``up``'s 2-D resampling of one frame ``y`` (B, C, 1, H, W), as its forward does per frame."""
+    b, c, _, h, w = y.shape
+    y = up.resample(y.permute(0, 2, 1, 3, 4).reshape(b, c, h, w))
+    return y.view(b, 1, *y.shape[1:]).permute(0, 2, 1, 3, 4)
+
+
 def _decode_chunk(decoder, x, cache, idx, extra, tail):
     """The decoder's forward on one latent chunk: whole up to the last frame-count change,
     then one frame at a time through the frame-causal rest (the caches carry the history
     exactly as between chunks), so the largest activations and their temporaries exist for
-    one frame instead of the chunk's four. Returns (output frames, generator of pieces); the
-    generator must be exhausted before the next chunk starts (it updates the caches)."""
+    one frame instead of the chunk's four. Where that change is an up block's last step
+    (:func:`_split_upsampler`), its per-frame 2-D resampling moves into the per-frame rest too.
+    Returns (output frames, generator of pieces); the generator must be exhausted before the
+    next chunk starts (it updates the caches)."""
     x = _roll_cache(decoder.conv_in, x, cache, idx)
     x = decoder.mid_block(x, feat_cache=cache, feat_idx=idx)
+    split = _split_upsampler(decoder.up_blocks[tail - 1]) if tail else None
     for ub in decoder.up_blocks[:tail]:
-        x = ub(x, feat_cache=cache, feat_idx=idx, **extra)
+        if split is not None and ub is decoder.up_blocks[tail - 1]:
+            resample = split.resample
+            split.resample = torch.nn.Identity()  # the block returns its frames before the 2-D part
+            try:
+                x = ub(x, feat_cache=cache, feat_idx=idx, **extra)
+            finally:
+                split.resample = resample
+        else:
+            x = ub(x, feat_cache=cache, feat_idx=idx, **extra)
 
     def frames(x, start=idx[0]):
         for t in range(x.shape[2]):
             idx[0] = start
             y = x[:, :, t:t + 1]
+            if split is not None:
+                y = _resample_frame(split, y)
             for ub in decoder.up_blocks[tail:]:
                 y = ub(y, feat_cache=cache, feat_idx=idx, **extra)
             y = decoder.nonlinearity(decoder.norm_out(y))
