@@ -3,7 +3,7 @@ that read and reset the allocator's peak counter (host-side counters: no sync), 
 interval's peak is charged to the module running it (``name`` inside its own forward,
 ``name+`` for its own code between two children). Prints the top intervals.
 
-    PYTHONPATH=src python3 scripts/vae_memory.py [wan2.1|wan2.2|qwen-image] [--stock] [--frames 21] [--conv taps]
+    PYTHONPATH=src python3 scripts/vae_memory.py [wan2.1|wan2.2|qwen-image] [--stock] [--frames 21] [--conv taps] [--trace up_blocks.3.resnets.2.conv2]
 """
 import argparse
 import sys
@@ -21,6 +21,7 @@ def main():
     p.add_argument("--frames", type=int, default=0)
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--conv", default="auto", help="optimize_vae(..., conv=...)")
+    p.add_argument("--trace", metavar="TEXT", help="also list every call of the modules whose label has TEXT, in order")
     a = p.parse_args()
     import diffusers
 
@@ -34,10 +35,12 @@ def main():
     if a.frames:
         shape[1] = a.frames
     z = torch.randn(1, *shape, device="cuda", dtype=dt)
-    stack, peaks = [], {}
+    stack, peaks, trace = [], {}, []
 
     def charge(label):
         pk = torch.cuda.max_memory_allocated()
+        if a.trace and a.trace in label:
+            trace.append((label, pk, torch.cuda.memory_allocated()))
         if pk > peaks.get(label, (0,))[0]:
             peaks[label] = (pk, torch.cuda.memory_allocated())
         torch.cuda.reset_peak_memory_stats()
@@ -69,6 +72,8 @@ def main():
     print(f"{a.vae} {'stock' if a.stock else 'optimize_vae conv=' + a.conv} latent {shape} {a.dtype}: weights+input {base / gib:.2f} GiB")
     for label, (pk, now) in sorted(peaks.items(), key=lambda kv: -kv[1][0])[:18]:
         print(f"  peak {(pk - base) / gib:6.2f} GiB above base (live after {(now - base) / gib:6.2f})  {label}")
+    for i, (label, pk, now) in enumerate(trace):
+        print(f"  call {i:4d} peak {(pk - base) / gib:6.2f} live after {(now - base) / gib:6.2f}  {label}")
 
 
 if __name__ == "__main__":
