@@ -152,15 +152,16 @@ def test_norms_fused_with_their_silu_and_restored():
 
 
 def test_roll_cache_matches_the_stock_update_in_place():
-    """_roll_cache keeps the stock cache semantics (the last two frames of [cache, x]) and, once
-    the cache holds two frames of x's shape, writes them into its storage (no second cache)."""
+    """_roll_cache keeps the stock cache semantics (the last two frames of [cache, x]; a first
+    single frame after the zero frame the convolution pads with) and, once the cache holds two
+    frames of x's shape, writes them into its storage (no second cache)."""
     from fastpath.integrations.diffusers import _roll_cache
 
     def stock(cache, x):
         new = x[:, :, -2:].clone()
         if new.shape[2] < 2 and cache is not None:
             new = torch.cat([cache[:, :, -1:], new], dim=2)
-        return new
+        return new if new.shape[2] == 2 else torch.cat([torch.zeros_like(new), new], dim=2)
 
     seen = []
 
@@ -179,8 +180,7 @@ def test_roll_cache_matches_the_stock_update_in_place():
         assert (seen[-1] is None) == (ref is None) and (ref is None or torch.equal(seen[-1], ref))
         ref = stock(ref, x)
         assert torch.equal(cache[0], ref)
-        if before is not None and before.shape[2] == 2:
-            assert cache[0] is before  # rolled in place
+        assert cache[0] is before or before is None  # rolled in place from the second chunk on
     x = torch.randn(1, 3, 1, 2, 5, device=DEVICE, requires_grad=True)
     kept = cache[0]
     _roll_cache(conv, x, cache, [0])  # autograd records: a fresh cache, the old one untouched
@@ -201,6 +201,26 @@ def test_residual_blocks_swapped_only_when_known(monkeypatch):
     assert type(block) is wan_mod.WanResidualBlock
 
 
+def test_conv_biases_fold_into_the_norm_and_the_residual_add():
+    """Under no_grad the residual blocks run their convolutions without bias (added in the second
+    norm and with the shortcut: the decode equality above covers the values); with autograd
+    recording they keep the stock composition, and the block's output equals the stock block's."""
+    from fastpath.integrations import diffusers as fd
+    vae = _vae("wan2.1")
+    opt = optimize_vae(copy.deepcopy(vae), conv="torch")
+    block, stock = opt.decoder.up_blocks[0].resnets[0], vae.decoder.up_blocks[0].resnets[0]
+    x = torch.randn(1, 16, 2, 3, 4, device=DEVICE)
+    biases = []
+    block.conv2.register_forward_pre_hook(lambda m, a, k: biases.append(k.get("use_bias", True)), with_kwargs=True)
+    with torch.no_grad():
+        assert fd._bias_folds(block, x)
+        assert_close(block(x), stock(x), torch.float32, tol=2e-6 if DEVICE.type == "cpu" else 1e-5)
+    assert biases == [False]
+    y = block(x)  # grad mode: the parameters require grad
+    assert not fd._bias_folds(block, x) and biases[-1] is True and y.requires_grad
+    assert_close(y.detach(), stock(x).detach(), torch.float32, tol=2e-6 if DEVICE.type == "cpu" else 1e-5)
+
+
 @pytest.mark.parametrize("name", ["wan2.1", "wan2.2"])
 def test_channels_last_decode_keeps_channels_last(name):
     """channels_last=True: every residual convolution runs on channels-last-3d input (the stock
@@ -218,6 +238,9 @@ def test_channels_last_decode_keeps_channels_last(name):
         ref = vae.decode(z).sample
         out = opt.decode(z).sample
     assert layouts and all(layouts)
+    weights = [m.weight for m in opt.decoder.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Conv3d))]
+    assert all(w.is_contiguous(memory_format=torch.channels_last_3d if w.dim() == 5 else torch.channels_last)
+               for w in weights)  # converted once, not by cuDNN on every call
     assert out.is_contiguous()
     assert_close(out, ref, torch.float32, tol=2e-6 if DEVICE.type == "cpu" else 1e-5)
     with torch.no_grad():

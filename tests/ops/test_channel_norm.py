@@ -200,6 +200,24 @@ def test_bias_and_gamma_shapes():
     assert_close(channel_rms_norm(x, gamma.reshape(13), bias), want)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,fmt", [((2, 13, 7), None), ((1, 13, 3, 7, 5), None),
+                                       ((1, 40, 2, 5, 67), torch.channels_last_3d), ((2, 9, 7, 5), torch.channels_last)])
+def test_input_bias_is_added_before_the_norm(dtype, shape, fmt):
+    """input_bias (a convolution's bias folded in): the norm of x + input_bias[c], exact in float64."""
+    x = randn(*shape, dtype=dtype, scale=3.0)
+    if fmt is not None:
+        x = x.contiguous(memory_format=fmt)
+    gamma, bias = _params(shape[1], dtype, "tensor")
+    ib = (2.0 * randn(shape[1], 1, 1)).to(dtype)
+    out = channel_rms_norm(x, gamma, bias, silu=True, input_bias=ib)
+    want = _exact(x.double() + ib.double().reshape((1, -1) + (1,) * (x.dim() - 2)), gamma, bias, silu=True)
+    assert out.shape == x.shape and (fmt is None or out.is_contiguous(memory_format=fmt))
+    _check_one_rounding(out, want)
+    with pytest.raises(ValueError, match="input_bias.*elements"):
+        channel_rms_norm(x, gamma, bias, input_bias=ib[:-1])
+
+
 def test_errors():
     x = randn(2, 4, 5)
     g = torch.ones(4, device=x.device)

@@ -56,10 +56,11 @@ def _spatial_offsets(s, S1, S2, st0, st1, st2, NDIM: tl.constexpr):
 
 
 @triton.jit
-def _channel_norm_kernel(x_ptr, g_ptr, b_ptr, y_ptr, C, S, S1, S2, n_sblk,
-                         sxb, sxc, sx0, sx1, sx2, syb, syc, sy0, sy1, sy2, sg, sbias,
+def _channel_norm_kernel(x_ptr, g_ptr, b_ptr, i_ptr, y_ptr, C, S, S1, S2, n_sblk,
+                         sxb, sxc, sx0, sx1, sx2, syb, syc, sy0, sy1, sy2, sg, sbias, sib,
                          scale, eps, bias_value,
-                         NDIM: tl.constexpr, HAS_BIAS: tl.constexpr, SILU: tl.constexpr,
+                         NDIM: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_IN_BIAS: tl.constexpr,
+                         SILU: tl.constexpr,
                          IDX64: tl.constexpr, ROUND_BITS: tl.constexpr,
                          C_PAD: tl.constexpr, BLOCK_S: tl.constexpr):
     pid = tl.program_id(0)
@@ -74,6 +75,8 @@ def _channel_norm_kernel(x_ptr, g_ptr, b_ptr, y_ptr, C, S, S1, S2, n_sblk,
     xo = _spatial_offsets(s, S1, S2, sx0, sx1, sx2, NDIM)
     yo = _spatial_offsets(s, S1, S2, sy0, sy1, sy2, NDIM)
     x = tl.load(x_ptr + b * sxb + c[:, None] * sxc + xo[None, :], mask=mask, other=0.0).to(tl.float32)
+    if HAS_IN_BIAS:
+        x += tl.where(mask, tl.load(i_ptr + c * sib, mask=cmask, other=0.0).to(tl.float32)[:, None], 0.0)
     norm = tl.sqrt_rn(tl.sum(x * x, axis=0))
     norm = tl.where(norm < eps, eps, norm)  # max(norm, eps); NaN stays NaN, as in PyTorch
     inv = tl.div_rn(tl.full([BLOCK_S], 1.0, tl.float32) * scale, norm)
@@ -123,7 +126,7 @@ def _blocks(c_pad: int, S: int):
     return block_s, max(1, min(16, c_pad * block_s // 1024))
 
 
-def _launch(x, gamma, bias, bias_value, scale, eps, silu):
+def _launch(x, gamma, bias, bias_value, scale, eps, silu, in_bias=None):
     B, C = x.shape[:2]
     y = _output(x)
     if x.numel() == 0:
@@ -132,7 +135,7 @@ def _launch(x, gamma, bias, bias_value, scale, eps, silu):
     ndim = len(dims)
     if ndim > 3:  # cannot happen for inputs up to 5-D; kept as a guard
         return reference_channel_rms_norm(x, gamma, bias if bias is not None else bias_value,
-                                          scale=scale, eps=eps, silu=silu)
+                                          scale=scale, eps=eps, silu=silu, input_bias=in_bias)
     dims = [(1, 0, 0)] * (3 - ndim) + dims
     S = dims[0][0] * dims[1][0] * dims[2][0]
     c_pad = next_pow2(C)
@@ -140,15 +143,16 @@ def _launch(x, gamma, bias, bias_value, scale, eps, silu):
     n_sblk = cdiv(S, block_s)
     g = gamma.reshape(-1)
     bt = bias.reshape(-1) if bias is not None else g
+    it = in_bias.reshape(-1) if in_bias is not None else g
     strides = [x.stride(1), y.stride(1)] + [d[1] for d in dims] + [d[2] for d in dims]
     reach = (max(x.stride(1), y.stride(1)) * (c_pad + 1) + sum(d[0] * max(d[1], d[2]) for d in dims)
              + (block_s + 1) * max(strides))
     _KERNEL[(B * n_sblk,)](
-        x, g, bt, y, C, S, dims[1][0], dims[2][0], n_sblk,
+        x, g, bt, it, y, C, S, dims[1][0], dims[2][0], n_sblk,
         x.stride(0), x.stride(1), dims[0][1], dims[1][1], dims[2][1],
-        y.stride(0), y.stride(1), dims[0][2], dims[1][2], dims[2][2], g.stride(0), bt.stride(0),
+        y.stride(0), y.stride(1), dims[0][2], dims[1][2], dims[2][2], g.stride(0), bt.stride(0), it.stride(0),
         float(scale), float(eps), float(bias_value),
-        NDIM=ndim, HAS_BIAS=bias is not None, SILU=bool(silu), IDX64=reach >= INT32_LIMIT,
+        NDIM=ndim, HAS_BIAS=bias is not None, HAS_IN_BIAS=in_bias is not None, SILU=bool(silu), IDX64=reach >= INT32_LIMIT,
         ROUND_BITS=INTERPRET and x.dtype == torch.bfloat16, C_PAD=c_pad, BLOCK_S=block_s,
         num_warps=warps)
     return y
@@ -158,12 +162,14 @@ def _launch(x, gamma, bias, bias_value, scale, eps, silu):
 
 def reference_channel_rms_norm(x: torch.Tensor, gamma: torch.Tensor, bias=None, *,
                                scale: Optional[float] = None, eps: float = 1e-12,
-                               silu: bool = False) -> torch.Tensor:
+                               silu: bool = False, input_bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """PyTorch path: float32 arithmetic (float64 for float64 inputs), one cast at the end."""
     C = x.shape[1]
     ct = torch.float64 if x.dtype == torch.float64 else torch.float32
     shape = (1, C) + (1,) * (x.dim() - 2)
     h = x.to(ct)
+    if input_bias is not None:
+        h = h + input_bias.reshape(shape).to(ct)
     norm = torch.linalg.vector_norm(h, dim=1, keepdim=True).clamp_min(eps)
     y = h / norm * (C ** 0.5 if scale is None else float(scale)) * gamma.reshape(shape).to(ct)
     if isinstance(bias, torch.Tensor):
@@ -177,17 +183,18 @@ def reference_channel_rms_norm(x: torch.Tensor, gamma: torch.Tensor, bias=None, 
 
 # ---------------------------------------------------------------------------- op
 
-def _fake(x, gamma, bias, bias_value, scale, eps, silu):
+def _fake(x, gamma, bias, bias_value, scale, eps, silu, input_bias=None):
     return torch.empty_like(x)
 
 
 @register_op("channel_rms_norm", fake=_fake)
 def _channel_norm_op(x: torch.Tensor, gamma: torch.Tensor, bias: Optional[torch.Tensor],
-                     bias_value: float, scale: float, eps: float, silu: bool) -> torch.Tensor:
+                     bias_value: float, scale: float, eps: float, silu: bool,
+                     input_bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     if not use_triton(x) or x.dtype not in KERNEL_DTYPES or next_pow2(x.shape[1]) > MAX_C_PAD:
         b = bias if bias is not None else bias_value
-        return reference_channel_rms_norm(x, gamma, b, scale=scale, eps=eps, silu=silu)
-    return _launch(x, gamma, bias, bias_value, scale, eps, silu)
+        return reference_channel_rms_norm(x, gamma, b, scale=scale, eps=eps, silu=silu, input_bias=input_bias)
+    return _launch(x, gamma, bias, bias_value, scale, eps, silu, input_bias)
 
 
 def _real(name: str, v, what: str) -> float:
@@ -209,11 +216,12 @@ def _check_param(name: str, t: torch.Tensor, x: torch.Tensor) -> None:
 
 def channel_rms_norm(x: torch.Tensor, gamma: torch.Tensor, bias=None, *,
                      scale: Optional[float] = None, eps: float = 1e-12,
-                     silu: bool = False) -> torch.Tensor:
+                     silu: bool = False, input_bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """L2 normalisation over the channel dimension (dim 1), scaled and shifted per channel,
     with an optional SiLU: the ``RMS_norm`` (+ ``SiLU``) of diffusers' Wan and Qwen-Image VAEs.
 
-    ``y = x / max(||x||_2 over dim 1, eps) * scale * gamma[c] + bias[c]``, then
+    ``y = x / max(||x||_2 over dim 1, eps) * scale * gamma[c] + bias[c]``
+    (``x + input_bias[c]`` in place of ``x`` where ``input_bias`` is given), then
     ``y = y * sigmoid(y)`` if ``silu``. Arithmetic in float32 with one rounding to
     ``x.dtype`` at the end; the stock ``F.normalize(x.float(), dim=1).to(x.dtype) * scale *
     gamma + bias`` (then ``F.silu``) rounds several times, so 16-bit results differ from it
@@ -232,6 +240,8 @@ def channel_rms_norm(x: torch.Tensor, gamma: torch.Tensor, bias=None, *,
     eps : lower bound of the norm (``F.normalize``'s default 1e-12); an all-zero vector gives
         ``bias`` (``silu(bias)`` with ``silu``).
     silu : apply SiLU to the result (fused, no extra pass).
+    input_bias : None, or a tensor like ``gamma`` added to ``x`` per channel (in float32) before
+        the normalisation: the bias of the convolution that produced ``x``, folded in.
 
     Returns
     -------
@@ -272,11 +282,13 @@ def channel_rms_norm(x: torch.Tensor, gamma: torch.Tensor, bias=None, *,
         bias_t = bias
     elif bias is not None:
         bias_value = _real("bias", bias, "None, a float or a tensor")
+    if input_bias is not None:
+        _check_param("input_bias", input_bias, x)
     scale = x.shape[1] ** 0.5 if scale is None else _real("scale", scale, "a real number or None")
     eps = _real("eps", eps, "a non-negative float")
     if not eps >= 0:
         raise ValueError(f"eps: expected a non-negative float, got {eps!r}")
-    return _channel_norm_op(x, gamma, bias_t, bias_value, scale, eps, bool(silu))
+    return _channel_norm_op(x, gamma, bias_t, bias_value, scale, eps, bool(silu), input_bias)
 
 
 FAMILY = {"name": "channel_norm", "ops": ["channel_rms_norm"], "reason": triton_reason}
