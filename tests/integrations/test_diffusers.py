@@ -222,11 +222,16 @@ def test_conv_biases_fold_into_the_norm_and_the_residual_add():
 
 
 @pytest.mark.parametrize("name", ["wan2.1", "wan2.2"])
-def test_channels_last_decode_keeps_channels_last(name):
+def test_channels_last_decode_keeps_channels_last(name, monkeypatch):
     """channels_last=True: every residual convolution runs on channels-last-3d input (the stock
-    attention and resampling blocks return NCDHW; the next residual block converts back), and the
-    decode equals the stock one."""
+    attention and resampling blocks return NCDHW; the next residual block converts back), every
+    3x3x3 window reaches cuDNN channels-last (no conversion per call), and the decode equals the
+    stock one."""
+    from fastpath.ops import conv3d as c3
     from fastpath.ops.conv3d import _is_channels_last
+    windows, real = [], c3.F.conv3d
+    monkeypatch.setattr(c3.F, "conv3d", lambda inp, w, *a, **k: windows.append(
+        w.shape[2:] != (3, 3, 3) or inp.is_contiguous(memory_format=torch.channels_last_3d)) or real(inp, w, *a, **k))
     vae = _vae(name)
     opt = optimize_vae(copy.deepcopy(vae), conv="torch", channels_last=True)
     layouts = []
@@ -236,13 +241,17 @@ def test_channels_last_decode_keeps_channels_last(name):
     z = torch.randn(1, 4, 3, 2, 3, device=DEVICE)
     with torch.no_grad():
         ref = vae.decode(z).sample
+        windows.clear()  # the stock decoder's NCDHW calls
         out = opt.decode(z).sample
-    assert layouts and all(layouts)
+    assert layouts and all(layouts) and windows and all(windows)
     weights = [m.weight for m in opt.decoder.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Conv3d))]
     assert all(w.is_contiguous(memory_format=torch.channels_last_3d if w.dim() == 5 else torch.channels_last)
                for w in weights)  # converted once, not by cuDNN on every call
+    restore_vae(opt)
+    assert all(w.is_contiguous() for w in weights)  # as the stock model had them
     assert out.is_contiguous()
     assert_close(out, ref, torch.float32, tol=2e-6 if DEVICE.type == "cpu" else 1e-5)
+    optimize_vae(opt, conv="torch", channels_last=True)
     with torch.no_grad():
         opt.decode(z[:, :, :1])  # an image after a channels-last video: the flag was reset
     assert not opt._fastpath["cl_now"]

@@ -141,6 +141,24 @@ def test_causal_conv3d_reference_paths():
     assert_close(xg.grad, xr.grad, torch.float32, tol=1e-5)
 
 
+def test_reference_window_keeps_channels_last_for_odd_strided_frames(monkeypatch):
+    """A channels-last frame seen through a view of a 2-D output (its size-1 dims carry odd
+    strides, which torch.cat reads as contiguous): the window handed to cuDNN is channels-last,
+    so it is not converted on every call, and the result equals the oracle."""
+    C, H, W = 6, 4, 5
+    img = randn(1, C, H, W).contiguous(memory_format=torch.channels_last)  # (B * T, C, H, W)
+    x = img.view(1, 1, C, H, W).permute(0, 2, 1, 3, 4)  # (B, C, 1, H, W), as the upsamplers return
+    assert x.stride(2) == 1 * C and x.is_contiguous(memory_format=torch.channels_last_3d)
+    cache = randn(1, C, 2, H, W).contiguous(memory_format=torch.channels_last_3d)
+    w = randn(7, C, 3, 3, 3)
+    windows, real = [], F.conv3d
+    monkeypatch.setattr(c3.F, "conv3d", lambda inp, *a, **k: windows.append(inp) or real(inp, *a, **k))
+    with torch.no_grad():
+        out = c3.reference_causal_conv3d(x, w, None, (2, 1, 1), cache)
+    assert len(windows) == 1 and windows[0].is_contiguous(memory_format=torch.channels_last_3d)
+    assert_close(out, _oracle3d(x.double(), w.double(), None, (2, 1, 1), cache.double()), torch.float32)
+
+
 def test_causal_conv3d_errors():
     x, w = torch.randn(1, 4, 2, 5, 5), torch.randn(3, 4, 3, 3, 3)
     with pytest.raises(ValueError, match="x"):

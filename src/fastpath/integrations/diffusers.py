@@ -452,13 +452,15 @@ def _decode(self, z: torch.Tensor, return_dict: bool = True):
 def _weights_channels_last(decoder) -> None:
     """The decoder's convolution weights in channels-last (once, in place): with channels-last
     activations cuDNN wants its filters so too, and converts a contiguous one on every call
-    (Wan2.2 float32: ~70 ms of a 2.4 s decode). Same values; only their strides change."""
+    (Wan2.2 float32: ~70 ms of a 2.4 s decode). Same values; only their strides change
+    (:func:`restore_vae` changes them back)."""
     for m in decoder.modules():
         w = getattr(m, "weight", None)
         if isinstance(m, (torch.nn.Conv2d, torch.nn.Conv3d)) and isinstance(w, torch.Tensor) and w.dim() in (4, 5):
             fmt = torch.channels_last if w.dim() == 4 else torch.channels_last_3d
             if not w.is_contiguous(memory_format=fmt):
                 w.data = w.data.contiguous(memory_format=fmt)
+                m._fastpath_weight_cl = True  # restore_vae makes it contiguous again
 
 
 def _decode_frames(self, x, num_frame, opts, patch):
@@ -545,6 +547,8 @@ def optimize_vae(vae, *, conv: str = "auto", channels_last: Optional[bool] = Non
 def restore_vae(vae):
     """Undo :func:`optimize_vae` on ``vae`` (stock classes and decode loop). Returns ``vae``."""
     for m in vae.modules():
+        if m.__dict__.pop("_fastpath_weight_cl", False):
+            m.weight.data = m.weight.data.contiguous()
         base = _BASE.get(type(m))
         if base is not None:
             m.__class__ = base

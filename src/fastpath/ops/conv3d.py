@@ -225,7 +225,15 @@ def reference_causal_conv3d(x: torch.Tensor, weight: torch.Tensor, bias: Optiona
             zshape = list(x.shape)
             zshape[2] = pt - hist.shape[2]
             parts.insert(0, x.new_zeros(zshape))
-        x_in = torch.cat(parts, dim=2)
+        # The window in x's layout: cat alone infers it from its inputs' strides, and a frame
+        # whose size-1 dims carry odd strides (a view of a 2-D output) reads as contiguous to
+        # it; cuDNN would then convert the window to channels-last on every call.
+        if torch.is_grad_enabled() and any(p.requires_grad for p in parts):
+            x_in = torch.cat(parts, dim=2).contiguous(memory_format=fmt)  # out= does not record
+        else:
+            shape = list(x.shape)
+            shape[2] = sum(p.shape[2] for p in parts)
+            x_in = torch.cat(parts, dim=2, out=_empty_like_layout(x, shape))
     else:
         x_in = x
     out = F.conv3d(x_in, weight, bias, padding=(0, ph, pw))
