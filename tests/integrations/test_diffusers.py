@@ -255,21 +255,3 @@ def test_channels_last_decode_keeps_channels_last(name, monkeypatch):
     with torch.no_grad():
         opt.decode(z[:, :, :1])  # an image after a channels-last video: the flag was reset
     assert not opt._fastpath["cl_now"]
-
-
-@pytest.mark.skipif(DEVICE.type != "cuda", reason="the TF32 choice is made for CUDA tensors")
-def test_narrow_float32_convs_take_the_tf32_kernel_when_cudnn_may(monkeypatch):
-    """conv="auto" in float32 with cuDNN's TF32 allowed: conv_out (few output channels) runs on
-    the Triton kernel in TF32, within TF32 error of the exact decode; with TF32 off, exact."""
-    from fastpath.integrations import diffusers as fd
-    vae = _vae("wan2.1")
-    opt = optimize_vae(copy.deepcopy(vae))
-    z = torch.randn(1, 4, 3, 2, 3, device=DEVICE)
-    with torch.no_grad():
-        ref = vae.decode(z).sample  # TF32 off (the autouse fixture): exact float32
-        assert fd._use_kernel("auto", z, opt.decoder.conv_out.weight) is False
-        monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
-        assert fd._use_kernel("auto", z, opt.decoder.conv_out.weight) is True
-        assert fd._use_kernel("auto", z, opt.decoder.up_blocks[0].resnets[0].conv1.weight) is False
-        out = opt.decode(z).sample
-    assert_close(out, ref, torch.float32, tol=5e-3)  # TF32: 10-bit mantissas in the products

@@ -78,25 +78,12 @@ _BASE: dict = {}  # fastpath subclass -> the diffusers class
 CONV_CHOICES = ("auto", "triton", "torch", "taps")
 
 
-#: "auto" runs float32 convolutions with at most this many output channels (the decoders'
-#: conv_out: 3 or 12) on the Triton kernel in TF32 where cuDNN may use TF32: cuDNN's kernel for
-#: them ran at ~15x its memory floor on the H200 (1.4 ms a frame for Wan2.2's 256 -> 12).
-NARROW_TF32_CONV = 16
-
-
 def _use_kernel(mode: str, x: torch.Tensor, weight: torch.Tensor) -> Optional[bool]:
     if mode == "torch" or x.dtype != weight.dtype:
         return False
     if mode == "triton":
         return True  # the kernel wherever Triton serves x
-    # "auto": the lean PyTorch path, faster than the kernel on the H200 (see ops/conv3d.py),
-    # except the narrow float32 convolutions (NARROW_TF32_CONV)
-    return _narrow_tf32(x, weight)
-
-
-def _narrow_tf32(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    return (x.is_cuda and x.dtype == torch.float32 and weight.shape[0] <= NARROW_TF32_CONV
-            and torch.backends.cudnn.allow_tf32)
+    return False  # "auto": the lean PyTorch path, faster than the kernel on the H200 (see ops/conv3d.py)
 
 
 def _conv_forward(self, x, cache_x=None, use_bias=True):
@@ -112,8 +99,7 @@ def _conv_forward(self, x, cache_x=None, use_bias=True):
         if out is not None:
             return out
     return conv3d_forward(x, self.weight, bias, (pt, ph, pw), cache,
-                          _use_kernel(getattr(self, "_fastpath_conv", "auto"), x, self.weight),
-                          tf32=_narrow_tf32(x, self.weight))
+                          _use_kernel(getattr(self, "_fastpath_conv", "auto"), x, self.weight))
 
 
 def _upsample_forward(self, x):

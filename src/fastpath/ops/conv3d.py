@@ -41,8 +41,7 @@ def _igemm_kernel(x_ptr, c_ptr, w_ptr, b_ptr, y_ptr,
                   st, sh, sw, pt, ph, pw, dt, dh, dw,
                   KT: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
                   HAS_CACHE: tl.constexpr, HAS_BIAS: tl.constexpr, CL: tl.constexpr, DT: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  TF32: tl.constexpr = False):
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Output row m = (b, t, h, w); input frame ti = t*st + kt*dt - pt. ti < 0 reads cache
     # frame NC + ti (HAS_CACHE) or zero. CL: channel stride 1 in x (and cache).
     pid = tl.program_id(0)
@@ -98,10 +97,7 @@ def _igemm_kernel(x_ptr, c_ptr, w_ptr, b_ptr, y_ptr,
         a = tl.load(a_ptrs, mask=ok[:, None] & kmask[None, :], other=0.0)
         w_ptrs = w_ptr + kt_ * swt + kh_ * swh + kw_ * sww + ck[:, None] * swc + offs_n[None, :] * swn
         bt = tl.load(w_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
-        if TF32:  # float32 operands on tensor cores (TF32), as cuDNN runs them when allowed
-            acc += tl.dot(a, bt, input_precision="tf32")
-        else:
-            acc += _mm(a.to(DT), bt.to(DT), DT)
+        acc += _mm(a.to(DT), bt.to(DT), DT)
     if HAS_BIAS:
         acc += tl.load(b_ptr + offs_n, mask=nmask, other=0.0).to(tl.float32)[None, :]
     y_row = b * syb + t_o.to(tl.int64) * syt + h_o.to(tl.int64) * syh + w_o.to(tl.int64) * syw
@@ -161,11 +157,10 @@ def _weight_view(weight: torch.Tensor) -> torch.Tensor:
 
 def igemm_conv(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], out: torch.Tensor,
                pad: Sequence[int], stride: Sequence[int] = (1, 1, 1), dilation: Sequence[int] = (1, 1, 1),
-               cache: Optional[torch.Tensor] = None, tf32: bool = False) -> torch.Tensor:
+               cache: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Launch the implicit-GEMM kernel on 5-D views: x (B, C, T, H, W), weight (N, C, kt, kh, kw),
     out (B, N, T_out, H_out, W_out) preallocated, pad = front padding (pt, ph, pw) per dim
-    (the back padding is implied by ``out``'s shape), cache (B, C, NC, H, W) or None. ``tf32``:
-    float32 products on tensor cores in TF32 (otherwise exact), where compiled."""
+    (the back padding is implied by ``out``'s shape), cache (B, C, NC, H, W) or None."""
     B, C, T, H, W = x.shape
     N, _, KT, KH, KW = weight.shape
     _, _, T_out, H_out, W_out = out.shape
@@ -184,8 +179,7 @@ def igemm_conv(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
         *x.stride(), *cv.stride(), *wv.stride(), *out.stride(),
         *stride, *pad, *dilation,
         KT=KT, KH=KH, KW=KW, HAS_CACHE=cache is not None and nc > 0, HAS_BIAS=bias is not None, CL=cl,
-        DT=TL_DTYPES[dt], BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-        TF32=bool(tf32) and x.dtype == torch.float32 and not INTERPRET, num_warps=warps, num_stages=stages)
+        DT=TL_DTYPES[dt], BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, num_stages=stages)
     return out
 
 
@@ -281,7 +275,7 @@ def new_cache(x: torch.Tensor, cache: Optional[torch.Tensor], frames: int) -> to
 
 # ---------------------------------------------------------------------------- op
 
-def _fake(x, weight, bias, padding, cache, force=False, tf32=False):
+def _fake(x, weight, bias, padding, cache, force=False):
     shape = _out_shape(x, weight, padding)
     if _is_channels_last(x):
         return torch.empty(shape, dtype=x.dtype, device=x.device).contiguous(memory_format=torch.channels_last_3d)
@@ -302,11 +296,11 @@ def _kernel_ok(x: torch.Tensor, force: bool = False) -> bool:
 
 @register_op("causal_conv3d", fake=_fake)
 def _causal_conv3d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], padding: List[int],
-                      cache: Optional[torch.Tensor], force: bool = False, tf32: bool = False) -> torch.Tensor:
+                      cache: Optional[torch.Tensor], force: bool = False) -> torch.Tensor:
     if not _kernel_ok(x, force):
         return reference_causal_conv3d(x, weight, bias, padding, cache)
     out = _empty_like_layout(x, _out_shape(x, weight, padding))
-    return igemm_conv(x, weight, bias, out, padding, cache=cache, tf32=tf32)
+    return igemm_conv(x, weight, bias, out, padding, cache=cache)
 
 
 def _int_triple(name: str, v) -> tuple:
@@ -402,13 +396,11 @@ def causal_conv3d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     return out, new_cache(x, cache, padding[0])
 
 
-def conv3d_forward(x, weight, bias, padding, cache, use_kernel: Optional[bool] = None,
-                   tf32: bool = False) -> torch.Tensor:
+def conv3d_forward(x, weight, bias, padding, cache, use_kernel: Optional[bool] = None) -> torch.Tensor:
     """``causal_conv3d``'s output only (checked arguments). ``use_kernel`` False forces the PyTorch
-    path; None: the kernel where Triton serves x and no autograd is needed. ``tf32``: the
-    kernel's float32 products in TF32 (cuDNN's default for float32 convolutions)."""
+    path; None: the kernel where Triton serves x and no autograd is needed."""
     grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias, cache))
     if use_kernel is False or grad:
         return reference_causal_conv3d(x, weight, bias, padding, cache)
-    return _causal_conv3d_op(x, weight, bias, list(padding), cache, bool(use_kernel), bool(tf32))
+    return _causal_conv3d_op(x, weight, bias, list(padding), cache, bool(use_kernel))
 
