@@ -255,3 +255,21 @@ def test_channels_last_decode_keeps_channels_last(name, monkeypatch):
     with torch.no_grad():
         opt.decode(z[:, :, :1])  # an image after a channels-last video: the flag was reset
     assert not opt._fastpath["cl_now"]
+
+
+def test_cudnn_benchmark_default_and_restored(monkeypatch):
+    """cudnn_benchmark None: the search is on for float32 decodes on CUDA only; an explicit
+    option wins; the global flag holds during the decode and is restored after it."""
+    from fastpath.integrations.diffusers import cudnn_benchmark_for
+    vae = optimize_vae(_vae("wan2.1"), conv="torch")
+    z = torch.randn(1, 4, 2, 2, 3, device=DEVICE)
+    assert cudnn_benchmark_for(vae, z) == (DEVICE.type == "cuda")
+    assert not cudnn_benchmark_for(vae, z.to(torch.bfloat16))
+    optimize_vae(vae, conv="torch", cudnn_benchmark=True)
+    assert cudnn_benchmark_for(vae, z.to(torch.bfloat16))
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    seen = []
+    vae.decoder.conv_out.register_forward_pre_hook(lambda m, a: seen.append(torch.backends.cudnn.benchmark))
+    with torch.no_grad():
+        vae.decode(z)
+    assert seen and all(seen) and torch.backends.cudnn.benchmark is False

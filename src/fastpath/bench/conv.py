@@ -212,13 +212,13 @@ def _timed_decode(vae, z):
 
 
 def vae_report(names, dtype: str, conv: str = "auto", json_path=None, channels_last=None,
-               cudnn_benchmark: bool = False) -> int:
+               cudnn_benchmark=None) -> int:
     import math
 
     import diffusers
     import torch
 
-    from ..integrations.diffusers import channels_last_for, optimize_vae, restore_vae
+    from ..integrations.diffusers import channels_last_for, cudnn_benchmark_for, optimize_vae, restore_vae
     from . import harness
     env = harness.environment(f"python -m fastpath.bench.conv vae --dtype {dtype}")
     path = harness.results_path(env, json_path)
@@ -257,7 +257,7 @@ def vae_report(names, dtype: str, conv: str = "auto", json_path=None, channels_l
             failed += not ok
             row = {"suite": "vae", "case": f"vae decode {name}", "shape": list(shape), "dtype": dtype,
                    "mode": "eager", "conv": conv, "channels_last": channels_last_for(vae, z),  # the layout that ran
-                   "cudnn_benchmark": cudnn_benchmark,
+                   "cudnn_benchmark": cudnn_benchmark_for(vae, z),  # the setting that ran
                    "stock_s": t_stock, "ours_s": t_ours, "speedup": t_stock / t_ours,
                    "stock_peak_gib": m_stock, "ours_peak_gib": m_ours, "memory_ratio": m_ours / m_stock,
                    "rel_err": err, "psnr_db": psnr, "ok": ok, **row}
@@ -279,11 +279,13 @@ def main(argv=None) -> int:
     p.add_argument("--only", choices=list(VAES), action="append")
     p.add_argument("--conv", default="auto", choices=["auto", "triton", "torch", "taps"])
     p.add_argument("--channels-last", default="auto", choices=["auto", "on", "off"])
-    p.add_argument("--cudnn-benchmark", action="store_true", help="optimize_vae(..., cudnn_benchmark=True)")
+    p.add_argument("--cudnn-benchmark", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
+                   help="optimize_vae(..., cudnn_benchmark=None|True|False); alone: on")
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args(argv)
     cl = {"auto": None, "on": True, "off": False}[args.channels_last]
-    return vae_report(args.only or list(VAES), args.dtype, args.conv, args.json, cl, args.cudnn_benchmark)
+    cb = {"auto": None, "on": True, "off": False}[args.cudnn_benchmark]
+    return vae_report(args.only or list(VAES), args.dtype, args.conv, args.json, cl, cb)
 
 
 if __name__ == "__main__":
