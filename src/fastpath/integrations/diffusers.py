@@ -22,7 +22,11 @@ diffusers is rebound; :func:`restore_vae` undoes it):
   source is the known one) and the streamed decode's ``conv_in`` / ``conv_out`` write each
   convolution's new feature cache (the last two frames of its input) into the old cache's
   storage after the convolution, where the stock forward builds it beside the old one before:
-  one layer's cache less at the peak.
+  one layer's cache less at the peak. A first chunk's single frame is stored after a zero
+  frame (the history the convolution pads with), so no cache grows in the second chunk. Where
+  the convolutions and the norm are fastpath's and autograd does not record, the blocks run
+  their convolutions without bias: the first's is added inside the second norm, the second's
+  with the shortcut in one pass (:func:`fastpath.ops.residual.add_bias_residual`).
 * ``WanUpsample`` / ``QwenImageUpsample`` in a nearest mode upsample in the input's dtype
   instead of a float32 round trip (nearest copies values: bit-identical, a 2x and a 4x
   float32 temporary fewer at the largest resolution).
@@ -32,13 +36,16 @@ diffusers is rebound; :func:`restore_vae` undoes it):
   image (one latent frame) keeps no feature caches (no later chunk reads them). Video chunks
   run the decoder's frame-causal tail, everything after its last temporal upsampling, one
   output frame at a time (``stream``): the caches carry the history exactly as between
-  chunks, and the largest activations exist for one frame instead of four. Tiled decoding
+  chunks, and the largest activations exist for one frame instead of four. Where that last
+  temporal upsampling ends a Wan2.1 / Qwen-Image up block, its 2-D part (nearest upsampling
+  and a convolution per frame) runs in the per-frame tail too. Tiled decoding
   (``enable_tiling``) keeps the stock path.
 * ``channels_last`` (default: on CUDA) runs the decoder's activations in channels-last-3d,
   the layout of cuDNN's NHWC convolution kernels (in NCDHW cuDNN transposes every call's input
   and output) and of the Triton kernel's contiguous channel vectors; each residual block takes
   its input back to channels-last where a stock block before it (attention, resampling)
-  returned NCDHW. The output is the stock contiguous layout.
+  returned NCDHW, and the decoder's convolution weights are made channels-last once (cuDNN
+  converts a contiguous filter on every call otherwise; :func:`restore_vae` converts back). The output is the stock contiguous layout.
 
 ``conv``: ``"auto"`` (default) and ``"torch"`` run the lean PyTorch path (``F.conv3d`` with the
 spatial padding inside the convolution, only the history frames concatenated): on the H200
@@ -47,11 +54,12 @@ it ran at 1.03-1.31x of the stock pad + conv, where the Triton implicit-GEMM ker
 temporal tap on the frames where they lie, summed (no concatenated window: less peak
 memory, a little more time). ``"triton"`` forces the kernel wherever Triton runs (also
 Triton's CPU interpreter). ``cudnn_benchmark=True`` lets cuDNN time its algorithms during
-each decode (the flag is restored after; the first decode of a shape pays the search).
+each decode (the flag is restored after; the first decode of a shape pays the search); the
+default turns it on for float32 decodes on CUDA only.
 
-Measured on the H200 with the defaults (docs/perf.md, "VAE decode"): Wan2.2 1.37-1.39x faster
-than the stock decoder with 0.53x of its peak memory (float32 1.15x, 0.53x), Wan2.1 1.57x and
-0.67x, a Qwen-Image image 2.47x and 0.32x.
+Measured on the H200 with the defaults (docs/perf.md, "VAE decode"): Wan2.2 1.41-1.44x faster
+than the stock decoder with 0.52x of its peak memory (float32 1.23-1.25x, 0.52x), Wan2.1
+1.70-1.71x and 0.58x (float32 1.82-1.88x, 0.58x), a Qwen-Image image 2.49x and 0.27x.
 
 Results equal the stock decoder up to summation order and rounding (float32: ~1e-6
 relative with exact convolutions; bfloat16: the fused norms round once, so the output is
