@@ -3,7 +3,8 @@ that read and reset the allocator's peak counter (host-side counters: no sync), 
 interval's peak is charged to the module running it (``name`` inside its own forward,
 ``name+`` for its own code between two children). Prints the top intervals.
 
-    PYTHONPATH=src python3 scripts/vae_memory.py [wan2.1|wan2.2|qwen-image] [--stock] [--frames 21] [--conv taps] [--trace up_blocks.3.resnets.2.conv2]
+    PYTHONPATH=src python3 scripts/vae_memory.py [wan2.1|wan2.2|qwen-image] [--stock] [--frames 21] [--conv taps]
+        [--trace up_blocks.3.resnets.2.conv2]
 """
 import argparse
 import sys
@@ -69,7 +70,8 @@ def main():
     charge("<top>")
     del out
     gib = 2.0**30
-    print(f"{a.vae} {'stock' if a.stock else 'optimize_vae conv=' + a.conv} latent {shape} {a.dtype}: weights+input {base / gib:.2f} GiB")
+    what = "stock" if a.stock else "optimize_vae conv=" + a.conv
+    print(f"{a.vae} {what} latent {shape} {a.dtype}: weights+input {base / gib:.2f} GiB")
     for label, (pk, now) in sorted(peaks.items(), key=lambda kv: -kv[1][0])[:18]:
         print(f"  peak {(pk - base) / gib:6.2f} GiB above base (live after {(now - base) / gib:6.2f})  {label}")
     for i, (label, pk, now) in enumerate(trace):

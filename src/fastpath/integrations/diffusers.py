@@ -45,7 +45,8 @@ diffusers is rebound; :func:`restore_vae` undoes it):
   and output) and of the Triton kernel's contiguous channel vectors; each residual block takes
   its input back to channels-last where a stock block before it (attention, resampling)
   returned NCDHW, and the decoder's convolution weights are made channels-last once (cuDNN
-  converts a contiguous filter on every call otherwise; :func:`restore_vae` converts back). The output is the stock contiguous layout.
+  converts a contiguous filter on every call otherwise; :func:`restore_vae` converts back).
+  The output is the stock contiguous layout.
 
 ``conv``: ``"auto"`` (default) and ``"torch"`` run the lean PyTorch path (``F.conv3d`` with the
 spatial padding inside the convolution, only the history frames concatenated): on the H200
@@ -342,7 +343,8 @@ def _split_upsampler(block):
     ups = getattr(block, "upsamplers", None)
     up = ups[0] if ups else None
     if (type(block).__name__ not in ("WanUpBlock", "QwenImageUpBlock") or up is None
-            or getattr(up, "mode", None) != "upsample3d" or not isinstance(getattr(up, "resample", None), torch.nn.Module)):
+            or getattr(up, "mode", None) != "upsample3d"
+            or not isinstance(getattr(up, "resample", None), torch.nn.Module)):
         return None
     try:
         srcs = [" ".join(inspect.getsource(type(m).forward).split()) for m in (block, up)]

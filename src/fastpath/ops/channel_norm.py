@@ -152,7 +152,8 @@ def _launch(x, gamma, bias, bias_value, scale, eps, silu, in_bias=None):
         x.stride(0), x.stride(1), dims[0][1], dims[1][1], dims[2][1],
         y.stride(0), y.stride(1), dims[0][2], dims[1][2], dims[2][2], g.stride(0), bt.stride(0), it.stride(0),
         float(scale), float(eps), float(bias_value),
-        NDIM=ndim, HAS_BIAS=bias is not None, HAS_IN_BIAS=in_bias is not None, SILU=bool(silu), IDX64=reach >= INT32_LIMIT,
+        NDIM=ndim, HAS_BIAS=bias is not None, HAS_IN_BIAS=in_bias is not None, SILU=bool(silu),
+        IDX64=reach >= INT32_LIMIT,
         ROUND_BITS=INTERPRET and x.dtype == torch.bfloat16, C_PAD=c_pad, BLOCK_S=block_s,
         num_warps=warps)
     return y

@@ -14,6 +14,7 @@ import torch
 from .._core.backend import INTERPRET, tl, triton, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv
+from .elementwise import _flat
 from .norm import round_to
 
 BLOCK = 256 if INTERPRET else 4096
@@ -24,10 +25,7 @@ INT32_LIMIT = 2**31
 @triton.jit
 def _add_bias_residual_kernel(x_ptr, h_ptr, b_ptr, n, C, S, CHANNELS_LAST: tl.constexpr,
                               IDX64: tl.constexpr, ROUND_BITS: tl.constexpr, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    if IDX64:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    offs = _flat(BLOCK, IDX64)
     m = offs < n
     if CHANNELS_LAST:
         c = offs % C
