@@ -183,7 +183,8 @@ def _vae_table(recs: list) -> list:
            "decode of the same weights (the check: fastpath's at most 1.25x stock's). 21 latent frames = 81 video frames; 60x104 latents = 480x832 "
            "video (Wan2.2: 30x52 with its 16x compression), 88x160 / 44x80 = 704x1280. *channels_last*: the "
            "decoder ran in channels-last-3d, `optimize_vae`'s default on CUDA since `35686f5`; rows without "
-           "it ran NCDHW (the default before).", "",
+           "it ran NCDHW (the default before). *cudnn_benchmark*: cuDNN's algorithm search was on during the "
+           "decode, `optimize_vae`'s default for float32 since `e113b2f`.", "",
            "| " + " | ".join(VAE_COLUMNS) + " |", "|" + "---|" * len(VAE_COLUMNS)]
     for key in sorted(newest, key=lambda k: tuple(map(str, k))):
         r = newest[key]
