@@ -5,6 +5,7 @@ synchronize; random weights with the real config, the first latent shape of
 ``fastpath.bench.conv.VAES``.
 
     PYTHONPATH=src python3 scripts/vae_first_decode.py [wan2.2|wan2.1|qwen-image] [--dtype float32]
+        [--cudnn-benchmark auto|on|off]
 """
 import argparse
 import time
@@ -27,6 +28,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("vae", nargs="?", default="wan2.2")
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--cudnn-benchmark", default="auto", choices=["auto", "on", "off"],
+                   help="optimize_vae(..., cudnn_benchmark=None|True|False). Run once with off and again "
+                        "(a new process, Triton's cache now warm) with auto: the two first decodes "
+                        "separate the Triton compiles from cuDNN's search")
     a = p.parse_args()
     import diffusers
 
@@ -36,7 +41,7 @@ def main():
     vae = getattr(diffusers, cls)(**cfg).to("cuda", dt).eval()
     z = torch.randn(1, *latents[0], device="cuda", dtype=dt)
     stock = [_timed(lambda: vae.decode(z)) for _ in range(2)]
-    optimize_vae(vae)
+    optimize_vae(vae, cudnn_benchmark={"auto": None, "on": True, "off": False}[a.cudnn_benchmark])
     ours = [_timed(lambda: vae.decode(z)) for _ in range(3)]
     print(f"{a.vae} {a.dtype} latent {list(latents[0])}: stock first {stock[0]:.2f} s, then {stock[1]:.2f} s | "
           f"optimize_vae (cudnn_benchmark {cudnn_benchmark_for(vae, z)}) first {ours[0]:.2f} s, "
