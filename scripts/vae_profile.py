@@ -4,7 +4,7 @@ the same weights. Random weights with the real config, the first latent shape of
 ``fastpath.bench.conv.VAES``.
 
     PYTHONPATH=src python3 scripts/vae_profile.py [wan2.2|wan2.1|qwen-image] [--dtype bfloat16] [--top 25]
-        [--channels-last] [--no-stock] [--ops]
+        [--no-stock] [--ops]
 """
 import argparse
 import copy
@@ -20,7 +20,6 @@ def main():
     p.add_argument("vae", nargs="?", default="wan2.2")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("--channels-last", action="store_true", help="optimize_vae(..., channels_last=True)")
     p.add_argument("--no-stock", action="store_true", help="profile only optimize_vae")
     p.add_argument("--ops", action="store_true",
                    help="also list ATen ops by input shapes (self GPU time): which copies the kernels are")
@@ -31,9 +30,9 @@ def main():
     cls, cfg, latents = VAES[a.vae]
     dt = getattr(torch, a.dtype)
     stock = getattr(diffusers, cls)(**cfg).to("cuda", dt).eval()
-    ours = optimize_vae(copy.deepcopy(stock), channels_last=True if a.channels_last else None)
+    ours = optimize_vae(copy.deepcopy(stock))  # the defaults (channels-last on CUDA)
     z = torch.randn(1, *latents[0], device="cuda", dtype=dt)
-    runs = [("optimize_vae" + (" channels_last" if a.channels_last else ""), ours)]
+    runs = [("optimize_vae", ours)]
     for name, vae in ([] if a.no_stock else [("stock", stock)]) + runs:
         with torch.no_grad():
             vae.decode(z)  # warm-up

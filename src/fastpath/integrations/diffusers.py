@@ -79,7 +79,7 @@ import torch
 import torch.nn.functional as F
 
 from ..ops.channel_norm import channel_rms_norm
-from ..ops.conv3d import _is_channels_last, conv3d_forward, tap_sum_conv3d
+from ..ops.conv3d import _empty_like_layout, _is_channels_last, conv3d_forward, tap_sum_conv3d
 from ..ops.residual import add_bias_residual
 
 _LEAN: dict = {}  # diffusers class -> its fastpath subclass
@@ -257,7 +257,7 @@ def _roll_cache(conv, x, cache, idx):
         # The first chunk: the missing history frame is stored as the zeros the convolution
         # pads with, so the cache has its final two frames from here on and every later
         # update is in place (growing it in the second chunk held the old and new caches).
-        new = _zeros_like_frames(x, 2)
+        new = _empty_like_layout(x, (*x.shape[:2], 2, *x.shape[3:])).zero_()
         new[:, :, 2 - t:].copy_(x)
         cache[i] = new
         return out
@@ -266,12 +266,6 @@ def _roll_cache(conv, x, cache, idx):
         new = torch.cat([old[:, :, -1:].to(new.device), new], dim=2)
     cache[i] = new
     return out
-
-
-def _zeros_like_frames(x, frames):
-    """Zeros of ``x``'s shape with ``frames`` frames, in ``x``'s memory format."""
-    fmt = torch.channels_last_3d if _is_channels_last(x) else torch.contiguous_format
-    return x.new_zeros(*x.shape[:2], frames, *x.shape[3:]).contiguous(memory_format=fmt)
 
 
 def _resblock_forward(self, x, feat_cache=None, feat_idx=[0]):  # noqa: B006 - the stock signature
@@ -364,17 +358,16 @@ def _resample_frame(up, y):
     return y.view(b, 1, *y.shape[1:]).permute(0, 2, 1, 3, 4)
 
 
-def _decode_chunk(decoder, x, cache, idx, extra, tail):
+def _decode_chunk(decoder, x, cache, idx, extra, tail, split):
     """The decoder's forward on one latent chunk: whole up to the last frame-count change,
     then one frame at a time through the frame-causal rest (the caches carry the history
     exactly as between chunks), so the largest activations and their temporaries exist for
     one frame instead of the chunk's four. Where that change is an up block's last step
     (:func:`_split_upsampler`), its per-frame 2-D resampling moves into the per-frame rest too.
-    Returns (output frames, generator of pieces); the generator must be exhausted before the
-    next chunk starts (it updates the caches)."""
+    ``split``: that up block's upsampler or None. Returns (output frames, generator of pieces); the
+    generator must be exhausted before the next chunk starts (it updates the caches)."""
     x = _roll_cache(decoder.conv_in, x, cache, idx)
     x = decoder.mid_block(x, feat_cache=cache, feat_idx=idx)
-    split = _split_upsampler(decoder.up_blocks[tail - 1]) if tail else None
     for ub in decoder.up_blocks[:tail]:
         if split is not None and ub is decoder.up_blocks[tail - 1]:
             resample = split.resample
@@ -402,6 +395,7 @@ def _decode_chunk(decoder, x, cache, idx, extra, tail):
 def _chunks(self, x, num_frame, opts):
     """(output frames, pieces) of each latent frame, in order."""
     tail = _tail_start(self.decoder) if opts["stream"] else None
+    split = _split_upsampler(self.decoder.up_blocks[tail - 1]) if tail else None  # once a decode: reads sources
     for i in range(num_frame):
         self._conv_idx = [0]
         extra = {"first_chunk": True} if (opts["wan"] and i == 0) else {}
@@ -411,7 +405,7 @@ def _chunks(self, x, num_frame, opts):
         elif tail is None:
             piece = self.decoder(xi, feat_cache=self._feat_map, feat_idx=self._conv_idx, **extra)
         else:
-            yield _decode_chunk(self.decoder, xi, self._feat_map, self._conv_idx, extra, tail)
+            yield _decode_chunk(self.decoder, xi, self._feat_map, self._conv_idx, extra, tail, split)
             continue
         yield piece.shape[2], iter([piece])
         del piece

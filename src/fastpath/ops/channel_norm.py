@@ -76,7 +76,7 @@ def _channel_norm_kernel(x_ptr, g_ptr, b_ptr, i_ptr, y_ptr, C, S, S1, S2, n_sblk
     yo = _spatial_offsets(s, S1, S2, sy0, sy1, sy2, NDIM)
     x = tl.load(x_ptr + b * sxb + c[:, None] * sxc + xo[None, :], mask=mask, other=0.0).to(tl.float32)
     if HAS_IN_BIAS:
-        x += tl.where(mask, tl.load(i_ptr + c * sib, mask=cmask, other=0.0).to(tl.float32)[:, None], 0.0)
+        x += tl.load(i_ptr + c * sib, mask=cmask, other=0.0).to(tl.float32)[:, None]
     norm = tl.sqrt_rn(tl.sum(x * x, axis=0))
     norm = tl.where(norm < eps, eps, norm)  # max(norm, eps); NaN stays NaN, as in PyTorch
     inv = tl.div_rn(tl.full([BLOCK_S], 1.0, tl.float32) * scale, norm)
