@@ -12,6 +12,7 @@ import torch
 
 small = importlib.import_module("fastpath.ops.linalg.small")
 svd = importlib.import_module("fastpath.ops.linalg.svd")  # the package's svd is the function
+lanes = importlib.import_module("fastpath.ops.linalg.svd_lanes")
 from fastpath.streams import _flush_buffer, median_ms  # noqa: E402
 
 dev = torch.device("cuda")
@@ -41,11 +42,13 @@ def set_small(plan):
 
 
 def set_svd(plan):
-    """(tile budget, warps, TUPLE_MAX_K: 0 the cyclic sweep on the tile, 8 round-robin on tuples)"""
-    svd.TILE_ELEMS, svd.NUM_WARPS, svd.TUPLE_MAX_K = plan
+    """(tile budget, warps) of the tile kernel; (LANE_WORDS: 0 keeps every matrix on the tile
+    kernel, LANE_WARPS) of the one-matrix-a-thread kernel"""
+    svd.TILE_ELEMS, svd.NUM_WARPS, lanes.LANE_WORDS, lanes.LANE_WARPS = plan
 
 
-SVD_PLANS = [(t, w, k) for k in (0, 8) for t in (512, 1024, 2048, 4096) for w in (1, 2, 4, 8) if t // 32 >= w * 8]
+SVD_PLANS = ([(2048, 4, 256, w) for w in (1, 2, 4)]
+             + [(t, w, 0, 1) for t in (1024, 2048, 4096) for w in (1, 2, 4) if t // 32 >= w * 8])
 
 
 inv_ours, inv_torch = (lambda a: small.inv_ex(a).inverse), (lambda a: torch.linalg.inv_ex(a).inverse)
@@ -57,6 +60,10 @@ CASES = [  # (name, input, ours, torch, plans, set plan)
     ("inv 16x16 100K", lambda: square(100_000, 16), inv_ours, inv_torch, inv_plans(16), set_small),
     ("pinv 8x8 1000", lambda: torch.randn(1000, 8, 8, device=dev), svd.pinv, torch.linalg.pinv, SVD_PLANS, set_svd),
     ("svd 8x8 10000", lambda: torch.randn(10000, 8, 8, device=dev), lambda a: svd.svd(a).S,
+     lambda a: torch.linalg.svdvals(a), SVD_PLANS, set_svd),
+    ("svd 8x8 fp64 10000", lambda: torch.randn(10000, 8, 8, device=dev, dtype=torch.float64), lambda a: svd.svd(a).S,
+     lambda a: torch.linalg.svdvals(a), SVD_PLANS, set_svd),
+    ("svd 4x4 100000", lambda: torch.randn(100_000, 4, 4, device=dev), lambda a: svd.svd(a).S,
      lambda a: torch.linalg.svdvals(a), SVD_PLANS, set_svd),
 ]
 
@@ -87,4 +94,4 @@ for name, make, ours, ref, plans, set_plan in CASES:
                   f"rel err {err:.1e}  first call {first:5.1f} s", flush=True)
         except Exception as exc:  # one failing plan must not stop the sweep
             print(f"{name:<16} {plan}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-    set_plan(None if set_plan is set_small else (2048, 4, 0))
+    set_plan(None if set_plan is set_small else (2048, 4, 128, 1))

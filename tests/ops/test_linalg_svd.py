@@ -217,14 +217,18 @@ def test_registered_ops(device):
     torch.library.opcheck(S._pinv_op.op, (A, None, None), test_utils=utils)
 
 
-# ---------------------------------------------------------------------------- sweep orders
+# ---------------------------------------------------------------------------- kernel paths
 
+@pytest.mark.parametrize("path", ["tile", "tile-tuples"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_round_robin_sweeps(dtype, device, monkeypatch):
-    """The sweeps on columns held as tuples, pairs in round-robin order (``TUPLE_MAX_K``), on
-    the checks above: every shape up to 8 columns, extreme scales, tiny and vanishing
-    singular values, pinv's cut."""
-    monkeypatch.setattr(S, "TUPLE_MAX_K", 8)
+def test_tile_kernel_small(path, dtype, device, monkeypatch):
+    """The tile kernel (which the small shapes above leave for the one-matrix-a-thread kernel
+    of ``svd_lanes``), with its cyclic sweep or on columns held as tuples in round-robin order
+    (``TUPLE_MAX_K``), on the checks above: every shape up to 8 columns, extreme scales, tiny
+    and vanishing singular values, pinv's cut."""
+    monkeypatch.setattr(importlib.import_module("fastpath.ops.linalg.svd_lanes"), "LANE_WORDS", 0)
+    if path == "tile-tuples":
+        monkeypatch.setattr(S, "TUPLE_MAX_K", 8)
     for m, n, batch, full in [(2, 2, (3,), True), (4, 4, (2,), False), (7, 5, (), True), (5, 7, (2,), True),
                               (6, 3, (2,), False), (3, 8, (), False), (8, 8, (2,), True)]:
         test_svd(m, n, batch, full, dtype, device)

@@ -8,7 +8,7 @@ m < n) and the accumulated rotations V (K x K). Cyclic sweeps rotate every pair 
 norms (at most ``MAX_SWEEPS``); the column norms are then the singular values, the
 normalised columns the left singular vectors. Every quantity a rotation needs is computed
 on columns scaled by their largest entry, after the whole matrix was scaled by a power of
-two (exact) to a largest entry in [1, 4): no square of an input entry is ever formed, and
+two (exact) to a largest entry in [1, 2): no square of an input entry is ever formed, and
 inputs of any scale (1e-30, 1e30) and tiny singular values keep their relative accuracy
 (one-sided Jacobi is accurate to working precision relative to each singular value for
 matrices that are well conditioned up to a column scaling).
@@ -39,7 +39,8 @@ from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _maxs2, _sums3, check_matrices, flat3
+from . import svd_lanes
+from .tiles import _maxs2, _sums3, check_matrices, flat3, pow2_scale
 
 #: Largest m and n the kernel serves.
 MAX_N = 32
@@ -63,23 +64,6 @@ def _scaled_norm(x, axis: tl.constexpr):
     safe = tl.where(mx > 0, mx, 1.0)
     y = x / tl.expand_dims(safe, axis)
     return mx * tl.sqrt(tl.sum(y * y, axis=axis))
-
-
-@triton.jit
-def _pow2_scale(amax):
-    """(scale, unscale): powers of two with amax * scale in [1, 4), exact in both directions
-    (built from the exponent bits; zero and denormal amax count as the smallest normal)."""
-    if amax.dtype == tl.float64:
-        e = (amax.to(tl.int64, bitcast=True) >> 52) & 0x7FF
-        e = tl.minimum(tl.maximum(e, 1), 2045)
-        scale = ((2046 - e) << 52).to(tl.float64, bitcast=True)
-        unscale = (e << 52).to(tl.float64, bitcast=True)
-    else:
-        e = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF
-        e = tl.minimum(tl.maximum(e, 1), 253)
-        scale = ((254 - e) << 23).to(tl.float32, bitcast=True)
-        unscale = (e << 23).to(tl.float32, bitcast=True)
-    return scale, unscale
 
 
 @triton.jit
@@ -180,7 +164,7 @@ def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, nbatch, R
     kc3 = kk[None, None, :]
     xmask = (b3 < nbatch) & (r3 < R) & (c3 < K)
     x = tl.load(a_ptr + b3 * sab + r3 * sar + c3 * sac, mask=xmask, other=0.0)
-    scale, unscale = _pow2_scale(tl.max(tl.max(tl.abs(x), axis=2), axis=1))  # (BB,)
+    scale, unscale = pow2_scale(tl.max(tl.max(tl.abs(x), axis=2), axis=1))  # (BB,)
     x = x * scale[:, None, None]  # exact: A's scale no longer matters
     v = (kr3 == kc3).to(x.dtype) + tl.zeros([BLOCK_B, KP, KP], dtype=x.dtype)
     # ---------------------------------------------------------------- Jacobi sweeps
@@ -305,22 +289,30 @@ def _launch(A3: torch.Tensor, mode: int, *, S3=None, U3=None, V3=None, P3=None, 
     nb, R, K = A3.shape
     if nb == 0:
         return
-    RP, KP = next_pow2(R), next_pow2(K)
-    CP = RP if full else KP
-    per = RP * CP + (KP * KP if mode else 0) + (RP * CP + KP * KP if mode == 1 else 0) + (KP * RP if mode == 2 else 0)
-    per *= 2 if A3.dtype == torch.float64 else 1
-    fit = max(1, TILE_ELEMS // per)
-    block_b = min(next_pow2(nb), 1 << (fit.bit_length() - 1))
     eps = torch.finfo(A3.dtype).eps
     dummy = A3
     S3 = S3 if S3 is not None else dummy
     U3 = U3 if U3 is not None else dummy
     V3 = V3 if V3 is not None else dummy
     P3 = P3 if P3 is not None else dummy
+    tols = (eps * math.sqrt(R), torch.finfo(A3.dtype).tiny, torch.finfo(A3.dtype).tiny / eps)
+    strides = (*A3.stride(), S3.stride(0), *U3.stride(), *V3.stride(), *P3.stride())
+    atol = atol if atol is not None else dummy
+    rtol = rtol if rtol is not None else dummy
+    if svd_lanes.lanes_fit(R, K, A3.dtype == torch.float64):
+        block_b = 32 * svd_lanes.LANE_WARPS
+        svd_lanes.SVD_LANES[(cdiv(nb, block_b),)](A3, S3, U3, V3, P3, atol, rtol, nb, *tols, *strides, BLOCK_B=block_b,
+                                        R=R, K=K, KE=K + K % 2, CC=R if full else K, MODE=mode, MAX_SWEEPS=MAX_SWEEPS,
+                                        num_warps=svd_lanes.LANE_WARPS)
+        return
+    RP, KP = next_pow2(R), next_pow2(K)
+    CP = RP if full else KP
+    per = RP * CP + (KP * KP if mode else 0) + (RP * CP + KP * KP if mode == 1 else 0) + (KP * RP if mode == 2 else 0)
+    per *= 2 if A3.dtype == torch.float64 else 1
+    fit = max(1, TILE_ELEMS // per)
+    block_b = min(next_pow2(nb), 1 << (fit.bit_length() - 1))
     _SVD[(cdiv(nb, block_b),)](
-        A3, S3, U3, V3, P3, atol if atol is not None else dummy, rtol if rtol is not None else dummy,
-        nb, R, K, (R if full else K), eps * math.sqrt(R), torch.finfo(A3.dtype).tiny, torch.finfo(A3.dtype).tiny / eps,
-        *A3.stride(), S3.stride(0), *U3.stride(), *V3.stride(), *P3.stride(),
+        A3, S3, U3, V3, P3, atol, rtol, nb, R, K, (R if full else K), *tols, *strides,
         BLOCK_B=block_b, RP=RP, CP=CP, KP=KP, MODE=mode, MAX_SWEEPS=MAX_SWEEPS,
         TUPLES=1 < K and KP <= TUPLE_MAX_K, num_warps=NUM_WARPS)
 

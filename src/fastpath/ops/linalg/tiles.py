@@ -274,3 +274,20 @@ def _tri_solve(tr, ti, xr, xi, nr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ
         else:
             xi = xr
     return xr, xi
+
+
+@triton.jit
+def pow2_scale(amax):
+    """(scale, unscale): powers of two with amax * scale in [1, 2), exact in both directions
+    (built from the exponent bits; zero and denormal amax count as the smallest normal)."""
+    if amax.dtype == tl.float64:
+        e = (amax.to(tl.int64, bitcast=True) >> 52) & 0x7FF
+        e = tl.minimum(tl.maximum(e, 1), 2045)
+        scale = ((2046 - e) << 52).to(tl.float64, bitcast=True)
+        unscale = (e << 52).to(tl.float64, bitcast=True)
+    else:
+        e = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF
+        e = tl.minimum(tl.maximum(e, 1), 253)
+        scale = ((254 - e) << 23).to(tl.float32, bitcast=True)
+        unscale = (e << 23).to(tl.float32, bitcast=True)
+    return scale, unscale
