@@ -155,6 +155,16 @@ def test_pinv_tolerances(device):
     P32 = S.pinv(A.float().to(device))  # default rtol = eps32 * 6 cuts 1e-9 and keeps 1e-3
     ref = torch.linalg.pinv(A.float()).double()
     assert rel_error(P32, ref) <= 1e-4
+    # float32 with float tolerances: two kernel scalars, no tolerance tensors; the same cut as
+    # the tensor path and as torch in float64
+    A32 = A.float()
+    for kw in [{"atol": 1e-6}, {"rtol": 1e-2}, {"atol": 1e-4, "rtol": 0.0}, {"atol": 0.0}]:
+        P = S.pinv(A32.to(device), **kw)
+        ref_kw = kw if "rtol" in kw or kw["atol"] > 0 else {**kw, "rtol": EPS[torch.float32] * 2 * 6}
+        ref = torch.linalg.pinv(A32.double(), **ref_kw)  # float32's default rtol in float64
+        assert rel_error(P, ref) <= 2e-3, kw  # cond up to 1e3 after the cut, in float32
+        P_t = S.pinv(A32.to(device), **{k: torch.tensor(v, device=device) for k, v in kw.items()})
+        assert rel_error(P, P_t) <= 1e-6, kw
 
 
 def test_pinv_rank_deficient_and_scaled(device):
@@ -214,21 +224,18 @@ def test_registered_ops(device):
     utils = ("test_schema", "test_faketensor")
     torch.library.opcheck(S._svd_op.op, (A, True), test_utils=utils)
     torch.library.opcheck(S._svdvals_op.op, (A,), test_utils=utils)
-    torch.library.opcheck(S._pinv_op.op, (A, None, None), test_utils=utils)
+    torch.library.opcheck(S._pinv_op.op, (A, None, None, None, None), test_utils=utils)
+    torch.library.opcheck(S._pinv_op.op, (A, None, None, 1e-3, None), test_utils=utils)
 
 
 # ---------------------------------------------------------------------------- kernel paths
 
-@pytest.mark.parametrize("path", ["tile", "tile-tuples"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_tile_kernel_small(path, dtype, device, monkeypatch):
-    """The tile kernel (which the small shapes above leave for the one-matrix-a-thread kernel
-    of ``svd_lanes``), with its cyclic sweep or on columns held as tuples in round-robin order
-    (``TUPLE_MAX_K``), on the checks above: every shape up to 8 columns, extreme scales, tiny
+def test_tile_kernel_small(dtype, device, monkeypatch):
+    """The tile kernel, which the small shapes above leave for the one-matrix-a-thread kernel
+    of ``svd_lanes``, on the checks above: every shape up to 8 columns, extreme scales, tiny
     and vanishing singular values, pinv's cut."""
     monkeypatch.setattr(importlib.import_module("fastpath.ops.linalg.svd_lanes"), "LANE_WORDS", 0)
-    if path == "tile-tuples":
-        monkeypatch.setattr(S, "TUPLE_MAX_K", 8)
     for m, n, batch, full in [(2, 2, (3,), True), (4, 4, (2,), False), (7, 5, (), True), (5, 7, (2,), True),
                               (6, 3, (2,), False), (3, 8, (), False), (8, 8, (2,), True)]:
         test_svd(m, n, batch, full, dtype, device)

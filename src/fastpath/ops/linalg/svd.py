@@ -13,9 +13,8 @@ inputs of any scale (1e-30, 1e30) and tiny singular values keep their relative a
 (one-sided Jacobi is accurate to working precision relative to each singular value for
 matrices that are well conditioned up to a column scaling).
 
-With ``TUPLE_MAX_K`` (off: no clear win on the H200) matrices of up to that many columns sweep on
-their columns held as tuples of registers, pairs in round-robin order: each round's
-rotations touch disjoint pairs and are independent of each other.
+Matrices whose working set fits one thread's registers (8x8 float32 and smaller) take
+``svd_lanes`` instead: one matrix a thread, no cross-lane reductions.
 
 * ``MODE=0`` (svdvals): singular values only, sorted descending.
 * ``MODE=1`` (svd): also U and V, sorted; columns of U whose singular value is zero (or too
@@ -49,12 +48,6 @@ MAX_SWEEPS = 30
 #: Real elements of all tiles of one program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 2048
 NUM_WARPS = 4  # warps per program (scripts/tune_linalg.py)
-#: Sweeps on the columns held as tuples of registers, pairs in round-robin order, for K padded
-#: up to this (unrolled: KP (KP - 1) / 2 rotations a sweep); 0: off. H200, best plans at 8x8
-#: (scripts/tune_linalg.py --only 8x8, 1aa8355): svd 228 us against the cyclic sweep's 271,
-#: pinv 134 against 112, within the run-to-run spread, and 5-11 s to compile a plan: the
-#: cyclic sweep on the tile stays the default (docs/perf-notes.md).
-TUPLE_MAX_K = 0
 
 
 @triton.jit
@@ -100,56 +93,10 @@ def _rotate(xp, xq, vp, vq, tol, tiny, WITH_V: tl.constexpr):
 
 
 @triton.jit
-def _set2(t, a: tl.constexpr, va, b: tl.constexpr, vb, N: tl.constexpr):
-    """Tuple ``t`` of N with entries a and b replaced."""
-    out = ()
-    for c in tl.static_range(N):
-        if c == a:
-            out = out + (va,)
-        elif c == b:
-            out = out + (vb,)
-        else:
-            out = out + (t[c],)
-    return out
-
-
-@triton.jit
-def _rotate_at(x, v, moved, tol, tiny, P: tl.constexpr, Q: tl.constexpr, KP: tl.constexpr,
-               WITH_V: tl.constexpr):
-    """The rotation of columns (P, Q) on tuples of columns (indices as constexpr arguments:
-    triton 3.6 turns a constexpr assigned to a local name into a tensor)."""
-    xp, xq, vp, vq, rot = _rotate(x[P], x[Q], v[P], v[Q], tol, tiny, WITH_V)
-    x = _set2(x, P, xp, Q, xq, KP)
-    if WITH_V:
-        v = _set2(v, P, vp, Q, vq, KP)
-    return x, v, moved + rot.to(tl.int32)
-
-
-@triton.jit
-def _rotate_pair(x, v, moved, tol, tiny, A: tl.constexpr, B: tl.constexpr, KP: tl.constexpr,
-                 WITH_V: tl.constexpr):
-    """The rotation of columns A and B, the lower index first (as the cyclic order has it)."""
-    return _rotate_at(x, v, moved, tol, tiny, A * (A < B) + B * (B < A), A * (B < A) + B * (A < B), KP, WITH_V)
-
-
-@triton.jit
-def _sweep_pairs(x, v, tol, tiny, moved, KP: tl.constexpr, WITH_V: tl.constexpr):
-    """One sweep over every column pair of X (and V), held as tuples of KP columns, in
-    round-robin order: round r pairs column KP - 1 with r and (r + i) mod (KP - 1) with
-    (r - i) mod (KP - 1), so its KP / 2 rotations are independent of each other (the cyclic
-    order chains all of them)."""
-    for r in tl.static_range(KP - 1):
-        for i in tl.static_range(KP // 2):
-            x, v, moved = _rotate_pair(x, v, moved, tol, tiny, (r + i) % (KP - 1),
-                                       (r - i + KP - 1) % (KP - 1) + (KP - 1 - r) * (i == 0), KP, WITH_V)
-    return x, v, moved
-
-
-@triton.jit
-def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, nbatch, R, K, CC, tol, tiny, safe,
+def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, atol_s, rtol_s, nbatch, R, K, CC, tol, tiny, safe,
                 sab, sar, sac, ssb, swb, swr, swc, svb, svr, svc, spb, spr, spc,
                 BLOCK_B: tl.constexpr, RP: tl.constexpr, CP: tl.constexpr, KP: tl.constexpr,
-                MODE: tl.constexpr, MAX_SWEEPS: tl.constexpr, TUPLES: tl.constexpr):
+                MODE: tl.constexpr, MAX_SWEEPS: tl.constexpr, TOL_PTR: tl.constexpr):
     bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     in_b = bidx < nbatch
     b64 = bidx.to(tl.int64)
@@ -170,57 +117,37 @@ def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, nbatch, R
     # ---------------------------------------------------------------- Jacobi sweeps
     sweep = tl.full([], 0, tl.int32)
     todo = tl.full([], 1, tl.int32)
-    if TUPLES:
-        # The columns as tuples of registers: no column is selected out of the tile in a sweep.
-        xt = ()
-        vt = ()
-        for c in tl.static_range(KP):
-            xt = xt + (tl.sum(tl.where(c3 == c, x, 0.0), axis=2),)
+    while (sweep < MAX_SWEEPS) & (todo > 0):
+        moved = tl.zeros([BLOCK_B], dtype=tl.int32)
+        for p in range(0, K - 1):
+            xp = tl.sum(tl.where(c3 == p, x, 0.0), axis=2)  # (BB, RP)
+            vp = xp  # a stand-in when MODE == 0 (never read)
             if MODE != 0:
-                vt = vt + (tl.sum(tl.where(kc3 == c, v, 0.0), axis=2),)
-            else:
-                vt = vt + (xt[c],)  # stand-ins (never read)
-        # A for loop with the converged sweeps skipped: triton 3.6's layout pass failed on a
-        # while loop carrying these tuples.
-        for _ in range(0, MAX_SWEEPS):
-            if todo > 0:
-                moved = tl.zeros([BLOCK_B], dtype=tl.int32)
-                xt, vt, moved = _sweep_pairs(xt, vt, tol, tiny, moved, KP, MODE != 0)
-                todo = tl.sum(moved, axis=0)
-        x = tl.zeros([BLOCK_B, RP, CP], dtype=x.dtype)
-        for c in tl.static_range(KP):
-            x = tl.where(c3 == c, xt[c][:, :, None], x)
+                vp = tl.sum(tl.where(kc3 == p, v, 0.0), axis=2)  # (BB, KP)
+            for q in range(p + 1, K):
+                xq = tl.sum(tl.where(c3 == q, x, 0.0), axis=2)
+                vq = xq  # a stand-in when MODE == 0 (never read)
+                if MODE != 0:
+                    vq = tl.sum(tl.where(kc3 == q, v, 0.0), axis=2)
+                xp, xq, vp, vq, rot = _rotate(xp, xq, vp, vq, tol, tiny, MODE != 0)
+                x = tl.where(c3 == q, xq[:, :, None], x)
+                if MODE != 0:
+                    v = tl.where(kc3 == q, vq[:, :, None], v)
+                moved += rot.to(tl.int32)
+            x = tl.where(c3 == p, xp[:, :, None], x)
             if MODE != 0:
-                v = tl.where(kc3 == c, vt[c][:, :, None], v)
-    else:
-        while (sweep < MAX_SWEEPS) & (todo > 0):
-            moved = tl.zeros([BLOCK_B], dtype=tl.int32)
-            for p in range(0, K - 1):
-                xp = tl.sum(tl.where(c3 == p, x, 0.0), axis=2)  # (BB, RP)
-                vp = xp  # a stand-in when MODE == 0 (never read)
-                if MODE != 0:
-                    vp = tl.sum(tl.where(kc3 == p, v, 0.0), axis=2)  # (BB, KP)
-                for q in range(p + 1, K):
-                    xq = tl.sum(tl.where(c3 == q, x, 0.0), axis=2)
-                    vq = xq  # a stand-in when MODE == 0 (never read)
-                    if MODE != 0:
-                        vq = tl.sum(tl.where(kc3 == q, v, 0.0), axis=2)
-                    xp, xq, vp, vq, rot = _rotate(xp, xq, vp, vq, tol, tiny, MODE != 0)
-                    x = tl.where(c3 == q, xq[:, :, None], x)
-                    if MODE != 0:
-                        v = tl.where(kc3 == q, vq[:, :, None], v)
-                    moved += rot.to(tl.int32)
-                x = tl.where(c3 == p, xp[:, :, None], x)
-                if MODE != 0:
-                    v = tl.where(kc3 == p, vp[:, :, None], v)
-            todo = tl.sum(moved, axis=0)  # one block-wide sum a sweep
-            sweep += 1
+                v = tl.where(kc3 == p, vp[:, :, None], v)
+        todo = tl.sum(moved, axis=0)  # one block-wide sum a sweep
+        sweep += 1
     sig = tl.where(c2 < K, _scaled_norm(x, 1), 0.0)  # (BB, CP), of the scaled A
     if MODE == 2:
         # ------------------------------------------------------------ pinv
         smax = tl.max(sig, axis=1) * unscale
-        atol = tl.load(atol_ptr + bidx, mask=in_b, other=0.0)
-        rtol = tl.load(rtol_ptr + bidx, mask=in_b, other=0.0)
+        atol = atol_s
+        rtol = rtol_s
+        if TOL_PTR:  # per matrix; else one pair of scalars
+            atol = tl.load(atol_ptr + bidx, mask=in_b, other=0.0)
+            rtol = tl.load(rtol_ptr + bidx, mask=in_b, other=0.0)
         cut = tl.maximum(atol, rtol * smax)
         keep = (sig * unscale[:, None] > cut[:, None]) & (c2 < K)
         # A^+ = V diag(1/s) U^T with s = sig * unscale: 1/s = scale / sig
@@ -285,7 +212,7 @@ def _launch(A3: torch.Tensor, mode: int, *, S3=None, U3=None, V3=None, P3=None, 
             full: bool = False) -> None:
     """A3 (nb, R, K) with R >= K (A or A^T). mode 0: S3 (nb, K); 1: also U3 (nb, R, C) and
     V3 (nb, K, K) (A3 = U3 diag(S3) V3^T); 2: P3 (nb, K, R) = V diag(1/s) U^T with the cut
-    max(atol, rtol * s_max), atol and rtol (nb,)."""
+    max(atol, rtol * s_max): atol and rtol tensors (nb,), or two floats for every matrix."""
     nb, R, K = A3.shape
     if nb == 0:
         return
@@ -297,12 +224,12 @@ def _launch(A3: torch.Tensor, mode: int, *, S3=None, U3=None, V3=None, P3=None, 
     P3 = P3 if P3 is not None else dummy
     tols = (eps * math.sqrt(R), torch.finfo(A3.dtype).tiny, torch.finfo(A3.dtype).tiny / eps)
     strides = (*A3.stride(), S3.stride(0), *U3.stride(), *V3.stride(), *P3.stride())
-    atol = atol if atol is not None else dummy
-    rtol = rtol if rtol is not None else dummy
+    tol_ptr = isinstance(atol, torch.Tensor)
+    tol_args = (atol, rtol, 0.0, 0.0) if tol_ptr else (dummy, dummy, atol or 0.0, rtol or 0.0)
     if svd_lanes.lanes_fit(R, K, A3.dtype == torch.float64):
         block_b = 32 * svd_lanes.LANE_WARPS
-        svd_lanes.SVD_LANES[(cdiv(nb, block_b),)](A3, S3, U3, V3, P3, atol, rtol, nb, *tols, *strides, BLOCK_B=block_b,
-                                        R=R, K=K, KE=K + K % 2, CC=R if full else K, MODE=mode, MAX_SWEEPS=MAX_SWEEPS,
+        svd_lanes.SVD_LANES[(cdiv(nb, block_b),)](A3, S3, U3, V3, P3, *tol_args, nb, *tols, *strides, BLOCK_B=block_b,
+                                        R=R, K=K, KE=K + K % 2, CC=R if full else K, MODE=mode, MAX_SWEEPS=MAX_SWEEPS, TOL_PTR=tol_ptr,
                                         num_warps=svd_lanes.LANE_WARPS)
         return
     RP, KP = next_pow2(R), next_pow2(K)
@@ -312,9 +239,8 @@ def _launch(A3: torch.Tensor, mode: int, *, S3=None, U3=None, V3=None, P3=None, 
     fit = max(1, TILE_ELEMS // per)
     block_b = min(next_pow2(nb), 1 << (fit.bit_length() - 1))
     _SVD[(cdiv(nb, block_b),)](
-        A3, S3, U3, V3, P3, atol, rtol, nb, R, K, (R if full else K), *tols, *strides,
-        BLOCK_B=block_b, RP=RP, CP=CP, KP=KP, MODE=mode, MAX_SWEEPS=MAX_SWEEPS,
-        TUPLES=1 < K and KP <= TUPLE_MAX_K, num_warps=NUM_WARPS)
+        A3, S3, U3, V3, P3, *tol_args, nb, R, K, (R if full else K), *tols, *strides,
+        BLOCK_B=block_b, RP=RP, CP=CP, KP=KP, MODE=mode, MAX_SWEEPS=MAX_SWEEPS, TOL_PTR=tol_ptr, num_warps=NUM_WARPS)
 
 
 # ---------------------------------------------------------------------------- reference
@@ -409,19 +335,38 @@ def _tolerances(A, atol, rtol, batch):
                          f"batch shape {batch}") from None
 
 
-def _pinv_fake(A, atol, rtol):
+def _scalar_tolerances(A, atol: Optional[float], rtol: Optional[float]) -> Tuple[float, float]:
+    """torch.linalg.pinv's rule for float tolerances (no device work)."""
+    default = torch.finfo(A.dtype).eps * max(A.shape[-2:])
+    at = 0.0 if atol is None else float(atol)
+    if rtol is None:
+        return at, 0.0 if at > 0 else default
+    return at, float(rtol)
+
+
+def _pinv_fake(A, atol, rtol, atol_value, rtol_value):
     return A.new_empty((*A.shape[:-2], A.shape[-1], A.shape[-2]))
 
 
 @register_op("linalg_pinv", fake=_pinv_fake)
-def _pinv_op(A: torch.Tensor, atol: Optional[torch.Tensor], rtol: Optional[torch.Tensor]) -> torch.Tensor:
+def _pinv_op(A: torch.Tensor, atol: Optional[torch.Tensor], rtol: Optional[torch.Tensor],
+             atol_value: Optional[float], rtol_value: Optional[float]) -> torch.Tensor:
+    """Tolerances as tensors or as floats (``*_value``, used where the tensor is None)."""
     if not _kernel_ok(A):
-        return reference_pinv(A, atol=atol, rtol=rtol)
+        return reference_pinv(A, atol=atol if atol is not None else atol_value,
+                              rtol=rtol if rtol is not None else rtol_value)
     batch, m, n, X3, trans = _work(A)
-    at, rt = _tolerances(A, atol, rtol, batch)
     P = alloc.empty(*batch, n, m, dtype=A.dtype, device=A.device)
     P3 = P.view(-1, n, m)
-    _launch(X3, 2, P3=P3.mT if trans else P3, atol=at.contiguous(), rtol=rt.contiguous())
+    if atol is None and rtol is None and A.dtype == torch.float32:
+        # two kernel scalars (float32 parameters: A's precision): no tolerance tensors to build
+        at, rt = _scalar_tolerances(A, atol_value, rtol_value)
+    else:
+        def as_tensor(t, value):  # a float becomes a fill on A's device (no host-to-device copy)
+            return t if t is not None or value is None else torch.full((), value, dtype=A.dtype, device=A.device)
+        at, rt = _tolerances(A, as_tensor(atol, atol_value), as_tensor(rtol, rtol_value), batch)
+        at, rt = at.contiguous(), rt.contiguous()
+    _launch(X3, 2, P3=P3.mT if trans else P3, atol=at, rtol=rt)
     return P
 
 
@@ -527,10 +472,6 @@ def pinv(A: torch.Tensor, *, atol: Union[float, torch.Tensor, None] = None,
             raise TypeError(f"{name}: expected a float, a Tensor or None, got {type(t).__name__}")
     if hermitian:
         return reference_pinv(A, atol=atol, rtol=rtol, hermitian=True)
-    real = A.real.dtype if A.is_complex() else A.dtype
-
-    def as_tensor(t):  # a float becomes a fill on A's device (no host-to-device copy)
-        if t is None or isinstance(t, torch.Tensor):
-            return t
-        return torch.full((), float(t), dtype=real, device=A.device)
-    return _pinv_op(A, as_tensor(atol), as_tensor(rtol))
+    tensors = [t if isinstance(t, torch.Tensor) else None for t in (atol, rtol)]
+    values = [None if isinstance(t, torch.Tensor) or t is None else float(t) for t in (atol, rtol)]
+    return _pinv_op(A, *tensors, *values)

@@ -292,10 +292,10 @@ def _complete_first(u, good, R: tl.constexpr, CC: tl.constexpr):
 
 
 @triton.jit
-def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, nbatch, tol, tiny, safe,
+def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, atol_s, rtol_s, nbatch, tol, tiny, safe,
                       sab, sar, sac, ssb, swb, swr, swc, svb, svr, svc, spb, spr, spc,
                       BLOCK_B: tl.constexpr, R: tl.constexpr, K: tl.constexpr, KE: tl.constexpr,
-                      CC: tl.constexpr, MODE: tl.constexpr, MAX_SWEEPS: tl.constexpr):
+                      CC: tl.constexpr, MODE: tl.constexpr, MAX_SWEEPS: tl.constexpr, TOL_PTR: tl.constexpr):
     """MODE 0: S (sorted); 1: S, U (R x CC) and V; 2: P = V diag(1/s) U^T (K x R) with the cut
     max(atol, rtol * s_max). The matrix of lane l is A[program * BLOCK_B + l] (R x K, R >= K),
     held as KE = K rounded up to even columns (a zero column, never rotated, when K is odd)."""
@@ -340,8 +340,11 @@ def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, nba
         smax = sig[0]
         for c in tl.static_range(1, K):
             smax = tl.maximum(smax, sig[c])
-        atol = tl.load(atol_ptr + bidx, mask=in_b, other=0.0)
-        rtol = tl.load(rtol_ptr + bidx, mask=in_b, other=0.0)
+        atol = atol_s
+        rtol = rtol_s
+        if TOL_PTR:  # per matrix; else one pair of scalars
+            atol = tl.load(atol_ptr + bidx, mask=in_b, other=0.0)
+            rtol = tl.load(rtol_ptr + bidx, mask=in_b, other=0.0)
         cut = tl.maximum(atol, rtol * (smax * unscale))
         pm = ()
         for j in tl.static_range(K * R):
