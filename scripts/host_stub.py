@@ -81,7 +81,17 @@ def main():
     def mse_fwd_bwd():
         fastpath.mse_loss(ya, yb, reduction="none").sum().backward()
 
+    from fastpath.ops import linear as linear_mod
+
+    def linear_memo():  # the launch memo (fastpath._core.memo) replaying: allowed on these CPU stand-ins
+        linear_mod._MEMO.device_types = ("cpu",)
+        try:
+            return fastpath.linear(x, w)
+        finally:
+            linear_mod._MEMO.device_types = ("cuda",)
+
     cases = {"fastpath.linear 1x4096x4096": lambda: fastpath.linear(x, w),
+             "fastpath.linear 1x4096x4096, a replay of the launch memo": linear_memo,
              "fastpath.scaled_dot_product_attention decode 1K": (
                  lambda: fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
              "fastpath.fused_experts one token, top-8": lambda: fastpath.fused_experts(h, ids, tw, gate_up, down),

@@ -14,7 +14,7 @@ if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 
-from fastpath._core import alloc  # noqa: E402
+from fastpath._core import alloc, memo  # noqa: E402
 
 #: Most pytest-xdist workers ``-n auto`` starts (each imports torch, transformers and diffusers).
 MAX_WORKERS = 4
@@ -62,8 +62,10 @@ def _seed_and_poison(request):
     """Seed every test from its own name, and fill every output fastpath allocates with NaN."""
     torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
     alloc.POISON = True
+    memo.ENABLED = "launch_memo" in request.keywords  # tests change knobs a replay would not see
     yield
     alloc.POISON = False
+    memo.ENABLED = True
 
 
 def noncontig(x: torch.Tensor) -> torch.Tensor:

@@ -326,3 +326,64 @@ def test_broadcast_shape_matches_torch(shapes):
         a, b = torch.zeros(shapes[0]), torch.arange(float(math.prod(shapes[1]))).reshape(shapes[1])
         for got, ref in zip(broadcast_pair(a, b), torch.broadcast_tensors(a, b)):
             assert got.shape == ref.shape and got.stride() == ref.stride() and torch.equal(got, ref)
+
+
+@pytest.mark.launch_memo
+def test_launch_memo_replays_with_the_new_pointers(monkeypatch):
+    """An eager call with the tensor properties of a recorded one replays its launches: the
+    same kernel, grid and constants, the new inputs' and a new output's pointers, a cached
+    workspace as it was; calls that differ in a property, or whose launch cannot be replayed,
+    take the op's path."""
+    from fastpath._core import memo as M
+    launch = _fast_launch(monkeypatch)
+    fake = _FakeCompilingJit()
+    fake.params = [_FakeParam(n) for n in ("x_ptr", "w_ptr", "o_ptr", "ws_ptr", "n", "BLOCK")]
+    fast = launch.Launcher(fake)
+    ws = launch.workspace(torch.device("cpu"), "test.memo", 8, torch.float32)
+    path_calls = []
+
+    def op(x, w, tmp=False):
+        path_calls.append(1)
+        out = torch.empty(x.shape[0], w.shape[0])
+        fast[(2,)](x, torch.empty(4) if tmp else w, out, ws, x.shape[0], BLOCK=16)
+        return out
+
+    memo = M.LaunchMemo()
+    memo.device_types = ("cpu",)
+    x1, x2, w = torch.randn(3, 4), torch.randn(3, 4), torch.randn(5, 4)
+    memo.call(lambda: op(x1, w), (x1, w))
+    out = memo.call(lambda: op(x2, w), (x2, w))
+    assert len(path_calls) == 1  # the second call was a replay
+    assert out.shape == (3, 5) and out.dtype == torch.float32
+    assert fake.log[-1] == ("direct", 2, 1, 1, 1234, "fn-handle", ("packed",), None, None, None,
+                            x2.data_ptr(), w.data_ptr(), out.data_ptr(), ws.data_ptr(), 3, 16)
+    memo.call(lambda: op(x2[:2], w), (x2[:2], w))  # another shape: the op's path, recorded
+    assert len(path_calls) == 2
+    memo.call(lambda: op(x2[:2], w), (x2[:2], w))
+    assert len(path_calls) == 2
+    x3 = torch.randn(3, 4).requires_grad_()
+    memo.call(lambda: op(x3, w), (x3, w))  # autograd must see it
+    assert len(path_calls) == 3
+    y = torch.randn(1, 4)  # (a shape not recorded yet)
+    for _ in range(2):  # a temporary tensor among the arguments: never replayed
+        memo.call(lambda: op(y, w, tmp=True), (y, w))
+    assert len(path_calls) == 5
+
+
+def test_launch_memo_template_refuses_what_it_cannot_replay():
+    from fastpath._core import memo as M
+    x, w = torch.randn(3, 4), torch.randn(5, 4)
+    out = torch.empty(3, 5)
+    rec = ("run", "fn", "meta", (1, 1, 1), (x, w, out, 7))
+    assert M.LaunchMemo.template([rec], (x, w), out) is not None
+    assert M.LaunchMemo.template([], (x, w), out) is None  # nothing launched
+    assert M.LaunchMemo.template([rec, None], (x, w), out) is None  # a launch Triton made itself
+    assert M.LaunchMemo.template([rec], (x, w), x) is None  # the output is an input
+    big = torch.empty(4, 5)
+    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (x, w, big[:3]))], (x, w), big[:3]) is None
+    class Desc:  # as triton.tools.tensor_descriptor.TensorDescriptor: a base tensor of its own
+        base = x
+    desc = ("run", "fn", "meta", (1, 1, 1), (x, w, out, Desc()))
+    assert M.LaunchMemo.template([desc], (x, w), out) is None
+    view = x[1:]  # a view at an offset is not one of the call's tensors
+    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (view, w, out))], (x, w), out) is None

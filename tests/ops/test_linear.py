@@ -319,3 +319,30 @@ def test_errors(device):
 def test_family():
     assert L.FAMILY["name"] == "linear" and L.FAMILY["ops"] == ["linear"]
     assert L.FAMILY["reason"]("cpu") is None or isinstance(L.FAMILY["reason"]("cpu"), str)
+
+
+@pytest.mark.launch_memo
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")
+@pytest.mark.parametrize("fp8", [False, True])
+@pytest.mark.parametrize("rows,k,n,bias", [(1, 4096, 1024, False), (3, 1000, 67, True), (16, 256, 4096, True)])
+def test_eager_memo_replay(fp8, rows, k, n, bias):
+    """Eager calls after the first with the same tensor properties replay its launch
+    (``fastpath._core.memo``): fresh inputs give fresh, correct outputs."""
+    if fp8 and not HAS_FP8:
+        pytest.skip("torch has no float8_e4m3fn")
+    dev = torch.device("cuda")
+    w = randn(n, k, dtype=torch.bfloat16, device=dev, scale=k ** -0.5)
+    scale = None
+    if fp8:
+        scale = (w.float().abs().amax(1, keepdim=True) / 448.0).clamp_min(1e-12)
+        w = (w.float() / scale).to(torch.float8_e4m3fn)
+    b = randn(n, dtype=torch.bfloat16, device=dev) if bias else None
+    L._MEMO.entries.clear()
+    outs = []
+    for i in range(3):
+        x = randn(rows, 1, k, dtype=torch.bfloat16, device=dev)
+        y = L.linear(x, w, b, weight_scale=scale)
+        outs.append(y)
+        assert_close(y, ref64(x, w, b, scale), tol=L_TOL[torch.bfloat16])
+    assert len({o.data_ptr() for o in outs}) == 3
+    assert any(v is not None for v in L._MEMO.entries.values())  # recorded, then replayed

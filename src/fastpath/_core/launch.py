@@ -114,30 +114,45 @@ class Launcher:
             on = dev is not None and pdl_on(dev)
             kwargs = {**kwargs, "PDL": PDL if on else 0, **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
+            if _RECORDS is not None:
+                _RECORDS.append(None)  # not replayable (fastpath._core.memo)
             return self.fn[grid](*args, **kwargs)
         try:
             key = (dev, _specs(args), tuple(kwargs.items()) if self.runtime.isdisjoint(kwargs) else
                    tuple((n, _spec(v) if n in self.runtime else v) for n, v in kwargs.items()))
         except RuntimeError:  # tensors without storage (fake tensors while tracing): no cache
+            if _RECORDS is not None:
+                _RECORDS.append(None)
             return self.fn[grid](*args, **kwargs)
         entry = self.kernels.get(key)
+        n = len(args)
+        if n < len(self.names):
+            full = args + tuple([kwargs[k] if k in kwargs else self.defaults[k] for k in self.names[n:]])
+        else:
+            full = args
+        g = tuple(grid) + (1,) * (3 - len(grid))
         if entry is None:
             kernel = self.fn[grid](*args, **kwargs)
             # Triton's CompiledKernel.__getitem__ (3.x) calls run(...) as below; where a
             # kernel lacks those attributes, later calls go through kernel[grid] instead
             direct = all(hasattr(kernel, a) for a in ("run", "function", "packed_metadata"))
-            self.kernels[key] = (kernel, kernel.run if direct else None)
-            return kernel
-        kernel, run = entry
-        n = len(args)
-        if n < len(self.names):
-            args = args + tuple([kwargs[k] if k in kwargs else self.defaults[k] for k in self.names[n:]])
-        g = tuple(grid) + (1,) * (3 - len(grid))
-        if run is None:
-            kernel[g](*args, stream=_raw_stream(dev))
+            self.kernels[key] = entry = (kernel, kernel.run if direct else None)
         else:
-            run(g[0], g[1], g[2], _raw_stream(dev), kernel.function, kernel.packed_metadata, None, None, None, *args)
+            kernel, run = entry
+            if run is None:
+                kernel[g](*full, stream=_raw_stream(dev))
+            else:
+                run(g[0], g[1], g[2], _raw_stream(dev), kernel.function, kernel.packed_metadata, None, None, None,
+                    *full)
+        if _RECORDS is not None:
+            kernel, run = entry
+            _RECORDS.append(None if run is None else (run, kernel.function, kernel.packed_metadata, g, full))
         return kernel
+
+
+#: While fastpath._core.memo records a call: each launch's (run, function, packed metadata,
+#: grid, every argument as ``run`` takes them), or None for a launch it cannot replay.
+_RECORDS: list | None = None
 
 
 _knobs = None

@@ -1,0 +1,129 @@
+"""Replay of an eager call's launches: the host path of a small op without its Python.
+
+An eager ``fastpath.linear`` spends ~60-100 us of host time a call on a slow host (argument
+checks, the plan, argument lists, the Launcher's specialisation key), where the kernel of a
+decode-sized layer runs 5-30 us. Calls whose tensors have the properties of an earlier call
+(shape, strides, dtype, device, current stream, 16-byte alignment of every pointer) take the
+same checks, the same plan and the same compiled kernels, so :class:`LaunchMemo` records the
+first such call's launches and replays them for the next ones with the new pointers: one
+output allocation and one driver call per launch.
+
+A recorded launch is replayable only when each of its tensor arguments is one of the call's
+named tensors at offset 0 (inputs, or the output) or a cached workspace of
+:func:`fastpath._core.launch.workspace` (kept alive forever), and every other argument a
+plain value (numbers, constexprs). Anything else (a temporary copy, a view at an offset, a tensor
+descriptor, a call that launched nothing, a launch through Triton's own path) leaves the
+call unrecorded, and it keeps taking the normal path. The op's path must do no device work
+besides its Triton launches and its output's allocation (``fastpath.linear``'s matrix-vector
+path; its cuBLAS path launches nothing through Triton and is never recorded).
+
+Off in Triton's interpreter, while compiling, with launch hooks set (profilers), with
+``FASTPATH_FAST_LAUNCH=0``, and for calls autograd must record.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Optional, Sequence
+
+import torch
+
+from . import launch as L
+
+#: ``FASTPATH_LAUNCH_MEMO=0`` turns every memo off (tests turn it off outside their own
+#: checks of it: they change module knobs between calls, which a replay would not see).
+ENABLED = os.environ.get("FASTPATH_LAUNCH_MEMO", "1") == "1"
+
+
+class _Replay:
+    __slots__ = ("launches", "out_shape", "out_dtype")
+
+    def __init__(self, launches, out_shape, out_dtype):
+        self.launches, self.out_shape, self.out_dtype = launches, out_shape, out_dtype
+
+
+def _tensor_key(t: Optional[torch.Tensor]):
+    if t is None:
+        return None
+    return (t.shape, t.stride(), t.dtype, t.device, not t.data_ptr() & 15)
+
+
+def replay(entry: _Replay, tensors, stream: int) -> torch.Tensor:
+    """A new output, and the recorded launches with ``tensors``' and its pointers."""
+    out = torch.empty(entry.out_shape, dtype=entry.out_dtype, device=tensors[0].device)
+    ptrs = [t.data_ptr() if t is not None else 0 for t in tensors] + [out.data_ptr()]
+    for run, function, packed, grid, template in entry.launches:
+        args = [ptrs[a] if type(a) is int else a[0] for a in template]
+        run(grid[0], grid[1], grid[2], stream, function, packed, None, None, None, *args)
+    return out
+
+
+class LaunchMemo:
+    """``memo.call(fn, tensors)``: ``fn()`` (the op's normal path, which returns one new
+    tensor), or a replay of its launches when ``tensors`` (the call's tensor arguments, None
+    allowed) have the properties of a recorded call. ``maxsize`` keys at most; beyond, the
+    memo starts over."""
+
+    def __init__(self, maxsize: int = 256):
+        self.entries: dict = {}
+        self.maxsize = maxsize
+        self.device_types = ("cuda",)  # where Launcher's cached relaunch runs (tests add "cpu")
+
+    def call(self, fn: Callable[[], torch.Tensor], tensors: Sequence[Optional[torch.Tensor]]) -> torch.Tensor:
+        first = tensors[0]
+        if (not ENABLED or not L.FAST_LAUNCH or L.INTERPRET or first.device.type not in self.device_types or L._RECORDS is not None
+                or torch.compiler.is_compiling() or L._hooks_set()):
+            return fn()  # (while another call records, its record takes these launches)
+        grad = torch.is_grad_enabled()
+        for t in tensors:
+            if t is not None and (type(t) not in (torch.Tensor, torch.nn.Parameter) or grad and t.requires_grad):
+                return fn()
+        dev = first.device.index
+        key = (dev, L._raw_stream(dev), *[_tensor_key(t) for t in tensors])
+        entry = self.entries.get(key)
+        if entry is not None:
+            return replay(entry, tensors, key[1])
+        if ("skip", key) in self.entries:
+            return fn()
+        records: list = []
+        L._RECORDS = records
+        try:
+            out = fn()
+        finally:
+            L._RECORDS = None
+        entry = self.template(records, tensors, out)
+        if len(self.entries) >= self.maxsize:
+            self.entries.clear()
+        self.entries[key if entry is not None else ("skip", key)] = entry
+        return out
+
+    @staticmethod
+    def template(records, tensors, out) -> Optional[_Replay]:
+        """The launches as templates: an int i is the pointer of tensor i (len(tensors): the
+        output), a 1-tuple a constant argument. None when a launch is not replayable."""
+        if (not records or None in records or not isinstance(out, torch.Tensor) or not out.is_contiguous()
+                or out.untyped_storage().nbytes() != out.numel() * out.element_size()):
+            return None  # nothing launched, a launch not replayable, or not a whole new tensor
+        named = [t.data_ptr() if t is not None else None for t in tensors] + [out.data_ptr()]
+        real = [p for p in named if p is not None]
+        if len(set(real)) != len(real):  # aliasing inputs: leave it to the normal path
+            return None
+        index = {p: i for i, p in enumerate(named) if p is not None}
+        spaces = {b.data_ptr() for b in L._workspaces.values()}
+        launches = []
+        for run, function, packed, grid, args in records:
+            template = []
+            for a in args:
+                if isinstance(a, torch.Tensor):
+                    p = a.data_ptr()
+                    if p in index:
+                        template.append(index[p])
+                    elif p in spaces:
+                        template.append((p,))
+                    else:
+                        return None
+                elif hasattr(a, "base") or hasattr(a, "data_ptr"):  # e.g. a tensor descriptor
+                    return None
+                else:  # numbers, and constexprs (dtypes...) as the compiled kernel took them
+                    template.append((a,))
+            launches.append((run, function, packed, grid, tuple(template)))
+        return _Replay(tuple(launches), tuple(out.shape), out.dtype)
