@@ -58,17 +58,18 @@ def replay(entry: _Replay, tensors, stream: int) -> torch.Tensor:
 
 
 class LaunchMemo:
-    """``memo.call(fn, tensors)``: ``fn()`` (the op's normal path, which returns one new
+    """``memo.call(fn, tensors, extra)``: ``fn()`` (the op's normal path, which returns one new
     tensor), or a replay of its launches when ``tensors`` (the call's tensor arguments, None
-    allowed) have the properties of a recorded call. ``maxsize`` keys at most; beyond, the
-    memo starts over."""
+    allowed) have the properties of a recorded call and ``extra`` (its other arguments,
+    hashable) is equal. ``maxsize`` keys at most; beyond, the memo starts over."""
 
     def __init__(self, maxsize: int = 256):
         self.entries: dict = {}
         self.maxsize = maxsize
         self.device_types = ("cuda",)  # where Launcher's cached relaunch runs (tests add "cpu")
 
-    def call(self, fn: Callable[[], torch.Tensor], tensors: Sequence[Optional[torch.Tensor]]) -> torch.Tensor:
+    def call(self, fn: Callable[[], torch.Tensor], tensors: Sequence[Optional[torch.Tensor]],
+             extra: tuple = ()) -> torch.Tensor:
         first = tensors[0]
         if (not ENABLED or not L.FAST_LAUNCH or L.INTERPRET or first.device.type not in self.device_types or L._RECORDS is not None
                 or torch.compiler.is_compiling() or L._hooks_set()):
@@ -78,7 +79,7 @@ class LaunchMemo:
             if t is not None and (type(t) not in (torch.Tensor, torch.nn.Parameter) or grad and t.requires_grad):
                 return fn()
         dev = first.device.index
-        key = (dev, L._raw_stream(dev), *[_tensor_key(t) for t in tensors])
+        key = (dev, L._raw_stream(dev), extra, *[_tensor_key(t) for t in tensors])
         entry = self.entries.get(key)
         if entry is not None:
             return replay(entry, tensors, key[1])

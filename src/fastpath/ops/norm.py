@@ -28,6 +28,7 @@ from .._core import alloc
 from .._core.backend import INTERPRET, TL_DTYPES, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
+from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 
 ACTIVATIONS = {"silu": 0, "swish": 0, "sigmoid": 1}
@@ -290,11 +291,21 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     >>> x, r = torch.randn(2, 2048, dtype=torch.bfloat16), torch.randn(2, 2048, dtype=torch.bfloat16)
     >>> out, r = fastpath.rms_norm(x, torch.zeros(2048), residual=r, zero_centered=True)
     """
+    if residual is None:
+        return _MEMO.call(lambda: _checked_rms_norm(x, weight, eps, zero_centered, gate, gate_activation),
+                          (x, weight, gate), (eps, zero_centered, gate_activation))
     _check(x, weight, residual, gate, gate_activation, eps)
     act = ACTIVATIONS[gate_activation]
-    if residual is None:
-        return _rms_norm_op(x, weight, float(eps), bool(zero_centered), gate, act)
     return _add_rms_norm_op(x, residual, weight, float(eps), bool(zero_centered), gate, act)
+
+
+def _checked_rms_norm(x, weight, eps, zero_centered, gate, gate_activation):
+    _check(x, weight, None, gate, gate_activation, eps)
+    return _rms_norm_op(x, weight, float(eps), bool(zero_centered), gate, ACTIVATIONS[gate_activation])
+
+
+#: Eager calls with the properties of an earlier call replay its launch (fastpath._core.memo).
+_MEMO = LaunchMemo()
 
 
 FAMILY = {"name": "norm", "ops": ["rms_norm"], "reason": triton_reason}

@@ -24,6 +24,7 @@ import torch
 
 from .._core import alloc
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
+from .._core.memo import LaunchMemo
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor, normalize_dim
 from .._core.registry import register_op
@@ -144,6 +145,8 @@ FLAGGED = True
 
 
 _ROWS, _SPLIT = Launcher(_rows_kernel), Launcher(_split_kernel)
+#: Eager calls with the properties of an earlier call replay its launches (fastpath._core.memo).
+_MEMO = LaunchMemo()
 
 
 def _num_warps(block: int) -> int:
@@ -281,8 +284,8 @@ def softmax(input: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype] = N
     >>> fastpath.softmax(torch.tensor([[1.0, 2.0, 3.0]]), dim=-1)
     tensor([[0.0900, 0.2447, 0.6652]])
     """
-    x, dim = _checked(input, dim, dtype, "softmax")
-    return _softmax_op(x, dim, False, dtype)
+    return _MEMO.call(lambda: _softmax_op(*_checked(input, dim, dtype, "softmax"), False, dtype), (input,),
+                      (dim, dtype, False))
 
 
 def log_softmax(input: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
@@ -297,8 +300,8 @@ def log_softmax(input: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype]
     >>> fastpath.log_softmax(torch.tensor([0.0, 0.0]), dim=0)
     tensor([-0.6931, -0.6931])
     """
-    x, dim = _checked(input, dim, dtype, "log_softmax")
-    return _softmax_op(x, dim, True, dtype)
+    return _MEMO.call(lambda: _softmax_op(*_checked(input, dim, dtype, "log_softmax"), True, dtype), (input,),
+                      (dim, dtype, True))
 
 
 FAMILY = {"name": "softmax", "ops": ["softmax", "log_softmax"], "reason": triton_reason}

@@ -1,0 +1,50 @@
+"""Eager replays of the launch memo (fastpath._core.memo) in the ops that use it, on a GPU:
+after a recorded call, calls with fresh tensors of the same properties must give fresh,
+correct results (the replay passes the new pointers). The mechanics are tested with fakes
+on the CPU in tests/test_core.py; linear's replay in tests/ops/test_linear.py."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from fastpath.ops import norm, softmax
+from tests.tolerances import assert_close
+
+pytestmark = [pytest.mark.launch_memo,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")]
+
+
+def _calls(fn, ref, make, memo):
+    memo.entries.clear()
+    outs = []
+    for _ in range(3):
+        args = make()
+        out = fn(*args)
+        outs.append(out)
+        assert_close(out, ref(*args))
+    assert len({o.data_ptr() for o in outs}) == 3
+    assert any(v is not None for v in memo.entries.values())  # recorded, then replayed
+
+
+@pytest.mark.parametrize("shape", [(4, 1000), (1, 151936)])  # one-row kernel; split rows
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_replay(shape, log):
+    fn = softmax.log_softmax if log else softmax.softmax
+    ref = (lambda x: torch.log_softmax(x.double(), -1)) if log else (lambda x: torch.softmax(x.double(), -1))
+    _calls(fn, ref, lambda: (torch.randn(shape, device="cuda", dtype=torch.bfloat16),), softmax._MEMO)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_rms_norm_replay(gated):
+    w = torch.randn(2048, device="cuda", dtype=torch.bfloat16)
+
+    def make():
+        x = torch.randn(3, 2048, device="cuda", dtype=torch.bfloat16)
+        return (x, torch.randn_like(x) if gated else None)
+
+    def ours(x, g):
+        return norm.rms_norm(x, w, 1e-6, gate=g)
+
+    def ref(x, g):
+        y = F.rms_norm(x.double(), (2048,), w.double(), 1e-6)
+        return y * F.silu(g.double()) if gated else y
+    _calls(ours, ref, make, norm._MEMO)
