@@ -5,6 +5,7 @@ launches an already-compiled kernel without Triton's per-call argument binding."
 from __future__ import annotations
 
 import os
+import threading
 
 import torch
 
@@ -114,15 +115,17 @@ class Launcher:
             on = dev is not None and pdl_on(dev)
             kwargs = {**kwargs, "PDL": PDL if on else 0, **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
-            if _RECORDS is not None:
-                _RECORDS.append(None)  # not replayable (fastpath._core.memo)
+            records = getattr(RECORDING, "records", None)
+            if records is not None:
+                records.append(None)  # not replayable (fastpath._core.memo)
             return self.fn[grid](*args, **kwargs)
         try:
             key = (dev, _specs(args), tuple(kwargs.items()) if self.runtime.isdisjoint(kwargs) else
                    tuple((n, _spec(v) if n in self.runtime else v) for n, v in kwargs.items()))
         except RuntimeError:  # tensors without storage (fake tensors while tracing): no cache
-            if _RECORDS is not None:
-                _RECORDS.append(None)
+            records = getattr(RECORDING, "records", None)
+            if records is not None:
+                records.append(None)
             return self.fn[grid](*args, **kwargs)
         entry = self.kernels.get(key)
         n = len(args)
@@ -144,15 +147,17 @@ class Launcher:
             else:
                 run(g[0], g[1], g[2], _raw_stream(dev), kernel.function, kernel.packed_metadata, None, None, None,
                     *full)
-        if _RECORDS is not None:
+        records = getattr(RECORDING, "records", None)
+        if records is not None:
             kernel, run = entry
-            _RECORDS.append(None if run is None else (run, kernel.function, kernel.packed_metadata, g, full))
+            records.append(None if run is None else (run, kernel.function, kernel.packed_metadata, g, full))
         return kernel
 
 
-#: While fastpath._core.memo records a call: each launch's (run, function, packed metadata,
-#: grid, every argument as ``run`` takes them), or None for a launch it cannot replay.
-_RECORDS: list | None = None
+#: ``RECORDING.records``, while fastpath._core.memo records a call in this thread: each
+#: launch's (run, function, packed metadata, grid, every argument as ``run`` takes them), or
+#: None for a launch it cannot replay.
+RECORDING = threading.local()
 
 
 _knobs = None

@@ -71,7 +71,8 @@ class LaunchMemo:
     def call(self, fn: Callable[[], torch.Tensor], tensors: Sequence[Optional[torch.Tensor]],
              extra: tuple = ()) -> torch.Tensor:
         first = tensors[0]
-        if (not ENABLED or not L.FAST_LAUNCH or L.INTERPRET or first.device.type not in self.device_types or L._RECORDS is not None
+        if (not ENABLED or not L.FAST_LAUNCH or L.INTERPRET or first.device.type not in self.device_types
+                or getattr(L.RECORDING, "records", None) is not None
                 or torch.compiler.is_compiling() or L._hooks_set()):
             return fn()  # (while another call records, its record takes these launches)
         grad = torch.is_grad_enabled()
@@ -86,11 +87,11 @@ class LaunchMemo:
         if ("skip", key) in self.entries:
             return fn()
         records: list = []
-        L._RECORDS = records
+        L.RECORDING.records = records  # (per thread: another thread's launches are not this call's)
         try:
             out = fn()
         finally:
-            L._RECORDS = None
+            L.RECORDING.records = None
         entry = self.template(records, tensors, out)
         if len(self.entries) >= self.maxsize:
             self.entries.clear()
