@@ -387,3 +387,23 @@ def test_launch_memo_template_refuses_what_it_cannot_replay():
     assert M.LaunchMemo.template([desc], (x, w), out) is None
     view = x[1:]  # a view at an offset is not one of the call's tensors
     assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (view, w, out))], (x, w), out) is None
+
+
+def test_launch_memo_records_only_its_own_thread(monkeypatch):
+    """A launch from another thread never enters the record of a call being recorded."""
+    import threading
+    launch = _fast_launch(monkeypatch)
+    fake = _FakeCompilingJit()
+    fast = launch.Launcher(fake)
+    x = torch.zeros(64)
+    fast[(1,)](x, 32, 0.5, BLOCK=16)
+    launch.RECORDING.records = mine = []
+    try:
+        other = threading.Thread(target=lambda: fast[(1,)](x, 32, 0.5, BLOCK=16))
+        other.start()
+        other.join()
+        assert mine == []
+        fast[(1,)](x, 32, 0.5, BLOCK=16)
+        assert len(mine) == 1 and mine[0][3] == (1, 1, 1)
+    finally:
+        launch.RECORDING.records = None
