@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from fastpath.ops import norm, softmax
+from tests.ops.test_moe import experts64
 from tests.tolerances import assert_close
 
 pytestmark = [pytest.mark.launch_memo,
@@ -48,3 +49,30 @@ def test_rms_norm_replay(gated):
         y = F.rms_norm(x.double(), (2048,), w.double(), 1e-6)
         return y * F.silu(g.double()) if gated else y
     _calls(ours, ref, make, norm._MEMO)
+
+
+@pytest.mark.parametrize("tokens", [1, 3, 40])  # row kernels; the decode kernels
+@pytest.mark.parametrize("fp8", [False, True])
+def test_fused_experts_replay(tokens, fp8):
+    from fastpath.ops import moe
+    if fp8 and not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("torch has no float8_e4m3fn")
+    E, H, I, k = 8, 256, 128, 2
+    gate_up = torch.randn(E, 2 * I, H, device="cuda", dtype=torch.bfloat16) * H ** -0.5
+    down = torch.randn(E, H, I, device="cuda", dtype=torch.bfloat16) * I ** -0.5
+    scales = {}
+    if fp8:
+        (gate_up, gs), (down, ds) = moe.quantize_experts(gate_up), moe.quantize_experts(down)
+        scales = {"gate_up_scale": gs, "down_scale": ds}
+
+    def make():
+        x = torch.randn(tokens, H, device="cuda", dtype=torch.bfloat16)
+        ids = torch.stack([torch.randperm(E, device="cuda")[:k] for _ in range(tokens)]).to(torch.int32)
+        return x, ids, torch.rand(tokens, k, device="cuda")
+
+    def ours(x, ids, w):
+        return moe.fused_experts(x, ids, w, gate_up, down, **scales)
+
+    def ref(x, ids, w):
+        return experts64(x, ids, w, gate_up, down, gu_s=scales.get("gate_up_scale"), d_s=scales.get("down_scale"))
+    _calls(ours, ref, make, moe._MEMO)

@@ -34,6 +34,7 @@ from .._core import alloc
 from .._core.backend import INTERPRET, TL_DTYPES, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
+from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from . import moe_kernels as K
 from .grouped_mm import grouped_mm
@@ -721,6 +722,23 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     >>> _, w, ids = moe.gate(x)                              # or fastpath.route(logits, 8)
     >>> y = fastpath.fused_experts(x, ids, w, moe.experts.gate_up_proj, moe.experts.down_proj)
     """
+    tensors = (hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias,
+               gate_up_scale, down_scale)
+    if (not validate and FORCE_PATH is None and isinstance(hidden_states, torch.Tensor)
+            and hidden_states.dim() == 2 and hidden_states.shape[0] <= MAX_DECODE_TOKENS):
+        # the decode path (allocations and Triton launches only): replayed by the launch memo
+        return _MEMO.call(lambda: _checked_experts(*tensors, activation, interleaved, swiglu_alpha, swiglu_limit,
+                                                   False), tensors,
+                          (activation, interleaved, swiglu_alpha, swiglu_limit))
+    return _checked_experts(*tensors, activation, interleaved, swiglu_alpha, swiglu_limit, validate)
+
+
+#: Eager decode calls with the properties of an earlier call replay its launches (fastpath._core.memo).
+_MEMO = LaunchMemo()
+
+
+def _checked_experts(hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias,
+                     gate_up_scale, down_scale, activation, interleaved, swiglu_alpha, swiglu_limit, validate):
     code = _act_code(activation)
     _check_experts(hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias,
                    gate_up_scale, down_scale)
