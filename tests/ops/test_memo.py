@@ -76,20 +76,3 @@ def test_fused_experts_replay(tokens, fp8):
     def ref(x, ids, w):
         return experts64(x, ids, w, gate_up, down, gu_s=scales.get("gate_up_scale"), d_s=scales.get("down_scale"))
     _calls(ours, ref, make, moe._MEMO)
-
-
-@pytest.mark.parametrize("validate", [True, False])
-@pytest.mark.parametrize("weighted", [False, True])
-def test_bincount_replay(validate, weighted):
-    from fastpath.ops import bincount as bc
-
-    def make():
-        x = torch.randint(0, 1000, (100_000,), device="cuda")
-        return x, (torch.rand(x.shape, device="cuda") if weighted else None)
-
-    def ours(x, w):
-        return bc.bincount(x, w, minlength=1000, validate=validate)
-
-    def ref(x, w):
-        return torch.bincount(x.cpu(), w.double().cpu() if w is not None else None, minlength=1000)
-    _calls(ours, ref, make, bc._MEMO)

@@ -50,7 +50,6 @@ from .._core import alloc
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
-from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 
 # Tuning knobs (scripts/tune_bincount.py sweeps them on a GPU). The interpreter uses small
@@ -268,11 +267,10 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
 
 
 @triton.jit
-def _sum_copies_kernel(copies_ptr, out_ptr, bits_ptr, nbins, n_copies,
+def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, bits_ptr, nbins, n_copies,
                        CHECK: tl.constexpr, FC: tl.constexpr, FB: tl.constexpr):
     """The finishing step as a launch of its own (many bins): out[b] = the sum of the copies
-    of bin b, FC copies x FB bins a step; the copies are zeroed, the flag handed out in
-    out[nbins] (CHECK)."""
+    of bin b, FC copies x FB bins a step; the copies are zeroed, the flag handed out."""
     b = tl.program_id(0) * FB + tl.arange(0, FB)
     c = tl.arange(0, FC)
     total = tl.zeros([FB], dtype=out_ptr.dtype.element_ty)  # int64 counts, float sums
@@ -284,7 +282,7 @@ def _sum_copies_kernel(copies_ptr, out_ptr, bits_ptr, nbins, n_copies,
     tl.store(out_ptr + b, total, mask=b < nbins)
     if CHECK:
         if tl.program_id(0) == 0:
-            tl.store(out_ptr + nbins, tl.atomic_xchg(bits_ptr, 0).to(out_ptr.dtype.element_ty))
+            tl.store(flag_ptr, tl.atomic_xchg(bits_ptr, 0))
 
 
 _COUNT, _SUM = Launcher(_bincount_kernel), Launcher(_sum_copies_kernel)
@@ -304,12 +302,13 @@ def _smem_bytes(nbins: int, copy_dtype: torch.dtype) -> int:
     return next((size for size in SMEM_SIZES if size >= need), 0)
 
 
-def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool) -> torch.Tensor:
-    """The counts, then (``check``) the flag word, in one new tensor of the output dtype."""
+def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool):
     n, dev, out_dtype = x.numel(), x.device, _out_dtype(w)
     if n == 0:
-        return torch.zeros(nbins + check, dtype=out_dtype, device=dev)
-    out = alloc.empty(nbins + check, dtype=out_dtype, device=dev)
+        return (torch.zeros(nbins, dtype=out_dtype, device=dev),
+                torch.zeros(1 if check else 0, dtype=torch.int32, device=dev))
+    out = alloc.empty(nbins, dtype=out_dtype, device=dev)
+    flag = alloc.empty(1 if check else 0, dtype=torch.int32, device=dev)
     if w is None:
         mode = 0 if nbins < HIST_MAX else 1
         copy_dtype = torch.int32 if n < 2**31 else torch.int64
@@ -328,8 +327,9 @@ def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool)
     _COUNT[(progs,)](x, x if w is None else w, copies, bits, n, x.stride(0), sw, nbins, tiles, n_copies,
                      BLOCK=block, W=width, MODE=mode, CHECK=check, I64=wide, SMEM=smem, num_warps=warps)
     fc, fb = min(next_pow2(n_copies), SUM_TILE[0]), min(next_pow2(nbins), SUM_TILE[1])
-    _SUM[(cdiv(nbins, fb),)](copies, out, bits, nbins, n_copies, CHECK=check, FC=fc, FB=fb, num_warps=4)
-    return out
+    _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, bits, nbins, n_copies, CHECK=check,
+                             FC=fc, FB=fb, num_warps=4)
+    return out, flag
 
 
 # ---------------------------------------------------------------------------- reference
@@ -351,24 +351,16 @@ def reference_bincount(input: torch.Tensor, weights: Optional[torch.Tensor], nbi
 # ---------------------------------------------------------------------------- op
 
 def _fake(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool):
-    return torch.empty(nbins + check, dtype=_out_dtype(w), device=x.device)
+    return (torch.empty(nbins, dtype=_out_dtype(w), device=x.device),
+            torch.empty(1 if check else 0, dtype=torch.int32, device=x.device))
 
 
 @register_op("bincount", fake=_fake)
-def _bincount_op(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool) -> torch.Tensor:
-    """``nbins`` counts, then (``check``) the flag word in the counts' dtype: one tensor."""
+def _bincount_op(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int,
+                 check: bool) -> tuple[torch.Tensor, torch.Tensor]:
     if not use_triton(x) or (w is not None and w.device != x.device):
-        out, flag = reference_bincount(x, w, nbins, check)
-        return torch.cat((out, flag.to(out.dtype)))
+        return reference_bincount(x, w, nbins, check)
     return _launch(x, w, nbins, check)
-
-
-def _counts(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool) -> torch.Tensor:
-    """:func:`_bincount_op`, eager calls replayed by the launch memo (fastpath._core.memo)."""
-    return _MEMO.call(lambda: _bincount_op(x, w, nbins, check), (x, w), (nbins, check))
-
-
-_MEMO = LaunchMemo()
 
 
 def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlength: int = 0, *,
@@ -426,20 +418,20 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
         if minlength == 0:
             raise ValueError("minlength: validate=False needs minlength > 0, the output size "
                              "(without it the size depends on the data and needs a host sync)")
-        return _counts(input, weights, minlength, False)
+        return _bincount_op(input, weights, minlength, False)[0]
     if input.numel() == 0:
         return torch.zeros(minlength, dtype=_out_dtype(weights), device=input.device)
     if minlength > 0:
-        buf = _counts(input, weights, minlength, True)
-        bits = int(buf[minlength])  # the one host sync
+        out, flag = _bincount_op(input, weights, minlength, True)
+        bits = int(flag.item())  # the one host sync
         if bits & 1:
             raise ValueError("input: bincount needs non-negative values, got a negative value")
         if not bits & 2:
-            return buf[:minlength]
+            return out
     lo, hi = torch.stack(torch.aminmax(input)).tolist()  # the size needs the maximum: one sync
     if lo < 0:
         raise ValueError(f"input: bincount needs non-negative values, got {lo}")
-    return _counts(input, weights, max(hi + 1, minlength), False)
+    return _bincount_op(input, weights, max(hi + 1, minlength), False)[0]
 
 
 FAMILY = {"name": "bincount", "ops": ["bincount"], "reason": triton_reason}
