@@ -2,6 +2,8 @@
 after a recorded call, calls with fresh tensors of the same properties must give fresh,
 correct results (the replay passes the new pointers). The mechanics are tested with fakes
 on the CPU in tests/test_core.py; linear's replay in tests/ops/test_linear.py."""
+import importlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,14 +16,14 @@ pytestmark = [pytest.mark.launch_memo,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")]
 
 
-def _calls(fn, ref, make, memo):
+def _calls(fn, ref, make, memo, tol=None):
     memo.entries.clear()
     outs = []
     for _ in range(3):
         args = make()
         out = fn(*args)
         outs.append(out)
-        assert_close(out, ref(*args))
+        assert_close(out, ref(*args), tol=tol)
     assert len({o.data_ptr() for o in outs}) == 3
     assert any(v is not None for v in memo.entries.values())  # recorded, then replayed
 
@@ -76,3 +78,26 @@ def test_fused_experts_replay(tokens, fp8):
     def ref(x, ids, w):
         return experts64(x, ids, w, gate_up, down, gu_s=scales.get("gate_up_scale"), d_s=scales.get("down_scale"))
     _calls(ours, ref, make, moe._MEMO)
+
+
+@pytest.mark.parametrize("recipe", ["tensorwise", "rowwise"])
+@pytest.mark.parametrize("rows", [1, 5])
+def test_scaled_mm_replay(recipe, rows):
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("torch has no float8_e4m3fn")
+    from fastpath.ops.fp8 import ScalingType, quantize_fp8, scaled_mm
+    kind = ScalingType.TensorWise if recipe == "tensorwise" else ScalingType.RowWise
+    qw, sw = quantize_fp8(torch.randn(1000, 512, device="cuda"), recipe)
+
+    def make():
+        return quantize_fp8(torch.randn(rows, 512, device="cuda"), recipe)
+
+    def ours(qa, sa):
+        return scaled_mm(qa, qw.t(), sa, kind, sw.t() if recipe == "rowwise" else sw, kind,
+                         output_dtype=torch.float32)
+
+    def ref(qa, sa):
+        a = qa.double() * sa.double().reshape(-1, 1)
+        w = qw.double() * sw.double().reshape(-1, 1)
+        return a @ w.t()
+    _calls(ours, ref, make, importlib.import_module("fastpath.ops.fp8.scaled_mm")._MEMO, tol=1e-5)
