@@ -407,3 +407,18 @@ def test_launch_memo_records_only_its_own_thread(monkeypatch):
         assert len(mine) == 1 and mine[0][3] == (1, 1, 1)
     finally:
         launch.RECORDING.records = None
+
+
+@pytest.mark.launch_memo
+def test_launch_memo_leaves_bad_arguments_to_the_op(monkeypatch):
+    """A non-tensor argument reaches the op's own checks (their error), never the memo's key."""
+    from fastpath._core import memo as M
+    _fast_launch(monkeypatch)
+    m = M.LaunchMemo()
+    m.device_types = ("cpu",)
+
+    def op():
+        raise TypeError("x: expected a tensor")
+    with pytest.raises(TypeError, match="x: expected a tensor"):
+        m.call(op, ([1.0, 2.0], torch.zeros(2)))
+    assert m.entries == {}

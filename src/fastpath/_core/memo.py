@@ -18,7 +18,8 @@ besides its Triton launches and its output's allocation (``fastpath.linear``'s m
 path; its cuBLAS path launches nothing through Triton and is never recorded).
 
 Off in Triton's interpreter, while compiling, with launch hooks set (profilers), with
-``FASTPATH_FAST_LAUNCH=0``, and for calls autograd must record.
+``FASTPATH_FAST_LAUNCH=0`` or ``FASTPATH_LAUNCH_MEMO=0``, for calls autograd must record, and
+for arguments that are not plain tensors (their errors come from the op's own checks).
 """
 from __future__ import annotations
 
@@ -70,15 +71,17 @@ class LaunchMemo:
 
     def call(self, fn: Callable[[], torch.Tensor], tensors: Sequence[Optional[torch.Tensor]],
              extra: tuple = ()) -> torch.Tensor:
+        if not ENABLED or not L.FAST_LAUNCH or L.INTERPRET:
+            return fn()
+        grad = torch.is_grad_enabled()
+        for t in tensors:  # plain tensors (not a subclass, not a wrong type: fn's checks name it)
+            if t is not None and (type(t) not in (torch.Tensor, torch.nn.Parameter) or grad and t.requires_grad):
+                return fn()
         first = tensors[0]
-        if (not ENABLED or not L.FAST_LAUNCH or L.INTERPRET or first.device.type not in self.device_types
+        if (first is None or first.device.type not in self.device_types
                 or getattr(L.RECORDING, "records", None) is not None
                 or torch.compiler.is_compiling() or L._hooks_set()):
             return fn()  # (while another call records, its record takes these launches)
-        grad = torch.is_grad_enabled()
-        for t in tensors:
-            if t is not None and (type(t) not in (torch.Tensor, torch.nn.Parameter) or grad and t.requires_grad):
-                return fn()
         dev = first.device.index
         key = (dev, L._raw_stream(dev), extra, *[_tensor_key(t) for t in tensors])
         try:

@@ -356,8 +356,6 @@ def scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scale_a: torch.Tensor, s
     if tuple(contraction_dim) not in ((), (1, 0)):
         raise NotImplementedError(f"contraction_dim: only () or (1, 0) is supported, got {contraction_dim!r}")
     output_dtype = torch.bfloat16 if output_dtype is None else output_dtype
-    if not isinstance(mat_a, torch.Tensor):
-        return _checked_scaled_mm(mat_a, mat_b, scale_a, ra, scale_b, rb, bias, output_dtype)
     return _MEMO.call(lambda: _checked_scaled_mm(mat_a, mat_b, scale_a, ra, scale_b, rb, bias, output_dtype),
                       (mat_a, mat_b, scale_a, scale_b, bias), (ra, rb, output_dtype))
 
