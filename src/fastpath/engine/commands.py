@@ -47,7 +47,9 @@ def generate(args) -> int:
         sys.stdout.write(piece)
         sys.stdout.flush()
     st = eng.stats
-    print(f"\n\n[{st.new_tokens} tokens; prefill {st.prompt_tokens} tokens at {st.prefill_tps:.0f} tok/s, "
+    # (a first run's prefill includes compiling kernels: its time, not only its rate, says so)
+    print(f"\n\n[{st.new_tokens} tokens; prefill {st.prompt_tokens} tokens in {1e3 * st.prefill_s:.0f} ms "
+          f"({st.prefill_tps:.0f} tok/s), "
           f"decode {st.decode_tps:.1f} tok/s; {device}, {str(dtype)[6:]}{', fp8 weights' if args.fp8 else ''}"
           f"{', CUDA graph' if eng.graphs else ''}]", file=sys.stderr)
     return 0
