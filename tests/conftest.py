@@ -62,10 +62,11 @@ def _seed_and_poison(request):
     """Seed every test from its own name, and fill every output fastpath allocates with NaN."""
     torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
     alloc.POISON = True
+    enabled = memo.ENABLED
     memo.ENABLED = "launch_memo" in request.keywords  # tests change knobs a replay would not see
     yield
     alloc.POISON = False
-    memo.ENABLED = True
+    memo.ENABLED = enabled
 
 
 def noncontig(x: torch.Tensor) -> torch.Tensor:

@@ -229,7 +229,7 @@ def _launch(A3: torch.Tensor, mode: int, *, S3=None, U3=None, V3=None, P3=None, 
     if svd_lanes.lanes_fit(R, K, A3.dtype == torch.float64):
         block_b = 32 * svd_lanes.LANE_WARPS
         svd_lanes.SVD_LANES[(cdiv(nb, block_b),)](A3, S3, U3, V3, P3, *tol_args, nb, *tols, *strides, BLOCK_B=block_b,
-                                        R=R, K=K, KE=K + K % 2, CC=R if full else K, MODE=mode, MAX_SWEEPS=MAX_SWEEPS, TOL_PTR=tol_ptr,
+                                        R=R, K=K, CC=R if full else K, MODE=mode, MAX_SWEEPS=MAX_SWEEPS, TOL_PTR=tol_ptr,
                                         num_warps=svd_lanes.LANE_WARPS)
         return
     RP, KP = next_pow2(R), next_pow2(K)
@@ -314,10 +314,15 @@ def _svdvals_op(A: torch.Tensor) -> torch.Tensor:
     return S
 
 
+def _default_rtol(A) -> float:
+    """torch.linalg.pinv's default rtol: eps * max(m, n) (0 instead when atol > 0 is given)."""
+    return torch.finfo(A.real.dtype if A.is_complex() else A.dtype).eps * max(A.shape[-2:])
+
+
 def _tolerances(A, atol, rtol, batch):
-    """torch.linalg.pinv's rule: rtol defaults to eps * max(m, n), or to 0 when atol > 0 is given."""
+    """torch.linalg.pinv's rule (:func:`_default_rtol`) with tensor tolerances, per matrix."""
     real = A.real.dtype if A.is_complex() else A.dtype
-    default = torch.finfo(real).eps * max(A.shape[-2:])
+    default = _default_rtol(A)
     if atol is None:
         at = torch.zeros((), dtype=real, device=A.device)
     else:
@@ -337,10 +342,9 @@ def _tolerances(A, atol, rtol, batch):
 
 def _scalar_tolerances(A, atol: Optional[float], rtol: Optional[float]) -> Tuple[float, float]:
     """torch.linalg.pinv's rule for float tolerances (no device work)."""
-    default = torch.finfo(A.dtype).eps * max(A.shape[-2:])
     at = 0.0 if atol is None else float(atol)
     if rtol is None:
-        return at, 0.0 if at > 0 else default
+        return at, 0.0 if at > 0 else _default_rtol(A)
     return at, float(rtol)
 
 

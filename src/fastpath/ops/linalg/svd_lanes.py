@@ -33,11 +33,6 @@ LANE_WARPS = 1
 
 
 @triton.constexpr_function
-def _pow2_at_least(n):
-    return 1 << max(0, (n - 1).bit_length())
-
-
-@triton.constexpr_function
 def _log2(n):
     return n.bit_length() - 1
 
@@ -57,9 +52,9 @@ def _gather(base, in_b, sr, sc, R: tl.constexpr, N: tl.constexpr, BLOCK_B: tl.co
     order, from one load: column m of the loaded tile holds entry j = bit-reverse(m), and
     LEVELS halvings (``tl.split`` separates even and odd columns) leave entry j at tuple index
     j. (A load per entry made triton 3.6's coalescing pass take 40 s on an 8x8 kernel.)"""
-    NP: tl.constexpr = _pow2_at_least(N)
-    LEVELS: tl.constexpr = _log2(_pow2_at_least(N))
-    j = _bit_reversed(tl.arange(0, _pow2_at_least(N)), _log2(_pow2_at_least(N)))
+    NP: tl.constexpr = triton.next_power_of_2(N)
+    LEVELS: tl.constexpr = _log2(NP)
+    j = _bit_reversed(tl.arange(0, NP), LEVELS)
     t = tl.load(base[:, None] + ((j % R) * sr + (j // R) * sc)[None, :], mask=in_b[:, None] & (j < N)[None, :],
                 other=0.0)
     parts = (t,)
@@ -79,8 +74,8 @@ def _gather(base, in_b, sr, sc, R: tl.constexpr, N: tl.constexpr, BLOCK_B: tl.co
 def _scatter(base, vals, in_b, sr, sc, R: tl.constexpr, N: tl.constexpr, BLOCK_B: tl.constexpr):
     """Store the tuple ``vals`` (N entries a lane) at ``base[(j % R) * sr + (j // R) * sc]``:
     the inverse of :func:`_gather` (pairs joined level by level), one store."""
-    NP: tl.constexpr = _pow2_at_least(N)
-    LEVELS: tl.constexpr = _log2(_pow2_at_least(N))
+    NP: tl.constexpr = triton.next_power_of_2(N)
+    LEVELS: tl.constexpr = _log2(NP)
     parts = ()
     for k in tl.static_range(NP):
         if k < N:
@@ -294,11 +289,12 @@ def _complete_first(u, good, R: tl.constexpr, CC: tl.constexpr):
 @triton.jit
 def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, atol_s, rtol_s, nbatch, tol, tiny, safe,
                       sab, sar, sac, ssb, swb, swr, swc, svb, svr, svc, spb, spr, spc,
-                      BLOCK_B: tl.constexpr, R: tl.constexpr, K: tl.constexpr, KE: tl.constexpr,
+                      BLOCK_B: tl.constexpr, R: tl.constexpr, K: tl.constexpr,
                       CC: tl.constexpr, MODE: tl.constexpr, MAX_SWEEPS: tl.constexpr, TOL_PTR: tl.constexpr):
     """MODE 0: S (sorted); 1: S, U (R x CC) and V; 2: P = V diag(1/s) U^T (K x R) with the cut
     max(atol, rtol * s_max). The matrix of lane l is A[program * BLOCK_B + l] (R x K, R >= K),
     held as KE = K rounded up to even columns (a zero column, never rotated, when K is odd)."""
+    KE: tl.constexpr = K + K % 2
     bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     in_b = bidx < nbatch
     b64 = bidx.to(tl.int64)
