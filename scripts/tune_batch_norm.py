@@ -34,21 +34,17 @@ SHAPES = {
 }
 #: Knob overrides per shape; {} is the module's default. At most ~6 each (compilation time).
 #: What the default gives (132 SMs): nchw_bf16 and nchw_fp16 two launches (16x256 / 4x1024
-#: tiles, 8 a program, 4 warps); nhwc_bf16 two launches: reduce 16 tiles of 8 rows x 256
-#: channels a program in 2 warps, a combine launch over channels, normalise 8 tiles of 16x256
-#: in 4 warps; 2d_fp32 fused, one 256x32 tile a program (TILE_BYTES_2D, MAX_BC_2D), 4 warps.
-_FUSED = {"FUSED_CL": True}
+#: tiles, 8 a program, 4 warps); nhwc_bf16 and 2d_fp32 the grid-wide rows plan (one program an
+#: SM, ROWS_TILE elements a tile, ROWS_WARPS); ``{"ROWS_..": False}`` their plans before it
+#: (nhwc_bf16 two launches, 2d_fp32 fused one 256x32 tile a program).
 CONFIGS = {
     "nchw_bf16": [{}, {"FUSED_NCHW": True}],
-    "nhwc_bf16": [{}, _FUSED, {"RED_WAVES": 2}, {"RED_TILES": 32, "RED_WAVES": 2}, {"RED_WARPS": 4},
-                  {"SPLIT_COMBINE": False, "MAX_BC_TWO": 64}],
+    "nhwc_bf16": [{}, {"ROWS_CL": False}, {"ROWS_TILE": 2048}, {"ROWS_TILE": 8192}, {"ROWS_WARPS": 4},
+                  {"ROWS_TILE": 8192, "ROWS_WARPS": 16}],
     "nchw_fp16": [{}, {"FUSED_NCHW": True}],
-    # (the fused one-tile sweep of 4ed5985: 256x32 tiles of 4 warps best; now two launches)
-    "2d_fp32": [{}, {"FUSED_2D": False}, {"FUSED_2D": False, "RED_TILES": 32},
-                {"FUSED_2D": False, "MAX_BC_TWO": 1024, "RED_TILE_BYTES": 16384, "RED_WARPS": 4},
-                {"FUSED_2D": False, "MAX_BC_TWO": 1024, "RED_TILE_BYTES": 32768, "RED_WARPS": 8},
-                {"FUSED_2D": False, "MAX_BC_TWO": 1024, "RED_TILE_BYTES": 16384, "RED_WARPS": 4,
-                 "LOOP_TILE_BYTES": 16384}],
+    # (the fused one-tile sweep of 4ed5985: 256x32 tiles of 4 warps best; two launches, 4ed5985-a238ac5: 93-156 us against 85 for the fused one-tile plan)
+    "2d_fp32": [{}, {"ROWS_2D": False}, {"ROWS_TILE": 2048}, {"ROWS_TILE": 8192}, {"ROWS_WARPS": 4},
+                {"ROWS_TILE": 8192, "ROWS_WARPS": 16}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).
@@ -127,6 +123,9 @@ def plan_text(bn, x) -> str:
     from fastpath.ops import batch_norm_kernel as bnk
     p = bnk._make_plan(x.shape[0], x.shape[1], x.numel() // (x.shape[0] * x.shape[1]),
                        (bnk._strides3(x),) * 3, x.element_size(), x.device)
+    if p.rows is not None:
+        r = p.rows
+        return f"grid-wide rows tile {r.br}x{r.bc} progs {r.programs} w{r.warps} combine {r.cc} ch x {r.kb}"
     gr = p.fused or p.two
     mode = ("fused" + (" 1-tile" if gr.tpk == 1 else f" {gr.tpk}-tile")) if p.fused else f"2-launch {gr.tpk}-tile"
     red = "" if p.fused or p.red is p.two else (

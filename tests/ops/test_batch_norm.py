@@ -161,6 +161,10 @@ def test_large_gpu(dtype):
     b.requires_grad_()
     _run(x, w, b, rm, rv, True, param_dtype=dtype)
     _run(x.detach().to(memory_format=torch.channels_last).requires_grad_(), w, b, rm, rv, True, param_dtype=dtype)
+    for shape in ((8192, 1024), (3001, 4133), (1 << 18, 3)):  # 2-D, grid-wide: one and several channel blocks
+        x2 = (randn(*shape, dtype=torch.float32) * 3 + 2).to(dtype).requires_grad_()
+        w, b, rm, rv = _params(shape[1], torch.float32)
+        _run(x2, w.requires_grad_(), b.requires_grad_(), rm, rv, True, param_dtype=dtype)
 
 
 def test_compiles_fullgraph():
@@ -183,23 +187,28 @@ def test_compiles_fullgraph():
 
 #: The channels-last reduce launch's grid, small on a GPU too: several chunks a group.
 _RED = {"RED_TILE_BYTES": 128, "RED_TILES": 2, "RED_WAVES": 0}
+#: The channels-last and 2-D inputs' own plans, not the grid-wide one.
+_NO_ROWS = {"ROWS_2D": False, "ROWS_CL": False}
 #: Knob sets that force each path of the kernel (in Triton's interpreter a fused group has
 #: one chunk: programs run one after another there).
 MODES = {
-    "fused, chunks of several tiles": {"FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True, "FUSED_MAX_TILES": 10**6,
-                                       "TILE_BYTES_2D": 512, "MAX_BC_2D": 8},
-    "fused, one tile in registers": {"FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True, "FUSED_MAX_TILES": 10**6,
-                                     "TILE_BYTES": 1 << 15, "MAX_BS": 1 << 12, "MAX_BC": 64},
-    "two launches, one tile a program": {"FUSED": False, "CHUNK_TILES": 1},
-    "two launches, many chunks": {"FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
+    "fused, chunks of several tiles": {**_NO_ROWS, "FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True,
+                                       "FUSED_MAX_TILES": 10**6, "TILE_BYTES_2D": 512, "MAX_BC_2D": 8},
+    "fused, one tile in registers": {**_NO_ROWS, "FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True,
+                                     "FUSED_MAX_TILES": 10**6, "TILE_BYTES": 1 << 15, "MAX_BS": 1 << 12, "MAX_BC": 64},
+    "two launches, one tile a program": {**_NO_ROWS, "FUSED": False, "CHUNK_TILES": 1},
+    "two launches, many chunks": {**_NO_ROWS, "FUSED": False, "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
                                   "COMBINE_ELEMS": 64, **_RED},
-    "two launches, runs of tiles": {"FUSED": False, "SPREAD": False, "CHUNK_TILES": 3, "LOOP_TILE_BYTES": 128,
-                                    "WAVES": 0, **_RED},
-    "two launches, the last chunk combines": {"FUSED": False, "SPLIT_COMBINE": False, "CHUNK_TILES": 2,
+    "two launches, runs of tiles": {**_NO_ROWS, "FUSED": False, "SPREAD": False, "CHUNK_TILES": 3,
+                                    "LOOP_TILE_BYTES": 128, "WAVES": 0, **_RED},
+    "two launches, the last chunk combines": {**_NO_ROWS, "FUSED": False, "SPLIT_COMBINE": False, "CHUNK_TILES": 2,
                                               "LOOP_TILE_BYTES": 128, "WAVES": 0, "MAX_BC_TWO": 4, **_RED},
-    "two launches, a combine launch over channels": {"FUSED": False, "SPLIT_COMBINE": True, "CHUNK_TILES": 2,
-                                                     "LOOP_TILE_BYTES": 128, "WAVES": 0, "MAX_BC_TWO": 16,
-                                                     "COMBINE_BC": 2, "COMBINE_ELEMS": 8, **_RED},
+    "two launches, a combine launch over channels": {**_NO_ROWS, "FUSED": False, "SPLIT_COMBINE": True,
+                                                     "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
+                                                     "MAX_BC_TWO": 16, "COMBINE_BC": 2, "COMBINE_ELEMS": 8, **_RED},
+    "grid-wide rows, channel blocks": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
+                                       "COMBINE_ELEMS": 8},
+    "grid-wide rows, whole rows": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 256, "ROWS_MAX_BC": 256},
 }
 
 
@@ -244,9 +253,24 @@ def test_plans_pick_the_modes(knobs, monkeypatch):
     assert p.red.gc == 16 and p.split[0] == 2 and p.red.k > p.split[1]  # wide tiles; the combine loops too
 
 
+def test_rows_plan(knobs, monkeypatch):
+    """The grid-wide plan: 2-D and channels-last training inputs only; at most one program a
+    multiprocessor, each with a tile; channel blocks and the combine's share cover C."""
+    monkeypatch.setattr(bnk, "num_sms", lambda device: 5)
+    knobs(**MODES["grid-wide rows, channel blocks"])
+    p = bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE)
+    r = p.rows
+    assert r.bc == 4 and r.br == 4 and r.programs == 5 and r.cc * r.programs >= 20 and r.kb < r.programs
+    assert bnk._make_plan(3, 5, 63, ((315, 63, 1),) * 3, 4, DEVICE).rows is None  # NCHW
+    assert bnk._make_plan(3, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).rows.programs == 1  # one tile of 3 rows
+    knobs(**{**MODES["grid-wide rows, whole rows"], "ROWS_CL": False})
+    assert bnk._make_plan(3, 4, 10, ((40, 1, 4),) * 3, 2, DEVICE).rows is None
+
+
 def test_backward_variants(knobs):
     """Each subset of (dx, dweight, dbias), training and inference, one- and two-launch."""
-    for mode in ("fused, chunks of several tiles", "two launches, one tile a program"):
+    for mode in ("fused, chunks of several tiles", "two launches, one tile a program",
+                 "grid-wide rows, channel blocks"):
         knobs(**MODES[mode])
         for training in (True, False):
             for need in [(True, False, False), (False, True, False), (False, False, True), (True, True, False)]:

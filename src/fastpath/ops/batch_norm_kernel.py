@@ -116,6 +116,15 @@ RED_WAVES = 1 if INTERPRET else 4
 #: Two launches: the reduce launch's programs take every K-th tile instead of a run of
 #: CHUNK_TILES, so that the programs running together stream neighbouring memory.
 SPREAD = True
+#: Training with channels-last and 2-D (N, C) inputs: the grid-wide plan of
+#: :mod:`.batch_norm_rows` (one program a multiprocessor over every channel of every P-th tile
+#: of rows, two grid barriers) instead of the fused / two-launch plans above. Its tiles
+#: (elements, at most ROWS_MAX_BC channels) and warps.
+ROWS_2D = True
+ROWS_CL = True
+ROWS_TILE = 64 if INTERPRET else 4096
+ROWS_MAX_BC = 8 if INTERPRET else 1024
+ROWS_WARPS = 8
 #: Partials the combining program loads at once (chunks x group channels; more costs
 #: registers in every program of the kernel).
 COMBINE_ELEMS = 64 if INTERPRET else 2048
@@ -143,7 +152,7 @@ _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layo
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
-          "RED_WARPS", "RED_WAVES")
+          "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -558,6 +567,7 @@ class _Plan(NamedTuple):
     two: _Grid  # two launches (and inference: normalise only)
     red: _Grid  # two launches: the reduce launch (channels-last: its own tiles and warps; NCHW: two)
     split: Optional[tuple]  # two launches: (channels a program, chunks a step) of a combine launch, or None
+    rows: Optional[RowsGrid]  # training, rows of channels: the grid-wide plan (batch_norm_rows), or None
 
 
 def _grid(nchw: bool, N: int, C: int, S: int, tile: int, tpk: Optional[int], kmax: int, sms: int,
@@ -611,7 +621,10 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
     if SPLIT_COMBINE and not nchw:
         bc = min(COMBINE_BC, next_pow2(C))
         split = (bc, max(1, min(next_pow2(red.k), COMBINE_ELEMS // bc)))
-    return _Plan(nchw, LA, LB, strides, fused, two, red, split)
+    rows = None
+    if not nchw and (ROWS_2D if S == 1 else ROWS_CL):
+        rows = rows_grid(LA, C, sms, ROWS_TILE, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
+    return _Plan(nchw, LA, LB, strides, fused, two, red, split, rows)
 
 
 def _merged(t: torch.Tensor):
@@ -652,6 +665,12 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
                   ARRIVE=phase != 1 or p.split is None, num_warps=gr.warps, **flags)
         return _BN, (gr.groups * gr.k,), tail, kw
 
+    if fused and p.rows is not None:  # one launch; three in the interpreter (no barrier there)
+        r = p.rows
+        tail = (p.LA, C, *(st[0] for st in p.strides), float(R), eps, momentum, R / max(R - 1, 1))
+        kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps,
+                  **{n: flags[n] for n in ("BWD", "HAS_W", "HAS_B", "UPDATE", "STORE_DW", "STORE_DB")})
+        return [(ROWS, (r.programs,), tail, dict(kw, PHASE=ph)) for ph in ((1, 2, 3) if INTERPRET else (0,))]
     if fused:
         return [launch(p.fused, 0, True)]
     # reduce: the last chunk of each group to arrive combines, or a combine launch parallel over channels
@@ -665,12 +684,15 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
     return steps
 
 
-def _workspaces(p: _Plan, C: int, device: torch.device):
-    """fp32 (2, C) sums then (3, C, K) partials; int32 ticket and per-group counters."""
+def _workspaces(p: _Plan, C: int, device: torch.device, steps):
+    """fp32 (2, C) sums then (3, C, K) partials; int32 counters: the ticket and per-group ones,
+    or the grid-wide plan's three (``steps`` launch its kernel)."""
     gr = p.fused or p.two
-    ws = workspace(device, "batch_norm.ws", (2 + 3 * max(gr.k, p.red.k)) * C, torch.float32)
-    sync = workspace(device, "batch_norm.sync", 1 + 2 * max(gr.groups, p.red.groups), torch.int32, zeroed=True)
-    return ws, sync
+    k = max(gr.k, p.red.k, p.rows.programs if p.rows else 0)
+    ws = workspace(device, "batch_norm.ws", (2 + 3 * k) * C, torch.float32)
+    if steps[0][0] is ROWS:
+        return ws, workspace(device, "batch_norm.rows_sync", 3, torch.int32, zeroed=True)
+    return ws, workspace(device, "batch_norm.sync", 1 + 2 * max(gr.groups, p.red.groups), torch.int32, zeroed=True)
 
 
 def _forward_kernel(x, w, b, rm, rv, training, momentum, eps, update):
@@ -678,17 +700,17 @@ def _forward_kernel(x, w, b, rm, rv, training, momentum, eps, update):
     C = x.shape[1]
     y = _new_like(x, lay)
     stats = alloc.empty(4, C, dtype=torch.float32, device=x.device)
-    ws, sync = _workspaces(p, C, x.device) if training else (stats, stats)
-    d = stats
-    ptrs = (x, x, y, d if w is None else w, d if b is None else b, d if rm is None else rm, d if rv is None else rv,
-            stats, d, d, ws, sync)
     upd = bool(update and training and rm is not None)
     key = (training, w is not None, b is not None, upd, eps, momentum)
     steps = cache.get(key)
     if steps is None:
-        steps = cache[key] = _steps(p, C, eps, momentum, training and p.fused is not None, training, True,
+        steps = cache[key] = _steps(p, C, eps, momentum, training and (p.fused or p.rows) is not None, training, True,
                                     BWD=False, TRAINING=training, HAS_W=w is not None, HAS_B=b is not None,
                                     UPDATE=upd, STORE_DW=False, STORE_DB=False)
+    ws, sync = _workspaces(p, C, x.device, steps) if training else (stats, stats)
+    d = stats
+    ptrs = (x, x, y, d if w is None else w, d if b is None else b, d if rm is None else rm, d if rv is None else rv,
+            stats, d, d, ws, sync)
     for kernel, grid, tail, kw in steps:
         kernel[grid](*ptrs, *tail, **kw)
     return y, stats
@@ -702,16 +724,16 @@ def _backward_kernel(g, x, w, stats, training, need_dx, need_dw, need_db, b_dtyp
     dw = alloc.empty(C, dtype=w.dtype, device=x.device) if need_dw else None
     db = alloc.empty(C, dtype=b_dtype, device=x.device) if need_db else None
     reduce = training or need_dw or need_db
-    ws, sync = _workspaces(p, C, x.device) if reduce else (d, d)
-    ptrs = (x, g, d if dx is None else dx, d if w is None else w, d, d, d, stats, d if dw is None else dw,
-            d if db is None else db, ws, sync)
     key = (training, w is not None, need_dx, need_dw, need_db)
     steps = cache.get(key)
     if steps is None:
-        fused = reduce and need_dx and training and p.fused is not None
+        fused = reduce and need_dx and training and (p.fused or p.rows) is not None
         steps = cache[key] = _steps(p, C, 0.0, 0.0, fused, reduce, need_dx, BWD=True, TRAINING=training,
                                     HAS_W=w is not None, HAS_B=False, UPDATE=False, STORE_DW=need_dw,
                                     STORE_DB=need_db)
+    ws, sync = _workspaces(p, C, x.device, steps) if reduce else (d, d)
+    ptrs = (x, g, d if dx is None else dx, d if w is None else w, d, d, d, stats, d if dw is None else dw,
+            d if db is None else db, ws, sync)
     for kernel, grid, tail, kw in steps:
         kernel[grid](*ptrs, *tail, **kw)
     return dx, dw, db
@@ -722,3 +744,7 @@ def _kernel_ok(x, *params) -> bool:
     return (x.dtype in KERNEL_DTYPES and x.numel() > 0 and use_triton(x)
             and (x.dim() < 2 or x.numel() // x.shape[1] < 2**31 - 2**20)
             and all(p is None or (p.dtype in KERNEL_DTYPES and p.is_contiguous()) for p in params))
+
+
+# the grid-wide plan's kernel uses _combine and _out above
+from .batch_norm_rows import ROWS, RowsGrid, rows_grid  # noqa: E402
