@@ -1,6 +1,6 @@
 """Host (Python) time of eager fastpath calls without a GPU (``linear``, a decode-shaped
 ``scaled_dot_product_attention``, a one-token ``fused_experts``, elementwise ops, a loss with
-its backward): every ops module is made to believe
+its backward, the training ops' forward + backward with and without their launch memos): every ops module is made to believe
 it runs on CUDA device 0 and every cached kernel is a no-op stub, so the figure is fastpath's
 own Python path (checks, shapes, plans, argument lists, the Launcher) without Triton's driver
 call. Runs on any machine; compare before and after a host-side change.
@@ -78,8 +78,39 @@ def main():
     ya = torch.randn(64, 256, requires_grad=True)
     yb = torch.randn(64, 256)
 
+    gy = torch.randn(64, 256)
+    xb2 = torch.randn(64, 256, requires_grad=True)
+    wb, bb = torch.randn(256, requires_grad=True), torch.randn(256, requires_grad=True)
+    rmb, rvb = torch.zeros(256), torch.ones(256)
+
     def mse_fwd_bwd():
         fastpath.mse_loss(ya, yb, reduction="none").sum().backward()
+
+    def training(name):  # forward + backward through the op's eager autograd path, the output gradient given
+        if name == "mse_loss":
+            y = fastpath.mse_loss(ya, yb, reduction="none")
+            return torch.autograd.grad(y, ya, gy)
+        if name == "dropout":
+            y = fastpath.dropout(ya, 0.1)
+            return torch.autograd.grad(y, ya, gy)
+        y = fastpath.batch_norm(xb2, rmb, rvb, wb, bb, training=True)
+        return torch.autograd.grad(y, (xb2, wb, bb), gy)
+
+    from fastpath._core.memo import LaunchMemo
+    from fastpath.ops import batch_norm as bn_mod
+    from fastpath.ops import dropout as dropout_mod
+    from fastpath.ops import loss as loss_mod
+    training_memos = [m for mod in (loss_mod, dropout_mod, bn_mod) for m in vars(mod).values()
+                      if isinstance(m, LaunchMemo)]
+
+    def with_memo(name):  # the training ops' memos replaying on the CPU stand-ins
+        for m in training_memos:
+            m.device_types = ("cpu",)
+        try:
+            return training(name)
+        finally:
+            for m in training_memos:
+                m.device_types = ("cuda",)
 
     from fastpath.ops import linear as linear_mod
 
@@ -98,6 +129,10 @@ def main():
              "fastpath.eq uint8": lambda: fastpath.eq(u8a, u8b),
              "fastpath.frexp bf16": lambda: fastpath.frexp(xb),
              "fastpath.mse_loss none, forward + backward (with torch's sum and autograd)": mse_fwd_bwd}
+    for name in ("mse_loss", "dropout", "batch_norm"):
+        cases[f"fastpath.{name} 64x256 forward + backward (autograd.grad)"] = lambda name=name: training(name)
+        cases[f"fastpath.{name} 64x256 forward + backward, replays of the launch memo"] = (
+            lambda name=name: with_memo(name))
     n = 5000
     for name, fn in cases.items():
         for _ in range(200):

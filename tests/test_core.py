@@ -370,6 +370,38 @@ def test_launch_memo_replays_with_the_new_pointers(monkeypatch):
     assert len(path_calls) == 5
 
 
+@pytest.mark.launch_memo
+def test_launch_memo_replays_tuples_of_outputs(monkeypatch):
+    """An op returning several new tensors (one permuted, dense; one empty; a None) replays
+    with new outputs of the same shapes, strides and dtypes, each launch getting their pointers."""
+    from fastpath._core import memo as M
+    launch = _fast_launch(monkeypatch)
+    fake = _FakeCompilingJit()
+    fake.params = [_FakeParam(n) for n in ("x_ptr", "y_ptr", "s_ptr", "n")]
+    fast = launch.Launcher(fake)
+    path_calls = []
+
+    def op(x):
+        path_calls.append(1)
+        y = torch.empty(2, 4, 3).permute(0, 2, 1)  # channels-last-like: dense, not contiguous
+        stats = torch.empty(4, dtype=torch.float64)
+        fast[(1,)](x, y, stats, x.numel())
+        fast[(2,)](y, stats, stats, 7)
+        return y, stats, torch.empty(0), None
+
+    memo = M.LaunchMemo()
+    memo.device_types = ("cpu",)
+    x0 = torch.randn(2, 3, 4)
+    memo.call(lambda: op(x0), (x0,))
+    x = torch.randn(2, 3, 4)
+    y, stats, empty, none = memo.call(lambda: op(x), (x,))
+    assert len(path_calls) == 1
+    assert y.shape == (2, 3, 4) and y.stride() == (12, 1, 3) and stats.dtype == torch.float64
+    assert empty.shape == (0,) and none is None
+    assert fake.log[-2][-4:] == (x.data_ptr(), y.data_ptr(), stats.data_ptr(), 24)
+    assert fake.log[-1][-4:] == (y.data_ptr(), stats.data_ptr(), stats.data_ptr(), 7)
+
+
 def test_launch_memo_template_refuses_what_it_cannot_replay():
     from fastpath._core import memo as M
     x, w = torch.randn(3, 4), torch.randn(5, 4)
@@ -387,6 +419,10 @@ def test_launch_memo_template_refuses_what_it_cannot_replay():
     assert M.LaunchMemo.template([desc], (x, w), out) is None
     view = x[1:]  # a view at an offset is not one of the call's tensors
     assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (view, w, out))], (x, w), out) is None
+    assert M.LaunchMemo.template([rec], (x, w), (out, x)) is None  # an output that is an input
+    wide = torch.empty(3, 10)[:, :5]  # an output with gaps: a replay would allocate another layout
+    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (x, w, wide))], (x, w), wide) is None
+    assert M.LaunchMemo.template([rec], (x, w), [out]) is None  # a list: not what the op returns
 
 
 def test_launch_memo_records_only_its_own_thread(monkeypatch):

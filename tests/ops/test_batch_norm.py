@@ -153,8 +153,12 @@ def test_errors():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="large sizes only on a GPU")
+@pytest.mark.parametrize("rows", [False, True])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_large_gpu(dtype):
+def test_large_gpu(knobs, dtype, rows):
+    """GPU sizes (the fused single launches, their barriers); ``rows``: the grid-wide plan for the
+    channels-last and 2-D inputs."""
+    knobs(ROWS_2D=rows, ROWS_CL=rows)
     x = randn(32, 64, 56, 56, dtype=dtype).requires_grad_()
     w, b, rm, rv = _params(64, torch.float32)
     w.requires_grad_()

@@ -101,3 +101,72 @@ def test_scaled_mm_replay(recipe, rows):
         w = qw.double() * sw.double().reshape(-1, 1)
         return a @ w.t()
     _calls(ours, ref, make, importlib.import_module("fastpath.ops.fp8.scaled_mm")._MEMO, tol=1e-5)
+
+
+def _recorded(*memos):
+    assert all(any(v is not None for v in m.entries.values()) for m in memos)  # recorded, then replayed
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_mse_loss_replay(reduction):
+    """Forward and backward of the eager autograd path, three calls with fresh tensors."""
+    from fastpath.ops import loss
+    loss._MEMO_FWD.entries.clear()
+    loss._MEMO_BWD.entries.clear()
+    for _ in range(3):
+        x = torch.randn(64, 1000, device="cuda", requires_grad=True)
+        t = torch.randn(64, 1000, device="cuda")
+        g = torch.randn(64, 1000, device="cuda") if reduction == "none" else torch.tensor(0.7, device="cuda")
+        y = loss.mse_loss(x, t, reduction=reduction)
+        x64 = x.detach().double().requires_grad_()
+        ref = F.mse_loss(x64, t.double(), reduction=reduction)
+        assert_close(y, ref)
+        assert_close(torch.autograd.grad(y, x, g)[0], torch.autograd.grad(ref, x64, g.double())[0])
+    _recorded(loss._MEMO_FWD, loss._MEMO_BWD)
+
+
+def test_dropout_replay():
+    """Each replay takes the new call's seed: fresh masks, each output and gradient the input
+    (and the output gradient) times its own mask / (1 - p)."""
+    from fastpath.ops import dropout as D
+    D._MEMO_FWD.entries.clear()
+    D._MEMO_BWD.entries.clear()
+    masks = []
+    for _ in range(3):
+        x = (torch.rand(4096, device="cuda") + 0.5).requires_grad_()
+        g = torch.rand(4096, device="cuda") + 0.5
+        y = D.dropout(x, 0.3)
+        keep = y != 0
+        assert_close(y, x.detach() * keep / 0.7)
+        assert_close(torch.autograd.grad(y, x, g)[0], g * keep / 0.7)
+        masks.append(keep)
+    assert not torch.equal(masks[0], masks[1]) and not torch.equal(masks[1], masks[2])
+    _recorded(D._MEMO_FWD, D._MEMO_BWD)
+
+
+@pytest.mark.parametrize("layout", ["2-D", "NCHW", "channels-last"])
+def test_batch_norm_replay(layout):
+    """Training forward + backward (y, running statistics, dx, dweight, dbias) three times."""
+    from fastpath.ops import batch_norm as bn
+    bn._MEMO_FWD.entries.clear()
+    bn._MEMO_BWD.entries.clear()
+    shape = (512, 64) if layout == "2-D" else (4, 64, 7, 9)
+    w = torch.randn(64, device="cuda", requires_grad=True)
+    b = torch.randn(64, device="cuda", requires_grad=True)
+    rm, rv = torch.zeros(64, device="cuda"), torch.ones(64, device="cuda")
+    rm64, rv64 = rm.double(), rv.double()
+    for _ in range(3):
+        x = torch.randn(shape, device="cuda") * 2 + 1
+        if layout == "channels-last":
+            x = x.to(memory_format=torch.channels_last)
+        x.requires_grad_()
+        g = torch.randn_like(x)
+        y = bn.batch_norm(x, rm, rv, w, b, training=True)
+        leaves64 = [t.detach().double().requires_grad_() for t in (x, w, b)]
+        ref = F.batch_norm(leaves64[0], rm64, rv64, leaves64[1], leaves64[2], training=True)
+        assert_close(y, ref)
+        assert y.stride() == x.stride()
+        assert_close(rm, rm64) and assert_close(rv, rv64)
+        for got, want in zip(torch.autograd.grad(y, (x, w, b), g), torch.autograd.grad(ref, leaves64, g.double())):
+            assert_close(got, want)
+    _recorded(bn._MEMO_FWD, bn._MEMO_BWD)

@@ -5,17 +5,19 @@ checks, the plan, argument lists, the Launcher's specialisation key), where the 
 decode-sized layer runs 5-30 us. Calls whose tensors have the properties of an earlier call
 (shape, strides, dtype, device, current stream, 16-byte alignment of every pointer) take the
 same checks, the same plan and the same compiled kernels, so :class:`LaunchMemo` records the
-first such call's launches and replays them for the next ones with the new pointers: one
-output allocation and one driver call per launch.
+first such call's launches and replays them for the next ones with the new pointers: the
+outputs' allocations (same shapes, strides and dtypes) and one driver call per launch.
 
 A recorded launch is replayable only when each of its tensor arguments is one of the call's
-named tensors at offset 0 (inputs, or the output) or a cached workspace of
+named tensors at offset 0 (inputs, or outputs: whole new tensors) or a cached workspace of
 :func:`fastpath._core.launch.workspace` (kept alive forever), and every other argument a
 plain value (numbers, constexprs). Anything else (a temporary copy, a view at an offset, a tensor
 descriptor, a call that launched nothing, a launch through Triton's own path) leaves the
 call unrecorded, and it keeps taking the normal path. The op's path must do no device work
-besides its Triton launches and its output's allocation (``fastpath.linear``'s matrix-vector
-path; its cuBLAS path launches nothing through Triton and is never recorded).
+besides its Triton launches and its outputs' allocations: a fill, a copy or any other torch
+op would not be replayed (``fastpath.linear``'s matrix-vector path; its cuBLAS path
+launches nothing through Triton and is never recorded). Users: linear, scaled_mm, softmax,
+rms_norm, fused_experts, and the eager autograd paths of mse_loss, dropout and batch_norm.
 
 Off in Triton's interpreter, while compiling, with launch hooks set (profilers), with
 ``FASTPATH_FAST_LAUNCH=0`` or ``FASTPATH_LAUNCH_MEMO=0``, for calls autograd must record, and
@@ -36,10 +38,12 @@ ENABLED = os.environ.get("FASTPATH_LAUNCH_MEMO", "1") == "1"
 
 
 class _Replay:
-    __slots__ = ("launches", "out_shape", "out_dtype")
+    """The launches (templates), each output's (shape, strides, dtype, contiguous) or None,
+    and whether the op returned one tensor (else a tuple)."""
+    __slots__ = ("launches", "outs", "single")
 
-    def __init__(self, launches, out_shape, out_dtype):
-        self.launches, self.out_shape, self.out_dtype = launches, out_shape, out_dtype
+    def __init__(self, launches, outs, single):
+        self.launches, self.outs, self.single = launches, outs, single
 
 
 def _tensor_key(t: Optional[torch.Tensor]):
@@ -48,21 +52,32 @@ def _tensor_key(t: Optional[torch.Tensor]):
     return (t.shape, t.stride(), t.dtype, t.device, not t.data_ptr() & 15)
 
 
-def replay(entry: _Replay, tensors, stream: int) -> torch.Tensor:
-    """A new output, and the recorded launches with ``tensors``' and its pointers."""
-    out = torch.empty(entry.out_shape, dtype=entry.out_dtype, device=tensors[0].device)
-    ptrs = [t.data_ptr() if t is not None else 0 for t in tensors] + [out.data_ptr()]
+def _whole(t: torch.Tensor) -> bool:
+    """``t`` is a whole new allocation in some dense order (contiguous, channels-last...): no
+    offset, no gaps, no overlap, nothing else in its storage."""
+    return (t.storage_offset() == 0 and t.untyped_storage().nbytes() == t.numel() * t.element_size()
+            and sum((d - 1) * st for d, st in zip(t.shape, t.stride()) if d) + 1 == max(t.numel(), 1))
+
+
+def replay(entry: _Replay, tensors, stream: int):
+    """New outputs, and the recorded launches with ``tensors``' and their pointers."""
+    dev = tensors[0].device
+    outs = [None if o is None else torch.empty(o[0], dtype=o[2], device=dev) if o[3]
+            else torch.empty_strided(o[0], o[1], dtype=o[2], device=dev) for o in entry.outs]
+    ptrs = [t.data_ptr() if t is not None else 0 for t in tensors] + [o.data_ptr() if o is not None else 0
+                                                                      for o in outs]
     for run, function, packed, grid, template in entry.launches:
         args = [ptrs[a] if type(a) is int else a[0] for a in template]
         run(grid[0], grid[1], grid[2], stream, function, packed, None, None, None, *args)
-    return out
+    return outs[0] if entry.single else tuple(outs)
 
 
 class LaunchMemo:
     """``memo.call(fn, tensors, extra)``: ``fn()`` (the op's normal path, which returns one new
-    tensor), or a replay of its launches when ``tensors`` (the call's tensor arguments, None
-    allowed) have the properties of a recorded call and ``extra`` (its other arguments,
-    hashable) is equal. ``maxsize`` keys at most; beyond, the memo starts over."""
+    tensor or a tuple of new tensors and Nones), or a replay of its launches when ``tensors``
+    (the call's tensor arguments, None allowed) have the properties of a recorded call and
+    ``extra`` (its other arguments, hashable) is equal. ``maxsize`` keys at most; beyond, the
+    memo starts over."""
 
     def __init__(self, maxsize: int = 256):
         self.entries: dict = {}
@@ -70,7 +85,7 @@ class LaunchMemo:
         self.device_types = ("cuda",)  # where Launcher's cached relaunch runs (tests add "cpu")
 
     def call(self, fn: Callable[[], torch.Tensor], tensors: Sequence[Optional[torch.Tensor]],
-             extra: tuple = ()) -> torch.Tensor:
+             extra: tuple = ()):
         if not ENABLED or not L.FAST_LAUNCH or L.INTERPRET:
             return fn()
         grad = torch.is_grad_enabled()
@@ -106,12 +121,15 @@ class LaunchMemo:
 
     @staticmethod
     def template(records, tensors, out) -> Optional[_Replay]:
-        """The launches as templates: an int i is the pointer of tensor i (len(tensors): the
-        output), a 1-tuple a constant argument. None when a launch is not replayable."""
-        if (not records or None in records or not isinstance(out, torch.Tensor) or not out.is_contiguous()
-                or out.untyped_storage().nbytes() != out.numel() * out.element_size()):
-            return None  # nothing launched, a launch not replayable, or not a whole new tensor
-        named = [t.data_ptr() if t is not None else None for t in tensors] + [out.data_ptr()]
+        """The launches as templates: an int i is the pointer of tensor i (len(tensors) + j:
+        output j), a 1-tuple a constant argument. None when a launch is not replayable."""
+        single = isinstance(out, torch.Tensor)
+        outs = (out,) if single else tuple(out) if isinstance(out, tuple) else None
+        if (not records or None in records or not outs
+                or not all(o is None or isinstance(o, torch.Tensor) and _whole(o) for o in outs)):
+            return None  # nothing launched, a launch not replayable, or not whole new tensors
+        named = [t.data_ptr() if t is not None else None for t in tensors]
+        named += [o.data_ptr() if o is not None and o.numel() else None for o in outs]
         real = [p for p in named if p is not None]
         if len(set(real)) != len(real):  # aliasing inputs: leave it to the normal path
             return None
@@ -134,4 +152,5 @@ class LaunchMemo:
                 else:  # numbers, and constexprs (dtypes...) as the compiled kernel took them
                     template.append((a,))
             launches.append((run, function, packed, grid, tuple(template)))
-        return _Replay(tuple(launches), tuple(out.shape), out.dtype)
+        specs = tuple(None if o is None else (tuple(o.shape), o.stride(), o.dtype, o.is_contiguous()) for o in outs)
+        return _Replay(tuple(launches), specs, single)

@@ -14,6 +14,7 @@ from torch.autograd.function import once_differentiable
 from .._core.backend import triton_reason
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import cdiv
+from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from .batch_norm_kernel import _UPDATE, _backward_kernel, _forward_kernel, _kernel_ok, configure, knobs  # noqa: F401
 
@@ -114,7 +115,8 @@ class _BatchNorm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, w, b, rm, rv, training, momentum, eps):
-        y, stats = _forward(x, w, b, rm, rv, training, momentum, eps, True)
+        y, stats = _MEMO_FWD.call(lambda: _forward(x, w, b, rm, rv, training, momentum, eps, True),
+                                  (x, w, b, rm, rv), (training, momentum, eps))
         ctx.save_for_backward(x, w, stats)
         ctx.training = training
         ctx.b_dtype = b.dtype if b is not None else None
@@ -124,9 +126,15 @@ class _BatchNorm(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad):
         x, w, stats = ctx.saved_tensors
-        need_dx, need_dw, need_db = ctx.needs_input_grad[:3]
-        dx, dw, db = _backward_impl(grad, x, w, stats, ctx.training, need_dx, need_dw, need_db)
-        return dx, dw, (db.to(ctx.b_dtype) if need_db else None), None, None, None, None, None
+        need = ctx.needs_input_grad[:3]
+        dx, dw, db = _MEMO_BWD.call(lambda: _backward_impl(grad, x, w, stats, ctx.training, *need),
+                                    (grad, x, w, stats), (ctx.training, *need))
+        return dx, dw, (db.to(ctx.b_dtype) if need[2] else None), None, None, None, None, None
+
+
+#: Eager calls like an earlier one replay its launches (fastpath._core.memo): the forward
+#: (also without autograd) and the backward of the autograd Function.
+_MEMO_FWD, _MEMO_BWD = LaunchMemo(), LaunchMemo()
 
 
 def _fake(x, w, b, rm, rv, training, momentum, eps):
@@ -270,7 +278,9 @@ def batch_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor], runnin
     grads = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (input, weight, bias))
     if not torch.compiler.is_compiling():  # eager: the kernel updates the running statistics in place
         if not grads:
-            return _forward(input, weight, bias, running_mean, running_var, training, momentum, eps, update=True)[0]
+            return _MEMO_FWD.call(lambda: _forward(input, weight, bias, running_mean, running_var, training, momentum,
+                                                   eps, True), (input, weight, bias, running_mean, running_var),
+                                  (training, momentum, eps))[0]
         if all(type(t) in _PLAIN for t in (input, weight, bias) if t is not None):
             return _BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps)
     y, stats = _bn_op(input, weight, bias, running_mean, running_var, training, momentum, eps)

@@ -120,8 +120,8 @@ SPREAD = True
 #: :mod:`.batch_norm_rows` (one program a multiprocessor over every channel of every P-th tile
 #: of rows, two grid barriers) instead of the fused / two-launch plans above. Its tiles
 #: (elements, at most ROWS_MAX_BC channels) and warps.
-ROWS_2D = True
-ROWS_CL = True
+ROWS_2D = False
+ROWS_CL = False
 ROWS_TILE = 64 if INTERPRET else 4096
 ROWS_MAX_BC = 8 if INTERPRET else 1024
 ROWS_WARPS = 8

@@ -31,6 +31,7 @@ from .._core import alloc
 from .._core.backend import tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
+from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from .elementwise import _index4, _layout
 
@@ -307,7 +308,7 @@ class _Dropout(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, p, seed):
-        out, bits = _forward(x, p, seed, True)
+        out, bits = _MEMO_FWD.call(lambda: _forward(x, p, seed, True), (x, seed), (p, True))
         ctx.p = p
         ctx.save_for_backward(bits)
         return out
@@ -315,7 +316,11 @@ class _Dropout(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (bits,) = ctx.saved_tensors
-        return _dropout_bwd_op(grad, bits, ctx.p), None, None
+        return _MEMO_BWD.call(lambda: _dropout_bwd_op(grad, bits, ctx.p), (grad, bits), (ctx.p,)), None, None
+
+
+#: Eager calls like an earlier one replay its launch (fastpath._core.memo).
+_MEMO_FWD, _MEMO_BWD = LaunchMemo(), LaunchMemo()
 
 
 def _eager(t: torch.Tensor) -> bool:
@@ -378,6 +383,8 @@ def dropout(input: torch.Tensor, p: float = 0.5, training: bool = True,
     store_bits = torch.is_grad_enabled() and input.requires_grad
     if store_bits and _eager(input):
         return _Dropout.apply(input, p, seed)
+    if not store_bits:  # (autograd need not see it: plain tensors replay; the memo checks)
+        return _MEMO_FWD.call(lambda: _dropout_op(input, p, seed, False), (input, seed), (p, False))[0]
     return _dropout_op(input, p, seed, store_bits)[0]
 
 
