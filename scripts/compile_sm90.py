@@ -96,11 +96,14 @@ def run_calls(which: str) -> None:
             la.qr(torch.randn(9, 24, 16, generator=g, dtype=dt))
         for n in (3, 4, 16):
             la.inv(torch.randn(9, n, n, generator=g) + 4 * torch.eye(n))
+        C = torch.complex(torch.randn(9, 6, 6, generator=g), torch.randn(9, 6, 6, generator=g)) + 4 * torch.eye(6)
+        la.inv(C)
+        la.solve(C, torch.randn(9, 6, 2, generator=g, dtype=torch.complex64))
         la.pinv(torch.randn(9, 8, 8, generator=g))
     if which in ("batch_norm", "all"):
         for shape, cl in (((4, 6, 5, 7), False), ((4, 6, 5, 7), True), ((33, 20), False)):
             for mode in ({"FUSED": False}, {"FUSED": False, "SPLIT_COMBINE": False},
-                         {"FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True}):
+                         {"FUSED": True, "FUSED_NCHW": True, "FUSED_CL": True}, {"ROWS_2D": True, "ROWS_CL": True}):
                 saved = bn.knobs()
                 bn.configure(**{**saved, **mode})
                 x = torch.randn(shape, generator=g)

@@ -4,19 +4,37 @@ import pytest
 import torch
 
 from fastpath.ops import linalg
-from tests.conftest import noncontig, randn
-from tests.tolerances import REL_TOL, rel_error
+from tests.conftest import DEVICE, noncontig
+from tests.ops.linalg_common import EPS, TOL as REL_TOL, _hi
 
-DTYPES = [torch.float32, torch.float64]
-EPS = {torch.float32: 2.0 ** -24, torch.float64: 2.0 ** -53}
+DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+
+
+def randn(*shape, dtype=torch.float32, device=DEVICE):
+    """Normal data (complex: independent real and imaginary parts), drawn in float32 on the CPU."""
+    x = torch.randn(shape)
+    if dtype.is_complex:
+        x = torch.complex(x, torch.randn(shape))
+    return x.to(dtype=dtype, device=device)
+
+
+def _hi_cpu(t):
+    return t.to(_hi(t.dtype)).cpu()
+
+
+def rel_error(out, ref) -> float:
+    """||out - ref|| / ||ref|| in float64 (complex128)."""
+    out, ref = _hi_cpu(out), _hi_cpu(ref)
+    denom = ref.norm().item()
+    return (out - ref).norm().item() / (denom if denom > 0 else 1.0)
 
 
 def _ref_inv(A):
-    return torch.linalg.inv(A.double().cpu())
+    return torch.linalg.inv(_hi_cpu(A))
 
 
 def _ref_solve(A, B, left=True):
-    return torch.linalg.solve(A.double().cpu(), B.double().cpu(), left=left)
+    return torch.linalg.solve(_hi_cpu(A), _hi_cpu(B), left=left)
 
 
 def _tol(A, dtype):
@@ -24,7 +42,7 @@ def _tol(A, dtype):
     n = A.shape[-1]
     if A.numel() == 0:
         return REL_TOL[dtype]
-    cond = torch.linalg.cond(A.double().cpu()).max().item()
+    cond = torch.linalg.cond(_hi_cpu(A)).max().item()
     return max(REL_TOL[dtype], 20 * n * EPS[dtype] * cond)
 
 
@@ -36,11 +54,11 @@ def _check(out, ref, A, dtype):
 
 
 def _with_cond(batch, n, cond, dtype, device):
-    """Matrices U diag(s) V^T with singular values spread log-uniformly over [1/cond, 1]."""
-    U, _ = torch.linalg.qr(torch.randn(*batch, n, n, dtype=torch.float64))
-    V, _ = torch.linalg.qr(torch.randn(*batch, n, n, dtype=torch.float64))
+    """Matrices U diag(s) V^H with singular values spread log-uniformly over [1/cond, 1]."""
+    U, _ = torch.linalg.qr(randn(*batch, n, n, dtype=_hi(dtype), device="cpu"))
+    V, _ = torch.linalg.qr(randn(*batch, n, n, dtype=_hi(dtype), device="cpu"))
     s = torch.logspace(0, -torch.log10(torch.tensor(float(cond))).item(), n, dtype=torch.float64)
-    return ((U * s) @ V.mT).to(dtype=dtype, device=device)
+    return ((U * s) @ V.mH).to(dtype=dtype, device=device)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -62,7 +80,8 @@ def test_empty_batch(batch, device):
     assert x.shape == (*batch, 4, 2)
 
 
-@pytest.mark.parametrize("dtype,cond", [(torch.float32, 1e4), (torch.float64, 1e11)])
+@pytest.mark.parametrize("dtype,cond", [(torch.float32, 1e4), (torch.float64, 1e11), (torch.complex64, 1e4),
+                                        (torch.complex128, 1e11)])
 def test_ill_conditioned(dtype, cond, device):
     A = _with_cond((6,), 7, cond, dtype, device)
     X, info = linalg.inv_ex(A)
@@ -72,8 +91,8 @@ def test_ill_conditioned(dtype, cond, device):
     x = linalg.solve(A, B)
     _check(x, _ref_solve(A, B), A, dtype)
     # backward-stable: the residual is small relative to ||A|| ||x||, whatever the condition
-    r = A.double().cpu() @ x.double().cpu() - B.double().cpu()
-    scale = torch.linalg.matrix_norm(A.double().cpu()) * torch.linalg.matrix_norm(x.double().cpu())
+    r = _hi_cpu(A) @ _hi_cpu(x) - _hi_cpu(B)
+    scale = torch.linalg.matrix_norm(_hi_cpu(A)) * torch.linalg.matrix_norm(_hi_cpu(x))
     assert (torch.linalg.matrix_norm(r) / scale).max().item() < 100 * 7 * EPS[dtype]
 
 
@@ -88,7 +107,7 @@ def test_singular(dtype, device):
     A[5, :, 3] = 0
     A = A.to(device)
     X, info = linalg.inv_ex(A)
-    ref_info = torch.linalg.inv_ex(A.cpu().double()).info
+    ref_info = torch.linalg.inv_ex(_hi_cpu(A)).info
     assert info.cpu().tolist() == ref_info.tolist() == [0, 3, 0, 1, 1, 4]
     ok = info.cpu() == 0
     assert X[~ok.to(X.device)].isnan().all(), "a singular matrix must not give numbers"
@@ -122,7 +141,8 @@ def test_permutation_needs_pivoting(n, device):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_noncontiguous(dtype, device):
     A = randn(3, 4, 6, 6, dtype=dtype, device=device)
-    for view in (noncontig(A), A.mT, A.permute(1, 0, 2, 3)):
+    lazy = (A.conj(), A.mH) if dtype.is_complex else ()  # conjugated views (conj bit): resolved first
+    for view in (noncontig(A), A.mT, A.permute(1, 0, 2, 3), *lazy):
         _check(linalg.inv(view), _ref_inv(view), view, dtype)
     B = noncontig(randn(4, 3, 6, 2, dtype=dtype, device=device)).permute(1, 0, 2, 3)
     _check(linalg.solve(A.mT, B), _ref_solve(A.mT, B), A, dtype)
@@ -150,7 +170,7 @@ def test_solve(a_shape, b_shape, left, dtype, device):
 
 
 def test_reference_paths(device):
-    """n or k > 16 and complex dtypes go to torch.linalg on A's device."""
+    """n or k > 16 go to torch.linalg on A's device."""
     A = randn(3, 20, 20, dtype=torch.float64, device=device)
     _check(linalg.inv(A), _ref_inv(A), A, torch.float64)
     B = randn(3, 20, dtype=torch.float64, device=device)
@@ -158,7 +178,7 @@ def test_reference_paths(device):
     A = randn(2, 4, 4, dtype=torch.float64, device=device)
     B = randn(2, 4, 17, dtype=torch.float64, device=device)
     _check(linalg.solve(A, B), _ref_solve(A, B), A, torch.float64)
-    C = torch.complex(randn(2, 3, 3), randn(2, 3, 3)).to(device)
+    C = randn(2, 17, 17, dtype=torch.complex64, device=device)
     torch.testing.assert_close(linalg.inv(C), torch.linalg.inv(C))
     # inputs that need gradients use torch.linalg (autograd works)
     A = randn(2, 3, 3, dtype=torch.float64, device=device).requires_grad_()
@@ -214,9 +234,9 @@ def test_registered_ops(device):
 
 def _check_each(out, ref, A, dtype):
     """Per system i: ||out_i - ref_i|| <= max(REL_TOL, 20 n eps cond(A_i)) ||ref_i||."""
-    out, ref = out.double().cpu().flatten(1), ref.flatten(1)
+    out, ref = _hi_cpu(out).flatten(1), ref.flatten(1)
     err = (out - ref).norm(dim=1) / ref.norm(dim=1)
-    tol = (20 * A.shape[-1] * EPS[dtype] * torch.linalg.cond(A.double().cpu())).clamp(min=REL_TOL[dtype])
+    tol = (20 * A.shape[-1] * EPS[dtype] * torch.linalg.cond(_hi_cpu(A))).clamp(min=REL_TOL[dtype])
     assert not out.isnan().any() and (err <= tol).all(), f"worst error / bound {(err / tol).max():.2f}"
 
 
@@ -232,7 +252,7 @@ def test_tiny_systems(n, dtype, device):
     A[3] = 0  # info 1
     A[4, :, 0] = 0  # info 1
     A = noncontig(A.mT.to(device)).mT  # no unit row or column stride
-    info_ref = torch.linalg.inv_ex(A.double().cpu()).info
+    info_ref = torch.linalg.inv_ex(_hi_cpu(A)).info
     assert info_ref[:5].tolist() == [0, 0, n, 1, 1] and (info_ref[5:] == 0).all()
     ok = info_ref == 0
     X, info = linalg.inv_ex(A)
@@ -253,11 +273,12 @@ def test_tiny_systems(n, dtype, device):
 @pytest.mark.parametrize("plan", [(1, 1, 1), (2, 2, 1), (16, 1, 2)])
 def test_plans(plan, device, monkeypatch):
     """Plans other than the table's (scripts/tune_linalg.py tries them): a thread per system,
-    pairs of columns with 2 systems a thread, whole rows; inverse and solve, with pivoting."""
+    pairs of columns with 2 systems a thread, whole rows; inverse and solve, with pivoting,
+    real and complex."""
     monkeypatch.setattr(linalg.small, "PLAN", plan)
-    for n in (3, 6):
-        A = randn(5, n, n, dtype=torch.float64, device=device)
-        A[0] = torch.eye(n, dtype=torch.float64)[torch.roll(torch.arange(n), 1)]  # zero diagonal
-        _check_each(linalg.inv_ex(A).inverse, _ref_inv(A), A, torch.float64)
-        B = randn(5, n, 3, dtype=torch.float64, device=device)
-        _check_each(linalg.solve(A, B), _ref_solve(A, B), A, torch.float64)
+    for n, dtype in ((3, torch.float64), (6, torch.float64), (6, torch.complex128)):
+        A = randn(5, n, n, dtype=dtype, device=device)
+        A[0] = torch.eye(n, dtype=dtype)[torch.roll(torch.arange(n), 1)]  # zero diagonal
+        _check_each(linalg.inv_ex(A).inverse, _ref_inv(A), A, dtype)
+        B = randn(5, n, 3, dtype=dtype, device=device)
+        _check_each(linalg.solve(A, B), _ref_solve(A, B), A, dtype)

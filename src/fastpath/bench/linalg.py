@@ -83,8 +83,10 @@ def _vs_f64(fn64, tol):
     def check(inputs, out, ref):
         if out.shape != ref.shape or out.dtype != ref.dtype:
             return False, f"got {out.dtype} {tuple(out.shape)}, torch gives {ref.dtype} {tuple(ref.shape)}"
-        exact = fn64(*(t.double() for t in inputs))
-        ours, theirs = rel_error(out, exact), rel_error(ref, exact)
+        import torch
+        exact = fn64(*(t.to(torch.complex128 if t.is_complex() else torch.float64) for t in inputs))
+        real = (lambda t: torch.view_as_real(t)) if exact.is_complex() else (lambda t: t)
+        ours, theirs = rel_error(real(out), real(exact)), rel_error(real(ref), real(exact))
         return ours <= max(tol, 2 * theirs), f"rel err vs float64 {ours:.1e} (torch {theirs:.1e})"
     return check
 
@@ -151,6 +153,10 @@ def cases() -> list:
              _inputs("square"), "inv 3x3", graphs=True),
         case("inv 16x16", (100_000, 16), (5, 16), inv, inv_t, inv_chk, sq,
              _inputs("square"), "inv 16x16", graphs=True),
+        case("inv 4x4 complex64", (1_000_000, 4), (7, 4), inv, inv_t, inv_chk, _bytes(lambda s: 2 * s[1] * s[1], True),
+             _inputs("square", True), graphs=True),
+        case("inv 16x16 complex64", (100_000, 16), (5, 16), inv, inv_t, inv_chk,
+             _bytes(lambda s: 2 * s[1] * s[1], True), _inputs("square", True), graphs=True),
         case("det 4x4", (1_000_000, 4), (7, 4), L.det, torch.linalg.det, _close(1e-5),
              _bytes(lambda s: s[1] * s[1] + 1), _inputs("square"), graphs=True),
         case("lu_factor complex64", (64, 256), (2, 40), lambda a: L.lu_factor(a), torch.linalg.lu_factor,

@@ -7,7 +7,7 @@
 * ``qr``: ``qr`` (Householder in registers: batches of small and tall-skinny matrices).
 * ``svd``: ``svd``, ``svdvals``, ``pinv`` (one-sided Jacobi, m, n <= 32).
 
-float32, float64, and (LU, solves, QR) complex64/complex128. Shapes, dtypes or devices a
+float32, float64, and (inv, solves, LU, QR) complex64/complex128. Shapes, dtypes or devices a
 kernel does not serve take ``torch.linalg`` itself; each docstring says where.
 """
 from __future__ import annotations

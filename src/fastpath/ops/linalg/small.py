@@ -23,9 +23,10 @@ the result of such a system is written as NaN (torch gives NaN/inf or arbitrary 
 there), and ``info`` says why. Padding columns (``n`` or ``k`` below the group multiple)
 are zero and masked; systems past the batch are masked.
 
-Arithmetic is in the input dtype (float32 or float64). Larger ``n`` or ``k``, complex
-dtypes, inputs that need gradients, and devices Triton does not serve take the reference
-path, ``torch.linalg`` itself.
+Arithmetic is in the input dtype (float32 or float64; complex64 / complex128 as pairs of
+them, the rows' real parts then their imaginary parts in the tuple, the pivot row scaled by
+the pivot's reciprocal as LAPACK does). Larger ``n`` or ``k``, inputs that need gradients,
+and devices Triton does not serve take the reference path, ``torch.linalg`` itself.
 """
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ from .tiles import LINALG_DTYPES, check_rhs, flat3, raise_singular
 
 #: Largest n (and number of right-hand sides k) the kernel serves.
 MAX_N = 16
-#: Dtypes the kernel computes in; torch.linalg also takes complex64/complex128 (reference path).
-KERNEL_DTYPES = (torch.float32, torch.float64)
+#: Dtypes the kernel computes in (complex as (re, im) pairs of float32 / float64).
+KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 #: Plan by n (else by n padded to a power of two): (column group width, systems per thread,
 #: warps per program); measured on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
 #: The in-place inverse, 1M 4x4: groups of 4 86 us, of 2 146, of 1 (a thread per system)
@@ -52,6 +53,10 @@ KERNEL_DTYPES = (torch.float32, torch.float64)
 #: groups of 4 58 us, of 8 61-77, of 2 68-145. Groups of 2 at 16x16 spilled and took 198 s
 #: to compile.
 PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 16: (8, 2, 2)}
+#: Complex systems (two registers an entry): one system a thread-group twice as wide where
+#: the real plan holds two, not yet measured on a GPU (registers and spills from ``ptxas -v``
+#: for sm_90 in docs/perf-notes.md).
+PLANS_COMPLEX = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 16: (16, 1, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
 
@@ -65,31 +70,43 @@ def _div(x, y):
 
 
 @triton.jit
-def _load_row(ptr, b64, in_b, i, sb, sr, sc, width, NG: tl.constexpr, G: tl.constexpr, dtype: tl.constexpr):
-    """Row ``i`` as a tuple of ``NG`` column groups ``[BLOCK_B, G]``; columns from ``width`` on are zero."""
+def _load_row(ptr, b64, in_b, i, sb, sr, sc, width, NG: tl.constexpr, G: tl.constexpr, dtype: tl.constexpr,
+              CPLX: tl.constexpr):
+    """Row ``i`` as a tuple of ``NG`` column groups ``[BLOCK_B, G]`` (complex: then the ``NG``
+    groups of the imaginary parts, at ``ptr + 1``); columns from ``width`` on are zero."""
     cols = tl.arange(0, G)[None, :]
     row = ()
-    for g in tl.static_range(NG):
-        c = cols + g * G
-        row = row + (tl.load(ptr + b64 * sb + i * sr + c * sc, mask=in_b & (c < width), other=0.0).to(dtype),)
+    for part in tl.static_range(2 if CPLX else 1):
+        for g in tl.static_range(NG):
+            c = cols + g * G
+            row = row + (tl.load(ptr + part + b64 * sb + i * sr + c * sc, mask=in_b & (c < width),
+                                 other=0.0).to(dtype),)
     return row
 
 
 @triton.jit
-def _column(row, j, NG: tl.constexpr, G: tl.constexpr):
-    """Entry ``j`` (a runtime index) of a row of groups: ``[BLOCK_B]`` (one reduction)."""
+def _column(row, j, NG: tl.constexpr, G: tl.constexpr, CPLX: tl.constexpr):
+    """Entry ``j`` (a runtime index) of a row of groups: ``[BLOCK_B]`` (one reduction), as
+    (re, im) (re twice for real rows)."""
     cols = tl.arange(0, G)[None, :]
     hit = tl.where(cols == j, row[0], 0.0)
     for g in tl.static_range(1, NG):
         hit += tl.where(cols + g * G == j, row[g], 0.0)
-    return tl.sum(hit, axis=1)
+    re = tl.sum(hit, axis=1)
+    im = re
+    if CPLX:
+        hit = tl.where(cols == j, row[NG], 0.0)
+        for g in tl.static_range(1, NG):
+            hit += tl.where(cols + g * G == j, row[NG + g], 0.0)
+        im = tl.sum(hit, axis=1)
+    return re, im
 
 
 @triton.jit
-def _pick(cond, a, b, NG: tl.constexpr):
-    """Group by group ``where(cond, a, b)`` of two rows; cond ``[BLOCK_B]``."""
+def _pick(cond, a, b, NT: tl.constexpr):
+    """Tensor by tensor ``where(cond, a, b)`` of two rows of ``NT`` groups; cond ``[BLOCK_B]``."""
     out = ()
-    for g in tl.static_range(NG):
+    for g in tl.static_range(NT):
         out = out + (tl.where(cond[:, None], a[g], b[g]),)
     return out
 
@@ -103,22 +120,52 @@ def _with_entry(v, g, j, value, G: tl.constexpr, ON: tl.constexpr):
 
 
 @triton.jit
-def _scale(x, p, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr):
-    """The pivot row divided by the pivot ``p``; in place, column ``j`` becomes ``1 / p``."""
+def _scale(x, p_re, p_im, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr, CPLX: tl.constexpr):
+    """The pivot row divided by the pivot ``p``; in place, column ``j`` becomes ``1 / p``.
+    Real: each entry divided (correctly rounded); complex: times ``1 / p`` (Smith's
+    reciprocal, no overflow of |p|^2), as LAPACK's getf2 scales."""
     out = ()
-    for g in tl.static_range(NG):
-        out = out + (_div(_with_entry(x[g], g, j, 1.0, G, IN_PLACE), p[:, None]),)
+    if CPLX:
+        big = tl.abs(p_re) >= tl.abs(p_im)
+        t = tl.where(big, p_im, p_re) / tl.where(big, p_re, p_im)
+        d = 1.0 / tl.where(big, p_re + p_im * t, p_re * t + p_im)
+        q_re = tl.where(big, d, t * d)[:, None]  # 1 / p = (q_re, q_im)
+        q_im = tl.where(big, -t * d, -d)[:, None]
+        re = ()
+        im = ()
+        for g in tl.static_range(NG):
+            xr = _with_entry(x[g], g, j, 1.0, G, IN_PLACE)
+            xi = _with_entry(x[NG + g], g, j, 0.0, G, IN_PLACE)
+            re = re + (xr * q_re - xi * q_im,)
+            im = im + (xr * q_im + xi * q_re,)
+        out = re + im
+    else:
+        for g in tl.static_range(NG):
+            out = out + (_div(_with_entry(x[g], g, j, 1.0, G, IN_PLACE), p_re[:, None]),)
     return out
 
 
 @triton.jit
-def _eliminate(is_p, f, prow, row, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr):
+def _eliminate(is_p, f_re, f_im, prow, row, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr,
+               CPLX: tl.constexpr):
     """The pivot row itself where ``is_p``, else ``row - f * prow``, group by group; in place,
     column ``j`` of the other rows becomes ``-f / p`` (the pivot row holds ``1 / p`` there)."""
     out = ()
-    for g in tl.static_range(NG):
-        v = _with_entry(row[g], g, j, 0.0, G, IN_PLACE)
-        out = out + (tl.where(is_p[:, None], prow[g], v - f[:, None] * prow[g]),)
+    if CPLX:
+        re = ()
+        im = ()
+        for g in tl.static_range(NG):
+            vr = _with_entry(row[g], g, j, 0.0, G, IN_PLACE)
+            vi = _with_entry(row[NG + g], g, j, 0.0, G, IN_PLACE)
+            pr = prow[g]
+            pi = prow[NG + g]
+            re = re + (tl.where(is_p[:, None], pr, vr - (f_re[:, None] * pr - f_im[:, None] * pi)),)
+            im = im + (tl.where(is_p[:, None], pi, vi - (f_re[:, None] * pi + f_im[:, None] * pr)),)
+        out = re + im
+    else:
+        for g in tl.static_range(NG):
+            v = _with_entry(row[g], g, j, 0.0, G, IN_PLACE)
+            out = out + (tl.where(is_p[:, None], prow[g], v - f_re[:, None] * prow[g]),)
     return out
 
 
@@ -126,61 +173,72 @@ def _eliminate(is_p, f, prow, row, j, NG: tl.constexpr, G: tl.constexpr, IN_PLAC
 def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
                sab, sar, sac, sbb, sbr, sbc, sxb, sxr, sxc,
                BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: tl.constexpr, GA: tl.constexpr,
-               NGR: tl.constexpr, GR: tl.constexpr, INV: tl.constexpr):
+               NGR: tl.constexpr, GR: tl.constexpr, INV: tl.constexpr, CPLX: tl.constexpr = False):
+    """CPLX: the pointers are complex tensors' (re, im) float views, strides in floats."""
     bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     b64 = bidx.to(tl.int64)[:, None]
     in_b = bidx[:, None] < nbatch
     dtype = a_ptr.dtype.element_ty
+    NTA: tl.constexpr = NGA * 2 if CPLX else NGA
+    NTR: tl.constexpr = NGR * 2 if CPLX else NGR
     a = ()
     r = ()
     step = ()  # per row: the step at which it was the pivot row, -1 while unused
     for i in tl.static_range(N):
-        a = a + (_load_row(a_ptr, b64, in_b, i, sab, sar, sac, n, NGA, GA, dtype),)
+        a = a + (_load_row(a_ptr, b64, in_b, i, sab, sar, sac, n, NGA, GA, dtype, CPLX),)
         if not INV:
-            r = r + (_load_row(b_ptr, b64, in_b, i, sbb, sbr, sbc, k, NGR, GR, dtype),)
+            r = r + (_load_row(b_ptr, b64, in_b, i, sbb, sbr, sbc, k, NGR, GR, dtype, CPLX),)
         step = step + (tl.full([BLOCK_B], -1, tl.int32),)
     info = tl.zeros([BLOCK_B], dtype=tl.int32)
     # Rows are never moved: the pivot row of step j is remembered and its result row stored
     # as row j at the end. The pivot row of step j: the first unused row with the largest
-    # |A[i, j]| (the first unused row at all if every candidate is NaN, so that each row is
-    # the pivot of exactly one step). The inverse is built in A's registers (Gauss-Jordan in
-    # place: column j of the eliminated A is replaced by that of the inverse), half the work
-    # of eliminating [A | I]; a solve carries B beside A.
+    # |A[i, j]| (|re| + |im| for complex, as LAPACK's i?amax; the first unused row at all if
+    # every candidate is NaN, so that each row is the pivot of exactly one step). The inverse
+    # is built in A's registers (Gauss-Jordan in place: column j of the eliminated A is
+    # replaced by that of the inverse), half the work of eliminating [A | I]; a solve carries
+    # B beside A.
     for j in range(N):
-        col = ()
+        col_re = ()
+        col_im = ()
         for i in tl.static_range(N):
-            col = col + (_column(a[i], j, NGA, GA),)
+            c_re, c_im = _column(a[i], j, NGA, GA, CPLX)
+            col_re = col_re + (c_re,)
+            col_im = col_im + (c_im,)
         best = tl.full([BLOCK_B], -1.0, tl.float32).to(dtype)
         p = tl.full([BLOCK_B], -1, tl.int32)
-        pval = tl.zeros([BLOCK_B], dtype=dtype)
+        pv_re = tl.zeros([BLOCK_B], dtype=dtype)
+        pv_im = tl.zeros([BLOCK_B], dtype=dtype)
         for i in tl.static_range(N):
             free = step[i] < 0
-            mag = tl.abs(col[i])
+            mag = tl.abs(col_re[i])
+            if CPLX:
+                mag += tl.abs(col_im[i])
             take = free & ((mag > best) | (p < 0))
             best = tl.where(take, mag, best)
             p = tl.where(take, i, p)
-            pval = tl.where(take, col[i], pval)
-        singular = pval == 0.0
+            pv_re = tl.where(take, col_re[i], pv_re)
+            pv_im = tl.where(take, col_im[i], pv_im)
+        singular = (pv_re == 0.0) & (pv_im == 0.0)
         info = tl.where(singular & (info == 0), j + 1, info)
-        pval = tl.where(singular, 1.0, pval)
+        pv_re = tl.where(singular, 1.0, pv_re)
         pa = a[0]
         for i in tl.static_range(1, N):
-            pa = _pick(p == i, a[i], pa, NGA)
-        pa = _scale(pa, pval, j, NGA, GA, INV)
+            pa = _pick(p == i, a[i], pa, NTA)
+        pa = _scale(pa, pv_re, pv_im, j, NGA, GA, INV, CPLX)
         na = ()
         ns = ()
         for i in tl.static_range(N):
             is_p = p == i
-            na = na + (_eliminate(is_p, col[i], pa, a[i], j, NGA, GA, INV),)
+            na = na + (_eliminate(is_p, col_re[i], col_im[i], pa, a[i], j, NGA, GA, INV, CPLX),)
             ns = ns + (tl.where(is_p, j, step[i]),)
         if not INV:
             pr = r[0]
             for i in tl.static_range(1, N):
-                pr = _pick(p == i, r[i], pr, NGR)
-            pr = _scale(pr, pval, j, NGR, GR, False)
+                pr = _pick(p == i, r[i], pr, NTR)
+            pr = _scale(pr, pv_re, pv_im, j, NGR, GR, False, CPLX)
             nr = ()
             for i in tl.static_range(N):
-                nr = nr + (_eliminate(p == i, col[i], pr, r[i], j, NGR, GR, False),)
+                nr = nr + (_eliminate(p == i, col_re[i], col_im[i], pr, r[i], j, NGR, GR, False, CPLX),)
             r = nr
         a = na
         step = ns
@@ -202,16 +260,19 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
                 for t in tl.static_range(GA):
                     if g * GA + t < N:
                         dcol = tl.where(cols == t, piv[g * GA + t][:, None], dcol)
-                v = tl.where(bad, float("nan"), a[i][g])
-                tl.store(x_ptr + dst + dcol * sxc, v.to(x_ptr.dtype.element_ty), mask=in_b & (cols + g * GA < n))
+                for part in tl.static_range(2 if CPLX else 1):
+                    v = tl.where(bad, float("nan"), a[i][part * NGA + g])
+                    tl.store(x_ptr + part + dst + dcol * sxc, v.to(x_ptr.dtype.element_ty),
+                             mask=in_b & (cols + g * GA < n))
     else:
         cols = tl.arange(0, GR)[None, :]
         for i in tl.static_range(N):
             dst = b64 * sxb + step[i][:, None].to(tl.int64) * sxr
             for g in tl.static_range(NGR):
                 c = cols + g * GR
-                v = tl.where(bad, float("nan"), r[i][g])
-                tl.store(x_ptr + dst + c * sxc, v.to(x_ptr.dtype.element_ty), mask=in_b & (c < k))
+                for part in tl.static_range(2 if CPLX else 1):
+                    v = tl.where(bad, float("nan"), r[i][part * NGR + g])
+                    tl.store(x_ptr + part + dst + c * sxc, v.to(x_ptr.dtype.element_ty), mask=in_b & (c < k))
     tl.store(info_ptr + bidx, info, mask=bidx < nbatch)
 
 
@@ -221,12 +282,15 @@ _GJ = Launcher(_gj_kernel)
 # ---------------------------------------------------------------------------- launcher
 
 def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, k: int) -> None:
-    """A3 (nb, n, n), B3 (nb, n, k) or None for the inverse, X3 (nb, n, k) output views."""
+    """A3 (nb, n, n), B3 (nb, n, k) or None for the inverse, X3 (nb, n, k) output views.
+    Complex tensors go in as their (re, im) float views, strides in floats."""
     nb = A3.shape[0]
     if nb == 0:
         return
     n_pad, k_pad = next_pow2(n), next_pow2(k)
-    group, per_thread, warps = PLAN or PLANS.get(n) or PLANS[n_pad]
+    cplx = A3.is_complex()
+    group, per_thread, warps = PLAN or (PLANS_COMPLEX if cplx else PLANS).get(n) or (
+        PLANS_COMPLEX if cplx else PLANS)[n_pad]
     ga, gr = min(group, n_pad), min(group, k_pad)
     # One program: 32 * warps threads, a system's row spread over at most ``ga`` of them. The
     # tile keeps the plan's shape however small the batch (masks cover the rest): triton 3.6's
@@ -234,9 +298,11 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
     block_b = min(next_pow2(nb), 256) if INTERPRET else max(1, 32 * warps * per_thread // ga)
     inv = B3 is None
     B3 = X3 if inv else B3
+    if cplx:  # (a lazily conjugated view is resolved first: no float view of it exists)
+        A3, B3, X3 = (torch.view_as_real(t.resolve_conj()) for t in (A3, B3, X3))
     _GJ[(cdiv(nb, block_b),)](
-        A3, B3, X3, info, nb, n, k, *A3.stride(), *B3.stride(), *X3.stride(),
-        BLOCK_B=block_b, N=n, NGA=n_pad // ga, GA=ga, NGR=k_pad // gr, GR=gr, INV=inv, num_warps=warps)
+        A3, B3, X3, info, nb, n, k, *A3.stride()[:3], *B3.stride()[:3], *X3.stride()[:3],
+        BLOCK_B=block_b, N=n, NGA=n_pad // ga, GA=ga, NGR=k_pad // gr, GR=gr, INV=inv, CPLX=cplx, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
@@ -374,10 +440,11 @@ def inv_ex(A: torch.Tensor, *, check_errors: bool = False) -> InvEx:
 
     Parameters
     ----------
-    A : Tensor (*, n, n), float32 or float64, any strides (batch dimensions that cannot be
-        collapsed into one stride are copied once). n <= 16 runs the Triton kernel
-        (Gauss-Jordan with partial pivoting, in A's dtype); larger n, complex64/complex128
-        and inputs that need gradients take ``torch.linalg.inv_ex``.
+    A : Tensor (*, n, n), float32, float64, complex64 or complex128, any strides (batch
+        dimensions that cannot be collapsed into one stride are copied once; a lazily
+        conjugated view is resolved). n <= 16 runs the Triton kernel (Gauss-Jordan with
+        partial pivoting, in A's dtype); larger n and inputs that need gradients take
+        ``torch.linalg.inv_ex``.
     check_errors : raise ``torch.linalg.LinAlgError`` if a matrix is singular. This reads
         ``info`` on the host (a sync); with the default False the call never syncs and is
         capturable in a CUDA graph.
@@ -439,9 +506,9 @@ def solve_ex(A: torch.Tensor, B: torch.Tensor, *, left: bool = True, check_error
 
     Parameters
     ----------
-    A : Tensor (*, n, n), float32 or float64; n <= 16 runs the Triton kernel (Gauss-Jordan
-        with partial pivoting on [A | B]); larger n, complex dtypes and inputs that need
-        gradients take ``torch.linalg.solve_ex``.
+    A : Tensor (*, n, n), float32, float64, complex64 or complex128; n <= 16 runs the
+        Triton kernel (Gauss-Jordan with partial pivoting on [A | B]); larger n and inputs
+        that need gradients take ``torch.linalg.solve_ex``.
     B : Tensor of A's dtype and device: a batch of vectors (*, n) when B is 1-D or its shape
         is exactly ``A.shape[:-1]`` (torch's rule), else a batch of matrices (*, n, k)
         (``(*, k, n)`` when ``left=False``); k <= 16 for the kernel. Batch dimensions
