@@ -69,7 +69,10 @@ def _named() -> list:
 
 
 def _model_args(p) -> None:
-    p.add_argument("--fp8", action="store_true", help="FP8 weights (quantised on load, per-row scales)")
+    p.add_argument("--fp8", action="store_true", default=None,
+                   help="FP8 weights (quantised on load, per-row scales); the default for FP8 checkpoints")
+    p.add_argument("--no-fp8", dest="fp8", action="store_false",
+                   help="an FP8 checkpoint's weights dequantised to --dtype as they load")
     p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
     p.add_argument("--dtype", default=None, choices=["bfloat16", "float16", "float32"],
                    help="default: bfloat16 on GPUs, float32 on the CPU")

@@ -132,6 +132,35 @@ def test_chat_template_matches_transformers(tmp_path):
         Tokenizer(DEFAULT_MODEL).encode("x", chat=True)
 
 
+def test_cli_keeps_an_fp8_checkpoint_fp8(capsys, tmp_path, reference_paths):
+    """A checkpoint that stores float8 weights (per-channel ``weight_scale``) loads as FP8
+    without --fp8, and dequantised with --no-fp8; both generate."""
+    import shutil
+
+    from fastpath.models import safetensors as st
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8_e4m3fn")
+    path = tmp_path / "fp8"
+    shutil.copytree(DEFAULT_MODEL, path)
+    f = st.SafetensorsFile(str(path / "model.safetensors"))
+    tensors = {k: f.get(k).clone() for k in f.keys()}
+    del f
+    out = {}
+    for k, v in tensors.items():
+        if k.endswith("proj.weight") and v.dim() == 2:
+            s = (v.float().abs().amax(dim=1, keepdim=True) / 448).clamp_min(1e-12)
+            out[k], out[k[:-len("weight")] + "weight_scale"] = (v.float() / s).to(torch.float8_e4m3fn), s
+        else:
+            out[k] = v
+    assert any(k.endswith("weight_scale") for k in out)
+    st.save(out, str(path / "model.safetensors"))
+    for flags, fp8 in (([], True), (["--no-fp8"], False)):
+        assert cli.main(["generate", "--model", str(path), "--prompt", "The", "--max-new-tokens", "3",
+                         "--temperature", "0", *flags]) == 0
+        err = capsys.readouterr().err
+        assert ("FP8 checkpoint" in err) == fp8 and ("fp8 weights" in err) == fp8, err
+
+
 def test_recorded_command_is_the_parsed_one(monkeypatch):
     """Results record the arguments main() parsed, not the interpreter's own sys.argv."""
     from fastpath.engine import commands

@@ -208,6 +208,71 @@ def test_sharded_and_fp8_block_scaled_checkpoints(tmp_path, reference_paths):
     assert 20 < sqnr < 200, f"FP8 block-scaled checkpoint logits SQNR {sqnr:.1f} dB"
 
 
+@pytest.mark.parametrize("layout", ["per-channel", "per-tensor"])
+def test_fp8_weight_scale_checkpoints(tmp_path, reference_paths, layout):
+    """FP8 checkpoints with ``weight_scale`` per output channel ((N, 1), compressed-tensors
+    "FP8-dynamic") or per tensor: a float32 model dequantises them (the same logits as
+    dequantising by hand), an FP8 model keeps the stored float8 weights and scales bit for bit."""
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8_e4m3fn")
+    hf, path = _hf_model("qwen3", tmp_path)
+    stored = {}
+
+    def to_fp8(tensors):
+        out = {}
+        for k, v in tensors.items():
+            if k.endswith("proj.weight") and v.dim() == 2:
+                amax = v.float().abs().amax(dim=1, keepdim=True) if layout == "per-channel" else v.float().abs().max()
+                s = (amax / 448).clamp_min(1e-12)
+                q = (v.float() / s).clamp(-448, 448).to(torch.float8_e4m3fn)
+                out[k], out[k[:-len("weight")] + "weight_scale"] = q, s.reshape(-1, 1) if s.dim() else s.reshape(1)
+                stored[k] = (q, s)
+                continue
+            out[k] = v
+        return [out]
+    _rewrite(path, to_fp8)
+    sd = hf.state_dict()
+    with torch.no_grad():  # the checkpoint's values: q * s
+        for k, (q, s) in stored.items():
+            sd[k].copy_(q.float() * (s if s.dim() else s.reshape(1, 1)))
+    ids = torch.randint(0, 160, (1, 9))
+    with torch.no_grad():
+        want = hf(ids).logits[0].double()
+    m = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    m.setup_cache(1, 16)
+    got = m.prefill(ids.to(DEVICE), 0, last_only=False)[0].double().cpu()
+    assert ((got - want).norm() / want.norm()).item() < 1e-4
+    q_m = load(path, device=DEVICE, dtype=torch.float32, fp8=True, progress=False)
+    lin = q_m.layers[0].ffn.down
+    q, s = stored["model.layers.0.mlp.down_proj.weight"]
+    assert torch.equal(lin.weight.cpu().view(torch.uint8), q.view(torch.uint8))
+    assert torch.equal(lin.scale.cpu().float(), s.expand(q.shape[0], 1))
+    q_m.setup_cache(1, 16)
+    got8 = q_m.prefill(ids.to(DEVICE), 0, last_only=False)[0].double().cpu()
+    # the same projections; the untied LM head, float32 in the checkpoint, quantised per row on load
+    assert ((got8 - want).norm() / want.norm()).item() < 0.05
+
+
+def test_fp8_checkpoint_errors(tmp_path):
+    """An FP8 weight without a scale, or with a scale of no known layout, names the tensor."""
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8_e4m3fn")
+    hf, path = _hf_model("qwen3", tmp_path)
+    name = "model.layers.0.mlp.down_proj.weight"
+
+    def drop_scale(tensors):
+        return [{k: (v.to(torch.float8_e4m3fn) if k == name else v) for k, v in tensors.items()}]
+    _rewrite(path, drop_scale)
+    with pytest.raises(ValueError, match="down_proj.*weight_scale"):
+        load(path, device="cpu", dtype=torch.float32, progress=False)
+
+    def odd_scale(tensors):
+        return [{**tensors, name[:-len("weight")] + "weight_scale": torch.ones(3, 5, 7)}]
+    _rewrite(path, odd_scale)
+    with pytest.raises(ValueError, match="weight_scale.*no FP8 layout"):
+        load(path, device="cpu", dtype=torch.float32, progress=False)
+
+
 def test_long_prompt_chunks_attend_the_cached_prefix(tmp_path):
     """Chunks longer than 16 tokens after the first run the flash kernel with the queries
     offset by the cached prefix (interpreted on the CPU): every logit as in one pass and as

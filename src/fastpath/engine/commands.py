@@ -24,6 +24,18 @@ def _device_dtype(args):
     return device, dtype
 
 
+def _fp8(args, path) -> bool:
+    """--fp8 / --no-fp8, else FP8 exactly when the checkpoint stores float8 weights (said on stderr)."""
+    if args.fp8 is not None:
+        return args.fp8
+    from ..models.loader import stores_fp8
+    if path is None or not hasattr(torch, "float8_e4m3fn") or not stores_fp8(path):
+        return False
+    print("[FP8 checkpoint: its weights stay FP8 (per-row and per-tensor scales as stored, block scales "
+          "re-quantised per row); --no-fp8 loads them dequantised]", file=sys.stderr)
+    return True
+
+
 def generate(args) -> int:
     from ..models.loader import load
     from .generate import Engine, SamplingParams, stream_generate
@@ -35,7 +47,8 @@ def generate(args) -> int:
         raise ValueError("--prompt: give a prompt for --model")
     device, dtype = _device_dtype(args)
     tok = Tokenizer(path)
-    model = load(path, device=device, dtype=dtype, fp8=args.fp8)
+    fp8 = _fp8(args, path)
+    model = load(path, device=device, dtype=dtype, fp8=fp8)
     n_prompt = len(tok.encode(prompt, chat=args.chat))
     eng = Engine(model, max_seq=n_prompt + args.max_new_tokens + 1)
     torch.manual_seed(args.seed)
@@ -50,7 +63,7 @@ def generate(args) -> int:
     # (a first run's prefill includes compiling kernels: its time, not only its rate, says so)
     print(f"\n\n[{st.new_tokens} tokens; prefill {st.prompt_tokens} tokens in {1e3 * st.prefill_s:.0f} ms "
           f"({st.prefill_tps:.0f} tok/s), "
-          f"decode {st.decode_tps:.1f} tok/s; {device}, {str(dtype)[6:]}{', fp8 weights' if args.fp8 else ''}"
+          f"decode {st.decode_tps:.1f} tok/s; {device}, {str(dtype)[6:]}{', fp8 weights' if fp8 else ''}"
           f"{', CUDA graph' if eng.graphs else ''}]", file=sys.stderr)
     return 0
 
@@ -72,8 +85,9 @@ def bench_decode(args) -> int:
         raise ValueError("--config: named configs have no weights; add --random-weights")
     if args.random_weights and not args.config:
         raise ValueError("--random-weights: needs --config NAME")
+    fp8 = _fp8(args, args.model)
     if args.model:
-        model = load(args.model, device=device, dtype=dtype, fp8=args.fp8, layers=args.layers)
+        model = load(args.model, device=device, dtype=dtype, fp8=fp8, layers=args.layers)
         name, cfg_dict = os.path.basename(os.path.normpath(args.model)), None
         with open(os.path.join(args.model, "config.json")) as fh:
             cfg_dict = json.load(fh)
@@ -82,7 +96,7 @@ def bench_decode(args) -> int:
         cfg = cfg.with_layers(args.layers) if args.layers else cfg
         print(f"building {args.config} ({cfg.num_layers} layers) with random weights on {device} ...",
               file=sys.stderr, flush=True)
-        model = bench.random_model(cfg, device=device, dtype=dtype, fp8=args.fp8)
+        model = bench.random_model(cfg, device=device, dtype=dtype, fp8=fp8)
         name, cfg_dict = args.config, NAMED[args.config]
     cuda = device.type == "cuda"
     env = environment(command_line(args)) if cuda else {"gpu": "cpu", "date": time.strftime("%Y-%m-%d")}
@@ -90,7 +104,7 @@ def bench_decode(args) -> int:
     t0 = time.perf_counter()
     r = bench.run(model, prompt_len=args.prompt_len, new_tokens=args.new_tokens, batch=args.batch)
     bw = ceil.get("copy_gbps")
-    rec = {"suite": "decode", "model": name, "fp8": args.fp8, "dtype": str(dtype)[6:], "layers": model.cfg.num_layers,
+    rec = {"suite": "decode", "model": name, "fp8": fp8, "dtype": str(dtype)[6:], "layers": model.cfg.num_layers,
            **r, "copy_gbps": bw}
     if bw:
         rec["roofline_tps"] = bw * 1e9 / r["bytes_per_token"]

@@ -4,8 +4,14 @@ or into the model class of an architecture of :data:`~fastpath.models.config.ARC
 
 The model's tensors are allocated once on the target device; each checkpoint tensor is
 memory-mapped, copied straight into its slot (quantised to FP8 on the device on the way
-when asked) and dropped: there are never two copies of the model. FP8 checkpoints with
-128x128 block scales (``weight_scale_inv``) are dequantised on the device as they load.
+when asked) and dropped: there are never two copies of the model. FP8 checkpoints are read
+with their scales (:func:`_fp8_scale`): block scales (``weight_scale_inv``, 128x128 as
+DeepSeek and Qwen3-FP8 store them, or ``weight_scale`` blocks), per-output-channel and
+per-tensor scales (``weight_scale``: compressed-tensors "FP8-dynamic", fbgemm). A model loaded
+with ``fp8=True`` keeps per-channel and per-tensor float8_e4m3fn weights exactly as stored
+(its own format: one scale a row); block-scaled ones, and every FP8 weight of a model loaded
+in a float dtype, are dequantised on the device as they load (then quantised per row for
+``fp8=True``).
 """
 from __future__ import annotations
 
@@ -71,6 +77,15 @@ class _Slot:
 
     def __init__(self, target: torch.Tensor, index=(), scale: Optional[torch.Tensor] = None):
         self.target, self.index, self.scale = target, index, scale
+
+    def write_fp8(self, q: torch.Tensor, rows: torch.Tensor) -> None:
+        """An FP8 weight with one scale a row, stored as it is (the slot must be FP8)."""
+        dst = self.target[self.index] if self.index != () else self.target
+        if tuple(dst.shape) != tuple(q.shape):
+            raise ValueError(f"checkpoint tensor of shape {tuple(q.shape)} does not fit {tuple(dst.shape)}")
+        dst.copy_(q)
+        sdst = self.scale[self.index] if self.index != () else self.scale
+        sdst.copy_(rows.view(sdst.shape))
 
     def write(self, w: torch.Tensor) -> None:
         dst = self.target[self.index] if self.index != () else self.target
@@ -161,19 +176,40 @@ def _slots(model: Transformer) -> dict:
     return out
 
 
+def _fp8_scale(q: torch.Tensor, s: torch.Tensor, name: str) -> torch.Tensor:
+    """The checkpoint's dequantisation multipliers of FP8 weight ``q`` (N, K) as a 2-D grid of
+    blocks: (1, 1) per tensor, (N, 1) per output channel, (ceil(N / bn), ceil(K / bk)) blocks."""
+    n, k = q.shape
+    if s.numel() == 1:
+        return s.reshape(1, 1)
+    if s.dim() == 1 and s.shape[0] == n:
+        return s.reshape(n, 1)
+    if s.dim() == 2 and 1 <= s.shape[0] <= n and 1 <= s.shape[1] <= k:
+        return s
+    raise ValueError(f"model: scale {name!r} of shape {tuple(s.shape)} fits no FP8 layout of a weight of shape "
+                     f"{(n, k)} (per tensor, per row (N,) / (N, 1), or 2-D blocks)")
+
+
 def _dequant_block(q: torch.Tensor, s: torch.Tensor, dtype) -> torch.Tensor:
-    """``q * scale_inv`` with one scale per (bn x bk) block (block size from the shapes)."""
+    """``q * scale`` with one scale per (bn x bk) block (block size from the shapes)."""
     n, k = q.shape
     bn, bk = -(-n // s.shape[0]), -(-k // s.shape[1])
     full = s.float().repeat_interleave(bn, 0)[:n].repeat_interleave(bk, 1)[:, :k]
     return (q.float() * full).to(dtype)
 
 
+def stores_fp8(path: str) -> bool:
+    """Whether the checkpoint in ``path`` holds float8 weights (from the safetensors headers)."""
+    f8 = {getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)} - {None}
+    return any(h.info(n)[0] in f8 for h in (SafetensorsFile(f) for f in _files(path)) for n in h.keys())
+
+
 def load(path: str, *, device="cuda", dtype=torch.bfloat16, fp8: bool = False, layers: Optional[int] = None,
          progress: bool = True, config: Optional[ModelConfig] = None) -> Transformer:
     """Build the model of ``path/config.json`` on ``device`` and fill it from the checkpoint.
 
-    ``fp8=True`` quantises every projection to float8_e4m3fn with per-row scales as it loads;
+    ``fp8=True`` quantises every projection to float8_e4m3fn with per-row scales as it loads
+    (an FP8 checkpoint's per-row or per-tensor float8_e4m3fn weights are kept as stored);
     ``layers`` keeps only the first N layers (quick runs). Raises FileNotFoundError for a
     missing config or shard, NotImplementedError for an unsupported architecture, and
     ValueError naming the tensors the checkpoint lacks or holds in a wrong shape.
@@ -197,14 +233,24 @@ def load(path: str, *, device="cuda", dtype=torch.bfloat16, fp8: bool = False, l
     filled = set()
     for name, h, orig in todo:
         w = h.get(orig)
-        if w.dtype in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)):
-            sname = name[: -len("weight")] + "weight_scale_inv"
-            if sname not in where:
-                raise ValueError(f"model: FP8 tensor {orig!r} has no {sname!r} in the checkpoint")
-            sh, so = where[sname]
-            w = _dequant_block(w.to(device), sh.get(so).to(device), dtype)
+        slot = slots[name]
         try:
-            slots[name].write(w.to(device, non_blocking=False) if slots[name].scale is None else w)
+            if w.dtype in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)):
+                sname = next((name[: -len("weight")] + suffix for suffix in ("weight_scale_inv", "weight_scale")
+                              if name[: -len("weight")] + suffix in where), None)
+                if sname is None or w.dim() != 2:
+                    raise ValueError(f"FP8 tensor {orig!r} of shape {tuple(w.shape)} has no weight_scale_inv or "
+                                     "weight_scale in the checkpoint")
+                sh, so = where[sname]
+                scale = _fp8_scale(w, sh.get(so), sname).to(device, torch.float32)
+                w = w.to(device)
+                if (slot.scale is not None and w.dtype == torch.float8_e4m3fn and scale.shape[1] == 1
+                        and scale.shape[0] in (1, w.shape[0])):
+                    slot.write_fp8(w, scale.expand(w.shape[0], 1))  # one scale a row: kept as stored
+                else:
+                    slot.write(_dequant_block(w, scale, dtype))
+            else:
+                slot.write(w.to(device, non_blocking=False) if slot.scale is None else w)
         except ValueError as e:
             raise ValueError(f"model: tensor {name!r}: {e}") from None
         filled.add(id(slots[name]))
