@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--chat", action="store_true", help="wrap the prompt in the model's chat template")
+    g.add_argument("--no-thinking", action="store_true",
+                   help="with --chat: enable_thinking=False for templates that read it (Qwen3); without it the "
+                        "template's own default, as transformers renders it")
     _model_args(g)
     b = sub.add_parser("bench-decode", help="prefill/decode tok/s, bytes per token, %% of roofline (JSON record)")
     src = b.add_mutually_exclusive_group(required=True)

@@ -118,7 +118,9 @@ def test_chat_template_matches_transformers(tmp_path):
 
     shutil.copy(os.path.join(DEFAULT_MODEL, "tokenizer.json"), tmp_path / "tokenizer.json")
     template = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}<|endoftext|>\n{% endfor %}"
-                "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+                "{% if add_generation_prompt %}<|assistant|>\n"
+                "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n{% endif %}"
+                "{% endif %}")
     cfg = json.load(open(os.path.join(DEFAULT_MODEL, "tokenizer_config.json")))
     cfg["chat_template"] = template
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(cfg))
@@ -128,6 +130,10 @@ def test_chat_template_matches_transformers(tmp_path):
     want = hf_tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
     want = want["input_ids"] if isinstance(want, dict) or hasattr(want, "keys") else want
     assert tok.encode("What is a list?", chat=True, system="Be brief.") == list(want)
+    off = hf_tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True, enable_thinking=False)
+    off = off["input_ids"] if isinstance(off, dict) or hasattr(off, "keys") else off
+    assert len(off) > len(want)  # the variable reaches the template: the empty think block
+    assert tok.encode("What is a list?", chat=True, system="Be brief.", enable_thinking=False) == list(off)
     with pytest.raises(ValueError, match="chat template"):
         Tokenizer(DEFAULT_MODEL).encode("x", chat=True)
 

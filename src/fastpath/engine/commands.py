@@ -49,14 +49,16 @@ def generate(args) -> int:
     tok = Tokenizer(path)
     fp8 = _fp8(args, path)
     model = load(path, device=device, dtype=dtype, fp8=fp8)
-    n_prompt = len(tok.encode(prompt, chat=args.chat))
+    template_vars = {"enable_thinking": False} if args.no_thinking else {}
+    n_prompt = len(tok.encode(prompt, chat=args.chat, **template_vars))
     eng = Engine(model, max_seq=n_prompt + args.max_new_tokens + 1)
     torch.manual_seed(args.seed)
     sp = SamplingParams(args.temperature, args.top_k if args.temperature > 0 else None, args.top_p)
     if args.model is None:
         print(f"[embedded model: a 3M-parameter Qwen3-MoE trained on Python's docs, {path}]", file=sys.stderr)
     sys.stdout.write(prompt)
-    for piece in stream_generate(eng, tok, prompt, args.max_new_tokens, sp, chat=args.chat):
+    for piece in stream_generate(eng, tok, prompt, args.max_new_tokens, sp, chat=args.chat,
+                                 template_vars=template_vars):
         sys.stdout.write(piece)
         sys.stdout.flush()
     st = eng.stats

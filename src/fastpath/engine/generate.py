@@ -212,11 +212,13 @@ class Engine:
 
 
 def stream_generate(engine: Engine, tokenizer, prompt: str, max_new_tokens: int = 128,
-                    sp: Optional[SamplingParams] = None, chat: bool = False, stop_ids=None) -> Iterator[str]:
-    """Yield the text of one prompt piece by piece as tokens arrive."""
+                    sp: Optional[SamplingParams] = None, chat: bool = False, stop_ids=None,
+                    template_vars: Optional[dict] = None) -> Iterator[str]:
+    """Yield the text of one prompt piece by piece as tokens arrive (``chat``: in the chat
+    template, with ``template_vars``)."""
     from .tokenizer import StreamDecoder
 
-    ids = tokenizer.encode(prompt, chat=chat)
+    ids = tokenizer.encode(prompt, chat=chat, **(template_vars or {}))
     stops = stop_ids if stop_ids is not None else default_stops(engine.model, tokenizer)
     dec = StreamDecoder(tokenizer)
     for row in engine.generate_step([ids], max_new_tokens, sp, stops):
@@ -229,9 +231,10 @@ def stream_generate(engine: Engine, tokenizer, prompt: str, max_new_tokens: int 
 
 
 def generate(engine: Engine, tokenizer, prompt: str, max_new_tokens: int = 128,
-             sp: Optional[SamplingParams] = None, chat: bool = False) -> str:
+             sp: Optional[SamplingParams] = None, chat: bool = False, template_vars: Optional[dict] = None) -> str:
     """The whole generated text of one prompt (timings in ``engine.stats``)."""
-    return "".join(stream_generate(engine, tokenizer, prompt, max_new_tokens, sp, chat))
+    return "".join(stream_generate(engine, tokenizer, prompt, max_new_tokens, sp, chat,
+                                   template_vars=template_vars))
 
 
 def default_stops(model: Transformer, tokenizer=None) -> list:

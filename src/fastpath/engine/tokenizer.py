@@ -41,12 +41,14 @@ class Tokenizer:
     def token_id(self, text: Optional[str]) -> Optional[int]:
         return None if text is None else self._tok.token_to_id(text)
 
-    def encode(self, text: str, *, chat: bool = False, system: Optional[str] = None) -> list:
+    def encode(self, text: str, *, chat: bool = False, system: Optional[str] = None, **template_vars) -> list:
+        """Token ids of ``text``; ``chat``: wrapped in the chat template (a system message first if
+        given), ``template_vars`` passed to it (e.g. ``enable_thinking=False`` for Qwen3)."""
         if chat:
             if self.template is None:
                 raise ValueError("chat: this tokenizer has no chat template; pass a plain prompt")
             text = self.apply_chat_template(([{"role": "system", "content": system}] if system else [])
-                                            + [{"role": "user", "content": text}])
+                                            + [{"role": "user", "content": text}], **template_vars)
             return self._tok.encode(text, add_special_tokens=False).ids
         ids = self._tok.encode(text, add_special_tokens=False).ids
         bos = self.token_id(self.bos)
@@ -57,7 +59,9 @@ class Tokenizer:
     def decode(self, ids) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=True)
 
-    def apply_chat_template(self, messages: list, add_generation_prompt: bool = True) -> str:
+    def apply_chat_template(self, messages: list, add_generation_prompt: bool = True, **template_vars) -> str:
+        """The template rendered as transformers renders it: variables not given stay undefined
+        (the template's own defaults, e.g. Qwen3's thinking on), ``template_vars`` added."""
         import jinja2
 
         def raise_exception(msg):
@@ -71,7 +75,7 @@ class Tokenizer:
         env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now)
         return env.from_string(self.template).render(
             messages=messages, add_generation_prompt=add_generation_prompt, bos_token=self.bos or "",
-            eos_token=self.eos or "", enable_thinking=False)
+            eos_token=self.eos or "", **template_vars)
 
 
 class StreamDecoder:
