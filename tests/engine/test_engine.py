@@ -184,7 +184,8 @@ def test_cli_bench_decode_on_a_checkpoint(capsys, tmp_path, reference_paths):
                      "--json", str(out_json)]) == 0
     out = capsys.readouterr().out
     assert "decode" in out and "GB/token" in out
-    if DEVICE.type == "cuda":  # a record with the roofline fraction
-        import json
-        rec = json.loads(out_json.read_text().splitlines()[-1])
-        assert rec["model"] == "default" and 0 < rec["pct_roofline"]
+    import json
+    rec = json.loads(out_json.read_text().splitlines()[-1])  # the record --json asked for
+    assert rec["model"] == "default" and rec["decode_tps"] > 0 and rec["new_tokens"] == 4
+    if DEVICE.type == "cuda":  # with the roofline fraction
+        assert 0 < rec["pct_roofline"]

@@ -120,6 +120,25 @@ def test_fp8_weights_close_to_bf16(tmp_path, reference_paths):
     assert sqnr > 25, f"FP8 model logits SQNR {sqnr:.1f} dB"
 
 
+def test_check_fits_names_the_sizes_and_suggests_fp8(monkeypatch):
+    """A model larger than the GPU's free memory: MemoryError with both sizes, and --fp8 as
+    the way out where it is not on already (free memory faked: any machine runs this)."""
+    from fastpath.models.config import named
+    from fastpath.models.loader import check_fits, weight_bytes
+    cfg = named("qwen3-8b")
+    need = weight_bytes(cfg, torch.bfloat16, False)
+    assert 15e9 < need < 18e9  # Qwen3-8B's 8.2B parameters in bfloat16
+    assert 0.5 < weight_bytes(cfg, torch.bfloat16, True) / need < 0.56  # FP8 projections, bf16 embedding
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (12 * 2**30, 80 * 2**30))
+    with pytest.raises(MemoryError, match=r"needs 1[56]\.\d GiB .* 12\.0 GiB free of 80\.0 GiB\. Try --fp8"):
+        check_fits(cfg, torch.device("cuda"), torch.bfloat16, False)
+    check_fits(cfg, torch.device("cuda"), torch.bfloat16, True)  # FP8 fits in 12 GiB
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (4 * 2**30, 80 * 2**30))
+    with pytest.raises(MemoryError) as e:
+        check_fits(cfg, torch.device("cuda"), torch.bfloat16, True)
+    assert "--fp8" not in str(e.value)
+
+
 def test_loader_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="config.json"):
         load(str(tmp_path), device="cpu")

@@ -126,7 +126,7 @@ def bench_decode(args) -> int:
                   **h, "ratio": rec["decode_tps"] / h["decode_tps"]}
             print(_line(hr["engine"], hr), flush=True)
             rows.append(hr)
-    if cuda:
+    if cuda or args.json:  # (CPU rows only where --json asks: bench/results holds GPU runs)
         path = results_path(env, args.json)
         for row in rows:
             row.setdefault("engine", "fastpath")
