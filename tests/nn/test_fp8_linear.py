@@ -146,3 +146,33 @@ def test_errors(device):
         q(randn(1, 67, device=device))  # float32 input, bfloat16 bias
     with pytest.raises(ValueError, match="weight"):
         q(randn(1, 66, dtype=torch.bfloat16, device=device))
+
+
+def test_quantize_a_transformers_model(device):
+    """quantize_ on a Hugging Face model (a small random Qwen3, bfloat16): every projection of
+    its layers becomes FP8 (lm_head kept), generate() runs, the logits stay close to the bf16
+    model's, and the quantised state_dict loads into a second quantised copy."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.Qwen3Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                   max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.Qwen3ForCausalLM(cfg).to(device=device, dtype=torch.bfloat16).eval()
+    ids = torch.randint(0, 256, (2, 8), device=device)
+    with torch.no_grad():
+        ref = model(ids).logits
+    names = [n for n, m in model.named_modules() if type(m) is nn.Linear and not n.endswith("lm_head")]
+    assert len(names) == 7  # q, k, v, o, gate, up, down
+    quantize_(model)
+    mods = dict(model.named_modules())
+    assert all(isinstance(mods[n], FP8Linear) for n in names) and type(model.lm_head) is nn.Linear
+    with torch.no_grad():
+        out = model(ids).logits
+        gen = model.generate(ids[:1], max_new_tokens=2, do_sample=False)
+    assert sqnr_db(out, ref) >= 20, f"logits SQNR {sqnr_db(out, ref):.1f} dB"
+    assert gen.shape == (1, 10)
+    twin = transformers.Qwen3ForCausalLM(cfg).to(device=device, dtype=torch.bfloat16).eval()
+    quantize_(twin)
+    twin.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        assert torch.equal(twin(ids).logits, out)
