@@ -1,6 +1,8 @@
 """Host time of one eager call of fastpath ops against the PyTorch op, on a GPU: wall clock
 of many calls with no sync between them (``harness.host_us``), then a cProfile of ours (top
-functions by own time). What the eager rows of the bench tables measure on a slow host.
+functions by own time). What the eager rows of the bench tables measure on a slow host. The
+training ops run forward + backward; ``FASTPATH_LAUNCH_MEMO=0`` shows them (and the others)
+without the launch memo's replays.
 
     PYTHONPATH=src python3 scripts/host_profile.py [--profile]
 """
@@ -38,13 +40,33 @@ def cases():
         ("rms_norm 4096", lambda: fastpath.rms_norm(h, g, 1e-6), lambda: F.rms_norm(h, (4096,), g, 1e-6)),
         ("softmax 1x151936", lambda: fastpath.softmax(w[:1].repeat(1, 37), -1),
          lambda: torch.softmax(w[:1].repeat(1, 37), -1)),
+        *training_cases(),
+    ]
+
+
+def training_cases():
+    """Forward + backward (autograd.grad) of the training ops: what their eager bench rows pay."""
+    x = torch.randn(64, 1024, device=dev, requires_grad=True)
+    t, g = torch.randn(64, 1024, device=dev), torch.randn(64, 1024, device=dev)
+    wb = torch.randn(1024, device=dev, requires_grad=True)
+    bb = torch.randn(1024, device=dev, requires_grad=True)
+    rm, rv = torch.zeros(1024, device=dev), torch.ones(1024, device=dev)
+
+    def fwd_bwd(fn, *leaves):
+        return lambda: torch.autograd.grad(fn(), leaves, g)
+    return [
+        ("mse_loss none fwd+bwd", fwd_bwd(lambda: fastpath.mse_loss(x, t, reduction="none"), x),
+         fwd_bwd(lambda: F.mse_loss(x, t, reduction="none"), x)),
+        ("dropout fwd+bwd", fwd_bwd(lambda: fastpath.dropout(x, 0.1), x), fwd_bwd(lambda: F.dropout(x, 0.1), x)),
+        ("batch_norm 2-D fwd+bwd", fwd_bwd(lambda: fastpath.batch_norm(x, rm, rv, wb, bb, training=True), x, wb, bb),
+         fwd_bwd(lambda: F.batch_norm(x, rm, rv, wb, bb, training=True), x, wb, bb)),
     ]
 
 
 def main():
     prof = "--profile" in sys.argv
     for name, ours, theirs in cases():
-        with torch.no_grad():
+        with torch.enable_grad() if "fwd+bwd" in name else torch.no_grad():
             o, t = host_us(ours, n=200, warmup=20), host_us(theirs, n=200, warmup=20)
             print(f"{name:<24} ours {o:7.1f} us host, torch {t:7.1f} us ({o / t:4.1f}x)", flush=True)
             if prof:
