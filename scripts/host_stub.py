@@ -1,9 +1,10 @@
 """Host (Python) time of eager fastpath calls without a GPU (``linear``, a decode-shaped
 ``scaled_dot_product_attention``, a one-token ``fused_experts``, elementwise ops, a loss with
-its backward, the training ops' forward + backward with and without their launch memos): every ops module is made to believe
-it runs on CUDA device 0 and every cached kernel is a no-op stub, so the figure is fastpath's
-own Python path (checks, shapes, plans, argument lists, the Launcher) without Triton's driver
-call. Runs on any machine; compare before and after a host-side change.
+its backward, the training ops' forward + backward with and without their launch memos,
+interleaved rounds): every ops module is made to believe it runs on CUDA device 0 and every
+cached kernel is a no-op stub, so the figure is fastpath's own Python path (checks, shapes,
+plans, argument lists, the Launcher) without Triton's driver call. Runs on any machine;
+compare before and after a host-side change.
 
     PYTHONPATH=src python scripts/host_stub.py [--profile]
 """
@@ -129,10 +130,7 @@ def main():
              "fastpath.eq uint8": lambda: fastpath.eq(u8a, u8b),
              "fastpath.frexp bf16": lambda: fastpath.frexp(xb),
              "fastpath.mse_loss none, forward + backward (with torch's sum and autograd)": mse_fwd_bwd}
-    for name in ("mse_loss", "dropout", "batch_norm"):
-        cases[f"fastpath.{name} 64x256 forward + backward (autograd.grad)"] = lambda name=name: training(name)
-        cases[f"fastpath.{name} 64x256 forward + backward, replays of the launch memo"] = (
-            lambda name=name: with_memo(name))
+
     n = 5000
     for name, fn in cases.items():
         for _ in range(200):
@@ -148,6 +146,21 @@ def main():
                 fn()
             pr.disable()
             pstats.Stats(pr).sort_stats("tottime").print_stats(20)
+    # the training ops with and without their memos, interleaved (7 rounds of 1000 calls): min and median
+    times: dict = {}
+    for _ in range(7):
+        for name in ("mse_loss", "dropout", "batch_norm"):
+            for memo, fn in ((False, training), (True, with_memo)):
+                for _ in range(100):
+                    fn(name)
+                t0 = time.perf_counter()
+                for _ in range(1000):
+                    fn(name)
+                times.setdefault((name, memo), []).append((time.perf_counter() - t0) * 1e3)
+    for (name, memo), v in times.items():
+        v.sort()
+        print(f"fastpath.{name} 64x256 forward + backward (autograd.grad){', launch memo replays' if memo else ''}, "
+              f"Python path: min {v[0]:.1f} / median {v[3]:.1f} us a call")
     print(f"({stub.calls} stub launches)")
 
 
