@@ -23,7 +23,7 @@ print('EVICT=$v', flush=True)
 main(['training', '--only', 'mse_loss none', '--graphs', '--json', '$OUT/mse_evict$v.jsonl'])" 2>&1 | grep "EVICT\|mse_loss"
 done
 timeout 120 python3 -m fastpath.bench training --only batch_norm --graphs --json "$OUT/bench_bn.jsonl" 2>&1 | grep batch_norm
-timeout 120 python3 -m fastpath.bench linalg --only complex64 --graphs --json "$OUT/bench_linalg.jsonl" 2>&1 | grep inv
+timeout 120 python3 -m fastpath.bench linalg --only inv --graphs --json "$OUT/bench_linalg.jsonl" 2>&1 | grep inv
 timeout 60 python3 scripts/host_profile.py 2>&1 | grep fwd+bwd
 FASTPATH_LAUNCH_MEMO=0 timeout 60 python3 scripts/host_profile.py 2>&1 | grep fwd+bwd | sed 's/^/(no memo) /'
 fi
