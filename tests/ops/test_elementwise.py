@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import fastpath.ops.elementwise as ew
-from tests.conftest import AWKWARD, noncontig, randn
+from tests.conftest import AWKWARD, DEVICE, noncontig, randn
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
 _INT_OF = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
@@ -235,6 +235,40 @@ def test_logspace_matches_torch_bitwise(case):
     assert torch.equal(out.isnan(), ref.isnan()) if ref.is_floating_point() else True
     keep = ~ref.isnan() if ref.is_floating_point() else torch.ones_like(ref, dtype=torch.bool)
     assert torch.equal(out[keep], ref[keep])
+
+
+def test_logspace_kernel_matches_torch_bitwise(monkeypatch):
+    """The kernel path (float32 / float16 / bfloat16, forced for few steps here) against
+    PyTorch's CPU kernel, bit for bit: bases above and below 1, exponents whose powers
+    overflow to inf and underflow through the subnormals, both halves of the sequence."""
+    monkeypatch.setattr(ew, "LOGSPACE_KERNEL_STEPS", 2)
+    calls = []
+    real = ew._logspace_kernel_path
+    monkeypatch.setattr(ew, "_logspace_kernel_path", lambda *a: calls.append(1) or real(*a))
+    rng = random.Random(3)
+    cases = [(0, 3, 4, 10.0), (-5, 5, 1001, 10.0), (0, 1, 129, 2.0), (-300, 300, 77, 10.0), (3, -3, 100, 0.5),
+             (-1100, 1100, 501, 2.0), (0.1, 38.5, 99, 10.0), (0, 20, 21, 10.0), (-46, -30, 100, 10.0)]
+    cases += [(rng.uniform(-40, 40), rng.uniform(-40, 40), rng.choice([2, 3, 67, 300]),
+               rng.choice([10.0, 2.0, 0.7, 3.3, 1.0001, math.e])) for _ in range(20)]
+    for start, end, steps, base in cases:
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            assert ew._logspace_kernel_path(start, end, steps, base, dtype, torch.device(DEVICE)) is not None
+            out = ew.logspace(start, end, steps, base, dtype, device=DEVICE)
+            ref = torch.logspace(start, end, steps, base, dtype=dtype)
+            assert out.dtype == dtype and torch.equal(out.cpu(), ref), (start, end, steps, base, dtype)
+    assert len(calls) == 2 * len(cases) * 3
+    for args in ((0, 3, 10, 10.0, torch.float64), (0, 3, 10, 10.0, torch.int64), (0, 3, 10, -2.0, torch.float32),
+                 (0, 3, 10, 1.0, torch.float32), (0, float("inf"), 10, 2.0, torch.float32)):
+        assert ew._logspace_kernel_path(*args, torch.device(DEVICE)) is None  # the host path, exact
+        torch.testing.assert_close(ew.logspace(*args[:4], dtype=args[4], device=DEVICE).cpu(),
+                                   torch.logspace(*args[:4], dtype=args[4]), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a million steps on the GPU")
+def test_logspace_kernel_large_gpu():
+    for dtype in (torch.float32, torch.bfloat16):
+        out = ew.logspace(-20, 20, 1_000_003, 10.0, dtype, device="cuda")
+        assert torch.equal(out.cpu(), torch.logspace(-20, 20, 1_000_003, 10.0, dtype=dtype))
 
 
 def test_logspace_random_and_errors():
