@@ -227,14 +227,15 @@ def test_sharded_and_fp8_block_scaled_checkpoints(tmp_path, reference_paths):
     assert 20 < sqnr < 200, f"FP8 block-scaled checkpoint logits SQNR {sqnr:.1f} dB"
 
 
-@pytest.mark.parametrize("layout", ["per-channel", "per-tensor"])
-def test_fp8_weight_scale_checkpoints(tmp_path, reference_paths, layout):
+@pytest.mark.parametrize("arch,layout", [("qwen3", "per-channel"), ("qwen3", "per-tensor"),
+                                         ("qwen3_moe", "per-channel")])
+def test_fp8_weight_scale_checkpoints(tmp_path, reference_paths, arch, layout):
     """FP8 checkpoints with ``weight_scale`` per output channel ((N, 1), compressed-tensors
     "FP8-dynamic") or per tensor: a float32 model dequantises them (the same logits as
     dequantising by hand), an FP8 model keeps the stored float8 weights and scales bit for bit."""
     if not hasattr(torch, "float8_e4m3fn"):
         pytest.skip("this torch has no float8_e4m3fn")
-    hf, path = _hf_model("qwen3", tmp_path)
+    hf, path = _hf_model(arch, tmp_path)
     stored = {}
 
     def to_fp8(tensors):
@@ -250,22 +251,28 @@ def test_fp8_weight_scale_checkpoints(tmp_path, reference_paths, layout):
             out[k] = v
         return [out]
     _rewrite(path, to_fp8)
-    sd = hf.state_dict()
-    with torch.no_grad():  # the checkpoint's values: q * s
-        for k, (q, s) in stored.items():
-            sd[k].copy_(q.float() * (s if s.dim() else s.reshape(1, 1)))
     ids = torch.randint(0, 160, (1, 9))
-    with torch.no_grad():
-        want = hf(ids).logits[0].double()
     m = load(path, device=DEVICE, dtype=torch.float32, progress=False)
     m.setup_cache(1, 16)
     got = m.prefill(ids.to(DEVICE), 0, last_only=False)[0].double().cpu()
-    assert ((got - want).norm() / want.norm()).item() < 1e-4
+    if arch == "qwen3":  # transformers with the checkpoint's values q * s (its MoE state dict fuses the experts)
+        sd = hf.state_dict()
+        with torch.no_grad():
+            for k, (q, s) in stored.items():
+                sd[k].copy_(q.float() * (s if s.dim() else s.reshape(1, 1)))
+            want = hf(ids).logits[0].double()
+        assert ((got - want).norm() / want.norm()).item() < 1e-4
+    want = got
     q_m = load(path, device=DEVICE, dtype=torch.float32, fp8=True, progress=False)
-    lin = q_m.layers[0].ffn.down
-    q, s = stored["model.layers.0.mlp.down_proj.weight"]
+    lin = q_m.layers[0].o
+    q, s = stored["model.layers.0.self_attn.o_proj.weight"]
     assert torch.equal(lin.weight.cpu().view(torch.uint8), q.view(torch.uint8))
     assert torch.equal(lin.scale.cpu().float(), s.expand(q.shape[0], 1))
+    if arch == "qwen3_moe":  # an expert's rows of the fused (E, 2I, H) gate / up tensor
+        q, s = stored["model.layers.0.mlp.experts.3.up_proj.weight"]
+        ffn, n = q_m.layers[0].ffn, q.shape[0]
+        assert torch.equal(ffn.gate_up[3, n:].cpu().view(torch.uint8), q.view(torch.uint8))
+        assert torch.equal(ffn.gate_up_scale[3, n:].cpu().float().reshape(n, 1), s)
     q_m.setup_cache(1, 16)
     got8 = q_m.prefill(ids.to(DEVICE), 0, last_only=False)[0].double().cpu()
     # the same projections; the untied LM head, float32 in the checkpoint, quantised per row on load
