@@ -9,7 +9,8 @@ import fastpath.ops.elementwise as ew
 from tests.conftest import AWKWARD, DEVICE, noncontig, randn
 
 FLOATS = [torch.float32, torch.float16, torch.bfloat16]
-_INT_OF = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+_INT_OF = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16,
+           torch.float64: torch.int64}
 
 
 def _special_values(dtype):
@@ -32,17 +33,22 @@ def _assert_frexp(x):
     # and the decomposition reconstructs the input exactly (float64)
     fin = torch.isfinite(x)
     m, e, x = m[fin].double().cpu(), e[fin].double().cpu(), x[fin].double().cpu()  # CUDA's pow is not exact
-    assert torch.equal(m * torch.pow(2.0, e), x)
+    half = torch.div(e, 2, rounding_mode="floor")  # 2**e in two factors: float64's max and subnormals too
+    assert torch.equal(m * torch.pow(2.0, half) * torch.pow(2.0, e - half), x)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS + [torch.float64])
 def test_frexp_special_values(dtype):
     _assert_frexp(_special_values(dtype))
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dtype", FLOATS + [torch.float64])
 def test_frexp_all_subnormals_and_random(dtype):
-    if dtype == torch.float32:
+    if dtype == torch.float64:  # the smallest subnormals, random subnormals, random patterns
+        bits = torch.cat([torch.arange(1, 5000, dtype=torch.int64),
+                          torch.randint(0, 2**52, (1000,), dtype=torch.int64),
+                          torch.randint(-2**63, 2**63 - 1, (1000,), dtype=torch.int64)])
+    elif dtype == torch.float32:
         bits = torch.cat([torch.arange(1, 5000, dtype=torch.int32),
                           torch.randint(0, 2**23, (1000,), dtype=torch.int32),
                           torch.randint(-2**31, 2**31 - 1, (1000,), dtype=torch.int32)])

@@ -119,7 +119,8 @@ def _as_unsigned(x, BITS: tl.constexpr):
 @triton.jit
 def _frexp_kernel(x_ptr, m_ptr, e_ptr, n, D1, D2, D3, s0, s1, s2, s3, NDIM: tl.constexpr,
                   IDX64: tl.constexpr, BLOCK: tl.constexpr):
-    """Through float32, exact for float32 / float16 / bfloat16 inputs: a subnormal is scaled
+    """Through float32, exact for float32 / float16 / bfloat16 inputs (float64: the same on its
+    own bits): a subnormal is scaled
     by 2**64 (an exact multiply that normalises it), then the exponent field is read and the
     mantissa's exponent field replaced by 0.5's. The mantissa has the input's significant bits,
     so it converts back exactly. Zeros, infinities, NaN: the input itself, exponent 0.
@@ -128,20 +129,29 @@ def _frexp_kernel(x_ptr, m_ptr, e_ptr, n, D1, D2, D3, s0, s1, s2, s3, NDIM: tl.c
     flat = _flat(BLOCK, IDX64)
     mask = flat < n
     x = tl.load(x_ptr + _offsets(flat, D1, D2, D3, s0, s1, s2, s3, NDIM), mask=mask, other=0.0)
-    if x.dtype == tl.bfloat16:  # its bits are float32's upper half (Triton's interpreter converts
-        # bfloat16 subnormals inexactly; this shift is exact everywhere)
-        xf = (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    if x.dtype == tl.float64:  # the same on float64's own fields (11-bit exponent, 52-bit fraction)
+        sub = tl.abs(x) < 2.2250738585072014e-308
+        bits = tl.where(sub, x * 18446744073709551616.0, x).to(tl.uint64, bitcast=True)
+        e = ((bits >> 52) & 0x7FF).to(tl.int32)
+        mant = ((bits & 0x800FFFFFFFFFFFFF) | 0x3FE0000000000000).to(tl.float64, bitcast=True)
+        special = (e == 0x7FF) | (x == 0.0)
+        tl.store(m_ptr + flat, tl.where(special, x, mant), mask=mask)
+        tl.store(e_ptr + flat, tl.where(special, 0, e - tl.where(sub, 1022 + 64, 1022)), mask=mask)
     else:
-        xf = x.to(tl.float32)
-    sub = tl.abs(xf) < 1.1754943508222875e-38  # below float32's smallest normal (zeros too)
-    xs = tl.where(sub, xf * 18446744073709551616.0, xf)  # 2**64
-    bits = xs.to(tl.uint32, bitcast=True)
-    e = ((bits >> 23) & 0xFF).to(tl.int32)
-    exp = e - tl.where(sub, 126 + 64, 126)
-    mant = ((bits & 0x807FFFFF) | 0x3F000000).to(tl.float32, bitcast=True)
-    special = (e == 0xFF) | (xf == 0.0)  # inf, NaN, +-0: mantissa x, exponent 0
-    tl.store(m_ptr + flat, tl.where(special, x, mant.to(x.dtype)), mask=mask)
-    tl.store(e_ptr + flat, tl.where(special, 0, exp), mask=mask)
+        if x.dtype == tl.bfloat16:  # its bits are float32's upper half (Triton's interpreter converts
+            # bfloat16 subnormals inexactly; this shift is exact everywhere)
+            xf = (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+        else:
+            xf = x.to(tl.float32)
+        sub = tl.abs(xf) < 1.1754943508222875e-38  # below float32's smallest normal (zeros too)
+        xs = tl.where(sub, xf * 18446744073709551616.0, xf)  # 2**64
+        bits = xs.to(tl.uint32, bitcast=True)
+        e = ((bits >> 23) & 0xFF).to(tl.int32)
+        exp = e - tl.where(sub, 126 + 64, 126)
+        mant = ((bits & 0x807FFFFF) | 0x3F000000).to(tl.float32, bitcast=True)
+        special = (e == 0xFF) | (xf == 0.0)  # inf, NaN, +-0: mantissa x, exponent 0
+        tl.store(m_ptr + flat, tl.where(special, x, mant.to(x.dtype)), mask=mask)
+        tl.store(e_ptr + flat, tl.where(special, 0, exp), mask=mask)
 
 
 @triton.jit
@@ -279,7 +289,8 @@ def _frexp_fake(x: torch.Tensor):
 
 @register_op("frexp", fake=_frexp_fake)
 def _frexp_op(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    lay = _layout(x.shape, x.stride()) if x.dtype in KERNEL_DTYPES and use_triton(x) else None
+    ok = x.dtype in KERNEL_DTYPES or x.dtype == torch.float64
+    lay = _layout(x.shape, x.stride()) if ok and use_triton(x) else None
     if lay is None:
         return reference_frexp(x)
     m = alloc.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -303,7 +314,7 @@ def frexp(input: torch.Tensor):
     Parameters
     ----------
     input : Tensor of any shape and layout (strided views are read in place), float16 /
-        bfloat16 / float32 on the kernel; float64 and other devices take the reference path.
+        bfloat16 / float32 / float64 on the kernel; other devices take the reference path.
 
     Returns
     -------
