@@ -53,10 +53,10 @@ KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128
 #: groups of 4 58 us, of 8 61-77, of 2 68-145. Groups of 2 at 16x16 spilled and took 198 s
 #: to compile.
 PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 16: (8, 2, 2)}
-#: Complex systems (two registers an entry): one system a thread-group twice as wide where
-#: the real plan holds two, not yet measured on a GPU (registers and spills from ``ptxas -v``
-#: for sm_90 in docs/perf-notes.md).
-PLANS_COMPLEX = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 16: (16, 1, 2)}
+#: Complex systems (two registers an entry): the real plans, but at 16x16 one system a
+#: thread-group twice as wide where the real plan holds two (144 registers on sm_90 against
+#: 254 in the real plan's shape, ``ptxas -v``); not yet measured on a GPU.
+PLANS_COMPLEX = {**PLANS, 16: (16, 1, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
 
@@ -289,8 +289,8 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
         return
     n_pad, k_pad = next_pow2(n), next_pow2(k)
     cplx = A3.is_complex()
-    group, per_thread, warps = PLAN or (PLANS_COMPLEX if cplx else PLANS).get(n) or (
-        PLANS_COMPLEX if cplx else PLANS)[n_pad]
+    plans = PLANS_COMPLEX if cplx else PLANS
+    group, per_thread, warps = PLAN or plans.get(n) or plans[n_pad]
     ga, gr = min(group, n_pad), min(group, k_pad)
     # One program: 32 * warps threads, a system's row spread over at most ``ga`` of them. The
     # tile keeps the plan's shape however small the batch (masks cover the rest): triton 3.6's
