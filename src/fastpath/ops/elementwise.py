@@ -129,29 +129,35 @@ def _frexp_kernel(x_ptr, m_ptr, e_ptr, n, D1, D2, D3, s0, s1, s2, s3, NDIM: tl.c
     flat = _flat(BLOCK, IDX64)
     mask = flat < n
     x = tl.load(x_ptr + _offsets(flat, D1, D2, D3, s0, s1, s2, s3, NDIM), mask=mask, other=0.0)
-    if x.dtype == tl.float64:  # the same on float64's own fields (11-bit exponent, 52-bit fraction)
-        sub = tl.abs(x) < 2.2250738585072014e-308
-        bits = tl.where(sub, x * 18446744073709551616.0, x).to(tl.uint64, bitcast=True)
-        e = ((bits >> 52) & 0x7FF).to(tl.int32)
-        mant = ((bits & 0x800FFFFFFFFFFFFF) | 0x3FE0000000000000).to(tl.float64, bitcast=True)
-        special = (e == 0x7FF) | (x == 0.0)
-        tl.store(m_ptr + flat, tl.where(special, x, mant), mask=mask)
-        tl.store(e_ptr + flat, tl.where(special, 0, e - tl.where(sub, 1022 + 64, 1022)), mask=mask)
-    else:
+    if x.dtype == tl.float64:  # float64's own fields: 11-bit exponent, 52-bit fraction
+        xf = x
+        SHIFT: tl.constexpr = 52
+        EMAX: tl.constexpr = 0x7FF
+        BIAS: tl.constexpr = 1022
+        TINY: tl.constexpr = 2.2250738585072014e-308  # the smallest normal
+        KEEP: tl.constexpr = 0x800FFFFFFFFFFFFF  # sign and fraction
+        HALF: tl.constexpr = 0x3FE0000000000000  # 0.5's exponent field
+        UINT: tl.constexpr = tl.uint64
+    else:  # through float32
         if x.dtype == tl.bfloat16:  # its bits are float32's upper half (Triton's interpreter converts
             # bfloat16 subnormals inexactly; this shift is exact everywhere)
             xf = (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
         else:
             xf = x.to(tl.float32)
-        sub = tl.abs(xf) < 1.1754943508222875e-38  # below float32's smallest normal (zeros too)
-        xs = tl.where(sub, xf * 18446744073709551616.0, xf)  # 2**64
-        bits = xs.to(tl.uint32, bitcast=True)
-        e = ((bits >> 23) & 0xFF).to(tl.int32)
-        exp = e - tl.where(sub, 126 + 64, 126)
-        mant = ((bits & 0x807FFFFF) | 0x3F000000).to(tl.float32, bitcast=True)
-        special = (e == 0xFF) | (xf == 0.0)  # inf, NaN, +-0: mantissa x, exponent 0
-        tl.store(m_ptr + flat, tl.where(special, x, mant.to(x.dtype)), mask=mask)
-        tl.store(e_ptr + flat, tl.where(special, 0, exp), mask=mask)
+        SHIFT: tl.constexpr = 23
+        EMAX: tl.constexpr = 0xFF
+        BIAS: tl.constexpr = 126
+        TINY: tl.constexpr = 1.1754943508222875e-38
+        KEEP: tl.constexpr = 0x807FFFFF
+        HALF: tl.constexpr = 0x3F000000
+        UINT: tl.constexpr = tl.uint32
+    sub = tl.abs(xf) < TINY  # subnormals (zeros too): scaled by 2**64 first
+    bits = tl.where(sub, xf * 18446744073709551616.0, xf).to(UINT, bitcast=True)
+    e = ((bits >> SHIFT) & EMAX).to(tl.int32)
+    mant = ((bits & KEEP) | HALF).to(xf.dtype, bitcast=True)
+    special = (e == EMAX) | (xf == 0.0)  # inf, NaN, +-0: mantissa x, exponent 0
+    tl.store(m_ptr + flat, tl.where(special, x, mant.to(x.dtype)), mask=mask)
+    tl.store(e_ptr + flat, tl.where(special, 0, e - tl.where(sub, BIAS + 64, BIAS)), mask=mask)
 
 
 @triton.jit
@@ -638,9 +644,8 @@ def reference_logspace(start: float, end: float, steps: int, base: float = 10.0,
         vals = [math.pow(float(base), float(start))]
     else:
         if dtype.is_floating_point:
-            ts, te = torch.tensor(float(start), dtype=dtype), torch.tensor(float(end), dtype=dtype)
-            s, e, b = float(ts), float(te), float(base)
-            step = float(te - ts) / (steps - 1)
+            s, e, step = _float_exponents(start, end, steps, dtype)
+            b = float(base)
         else:
             s, e = int(start), int(end)
             step = float(e - s) / (steps - 1)
@@ -739,9 +744,7 @@ def _logspace_kernel_path(start, end, steps, base, dtype, device) -> Optional[to
     if (dtype not in _LOGSPACE_KERNEL_DTYPES or steps < max(2, LOGSPACE_KERNEL_STEPS)
             or triton_reason(device) is not None or not (math.isfinite(base) and base > 0 and base != 1)):
         return None
-    ts, te = torch.tensor(float(start), dtype=dtype), torch.tensor(float(end), dtype=dtype)
-    s, e = float(ts), float(te)
-    step = float(te - ts) / (steps - 1)
+    s, e, step = _float_exponents(start, end, steps, dtype)
     if not all(math.isfinite(v) for v in (s, e, step)):
         return None
     lhi, llo = _log2_dd(float(base))
@@ -752,6 +755,13 @@ def _logspace_kernel_path(start, end, steps, base, dtype, device) -> Optional[to
                                      _bits(step), _bits(lhi), _bits(llo), BLOCK=block, BF16=bf16,
                                      enable_fp_fusion=False, num_warps=4)
     return out
+
+
+def _float_exponents(start, end, steps: int, dtype):
+    """(start, end, step) of a floating logspace as PyTorch's CPU kernel forms them: the ends
+    rounded to ``dtype``, their difference taken in ``dtype``, divided in float64."""
+    ts, te = torch.tensor(float(start), dtype=dtype), torch.tensor(float(end), dtype=dtype)
+    return float(ts), float(te), float(te - ts) / (steps - 1)
 
 
 def _pow(b: float, x: float) -> float:
