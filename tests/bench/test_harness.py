@@ -153,3 +153,19 @@ def test_kernel_times_counts_each_op_per_call():
     mm = next(v for k, v in times.items() if k == "aten::mm")
     total = next(v for k, v in times.items() if k == "aten::sum")
     assert mm[1] == 2 and total[1] == 1 and mm[0] > 0 and total[0] > 0
+
+
+def test_set_knob_applies_and_names_bad_input(capsys):
+    """--set: a knob set before the cases run (the CPU check path here), and each malformed
+    setting refused with exit 2 and a message naming it."""
+    from fastpath.ops import loss
+    old = loss.BWD_REVERSE
+    try:
+        assert main(["training", "--only", "mse_loss none", "--set", "ops.loss.BWD_REVERSE=False"]) == 0
+        assert loss.BWD_REVERSE is False and "set fastpath.ops.loss.BWD_REVERSE = False" in capsys.readouterr().out
+    finally:
+        loss.BWD_REVERSE = old
+    for bad, says in (("ops.loss.BWD_REVERSE", "MODULE.KNOB=VALUE"), ("ops.nosuch.X=1", "no module fastpath.ops.nosuch"),
+                      ("ops.loss.NOSUCH=1", "has no NOSUCH"), ("ops.loss.BWD_REVERSE=abc", "Python literal")):
+        assert main(["--set", bad, "--list"]) == 2
+        assert says in capsys.readouterr().err

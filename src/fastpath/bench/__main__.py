@@ -54,7 +54,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="only a few cases")
     p.add_argument("--only", metavar="TEXT", help="only the cases whose name contains TEXT")
     p.add_argument("--list", action="store_true", help="list the suites and cases, run nothing")
+    p.add_argument("--set", action="append", default=[], metavar="MODULE.KNOB=VALUE",
+                   help="set a module-level knob first, for A/B runs (e.g. ops.loss.BWD_REVERSE=False); "
+                        "the command recorded with each row carries it")
     return p
+
+
+def apply_knobs(settings) -> None:
+    """Each ``MODULE.KNOB=VALUE`` (module under ``fastpath``, VALUE a Python literal): set it,
+    or raise ValueError naming what is wrong."""
+    import ast
+    import importlib
+    for item in settings:
+        target, eq, text = item.partition("=")
+        module, _, knob = target.rpartition(".")
+        if not (eq and module and knob):
+            raise ValueError(f"--set: expected MODULE.KNOB=VALUE, got {item!r}")
+        try:
+            mod = importlib.import_module(f"fastpath.{module}")
+        except ImportError as exc:
+            raise ValueError(f"--set {item!r}: no module fastpath.{module} ({exc})") from None
+        if not hasattr(mod, knob):
+            raise ValueError(f"--set {item!r}: fastpath.{module} has no {knob}")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--set {item!r}: VALUE must be a Python literal (True, 8192, 'x'), got {text!r}") from None
+        setattr(mod, knob, value)
+        print(f"set fastpath.{module}.{knob} = {value!r}")
 
 
 def cpu_check(cases) -> int:
@@ -123,6 +150,11 @@ def main(argv=None) -> int:
     if unknown:
         print(f"python -m fastpath.bench: error: unknown suite {', '.join(map(repr, unknown))} "
               f"(known: {', '.join(SUITES)})", file=sys.stderr)
+        return 2
+    try:
+        apply_knobs(args.set)
+    except ValueError as exc:
+        print(f"python -m fastpath.bench: error: {exc}", file=sys.stderr)
         return 2
     cases = load_cases(list(dict.fromkeys(args.suites)), quick=args.quick)
     if args.only:

@@ -43,10 +43,6 @@ PROGRAMS_PER_SM = 4
 MAP_BLOCK, MAP_WARPS = (256, 4) if INTERPRET else (4096, 8)
 #: The backward walks the tiles from the last, to meet the forward's last reads in L2.
 BWD_REVERSE = True
-#: L2 hints of the elementwise launches ('none' forward, backward): 0 none; 1 their stores
-#: evict-first (the loss map and the gradients are not read again soon: L2 keeps more of
-#: the operands the backward re-reads); 2 also the forward's operand loads evict-last.
-EVICT = 0
 #: The most programs that write a partial sum (the second launch adds them in one block).
 MAX_PARTIALS = 1024
 #: Tests set this to run the 64-bit index path on small inputs.
@@ -71,38 +67,23 @@ def _tile(t, BLOCK: tl.constexpr, IDX64: tl.constexpr):
 
 
 @triton.jit
-def _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3, STRIDED: tl.constexpr,
-          KEEP: tl.constexpr = False):
-    """(a - b) in float32 at flat indices ``offs``, and the multi-index (zeros unless STRIDED).
-    KEEP: loads marked evict-last."""
+def _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3, STRIDED: tl.constexpr):
+    """(a - b) in float32 at flat indices ``offs``, and the multi-index (zeros unless STRIDED)."""
     if STRIDED:
         i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
     else:
         i0, i1, i2, i3 = offs, offs, offs, offs  # unused
     pa = a_ptr + _offs(offs, i0, i1, i2, i3, sa0, sa1, sa2, sa3, STRIDED)
     pb = b_ptr + _offs(offs, i0, i1, i2, i3, sb0, sb1, sb2, sb3, STRIDED)
-    if KEEP:
-        a = tl.load(pa, mask=mask, other=0.0, eviction_policy="evict_last")
-        b = tl.load(pb, mask=mask, other=0.0, eviction_policy="evict_last")
-    else:
-        a = tl.load(pa, mask=mask, other=0.0)
-        b = tl.load(pb, mask=mask, other=0.0)
+    a = tl.load(pa, mask=mask, other=0.0)
+    b = tl.load(pb, mask=mask, other=0.0)
     return a.to(tl.float32) - b.to(tl.float32), i0, i1, i2, i3
-
-
-@triton.jit
-def _put(ptr, v, mask, EVICT: tl.constexpr):
-    """Store ``v``; EVICT >= 1: evict-first (not read again soon)."""
-    if EVICT >= 1:
-        tl.store(ptr, v.to(ptr.dtype.element_ty), mask=mask, eviction_policy="evict_first")
-    else:
-        tl.store(ptr, v.to(ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
 def _mse_fwd_kernel(a_ptr, b_ptr, out_ptr, n, num_tiles, D1, D2, D3, sa0, sa1, sa2, sa3,
                     sb0, sb1, sb2, sb3, BLOCK: tl.constexpr, REDUCE: tl.constexpr,
-                    STRIDED: tl.constexpr, IDX64: tl.constexpr, EVICT: tl.constexpr = 0):
+                    STRIDED: tl.constexpr, IDX64: tl.constexpr):
     """REDUCE=False: out[i] = (a - b)^2 per tile. REDUCE=True: program p sums tiles
     p, p + P, ... and writes out[p] (a float32 partial)."""
     pid = tl.program_id(0)
@@ -119,8 +100,8 @@ def _mse_fwd_kernel(a_ptr, b_ptr, out_ptr, n, num_tiles, D1, D2, D3, sa0, sa1, s
         offs = _tile(pid, BLOCK, IDX64)
         mask = offs < n
         d, _0, _1, _2, _3 = _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3,
-                                  sb0, sb1, sb2, sb3, STRIDED, EVICT >= 2)
-        _put(out_ptr + offs, d * d, mask, EVICT)
+                                  sb0, sb1, sb2, sb3, STRIDED)
+        tl.store(out_ptr + offs, (d * d).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -134,8 +115,7 @@ def _sum_kernel(part_ptr, out_ptr, P, scale, P_PAD: tl.constexpr):
 def _mse_bwd_kernel(a_ptr, b_ptr, g_ptr, da_ptr, db_ptr, n, D1, D2, D3, sa0, sa1, sa2, sa3,
                     sb0, sb1, sb2, sb3, sg0, sg1, sg2, sg3, scale, BLOCK: tl.constexpr,
                     G_SCALAR: tl.constexpr, NEED_A: tl.constexpr, NEED_B: tl.constexpr,
-                    STRIDED: tl.constexpr, IDX64: tl.constexpr, REVERSE: tl.constexpr = False,
-                    EVICT: tl.constexpr = 0):
+                    STRIDED: tl.constexpr, IDX64: tl.constexpr, REVERSE: tl.constexpr = False):
     """da = 2 * scale * (a - b) * g, db = -da (g: a scalar for mean/sum, a tensor for none).
     REVERSE: tiles from the last (the programs start about in launch order, so the first ones
     read what the forward read last, while it is still in L2)."""
@@ -153,9 +133,9 @@ def _mse_bwd_kernel(a_ptr, b_ptr, g_ptr, da_ptr, db_ptr, n, D1, D2, D3, sa0, sa1
                     mask=mask, other=0.0).to(tl.float32)
     da = (2.0 * scale) * d * g
     if NEED_A:
-        _put(da_ptr + offs, da, mask, EVICT)
+        tl.store(da_ptr + offs, da.to(da_ptr.dtype.element_ty), mask=mask)
     if NEED_B:
-        _put(db_ptr + offs, -da, mask, EVICT)
+        tl.store(db_ptr + offs, (-da).to(db_ptr.dtype.element_ty), mask=mask)
 
 
 _FWD, _SUM, _BWD = Launcher(_mse_fwd_kernel), Launcher(_sum_kernel), Launcher(_mse_bwd_kernel)
@@ -213,7 +193,7 @@ def _forward(a: torch.Tensor, b: torch.Tensor, reduction: str, out_dtype: torch.
         out = alloc.empty(shape, dtype=out_dtype, device=a.device)
         if n:
             _FWD[(tiles,)](a, b, out, n, tiles, *sizes[1:], *sa, *sb, BLOCK=block, REDUCE=False,
-                           STRIDED=strided, IDX64=idx64, EVICT=EVICT, num_warps=warps)
+                           STRIDED=strided, IDX64=idx64, num_warps=warps)
         return out
     per_sm = min(per_sm or PROGRAMS_PER_SM, _resident(block, warps, strided, idx64))
     progs = min(tiles, per_sm * num_sms(a.device), MAX_PARTIALS)
@@ -244,8 +224,7 @@ def _backward_kernel(a, b, g, reduction, need_a, need_b, block: Optional[int] = 
         _BWD[(cdiv(n, block),)](a, b, g, da if need_a else db, db if need_b else da, n, *sizes[1:],
                                 *sa, *sb, *sg, 1.0 / max(n, 1) if reduction == "mean" else 1.0,
                                 BLOCK=block, G_SCALAR=scalar, NEED_A=need_a, NEED_B=need_b,
-                                STRIDED=strided, IDX64=idx64, REVERSE=BWD_REVERSE, EVICT=min(EVICT, 1),
-                                num_warps=warps)
+                                STRIDED=strided, IDX64=idx64, REVERSE=BWD_REVERSE, num_warps=warps)
     return da, db
 
 
