@@ -153,12 +153,13 @@ def test_errors():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="large sizes only on a GPU")
-@pytest.mark.parametrize("rows", [False, True])
+@pytest.mark.parametrize("rows", [{"ROWS_2D": False, "ROWS_CL": False}, {"ROWS_2D": True, "ROWS_CL": True},
+                                  {"ROWS_2D": True, "ROWS_CL": True, "ROWS_PER_SM": 2, "ROWS_COOP": True}])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_large_gpu(knobs, dtype, rows):
     """GPU sizes (the fused single launches, their barriers); ``rows``: the grid-wide plan for the
-    channels-last and 2-D inputs."""
-    knobs(ROWS_2D=rows, ROWS_CL=rows)
+    channels-last and 2-D inputs (also two programs a multiprocessor, launched cooperatively)."""
+    knobs(**rows)
     x = randn(32, 64, 56, 56, dtype=dtype).requires_grad_()
     w, b, rm, rv = _params(64, torch.float32)
     w.requires_grad_()
@@ -267,19 +268,23 @@ def test_rows_plan(knobs, monkeypatch):
     assert r.bc == 4 and r.br == 4 and r.programs == 5 and r.cc * r.programs >= 20 and r.kb < r.programs
     assert bnk._make_plan(3, 5, 63, ((315, 63, 1),) * 3, 4, DEVICE).rows is None  # NCHW
     assert bnk._make_plan(3, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).rows.programs == 1  # one tile of 3 rows
+    knobs(**MODES["grid-wide rows, channel blocks"], ROWS_PER_SM=2)
+    assert bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).rows.programs == 10
     knobs(**{**MODES["grid-wide rows, whole rows"], "ROWS_CL": False})
     assert bnk._make_plan(3, 4, 10, ((40, 1, 4),) * 3, 2, DEVICE).rows is None
 
 
 def test_backward_variants(knobs):
-    """Each subset of (dx, dweight, dbias), training and inference, one- and two-launch."""
+    """Each subset of (dx, dweight, dbias), training and inference, one- and two-launch; the
+    grid-wide modes on a 2-D input (the plan's case; NCHW takes the other plans)."""
     for mode in ("fused, chunks of several tiles", "two launches, one tile a program",
-                 "grid-wide rows, channel blocks"):
-        knobs(**MODES[mode])
+                 "grid-wide rows, channel blocks", "grid-wide rows, cooperative"):
+        knobs(**MODES[mode.replace("cooperative", "channel blocks")], ROWS_COOP=mode.endswith("cooperative"))
+        shape = (37, 6) if mode.startswith("grid-wide") else (4, 3, 11)
         for training in (True, False):
             for need in [(True, False, False), (False, True, False), (False, False, True), (True, True, False)]:
-                x = (randn(4, 3, 11) * 2 + 1).requires_grad_(need[0])
-                w, b, rm, rv = _params(3, torch.float32)
+                x = (randn(*shape) * 2 + 1).requires_grad_(need[0])
+                w, b, rm, rv = _params(shape[1], torch.float32)
                 w.requires_grad_(need[1])
                 b.requires_grad_(need[2])
                 _run(x, w, b, rm, rv, training)

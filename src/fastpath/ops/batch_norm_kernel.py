@@ -119,12 +119,18 @@ SPREAD = True
 #: Training with channels-last and 2-D (N, C) inputs: the grid-wide plan of
 #: :mod:`.batch_norm_rows` (one program a multiprocessor over every channel of every P-th tile
 #: of rows, two grid barriers) instead of the fused / two-launch plans above. Its tiles
-#: (elements, at most ROWS_MAX_BC channels) and warps.
-ROWS_2D = False
-ROWS_CL = False
-ROWS_TILE = 64 if INTERPRET else 4096
+#: (elements, at most ROWS_MAX_BC channels), warps and programs a multiprocessor; ROWS_COOP:
+#: a cooperative launch (the driver guarantees every program resident, or refuses the launch).
+#: H200 (bench, graphs, docs/perf-notes.md): 8192x1024 fp32 85.8 -> 82.7 us (tiles of 8192),
+#: 32x256x56x56 bf16 channels-last 145.8 -> 136.1 us; tiles of 4096: 89.3 / 159.3, 2048:
+#: 107.0 / 226.8, 4 warps: 92.0 / 167.5 (and spills at 8192).
+ROWS_2D = True
+ROWS_CL = True
+ROWS_TILE = 64 if INTERPRET else 8192
 ROWS_MAX_BC = 8 if INTERPRET else 1024
 ROWS_WARPS = 8
+ROWS_PER_SM = 1
+ROWS_COOP = False
 #: Partials the combining program loads at once (chunks x group channels; more costs
 #: registers in every program of the kernel).
 COMBINE_ELEMS = 64 if INTERPRET else 2048
@@ -152,7 +158,8 @@ _ENTRIES: dict = {}  # (shapes, strides, dtypes) -> (copy x, copy g, output layo
 _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX_BS", "CHUNK_TILES", "WAVES", "FUSED",
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
-          "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS")
+          "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
+          "ROWS_PER_SM", "ROWS_COOP")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -623,7 +630,7 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
         split = (bc, max(1, min(next_pow2(red.k), COMBINE_ELEMS // bc)))
     rows = None
     if not nchw and (ROWS_2D if S == 1 else ROWS_CL):
-        rows = rows_grid(LA, C, sms, ROWS_TILE, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
+        rows = rows_grid(LA, C, sms * ROWS_PER_SM, ROWS_TILE, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
     return _Plan(nchw, LA, LB, strides, fused, two, red, split, rows)
 
 
@@ -669,6 +676,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
         r = p.rows
         tail = (p.LA, C, *(st[0] for st in p.strides), float(R), eps, momentum, R / max(R - 1, 1))
         kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps,
+                  **({"launch_cooperative_grid": True} if ROWS_COOP else {}),
                   **{n: flags[n] for n in ("BWD", "HAS_W", "HAS_B", "UPDATE", "STORE_DW", "STORE_DB")})
         return [(ROWS, (r.programs,), tail, dict(kw, PHASE=ph)) for ph in ((1, 2, 3) if INTERPRET else (0,))]
     if fused:
