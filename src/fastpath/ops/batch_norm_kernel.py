@@ -119,18 +119,23 @@ SPREAD = True
 #: Training with channels-last and 2-D (N, C) inputs: the grid-wide plan of
 #: :mod:`.batch_norm_rows` (one program a multiprocessor over every channel of every P-th tile
 #: of rows, two grid barriers) instead of the fused / two-launch plans above. Its tiles
-#: (elements, at most ROWS_MAX_BC channels), warps and programs a multiprocessor; ROWS_COOP:
-#: a cooperative launch (the driver guarantees every program resident, or refuses the launch).
+#: (elements, at most ROWS_MAX_BC channels) and warps; ROWS_COOP: a cooperative launch (the
+#: driver starts every program at once or refuses the launch, so the barriers cannot wait on a
+#: program that is not resident; the same time on the H200, in CUDA graphs too).
 #: H200 (bench, graphs, docs/perf-notes.md): 8192x1024 fp32 85.8 -> 82.7 us (tiles of 8192),
 #: 32x256x56x56 bf16 channels-last 145.8 -> 136.1 us; tiles of 4096: 89.3 / 159.3, 2048:
-#: 107.0 / 226.8, 4 warps: 92.0 / 167.5 (and spills at 8192).
+#: 107.0 / 226.8, 4 warps: 92.0 / 167.5 (and spills at 8192). Two programs a multiprocessor
+#: do not fit (the cooperative launch refuses them, tiles of 8192 and 4096).
 ROWS_2D = True
 ROWS_CL = True
 ROWS_TILE = 64 if INTERPRET else 8192
 ROWS_MAX_BC = 8 if INTERPRET else 1024
 ROWS_WARPS = 8
-ROWS_PER_SM = 1
-ROWS_COOP = False
+ROWS_COOP = True
+#: The plan only where its row tiles fill every multiprocessor at least this many times (few
+#: rows of many channels, e.g. a BatchNorm1d batch of 64, keep the plans above, parallel over
+#: channels; not measured, a guard against one program doing a whole small batch).
+ROWS_MIN_FILL = 0 if INTERPRET else 1
 #: Partials the combining program loads at once (chunks x group channels; more costs
 #: registers in every program of the kernel).
 COMBINE_ELEMS = 64 if INTERPRET else 2048
@@ -159,7 +164,7 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_PER_SM", "ROWS_COOP")
+          "ROWS_COOP", "ROWS_MIN_FILL")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -630,7 +635,9 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
         split = (bc, max(1, min(next_pow2(red.k), COMBINE_ELEMS // bc)))
     rows = None
     if not nchw and (ROWS_2D if S == 1 else ROWS_CL):
-        rows = rows_grid(LA, C, sms * ROWS_PER_SM, ROWS_TILE, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
+        rows = rows_grid(LA, C, sms, ROWS_TILE, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
+        if cdiv(LA, rows.br) < ROWS_MIN_FILL * sms:
+            rows = None
     return _Plan(nchw, LA, LB, strides, fused, two, red, split, rows)
 
 

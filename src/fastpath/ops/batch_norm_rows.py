@@ -17,8 +17,9 @@ memory) three times:
    writing y or dx.
 
 A barrier is a counter each program bumps (release) and polls (acquire) until it reaches
-``P``; the last program out resets the three counters, so each launch starts from zero. A
-program that polls ``SPIN`` times without seeing the others (not expected: ``P`` <= the
+``P``; the last program out resets the three counters, so each launch starts from zero. The
+launch is cooperative (``ROWS_COOP``): the driver starts all ``P`` programs together or refuses
+it. A program that polls ``SPIN`` times without seeing the others (not expected: ``P`` <= the
 multiprocessors and one program fits one) writes NaN instead of hanging. Triton's
 interpreter runs programs one after another, so there the three steps are three launches
 (``PHASE`` 1, 2, 3) of the same kernel; ``PHASE=0`` is the single launch.
