@@ -32,13 +32,17 @@ def timeit(fn):
 
 
 def inv_plans(n_pad):
+    """(group, systems a thread, warps, steps unrolled); up to 4x4 both loop forms, the
+    unrolled ones first."""
     # 16x16 in groups of 2 spilled and took 198 s to compile; widest groups (fastest to build) first
     groups = [g for g in (16, 8, 4, 2, 1) if g <= n_pad and n_pad * n_pad // g <= (64 if n_pad <= 4 else 32)]
-    return [(g, per, w) for g in groups for per in (1, 2) for w in (1, 2, 4, 8) if (per, w) != (2, 1)]
+    return [(g, per, w, u) for u in ((True, False) if n_pad <= 4 else (False,)) for g in groups for per in (1, 2)
+            for w in (1, 2, 4, 8) if (per, w) != (2, 1)]
 
 
 def set_small(plan):
-    small.PLAN = plan
+    small.PLAN = plan and plan[:3]
+    small.UNROLL_MAX_N = 4 if plan is None else 16 if plan[3] else 0
 
 
 def set_svd(plan):
@@ -90,7 +94,7 @@ for name, make, ours, ref, plans, set_plan in CASES:
             first = time.time() - t0
             err = float((got.double() - want.double()).norm() / want.double().norm())
             t = timeit(lambda: ours(a))
-            print(f"{name:<16} {str(plan):<14}: ours {t:9.1f} us  torch {t_ref:9.1f} us  {t_ref / t:6.2f}x  "
+            print(f"{name:<16} {str(plan):<20}: ours {t:9.1f} us  torch {t_ref:9.1f} us  {t_ref / t:6.2f}x  "
                   f"rel err {err:.1e}  first call {first:5.1f} s", flush=True)
         except Exception as exc:  # one failing plan must not stop the sweep
             print(f"{name:<16} {plan}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)

@@ -270,12 +270,13 @@ def test_tiny_systems(n, dtype, device):
         _check_each(x[ok], _ref_solve(A[ok], B[ok], left), A[ok], dtype)
 
 
-@pytest.mark.parametrize("plan", [(1, 1, 1), (2, 2, 1), (16, 1, 2)])
-def test_plans(plan, device, monkeypatch):
+@pytest.mark.parametrize("plan, unroll", [((1, 1, 1), 0), ((2, 2, 1), 16), ((16, 1, 2), 4)])
+def test_plans(plan, unroll, device, monkeypatch):
     """Plans other than the table's (scripts/tune_linalg.py tries them): a thread per system,
     pairs of columns with 2 systems a thread, whole rows; inverse and solve, with pivoting,
-    real and complex."""
+    real and complex; the steps unrolled up to ``unroll`` (n = 3 and 6 on both sides)."""
     monkeypatch.setattr(linalg.small, "PLAN", plan)
+    monkeypatch.setattr(linalg.small, "UNROLL_MAX_N", unroll)
     for n, dtype in ((3, torch.float64), (6, torch.float64), (6, torch.complex128)):
         A = randn(5, n, n, dtype=dtype, device=device)
         A[0] = torch.eye(n, dtype=dtype)[torch.roll(torch.arange(n), 1)]  # zero diagonal

@@ -59,6 +59,9 @@ PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 1
 PLANS_COMPLEX = {**PLANS, 16: (16, 1, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
+#: Up to this n the elimination's steps are unrolled (the column of step j is then known
+#: when compiling: no selects over the row's groups for it).
+UNROLL_MAX_N = 4
 
 
 @triton.jit
@@ -170,11 +173,66 @@ def _eliminate(is_p, f_re, f_im, prow, row, j, NG: tl.constexpr, G: tl.constexpr
 
 
 @triton.jit
+def _gj_step(a, r, step, info, j, BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: tl.constexpr, GA: tl.constexpr,
+             NGR: tl.constexpr, GR: tl.constexpr, NTA: tl.constexpr, NTR: tl.constexpr, INV: tl.constexpr,
+             CPLX: tl.constexpr):
+    """Step ``j`` of the elimination (the kernel's comment above its loop says how)."""
+    dtype = a[0][0].dtype
+    col_re = ()
+    col_im = ()
+    for i in tl.static_range(N):
+        c_re, c_im = _column(a[i], j, NGA, GA, CPLX)
+        col_re = col_re + (c_re,)
+        col_im = col_im + (c_im,)
+    best = tl.full([BLOCK_B], -1.0, tl.float32).to(dtype)
+    p = tl.full([BLOCK_B], -1, tl.int32)
+    pv_re = tl.zeros([BLOCK_B], dtype=dtype)
+    pv_im = tl.zeros([BLOCK_B], dtype=dtype)
+    for i in tl.static_range(N):
+        free = step[i] < 0
+        mag = tl.abs(col_re[i])
+        if CPLX:
+            mag += tl.abs(col_im[i])
+        take = free & ((mag > best) | (p < 0))
+        best = tl.where(take, mag, best)
+        p = tl.where(take, i, p)
+        pv_re = tl.where(take, col_re[i], pv_re)
+        pv_im = tl.where(take, col_im[i], pv_im)
+    singular = (pv_re == 0.0) & (pv_im == 0.0)
+    info = tl.where(singular & (info == 0), j + 1, info)
+    pv_re = tl.where(singular, 1.0, pv_re)
+    pa = a[0]
+    for i in tl.static_range(1, N):
+        pa = _pick(p == i, a[i], pa, NTA)
+    pa = _scale(pa, pv_re, pv_im, j, NGA, GA, INV, CPLX)
+    na = ()
+    ns = ()
+    for i in tl.static_range(N):
+        is_p = p == i
+        na = na + (_eliminate(is_p, col_re[i], col_im[i], pa, a[i], j, NGA, GA, INV, CPLX),)
+        ns = ns + (tl.where(is_p, j, step[i]),)
+    if not INV:
+        pr = r[0]
+        for i in tl.static_range(1, N):
+            pr = _pick(p == i, r[i], pr, NTR)
+        pr = _scale(pr, pv_re, pv_im, j, NGR, GR, False, CPLX)
+        nr = ()
+        for i in tl.static_range(N):
+            nr = nr + (_eliminate(p == i, col_re[i], col_im[i], pr, r[i], j, NGR, GR, False, CPLX),)
+        r = nr
+    a = na
+    step = ns
+    return a, r, step, info
+
+
+@triton.jit
 def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
                sab, sar, sac, sbb, sbr, sbc, sxb, sxr, sxc,
                BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: tl.constexpr, GA: tl.constexpr,
-               NGR: tl.constexpr, GR: tl.constexpr, INV: tl.constexpr, CPLX: tl.constexpr = False):
-    """CPLX: the pointers are complex tensors' (re, im) float views, strides in floats."""
+               NGR: tl.constexpr, GR: tl.constexpr, INV: tl.constexpr, CPLX: tl.constexpr = False,
+               UNROLL: tl.constexpr = False):
+    """CPLX: the pointers are complex tensors' (re, im) float views, strides in floats.
+    UNROLL: the elimination's steps unrolled (small n)."""
     bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     b64 = bidx.to(tl.int64)[:, None]
     in_b = bidx[:, None] < nbatch
@@ -197,51 +255,12 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
     # is built in A's registers (Gauss-Jordan in place: column j of the eliminated A is
     # replaced by that of the inverse), half the work of eliminating [A | I]; a solve carries
     # B beside A.
-    for j in range(N):
-        col_re = ()
-        col_im = ()
-        for i in tl.static_range(N):
-            c_re, c_im = _column(a[i], j, NGA, GA, CPLX)
-            col_re = col_re + (c_re,)
-            col_im = col_im + (c_im,)
-        best = tl.full([BLOCK_B], -1.0, tl.float32).to(dtype)
-        p = tl.full([BLOCK_B], -1, tl.int32)
-        pv_re = tl.zeros([BLOCK_B], dtype=dtype)
-        pv_im = tl.zeros([BLOCK_B], dtype=dtype)
-        for i in tl.static_range(N):
-            free = step[i] < 0
-            mag = tl.abs(col_re[i])
-            if CPLX:
-                mag += tl.abs(col_im[i])
-            take = free & ((mag > best) | (p < 0))
-            best = tl.where(take, mag, best)
-            p = tl.where(take, i, p)
-            pv_re = tl.where(take, col_re[i], pv_re)
-            pv_im = tl.where(take, col_im[i], pv_im)
-        singular = (pv_re == 0.0) & (pv_im == 0.0)
-        info = tl.where(singular & (info == 0), j + 1, info)
-        pv_re = tl.where(singular, 1.0, pv_re)
-        pa = a[0]
-        for i in tl.static_range(1, N):
-            pa = _pick(p == i, a[i], pa, NTA)
-        pa = _scale(pa, pv_re, pv_im, j, NGA, GA, INV, CPLX)
-        na = ()
-        ns = ()
-        for i in tl.static_range(N):
-            is_p = p == i
-            na = na + (_eliminate(is_p, col_re[i], col_im[i], pa, a[i], j, NGA, GA, INV, CPLX),)
-            ns = ns + (tl.where(is_p, j, step[i]),)
-        if not INV:
-            pr = r[0]
-            for i in tl.static_range(1, N):
-                pr = _pick(p == i, r[i], pr, NTR)
-            pr = _scale(pr, pv_re, pv_im, j, NGR, GR, False, CPLX)
-            nr = ()
-            for i in tl.static_range(N):
-                nr = nr + (_eliminate(p == i, col_re[i], col_im[i], pr, r[i], j, NGR, GR, False, CPLX),)
-            r = nr
-        a = na
-        step = ns
+    if UNROLL:  # j known at compile time: column picks are register moves
+        for j in tl.static_range(N):
+            a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX)
+    else:
+        for j in range(N):
+            a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX)
     bad = (info != 0)[:, None]  # a singular system gives NaN, never a number
     if INV:
         # Row i of the registers is row step[i] of the inverse with its columns in pivot
@@ -302,7 +321,8 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
         A3, B3, X3 = (torch.view_as_real(t.resolve_conj()) for t in (A3, B3, X3))
     _GJ[(cdiv(nb, block_b),)](
         A3, B3, X3, info, nb, n, k, *A3.stride()[:3], *B3.stride()[:3], *X3.stride()[:3],
-        BLOCK_B=block_b, N=n, NGA=n_pad // ga, GA=ga, NGR=k_pad // gr, GR=gr, INV=inv, CPLX=cplx, num_warps=warps)
+        BLOCK_B=block_b, N=n, NGA=n_pad // ga, GA=ga, NGR=k_pad // gr, GR=gr, INV=inv, CPLX=cplx,
+        UNROLL=n <= UNROLL_MAX_N, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
