@@ -47,16 +47,18 @@ MAX_N = 16
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 #: Plan by n (else by n padded to a power of two): (column group width, systems per thread,
 #: warps per program); measured on the H200 (scripts/tune_linalg.py, docs/perf-notes.md).
-#: The in-place inverse, 1M 4x4: groups of 4 86 us, of 2 146, of 1 (a thread per system)
-#: 178; 100K 16x16: groups of 8 with 2 systems a thread 230 us (bench), of 16 292-463.
+#: The in-place inverse, looped steps, 1M 4x4: groups of 4 86 us, of 2 146 (4 warps), of 1 (a
+#: thread per system) 178; 100K 16x16: groups of 8 with 2 systems a thread 230 us (bench), of 16 292-463.
 #: Eliminating [A | I] before it: 1M 3x3 in groups of 1 49-56 us, of 2 53-72; 100K 8x8 in
 #: groups of 4 58 us, of 8 61-77, of 2 68-145. Groups of 2 at 16x16 spilled and took 198 s
-#: to compile.
-PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (4, 1, 4), 8: (4, 1, 1), 16: (8, 2, 2)}
-#: Complex systems (two registers an entry): the real plans, but at 16x16 one system a
-#: thread-group twice as wide where the real plan holds two (144 registers on sm_90 against
-#: 254 in the real plan's shape, ``ptxas -v``); not yet measured on a GPU.
-PLANS_COMPLEX = {**PLANS, 16: (16, 1, 2)}
+#: to compile. With the steps unrolled (UNROLL_MAX_N, graphs, bench): 1M 4x4 in groups of 2, one
+#: warp 51.0 us (53.8 looped), groups of 4 87.9 (83.0 looped); 1M 3x3 one a thread 32.5 (34.8).
+PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 1), 8: (4, 1, 1), 16: (8, 2, 2)}
+#: Complex systems (two registers an entry): the real plans, but at 4x4 the earlier real plan
+#: (1M complex64 4x4: 584 us looped, 598 unrolled) and at 16x16 one system a thread-group twice
+#: as wide where the real plan holds two (144 registers on sm_90 against 254 in the real
+#: plan's shape, ``ptxas -v``; 100K complex64 16x16 1699 us, 1.00x torch).
+PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (16, 1, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
 #: Up to this n the elimination's steps are unrolled (the column of step j is then known
