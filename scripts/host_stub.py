@@ -1,7 +1,7 @@
 """Host (Python) time of eager fastpath calls without a GPU (``linear``, a decode-shaped
 ``scaled_dot_product_attention``, a one-token ``fused_experts``, elementwise ops, a loss with
-its backward, the training ops' forward + backward with and without their launch memos,
-interleaved rounds): every ops module is made to believe it runs on CUDA device 0 and every
+its backward, small-matrix inv_ex and pinv with and without their launch memos, the training
+ops' forward + backward with and without theirs, interleaved rounds): every ops module is made to believe it runs on CUDA device 0 and every
 cached kernel is a no-op stub, so the figure is fastpath's own Python path (checks, shapes,
 plans, argument lists, the Launcher) without Triton's driver call. Runs on any machine;
 compare before and after a host-side change.
@@ -9,6 +9,7 @@ compare before and after a host-side change.
     PYTHONPATH=src python scripts/host_stub.py [--profile]
 """
 import cProfile
+import importlib
 import pstats
 import sys
 import time
@@ -41,7 +42,6 @@ class StubCache(dict):
 
 def _stub_everything(stub) -> None:
     """Make every ops module believe it runs on CUDA device 0 and stub every Launcher."""
-    import importlib
     import pkgutil
 
     import fastpath.ops as ops
@@ -51,6 +51,8 @@ def _stub_everything(stub) -> None:
     L.pdl_on = lambda index: True
     torch.cuda.current_device = lambda: 0
     mods = [importlib.import_module(f"fastpath.ops.{m.name}") for m in pkgutil.iter_modules(ops.__path__)]
+    lin = importlib.import_module("fastpath.ops.linalg")
+    mods += [importlib.import_module(f"fastpath.ops.linalg.{m.name}") for m in pkgutil.iter_modules(lin.__path__)]
     for mod in mods:
         if hasattr(mod, "use_triton"):
             mod.use_triton = lambda t: True
@@ -114,6 +116,22 @@ def main():
                 m.device_types = ("cuda",)
 
     from fastpath.ops import linear as linear_mod
+    small_mod = importlib.import_module("fastpath.ops.linalg.small")
+    svd_mod = importlib.import_module("fastpath.ops.linalg.svd")
+    a3, p8 = torch.randn(1000, 3, 3), torch.randn(1000, 8, 8)
+
+    def inv3():
+        return fastpath.linalg.inv_ex(a3)
+
+    def pinv8():
+        return fastpath.linalg.pinv(p8)
+
+    def on_cpu(memo, fn):  # a memo replaying on the CPU stand-ins
+        memo.device_types = ("cpu",)
+        try:
+            return fn()
+        finally:
+            memo.device_types = ("cuda",)
 
     def linear_memo():  # the launch memo (fastpath._core.memo) replaying: allowed on these CPU stand-ins
         linear_mod._MEMO.device_types = ("cpu",)
@@ -129,7 +147,11 @@ def main():
              "fastpath.fused_experts one token, top-8": lambda: fastpath.fused_experts(h, ids, tw, gate_up, down),
              "fastpath.eq uint8": lambda: fastpath.eq(u8a, u8b),
              "fastpath.frexp bf16": lambda: fastpath.frexp(xb),
-             "fastpath.mse_loss none, forward + backward (with torch's sum and autograd)": mse_fwd_bwd}
+             "fastpath.mse_loss none, forward + backward (with torch's sum and autograd)": mse_fwd_bwd,
+             "fastpath.linalg.inv_ex 1000x3x3": lambda: fastpath.linalg.inv_ex(a3),
+             "fastpath.linalg.inv_ex 1000x3x3, a replay of the launch memo": lambda: on_cpu(small_mod._INV_MEMO, inv3),
+             "fastpath.linalg.pinv 1000x8x8": lambda: fastpath.linalg.pinv(p8),
+             "fastpath.linalg.pinv 1000x8x8, a replay of the launch memo": lambda: on_cpu(svd_mod._PINV_MEMO, pinv8)}
 
     n = 5000
     for name, fn in cases.items():

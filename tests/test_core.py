@@ -423,6 +423,9 @@ def test_launch_memo_template_refuses_what_it_cannot_replay():
     wide = torch.empty(3, 10)[:, :5]  # an output with gaps: a replay would allocate another layout
     assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (x, w, wide))], (x, w), wide) is None
     assert M.LaunchMemo.template([rec], (x, w), [out]) is None  # a list: not what the op returns
+    # an output no launch takes (a torch op made it, as a broadcast solve's info): not replayable
+    assert M.LaunchMemo.template([rec], (x, w), (out, torch.empty(2))) is None
+    assert M.LaunchMemo.template([rec], (x, w), (out, torch.empty(0), None)) is not None  # empty: nothing to write
 
 
 def test_launch_memo_records_only_its_own_thread(monkeypatch):

@@ -170,3 +170,31 @@ def test_batch_norm_replay(layout):
         for got, want in zip(torch.autograd.grad(y, (x, w, b), g), torch.autograd.grad(ref, leaves64, g.double())):
             assert_close(got, want)
     _recorded(bn._MEMO_FWD, bn._MEMO_BWD)
+
+
+def test_linalg_replays():
+    """inv / inv_ex / solve / pinv, three calls each with fresh tensors: correct results, the
+    singular check still raised after replays; a broadcast solve (its info copied by a torch op)
+    is never recorded and stays correct."""
+    small = importlib.import_module("fastpath.ops.linalg.small")
+    svd = importlib.import_module("fastpath.ops.linalg.svd")
+
+    def square(*batch, n=4):
+        return torch.randn(*batch, n, n, device="cuda", dtype=torch.float64) + 3 * torch.eye(n, device="cuda")
+    _calls(small.inv, lambda a: torch.linalg.inv(a), lambda: (square(300),), small._INV_MEMO, tol=1e-9)
+    _calls(lambda a, b: small.solve(a, b, left=False), lambda a, b: torch.linalg.solve(a, b, left=False),
+           lambda: (square(50, n=3), torch.randn(50, 2, 3, device="cuda", dtype=torch.float64)), small._SOLVE_MEMO,
+           tol=1e-9)
+    _calls(lambda a: svd.pinv(a, rtol=1e-6), lambda a: torch.linalg.pinv(a.double(), rtol=1e-6),
+           lambda: (torch.randn(100, 8, 6, device="cuda"),), svd._PINV_MEMO, tol=1e-4)
+    singular = square(300)
+    singular[7] = 0
+    with pytest.raises(torch.linalg.LinAlgError, match="Batch element 7"):
+        small.inv(singular)  # the memo's replay, then the check
+    small._SOLVE_MEMO.entries.clear()
+    for _ in range(3):
+        a, b = square(1, n=3), torch.randn(5, 3, 2, device="cuda", dtype=torch.float64)
+        x, info = small.solve_ex(a, b)
+        assert_close(x, torch.linalg.solve(a, b), tol=1e-9)
+        assert info.shape == (1,) and int(info[0]) == 0
+    assert all(v is None for v in small._SOLVE_MEMO.entries.values())

@@ -16,8 +16,10 @@ descriptor, a call that launched nothing, a launch through Triton's own path) le
 call unrecorded, and it keeps taking the normal path. The op's path must do no device work
 besides its Triton launches and its outputs' allocations: a fill, a copy or any other torch
 op would not be replayed (``fastpath.linear``'s matrix-vector path; its cuBLAS path
-launches nothing through Triton and is never recorded). Users: linear, scaled_mm, softmax,
-rms_norm, fused_experts, and the eager autograd paths of mse_loss, dropout and batch_norm.
+launches nothing through Triton and is never recorded). An output that no recorded launch
+takes (made by a torch op) leaves the call unrecorded too. Users: linear, scaled_mm, softmax,
+rms_norm, fused_experts, the small-matrix inv / solve and pinv, and the eager autograd paths
+of mse_loss, dropout and batch_norm.
 
 Off in Triton's interpreter, while compiling, with launch hooks set (profilers), with
 ``FASTPATH_FAST_LAUNCH=0`` or ``FASTPATH_LAUNCH_MEMO=0``, for calls autograd must record, and
@@ -152,5 +154,8 @@ class LaunchMemo:
                 else:  # numbers, and constexprs (dtypes...) as the compiled kernel took them
                     template.append((a,))
             launches.append((run, function, packed, grid, tuple(template)))
+        used = {a for *_, template in launches for a in template if type(a) is int}
+        if any(o is not None and o.numel() and len(tensors) + j not in used for j, o in enumerate(outs)):
+            return None  # an output no launch writes (a torch op made it): a replay would not
         specs = tuple(None if o is None else (tuple(o.shape), o.stride(), o.dtype, o.is_contiguous()) for o in outs)
         return _Replay(tuple(launches), specs, single)

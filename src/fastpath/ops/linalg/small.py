@@ -38,6 +38,7 @@ from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
+from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .tiles import LINALG_DTYPES, check_rhs, flat3, raise_singular
 
@@ -457,6 +458,31 @@ def _raise_singular(info: torch.Tensor, fname: str, what: str) -> None:
                                 "because the input matrix is singular.")
 
 
+def _checked_inv(A: torch.Tensor, fname: str):
+    _check_A(A, fname)
+    return _inv_ex_op(A)
+
+
+def _checked_solve(A: torch.Tensor, B: torch.Tensor, left: bool, fname: str):
+    _check_solve(A, B, left, fname)
+    return _solve_ex_op(A, B, left)
+
+
+def _inv_pair(A: torch.Tensor, fname: str):
+    """(X, info): checked, then the kernel or torch; eager calls like an earlier one replay its
+    launch (fastpath._core.memo)."""
+    return _INV_MEMO.call(lambda: _checked_inv(A, fname), (A,))
+
+
+def _solve_pair(A: torch.Tensor, B: torch.Tensor, left: bool, fname: str):
+    if not isinstance(left, bool):
+        return _checked_solve(A, B, left, fname)
+    return _SOLVE_MEMO.call(lambda: _checked_solve(A, B, left, fname), (A, B), (left,))
+
+
+_INV_MEMO, _SOLVE_MEMO = LaunchMemo(), LaunchMemo()
+
+
 def inv_ex(A: torch.Tensor, *, check_errors: bool = False) -> InvEx:
     """Inverse of a batch of square matrices with an error code, like ``torch.linalg.inv_ex``.
 
@@ -489,8 +515,7 @@ def inv_ex(A: torch.Tensor, *, check_errors: bool = False) -> InvEx:
     InvEx(inverse=tensor([[0.0000, 0.2500],
             [0.5000, 0.0000]]), info=tensor(0, dtype=torch.int32))
     """
-    _check_A(A, "inv_ex")
-    X, info = _inv_ex_op(A)
+    X, info = _inv_pair(A, "inv_ex")
     if check_errors:
         _raise_singular(info, "linalg.inv_ex", "inversion")
     return InvEx(X, info)
@@ -510,8 +535,7 @@ def inv(A: torch.Tensor) -> torch.Tensor:
     tensor([[0.5000, 0.0000],
             [0.0000, 0.2500]])
     """
-    _check_A(A, "inv")
-    X, info = _inv_ex_op(A)
+    X, info = _inv_pair(A, "inv")
     _raise_singular(info, "linalg.inv", "inversion")
     return X
 
@@ -558,8 +582,7 @@ def solve_ex(A: torch.Tensor, B: torch.Tensor, *, left: bool = True, check_error
     >>> fastpath.linalg.solve_ex(A, B).result
     tensor([2., 3.])
     """
-    _check_solve(A, B, left, "solve_ex")
-    X, info = _solve_ex_op(A, B, left)
+    X, info = _solve_pair(A, B, left, "solve_ex")
     if check_errors:
         _raise_singular(info, "linalg.solve_ex", "solve")
     return SolveEx(X, info)
@@ -578,7 +601,6 @@ def solve(A: torch.Tensor, B: torch.Tensor, *, left: bool = True) -> torch.Tenso
     >>> fastpath.linalg.solve(torch.tensor([[2.0, 0.0], [0.0, 4.0]]), torch.tensor([2.0, 2.0]))
     tensor([1.0000, 0.5000])
     """
-    _check_solve(A, B, left, "solve")
-    X, info = _solve_ex_op(A, B, left)
+    X, info = _solve_pair(A, B, left, "solve")
     _raise_singular(info, "linalg.solve", "solve")
     return X

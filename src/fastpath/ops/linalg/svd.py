@@ -37,6 +37,7 @@ import torch
 from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.launch import Launcher, cdiv, next_pow2
+from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from . import svd_lanes
 from .tiles import _maxs2, _sums3, check_matrices, flat3, pow2_scale
@@ -468,14 +469,23 @@ def pinv(A: torch.Tensor, *, atol: Union[float, torch.Tensor, None] = None,
     tensor([[1., 0.],
             [0., 0.]])
     """
-    check_matrices(A, "pinv")
     if not isinstance(hermitian, bool):
         raise TypeError(f"hermitian: expected a bool, got {type(hermitian).__name__}")
     for name, t in (("atol", atol), ("rtol", rtol)):
         if t is not None and not isinstance(t, (float, int, torch.Tensor)):
             raise TypeError(f"{name}: expected a float, a Tensor or None, got {type(t).__name__}")
-    if hermitian:
-        return reference_pinv(A, atol=atol, rtol=rtol, hermitian=True)
     tensors = [t if isinstance(t, torch.Tensor) else None for t in (atol, rtol)]
     values = [None if isinstance(t, torch.Tensor) or t is None else float(t) for t in (atol, rtol)]
-    return _pinv_op(A, *tensors, *values)
+
+    def checked():
+        check_matrices(A, "pinv")
+        if hermitian:
+            return reference_pinv(A, atol=atol, rtol=rtol, hermitian=True)
+        return _pinv_op(A, *tensors, *values)
+    if hermitian or any(t is not None for t in tensors):
+        return checked()
+    # float tolerances: eager calls like an earlier one replay its launch (fastpath._core.memo)
+    return _PINV_MEMO.call(checked, (A,), tuple(values))
+
+
+_PINV_MEMO = LaunchMemo()
