@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # The device measurements the twentieth session's last changes wait for (its device time was
-# spent): the compiled tests of what changed (linalg inv / solve / pinv through the launch
-# memo, and the memo's refusal of outputs no launch writes), then the eager linalg rows with
-# the memo on and off, alternated, and their Python host time.
+# spent): the compiled tests of what changed (linalg inv / solve / pinv and
+# scaled_dot_product_attention through the launch memo, tensor descriptors rebuilt at replay,
+# the memo's refusal of outputs no launch writes), then the eager linalg and decode-attention
+# rows with the memo on and off, alternated.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
-# scripts/gpu_pending.sh (about 4 minutes). The device's checkout may not carry your last
+# scripts/gpu_pending.sh (about 6 minutes). The device's checkout may not carry your last
 # commits: pass the hash you ran, or the records name an older one.
 set -uo pipefail
 OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 timeout 240 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=line tests/ops/test_memo.py \
-  tests/ops/test_linalg_small.py tests/ops/test_linalg_svd.py tests/test_core.py 2>&1 | grep -i "fail\|error\|passed"
+  tests/ops/test_linalg_small.py tests/ops/test_linalg_svd.py tests/test_core.py tests/ops/test_attention.py \
+  tests/engine 2>&1 | grep -i "fail\|error\|passed"
 for r in 1 2; do
   for memo in 1 0; do
     FASTPATH_LAUNCH_MEMO=$memo timeout 60 python3 -m fastpath.bench linalg --only inv --json "$OUT/linalg_memo$memo.jsonl" \
       2>&1 | grep "eager" | sed "s/^/memo=$memo /"
     FASTPATH_LAUNCH_MEMO=$memo timeout 60 python3 -m fastpath.bench linalg --only pinv --json "$OUT/linalg_memo$memo.jsonl" \
       2>&1 | grep "eager" | sed "s/^/memo=$memo /"
+    FASTPATH_LAUNCH_MEMO=$memo timeout 90 python3 -m fastpath.bench attention --only decode --json \
+      "$OUT/attention_memo$memo.jsonl" 2>&1 | grep "eager" | sed "s/^/memo=$memo /"
   done
 done
+# the decode engine calls scaled_dot_product_attention (prefill eagerly, decode captured): a
+# model end to end with the memo in its path
+timeout 90 python3 -m fastpath bench-decode --config qwen3-8b --random-weights --json "$OUT/decode.jsonl" 2>&1 | tail -2

@@ -1,7 +1,8 @@
 """Host (Python) time of eager fastpath calls without a GPU (``linear``, a decode-shaped
 ``scaled_dot_product_attention``, a one-token ``fused_experts``, elementwise ops, a loss with
-its backward, small-matrix inv_ex and pinv with and without their launch memos, the training
-ops' forward + backward with and without theirs, interleaved rounds): every ops module is made to believe it runs on CUDA device 0 and every
+its backward, small-matrix ``inv_ex`` and ``pinv``, each launch-memo user with and without a
+replay of its memo, the training ops' forward + backward with and without theirs, interleaved
+rounds): every ops module is made to believe it runs on CUDA device 0 and every
 cached kernel is a no-op stub, so the figure is fastpath's own Python path (checks, shapes,
 plans, argument lists, the Launcher) without Triton's driver call. Runs on any machine;
 compare before and after a host-side change.
@@ -116,6 +117,7 @@ def main():
                 m.device_types = ("cuda",)
 
     from fastpath.ops import linear as linear_mod
+    from fastpath.ops import attention as attention_mod
     small_mod = importlib.import_module("fastpath.ops.linalg.small")
     svd_mod = importlib.import_module("fastpath.ops.linalg.svd")
     a3, p8 = torch.randn(1000, 3, 3), torch.randn(1000, 8, 8)
@@ -144,6 +146,9 @@ def main():
              "fastpath.linear 1x4096x4096, a replay of the launch memo": linear_memo,
              "fastpath.scaled_dot_product_attention decode 1K": (
                  lambda: fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
+             "fastpath.scaled_dot_product_attention decode 1K, a replay of the launch memo": (
+                 lambda: on_cpu(attention_mod._MEMO, lambda: fastpath.scaled_dot_product_attention(q, k, v,
+                                                                                                  enable_gqa=True))),
              "fastpath.fused_experts one token, top-8": lambda: fastpath.fused_experts(h, ids, tw, gate_up, down),
              "fastpath.eq uint8": lambda: fastpath.eq(u8a, u8b),
              "fastpath.frexp bf16": lambda: fastpath.frexp(xb),

@@ -371,6 +371,42 @@ def test_launch_memo_replays_with_the_new_pointers(monkeypatch):
 
 
 @pytest.mark.launch_memo
+def test_launch_memo_replays_tensor_descriptors(monkeypatch):
+    """A tensor descriptor on one of the call's tensors is made again on the new tensor at each
+    replay (same shape, strides, block, padding, and class); one on a temporary is not replayable."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from fastpath._core import memo as M
+    launch = _fast_launch(monkeypatch)
+    fake = _FakeCompilingJit()
+    fake.params = [_FakeParam(n) for n in ("x_desc", "o_ptr", "BLOCK")]
+    fast = launch.Launcher(fake)
+    path_calls = []
+
+    def op(x, tmp=False):
+        path_calls.append(1)
+        out = torch.empty(x.shape[0])
+        base = x.clone() if tmp else x
+        fast[(1,)](TensorDescriptor(base, list(base.shape), list(base.stride()), [8, 16], "nan"), out, BLOCK=16)
+        return out
+
+    memo = M.LaunchMemo()
+    memo.device_types = ("cpu",)
+    x1, x2 = torch.randn(32, 16), torch.randn(32, 16)
+    memo.call(lambda: op(x1), (x1,))
+    out = memo.call(lambda: op(x2), (x2,))
+    assert len(path_calls) == 1
+    desc = fake.log[-1][10]
+    assert type(desc) is TensorDescriptor and desc.base is x2 and fake.log[-1][11] == out.data_ptr()
+    assert (list(desc.shape), list(desc.strides), list(desc.block_shape), desc.padding) == ([32, 16], [16, 1],
+                                                                                             [8, 16], "nan")
+    y = torch.randn(8, 16)
+    for _ in range(2):
+        memo.call(lambda: op(y, tmp=True), (y,))
+    assert len(path_calls) == 3
+
+
+@pytest.mark.launch_memo
 def test_launch_memo_replays_tuples_of_outputs(monkeypatch):
     """An op returning several new tensors (one permuted, dense; one empty; a None) replays
     with new outputs of the same shapes, strides and dtypes, each launch getting their pointers."""

@@ -198,3 +198,38 @@ def test_linalg_replays():
         assert_close(x, torch.linalg.solve(a, b), tol=1e-9)
         assert info.shape == (1,) and int(info[0]) == 0
     assert all(v is None for v in small._SOLVE_MEMO.entries.values())
+
+
+@pytest.mark.parametrize("case", ["decode gqa kv_len", "decode gate", "decode bool mask", "prefill causal"])
+def test_attention_replay(case):
+    """scaled_dot_product_attention's launches replayed with fresh tensors (the decode kernel
+    and its split combine, keys and values through tensor descriptors on the H200, which a
+    replay makes again on the new tensors): each result against float64 PyTorch."""
+    from fastpath.ops import attention as A
+    lq = 64 if case.startswith("prefill") else 1
+
+    def make():
+        q = torch.randn(1, 32, lq, 128, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(1, 8, 1024, 128, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(1, 8, 1024, 128, device="cuda", dtype=torch.bfloat16)
+        extra = {}
+        if case == "decode gqa kv_len":
+            extra["kv_len"] = torch.randint(500, 1024, (1,), device="cuda", dtype=torch.int32)
+        if case == "decode gate":
+            extra["out_gate"] = torch.randn(1, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+        if case == "decode bool mask":
+            extra["attn_mask"] = torch.rand(1, 1, 1, 1024, device="cuda") > 0.3
+        return q, k, v, extra
+
+    def ours(q, k, v, extra):
+        return A.scaled_dot_product_attention(q, k, v, enable_gqa=True, is_causal=case.startswith("prefill"), **extra)
+
+    def ref(q, k, v, extra):
+        kr, vr = (t.double().repeat_interleave(4, dim=1) for t in (k, v))
+        mask = extra.get("attn_mask")
+        if "kv_len" in extra:
+            mask = torch.arange(1024, device="cuda")[None, None, None, :] < extra["kv_len"].view(-1, 1, 1, 1)
+        out = F.scaled_dot_product_attention(q.double(), kr, vr, attn_mask=mask,
+                                             is_causal=case.startswith("prefill"))
+        return out * torch.sigmoid(extra["out_gate"].double()) if "out_gate" in extra else out
+    _calls(lambda *a: ours(*a), ref, make, A._MEMO, tol=2e-2)

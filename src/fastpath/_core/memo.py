@@ -11,9 +11,10 @@ outputs' allocations (same shapes, strides and dtypes) and one driver call per l
 A recorded launch is replayable only when each of its tensor arguments is one of the call's
 named tensors at offset 0 (inputs, or outputs: whole new tensors) or a cached workspace of
 :func:`fastpath._core.launch.workspace` (kept alive forever), and every other argument a
-plain value (numbers, constexprs). Anything else (a temporary copy, a view at an offset, a tensor
-descriptor, a call that launched nothing, a launch through Triton's own path) leaves the
-call unrecorded, and it keeps taking the normal path. The op's path must do no device work
+plain value (numbers, constexprs), or a tensor descriptor on one of the call's tensors (a replay
+makes it again on the new one). Anything else (a temporary copy, a view at an offset, a
+descriptor on anything else, a call that launched nothing, a launch through Triton's own path)
+leaves the call unrecorded, and it keeps taking the normal path. The op's path must do no device work
 besides its Triton launches and its outputs' allocations: a fill, a copy or any other torch
 op would not be replayed (``fastpath.linear``'s matrix-vector path; its cuBLAS path
 launches nothing through Triton and is never recorded). An output that no recorded launch
@@ -61,6 +62,22 @@ def _whole(t: torch.Tensor) -> bool:
             and sum((d - 1) * st for d, st in zip(t.shape, t.stride()) if d) + 1 == max(t.numel(), 1))
 
 
+class _Desc:
+    """A recorded tensor descriptor whose base is the call's tensor ``index``: a replay makes
+    the same descriptor (shape, strides, block, padding: the call's properties fix them) on
+    the new tensor, without the constructor's checks, which the recorded one passed."""
+    __slots__ = ("index", "desc")
+
+    def __init__(self, index: int, desc):
+        self.index, self.desc = index, desc
+
+    def make(self, objs):
+        new = object.__new__(type(self.desc))
+        new.__dict__.update(self.desc.__dict__)
+        new.base = objs[self.index]
+        return new
+
+
 def replay(entry: _Replay, tensors, stream: int):
     """New outputs, and the recorded launches with ``tensors``' and their pointers."""
     dev = tensors[0].device
@@ -68,8 +85,13 @@ def replay(entry: _Replay, tensors, stream: int):
             else torch.empty_strided(o[0], o[1], dtype=o[2], device=dev) for o in entry.outs]
     ptrs = [t.data_ptr() if t is not None else 0 for t in tensors] + [o.data_ptr() if o is not None else 0
                                                                       for o in outs]
+    objs = None
     for run, function, packed, grid, template in entry.launches:
-        args = [ptrs[a] if type(a) is int else a[0] for a in template]
+        if type(template) is list:  # (it holds descriptors)
+            objs = objs or [*tensors, *outs]
+            args = [ptrs[a] if type(a) is int else a[0] if type(a) is tuple else a.make(objs) for a in template]
+        else:
+            args = [ptrs[a] if type(a) is int else a[0] for a in template]
         run(grid[0], grid[1], grid[2], stream, function, packed, None, None, None, *args)
     return outs[0] if entry.single else tuple(outs)
 
@@ -149,12 +171,19 @@ class LaunchMemo:
                         template.append((p,))
                     else:
                         return None
-                elif hasattr(a, "base") or hasattr(a, "data_ptr"):  # e.g. a tensor descriptor
+                elif hasattr(a, "block_shape") and hasattr(a, "base") and hasattr(a, "__dict__"):
+                    p = a.base.data_ptr()  # a tensor descriptor: on one of the call's tensors, rebuilt
+                    if p not in index or a.base.dtype != [*tensors, *outs][index[p]].dtype:
+                        return None
+                    template.append(_Desc(index[p], a))
+                elif hasattr(a, "base") or hasattr(a, "data_ptr"):  # anything else that holds memory
                     return None
                 else:  # numbers, and constexprs (dtypes...) as the compiled kernel took them
                     template.append((a,))
-            launches.append((run, function, packed, grid, tuple(template)))
-        used = {a for *_, template in launches for a in template if type(a) is int}
+            descs = any(type(a) is _Desc for a in template)
+            launches.append((run, function, packed, grid, template if descs else tuple(template)))
+        used = {a.index if type(a) is _Desc else a for *_, template in launches for a in template
+                if type(a) in (int, _Desc)}
         if any(o is not None and o.numel() and len(tensors) + j not in used for j, o in enumerate(outs)):
             return None  # an output no launch writes (a torch op made it): a replay would not
         specs = tuple(None if o is None else (tuple(o.shape), o.stride(), o.dtype, o.is_contiguous()) for o in outs)

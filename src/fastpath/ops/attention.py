@@ -34,6 +34,7 @@ from .._core import alloc
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
+from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from .._core.shapes import broadcast_shape
 from .matvec import _mm
@@ -632,6 +633,18 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     >>> fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True, kv_len=lens).shape
     torch.Size([1, 32, 1, 128])
     """
+    call = lambda: _checked_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale,  # noqa: E731
+                                 enable_gqa, kv_len, window, out_gate)
+    if not (type(dropout_p) in (int, float) and type(scale) in (int, float, type(None))
+            and type(window) in (int, type(None)) and type(is_causal) is bool and type(enable_gqa) is bool):
+        return call()  # (its checks name what is wrong)
+    # eager calls like an earlier one replay its launches (fastpath._core.memo): the decode
+    # path's Python costs ~100 us on a slow host, its kernels 5-40 us
+    return _MEMO.call(call, (query, key, value, attn_mask, kv_len, out_gate),
+                      (dropout_p, is_causal, scale, enable_gqa, window))
+
+
+def _checked_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, kv_len, window, out_gate):
     _checked(query, key, value, attn_mask, dropout_p, is_causal, scale, kv_len, window)
     s = _shapes(query, key, value, attn_mask, enable_gqa)
     if out_gate is not None:
@@ -650,5 +663,7 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
         return reference_scaled_dot_product_attention(*args[:8], kv_len=kv_len, window=window, out_gate=out_gate)
     return _sdpa_op(*args)
 
+
+_MEMO = LaunchMemo()
 
 FAMILY = {"name": "attention", "ops": ["scaled_dot_product_attention"], "reason": triton_reason}
