@@ -53,6 +53,19 @@ def test_rms_norm_replay(gated):
     _calls(ours, ref, make, norm._MEMO)
 
 
+def test_rms_norm_residual_replay():
+    """The residual form's two outputs (the normalised sum and the sum) from a replay."""
+    w = torch.randn(2048, device="cuda", dtype=torch.bfloat16)
+    norm._MEMO.entries.clear()
+    for _ in range(3):
+        x, r = (torch.randn(3, 2048, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        out, new_r = norm.rms_norm(x, w, 1e-6, residual=r)
+        h = x + r
+        assert torch.equal(new_r, h)
+        assert_close(out, F.rms_norm(h.double(), (2048,), w.double(), 1e-6))
+    _recorded(norm._MEMO)
+
+
 @pytest.mark.parametrize("tokens", [1, 3, 40])  # row kernels; the decode kernels
 @pytest.mark.parametrize("fp8", [False, True])
 def test_fused_experts_replay(tokens, fp8):

@@ -291,17 +291,15 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     >>> x, r = torch.randn(2, 2048, dtype=torch.bfloat16), torch.randn(2, 2048, dtype=torch.bfloat16)
     >>> out, r = fastpath.rms_norm(x, torch.zeros(2048), residual=r, zero_centered=True)
     """
-    if residual is None:
-        return _MEMO.call(lambda: _checked_rms_norm(x, weight, eps, zero_centered, gate, gate_activation),
-                          (x, weight, gate), (eps, zero_centered, gate_activation))
+    return _MEMO.call(lambda: _checked_rms_norm(x, weight, eps, residual, zero_centered, gate, gate_activation),
+                      (x, weight, gate, residual), (eps, zero_centered, gate_activation))
+
+
+def _checked_rms_norm(x, weight, eps, residual, zero_centered, gate, gate_activation):
     _check(x, weight, residual, gate, gate_activation, eps)
-    act = ACTIVATIONS[gate_activation]
-    return _add_rms_norm_op(x, residual, weight, float(eps), bool(zero_centered), gate, act)
-
-
-def _checked_rms_norm(x, weight, eps, zero_centered, gate, gate_activation):
-    _check(x, weight, None, gate, gate_activation, eps)
-    return _rms_norm_op(x, weight, float(eps), bool(zero_centered), gate, ACTIVATIONS[gate_activation])
+    if residual is None:
+        return _rms_norm_op(x, weight, float(eps), bool(zero_centered), gate, ACTIVATIONS[gate_activation])
+    return _add_rms_norm_op(x, residual, weight, float(eps), bool(zero_centered), gate, ACTIVATIONS[gate_activation])
 
 
 #: Eager calls with the properties of an earlier call replay its launch (fastpath._core.memo).
