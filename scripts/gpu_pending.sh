@@ -26,3 +26,11 @@ done
 # the decode engine calls scaled_dot_product_attention (prefill eagerly, decode captured): a
 # model end to end with the memo in its path
 timeout 90 python3 -m fastpath bench-decode --config qwen3-8b --random-weights --json "$OUT/decode.jsonl" 2>&1 | tail -2
+# batch_norm's rows plan, 2-D at 1.20x (target 1.3x): larger tiles with more warps, narrower channel blocks
+K=ops.batch_norm_kernel
+for cfg in "" "--set $K.ROWS_TILE=16384 --set $K.ROWS_WARPS=16" "--set $K.ROWS_MAX_BC=512" \
+           "--set $K.ROWS_TILE=16384 --set $K.ROWS_MAX_BC=512 --set $K.ROWS_WARPS=16"; do
+  echo "== batch_norm $cfg"
+  timeout 60 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs --json "$OUT/bn_rows.jsonl" $cfg \
+    2>&1 | grep "graph" | grep -v 256x64
+done
