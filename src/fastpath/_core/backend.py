@@ -82,6 +82,20 @@ def tma_capable(index: int) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=None)
+def cooperative_launch() -> bool:
+    """Whether this Triton can launch a grid cooperatively (the ``launch_cooperative_grid``
+    option of its backends; 3.6 has it): the driver then starts every program at once or
+    refuses the launch. Older Tritons launch the same kernels the ordinary way."""
+    if INTERPRET:
+        return False
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "launch_cooperative_grid" in getattr(CUDAOptions, "__dataclass_fields__", {})
+
+
 def tma_on(device: torch.device) -> bool:
     """Whether kernels on ``device`` may read through tensor descriptors: Triton's interpreter
     (which emulates them) or a CUDA device where :func:`tma_capable` holds."""

@@ -48,7 +48,7 @@ from typing import NamedTuple, Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, num_sms, tl, triton, use_triton
+from .._core.backend import INTERPRET, cooperative_launch, num_sms, tl, triton, use_triton
 from .._core.errors import KERNEL_DTYPES
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 
@@ -119,9 +119,10 @@ SPREAD = True
 #: Training with channels-last and 2-D (N, C) inputs: the grid-wide plan of
 #: :mod:`.batch_norm_rows` (one program a multiprocessor over every channel of every P-th tile
 #: of rows, two grid barriers) instead of the fused / two-launch plans above. Its tiles
-#: (elements, at most ROWS_MAX_BC channels) and warps; ROWS_COOP: a cooperative launch (the
-#: driver starts every program at once or refuses the launch, so the barriers cannot wait on a
-#: program that is not resident; the same time on the H200, in CUDA graphs too).
+#: (elements, at most ROWS_MAX_BC channels) and warps; ROWS_COOP: a cooperative launch where
+#: Triton has one (the driver starts every program at once or refuses the launch, so the
+#: barriers cannot wait on a program that is not resident; the same time on the H200, in CUDA
+#: graphs too).
 #: H200 (bench, graphs, docs/perf-notes.md): 8192x1024 fp32 85.8 -> 82.7 us (tiles of 8192),
 #: 32x256x56x56 bf16 channels-last 145.8 -> 136.1 us; tiles of 4096: 89.3 / 159.3, 2048:
 #: 107.0 / 226.8, 4 warps: 92.0 / 167.5 (and spills at 8192). Two programs a multiprocessor
@@ -683,7 +684,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
         r = p.rows
         tail = (p.LA, C, *(st[0] for st in p.strides), float(R), eps, momentum, R / max(R - 1, 1))
         kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps,
-                  **({"launch_cooperative_grid": True} if ROWS_COOP else {}),
+                  **({"launch_cooperative_grid": True} if ROWS_COOP and cooperative_launch() else {}),
                   **{n: flags[n] for n in ("BWD", "HAS_W", "HAS_B", "UPDATE", "STORE_DW", "STORE_DB")})
         return [(ROWS, (r.programs,), tail, dict(kw, PHASE=ph)) for ph in ((1, 2, 3) if INTERPRET else (0,))]
     if fused:
