@@ -118,6 +118,7 @@ def main():
 
     from fastpath.ops import linear as linear_mod
     from fastpath.ops import attention as attention_mod
+    from fastpath.ops import elementwise as ew_mod
     small_mod = importlib.import_module("fastpath.ops.linalg.small")
     svd_mod = importlib.import_module("fastpath.ops.linalg.svd")
     a3, p8 = torch.randn(1000, 3, 3), torch.randn(1000, 8, 8)
@@ -151,7 +152,11 @@ def main():
                                                                                                   enable_gqa=True))),
              "fastpath.fused_experts one token, top-8": lambda: fastpath.fused_experts(h, ids, tw, gate_up, down),
              "fastpath.eq uint8": lambda: fastpath.eq(u8a, u8b),
+             "fastpath.eq uint8, a replay of the launch memo": lambda: on_cpu(ew_mod._MEMO_CMP,
+                                                                              lambda: fastpath.eq(u8a, u8b)),
              "fastpath.frexp bf16": lambda: fastpath.frexp(xb),
+             "fastpath.frexp bf16, a replay of the launch memo": lambda: on_cpu(ew_mod._MEMO_FREXP,
+                                                                                lambda: fastpath.frexp(xb)),
              "fastpath.mse_loss none, forward + backward (with torch's sum and autograd)": mse_fwd_bwd,
              "fastpath.linalg.inv_ex 1000x3x3": lambda: fastpath.linalg.inv_ex(a3),
              "fastpath.linalg.inv_ex 1000x3x3, a replay of the launch memo": lambda: on_cpu(small_mod._INV_MEMO, inv3),

@@ -246,3 +246,31 @@ def test_attention_replay(case):
                                              is_causal=case.startswith("prefill"))
         return out * torch.sigmoid(extra["out_gate"].double()) if "out_gate" in extra else out
     _calls(lambda *a: ours(*a), ref, make, A._MEMO, tol=2e-2)
+
+
+def test_elementwise_replays():
+    """frexp (two outputs), heaviside and an unsigned comparison replayed with fresh tensors,
+    each against PyTorch (the comparison against Python's integers)."""
+    from fastpath.ops import elementwise as ew
+    for memo in (ew._MEMO_FREXP, ew._MEMO_HEAVISIDE, ew._MEMO_CMP):
+        memo.entries.clear()
+    for _ in range(3):
+        x = torch.randn(4, 1000, device="cuda", dtype=torch.bfloat16) * 1e3
+        m, e = ew.frexp(x)
+        mt, et = torch.frexp(x)
+        assert torch.equal(m, mt) and torch.equal(e, et)
+        v = torch.randn(1000, device="cuda", dtype=torch.float32)
+        xf = torch.randint(-1, 2, (4, 1000), device="cuda").float()
+        assert torch.equal(ew.heaviside(xf, v), torch.heaviside(xf, v))
+        a = torch.randint(0, 2**63 - 1, (3000,), device="cuda", dtype=torch.int64)
+        b = torch.randint(0, 2**63 - 1, (3000,), device="cuda", dtype=torch.int64)
+        au = (a * 2 + (a & 1)).view(torch.uint64)  # values above the signed range too
+        bu = (b * 2 + (b & 1)).view(torch.uint64)
+        got = ew.gt(au, bu).cpu()
+        want = [x > y for x, y in zip(_u64(au), _u64(bu))]
+        assert got.tolist() == want
+    _recorded(ew._MEMO_FREXP, ew._MEMO_HEAVISIDE, ew._MEMO_CMP)
+
+
+def _u64(t):
+    return [v & (2**64 - 1) for v in t.view(torch.int64).cpu().tolist()]

@@ -32,6 +32,7 @@ from .._core import alloc
 from .._core.backend import tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
+from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from .._core.shapes import broadcast_pair, broadcast_shape
 
@@ -336,6 +337,10 @@ def frexp(input: torch.Tensor):
     >>> ew.frexp(torch.tensor([8.0, -0.75]))
     (tensor([ 0.5000, -0.7500]), tensor([4, 0], dtype=torch.int32))
     """
+    return _MEMO_FREXP.call(lambda: _checked_frexp(input), (input,))
+
+
+def _checked_frexp(input):
     check_tensor("input", input)
     if not input.dtype.is_floating_point:
         raise TypeError(f"input: frexp needs a floating-point tensor, got {input.dtype}")
@@ -397,6 +402,10 @@ def heaviside(input: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     >>> ew.heaviside(torch.tensor([-1.0, 0.0, 2.0]), torch.tensor([0.5]))
     tensor([0.0000, 0.5000, 1.0000])
     """
+    return _MEMO_HEAVISIDE.call(lambda: _checked_heaviside(input, values), (input, values))
+
+
+def _checked_heaviside(input, values):
     check_tensor("input", input)
     check_tensor("values", values)
     if values.dtype != input.dtype:
@@ -518,13 +527,17 @@ _CMP_DOC = """Elementwise ``{op}`` with the semantics of ``torch.{op}``, correct
 
 def _make_cmp(op: str):
     def fn(input: torch.Tensor, other) -> torch.Tensor:
-        return _compare(op, input, other)
+        if type(other) is not torch.Tensor:  # (an int becomes a new tensor: nothing to replay)
+            return _compare(op, input, other)
+        return _MEMO_CMP.call(lambda: _compare(op, input, other), (input, other), (op,))
     fn.__name__ = fn.__qualname__ = op
     ret = "``input.dtype``" if op in ("minimum", "maximum") else "bool"
     fn.__doc__ = _CMP_DOC.format(op=op, ret=ret)
     return fn
 
 
+#: Eager calls like an earlier one replay its launch (fastpath._core.memo).
+_MEMO_FREXP, _MEMO_HEAVISIDE, _MEMO_CMP = LaunchMemo(), LaunchMemo(), LaunchMemo()
 eq, ne, lt, le, gt, ge = (_make_cmp(o) for o in ("eq", "ne", "lt", "le", "gt", "ge"))
 minimum, maximum = _make_cmp("minimum"), _make_cmp("maximum")
 
