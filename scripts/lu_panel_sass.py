@@ -1,0 +1,58 @@
+"""Offline sm_90 SASS of the blocked LU kernel as complex64 lu_factor of 256x256 matrices
+launches it (triton 3.6, no GPU): registers, spills, and per loop (backward branch) the count
+of barriers, shuffles, shared/global memory and float instructions, to see what one panel
+column costs before spending device time.
+
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py
+(ptxas / cuobjdump from that Triton's nvidia backend; writes /tmp/lu/k.{ptx,cubin,sass})
+"""
+import collections
+import inspect
+import os
+import re
+import subprocess
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from fastpath.ops.linalg import lu
+
+k = lu._lu_kernel
+names = list(inspect.signature(k.fn).parameters)
+# lu._launch's blocked plan for complex64 256x256: panels of 16 columns, 8 warps
+const = dict(BLOCK_B=1, M=256, W=16, CW=32, SW=64, BM=32, BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
+             CPLX=True, PREC="ieee")
+sig, cx = {}, {}
+ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32"}
+for i, nm in enumerate(names):
+    if nm in const:
+        sig[nm] = "constexpr"
+        cx[(i,)] = const[nm]
+    else:  # pointers (real views of complex64: float32), sizes and strides (int32)
+        sig[nm] = ptr_types.get(nm, "*fp32") if nm.endswith("_ptr") else "i32"
+aligned = ("m", "n", "sab", "sar", "slb", "slr")  # 256 and its multiples: divisible by 16
+attrs = {(i,): [["tt.divisibility", 16]] for i, nm in enumerate(names) if nm.endswith("_ptr") or nm in aligned}
+src = ASTSource(k, sig, constexprs=cx, attrs=attrs)
+c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=8))
+os.makedirs("/tmp/lu", exist_ok=True)
+open("/tmp/lu/k.ptx", "w").write(c.asm["ptx"])
+b = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin") + "/"
+out = subprocess.run([b + "ptxas", "-arch=sm_90a", "-v", "/tmp/lu/k.ptx", "-o", "/tmp/lu/k.cubin"],
+                     capture_output=True, text=True).stderr
+print(re.findall(r"Used \d+ registers.*", out), re.findall(r"\d+ bytes spill stores", out))
+sass = subprocess.run([b + "cuobjdump", "-sass", "/tmp/lu/k.cubin"], capture_output=True, text=True).stdout
+open("/tmp/lu/k.sass", "w").write(sass)
+ins = []
+for line in sass.splitlines():
+    mt = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+    if mt:
+        ins.append((int(mt.group(1), 16), mt.group(2)))
+print(len(ins), "instructions")
+for a, t in ins:
+    mt = re.search(r"BRA .*?0x([0-9a-f]+)", t)
+    if mt and int(mt.group(1), 16) < a:  # a loop: its body from the branch target to here
+        body = [x for b_, x in ins if int(mt.group(1), 16) <= b_ <= a]
+        ops = collections.Counter((x.split()[1] if x.startswith("@") else x.split()[0]).split(".")[0] for x in body)
+        keep = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "FFMA", "FADD", "FMUL", "FSEL", "ISETP")
+        print(f"loop {int(mt.group(1), 16):#x}-{a:#x}: {len(body)} instructions", {k: ops[k] for k in keep if ops[k]})
