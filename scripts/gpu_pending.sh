@@ -34,3 +34,9 @@ for cfg in "" "--set $K.ROWS_TILE=16384 --set $K.ROWS_WARPS=16" "--set $K.ROWS_M
   timeout 60 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs --json "$OUT/bn_rows.jsonl" $cfg \
     2>&1 | grep "graph" | grep -v 256x64
 done
+# the LU panel's rows through memory (lu.PANEL_MEM, off until timed): compiled LU tests, then the bench's lu rows
+timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=line tests/ops/test_linalg_lu.py 2>&1 | tail -2
+for cfg in "" "--set ops.linalg.lu.PANEL_MEM=True" "" "--set ops.linalg.lu.PANEL_MEM=True"; do
+  echo "== lu $cfg"
+  timeout 90 python3 -m fastpath.bench linalg --only lu_ --json "$OUT/lu_mem.jsonl" $cfg 2>&1 | grep "eager" | grep lu_
+done
