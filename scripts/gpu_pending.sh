@@ -5,7 +5,7 @@
 # the memo's refusal of outputs no launch writes), then the eager linalg and decode-attention
 # rows with the memo on and off, alternated.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
-# scripts/gpu_pending.sh (about 6 minutes). The device's checkout may not carry your last
+# scripts/gpu_pending.sh (about 9 minutes; give the call its 600 s). The device's checkout may not carry your last
 # commits: pass the hash you ran, or the records name an older one.
 set -uo pipefail
 OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT"
