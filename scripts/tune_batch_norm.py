@@ -34,18 +34,17 @@ SHAPES = {
 }
 #: Knob overrides per shape; {} is the module's default. At most ~6 each (compilation time).
 #: What the default gives (132 SMs): nchw_bf16 and nchw_fp16 two launches (16x256 / 4x1024
-#: tiles, 8 a program, 4 warps); nhwc_bf16 two launches; 2d_fp32 fused, one 256x32 tile a
-#: program. ``_CL`` / ``_2D``: the grid-wide rows plan instead (off by default until measured;
-#: one program an SM, ROWS_TILE elements a tile, ROWS_WARPS).
-_CL, _2D = {"ROWS_CL": True}, {"ROWS_2D": True}
+#: tiles, 8 a program, 4 warps); nhwc_bf16 and 2d_fp32 the grid-wide rows plan (one program an
+#: SM, tiles of ROWS_TILE = 8192 elements, 8 warps, cooperative launch; bench, 4c6c377). ``_OFF``:
+#: the plans before it (nhwc: two launches; 2-D: fused, one 256x32 tile a program).
+_OFF = {"ROWS_CL": False, "ROWS_2D": False}
 CONFIGS = {
     "nchw_bf16": [{}, {"FUSED_NCHW": True}],
-    "nhwc_bf16": [{}, _CL, {**_CL, "ROWS_TILE": 2048}, {**_CL, "ROWS_TILE": 8192}, {**_CL, "ROWS_WARPS": 4},
-                  {**_CL, "ROWS_TILE": 8192, "ROWS_WARPS": 16}],
+    "nhwc_bf16": [{}, _OFF, {"ROWS_TILE": 16384, "ROWS_WARPS": 16}, {"ROWS_MAX_BC": 128}],
     "nchw_fp16": [{}, {"FUSED_NCHW": True}],
-    # (the fused one-tile sweep of 4ed5985: 256x32 tiles of 4 warps best; two launches, 4ed5985-a238ac5: 93-156 us against 85 for the fused one-tile plan)
-    "2d_fp32": [{}, _2D, {**_2D, "ROWS_TILE": 2048}, {**_2D, "ROWS_TILE": 8192}, {**_2D, "ROWS_WARPS": 4},
-                {**_2D, "ROWS_TILE": 8192, "ROWS_WARPS": 16}],
+    # (the fused one-tile sweep of 4ed5985: 256x32 tiles of 4 warps best; two launches, 4ed5985-a238ac5: 93-156 us
+    # against 85 for the fused one-tile plan; the rows plan's tiles, 48706b2: 8192 best of 2048-8192)
+    "2d_fp32": [{}, _OFF, {"ROWS_TILE": 16384, "ROWS_WARPS": 16}, {"ROWS_MAX_BC": 512}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).

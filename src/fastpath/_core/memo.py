@@ -72,10 +72,11 @@ class _Desc:
     def __init__(self, index: int, desc):
         self.index, self.desc = index, desc
 
-    def make(self, objs):
+    def make(self, tensors, outs):
         new = object.__new__(type(self.desc))
         new.__dict__.update(self.desc.__dict__)
-        new.base = objs[self.index]
+        i = self.index
+        new.base = tensors[i] if i < len(tensors) else outs[i - len(tensors)]
         return new
 
 
@@ -86,13 +87,8 @@ def replay(entry: _Replay, tensors, stream: int):
             else torch.empty_strided(o[0], o[1], dtype=o[2], device=dev) for o in entry.outs]
     ptrs = [t.data_ptr() if t is not None else 0 for t in tensors] + [o.data_ptr() if o is not None else 0
                                                                       for o in outs]
-    objs = None
     for run, function, packed, grid, template in entry.launches:
-        if type(template) is list:  # (it holds descriptors)
-            objs = objs or [*tensors, *outs]
-            args = [ptrs[a] if type(a) is int else a[0] if type(a) is tuple else a.make(objs) for a in template]
-        else:
-            args = [ptrs[a] if type(a) is int else a[0] for a in template]
+        args = [ptrs[a] if type(a) is int else a[0] if type(a) is tuple else a.make(tensors, outs) for a in template]
         run(grid[0], grid[1], grid[2], stream, function, packed, None, None, None, *args)
     return outs[0] if entry.single else tuple(outs)
 
@@ -181,8 +177,7 @@ class LaunchMemo:
                     return None
                 else:  # numbers, and constexprs (dtypes...) as the compiled kernel took them
                     template.append((a,))
-            descs = any(type(a) is _Desc for a in template)
-            launches.append((run, function, packed, grid, template if descs else tuple(template)))
+            launches.append((run, function, packed, grid, tuple(template)))
         used = {a.index if type(a) is _Desc else a for *_, template in launches for a in template
                 if type(a) in (int, _Desc)}
         if any(o is not None and o.numel() and len(tensors) + j not in used for j, o in enumerate(outs)):

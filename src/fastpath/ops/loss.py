@@ -73,10 +73,8 @@ def _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3, sb0, sb1, sb
         i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
     else:
         i0, i1, i2, i3 = offs, offs, offs, offs  # unused
-    pa = a_ptr + _offs(offs, i0, i1, i2, i3, sa0, sa1, sa2, sa3, STRIDED)
-    pb = b_ptr + _offs(offs, i0, i1, i2, i3, sb0, sb1, sb2, sb3, STRIDED)
-    a = tl.load(pa, mask=mask, other=0.0)
-    b = tl.load(pb, mask=mask, other=0.0)
+    a = tl.load(a_ptr + _offs(offs, i0, i1, i2, i3, sa0, sa1, sa2, sa3, STRIDED), mask=mask, other=0.0)
+    b = tl.load(b_ptr + _offs(offs, i0, i1, i2, i3, sb0, sb1, sb2, sb3, STRIDED), mask=mask, other=0.0)
     return a.to(tl.float32) - b.to(tl.float32), i0, i1, i2, i3
 
 
