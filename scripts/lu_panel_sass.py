@@ -3,8 +3,7 @@ launches it (triton 3.6, no GPU): registers, spills, and per loop (backward bran
 of barriers, shuffles, shared/global memory and float instructions, to see what one panel
 column costs before spending device time.
 
-    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py [--mem]
-(``--mem``: the variant with rows p and g through the scratch, ``lu.PANEL_MEM``)
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py
 (ptxas / cuobjdump from that Triton's nvidia backend; writes /tmp/lu/k.{ptx,cubin,sass})
 """
 import collections
@@ -12,7 +11,6 @@ import inspect
 import os
 import re
 import subprocess
-import sys
 
 import triton
 from triton.backends.compiler import GPUTarget
@@ -24,7 +22,7 @@ k = lu._lu_kernel
 names = list(inspect.signature(k.fn).parameters)
 # lu._launch's blocked plan for complex64 256x256: panels of 16 columns, 8 warps
 const = dict(BLOCK_B=1, M=256, W=16, CW=32, SW=64, BM=32, BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
-             CPLX=True, PREC="ieee", MEM="--mem" in sys.argv)
+             CPLX=True, PREC="ieee")
 sig, cx = {}, {}
 ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32"}
 for i, nm in enumerate(names):

@@ -1,7 +1,6 @@
 """fastpath.ops.linalg (lu, triangular): lu_factor(_ex), lu_solve, det, slogdet and
 solve_triangular against torch.linalg in float64 / complex128 on the CPU. Factorisations are
 judged by reconstruction (P L U = A), solves by their error relative to the condition number."""
-import importlib
 
 import pytest
 import torch
@@ -101,14 +100,11 @@ def test_lu_singular(dtype, device):
     assert torch.isfinite(la[~bad]).all()
 
 
-@pytest.mark.parametrize("mem", [False, True])
 @pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
-def test_lu_blocked_steps(m, n, dtype, mem, device, monkeypatch):
+def test_lu_blocked_steps(m, n, dtype, device):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
     (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one: pivots as
-    LAPACK's, the product P L U back to A, det / slogdet of the square one; ``mem``: each
-    column's pivot and current rows through the scratch in memory (``PANEL_MEM``)."""
-    monkeypatch.setattr(importlib.import_module("fastpath.ops.linalg.lu"), "PANEL_MEM", mem)
+    LAPACK's, the product P L U back to A, det / slogdet of the square one."""
     A = rand(2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
     assert (info.cpu() == 0).all()
@@ -123,9 +119,7 @@ def test_lu_blocked_steps(m, n, dtype, mem, device, monkeypatch):
         assert (sg.cpu().to(rs.dtype) - rs).abs().max().item() <= tol
 
 
-@pytest.mark.parametrize("mem", [False, True])
-def test_lu_singular_blocked(mem, device, monkeypatch):
-    monkeypatch.setattr(importlib.import_module("fastpath.ops.linalg.lu"), "PANEL_MEM", mem)
+def test_lu_singular_blocked(device):
     A = _singular_batch(36, torch.complex64)[[0, 1, 3, 5]].to(device)
     LU, piv, info = L.lu_factor_ex(A)
     ref = torch.linalg.lu_factor_ex(_ref(A))
@@ -278,15 +272,11 @@ def test_solve_triangular_broadcast_views_and_host_blocks(device, monkeypatch):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="issue-sized batches only where the kernels run compiled")
 @pytest.mark.parametrize("dtype,n,batch", [(torch.complex64, 256, 64), (torch.float32, 500, 9),
                                            (torch.float64, 129, 3), (torch.float32, 4, 100_000)])
-def test_issue_sizes(dtype, n, batch, device, monkeypatch):
+def test_issue_sizes(dtype, n, batch, device):
     A = rand(batch, n, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
     assert (info == 0).all()
     assert _reconstruct(LU, piv, A) <= 8 * n * EPS[dtype]
-    monkeypatch.setattr(importlib.import_module("fastpath.ops.linalg.lu"), "PANEL_MEM", True)
-    LU2, piv2, _ = L.lu_factor_ex(A)  # the rows-through-memory panel: the same factorisation
-    assert torch.equal(piv2, piv) and _reconstruct(LU2, piv2, A) <= 8 * n * EPS[dtype]
-    monkeypatch.setattr(importlib.import_module("fastpath.ops.linalg.lu"), "PANEL_MEM", False)
     B = rand(batch, n, 7, dtype=dtype, device=device)
     for adjoint in (False, True):
         X = L.lu_solve(LU, piv, B, adjoint=adjoint)

@@ -50,42 +50,13 @@ SOLVE_MAX_N = 1024
 TILE_ELEMS = 8192 if INTERPRET else 2048
 #: Warps of a blocked-path program (one matrix).
 BLOCKED_WARPS = 8
-#: Blocked path: each column's pivot row and current row through the panel's place in memory
-#: instead of masked sums over the panel's rows (``_rows_via``). Off until timed on a GPU: the
-#: sums are most of a column's 1544 sm_90 instructions (scripts/lu_panel_sass.py).
-PANEL_MEM = False
-
-
 @triton.jit
-def _rows_via(base, poffs, pmask, prow, grow, cmask, ar, ai, is_p3, is_g3, CPLX: tl.constexpr):
-    """Rows p and g of a one-matrix panel tile (1, M, W) as (1, W) each, through the panel's
-    own place in memory: the threads holding them store them there (the tile's offsets, so
-    its layout), a barrier, every thread loads them back (from L2) at ``prow`` / ``grow`` (1, W)
-    offsets (columns past the matrix, ``~cmask``, read as zeros). A few predicated stores and
-    loads where a masked sum over M is a reduction across every thread of the program."""
-    tl.debug_barrier()  # every thread has read the previous column's rows
-    _st(base, poffs, ar, ai, (is_p3 | is_g3) & pmask, CPLX)
-    tl.debug_barrier()
-    rpr = tl.load(base + prow, mask=cmask, other=0.0, cache_modifier=".cg")
-    rgr = tl.load(base + grow, mask=cmask, other=0.0, cache_modifier=".cg")
-    rpi = rpr
-    rgi = rgr
-    if CPLX:
-        rpi = tl.load(base + prow + 1, mask=cmask, other=0.0, cache_modifier=".cg")
-        rgi = tl.load(base + grow + 1, mask=cmask, other=0.0, cache_modifier=".cg")
-    return rpr, rpi, rgr, rgi
-
-
-@triton.jit
-def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, base, poffs, pmask, slr, slc, n, M: tl.constexpr,
-              W: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, MEM: tl.constexpr = False):
+def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M: tl.constexpr,
+              W: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
     """LU of columns 0..jcnt-1 of the tile (BB, M, W): tile row i is matrix row i, tile column j
     is matrix column k0 + j, pivot rows k0 + j .. m-1. Rows above k0 are left as they are.
     Returns the tile (L below the diagonal, U on and above), the pivots (BB, W) 1-based,
-    info and the determinant accumulators (d_r, d_i): product or sign, la: log|det|.
-    MEM (BB = 1, the blocked path): rows p and g of each column through the panel's place in
-    memory at ``base + poffs`` (``pmask``; row / column strides ``slr`` / ``slc``, ``n`` columns),
-    :func:`_rows_via`."""
+    info and the determinant accumulators (d_r, d_i): product or sign, la: log|det|."""
     r = tl.arange(0, M)
     r2 = r[None, :]
     r3 = r[None, :, None]
@@ -106,13 +77,7 @@ def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, base, poffs, pmask, slr, 
         # row g held in column j from them
         is_p3 = is_p[:, :, None]
         is_g3 = r3 == g
-        if MEM:
-            cols = (k0 + c2) * slc
-            grow = (g + tl.zeros_like(c2)).to(tl.int64) * slr + cols
-            rpr, rpi, rgr, rgi = _rows_via(base, poffs, pmask, p[:, None].to(tl.int64) * slr + cols, grow,
-                                           k0 + c2 < n, ar, ai, is_p3, is_g3, CPLX)
-        else:
-            rpr, rpi, rgr, rgi = _pick2(ar, ai, is_p3, is_g3, 1, CPLX)
+        rpr, rpi, rgr, rgi = _pick2(ar, ai, is_p3, is_g3, 1, CPLX)
         pr, pi = _pick(rpr, rpi, c2 == j, 1, CPLX)
         gr, gi = _pick(rgr, rgi, c2 == j, 1, CPLX)
         # interchange rows g and p of the tile
@@ -165,7 +130,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
-               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, MEM: tl.constexpr = False):
+               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -183,8 +148,8 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
         b3 = b64[:, None, None]
         amask = (b3 < nbatch) & (r3 < m) & (c3 < n)
         ar, ai = _ld(a_ptr, b3 * sab + r3 * sar + c3 * sac, amask, CPLX)
-        ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, 0, m, kmax, info, d_r, d_i, la, lu_ptr, 0, True,
-                                                    0, 0, n, M, W, PIVOT, DET, CPLX)
+        ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, 0, m, kmax, info, d_r, d_i, la, M, W, PIVOT,
+                                                    DET, CPLX)
         if STORE_LU:
             _st(lu_ptr, b3 * slb + r3 * slr + c3 * slc, ar, ai, amask, CPLX)
             tl.store(piv_ptr + b64[:, None] * spb + c2, piv, mask=in_b[:, None] & (c2 < kmax))
@@ -204,8 +169,8 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             pmask = (r3 < m) & (k0 + c3 < n)
             poffs = r3 * slr + (k0 + c3) * slc
             ar, ai = _ld(base, poffs, pmask, CPLX)
-            ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, base, poffs,
-                                                        pmask, slr, slc, n, M, W, PIVOT, DET, CPLX, MEM)
+            ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M, W,
+                                                        PIVOT, DET, CPLX)
             _st(base, poffs, ar, ai, pmask, CPLX)
             tl.store(pb + k0 + c2, piv, mask=c2 < jcnt)
             tl.debug_barrier()
@@ -302,7 +267,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
         piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1,
         BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
-        STORE_LU=store, CPLX=cplx, PREC="ieee", MEM=blocked and PANEL_MEM, num_warps=warps)
+        STORE_LU=store, CPLX=cplx, PREC="ieee", num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
