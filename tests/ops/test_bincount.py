@@ -121,6 +121,34 @@ def test_errors():
         bincount(torch.zeros(3, dtype=torch.int64, device=DEVICE), validate=False)
 
 
+def test_validate_refused_under_graph_capture(monkeypatch):
+    """validate=True reads back to the host: under a CUDA graph capture it raises a clear error
+    before any work (here the capture is simulated; the GPU test below captures for real);
+    validate=False runs."""
+    monkeypatch.setattr("fastpath._core.errors._capturing", lambda device: True)
+    x = torch.randint(0, 40, (500,), device=DEVICE)
+    for kw in ({}, {"minlength": 50}):
+        with pytest.raises(RuntimeError, match="bincount: validate=True .* pass validate=False"):
+            bincount(x, **kw)
+    assert torch.equal(bincount(x, minlength=50, validate=False).cpu(), _ref(x, minlength=50))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a real CUDA graph capture needs a GPU")
+def test_graph_capture_real():
+    x = torch.randint(0, 40, (5000,), device="cuda")
+    bincount(x, minlength=50, validate=False)  # compiled outside the capture
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="validate=False"):
+        with torch.cuda.graph(g):
+            bincount(x, minlength=50)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = bincount(x, minlength=50, validate=False)
+    x.copy_(torch.randint(0, 50, (5000,), device="cuda"))
+    g.replay()
+    assert torch.equal(out.cpu(), _ref(x, minlength=50))
+
+
 def test_compiles_fullgraph_without_sync():
     x = torch.randint(0, 40, (500,), device=DEVICE)
     fn = torch.compile(lambda t: bincount(t, minlength=50, validate=False), fullgraph=True, backend="aot_eager")

@@ -224,6 +224,16 @@ def test_take_errors_and_edges():
     assert ew.take(x, torch.empty(0, 3, dtype=torch.int64)).shape == (0, 3)
 
 
+def test_take_validate_refused_under_graph_capture(monkeypatch):
+    """validate=True's flag read cannot be captured: a clear error before any work (the
+    capture simulated), validate=False runs."""
+    monkeypatch.setattr("fastpath._core.errors._capturing", lambda device: True)
+    x, idx = torch.arange(6.0, device=DEVICE), torch.tensor([1, -1, 4], device=DEVICE)
+    with pytest.raises(RuntimeError, match="take: validate=True .* pass validate=False"):
+        ew.take(x, idx)
+    assert ew.take(x, idx, validate=False).cpu().tolist() == [1.0, 5.0, 4.0]
+
+
 LOGSPACE_CASES = [
     (0, 3, 4, 10.0, None), (0, 10, 7, 2.0, torch.int64), (1, -1, 5, -2.0, None),
     (0, 1, 1, 10.0, None), (2, 3, 0, 10.0, None), (-3.3, 2.7, 67, 10.0, torch.float64),

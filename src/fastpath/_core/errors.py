@@ -32,3 +32,15 @@ def require_fp8() -> None:
     if not hasattr(torch, "float8_e4m3fn"):
         raise RuntimeError(f"FP8 tensors need torch.float8_e4m3fn, which torch {torch.__version__} "
                            "does not have; install torch 2.1 or newer")
+
+
+def _capturing(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+def require_no_capture(device: torch.device, op: str, why: str, instead: str) -> None:
+    """Raise before an op that reads a result back to the host (``why``) runs inside a CUDA
+    graph capture, where the read would fail with an unrelated CUDA error and spoil the
+    capture; ``instead`` says how to call it so that it can be captured."""
+    if _capturing(device):
+        raise RuntimeError(f"{op}: {why}, which a CUDA graph capture cannot do; {instead}")

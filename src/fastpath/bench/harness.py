@@ -54,6 +54,7 @@ class Case:
     make: Callable = randn_inputs  # (shape, dtype, device, seed) -> tuple of inputs
     target: Optional[tuple] = None  # ("us", 5.0): ours_us <= 5; ("pct_copy", 85.0): pct_copy >= 85
     graphs: bool = False  # launch-bound: also time the CUDA-graph mode
+    capturable: bool = True  # False: the op syncs with the host (as PyTorch's does): never a graph row
     hot: bool = False  # also a hot-L2 row
     quick: bool = False  # part of --quick
 
@@ -323,7 +324,7 @@ def run_case(case: Case, timer: Timer, ceilings: dict, graphs: bool):
         if fn is not None:
             est[i] = timer.estimate_ms(fn, sets[0])
     modes = [("eager", "cold")] + ([("eager", "hot")] if case.hot else [])
-    if graphs or case.graphs:
+    if (graphs or case.graphs) and case.capturable:
         modes += [("graph", "cold")] + ([("graph", "hot")] if case.hot else [])
     for mode, l2 in modes:
         if mode == "graph" and l2 == "cold" and len(sets) == 1:

@@ -10,7 +10,8 @@ bincount, each against the PyTorch op on the same inputs.
   ours vs F.batch_norm (cuDNN on CUDA): y, dx, dweight, dbias.
 * ``mse_loss fwd+bwd``: input needs grad, target does not.
 * ``bincount``: int64 values into 1000 bins, uniform and skewed; ``validate`` (PyTorch's
-  semantics, one sync like torch.bincount) and ``validate=False`` (no sync, capturable).
+  semantics, one sync like torch.bincount: eager rows only, as neither can be captured in a
+  CUDA graph) and ``validate=False`` (no sync, capturable).
 
 Forward+backward cases are also timed replayed from a CUDA graph (``graph`` rows): the
 kernels' own speed. Eager rows time one call with its host work; on a slow host our Python
@@ -223,7 +224,7 @@ def _bincount_case(shape, kind, validate=True, weighted=False, **kw):
     per = 8 + (4 if weighted else 0)
     return Case(suite="training", name=name, shape=shape, dtype="int64", ours=ours, native=native,
                 check=check, make=_bincount_inputs(kind, weighted), cpu_shape=(5000, bins),
-                nbytes=lambda s, i: s[0] * per + s[1] * 8, **kw)
+                nbytes=lambda s, i: s[0] * per + s[1] * 8, capturable=not validate, **kw)
 
 
 def cases() -> list:

@@ -48,7 +48,7 @@ import torch
 
 from .._core import alloc
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
-from .._core.errors import check_tensor
+from .._core.errors import check_tensor, require_no_capture
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.registry import register_op
 
@@ -392,7 +392,8 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
     TypeError naming ``input`` / ``weights`` for a non-tensor or an unsupported dtype;
     ValueError naming ``input`` for a non-1-D tensor or a negative value (validate=True),
     ``weights`` for another shape or device, ``minlength`` for a negative value or for
-    ``validate=False`` with ``minlength == 0``.
+    ``validate=False`` with ``minlength == 0``; RuntimeError for ``validate=True`` (on a
+    non-empty input) inside a CUDA graph capture, where its host sync cannot run.
 
     Example
     -------
@@ -421,6 +422,8 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
         return _bincount_op(input, weights, minlength, False)[0]
     if input.numel() == 0:
         return torch.zeros(minlength, dtype=_out_dtype(weights), device=input.device)
+    require_no_capture(input.device, "bincount", "validate=True reads a flag or the maximum back to the host",
+                       "pass validate=False with minlength set to the number of bins")
     if minlength > 0:
         out, flag = _bincount_op(input, weights, minlength, True)
         bits = int(flag.item())  # the one host sync

@@ -30,7 +30,7 @@ import torch
 
 from .._core import alloc
 from .._core.backend import tl, triton, triton_reason, use_triton
-from .._core.errors import KERNEL_DTYPES, check_tensor
+from .._core.errors import KERNEL_DTYPES, check_tensor, require_no_capture
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
 from .._core.registry import register_op
@@ -573,6 +573,9 @@ def _take_op(x: torch.Tensor, i: torch.Tensor, validate: bool) -> torch.Tensor:
     out = alloc.empty(i.shape, dtype=x.dtype, device=x.device)
     n = i.numel()
     if n:
+        if validate:
+            require_no_capture(x.device, "take", "validate=True reads an out-of-range flag back to the host",
+                               "pass validate=False (out-of-range indices then give 0, unchecked)")
         (xs, (sx,)), (isz, (si,)) = lx, li
         grid, block, warps = _config("take", x.dtype, 8 + 2 * x.element_size(), n)
         flag = _take_flag(x.device) if validate else i  # i: never written (CHECK=False)
@@ -619,7 +622,8 @@ def take(input: torch.Tensor, index: torch.Tensor, *, validate: bool = True) -> 
     Raises
     ------
     TypeError naming ``index`` if it is not int64; IndexError naming ``index`` for an index
-    out of range, or any index into an empty ``input``.
+    out of range, or any index into an empty ``input``; RuntimeError for ``validate=True``
+    inside a CUDA graph capture (the flag's read cannot be captured: pass False there).
 
     Example
     -------
