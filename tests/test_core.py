@@ -443,25 +443,25 @@ def test_launch_memo_template_refuses_what_it_cannot_replay():
     x, w = torch.randn(3, 4), torch.randn(5, 4)
     out = torch.empty(3, 5)
     rec = ("run", "fn", "meta", (1, 1, 1), (x, w, out, 7))
-    assert M.LaunchMemo.template([rec], (x, w), out) is not None
-    assert M.LaunchMemo.template([], (x, w), out) is None  # nothing launched
-    assert M.LaunchMemo.template([rec, None], (x, w), out) is None  # a launch Triton made itself
-    assert M.LaunchMemo.template([rec], (x, w), x) is None  # the output is an input
+    assert M.LaunchMemo.template([rec], (x, w), out, 0) is not None
+    assert M.LaunchMemo.template([], (x, w), out, 0) is None  # nothing launched
+    assert M.LaunchMemo.template([rec, None], (x, w), out, 0) is None  # a launch Triton made itself
+    assert M.LaunchMemo.template([rec], (x, w), x, 0) is None  # the output is an input
     big = torch.empty(4, 5)
-    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (x, w, big[:3]))], (x, w), big[:3]) is None
+    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (x, w, big[:3]))], (x, w), big[:3], 0) is None
     class Desc:  # as triton.tools.tensor_descriptor.TensorDescriptor: a base tensor of its own
         base = x
     desc = ("run", "fn", "meta", (1, 1, 1), (x, w, out, Desc()))
-    assert M.LaunchMemo.template([desc], (x, w), out) is None
+    assert M.LaunchMemo.template([desc], (x, w), out, 0) is None
     view = x[1:]  # a view at an offset is not one of the call's tensors
-    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (view, w, out))], (x, w), out) is None
-    assert M.LaunchMemo.template([rec], (x, w), (out, x)) is None  # an output that is an input
+    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (view, w, out))], (x, w), out, 0) is None
+    assert M.LaunchMemo.template([rec], (x, w), (out, x), 0) is None  # an output that is an input
     wide = torch.empty(3, 10)[:, :5]  # an output with gaps: a replay would allocate another layout
-    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (x, w, wide))], (x, w), wide) is None
-    assert M.LaunchMemo.template([rec], (x, w), [out]) is None  # a list: not what the op returns
+    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (x, w, wide))], (x, w), wide, 0) is None
+    assert M.LaunchMemo.template([rec], (x, w), [out], 0) is None  # a list: not what the op returns
     # an output no launch takes (a torch op made it, as a broadcast solve's info): not replayable
-    assert M.LaunchMemo.template([rec], (x, w), (out, torch.empty(2))) is None
-    assert M.LaunchMemo.template([rec], (x, w), (out, torch.empty(0), None)) is not None  # empty: nothing to write
+    assert M.LaunchMemo.template([rec], (x, w), (out, torch.empty(2)), 0) is None
+    assert M.LaunchMemo.template([rec], (x, w), (out, torch.empty(0), None), 0) is not None  # empty: nothing to write
 
 
 def test_launch_memo_records_only_its_own_thread(monkeypatch):

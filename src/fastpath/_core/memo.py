@@ -50,10 +50,8 @@ class _Replay:
         self.launches, self.outs, self.single = launches, outs, single
 
 
-def _tensor_key(t: Optional[torch.Tensor]):
-    if t is None:
-        return None
-    return (t.shape, t.stride(), t.dtype, t.device, not t.data_ptr() & 15)
+#: The tensor types a memo takes (a subclass, or anything else, takes the op's path).
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def _whole(t: torch.Tensor) -> bool:
@@ -80,16 +78,22 @@ class _Desc:
         return new
 
 
-def replay(entry: _Replay, tensors, stream: int):
-    """New outputs, and the recorded launches with ``tensors``' and their pointers."""
+def replay(entry: _Replay, tensors):
+    """New outputs, and the recorded launches with ``tensors``' and their pointers: each
+    launch's recorded argument list (grid, stream, kernel and every argument as ``run``
+    takes them) copied, the call's pointers and descriptors put at their places."""
     dev = tensors[0].device
     outs = [None if o is None else torch.empty(o[0], dtype=o[2], device=dev) if o[3]
             else torch.empty_strided(o[0], o[1], dtype=o[2], device=dev) for o in entry.outs]
     ptrs = [t.data_ptr() if t is not None else 0 for t in tensors] + [o.data_ptr() if o is not None else 0
                                                                       for o in outs]
-    for run, function, packed, grid, template in entry.launches:
-        args = [ptrs[a] if type(a) is int else a[0] if type(a) is tuple else a.make(tensors, outs) for a in template]
-        run(grid[0], grid[1], grid[2], stream, function, packed, None, None, None, *args)
+    for run, full, patches, descs in entry.launches:
+        args = full.copy()
+        for pos, i in patches:
+            args[pos] = ptrs[i]
+        for pos, d in descs:
+            args[pos] = d.make(tensors, outs)
+        run(*args)
     return outs[0] if entry.single else tuple(outs)
 
 
@@ -110,22 +114,27 @@ class LaunchMemo:
         if not ENABLED or not L.FAST_LAUNCH or L.INTERPRET:
             return fn()
         grad = torch.is_grad_enabled()
+        parts = []
         for t in tensors:  # plain tensors (not a subclass, not a wrong type: fn's checks name it)
-            if t is not None and (type(t) not in (torch.Tensor, torch.nn.Parameter) or grad and t.requires_grad):
+            if t is None:
+                parts.append(None)
+            elif type(t) not in _PLAIN or grad and t.requires_grad:
                 return fn()
+            else:
+                parts.append((t.shape, t.stride(), t.dtype, t.device, not t.data_ptr() & 15))
         first = tensors[0]
         if (first is None or first.device.type not in self.device_types
                 or getattr(L.RECORDING, "records", None) is not None
                 or torch.compiler.is_compiling() or L._hooks_set()):
             return fn()  # (while another call records, its record takes these launches)
         dev = first.device.index
-        key = (dev, L._raw_stream(dev), extra, *[_tensor_key(t) for t in tensors])
+        key = (dev, L._raw_stream(dev), extra, *parts)
         try:
             entry = self.entries.get(key)
         except TypeError:  # an unhashable argument: the op's path (and its checks) decide
             return fn()
         if entry is not None:
-            return replay(entry, tensors, key[1])
+            return replay(entry, tensors)
         if ("skip", key) in self.entries:
             return fn()
         records: list = []
@@ -134,16 +143,17 @@ class LaunchMemo:
             out = fn()
         finally:
             L.RECORDING.records = None
-        entry = self.template(records, tensors, out)
+        entry = self.template(records, tensors, out, key[1])
         if len(self.entries) >= self.maxsize:
             self.entries.clear()
         self.entries[key if entry is not None else ("skip", key)] = entry
         return out
 
     @staticmethod
-    def template(records, tensors, out) -> Optional[_Replay]:
-        """The launches as templates: an int i is the pointer of tensor i (len(tensors) + j:
-        output j), a 1-tuple a constant argument. None when a launch is not replayable."""
+    def template(records, tensors, out, stream: int) -> Optional[_Replay]:
+        """The launches as templates: ``run``'s whole argument list as recorded (the stream is
+        part of the memo's key), with the places of the call's pointers (tensor i, or output j
+        at len(tensors) + j) and of its descriptors. None when a launch is not replayable."""
         single = isinstance(out, torch.Tensor)
         outs = (out,) if single else tuple(out) if isinstance(out, tuple) else None
         if (not records or None in records or not outs
@@ -156,30 +166,31 @@ class LaunchMemo:
             return None
         index = {p: i for i, p in enumerate(named) if p is not None}
         spaces = {b.data_ptr() for b in L._workspaces.values()}
-        launches = []
+        launches, used = [], set()
         for run, function, packed, grid, args in records:
-            template = []
+            full = [grid[0], grid[1], grid[2], stream, function, packed, None, None, None]
+            patches, descs = [], []
             for a in args:
                 if isinstance(a, torch.Tensor):
                     p = a.data_ptr()
                     if p in index:
-                        template.append(index[p])
-                    elif p in spaces:
-                        template.append((p,))
-                    else:
+                        patches.append((len(full), index[p]))
+                        used.add(index[p])
+                    elif p not in spaces:
                         return None
+                    full.append(p)  # a workspace's pointer stays; a call's is replaced
                 elif hasattr(a, "block_shape") and hasattr(a, "base") and hasattr(a, "__dict__"):
                     p = a.base.data_ptr()  # a tensor descriptor: on one of the call's tensors, rebuilt
                     if p not in index or a.base.dtype != [*tensors, *outs][index[p]].dtype:
                         return None
-                    template.append(_Desc(index[p], a))
+                    descs.append((len(full), _Desc(index[p], a)))
+                    used.add(index[p])
+                    full.append(None)
                 elif hasattr(a, "base") or hasattr(a, "data_ptr"):  # anything else that holds memory
                     return None
                 else:  # numbers, and constexprs (dtypes...) as the compiled kernel took them
-                    template.append((a,))
-            launches.append((run, function, packed, grid, tuple(template)))
-        used = {a.index if type(a) is _Desc else a for *_, template in launches for a in template
-                if type(a) in (int, _Desc)}
+                    full.append(a)
+            launches.append((run, full, tuple(patches), tuple(descs)))
         if any(o is not None and o.numel() and len(tensors) + j not in used for j, o in enumerate(outs)):
             return None  # an output no launch writes (a torch op made it): a replay would not
         specs = tuple(None if o is None else (tuple(o.shape), o.stride(), o.dtype, o.is_contiguous()) for o in outs)
