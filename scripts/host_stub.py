@@ -1,13 +1,13 @@
 """Host (Python) time of eager fastpath calls without a GPU (``linear``, a decode-shaped
 ``scaled_dot_product_attention``, a one-token ``fused_experts``, elementwise ops, a loss with
-its backward, small-matrix ``inv_ex`` and ``pinv``, each launch-memo user with and without a
+its backward, small-matrix ``inv_ex`` and ``pinv``, greedy ``sample``, each launch-memo user with and without a
 replay of its memo, the training ops' forward + backward with and without theirs, interleaved
 rounds): every ops module is made to believe it runs on CUDA device 0 and every
 cached kernel is a no-op stub, so the figure is fastpath's own Python path (checks, shapes,
 plans, argument lists, the Launcher) without Triton's driver call. Runs on any machine;
 compare before and after a host-side change.
 
-    PYTHONPATH=src python scripts/host_stub.py [--profile]
+    PYTHONPATH=src python scripts/host_stub.py [--profile] [NAME ...]   (NAME: only the cases whose name holds it)
 """
 import cProfile
 import importlib
@@ -119,6 +119,8 @@ def main():
     from fastpath.ops import linear as linear_mod
     from fastpath.ops import attention as attention_mod
     from fastpath.ops import elementwise as ew_mod
+    from fastpath.ops import sampling as sampling_mod
+    logits = torch.randn(1, 151936)
     small_mod = importlib.import_module("fastpath.ops.linalg.small")
     svd_mod = importlib.import_module("fastpath.ops.linalg.svd")
     a3, p8 = torch.randn(1000, 3, 3), torch.randn(1000, 8, 8)
@@ -158,13 +160,17 @@ def main():
              "fastpath.frexp bf16, a replay of the launch memo": lambda: on_cpu(ew_mod._MEMO_FREXP,
                                                                                 lambda: fastpath.frexp(xb)),
              "fastpath.mse_loss none, forward + backward (with torch's sum and autograd)": mse_fwd_bwd,
+             "fastpath.sample greedy 1x151936": lambda: fastpath.sample(logits, temperature=0.0),
+             "fastpath.sample greedy 1x151936, a replay of the launch memo": (
+                 lambda: on_cpu(sampling_mod._MEMO, lambda: fastpath.sample(logits, temperature=0.0))),
              "fastpath.linalg.inv_ex 1000x3x3": lambda: fastpath.linalg.inv_ex(a3),
              "fastpath.linalg.inv_ex 1000x3x3, a replay of the launch memo": lambda: on_cpu(small_mod._INV_MEMO, inv3),
              "fastpath.linalg.pinv 1000x8x8": lambda: fastpath.linalg.pinv(p8),
              "fastpath.linalg.pinv 1000x8x8, a replay of the launch memo": lambda: on_cpu(svd_mod._PINV_MEMO, pinv8)}
 
     n = 5000
-    for name, fn in cases.items():
+    only = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for name, fn in ((k, f) for k, f in cases.items() if not only or any(o in k for o in only)):
         for _ in range(200):
             fn()
         t0 = time.perf_counter()

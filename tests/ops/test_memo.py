@@ -116,6 +116,28 @@ def test_scaled_mm_replay(recipe, rows):
     _calls(ours, ref, make, importlib.import_module("fastpath.ops.fp8.scaled_mm")._MEMO, tol=1e-5)
 
 
+@pytest.mark.parametrize("rows,args", [(1, (0.0, None, None)), (3, (0.7, 50, 0.9)), (2, (1.0, None, None))])
+def test_sample_replay(rows, args):
+    """Greedy, top-k/top-p (split over programs: a ticket counter in a workspace) and plain
+    temperature sampling replayed: each call's tokens equal, with the same generator state,
+    the reference path's (greedy, top-k: token for token by construction) or the op's own
+    path's (full-vocabulary sampling, whose float32 CDF may round differently)."""
+    from fastpath.ops import sampling
+    sampling._MEMO.entries.clear()
+    outs = []
+    for _ in range(3):
+        x = torch.randn(rows, 151936, device="cuda") * 3
+        out = sampling.sample(x, *args, generator=torch.Generator("cuda").manual_seed(7))
+        if args[1] is None and args[0] > 0:
+            ref = sampling._sample_op(*sampling._checked(x, *args, torch.Generator("cuda").manual_seed(7)))
+        else:
+            ref = sampling.reference_sample(x, *args, generator=torch.Generator("cuda").manual_seed(7))
+        assert torch.equal(out, ref)
+        outs.append(out)
+    assert len({o.data_ptr() for o in outs}) == 3
+    _recorded(sampling._MEMO)
+
+
 def _recorded(*memos):
     assert all(any(v is not None for v in m.entries.values()) for m in memos)  # recorded, then replayed
 

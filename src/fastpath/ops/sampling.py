@@ -56,6 +56,7 @@ import torch
 
 from .._core import alloc
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
+from .._core.memo import LaunchMemo
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.registry import register_op
@@ -594,8 +595,11 @@ def sample(logits: torch.Tensor, temperature: float = 1.0, top_k: Optional[int] 
     tensor([1])
     """
     x, seeds, t, k, p = _checked(logits, temperature, top_k, top_p, generator)
-    out = _sample_op(x, seeds, t, k, p)
+    out = _MEMO.call(lambda: _sample_op(x, seeds, t, k, p), (x, seeds), (t, k, p))
     return out.squeeze(0) if logits.dim() == 1 else out
+
+
+_MEMO = LaunchMemo()
 
 
 def reference_sample(logits: torch.Tensor, temperature: float = 1.0, top_k: Optional[int] = None,
