@@ -1,8 +1,8 @@
 """Host (Python) time of eager fastpath calls without a GPU (``linear``, a decode-shaped
 ``scaled_dot_product_attention``, a one-token ``fused_experts``, elementwise ops, a loss with
-its backward, small-matrix ``inv_ex`` and ``pinv``, greedy ``sample``, each launch-memo user with and without a
-replay of its memo, the training ops' forward + backward with and without theirs, interleaved
-rounds): every ops module is made to believe it runs on CUDA device 0 and every
+its backward, small-matrix ``inv_ex`` and ``pinv``, greedy ``sample``, a video ``pad``, each
+launch-memo user with and without a replay of its memo, the training ops' forward + backward
+with and without theirs, interleaved rounds): every ops module is made to believe it runs on CUDA device 0 and every
 cached kernel is a no-op stub, so the figure is fastpath's own Python path (checks, shapes,
 plans, argument lists, the Launcher) without Triton's driver call. Runs on any machine;
 compare before and after a host-side change.
@@ -119,7 +119,9 @@ def main():
     from fastpath.ops import linear as linear_mod
     from fastpath.ops import attention as attention_mod
     from fastpath.ops import elementwise as ew_mod
+    from fastpath.ops import pad as pad_mod
     from fastpath.ops import sampling as sampling_mod
+    vid = torch.randn(1, 16, 1, 60, 104).bfloat16()
     logits = torch.randn(1, 151936)
     small_mod = importlib.import_module("fastpath.ops.linalg.small")
     svd_mod = importlib.import_module("fastpath.ops.linalg.svd")
@@ -163,6 +165,9 @@ def main():
              "fastpath.sample greedy 1x151936": lambda: fastpath.sample(logits, temperature=0.0),
              "fastpath.sample greedy 1x151936, a replay of the launch memo": (
                  lambda: on_cpu(sampling_mod._MEMO, lambda: fastpath.sample(logits, temperature=0.0))),
+             "fastpath.pad 1x16x1x60x104 causal": lambda: fastpath.pad(vid, (1, 1, 1, 1, 2, 0)),
+             "fastpath.pad 1x16x1x60x104 causal, a replay of the launch memo": (
+                 lambda: on_cpu(pad_mod._MEMO, lambda: fastpath.pad(vid, (1, 1, 1, 1, 2, 0)))),
              "fastpath.linalg.inv_ex 1000x3x3": lambda: fastpath.linalg.inv_ex(a3),
              "fastpath.linalg.inv_ex 1000x3x3, a replay of the launch memo": lambda: on_cpu(small_mod._INV_MEMO, inv3),
              "fastpath.linalg.pinv 1000x8x8": lambda: fastpath.linalg.pinv(p8),

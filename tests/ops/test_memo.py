@@ -138,6 +138,28 @@ def test_sample_replay(rows, args):
     _recorded(sampling._MEMO)
 
 
+def test_pad_replay():
+    """Constant (a float fill, then -0.0, NaN, int64 fills), reflect and channels-last pads
+    replayed with fresh inputs, each against F.pad."""
+    from fastpath.ops import pad
+    pad._MEMO.entries.clear()
+    cases = [(torch.float32, (1, 2, 3, 0), "constant", 1.5), (torch.float32, (1, 2, 3, 0), "constant", -0.0),
+             (torch.float32, (0, 1, 2, 2), "constant", float("nan")), (torch.float32, (2, 2, 1, 3), "reflect", None),
+             (torch.int64, (0, 3), "constant", 2 ** 40 + 1), (torch.int64, (0, 3), "constant", 2 ** 40)]
+    for dtype, p, mode, value in cases:
+        for _ in range(3):
+            x = (torch.randn(2, 8, 5, 7, device="cuda") * 100).to(dtype)
+            out = pad.pad(x, p, mode=mode, value=value)
+            ref = F.pad(x, p, mode=mode, value=value)
+            assert torch.equal(out, ref) if value == value else torch.equal(out.isnan(), ref.isnan())
+            assert torch.equal(out.signbit(), ref.signbit())
+    x = torch.randn(2, 8, 5, 7, device="cuda").to(memory_format=torch.channels_last)
+    for _ in range(3):
+        x = torch.randn_like(x)
+        assert torch.equal(pad.pad(x, (1, 1, 1, 1)), F.pad(x, (1, 1, 1, 1)))
+    _recorded(pad._MEMO)
+
+
 def _recorded(*memos):
     assert all(any(v is not None for v in m.entries.values()) for m in memos)  # recorded, then replayed
 

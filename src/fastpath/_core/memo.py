@@ -20,8 +20,8 @@ op would not be replayed (``fastpath.linear``'s matrix-vector path; its cuBLAS p
 launches nothing through Triton and is never recorded). An output that no recorded launch
 takes (made by a torch op) leaves the call unrecorded too. Users: linear, scaled_mm, softmax,
 rms_norm, fused_experts, scaled_dot_product_attention, the small-matrix inv / solve and pinv,
-frexp, heaviside, the unsigned comparisons, sample, and the eager autograd paths of mse_loss, dropout
-and batch_norm.
+frexp, heaviside, the unsigned comparisons, sample, pad, and the eager autograd paths of mse_loss,
+dropout and batch_norm.
 
 Off in Triton's interpreter, while compiling, with launch hooks set (profilers), with
 ``FASTPATH_FAST_LAUNCH=0`` or ``FASTPATH_LAUNCH_MEMO=0``, for calls autograd must record, and

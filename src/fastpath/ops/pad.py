@@ -23,6 +23,7 @@ converted to the dtype as PyTorch converts it. complex128 takes the reference pa
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Sequence
 from typing import Optional
 
@@ -33,6 +34,7 @@ from .._core import alloc
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
+from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 
 MODES = ("constant", "reflect", "replicate", "circular")
@@ -446,7 +448,13 @@ def pad(input: torch.Tensor, pad: Sequence[int], mode: str = "constant",
     torch.Size([1, 8, 5, 92, 162])
     """
     pad_list, value = _check(input, pad, mode, value)
-    return _pad_op(input, pad_list, mode, value)
+    # the value by its bits as a double (what the fill is made from) in the memo's key: -0.0
+    # is not 0.0 there, and a NaN finds its entry
+    return _MEMO.call(lambda: _pad_op(input, pad_list, mode, value), (input,),
+                      (tuple(pad_list), mode, struct.pack("<d", value)))
+
+
+_MEMO = LaunchMemo()
 
 
 FAMILY = {"name": "pad", "ops": ["pad"], "reason": triton_reason}
