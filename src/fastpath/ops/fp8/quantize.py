@@ -157,8 +157,11 @@ def _quant_launch(x2: torch.Tensor, q2: torch.Tensor, scale: torch.Tensor, GR: i
 
 def reference_quantize_fp8(x: torch.Tensor, recipe: str = "tensorwise", *, block=128,
                            dtype: torch.dtype = None):
-    """PyTorch path of :func:`quantize_fp8` (same semantics, also for non-finite input)."""
+    """PyTorch path of :func:`quantize_fp8` (same semantics and arguments, also for non-finite
+    input; ``block`` an int or a pair, as there)."""
     dtype = dtype or torch.float8_e4m3fn
+    if isinstance(block, int) and not isinstance(block, bool):
+        block = (block, block)
     fmax = fp8_max(dtype)
     xf = x.float()
     if recipe == "tensorwise":
