@@ -2,12 +2,13 @@
 ``scaled_dot_product_attention``, a one-token ``fused_experts``, elementwise ops, a loss with
 its backward, small-matrix ``inv_ex`` and ``pinv``, greedy ``sample``, a video ``pad``, each
 launch-memo user with and without a replay of its memo, the training ops' forward + backward
-with and without theirs, interleaved rounds): every ops module is made to believe it runs on CUDA device 0 and every
-cached kernel is a no-op stub, so the figure is fastpath's own Python path (checks, shapes,
-plans, argument lists, the Launcher) without Triton's driver call. Runs on any machine;
-compare before and after a host-side change.
+with and without theirs, interleaved rounds): every ops module is made to believe it runs on
+CUDA device 0 and every cached kernel is a no-op stub, so the figure is fastpath's own Python
+path (checks, shapes, plans, argument lists, the Launcher) without Triton's driver call. Runs
+on any machine; compare before and after a host-side change.
 
-    PYTHONPATH=src python scripts/host_stub.py [--profile] [NAME ...]   (NAME: only the cases whose name holds it)
+    PYTHONPATH=src python scripts/host_stub.py [--profile] [NAME ...]
+(NAME: only the cases whose name holds it; the training rounds always run)
 """
 import cProfile
 import importlib
