@@ -1,0 +1,437 @@
+"""A random-shape sweep of fastpath's public ops against PyTorch (float64 where it applies):
+random sizes, dtypes and layouts (strided and transposed inputs, channels-last, masks, GQA,
+causal, non-finite and subnormal values), every mismatch printed with its configuration. Not a
+test (the suite's tests are fixed and fast); a tool to run after a change to a kernel.
+
+    TRITON_INTERPRET=1 PYTHONPATH=src python scripts/fuzz_ops.py [SEED] [SECONDS] [--only NAME,...]
+
+(CPU tensors: ``TRITON_INTERPRET=1`` runs the Triton kernels in the interpreter; without it the
+ops take their PyTorch reference paths, and the sweep checks only those.)
+Linear-algebra results are judged against torch's own float32 error or the n cond eps bound.
+"""
+import operator
+import random
+import sys
+import time
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+import fastpath
+
+ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--") and (ONLY is None or a != ",".join(ONLY))]
+SEED = int(ARGS[0]) if ARGS else 0
+BUDGET = float(ARGS[1]) if len(ARGS) > 1 else 600
+R = random.Random(SEED)
+torch.manual_seed(SEED)
+
+
+def noncontig(t):
+    """Same values, a strided layout: every other element of a wider buffer in the last dim,
+    or a transposed copy."""
+    if t.dim() == 0:
+        return t
+    k = R.choice(["pad", "t", "same"])
+    if k == "pad":
+        buf = torch.zeros(*t.shape[:-1], t.shape[-1] * 2, dtype=t.dtype)
+        buf[..., ::2] = t
+        return buf[..., ::2]
+    if k == "t" and t.dim() >= 2:
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return t
+
+
+def rel(a, b):
+    if a.is_complex() or b.is_complex():
+        a, b = torch.view_as_real(a.to(torch.complex128)), torch.view_as_real(b.to(torch.complex128))
+    a, b = a.double(), b.double()
+    d = (a - b).norm().item()
+    n = b.norm().item()
+    return d / n if n > 0 else d
+
+
+def dt():
+    return R.choice([torch.float32, torch.bfloat16, torch.float16])
+
+
+TOL = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 3e-3, torch.float64: 1e-10}
+
+
+def case_linear():
+    d = dt()
+    K, N = R.randint(1, 300), R.randint(1, 300)
+    lead = R.choice([(R.randint(1, 20),), (R.randint(1, 3), R.randint(1, 5)), (1, 1)])
+    x = noncontig(torch.randn(*lead, K).to(d))
+    w = noncontig(torch.randn(N, K).to(d))
+    b = torch.randn(N).to(d) if R.random() < 0.5 else None
+    out = fastpath.linear(x, w, b)
+    ref = F.linear(x.double(), w.double(), None if b is None else b.double())
+    tol = TOL[d] * 4 if d != torch.float32 else 1e-5
+    return out.shape == ref.shape and out.dtype == d and rel(out, ref) <= tol, (d, lead, K, N, b is not None)
+
+
+def case_softmax():
+    d = dt()
+    shape = [R.randint(1, 7) for _ in range(R.randint(1, 3))]
+    shape[-1] = R.choice([1, 3, 67, 1000, 4099])
+    x = noncontig(torch.randn(*shape).to(d) * R.choice([1, 10, 100]))
+    dim = R.randrange(-len(shape), len(shape))
+    log = R.random() < 0.5
+    out = (fastpath.log_softmax if log else fastpath.softmax)(x, dim)
+    ref = (torch.log_softmax if log else torch.softmax)(x.double(), dim)
+    return out.shape == ref.shape and rel(out, ref) <= TOL[d] * 2, (d, shape, dim, log)
+
+
+def case_pad():
+    d = R.choice([torch.float32, torch.bfloat16, torch.int32])
+    nd = R.randint(3, 5)
+    shape = [R.randint(1, 6) for _ in range(nd)]
+    mode = R.choice(["constant", "reflect", "replicate", "circular"])
+    nspatial = nd - 2 if mode != "constant" else R.randint(1, nd)
+    pads = []
+    for i in range(nspatial):
+        n = shape[-1 - i]
+        lim = n - 1 if mode == "reflect" else n
+        lo = R.randint(-min(1, n - 1) if mode == "constant" else 0, max(lim, 0))
+        hi = R.randint(0, max(lim, 0))
+        pads += [lo, hi]
+    x = noncontig((torch.randn(*shape) * 10).to(d))
+    if R.random() < 0.3 and nd in (4, 5):
+        x = x.contiguous(memory_format=torch.channels_last if nd == 4 else torch.channels_last_3d)
+    value = R.choice([0.0, 1.5, -2.0]) if mode == "constant" else None
+    try:
+        ref = F.pad(x, pads, mode=mode, value=value)
+    except Exception:
+        return True, None  # torch refuses: not compared
+    out = fastpath.pad(x, pads, mode=mode, value=value)
+    return out.shape == ref.shape and torch.equal(out, ref), (d, shape, mode, pads, value)
+
+
+def case_sdpa():
+    d = R.choice([torch.float32, torch.bfloat16])
+    B, Hkv = R.randint(1, 2), R.choice([1, 2])
+    G = R.choice([1, 2, 4])
+    Lq = R.choice([1, 1, 3, 17])
+    Lk = R.choice([1, 5, 67, 130])
+    D = R.choice([16, 64, 80, 128])
+    q = torch.randn(B, Hkv * G, Lq, D).to(d)
+    k = torch.randn(B, Hkv, Lk, D).to(d)
+    v = torch.randn(B, Hkv, Lk, D).to(d)
+    causal = R.random() < 0.3 and Lq <= Lk
+    mask = None
+    if not causal and R.random() < 0.3:
+        mask = torch.rand(B, 1, Lq, Lk) > 0.3
+        mask[..., 0] = True
+    out = fastpath.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=True)
+    kk, vv = k.double().repeat_interleave(G, 1), v.double().repeat_interleave(G, 1)
+    if causal:  # torch's convention (the causal mask aligned top-left)
+        ref = F.scaled_dot_product_attention(q.double(), kk, vv, is_causal=True)
+    else:
+        ref = F.scaled_dot_product_attention(q.double(), kk, vv, attn_mask=mask)
+    tol = 1e-4 if d == torch.float32 else 2e-2
+    return out.shape == ref.shape and rel(out, ref) <= tol, (d, B, Hkv, G, Lq, Lk, D, causal, mask is not None)
+
+
+def case_unsigned():
+    d = R.choice([torch.uint8, torch.uint16, torch.uint32, torch.uint64])
+    info = torch.iinfo(d)
+    n = R.randint(1, 3000)
+    hi = min(info.max, 2 ** 63 - 1)
+
+    def rnd():
+        if d == torch.uint64:  # every 64-bit pattern, through int64's bits
+            return torch.randint(-2 ** 63, 2 ** 63 - 1, (n,), dtype=torch.int64).view(torch.uint64)
+        return torch.randint(0, hi, (n,), dtype=torch.int64).to(d)
+    a, b = rnd(), rnd()
+    b[: n // 3] = a[: n // 3]
+    op = R.choice(["eq", "ne", "lt", "le", "gt", "ge", "minimum", "maximum"])
+    out = getattr(fastpath, op)(a, b)
+    if d == torch.uint64:
+        au = [int(x) & (2 ** 64 - 1) for x in a.view(torch.int64).tolist()]
+        bu = [int(x) & (2 ** 64 - 1) for x in b.view(torch.int64).tolist()]
+    else:
+        au, bu = a.to(torch.int64).tolist(), b.to(torch.int64).tolist()
+    f = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+         "ge": operator.ge, "minimum": min, "maximum": max}[op]
+    exp = [f(x, y) for x, y in zip(au, bu)]
+    if op in ("minimum", "maximum"):
+        as64 = out.view(torch.int64) if d == torch.uint64 else out.to(torch.int64)
+        got = [int(x) & (2 ** 64 - 1) for x in as64.tolist()]
+    else:
+        got = out.tolist()
+    return got == exp, (d, n, op)
+
+
+def case_take():
+    d = R.choice([torch.float32, torch.int64, torch.bool, torch.bfloat16])
+    shape = [R.randint(1, 9) for _ in range(R.randint(0, 3))]
+    x = noncontig((torch.randn(shape) * 5).to(d))
+    n = x.numel()
+    idx = torch.randint(-n, n, [R.randint(0, 6) for _ in range(R.randint(0, 2))])
+    out = fastpath.take(x, idx)
+    return torch.equal(out, torch.take(x, idx)), (d, shape, tuple(idx.shape))
+
+
+def case_frexp():
+    d = R.choice([torch.float32, torch.float16, torch.bfloat16, torch.float64])
+    n = R.randint(1, 2000)
+    x = torch.randn(n, dtype=torch.float64) * torch.exp2(torch.randint(-160, 160, (n,)).double())
+    x = x.to(d)
+    specials = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), torch.finfo(d).tiny / 4,
+                             -torch.finfo(d).tiny / 3, torch.finfo(d).max], dtype=d)
+    x = torch.cat([x, specials])
+    m, e = fastpath.frexp(x)
+    rm, re_ = torch.frexp(x)
+    ok = torch.equal(e, re_) and torch.equal(m.isnan(), rm.isnan()) and torch.equal(m[~m.isnan()], rm[~rm.isnan()])
+    return ok, (d, n)
+
+
+def case_heaviside():
+    d = R.choice([torch.float32, torch.float16, torch.bfloat16])
+    n = R.randint(1, 2000)
+    x = torch.randn(n).to(d)
+    x[: n // 4] = 0
+    v = torch.randn(n).to(d) if R.random() < 0.5 else torch.randn(1).to(d)
+    return torch.equal(fastpath.heaviside(x, v), torch.heaviside(x, v)), (d, n, tuple(v.shape))
+
+
+def case_bincount():
+    dtype = R.choice([torch.uint8, torch.int16, torch.int32, torch.int64])
+    hi = R.choice([1, 2, 67, 255 if dtype == torch.uint8 else 3000])
+    n = R.randint(0, 5000)
+    x = torch.randint(0, hi, (n,)).to(dtype)
+    w = torch.randn(n) if R.random() < 0.3 else None
+    ml = R.choice([0, 1, hi, hi + 7])
+    out = fastpath.bincount(x, w, minlength=ml)
+    ref = torch.bincount(x.long(), None if w is None else w.double(), minlength=ml)
+    if w is None:
+        ok = out.shape == ref.shape and torch.equal(out, ref)
+    else:  # float32 sums: within a few ulps of the sum of magnitudes per bin
+        mag = torch.bincount(x.long(), w.double().abs(), minlength=ml)
+        ok = out.shape == ref.shape and bool(((out.double() - ref).abs() <= 1e-6 * mag + 1e-30).all())
+    return ok, (dtype, hi, n, w is not None, ml)
+
+
+def case_rms_norm():
+    d = dt()
+    H = R.choice([1, 7, 67, 128, 2048, 3000])
+    lead = [R.randint(1, 5) for _ in range(R.randint(1, 2))]
+    x = noncontig(torch.randn(*lead, H).to(d))
+    w = torch.randn(H).to(d)
+    out = fastpath.rms_norm(x, w, 1e-6)
+    ref = F.rms_norm(x.double(), (H,), w.double(), 1e-6)
+    return rel(out, ref) <= TOL[d] * 2, (d, lead, H)
+
+
+def case_linalg():
+    d = R.choice([torch.float32, torch.float64, torch.complex64])
+    n = R.randint(1, 16)
+    b = R.randint(1, 40)
+    A = torch.randn(b, n, n, dtype=d) + (n ** 0.5) * torch.eye(n, dtype=d)
+    which = R.choice(["inv", "solve", "det", "lu"])
+    A64 = A.to(torch.complex128 if d.is_complex else torch.float64)
+    eps = 1.2e-7 if d != torch.float64 else 2.3e-16
+    cond = torch.linalg.cond(A64).max().item()
+
+    def close(ours, torch32, ref):  # within 10x torch's own error, or of the n cond eps bound
+        return rel(ours, ref) <= max(10 * rel(torch32, ref), 4 * n * cond * eps)
+    if which == "inv":
+        return close(fastpath.linalg.inv(A), torch.linalg.inv(A), torch.linalg.inv(A64)), (d, n, b, which)
+    if which == "solve":
+        k = R.randint(1, 16)
+        B = torch.randn(b, n, k, dtype=d)
+        return close(fastpath.linalg.solve(A, B), torch.linalg.solve(A, B),
+                     torch.linalg.solve(A64, B.to(A64.dtype))), (d, n, b, k, which)
+    if which == "det":
+        return close(fastpath.linalg.det(A / 2), torch.linalg.det(A / 2), torch.linalg.det(A64 / 2)), (d, n, b, which)
+    LU, piv = fastpath.linalg.lu_factor(A)
+    rLU, rpiv = torch.linalg.lu_factor(A64)
+    P, L, U = torch.lu_unpack(LU.to(A64.dtype), piv)
+    return rel(P @ L @ U, A64) <= 50 * n * (1e-7 if d != torch.float64 else 1e-16), (d, n, b, which)
+
+
+def case_mse():
+    d = dt()
+    shape = [R.randint(1, 9) for _ in range(R.randint(1, 3))]
+    a = noncontig(torch.randn(*shape).to(d)).requires_grad_()
+    t = torch.randn(*shape).to(d)
+    red = R.choice(["none", "mean", "sum"])
+    out = fastpath.mse_loss(a, t, reduction=red)
+    g = torch.randn_like(out)
+    (ga,) = torch.autograd.grad(out, a, g)
+    a64 = a.detach().double().requires_grad_()
+    ref = F.mse_loss(a64, t.double(), reduction=red)
+    (ra,) = torch.autograd.grad(ref, a64, g.double())
+    return rel(out, ref) <= TOL[d] * 2 and rel(ga, ra) <= TOL[d] * 2, (d, shape, red)
+
+
+def case_grouped_mm():
+    d = R.choice([torch.bfloat16, torch.float32])
+    G, K, N = R.randint(1, 5), R.randint(1, 70), R.randint(1, 70)
+    sizes = [R.randint(0, 20) for _ in range(G)]
+    offs = torch.tensor(sizes).cumsum(0).to(torch.int32)
+    a = noncontig(torch.randn(sum(sizes), K).to(d))
+    b = torch.randn(G, K, N).to(d)
+    if R.random() < 0.5:
+        b = b.transpose(1, 2).contiguous().transpose(1, 2)
+    out = fastpath.grouped_mm(a, b, offs=offs)
+    ref = torch.cat([a[s - n:s].double() @ b[g].double() for g, (n, s) in enumerate(zip(sizes, offs.tolist()))]) \
+        if sum(sizes) else torch.zeros(0, N, dtype=torch.float64)
+    tol = 1e-5 if d == torch.float32 else 2e-2
+    return out.shape == ref.shape and rel(out, ref) <= tol, (d, G, K, N, sizes)
+
+
+def case_fused_experts():
+    d = torch.bfloat16
+    E, H, I = R.choice([4, 8, 16]), R.choice([16, 64, 96]), R.choice([16, 32, 48])
+    k = R.randint(1, min(4, E))
+    T = R.choice([1, 2, 5, 17])
+    x = torch.randn(T, H).to(d)
+    ids = torch.stack([torch.randperm(E)[:k] for _ in range(T)]).to(torch.int32)
+    w = torch.rand(T, k)
+    gu = (torch.randn(E, 2 * I, H) * H ** -0.5).to(d)
+    dn = (torch.randn(E, H, I) * I ** -0.5).to(d)
+    out = fastpath.fused_experts(x, ids, w, gu, dn)
+    ref = torch.zeros(T, H, dtype=torch.float64)
+    for t in range(T):
+        for j in range(k):
+            e = int(ids[t, j])
+            gate, up = (gu[e].double() @ x[t].double()).chunk(2)
+            h = F.silu(gate) * up
+            ref[t] += w[t, j].double() * (dn[e].double() @ h)
+    return rel(out, ref) <= 3e-2, (E, H, I, k, T)
+
+
+def case_scaled_mm():
+    M, K, N = R.choice([1, 3, 16, 17, 40]), R.choice([16, 48, 130]), R.choice([16, 33, 100])
+    recipe = R.choice(["tensorwise", "rowwise"])
+    a = torch.randn(M, K) * 3
+    bmat = torch.randn(N, K)
+    qa, sa = fastpath.quantize_fp8(a, recipe)
+    qb, sb = fastpath.quantize_fp8(bmat, recipe)
+    kind = fastpath.ScalingType.TensorWise if recipe == "tensorwise" else fastpath.ScalingType.RowWise
+    od = R.choice([torch.bfloat16, torch.float32])
+    out = fastpath.scaled_mm(qa, qb.t(), sa, kind, sb.t() if recipe == "rowwise" else sb, kind, output_dtype=od)
+    ref = (qa.double() * sa.double().reshape(-1, 1)) @ (qb.double() * sb.double().reshape(-1, 1)).t()
+    tol = 1e-5 if od == torch.float32 else 1e-2
+    return out.dtype == od and rel(out, ref) <= tol, (M, K, N, recipe, od)
+
+
+def case_quantize():
+    recipe = R.choice(["tensorwise", "rowwise", "blockwise"])
+    shape = (R.randint(1, 300), R.randint(1, 300))
+    x = torch.randn(shape) * R.choice([1e-3, 1, 1e3])
+    if R.random() < 0.2:
+        x[0] = 0
+    kw = {"block": 128} if recipe == "blockwise" else {}
+    try:
+        q, s = fastpath.quantize_fp8(x, recipe, **kw)
+    except ValueError:
+        return True, None
+    rq, rs = fastpath.reference_quantize_fp8(x, recipe, **kw)
+    ok = torch.equal(q.view(torch.uint8), rq.view(torch.uint8)) and torch.allclose(s, rs)
+    return ok, (recipe, shape)
+
+
+def case_conv1d():
+    d = R.choice([torch.float32, torch.bfloat16])
+    B, C, L, K = R.randint(1, 3), R.choice([1, 4, 7, 16]), R.randint(1, 40), R.choice([1, 3, 4, 5])
+    groups = R.choice([1, C])
+    Cout = C if groups == C else R.choice([1, 5, 8])
+    stride, dil = R.randint(1, 3), R.randint(1, 2)
+    pad = R.choice([0, 1, 2, "same"]) if stride == 1 else R.choice([0, 1, 2])
+    if (L + 2 * (pad if isinstance(pad, int) else K) - dil * (K - 1) - 1) < 0:
+        return True, None
+    x = noncontig(torch.randn(B, C, L).to(d))
+    w = torch.randn(Cout, C // groups, K).to(d)
+    b = torch.randn(Cout).to(d) if R.random() < 0.5 else None
+    try:
+        ref = F.conv1d(x.double(), w.double(), None if b is None else b.double(), stride, pad, dil, groups)
+    except Exception:
+        return True, None
+    out = fastpath.conv1d(x, w, b, stride, pad, dil, groups)
+    tol = 1e-5 if d == torch.float32 else 2e-2
+    return out.shape == ref.shape and rel(out, ref) <= tol, (d, B, C, Cout, L, K, groups, stride, pad, dil)
+
+
+def case_dropout():
+    d = R.choice([torch.float32, torch.bfloat16])
+    n = R.randint(1, 5000)
+    p = R.choice([0.0, 0.1, 0.5, 0.9, 1.0])
+    x = torch.randn(n).to(d).requires_grad_()
+    y = fastpath.dropout(x, p, training=True, generator=torch.Generator().manual_seed(3))
+    y2 = fastpath.dropout(x, p, training=True, generator=torch.Generator().manual_seed(3))
+    keep = y != 0
+    scale = 1.0 / (1 - p) if p < 1 else 0.0
+    ok = torch.equal(y, y2) and (p < 1 or not keep.any())
+    if p < 1:
+        ok = ok and rel(y[keep], (x.detach()[keep].double() * scale)) <= TOL[d]
+    g = torch.randn(n).to(d)
+    (gx,) = torch.autograd.grad(y, x, g)
+    if p < 1:
+        m = (y.detach() != 0) | (x.detach() == 0)
+        ok = ok and rel(gx[keep], g[keep].double() * scale) <= TOL[d] and bool((gx[~m] == 0).all())
+    return ok, (d, n, p)
+
+
+def case_batch_norm():
+    d = R.choice([torch.float32, torch.bfloat16])
+    shape = R.choice([(R.randint(2, 9), R.randint(1, 7)), (R.randint(1, 4), R.randint(1, 7), R.randint(1, 9)),
+                      (R.randint(1, 3), R.randint(1, 5), R.randint(1, 5), R.randint(1, 6))])
+    if shape[0] * (1 if len(shape) == 2 else torch.tensor(shape[2:]).prod().item()) < 2:
+        return True, None
+    C = shape[1]
+    x = torch.randn(*shape).to(d)
+    if len(shape) == 4 and R.random() < 0.5:
+        x = x.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_()
+    w = torch.randn(C, requires_grad=True)
+    b = torch.randn(C, requires_grad=True)
+    rm, rv = torch.randn(C), torch.rand(C) + 0.5
+    rm2, rv2 = rm.clone().double(), rv.clone().double()
+    y = fastpath.batch_norm(x, rm, rv, w.to(d) if d != torch.float32 else w, b.to(d) if d != torch.float32 else b,
+                            training=True)
+    x64 = x.detach().double().requires_grad_()
+    w64, b64 = w.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    ref = F.batch_norm(x64, rm2, rv2, w64, b64, training=True)
+    g = torch.randn(*shape)
+    gx, = torch.autograd.grad(y, x, g.to(d))
+    rgx, = torch.autograd.grad(ref, x64, g.double())
+    tol = 1e-4 if d == torch.float32 else 3e-2
+    xt = x.detach().clone().requires_grad_()
+    yt = F.batch_norm(xt, None, None, w.detach().to(d), b.detach().to(d), training=True)
+    tgx, = torch.autograd.grad(yt, xt, g.to(d))
+    ok = (rel(y, ref) <= tol and rel(gx, rgx) <= 10 * rel(tgx, rgx) + tol and rel(rm, rm2) <= 1e-4
+          and rel(rv, rv2) <= 1e-4)
+    return ok, (d, shape, x.is_contiguous())
+
+
+CASES = [case_linear, case_softmax, case_pad, case_sdpa, case_unsigned, case_take, case_frexp, case_heaviside,
+         case_bincount, case_rms_norm, case_linalg, case_mse, case_grouped_mm, case_fused_experts, case_scaled_mm,
+         case_quantize, case_conv1d, case_dropout, case_batch_norm]
+
+
+def main():
+    todo = [c for c in CASES if ONLY is None or any(o in c.__name__ for o in ONLY)]
+    fails, counts = [], {}
+    t0, i = time.time(), 0
+    while todo and time.time() - t0 < BUDGET:
+        c = todo[i % len(todo)]
+        i += 1
+        counts[c.__name__] = counts.get(c.__name__, 0) + 1
+        try:
+            ok, cfg = c()
+        except Exception as exc:  # noqa: BLE001 - an error where torch gave an answer
+            where = traceback.format_exc().splitlines()[-3][:160]
+            ok, cfg = False, f"raised {type(exc).__name__}: {str(exc)[:300]} / {where}"
+        if not ok:
+            print("FAIL", c.__name__, cfg, flush=True)
+            fails.append((c.__name__, cfg))
+    print("cases", counts, "mismatches", len(fails), flush=True)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
