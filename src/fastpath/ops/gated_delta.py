@@ -85,13 +85,26 @@ def _conv_hist(m, ch, ring, w_ptr, pos, scc, sct, swc, swk, KC: tl.constexpr):
 
 
 @triton.jit
-def _conv_out(x_ptrs, m, acc, w_last):
-    """The conv's last tap on the raw input at ``x_ptrs``, SiLU, rounded to the input dtype as
-    the conv kernel stores it. Returns (float32 output, raw input)."""
-    x = tl.load(x_ptrs, mask=m, other=0.0)
+def _conv_out(x, acc, w_last):
+    """The conv's last tap on the token's raw input ``x``, SiLU, rounded to the input dtype as
+    the conv kernel stores it (float32)."""
     acc += x.to(tl.float32) * w_last
     acc = acc / (1.0 + tl.exp(-acc))
-    return round_to(acc, x.dtype).to(tl.float32), x
+    return round_to(acc, x.dtype).to(tl.float32)
+
+
+@triton.jit
+def _delta_step(S, q, k, v, gt, bt, valid, scale, decay, dtb, L2NORM: tl.constexpr, RAW_GATES: tl.constexpr):
+    """One token of the gated delta rule on the state tile S (BK, BV), float32: returns the
+    new state and the token's output (zero where not ``valid``)."""
+    if RAW_GATES:
+        gt, bt = _raw_gates(gt, bt, decay, dtb)
+    q = _l2norm(q, L2NORM, 0) * scale
+    k = _l2norm(k, L2NORM, 0)
+    S = S * tl.exp(gt)
+    d = (v - tl.sum(S * k[:, None], axis=0)) * bt
+    S = S + k[:, None] * d[None, :]
+    return S, tl.where(valid, tl.sum(S * q[:, None], axis=0), 0.0)
 
 
 @triton.jit
@@ -106,8 +119,10 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
                       PDL: tl.constexpr = 0):
     # KC > 0: q, k, v are the raw inputs of a KC-tap conv whose ring state cs (B, C, KC) is
     # indexed by token position (pos_ptr); channels q: [0, kd), k: [kd, 2 kd), v: [2 kd, C).
-    # One token (T == 1). Reads touch the KC - 1 slots of earlier tokens, writes only slot
-    # pos % KC: programs sharing a key head never race.
+    # One token (T == 1), without the token loop: every load that depends on no other (the
+    # token's inputs and gates, the slot, the position) is issued before the state and the
+    # ring are read, so their latencies overlap. Reads touch the KC - 1 slots of earlier
+    # tokens, writes only slot pos % KC: programs sharing a key head never race.
     pdl_start(PDL)
     pid_v = tl.program_id(0)
     pid_bh = tl.program_id(1)
@@ -118,6 +133,19 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
     ov = pid_v * BV + tl.arange(0, BV)
     mk = ok < Dk
     mv = ov < Dv
+    q_ptr += b * sqb + hk * sqh + ok * sqd
+    k_ptr += b * skb + hk * skh + ok * skd
+    v_ptr += b * svb + h * svh + ov * svd
+    g_ptr += b * sgb + h * sgh
+    b_ptr += b * sbb + h * sbh
+    o_ptr += b * sob + h * soh + ov
+    if KC > 0:
+        xq = tl.load(q_ptr, mask=mk, other=0.0)
+        xk = tl.load(k_ptr, mask=mk, other=0.0)
+        xv = tl.load(v_ptr, mask=mv, other=0.0)
+        gt = tl.load(g_ptr).to(tl.float32)
+        bt = tl.load(b_ptr).to(tl.float32)
+        pos = tl.load(pos_ptr + b)
     if HAS_IDX:  # a slot of a state pool; a negative slot is padding: zero output, no update
         slot = tl.load(idx_ptr + b).to(tl.int64)
     else:
@@ -129,56 +157,43 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
                     mask=smask, other=0.0).to(tl.float32)
     else:
         S = tl.zeros([BK, BV], dtype=tl.float32)
-    q_ptr += b * sqb + hk * sqh + ok * sqd
-    k_ptr += b * skb + hk * skh + ok * skd
-    v_ptr += b * svb + h * svh + ov * svd
-    g_ptr += b * sgb + h * sgh
-    b_ptr += b * sbb + h * sbh
-    o_ptr += b * sob + h * soh + ov
+    decay = 0.0
+    dtb = 0.0
     if RAW_GATES:  # Qwen3.5's gating from the raw projections: g = -exp(A_log) softplus(a + dt_bias)
         decay = -tl.exp(tl.load(alog_ptr + h).to(tl.float32))
         dtb = tl.load(dtb_ptr + h).to(tl.float32)
     if KC > 0:
-        pos = tl.load(pos_ptr + b)
         ring = cs_ptr + b * scb
         cq = hk * Dk + ok
         cv = 2 * kd + h * Dv + ov
         aq, wq = _conv_hist(mk, cq, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
         ak, wk = _conv_hist(mk, cq + kd, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
         av, wv = _conv_hist(mv, cv, ring, cw_ptr, pos, scc, sct, swc, swk, KC)
-    for _ in range(T):  # the pointers advance by a token each step (64-bit arithmetic)
-        if KC > 0:
-            q, xq = _conv_out(q_ptr, mk, aq, wq)
-            k, xk = _conv_out(k_ptr, mk, ak, wk)
-            v, xv = _conv_out(v_ptr, mv, av, wv)
-            mine = ring + (pos % KC) * sct  # this token's ring slot
-            cdt = cs_ptr.dtype.element_ty
-            tl.store(mine + cv * scc, xv.to(cdt), mask=mv)
-            # one writer for the shared q/k channels (a vector mask: the interpreter needs it)
-            own = mk & ((tl.zeros([BK], dtype=tl.int32) + (h % GROUP) + pid_v) == 0)
-            tl.store(mine + cq * scc, xq.to(cdt), mask=own)
-            tl.store(mine + (cq + kd) * scc, xk.to(cdt), mask=own)
-        else:
+        mine = ring + (pos % KC) * sct  # this token's ring slot
+        cdt = cs_ptr.dtype.element_ty
+        tl.store(mine + cv * scc, xv.to(cdt), mask=mv)
+        # one writer for the shared q/k channels (a vector mask: the interpreter needs it)
+        own = mk & ((tl.zeros([BK], dtype=tl.int32) + (h % GROUP) + pid_v) == 0)
+        tl.store(mine + cq * scc, xq.to(cdt), mask=own)
+        tl.store(mine + (cq + kd) * scc, xk.to(cdt), mask=own)
+        S, o = _delta_step(S, _conv_out(xq, aq, wq), _conv_out(xk, ak, wk), _conv_out(xv, av, wv), gt, bt,
+                           valid, scale, decay, dtb, L2NORM, RAW_GATES)
+        tl.store(o_ptr, round_to(o, o_ptr.dtype.element_ty), mask=mv)
+    else:
+        for _ in range(T):  # the pointers advance by a token each step (64-bit arithmetic)
             q = tl.load(q_ptr, mask=mk, other=0.0).to(tl.float32)
             k = tl.load(k_ptr, mask=mk, other=0.0).to(tl.float32)
             v = tl.load(v_ptr, mask=mv, other=0.0).to(tl.float32)
-        gt = tl.load(g_ptr).to(tl.float32)
-        bt = tl.load(b_ptr).to(tl.float32)
-        if RAW_GATES:
-            gt, bt = _raw_gates(gt, bt, decay, dtb)
-        q = _l2norm(q, L2NORM, 0) * scale
-        k = _l2norm(k, L2NORM, 0)
-        S = S * tl.exp(gt)
-        d = (v - tl.sum(S * k[:, None], axis=0)) * bt
-        S = S + k[:, None] * d[None, :]
-        o = tl.where(valid, tl.sum(S * q[:, None], axis=0), 0.0)
-        tl.store(o_ptr, round_to(o, o_ptr.dtype.element_ty), mask=mv)
-        q_ptr += sqt
-        k_ptr += skt
-        v_ptr += svt
-        g_ptr += sgt
-        b_ptr += sbt
-        o_ptr += sot
+            gt = tl.load(g_ptr).to(tl.float32)
+            bt = tl.load(b_ptr).to(tl.float32)
+            S, o = _delta_step(S, q, k, v, gt, bt, valid, scale, decay, dtb, L2NORM, RAW_GATES)
+            tl.store(o_ptr, round_to(o, o_ptr.dtype.element_ty), mask=mv)
+            q_ptr += sqt
+            k_ptr += skt
+            v_ptr += svt
+            g_ptr += sgt
+            b_ptr += sbt
+            o_ptr += sot
     tl.store(so_ptr + slot * ssb + h * ssh + ok[:, None] * ssk + ov[None, :] * ssv, S, mask=smask)
 
 
