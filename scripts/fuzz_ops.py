@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import fastpath
+from fastpath.bench.harness import rel_error
 
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--") and (ONLY is None or a != ",".join(ONLY))]
@@ -44,12 +45,10 @@ def noncontig(t):
 
 
 def rel(a, b):
+    """The bench's ``||a - b|| / ||b||`` (complex tensors as their (re, im) pairs)."""
     if a.is_complex() or b.is_complex():
         a, b = torch.view_as_real(a.to(torch.complex128)), torch.view_as_real(b.to(torch.complex128))
-    a, b = a.double(), b.double()
-    d = (a - b).norm().item()
-    n = b.norm().item()
-    return d / n if n > 0 else d
+    return rel_error(a.detach(), b.detach())
 
 
 def dt():

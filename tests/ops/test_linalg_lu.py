@@ -1,7 +1,6 @@
 """fastpath.ops.linalg (lu, triangular): lu_factor(_ex), lu_solve, det, slogdet and
 solve_triangular against torch.linalg in float64 / complex128 on the CPU. Factorisations are
 judged by reconstruction (P L U = A), solves by their error relative to the condition number."""
-
 import pytest
 import torch
 

@@ -50,9 +50,11 @@ SOLVE_MAX_N = 1024
 TILE_ELEMS = 8192 if INTERPRET else 2048
 #: Warps of a blocked-path program (one matrix).
 BLOCKED_WARPS = 8
+
+
 @triton.jit
-def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M: tl.constexpr,
-              W: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
+def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
+              PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
     """LU of columns 0..jcnt-1 of the tile (BB, M, W): tile row i is matrix row i, tile column j
     is matrix column k0 + j, pivot rows k0 + j .. m-1. Rows above k0 are left as they are.
     Returns the tile (L below the diagonal, U on and above), the pivots (BB, W) 1-based,
@@ -148,8 +150,8 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
         b3 = b64[:, None, None]
         amask = (b3 < nbatch) & (r3 < m) & (c3 < n)
         ar, ai = _ld(a_ptr, b3 * sab + r3 * sar + c3 * sac, amask, CPLX)
-        ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, 0, m, kmax, info, d_r, d_i, la, M, W, PIVOT,
-                                                    DET, CPLX)
+        ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, 0, m, kmax, info, d_r, d_i, la,
+                                                    M, W, PIVOT, DET, CPLX)
         if STORE_LU:
             _st(lu_ptr, b3 * slb + r3 * slr + c3 * slc, ar, ai, amask, CPLX)
             tl.store(piv_ptr + b64[:, None] * spb + c2, piv, mask=in_b[:, None] & (c2 < kmax))
@@ -169,8 +171,8 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             pmask = (r3 < m) & (k0 + c3 < n)
             poffs = r3 * slr + (k0 + c3) * slc
             ar, ai = _ld(base, poffs, pmask, CPLX)
-            ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M, W,
-                                                        PIVOT, DET, CPLX)
+            ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la,
+                                                        M, W, PIVOT, DET, CPLX)
             _st(base, poffs, ar, ai, pmask, CPLX)
             tl.store(pb + k0 + c2, piv, mask=c2 < jcnt)
             tl.debug_barrier()
