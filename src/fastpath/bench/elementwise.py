@@ -123,7 +123,7 @@ def cases() -> list:
              nbytes=lambda s, i: 3 * _numel(s) * i, target=("pct_copy", 85.0)),
         Case(suite="elementwise", name="take 16M of 64M", shape=(1 << 26, 1 << 24), dtype="float32",
              ours=ew.take, native=torch.take, check=_exact, make=_take_inputs, cpu_shape=(5000, 777),
-             nbytes=lambda s, i: s[1] * (8 + 2 * i), target=("pct_copy", 85.0)),
+             nbytes=lambda s, i: s[1] * (8 + 2 * i), target=("pct_copy", 85.0), capturable=False),
         Case(suite="elementwise", name="take nosync 16M of 64M", shape=(1 << 26, 1 << 24), dtype="float32",
              ours=lambda x, i: ew.take(x, i, validate=False), native=torch.take, check=_exact,
              make=_take_inputs, cpu_shape=(5000, 777), nbytes=lambda s, i: s[1] * (8 + 2 * i)),
