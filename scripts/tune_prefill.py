@@ -15,14 +15,14 @@ from triton.testing import do_bench
 AP = importlib.import_module("fastpath.ops.attention_prefill")
 DEFAULTS = dict(AP.TUNED)
 
-#: (tensor descriptors?, (BLOCK_M, BLOCK_N, warps, stages), SOFTMAX variant); None: the
-#: module's TUNED entry. A case is (B, Hq, Hkv, L, D, causal[, dtype name]). Earlier sweeps
+#: (tensor descriptors?, (BLOCK_M, BLOCK_N, warps, stages), SOFTMAX variant, HEADS_FIRST launch
+#: order); None: the module's TUNED entry. A case is (B, Hq, Hkv, L, D, causal[, dtype name]). Earlier sweeps
 #: (commits cab6940, f4ffd1d): 128 x 64 / 8 warps / 3 stages 0.71x of torch on the causal
 #: 4096 case, 64 x 64 / 4 / 3 with tensor descriptors 0.81x (pointer loads 0.72x). A SOFTMAX 2
 #: was lazy rescaling, then float16 exponentials two an instruction (ex2.approx.f16x2; 167f33d:
 #: 0.80x against mode 1's 0.83x, every case slower); both removed.
-CONFIGS = [(True, None, mode) for mode in (0, 1)] + [(True, (64, 64, 4, 2), 1), (True, (128, 64, 8, 3), 1),
-                                                     (True, (64, 128, 4, 3), 1)]
+CONFIGS = [(True, None, 1, hf) for hf in (False, True)] + [(True, cfg, 1, True) for cfg in (
+    (64, 64, 4, 2), (128, 64, 8, 3), (64, 128, 4, 3), (128, 128, 8, 2))] + [(True, None, 1, False)]
 CASES = [(1, 32, 8, 4096, 128, True), (1, 32, 8, 4096, 128, False), (4, 32, 8, 1024, 128, True),
          (1, 16, 2, 4096, 256, True), (1, 32, 8, 4096, 64, True), (1, 32, 8, 4096, 128, True, "float16")]
 
@@ -44,22 +44,22 @@ def main():
               f"({fl / t_torch / 1e9:4.0f} TFLOP/s)", flush=True)
         bd = min(max(D, 64), 256)
         default = DEFAULTS[bd]
-        for tma, cfg, mode in CONFIGS:
+        for tma, cfg, mode, hf in CONFIGS:
             cfg = cfg or default
             if D == 256 and cfg[0] * cfg[1] * cfg[3] > 64 * 64 * 3:
                 continue
-            AP.USE_TMA, AP.TUNED[bd], AP.SOFTMAX_MODE = tma, cfg, mode
+            AP.USE_TMA, AP.TUNED[bd], AP.SOFTMAX_MODE, AP.HEADS_FIRST = tma, cfg, mode, hf
             fn = (lambda: AP.prefill_attention(q, k, v, causal=causal, scale=D ** -0.5))
-            rec = dict(case=[B, Hq, Hkv, L, D, causal, str(dt)], tma=tma, cfg=cfg, softmax=mode, torch_us=t_torch * 1e3)
+            rec = dict(case=[B, Hq, Hkv, L, D, causal, str(dt)], tma=tma, cfg=cfg, softmax=mode, heads_first=hf, torch_us=t_torch * 1e3)
             try:
                 err = ((fn().float() - want.float()).norm() / want.float().norm()).item()
                 t = do_bench(fn, return_mode="median")
                 rec.update(us=t * 1e3, ratio=t_torch / t, err=err)
-                print(f"  tma={tma:d} {cfg} softmax {mode}: {t * 1e3:7.1f} us x{t_torch / t:4.2f} "
+                print(f"  tma={tma:d} {cfg} softmax {mode} heads_first {hf:d}: {t * 1e3:7.1f} us x{t_torch / t:4.2f} "
                       f"({fl / t / 1e9:4.0f} TFLOP/s) err {err:.1e}", flush=True)
             except Exception as exc:  # noqa: BLE001
                 rec.update(error=f"{type(exc).__name__}: {str(exc)[:300]}")
-                print(f"  tma={tma:d} {cfg} softmax {mode}: FAILED {rec['error']}", flush=True)
+                print(f"  tma={tma:d} {cfg} softmax {mode} heads_first {hf:d}: FAILED {rec['error']}", flush=True)
             rows.append(rec)
     with open(os.path.join(out, "tune_prefill.jsonl"), "w") as f:
         for r in rows:

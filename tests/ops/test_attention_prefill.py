@@ -170,6 +170,16 @@ def test_other_tile_shapes(blocks, device, monkeypatch):
     check(q, k, v, causal=True)
 
 
+@pytest.mark.parametrize("heads_first", [True, False])
+@pytest.mark.parametrize("causal", [True, False])
+def test_launch_orders(heads_first, causal, device, monkeypatch):
+    """Grid (Hq, B, tiles) or (tiles, Hq, B): each program finds its head, batch and query tile
+    (GQA 3:1, two batches with different kv_len, tiles counted backwards under causal)."""
+    monkeypatch.setattr(AP, "HEADS_FIRST", heads_first)
+    q, k, v = make(2, 6, 2, 67, 67, 64, torch.float32, device)
+    check(q, k, v, causal=causal, kv_len=torch.tensor([67, 40], dtype=torch.int32, device=device))
+
+
 def test_empty_keys_and_queries(device):
     q, k, v = make(2, 2, 1, 17, 0, 64, torch.float16, device)
     out = prefill_attention(q, k, v, causal=False, scale=0.1)

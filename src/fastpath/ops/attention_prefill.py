@@ -134,14 +134,25 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
                     HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr, PAD_D: tl.constexpr, CAUSAL: tl.constexpr,
                     HAS_KVLEN: tl.constexpr, HAS_WINDOW: tl.constexpr, DT: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr = False,
-                    SOFTMAX: tl.constexpr = 0):
-    # grid: (query tiles, Hq, B)
-    if CAUSAL:  # the longest programs (last query tiles) first
-        pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
+                    SOFTMAX: tl.constexpr = 0, HEADS_FIRST: tl.constexpr = False):
+    # grid: (Hq, B, query tiles) with HEADS_FIRST, else (query tiles, Hq, B); blocks start in
+    # grid order (x fastest), so HEADS_FIRST starts every head's longest causal tile first.
+    if HEADS_FIRST:
+        h32 = tl.program_id(0)
+        b32 = tl.program_id(1)
+        m_pid = tl.program_id(2)
+        n_m = tl.num_programs(2)
     else:
-        pid_m = tl.program_id(0)
-    h = tl.program_id(1)
-    b = tl.program_id(2).to(tl.int64)
+        m_pid = tl.program_id(0)
+        h32 = tl.program_id(1)
+        b32 = tl.program_id(2)
+        n_m = tl.num_programs(0)
+    if CAUSAL:  # the longest programs (last query tiles) first
+        pid_m = n_m - 1 - m_pid
+    else:
+        pid_m = m_pid
+    h = h32
+    b = b32.to(tl.int64)
     hk = (h // group).to(tl.int64)
     h = h.to(tl.int64)
     row0 = pid_m * BLOCK_M
@@ -157,8 +168,7 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
     else:
         k_base = k_ptr + b * skb + hk * skh
         v_base = v_ptr + b * svb + hk * svh
-    b32 = tl.program_id(2)
-    hk32 = tl.program_id(1) // group
+    hk32 = h32 // group
 
     # Query row i sits at position i + q_off (a chunk after a cached prefix). Key blocks
     # [blk_lo, blk_hi) hold keys visible to some query of the tile; the blocks
@@ -221,6 +231,10 @@ TUNED = {64: (64, 128, 4, 3), 128: (64, 64, 4, 3), 256: (64, 64, 4, 3)}
 #: Tensor descriptors for K and V (NVIDIA capability 9.0+, and the interpreter) where their
 #: layout allows: no empty dimension, D contiguous, every other stride non-zero and 16-byte aligned.
 USE_TMA = True
+#: Launch order: every head's (and batch's) query tile ``t`` before any head's tile ``t - 1``
+#: (under ``causal`` the longest tiles first across all heads, so the last wave is short);
+#: False: a head's tiles one after another, head by head.
+HEADS_FIRST = True
 #: The kernel's ``SOFTMAX`` variant where ``scale > 0`` (0 elsewhere): see :func:`_attn_blocks`.
 SOFTMAX_MODE = 1
 
@@ -301,7 +315,9 @@ def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
     dt = tl.float32 if INTERPRET else TL_DTYPES[q.dtype]
     # window >= Lq + Lk cannot exclude a key: pass a bounded int (no int32 overflow).
     win = min(window, Lq + Lk + q_offset) if window is not None else 0
-    grid = (cdiv(Lq, bm), Hq, B)
+    tiles = cdiv(Lq, bm)
+    heads_first = HEADS_FIRST and tiles <= 65535  # a grid's z extent is at most 65535
+    grid = (Hq, B, tiles) if heads_first else (tiles, Hq, B)
     kd, vd = k, v
     tma = USE_TMA and tma_ok(k, v)
     if tma:
@@ -311,7 +327,7 @@ def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
              *q.stride(), *k.stride(), *v.stride(), *out.stride(),
              HEAD_D=D, BLOCK_D=next_pow2(D), PAD_D=next_pow2(D) != D, CAUSAL=bool(causal), HAS_KVLEN=kv_len is not None,
              HAS_WINDOW=window is not None, DT=dt, BLOCK_M=bm, BLOCK_N=bn, TMA=tma,
-             SOFTMAX=SOFTMAX_MODE if scale > 0 else 0,
+             SOFTMAX=SOFTMAX_MODE if scale > 0 else 0, HEADS_FIRST=heads_first,
              num_warps=warps, num_stages=stages)
     return out
 
