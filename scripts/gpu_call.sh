@@ -1,4 +1,4 @@
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 FASTPATH_LAUNCH_MEMO=0
-timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_attention_prefill.py > $OUT/tests.log 2>&1; tail -1 $OUT/tests.log
-timeout 200 python3 scripts/read_bandwidth.py 2>&1 | tee $OUT/read_bw.log
-timeout 220 python3 scripts/tune_prefill.py 2>&1 | tee $OUT/tune_prefill.log
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+timeout 200 python3 -m fastpath.bench attention --graphs --json $OUT/bench.jsonl 2>&1 | grep "eager\|graph" | cut -c1-140
+timeout 60 python3 -m fastpath.bench attention --only prefill --graphs --json $OUT/prefill2.jsonl 2>&1 | grep "eager\|graph" | cut -c1-140
+timeout 300 python3 scripts/moe_profile.py --tokens 64 --dtypes bf16,fp8 --sweep --json $OUT/moe64.json 2>&1 | tail -40

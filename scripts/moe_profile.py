@@ -4,7 +4,8 @@ Qwen3-30B-A3B shapes (128 experts, top-8, hidden 2048, width 768), bf16 and fp8 
 Per kernel device time from the profiler (eager, L2 flushed before each call), then the
 layer and each configuration in a CUDA graph replayed with a cold L2. Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/moe_profile.py [--sweep | --rows | --router] [--json OUT]
+    PYTHONPATH=src python3 scripts/moe_profile.py [--sweep | --rows | --router] [--tokens T] [--dtypes bf16,fp8]
+        [--json OUT]
 """
 import argparse
 import dataclasses
@@ -211,8 +212,11 @@ def main():
                     "and a sweep of the row kernels' plan, then stop")
     ap.add_argument("--rows-t", action="store_true", help="row kernels against the three kernels by token "
                     "count, then stop")
+    ap.add_argument("--tokens", type=int, default=1, help="tokens of the default profile and sweep (1)")
+    ap.add_argument("--dtypes", default="bf16,fp8", help="experts of the default profile and sweep")
     ap.add_argument("--json")
     a = ap.parse_args()
+    T = a.tokens
     rec = {}
     if a.router or a.rows or a.rows_t:
         rec.update(router_times() if a.router else rows_sweep() if a.rows else rows_by_tokens())
@@ -220,9 +224,9 @@ def main():
             with open(a.json, "w") as f:
                 json.dump(rec, f, indent=1)
         return
-    for fp8 in (False, True):
-        tag = "fp8" if fp8 else "bf16"
-        x, router, gu, dn, sc = inputs(1, fp8)
+    for fp8 in [d == "fp8" for d in a.dtypes.split(",")]:
+        tag = f"{'fp8' if fp8 else 'bf16'} T={T}"
+        x, router, gu, dn, sc = inputs(T, fp8)
         w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
         rec[f"{tag} kernels"] = kernel_times(lambda: layer(x, router, gu, dn, sc))
         rec[f"{tag} layer graph us"] = graph_us(lambda: layer(x, router, gu, dn, sc))
@@ -231,11 +235,11 @@ def main():
         rec[f"{tag} router linear graph us"] = graph_us(lambda: F.linear(x, router))
         logits = F.linear(x, router)
         rec[f"{tag} route graph us"] = graph_us(lambda: moe.route(logits, TOPK, norm_topk_prob=True))
-        rec[f"{tag} plan"] = dataclasses.asdict(K.decode_plan(1, TOPK, E, H, I, dev, 1 if fp8 else 2))
+        rec[f"{tag} plan"] = dataclasses.asdict(K.decode_plan(T, TOPK, E, H, I, dev, 1 if fp8 else 2))
         print(json.dumps({k: v for k, v in rec.items() if k.startswith(tag)}, indent=1), flush=True)
         if not a.sweep:
             continue
-        base = K.decode_plan(1, TOPK, E, H, I, dev, 1 if fp8 else 2)
+        base = K.decode_plan(T, TOPK, E, H, I, dev, 1 if fp8 else 2)
         fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
         rows = []
         deadline = time.time() + 100
