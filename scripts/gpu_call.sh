@@ -1,5 +1,3 @@
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-timeout 200 python3 -m fastpath.bench attention --graphs --json $OUT/bench.jsonl 2>&1 | grep "eager\|graph" | cut -c1-140
-timeout 60 python3 -m fastpath.bench attention --only prefill --graphs --json $OUT/prefill2.jsonl 2>&1 | grep "eager\|graph" | cut -c1-140
-timeout 60 python3 scripts/moe_profile.py --tokens 64 --dtypes fp8 --json $OUT/moe64_fp8.json 2>&1 | tail -30
-timeout 260 python3 scripts/moe_profile.py --tokens 64 --dtypes bf16 --sweep --json $OUT/moe64.json 2>&1 | tail -40
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 FASTPATH_LAUNCH_MEMO=0
+timeout 270 python3 scripts/moe_profile.py --tokens 64 --dtypes fp8 --sweep --budget 70 --json $OUT/moe64_fp8.json 2>&1 | grep -v Warn | tail -22
+timeout 200 python3 scripts/moe_profile.py --tokens 64 --dtypes bf16 --sweep --budget 75 --json $OUT/moe64_bf16.json 2>&1 | grep -v Warn | tail -18

@@ -4,8 +4,10 @@ Qwen3-30B-A3B shapes (128 experts, top-8, hidden 2048, width 768), bf16 and fp8 
 Per kernel device time from the profiler (eager, L2 flushed before each call), then the
 layer and each configuration in a CUDA graph replayed with a cold L2. Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/moe_profile.py [--sweep | --rows | --router] [--tokens T] [--dtypes bf16,fp8]
-        [--json OUT]
+    PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py [--sweep | --rows | --router]
+        [--tokens T] [--dtypes bf16,fp8] [--budget SECONDS] [--json OUT]
+
+(the launch memo off for --sweep: it would replay the default plan at every point)
 """
 import argparse
 import dataclasses
@@ -214,6 +216,7 @@ def main():
                     "count, then stop")
     ap.add_argument("--tokens", type=int, default=1, help="tokens of the default profile and sweep (1)")
     ap.add_argument("--dtypes", default="bf16,fp8", help="experts of the default profile and sweep")
+    ap.add_argument("--budget", type=float, default=100, help="seconds of each kernel's sweep (100)")
     ap.add_argument("--json")
     a = ap.parse_args()
     T = a.tokens
@@ -242,27 +245,33 @@ def main():
         base = K.decode_plan(T, TOPK, E, H, I, dev, 1 if fp8 else 2)
         fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
         rows = []
-        deadline = time.time() + 100
-        for bi, bh, wp, st in itertools.product((16, 32, 64), (128, 256, 512), (4, 8), (2, 3, 4)):
-            if time.time() > deadline:
-                break
-            p = dataclasses.replace(base, block_i=bi, block_h=bh)
-            try:
-                rows.append(("gu", bi, bh, wp, st, with_plan(fn, p, dict(num_warps=wp, num_stages=st), {})))
-            except Exception as e:  # out of resources
-                rows.append(("gu", bi, bh, wp, st, repr(e)[:80]))
-        deadline = time.time() + 100
-        for bn, bk, wp, st in itertools.product((16, 32, 64, 128), (64, 128, 256), (4, 8), (2, 3, 4)):
+        dots = (("default", moe._dot_dtype),) + ((("bf16", lambda x, mode: (torch.bfloat16, False)),) if fp8 else ())
+        for dot_name, dot in dots:  # fp8 gate/up: also without the float16 route (S16) for x
+            deadline = time.time() + a.budget
+            for bi, bh, wp, st in itertools.product((32, 64, 16), (128, 256, 512), (4, 8), (3, 4, 2)):
+                if time.time() > deadline:
+                    break
+                p = dataclasses.replace(base, block_i=bi, block_h=bh)
+                saved, moe._dot_dtype = moe._dot_dtype, dot
+                try:
+                    rows.append(("gu", dot_name, bi, bh, wp, st,
+                                 with_plan(fn, p, dict(num_warps=wp, num_stages=st), {})))
+                except Exception as e:  # out of resources
+                    rows.append(("gu", dot_name, bi, bh, wp, st, repr(e)[:80]))
+                finally:
+                    moe._dot_dtype = saved
+        deadline = time.time() + a.budget
+        for bn, bk, wp, st in itertools.product((64, 32, 128, 16), (64, 128, 256), (4, 8), (3, 4, 2)):
             if time.time() > deadline:
                 break
             p = dataclasses.replace(base, block_n=bn, block_k=bk)
             try:
-                rows.append(("dn", bn, bk, wp, st, with_plan(fn, p, {}, dict(num_warps=wp, num_stages=st))))
+                rows.append(("dn", "default", bn, bk, wp, st, with_plan(fn, p, {}, dict(num_warps=wp, num_stages=st))))
             except Exception as e:
-                rows.append(("dn", bn, bk, wp, st, repr(e)[:80]))
+                rows.append(("dn", "default", bn, bk, wp, st, repr(e)[:80]))
         rows.sort(key=lambda r: (r[0], r[-1] if isinstance(r[-1], float) else 1e9))
         rec[f"{tag} sweep"] = rows
-        for r in [r for r in rows if r[0] == "gu"][:6] + [r for r in rows if r[0] == "dn"][:6]:
+        for r in [r for r in rows if r[0] == "gu"][:8] + [r for r in rows if r[0] == "dn"][:8]:
             print(tag, r, flush=True)
     if a.json:
         with open(a.json, "w") as f:
