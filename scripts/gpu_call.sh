@@ -1,3 +1,3 @@
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 FASTPATH_LAUNCH_MEMO=0
-timeout 270 python3 scripts/moe_profile.py --tokens 64 --dtypes fp8 --sweep --budget 70 --json $OUT/moe64_fp8.json 2>&1 | grep -v Warn | tail -22
-timeout 200 python3 scripts/moe_profile.py --tokens 64 --dtypes bf16 --sweep --budget 75 --json $OUT/moe64_bf16.json 2>&1 | grep -v Warn | tail -18
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+timeout 140 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_moe.py > $OUT/tests.log 2>&1; grep -E "FAILED|ERROR" $OUT/tests.log | head; tail -1 $OUT/tests.log
+timeout 120 python3 -m fastpath.bench moe --graphs --json $OUT/bench.jsonl 2>&1 | grep "eager\|graph" | cut -c1-140

@@ -497,6 +497,28 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
     assert_close(out, experts64(x, ids, w, q1, dn, gu_s=s1))
 
 
+@pytest.mark.parametrize("fp8", [False, True])
+def test_decode_widest_tiles(fp8, path, monkeypatch, device):
+    """64 tokens on the three decode kernels with the plan's widest blocks (one SM pretended,
+    so the plan needs few programs: 64 token rows x 64 I columns, 128 outputs a program on a
+    GPU), fp8 weights through float16 (S16) too; I = 80 leaves a masked column tail."""
+    path("decode")
+    monkeypatch.setattr(MK, "num_sms", lambda dev: 1)
+    if not backend.INTERPRET and device.type == "cuda":
+        p = MK.decode_plan(64, 2, 8, H, 80, device, 1 if fp8 else 2)
+        assert (p.block_t, p.block_i) == (64, 64)
+    T, E, k = 64, 8, 2
+    x = randn(T, H, dtype=torch.bfloat16, device=device)
+    gu, dn = make_experts(E, torch.bfloat16, device, i=80)
+    w, ids = routing(T, E, k, device)
+    if fp8:
+        (gu, s1), (dn, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
+        out = moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=s1, down_scale=s2)
+        assert_close(out, experts64(x, ids, w, gu, dn, gu_s=s1, d_s=s2))
+    else:
+        assert_close(moe.fused_experts(x, ids, w, gu, dn), experts64(x, ids, w, gu, dn))
+
+
 # ---------------------------------------------------------------------------- bad ids, errors
 
 @pytest.mark.parametrize("p", ["rows", "decode", "prefill"])

@@ -559,8 +559,10 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
                           b["block_c"], 4)
     active = min(E, pairs)
     target = PROGRAMS_PER_SM * num_sms(device)
-    max_i = 64 if block_t <= 32 else 32  # two accumulators of block_t x block_i
-    block_i = _largest_block([b for b in (64, 32, 16) if b <= max_i], active, NI, target)
+    # 64 columns also at 64 token rows (two 64 x 64 float32 accumulators): Qwen3-30B-A3B shapes,
+    # 64 tokens, H200 (moe_profile.py --tokens 64 --sweep, 7bec286): fp8 experts 533 -> 427 us
+    # (their x tile's float16 scaling is paid once per twice the weights), bf16 382 -> 380.
+    block_i = _largest_block((64, 32, 16), active, NI, target)
     block_n = _largest_block((128, 64, 32, 16), active, H, target)
     block_h = 256 if block_i <= 32 and block_t <= 32 and w_bytes <= 2 else 128
     block_k = 128 if block_n <= 64 else 64
