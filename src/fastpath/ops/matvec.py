@@ -63,7 +63,12 @@ def _pow2_scale(v):
     ``max|row| * 2^-28``), so a float16 tensor-core dot of it, times ``s``, equals the
     bfloat16 dot: fp8 weights then convert to float16 in one instruction, where bfloat16
     takes three. NaN and inf rows stay NaN / inf."""
-    amax = tl.max(tl.abs(v), axis=1)
+    return _pow2_of_amax(tl.max(tl.abs(v), axis=1))
+
+
+@triton.jit
+def _pow2_of_amax(amax):
+    """:func:`_pow2_scale`'s ``(s, 1/s)`` for rows whose largest magnitude is ``amax``."""
     ex = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF
     sb = tl.minimum(tl.maximum(ex - 14, 1), 241)
     return (sb << 23).to(tl.float32, bitcast=True), ((254 - sb) << 23).to(tl.float32, bitcast=True)

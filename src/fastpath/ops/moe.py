@@ -40,10 +40,10 @@ from . import moe_kernels as K
 from .grouped_mm import grouped_mm
 from .linear import linear
 
-_ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _ALIGN = (
+_ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _ALIGN, _PRESCALE = (
     Launcher(k, pdl=True) for k in (K._router_kernel, K._route_kernel, K._gate_up_kernel, K._down_kernel,
                                     K._combine_kernel, K._act_kernel, K._gate_up_rows_kernel, K._down_rows_kernel,
-                                    K._align_kernel))
+                                    K._align_kernel, K._prescale_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
 #: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.
@@ -59,6 +59,13 @@ ALIGN_MAX_EXPERTS = 1023
 MAX_ROUTE_EXPERTS = 16384
 #: Tests set this: force the FP8 decoding ("native" loads float8 tensors, "bits" decodes uint8).
 FP8_DECODE: Optional[str] = None
+#: fp8 experts against bfloat16 activations on the decode kernels: from this token tile up, x
+#: is scaled to float16 once per call (``_prescale_kernel``, one more launch) instead of in
+#: every gate/up weight tile. Tests set it to 16 to cover the variant in the interpreter too.
+PRESCALE_MIN_BLOCK_T = 64
+#: fp8 down projections against bfloat16 ``h`` on the decode kernels through float16 (each h
+#: tile scaled, :func:`fastpath.ops.matvec._dot16`) instead of converting the weights to bfloat16.
+DOWN_S16 = False
 #: Tests set this to force a path of fused_experts: "decode" or "prefill" (None: by token count).
 FORCE_PATH: Optional[str] = None
 
@@ -423,28 +430,35 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
         x, ids, gate_up, down, gu_scale, d_scale)
     p = K.decode_plan(T, k, E, H, NI, x.device, wb)
-    dt = torch.float32 if (INTERPRET or x.dtype == torch.float32) else x.dtype
     dt1, s16_1 = _dot_dtype(x, mode1)
+    dt2, s16_2 = _dot_dtype(x, mode2) if DOWN_S16 else (torch.float32 if (INTERPRET or x.dtype == torch.float32)
+                                                          else x.dtype, False)
     h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
     y = workspace(x.device, "moe.y", T * k * H, torch.float32)
     dummy = out
     n0 = T * k if p.by_pair else E
     n_tb = cdiv(T, p.block_t)
     row_mul, up_off = (2, 1) if interleaved else (1, NI)
+    xa, xs, sxa = x, dummy, x.stride()
+    if s16_1 and p.block_t >= PRESCALE_MIN_BLOCK_T:  # x to float16 once, not per weight tile
+        xa, sxa = workspace(x.device, "moe.x16", T * H, torch.float16), (H, 1)  # (T, H) contiguous
+        xs = workspace(x.device, "moe.xs", T, torch.float32)
+        _PRESCALE[(T,)](x, xa, xs, H, x.stride(0), x.stride(1), BLOCK_H=min(1024, next_pow2(H)), num_warps=4)
+        s16_1 = 2
     _GATE_UP[(n0, cdiv(NI, p.block_i), n_tb)](
-        x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
-        T, H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),
+        xa, xs, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
+        T, H, NI, E, *sxa, ids.stride(0), ids.stride(1),
         w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
         float(alpha), float(limit),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None,
-        HAS_BIAS=gu_bias is not None, ACT=code, DT=TL_DTYPES[dt1], S16=s16_1, RNE=INTERPRET, BLOCK_P=p.block_p,
-        BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, num_warps=p.warps)
+        HAS_BIAS=gu_bias is not None, ACT=code, DT=TL_DTYPES[dt1], S16=int(s16_1), RNE=INTERPRET,
+        BLOCK_P=p.block_p, BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, num_warps=p.warps)
     _DOWN[(n0, cdiv(H, p.block_n), n_tb)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, y,
         T, H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None,
-        HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt], BLOCK_P=p.block_p, BLOCK_T=p.block_t,
+        HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt2], S16=int(s16_2), BLOCK_P=p.block_p, BLOCK_T=p.block_t,
         BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,

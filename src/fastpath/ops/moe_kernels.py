@@ -34,7 +34,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _dot16, _load_as, _mm
+from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
 
 #: Activation codes of the kernels (``ACT``).
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
@@ -239,12 +239,14 @@ def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.conste
 
 
 @triton.jit
-def _gate_up_acc(x_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, swe, swn, swk,
+def _gate_up_acc(x_ptr, xs_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, swe, swn, swk,
                  MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr, S16: tl.constexpr,
                  BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
     """float32 ``(x_t . W[e, gate row], x_t . W[e, up row])`` over ``H`` for the token rows
     of the tile (rows not ``hit`` read zeros). Weights load as ``DT``;
-    ``S16``: bfloat16 activations against fp8 weights, through float16 (:func:`_dot16`)."""
+    ``S16``: bfloat16 activations against fp8 weights, through float16 (:func:`_dot16`): 1 =
+    each x tile scaled in the loop; 2 = x already scaled to float16 by ``_prescale_kernel``
+    (``xs_ptr``: each row's power-of-two scale, applied to the sums after the loop)."""
     w_e = w_ptr + e * swe
     x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
     acc_g = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
@@ -252,13 +254,21 @@ def _gate_up_acc(x_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sx
     for k0 in range(0, H, BLOCK_H):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
-        x = tl.load(x_rows + offs_k[None, :] * sxh, mask=hit[:, None] & kmask[None, :], other=0.0).to(tl.float32)
+        x = tl.load(x_rows + offs_k[None, :] * sxh, mask=hit[:, None] & kmask[None, :], other=0.0)
         wmask = kmask[:, None] & imask[None, :]
         wk = w_e + offs_k[:, None] * swk
         wg = _load_as(wk + rows_g[None, :] * swn, wmask, MODE, E5M2, DT)
         wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
-        acc_g += _dot16(x, wg, S16, DT)
-        acc_u += _dot16(x, wu, S16, DT)
+        if S16 == 2:
+            acc_g += _mm(x.to(DT), wg, DT)
+            acc_u += _mm(x.to(DT), wu, DT)
+        else:
+            acc_g += _dot16(x.to(tl.float32), wg, S16, DT)
+            acc_u += _dot16(x.to(tl.float32), wu, S16, DT)
+    if S16 == 2:
+        xs = tl.load(xs_ptr + offs_t, mask=hit, other=0.0)[:, None]
+        acc_g = acc_g * xs
+        acc_u = acc_u * xs
     return acc_g, acc_u
 
 
@@ -276,7 +286,7 @@ def _gate_up_finish(acc_g, acc_u, s_ptr, b_ptr, e, rows_g, rows_u, imask, sse, s
 
 
 @triton.jit
-def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
+def _gate_up_tile(x_ptr, xs_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
                   sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE: tl.constexpr, E5M2: tl.constexpr,
                   HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
                   S16: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
@@ -285,14 +295,15 @@ def _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, 
     ``i * row_mul + up_off``."""
     rows_g = (offs_i * row_mul).to(tl.int64)
     rows_u = rows_g + up_off
-    acc_g, acc_u = _gate_up_acc(x_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, swe, swn, swk,
+    acc_g, acc_u = _gate_up_acc(x_ptr, xs_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, swe, swn,
+                                swk,
                                 MODE, E5M2, DT, S16, BLOCK_T, BLOCK_I, BLOCK_H)
     return _gate_up_finish(acc_g, acc_u, s_ptr, b_ptr, e, rows_g, rows_u, imask, sse, ssn, sbe, sbn, alpha, limit,
                            HAS_SCALE, HAS_BIAS, ACT)
 
 
 @triton.jit
-def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
+def _gate_up_kernel(x_ptr, xs_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
                     sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
                     TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                     HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
@@ -306,12 +317,32 @@ def _gate_up_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI, E,
     hit = slot >= 0
     offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
     imask = offs_i < NI
-    h = _gate_up_tile(x_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
+    h = _gate_up_tile(x_ptr, xs_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
                       sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, DT,
                       S16, BLOCK_T, BLOCK_I, BLOCK_H)
     rows_h = (offs_t * TOPK + slot).to(tl.int64)
     tl.store(h_ptr + rows_h[:, None] * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
              mask=hit[:, None] & imask[None, :])
+
+
+@triton.jit
+def _prescale_kernel(x_ptr, x16_ptr, xs_ptr, H, sxt, sxh, BLOCK_H: tl.constexpr, PDL: tl.constexpr = 0):
+    pdl_start(PDL)
+    # One program per row t: xs[t] = s and x16[t] = x[t] / s in float16 with s the power of two
+    # of :func:`_pow2_of_amax` for the row's largest magnitude (exact for bfloat16 values down to
+    # max|x[t]| * 2^-28), so the gate/up kernel's float16 dots need no per-tile scaling (S16 2).
+    t = tl.program_id(0).to(tl.int64)
+    row = x_ptr + t * sxt
+    amax = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for k0 in range(0, H, BLOCK_H):
+        offs = k0 + tl.arange(0, BLOCK_H)
+        amax = tl.maximum(amax, tl.abs(tl.load(row + offs * sxh, mask=offs < H, other=0.0).to(tl.float32)))
+    s, r = _pow2_of_amax(tl.max(amax, axis=0))
+    for k0 in range(0, H, BLOCK_H):
+        offs = k0 + tl.arange(0, BLOCK_H)
+        v = tl.load(row + offs * sxh, mask=offs < H, other=0.0).to(tl.float32)
+        tl.store(x16_ptr + t * H + offs, (v * r).to(tl.float16), mask=offs < H)
+    tl.store(xs_ptr + t, s)
 
 
 @triton.jit
@@ -420,10 +451,10 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
                  TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
                  BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 PDL: tl.constexpr = 0):
+                 S16: tl.constexpr = 0, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # y[t * TOPK + j, n] = w[t, j] * (h[t * TOPK + slot] . D[e, n] + bias) for every slot j with
-    # ids[t, j] == e (float32).
+    # ids[t, j] == e (float32). S16: bfloat16 h against fp8 weights through float16 (_dot16).
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
     if idle:
         return
@@ -436,9 +467,9 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
     for k0 in range(0, NI, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < NI
-        a = tl.load(a_rows + offs_k[None, :], mask=hit[:, None] & kmask[None, :], other=0.0).to(DT)
+        a = tl.load(a_rows + offs_k[None, :], mask=hit[:, None] & kmask[None, :], other=0.0)
         b = _load_as(b_cols + offs_k[:, None] * swk, kmask[:, None] & nmask[None, :], MODE, E5M2, DT)
-        acc += _mm(a, b, DT)
+        acc += _dot16(a.to(tl.float32), b, S16, DT) if S16 else _mm(a.to(DT), b, DT)
     if HAS_SCALE:
         acc = acc * tl.load(s_ptr + e * sse + offs_n * ssn, mask=nmask, other=0.0)[None, :]
     if HAS_BIAS:

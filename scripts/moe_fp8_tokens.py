@@ -1,0 +1,44 @@
+"""fp8 experts on the three decode kernels (9 to 64 tokens), Qwen3-30B-A3B shapes: x scaled to
+float16 once per call (``moe.PRESCALE_MIN_BLOCK_T``) or in every gate/up tile, and the down
+projection through float16 (``moe.DOWN_S16``) or bfloat16, against bf16 experts; CUDA graphs,
+cold L2. Run on a GPU machine with the launch memo off (it would replay one variant):
+
+    PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_fp8_tokens.py [--json OUT]
+"""
+import argparse
+import json
+import sys
+
+import torch.nn.functional as F
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from moe_profile import TOPK, graph_us, inputs  # noqa: E402
+
+from fastpath.ops import moe  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    rec = {}
+    for T in (16, 32, 64):
+        for fp8 in (False, True):
+            x, router, gu, dn, sc = inputs(T, fp8)
+            w, ids = moe.route(F.linear(x, router), TOPK, norm_topk_prob=True)
+            fn = lambda: moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=sc[0], down_scale=sc[1])  # noqa: E731
+            want = fn().float()
+            variants = [(16, False), (128, False), (16, True), (128, True)] if fp8 else [(128, False)]
+            for pre, down16 in variants:
+                moe.PRESCALE_MIN_BLOCK_T, moe.DOWN_S16 = pre, down16
+                err = ((fn().float() - want).norm() / want.norm()).item()
+                name = f"T={T} {'fp8' if fp8 else 'bf16'} prescale={pre <= 64:d} down_s16={down16:d}"
+                rec[name] = dict(us=graph_us(fn), rel_to_first=err)
+                print(name, rec[name], flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rec, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
