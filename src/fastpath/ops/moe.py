@@ -61,11 +61,10 @@ MAX_ROUTE_EXPERTS = 16384
 FP8_DECODE: Optional[str] = None
 #: fp8 experts against bfloat16 activations on the decode kernels: from this token tile up, x
 #: is scaled to float16 once per call (``_prescale_kernel``, one more launch) instead of in
-#: every gate/up weight tile. Tests set it to 16 to cover the variant in the interpreter too.
+#: every gate/up weight tile. H200, Qwen3-30B-A3B shapes, experts in a graph
+#: (scripts/moe_fp8_tokens.py, a61a678), per tile / once: 64 tokens 427 / 402 us, 32 tokens
+#: 247 / 244, 16 tokens 148 / 155 (the launch costs more than it saves).
 PRESCALE_MIN_BLOCK_T = 64
-#: fp8 down projections against bfloat16 ``h`` on the decode kernels through float16 (each h
-#: tile scaled, :func:`fastpath.ops.matvec._dot16`) instead of converting the weights to bfloat16.
-DOWN_S16 = False
 #: Tests set this to force a path of fused_experts: "decode" or "prefill" (None: by token count).
 FORCE_PATH: Optional[str] = None
 
@@ -430,9 +429,8 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
         x, ids, gate_up, down, gu_scale, d_scale)
     p = K.decode_plan(T, k, E, H, NI, x.device, wb)
+    dt = torch.float32 if (INTERPRET or x.dtype == torch.float32) else x.dtype
     dt1, s16_1 = _dot_dtype(x, mode1)
-    dt2, s16_2 = _dot_dtype(x, mode2) if DOWN_S16 else (torch.float32 if (INTERPRET or x.dtype == torch.float32)
-                                                          else x.dtype, False)
     h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
     y = workspace(x.device, "moe.y", T * k * H, torch.float32)
     dummy = out
@@ -458,7 +456,7 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         T, H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None,
-        HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt2], S16=int(s16_2), BLOCK_P=p.block_p, BLOCK_T=p.block_t,
+        HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt], BLOCK_P=p.block_p, BLOCK_T=p.block_t,
         BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,

@@ -451,10 +451,10 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
                  TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
                  BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 S16: tl.constexpr = 0, PDL: tl.constexpr = 0):
+                 PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # y[t * TOPK + j, n] = w[t, j] * (h[t * TOPK + slot] . D[e, n] + bias) for every slot j with
-    # ids[t, j] == e (float32). S16: bfloat16 h against fp8 weights through float16 (_dot16).
+    # ids[t, j] == e (float32).
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
     if idle:
         return
@@ -467,9 +467,9 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
     for k0 in range(0, NI, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < NI
-        a = tl.load(a_rows + offs_k[None, :], mask=hit[:, None] & kmask[None, :], other=0.0)
+        a = tl.load(a_rows + offs_k[None, :], mask=hit[:, None] & kmask[None, :], other=0.0).to(DT)
         b = _load_as(b_cols + offs_k[:, None] * swk, kmask[:, None] & nmask[None, :], MODE, E5M2, DT)
-        acc += _dot16(a.to(tl.float32), b, S16, DT) if S16 else _mm(a.to(DT), b, DT)
+        acc += _mm(a, b, DT)
     if HAS_SCALE:
         acc = acc * tl.load(s_ptr + e * sse + offs_n * ssn, mask=nmask, other=0.0)[None, :]
     if HAS_BIAS:
