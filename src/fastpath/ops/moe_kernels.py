@@ -34,7 +34,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
+from .matvec import _dot16, _load_as, _mm, _pow2_of_amax, _pow2_scale
 
 #: Activation codes of the kernels (``ACT``).
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
@@ -241,30 +241,55 @@ def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.conste
 @triton.jit
 def _gate_up_acc(x_ptr, xs_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, swe, swn, swk,
                  MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr, S16: tl.constexpr,
-                 BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
+                 BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, SWAP: tl.constexpr = False):
     """float32 ``(x_t . W[e, gate row], x_t . W[e, up row])`` over ``H`` for the token rows
     of the tile (rows not ``hit`` read zeros). Weights load as ``DT``;
     ``S16``: bfloat16 activations against fp8 weights, through float16 (:func:`_dot16`): 1 =
     each x tile scaled in the loop; 2 = x already scaled to float16 by ``_prescale_kernel``
-    (``xs_ptr``: each row's power-of-two scale, applied to the sums after the loop)."""
+    (``xs_ptr``: each row's power-of-two scale, applied to the sums after the loop).
+    ``SWAP``: the transposed products ``W x^T``, so that weights converted in registers (fp8)
+    are the tensor-core dot's first operand, which Hopper reads from registers (else they go
+    back to shared memory before every dot)."""
     w_e = w_ptr + e * swe
     x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
-    acc_g = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
-    acc_u = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
+    if SWAP:
+        acc_g = tl.zeros([BLOCK_I, BLOCK_T], dtype=tl.float32)
+        acc_u = tl.zeros([BLOCK_I, BLOCK_T], dtype=tl.float32)
+    else:
+        acc_g = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
+        acc_u = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
     for k0 in range(0, H, BLOCK_H):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
         x = tl.load(x_rows + offs_k[None, :] * sxh, mask=hit[:, None] & kmask[None, :], other=0.0)
-        wmask = kmask[:, None] & imask[None, :]
-        wk = w_e + offs_k[:, None] * swk
-        wg = _load_as(wk + rows_g[None, :] * swn, wmask, MODE, E5M2, DT)
-        wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
-        if S16 == 2:
-            acc_g += _mm(x.to(DT), wg, DT)
-            acc_u += _mm(x.to(DT), wu, DT)
+        if SWAP:
+            wmask = imask[:, None] & kmask[None, :]
+            wk = w_e + offs_k[None, :] * swk
+            wg = _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, DT)
+            wu = _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, DT)
+            if S16 == 1:
+                s, r = _pow2_scale(x.to(tl.float32))
+                xt = tl.trans((x.to(tl.float32) * r[:, None]).to(tl.float16).to(DT))
+                acc_g += _mm(wg, xt, DT) * s[None, :]
+                acc_u += _mm(wu, xt, DT) * s[None, :]
+            else:
+                xt = tl.trans(x.to(DT))
+                acc_g += _mm(wg, xt, DT)
+                acc_u += _mm(wu, xt, DT)
         else:
-            acc_g += _dot16(x.to(tl.float32), wg, S16, DT)
-            acc_u += _dot16(x.to(tl.float32), wu, S16, DT)
+            wmask = kmask[:, None] & imask[None, :]
+            wk = w_e + offs_k[:, None] * swk
+            wg = _load_as(wk + rows_g[None, :] * swn, wmask, MODE, E5M2, DT)
+            wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
+            if S16 == 2:
+                acc_g += _mm(x.to(DT), wg, DT)
+                acc_u += _mm(x.to(DT), wu, DT)
+            else:
+                acc_g += _dot16(x.to(tl.float32), wg, S16, DT)
+                acc_u += _dot16(x.to(tl.float32), wu, S16, DT)
+    if SWAP:
+        acc_g = tl.trans(acc_g)
+        acc_u = tl.trans(acc_u)
     if S16 == 2:
         xs = tl.load(xs_ptr + offs_t, mask=hit, other=0.0)[:, None]
         acc_g = acc_g * xs
@@ -289,15 +314,15 @@ def _gate_up_finish(acc_g, acc_u, s_ptr, b_ptr, e, rows_g, rows_u, imask, sse, s
 def _gate_up_tile(x_ptr, xs_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
                   sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE: tl.constexpr, E5M2: tl.constexpr,
                   HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
-                  S16: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
+                  S16: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr,
+                  SWAP: tl.constexpr = False):
     """``act(x_t . W[e, gate row i], x_t . W[e, up row i])`` in float32 for the token rows of
     the tile and the I columns ``offs_i``; gate row i is ``i * row_mul``, up row
     ``i * row_mul + up_off``."""
     rows_g = (offs_i * row_mul).to(tl.int64)
     rows_u = rows_g + up_off
     acc_g, acc_u = _gate_up_acc(x_ptr, xs_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, swe, swn,
-                                swk,
-                                MODE, E5M2, DT, S16, BLOCK_T, BLOCK_I, BLOCK_H)
+                                swk, MODE, E5M2, DT, S16, BLOCK_T, BLOCK_I, BLOCK_H, SWAP)
     return _gate_up_finish(acc_g, acc_u, s_ptr, b_ptr, e, rows_g, rows_u, imask, sse, ssn, sbe, sbn, alpha, limit,
                            HAS_SCALE, HAS_BIAS, ACT)
 
@@ -308,7 +333,8 @@ def _gate_up_kernel(x_ptr, xs_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI
                     TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                     HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
                     S16: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
-                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, PDL: tl.constexpr = 0):
+                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, SWAP: tl.constexpr = False,
+                    PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # h[t * TOPK + slot, i] = act(gate, up) for the tokens t of this tile routed to expert e.
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
@@ -319,7 +345,7 @@ def _gate_up_kernel(x_ptr, xs_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI
     imask = offs_i < NI
     h = _gate_up_tile(x_ptr, xs_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
                       sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, DT,
-                      S16, BLOCK_T, BLOCK_I, BLOCK_H)
+                      S16, BLOCK_T, BLOCK_I, BLOCK_H, SWAP)
     rows_h = (offs_t * TOPK + slot).to(tl.int64)
     tl.store(h_ptr + rows_h[:, None] * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
              mask=hit[:, None] & imask[None, :])
