@@ -1,9 +1,9 @@
 """fp8 experts on the three decode kernels (9 to 64 tokens), Qwen3-30B-A3B shapes, against bf16
 experts; CUDA graphs, cold L2: x scaled to float16 once per call (``moe.PRESCALE_MIN_BLOCK_T``)
-or in every gate/up tile, then the transposed gate/up dots (``moe.GATE_UP_SWAP``) by warps and
-I columns a program. (At a61a678 it also timed a float16 route for the down projection, each h
-tile scaled: within noise of the bfloat16 one, removed.) Run on a GPU machine with the launch
-memo off (it would replay one variant):
+or in every gate/up tile, then the transposed dots (``moe.GATE_UP_SWAP``, ``moe.DOWN_SWAP``) by
+warps (both kernels) and I columns a program. (At a61a678 it also timed a float16 route for the
+down projection, each h tile scaled: within noise of the bfloat16 one, removed.) Run on a GPU
+machine with the launch memo off (it would replay one variant):
 
     PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_fp8_tokens.py [--json OUT]
 """
@@ -42,18 +42,18 @@ def main():
             if not fp8:
                 continue
             base = K.decode_plan(T, TOPK, E, H, I, dev, 1)
-            for swap in (False, True):
+            for swap_gu, swap_dn in ((False, False), (True, False), (False, True), (True, True)):
                 for warps in (4, 8):
                     for bi in (64, 128):
-                        moe.GATE_UP_SWAP = swap
+                        moe.GATE_UP_SWAP, moe.DOWN_SWAP = swap_gu, swap_dn
                         plan = dataclasses.replace(base, block_i=bi)
-                        name = f"T={T} fp8 swap={swap:d} warps={warps} block_i={bi}"
+                        name = f"T={T} fp8 swap gate/up={swap_gu:d} down={swap_dn:d} warps={warps} block_i={bi}"
                         try:
-                            rec[name] = dict(us=with_plan(fn, plan, dict(num_warps=warps), {}))
+                            rec[name] = dict(us=with_plan(fn, plan, dict(num_warps=warps), dict(num_warps=warps)))
                         except Exception as exc:  # noqa: BLE001 (out of resources)
                             rec[name] = dict(error=repr(exc)[:120])
                         finally:
-                            moe.GATE_UP_SWAP = False
+                            moe.GATE_UP_SWAP = moe.DOWN_SWAP = False
                         print(name, rec[name], flush=True)
     if a.json:
         with open(a.json, "w") as f:

@@ -70,6 +70,8 @@ PRESCALE_MIN_BLOCK_T = 64
 #: before each dot). Offline sm_90 compile (triton 3.6, 64 x 64 tiles): the shared-memory store
 #: is gone, but 4 warps spill 576 bytes; 8 warps do not. Off until timed on a GPU.
 GATE_UP_SWAP = False
+#: The same for the fp8 down projection (``D h^T``; its weights convert to bfloat16). Off until timed.
+DOWN_SWAP = False
 #: Tests set this to force a path of fused_experts: "decode" or "prefill" (None: by token count).
 FORCE_PATH: Optional[str] = None
 
@@ -462,7 +464,8 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         T, H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None,
-        HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt], BLOCK_P=p.block_p, BLOCK_T=p.block_t,
+        HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt], SWAP=DOWN_SWAP and mode2 != 0, BLOCK_P=p.block_p,
+        BLOCK_T=p.block_t,
         BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,

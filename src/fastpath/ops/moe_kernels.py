@@ -477,10 +477,10 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
                  TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
                  BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 PDL: tl.constexpr = 0):
+                 SWAP: tl.constexpr = False, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # y[t * TOPK + j, n] = w[t, j] * (h[t * TOPK + slot] . D[e, n] + bias) for every slot j with
-    # ids[t, j] == e (float32).
+    # ids[t, j] == e (float32). SWAP: the transposed products D h^T (as _gate_up_acc's SWAP).
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
     if idle:
         return
@@ -488,14 +488,25 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = offs_n < H
     a_rows = h_ptr + (offs_t * TOPK + slot).to(tl.int64)[:, None] * NI
-    b_cols = w_ptr + e * swe + offs_n.to(tl.int64)[None, :] * swn
-    acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
+    w_e = w_ptr + e * swe
+    if SWAP:
+        acc = tl.zeros([BLOCK_N, BLOCK_T], dtype=tl.float32)
+    else:
+        acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, NI, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < NI
         a = tl.load(a_rows + offs_k[None, :], mask=hit[:, None] & kmask[None, :], other=0.0).to(DT)
-        b = _load_as(b_cols + offs_k[:, None] * swk, kmask[:, None] & nmask[None, :], MODE, E5M2, DT)
-        acc += _mm(a, b, DT)
+        if SWAP:
+            b = _load_as(w_e + offs_n.to(tl.int64)[:, None] * swn + offs_k[None, :] * swk,
+                         nmask[:, None] & kmask[None, :], MODE, E5M2, DT)
+            acc += _mm(b, tl.trans(a), DT)
+        else:
+            b = _load_as(w_e + offs_n.to(tl.int64)[None, :] * swn + offs_k[:, None] * swk,
+                         kmask[:, None] & nmask[None, :], MODE, E5M2, DT)
+            acc += _mm(a, b, DT)
+    if SWAP:
+        acc = tl.trans(acc)
     if HAS_SCALE:
         acc = acc * tl.load(s_ptr + e * sse + offs_n * ssn, mask=nmask, other=0.0)[None, :]
     if HAS_BIAS:
