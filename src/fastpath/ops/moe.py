@@ -465,8 +465,7 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None,
         HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt], SWAP=DOWN_SWAP and mode2 != 0, BLOCK_P=p.block_p,
-        BLOCK_T=p.block_t,
-        BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
+        BLOCK_T=p.block_t, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,
         out.stride(0), out.stride(1), TOPK=k, GATHER=False, WEIGHTED=False, RNE=INTERPRET, BLOCK=p.block_c, num_warps=4)
