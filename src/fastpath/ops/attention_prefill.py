@@ -151,10 +151,10 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
         pid_m = n_m - 1 - m_pid
     else:
         pid_m = m_pid
-    h = h32
+    hk32 = h32 // group  # the KV head of this query head
     b = b32.to(tl.int64)
-    hk = (h // group).to(tl.int64)
-    h = h.to(tl.int64)
+    hk = hk32.to(tl.int64)
+    h = h32.to(tl.int64)
     row0 = pid_m * BLOCK_M
     offs_m = row0 + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -168,7 +168,6 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
     else:
         k_base = k_ptr + b * skb + hk * skh
         v_base = v_ptr + b * svb + hk * svh
-    hk32 = h32 // group
 
     # Query row i sits at position i + q_off (a chunk after a cached prefix). Key blocks
     # [blk_lo, blk_hi) hold keys visible to some query of the tile; the blocks
