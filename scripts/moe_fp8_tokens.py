@@ -1,24 +1,20 @@
-"""fp8 experts on the three decode kernels (9 to 64 tokens), Qwen3-30B-A3B shapes, against bf16
-experts; CUDA graphs, cold L2: x scaled to float16 once per call (``moe.PRESCALE_MIN_BLOCK_T``)
-or in every gate/up tile, then the transposed dots (``moe.GATE_UP_SWAP``, ``moe.DOWN_SWAP``) by
-warps (both kernels) and I columns a program. (At a61a678 it also timed a float16 route for the
-down projection, each h tile scaled: within noise of the bfloat16 one, removed.) Run on a GPU
-machine with the launch memo off (it would replay one variant):
+"""fp8 experts on the three decode kernels (9 to 64 tokens), Qwen3-30B-A3B shapes: x scaled to
+float16 once per call (``moe.PRESCALE_MIN_BLOCK_T``) or in every gate/up tile, against bf16
+experts; CUDA graphs, cold L2. (At a61a678 it also timed a float16 route for the down
+projection, each h tile scaled: within noise of the bfloat16 one, removed.) Run on a GPU machine with the launch memo off (it would replay one variant):
 
     PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_fp8_tokens.py [--json OUT]
 """
 import argparse
-import dataclasses
 import json
 import sys
 
 import torch.nn.functional as F
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from moe_profile import E, H, I, TOPK, dev, graph_us, inputs, with_plan  # noqa: E402
+from moe_profile import TOPK, graph_us, inputs  # noqa: E402
 
 from fastpath.ops import moe  # noqa: E402
-from fastpath.ops import moe_kernels as K  # noqa: E402
 
 
 def main():
@@ -38,27 +34,9 @@ def main():
                 name = f"T={T} {'fp8' if fp8 else 'bf16'} prescale={pre <= 64:d}"
                 rec[name] = dict(us=graph_us(fn), rel_to_first=err)
                 print(name, rec[name], flush=True)
-            moe.PRESCALE_MIN_BLOCK_T = 64
-            if not fp8:
-                continue
-            if T < 32:  # the transposed dots: 32 and 64 tokens (a compile per variant and tile)
-                continue
-            base = K.decode_plan(T, TOPK, E, H, I, dev, 1)
-            for swap_gu, swap_dn in ((False, False), (True, False), (False, True), (True, True)):
-                for warps, bi in ((4, 64), (8, 64), (8, 128)):
-                    moe.GATE_UP_SWAP, moe.DOWN_SWAP = swap_gu, swap_dn
-                    plan = dataclasses.replace(base, block_i=bi)
-                    name = f"T={T} fp8 swap gate/up={swap_gu:d} down={swap_dn:d} warps={warps} block_i={bi}"
-                    try:
-                        rec[name] = dict(us=with_plan(fn, plan, dict(num_warps=warps), dict(num_warps=warps)))
-                    except Exception as exc:  # noqa: BLE001 (out of resources)
-                        rec[name] = dict(error=repr(exc)[:120])
-                    finally:
-                        moe.GATE_UP_SWAP = moe.DOWN_SWAP = False
-                    print(name, rec[name], flush=True)
-        if a.json:  # after every token count: a timeout keeps what was measured
-            with open(a.json, "w") as f:
-                json.dump(rec, f, indent=1)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rec, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -497,20 +497,16 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
     assert_close(out, experts64(x, ids, w, q1, dn, gu_s=s1))
 
 
-@pytest.mark.parametrize("fp8,prescale,swap", [(False, True, False), (True, True, False), (True, False, False),
-                                               (True, True, True), (True, False, True)])
-def test_decode_widest_tiles(fp8, prescale, swap, path, monkeypatch, device):
+@pytest.mark.parametrize("fp8,prescale", [(False, True), (True, True), (True, False)])
+def test_decode_widest_tiles(fp8, prescale, path, monkeypatch, device):
     """64 tokens on the three decode kernels with the plan's widest blocks (one SM pretended,
     so the plan needs few programs: 64 token rows x 64 I columns, 128 outputs a program on a
     GPU), fp8 weights through float16 (S16) too, with x scaled to float16 once per call
-    (``_prescale_kernel``) or in every tile, as ``x W^T`` or transposed (``GATE_UP_SWAP``,
-    ``DOWN_SWAP``); I = 80 leaves a masked column tail. Rows of x far apart in magnitude (one
-    scale per row)."""
+    (``_prescale_kernel``) or in every tile; I = 80 leaves a masked column tail. Rows of x far
+    apart in magnitude (one scale per row)."""
     path("decode")
     monkeypatch.setattr(MK, "num_sms", lambda dev: 1)
     monkeypatch.setattr(moe, "PRESCALE_MIN_BLOCK_T", 64 if prescale else 128)
-    monkeypatch.setattr(moe, "GATE_UP_SWAP", swap)
-    monkeypatch.setattr(moe, "DOWN_SWAP", swap)
     if not backend.INTERPRET and device.type == "cuda":
         p = MK.decode_plan(64, 2, 8, H, 80, device, 1 if fp8 else 2)
         assert (p.block_t, p.block_i) == (64, 64)

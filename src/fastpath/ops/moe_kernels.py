@@ -10,8 +10,7 @@
   writes ``h`` for each routed (token, slot) pair; ``_down_kernel`` (expert x block of H x
   block of tokens) does the same for ``down_proj`` and writes the weighted ``y`` of each
   pair in float32; ``_combine_kernel`` adds the k slots of each token in the fixed order
-  j = 0..k-1 (deterministic, no atomics). fp8 weights against bfloat16 x multiply in float16
-  with x scaled by a power of two per row: in every tile, or once by ``_prescale_kernel``. When the pairs are fewer than the experts
+  j = 0..k-1 (deterministic, no atomics). When the pairs are fewer than the experts
   (``BY_PAIR``) the grid runs over pairs instead: the first pair naming an expert computes
   it for every token and the others exit at once, so no program is spent on idle experts.
 * Up to ``ROWS_MAX_T`` tokens: ``_gate_up_rows_kernel`` (grid: routed pair x block of I)
@@ -35,7 +34,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _dot16, _load_as, _mm, _pow2_of_amax, _pow2_scale
+from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
 
 #: Activation codes of the kernels (``ACT``).
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
@@ -242,55 +241,30 @@ def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.conste
 @triton.jit
 def _gate_up_acc(x_ptr, xs_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, swe, swn, swk,
                  MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr, S16: tl.constexpr,
-                 BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, SWAP: tl.constexpr = False):
+                 BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
     """float32 ``(x_t . W[e, gate row], x_t . W[e, up row])`` over ``H`` for the token rows
     of the tile (rows not ``hit`` read zeros). Weights load as ``DT``;
     ``S16``: bfloat16 activations against fp8 weights, through float16 (:func:`_dot16`): 1 =
     each x tile scaled in the loop; 2 = x already scaled to float16 by ``_prescale_kernel``
-    (``xs_ptr``: each row's power-of-two scale, applied to the sums after the loop).
-    ``SWAP``: the transposed products ``W x^T``, so that weights converted in registers (fp8)
-    are the tensor-core dot's first operand, which Hopper reads from registers (else they go
-    back to shared memory before every dot)."""
+    (``xs_ptr``: each row's power-of-two scale, applied to the sums after the loop)."""
     w_e = w_ptr + e * swe
     x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
-    if SWAP:
-        acc_g = tl.zeros([BLOCK_I, BLOCK_T], dtype=tl.float32)
-        acc_u = tl.zeros([BLOCK_I, BLOCK_T], dtype=tl.float32)
-    else:
-        acc_g = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
-        acc_u = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
+    acc_g = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_T, BLOCK_I], dtype=tl.float32)
     for k0 in range(0, H, BLOCK_H):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
         x = tl.load(x_rows + offs_k[None, :] * sxh, mask=hit[:, None] & kmask[None, :], other=0.0)
-        if SWAP:
-            wmask = imask[:, None] & kmask[None, :]
-            wk = w_e + offs_k[None, :] * swk
-            wg = _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, DT)
-            wu = _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, DT)
-            if S16 == 1:
-                s, r = _pow2_scale(x.to(tl.float32))
-                xt = tl.trans((x.to(tl.float32) * r[:, None]).to(tl.float16).to(DT))
-                acc_g += _mm(wg, xt, DT) * s[None, :]
-                acc_u += _mm(wu, xt, DT) * s[None, :]
-            else:
-                xt = tl.trans(x.to(DT))
-                acc_g += _mm(wg, xt, DT)
-                acc_u += _mm(wu, xt, DT)
+        wmask = kmask[:, None] & imask[None, :]
+        wk = w_e + offs_k[:, None] * swk
+        wg = _load_as(wk + rows_g[None, :] * swn, wmask, MODE, E5M2, DT)
+        wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
+        if S16 == 2:
+            acc_g += _mm(x.to(DT), wg, DT)
+            acc_u += _mm(x.to(DT), wu, DT)
         else:
-            wmask = kmask[:, None] & imask[None, :]
-            wk = w_e + offs_k[:, None] * swk
-            wg = _load_as(wk + rows_g[None, :] * swn, wmask, MODE, E5M2, DT)
-            wu = _load_as(wk + rows_u[None, :] * swn, wmask, MODE, E5M2, DT)
-            if S16 == 2:
-                acc_g += _mm(x.to(DT), wg, DT)
-                acc_u += _mm(x.to(DT), wu, DT)
-            else:
-                acc_g += _dot16(x.to(tl.float32), wg, S16, DT)
-                acc_u += _dot16(x.to(tl.float32), wu, S16, DT)
-    if SWAP:
-        acc_g = tl.trans(acc_g)
-        acc_u = tl.trans(acc_u)
+            acc_g += _dot16(x.to(tl.float32), wg, S16, DT)
+            acc_u += _dot16(x.to(tl.float32), wu, S16, DT)
     if S16 == 2:
         xs = tl.load(xs_ptr + offs_t, mask=hit, other=0.0)[:, None]
         acc_g = acc_g * xs
@@ -315,15 +289,15 @@ def _gate_up_finish(acc_g, acc_u, s_ptr, b_ptr, e, rows_g, rows_u, imask, sse, s
 def _gate_up_tile(x_ptr, xs_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
                   sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE: tl.constexpr, E5M2: tl.constexpr,
                   HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
-                  S16: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr,
-                  SWAP: tl.constexpr = False):
+                  S16: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr):
     """``act(x_t . W[e, gate row i], x_t . W[e, up row i])`` in float32 for the token rows of
     the tile and the I columns ``offs_i``; gate row i is ``i * row_mul``, up row
     ``i * row_mul + up_off``."""
     rows_g = (offs_i * row_mul).to(tl.int64)
     rows_u = rows_g + up_off
     acc_g, acc_u = _gate_up_acc(x_ptr, xs_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H, sxt, sxh, swe, swn,
-                                swk, MODE, E5M2, DT, S16, BLOCK_T, BLOCK_I, BLOCK_H, SWAP)
+                                swk,
+                                MODE, E5M2, DT, S16, BLOCK_T, BLOCK_I, BLOCK_H)
     return _gate_up_finish(acc_g, acc_u, s_ptr, b_ptr, e, rows_g, rows_u, imask, sse, ssn, sbe, sbn, alpha, limit,
                            HAS_SCALE, HAS_BIAS, ACT)
 
@@ -334,8 +308,7 @@ def _gate_up_kernel(x_ptr, xs_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI
                     TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                     HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
                     S16: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
-                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, SWAP: tl.constexpr = False,
-                    PDL: tl.constexpr = 0):
+                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # h[t * TOPK + slot, i] = act(gate, up) for the tokens t of this tile routed to expert e.
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
@@ -346,7 +319,7 @@ def _gate_up_kernel(x_ptr, xs_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI
     imask = offs_i < NI
     h = _gate_up_tile(x_ptr, xs_ptr, w_ptr, s_ptr, b_ptr, e, offs_t, hit, offs_i, imask, H, sxt, sxh, swe, swn, swk,
                       sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, DT,
-                      S16, BLOCK_T, BLOCK_I, BLOCK_H, SWAP)
+                      S16, BLOCK_T, BLOCK_I, BLOCK_H)
     rows_h = (offs_t * TOPK + slot).to(tl.int64)
     tl.store(h_ptr + rows_h[:, None] * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
              mask=hit[:, None] & imask[None, :])
@@ -478,10 +451,10 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
                  TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
                  BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 SWAP: tl.constexpr = False, PDL: tl.constexpr = 0):
+                 PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # y[t * TOPK + j, n] = w[t, j] * (h[t * TOPK + slot] . D[e, n] + bias) for every slot j with
-    # ids[t, j] == e (float32). SWAP: the transposed products D h^T (as _gate_up_acc's SWAP).
+    # ids[t, j] == e (float32).
     e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
     if idle:
         return
@@ -489,25 +462,14 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = offs_n < H
     a_rows = h_ptr + (offs_t * TOPK + slot).to(tl.int64)[:, None] * NI
-    w_e = w_ptr + e * swe
-    if SWAP:
-        acc = tl.zeros([BLOCK_N, BLOCK_T], dtype=tl.float32)
-    else:
-        acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
+    b_cols = w_ptr + e * swe + offs_n.to(tl.int64)[None, :] * swn
+    acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, NI, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < NI
         a = tl.load(a_rows + offs_k[None, :], mask=hit[:, None] & kmask[None, :], other=0.0).to(DT)
-        if SWAP:
-            b = _load_as(w_e + offs_n.to(tl.int64)[:, None] * swn + offs_k[None, :] * swk,
-                         nmask[:, None] & kmask[None, :], MODE, E5M2, DT)
-            acc += _mm(b, tl.trans(a), DT)
-        else:
-            b = _load_as(w_e + offs_n.to(tl.int64)[None, :] * swn + offs_k[:, None] * swk,
-                         kmask[:, None] & nmask[None, :], MODE, E5M2, DT)
-            acc += _mm(a, b, DT)
-    if SWAP:
-        acc = tl.trans(acc)
+        b = _load_as(b_cols + offs_k[:, None] * swk, kmask[:, None] & nmask[None, :], MODE, E5M2, DT)
+        acc += _mm(a, b, DT)
     if HAS_SCALE:
         acc = acc * tl.load(s_ptr + e * sse + offs_n * ssn, mask=nmask, other=0.0)[None, :]
     if HAS_BIAS:
