@@ -19,8 +19,8 @@ from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
-from ..ops.linear import linear, linear_swiglu
-from ..ops.moe import fused_experts, route, router
+from ..ops.linear import linear, linear_swiglu, rms_norm_linear
+from ..ops.moe import fused_experts, rms_norm_router, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
@@ -56,6 +56,13 @@ class Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias, weight_scale=self.scale)
 
+    def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float, *,
+               zero_centered: bool = False, swiglu: bool = False):
+        """``(self(rms_norm(d + h)), d + h)`` (``h`` None: of ``d``), the norm inside the projection's
+        kernel for decode (:func:`~fastpath.ops.linear.rms_norm_linear`)."""
+        return rms_norm_linear(d, norm, eps, self.weight, self.bias, residual=h, zero_centered=zero_centered,
+                               weight_scale=self.scale, swiglu=swiglu)
+
 
 class MLP(nn.Module):
     """SwiGLU ``down(silu(gate(x)) * up(x))`` with gate and up in one matrix."""
@@ -68,6 +75,11 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gu = self.gate_up
         return self.down(linear_swiglu(x, gu.weight, gu.bias, weight_scale=gu.scale))
+
+    def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float):
+        """``(self(rms_norm(d + h)), d + h)``, the norm inside the gate/up projection."""
+        a, h = self.gate_up.normed(d, h, norm, eps, swiglu=True)
+        return self.down(a), h
 
 
 class MoE(nn.Module):
@@ -107,6 +119,22 @@ class MoE(nn.Module):
             out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
         return out.reshape(x.shape)
 
+    def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float):
+        """``(self(rms_norm(d + h)), d + h)``: the norm inside the router's kernel (decode), which
+        also stores the normalised rows for the experts."""
+        if self.shared_mlp is not None:
+            x = fused_rms_norm(d, norm, eps, residual=h)
+            x, h = x if h is not None else (x, d)
+            return self(x), h
+        H = d.shape[-1]
+        kw = dict(norm_topk_prob=self.norm, expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
+        w, ids, x2, h2 = rms_norm_router(d.reshape(-1, H), norm, eps, self.router, self.top_k, self.scoring,
+                                         residual=h.reshape(-1, H) if h is not None else None,
+                                         shared_gate=self.stacked, **kw)
+        out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
+                            down_scale=self.down_scale)
+        return out.reshape(d.shape), h2.reshape(d.shape)
+
 
 class Layer(nn.Module):
     def __init__(self, cfg: ModelConfig, i: int, dtype, device, fp8: bool):
@@ -129,20 +157,21 @@ class Layer(nn.Module):
         else:
             self.ffn = MLP(H, cfg.intermediate_size, dtype, device, fp8)
 
-    def project(self, x: torch.Tensor, pos: torch.Tensor, inv_freq: torch.Tensor, ck: torch.Tensor,
-                cv: torch.Tensor) -> torch.Tensor:
-        """q (B, T, nh, D) with q/k norm and rotary embedding applied; k and v written into the
-        cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T)."""
+    def project(self, d: torch.Tensor, h: Optional[torch.Tensor], pos: torch.Tensor, inv_freq: torch.Tensor,
+                ck: torch.Tensor, cv: torch.Tensor):
+        """``(q, h)``: the residual stream ``h = d + h`` (``d`` alone when ``h`` is None) and, of
+        its norm, q (B, T, nh, D) with q/k norm and rotary embedding applied; k and v written
+        into the cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T)."""
         cfg = self.cfg
         nh, nkv, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
-        qkv = self.qkv(x)
+        qkv, h = self.qkv.normed(d, h, self.attn_norm, cfg.rms_norm_eps)
         if cfg.qk_norm == "full":  # OLMoE: the norm spans all heads of q and of k
             q, k, v = qkv.split([nh * D, nkv * D, nkv * D], dim=-1)
             eps = cfg.rms_norm_eps
             qkv = torch.cat((fused_rms_norm(q, self.q_norm, eps), fused_rms_norm(k, self.k_norm, eps), v), -1)
         head = cfg.qk_norm == "head"
         return qkv_rope(qkv, pos, inv_freq, nh, nkv, ck, cv, self.q_norm if head else None,
-                        self.k_norm if head else None, cfg.rms_norm_eps)
+                        self.k_norm if head else None, cfg.rms_norm_eps), h
 
 
 class CachedLM(nn.Module):
@@ -153,6 +182,13 @@ class CachedLM(nn.Module):
 
     def _head(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
+
+    def _normed_head(self, d: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """The logits of ``rms_norm(d + h)``: the final norm inside the LM head's kernel."""
+        eps = self.cfg.rms_norm_eps
+        if self.lm_head is None:
+            return rms_norm_linear(d, self.norm, eps, self.embed, residual=h)[0]
+        return self.lm_head.normed(d, h, self.norm, eps)[0]
 
     def _chunk(self, tokens: torch.Tensor, p0: int, rows: Optional[slice]):
         """``(rows, end, pos)`` of a prefill chunk ``tokens`` (B, T) at ``p0``: the cache rows
@@ -197,16 +233,18 @@ class Transformer(CachedLM):
         self.cache_v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in self.layers]
         self.batch, self.max_seq = batch, max_seq
 
-    def _layers(self, h: torch.Tensor, attend) -> torch.Tensor:
-        """The residual stream through every layer; each residual add is fused with the norm
-        that follows it. ``attend(i, layer, x)`` returns the attention output (B, T, nh * D)."""
+    def _layers(self, x: torch.Tensor, attend):
+        """The residual stream through every layer: ``(d, h)``, the last layer's output and the
+        stream it is to be added to (the final norm's input is ``d + h``). Each residual add and
+        the norm after it run inside the kernel that reads the norm's output (the q/k/v
+        projection, the router or the MLP's gate/up: :meth:`Linear.normed`, :meth:`MoE.normed`).
+        ``attend(i, layer, d, h)`` returns the attention output (B, T, nh * D) and ``d + h``."""
         eps = self.cfg.rms_norm_eps
-        x = fused_rms_norm(h, self.layers[0].attn_norm, eps)
+        d, h = x, None
         for i, layer in enumerate(self.layers):
-            x, h = fused_rms_norm(layer.o(attend(i, layer, x)), layer.mlp_norm, eps, residual=h)
-            nxt = self.layers[i + 1].attn_norm if i + 1 < len(self.layers) else self.norm
-            x, h = fused_rms_norm(layer.ffn(x), nxt, eps, residual=h)
-        return x
+            a, h = attend(i, layer, d, h)
+            d, h = layer.ffn.normed(layer.o(a), h, layer.mlp_norm, eps)
+        return d, h
 
     @torch.inference_mode()
     def prefill(self, tokens: torch.Tensor, p0: int, rows: Optional[slice] = None,
@@ -218,14 +256,14 @@ class Transformer(CachedLM):
         if self.cfg.sliding_window and end > self.cfg.sliding_window:
             raise NotImplementedError("prefill: sliding-window attention beyond the window is not supported")
 
-        def attend(i, layer, x):
+        def attend(i, layer, d, h):
             ck, cv = self.cache_k[i][rows], self.cache_v[i][rows]
-            q = layer.project(x, pos, self.inv_freq, ck, cv)
+            q, h = layer.project(d, h, pos, self.inv_freq, ck, cv)
             a = chunk_attention(q.transpose(1, 2), ck[:, :end].transpose(1, 2), cv[:, :end].transpose(1, 2), p0)
-            return a.transpose(1, 2).reshape(B, T, -1)
+            return a.transpose(1, 2).reshape(B, T, -1), h
 
-        x = self._layers(F.embedding(tokens, self.embed), attend)
-        return self._head(x[:, -1] if last_only else x)
+        d, h = self._layers(F.embedding(tokens, self.embed), attend)
+        return self._normed_head(d[:, -1], h[:, -1]) if last_only else self._normed_head(d, h)
 
     @torch.inference_mode()
     def decode(self, tokens: torch.Tensor, pos: torch.Tensor, kv_len: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -237,11 +275,12 @@ class Transformer(CachedLM):
             kv_len = (pos + 1).to(torch.int32)
         pos2 = pos[:, None]
 
-        def attend(i, layer, x):
+        def attend(i, layer, d, h):
             ck, cv = self.cache_k[i][:B], self.cache_v[i][:B]
-            q = layer.project(x, pos2, self.inv_freq, ck, cv)
+            q, h = layer.project(d, h, pos2, self.inv_freq, ck, cv)
             a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
                                              enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
-            return a.reshape(B, 1, -1)
+            return a.reshape(B, 1, -1), h
 
-        return self._head(self._layers(F.embedding(tokens[:, None], self.embed), attend)[:, 0])
+        d, h = self._layers(F.embedding(tokens[:, None], self.embed), attend)
+        return self._normed_head(d[:, 0], h[:, 0])

@@ -19,7 +19,7 @@ more rows call ``torch.nn.functional.linear`` (cuBLAS, the best bf16 matmul avai
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +32,7 @@ from .._core.registry import register_op
 from . import matvec
 from .fp8.bits import fp8_load_mode
 from .matvec import Operand
+from .norm import _check as norm_check, rms_norm
 
 _FP8 = getattr(torch, "float8_e4m3fn", None)
 
@@ -50,14 +51,19 @@ def _fp8_mode(device: torch.device) -> int:
     return fp8_load_mode(device, FP8_DECODE)
 
 
+def _rows(t: torch.Tensor, K: int) -> torch.Tensor:
+    try:
+        return t.view(-1, K)
+    except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
+        return t.reshape(-1, K)
+
+
 def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-            weight_scale: Optional[torch.Tensor], glu: bool = False) -> torch.Tensor:
+            weight_scale: Optional[torch.Tensor], glu: bool = False,
+            norm: Optional[matvec.Norm] = None) -> torch.Tensor:
     K = x.shape[-1]
     N = weight.shape[0]
-    try:
-        x2 = x.view(-1, K)
-    except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
-        x2 = x.reshape(-1, K)
+    x2 = _rows(x, K)
     M = x2.shape[0]
     N //= 2 if glu else 1
     y = alloc.empty(M, N, dtype=x.dtype, device=x.device)
@@ -70,7 +76,8 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
     matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
-                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu)
+                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu,
+                  norm=norm)
     return y.view(*x.shape[:-1], N)
 
 
@@ -256,6 +263,70 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
         g, u = _linear_op(x, weight, bias, weight_scale).chunk(2, dim=-1)
         return F.silu(g) * u
     return _launch(x, weight, bias, weight_scale, glu=True)
+
+
+def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
+                    bias: Optional[torch.Tensor] = None, *, residual: Optional[torch.Tensor] = None,
+                    zero_centered: bool = False, weight_scale: Optional[torch.Tensor] = None,
+                    swiglu: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``linear(rms_norm(x, norm_weight, eps, residual=residual, zero_centered=...), weight,
+    bias, weight_scale=...)`` (``linear_swiglu`` with ``swiglu``): a decoder layer's norm and
+    the projection after it, in one matrix-vector launch for up to 16 rows.
+
+    Every program of the projection reads its rows whole once for their ``rsqrt(mean(h^2) +
+    eps)`` and normalises each K tile of ``h = x (+ residual)`` as it streams the weights,
+    rounded as :func:`~fastpath.ops.norm.rms_norm` rounds (so the projection sees the same
+    16-bit values); the programs of the first column block store the new residual ``h``. No
+    norm kernel, no normalised activations in memory. More rows, other devices and autograd:
+    :func:`~fastpath.ops.norm.rms_norm`, then :func:`linear` (or :func:`linear_swiglu`).
+
+    Parameters
+    ----------
+    x, norm_weight, eps, residual, zero_centered : as :func:`~fastpath.ops.norm.rms_norm`.
+    weight, bias, weight_scale : as :func:`linear` (``weight`` ``(N, K)``, or ``(2I, K)``
+        gate rows then up rows with ``swiglu``).
+
+    Returns
+    -------
+    ``(y, h)``: the projection ``(..., N)`` (``(..., I)`` with ``swiglu``) and the residual
+    stream ``h`` (``x + residual``, or ``x`` itself without a residual). No host
+    synchronisation: capturable in a CUDA graph. No autograd.
+
+    Raises
+    ------
+    The errors of :func:`~fastpath.ops.norm.rms_norm` and :func:`linear`, naming the argument.
+
+    Example
+    -------
+    >>> import torch, fastpath
+    >>> from fastpath.ops.linear import rms_norm_linear
+    >>> d, h = (torch.randn(1, 2048, dtype=torch.bfloat16) for _ in range(2))
+    >>> q, h = rms_norm_linear(d, torch.ones(2048, dtype=torch.bfloat16), 1e-6,
+    ...                        torch.randn(5120, 2048, dtype=torch.bfloat16), residual=h)
+    """
+    return _MEMO.call(lambda: _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_centered,
+                                                    weight_scale, swiglu),
+                      (x, norm_weight, weight, bias, residual, weight_scale), (eps, zero_centered, swiglu))
+
+
+def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_centered, weight_scale, swiglu):
+    norm_check(x, norm_weight, residual, None, "silu", eps, "x", "norm_weight")
+    _checked(x, weight, bias, weight_scale)
+    if swiglu and weight.shape[0] % 2:
+        raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
+    rows = x.numel() // max(x.shape[-1], 1)
+    if (rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
+            or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
+            and any(t is not None and t.requires_grad for t in (x, norm_weight, residual, weight, bias))):
+        xn = rms_norm(x, norm_weight, eps, residual=residual, zero_centered=zero_centered)
+        xn, h = xn if residual is not None else (xn, x)
+        project = linear_swiglu if swiglu else linear
+        return project(xn, weight, bias, weight_scale=weight_scale), h
+    K = x.shape[-1]
+    h = alloc.empty(x.shape, dtype=x.dtype, device=x.device) if residual is not None else x
+    norm = matvec.Norm(norm_weight, float(eps), _rows(residual, K) if residual is not None else None,
+                       h.view(-1, K) if residual is not None else None, bool(zero_centered))
+    return _launch(x, weight, bias, weight_scale, glu=swiglu, norm=norm), h
 
 
 FAMILY = {"name": "linear", "ops": ["linear"], "reason": triton_reason}

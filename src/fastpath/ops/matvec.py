@@ -30,7 +30,7 @@ from typing import Optional
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
-from .norm import round_to
+from .norm import normed_rows, round_to, rows_rstd
 
 
 @triton.jit
@@ -151,12 +151,19 @@ def _tile_dot(a, b_ptrs, kmask, nmask, B_MODE: tl.constexpr, B_E5M2: tl.constexp
 @triton.jit
 def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, k_chunk, n_split,
                sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son, n_up,
+               r_ptr, nw_ptr, nr_ptr, srm, srk, snm, snw, eps,
                A_MODE: tl.constexpr, B_MODE: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, PDL: tl.constexpr = 0):
+               BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
+               NORM_DT: tl.constexpr = tl.float32, NORM_M: tl.constexpr = 1, NORM_K: tl.constexpr = 16,
+               PDL: tl.constexpr = 0):
     pdl_start(PDL)
+    # NORM (1 plain, 2 zero-centred): ``a`` is RMS-normalised on the fly (weights nw, eps; with
+    # HAS_RES, of a + r, which the programs of column block 0 store into nr): every program
+    # first reads its rows whole for their rstd (NORM_M x NORM_K chunks), then each K tile
+    # of a is normalised as it is loaded.
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -178,11 +185,22 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     KD: tl.constexpr = BLOCK_K if (not DOT) and BLOCK_M == 1 and (not BLOCKWISE) else 1
     acc_k = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
     acc_k_up = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
+    if NORM:
+        rows_n = tl.arange(0, NORM_M)
+        rstd_n = rows_rstd(a_ptr, r_ptr, rows_n.to(tl.int64), rows_n < M, K, sam, sak, srm, srk, eps, HAS_RES,
+                           NORM_M, NORM_K)
+        rstd = tl.sum(tl.where(offs_m[:, None] == rows_n[None, :], rstd_n[None, :], 0.0), axis=1)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
-        a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
-                     tl.float32 if S16 else DT)
+        if NORM:
+            a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, offs_m.to(tl.int64), offs_k,
+                            mmask[:, None] & kmask[None, :], kmask, rstd, sam, sak, srm, srk, snm, snw, pid_n == 0,
+                            HAS_RES, False, NORM == 2, NORM_DT)
+            a = a.to(tl.float32 if S16 else DT)
+        else:
+            a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
+                         tl.float32 if S16 else DT)
         if KD > 1:
             b_ptrs = b_cols + offs_k[:, None] * sbk
             bmask = kmask[:, None] & nmask[None, :]
@@ -320,8 +338,35 @@ class Operand:
     e5m2: bool = False
 
 
+@dataclass
+class Norm:
+    """RMS normalisation of ``a`` inside the kernel (:func:`fastpath.ops.norm.rms_norm`'s
+    semantics): weights ``weight`` (K,), ``eps``; ``residual`` (M, K) added first (None: none),
+    the sum stored into ``out_residual`` (M, K, rows contiguous)."""
+    weight: torch.Tensor
+    eps: float
+    residual: Optional[torch.Tensor] = None
+    out_residual: Optional[torch.Tensor] = None
+    zero_centered: bool = False
+
+
+def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor):
+    """The kernel's normalisation arguments and flags (off when ``norm`` is None)."""
+    if norm is None:
+        return (dummy, dummy, dummy, 0, 0, 0, 0, 0.0), {}
+    M, K = a.shape
+    r = norm.residual if norm.residual is not None else a
+    nr = norm.out_residual if norm.out_residual is not None else dummy
+    nm = next_pow2(M)
+    nk = min(next_pow2(K), max(16, (64 if INTERPRET else 4096) // nm))
+    flags = dict(NORM=2 if norm.zero_centered else 1, HAS_RES=norm.residual is not None,
+                 NORM_DT=TL_DTYPES[torch.promote_types(norm.weight.dtype, a.dtype)], NORM_M=nm, NORM_K=nk)
+    return (r, norm.weight, nr, r.stride(0), r.stride(1), nr.stride(0), norm.weight.stride(0), float(norm.eps)), flags
+
+
 def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb=None,
-           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False):
+           sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False,
+           norm: Optional[Norm] = None):
     """Run ``out = a @ b`` (+ scales, bias) with ``plan``; ``a`` is (M, K), ``b`` is (K, N),
     any strides; ``glu``: ``b`` is (K, 2N), gate columns then up columns, and ``out`` (M, N)
     takes ``silu(a @ gate) * (a @ up)`` (not with block scales). ``sa_strides`` is (stride
@@ -341,10 +386,11 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
                sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), N)
+    nargs, nflags = _norm_args(norm, a.t, dummy)
     _MV[(n_blocks, p.split)](
-        *args, M, N, K, p.k_chunk, p.split, *strides,
+        *args, M, N, K, p.k_chunk, p.split, *strides, *nargs,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
-        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
+        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps, **nflags)
     return out

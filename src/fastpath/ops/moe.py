@@ -39,6 +39,7 @@ from .._core.registry import register_op
 from . import moe_kernels as K
 from .grouped_mm import grouped_mm
 from .linear import linear
+from .norm import _check as norm_check, rms_norm
 
 _ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _ALIGN, _PRESCALE = (
     Launcher(k, pdl=True) for k in (K._router_kernel, K._route_kernel, K._gate_up_kernel, K._down_kernel,
@@ -245,11 +246,24 @@ def _router_fake(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, share
 def _router_op(x: torch.Tensor, weight: torch.Tensor, top_k: int, sigmoid: bool, norm: bool,
                expert_bias: Optional[torch.Tensor], scale: float, eps: float,
                shared: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    if not _router_kernel_ok(x, weight, expert_bias, shared):
+        return _route_op(linear(x, weight), top_k, sigmoid, norm, expert_bias, scale, eps, shared)
+    return _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared)
+
+
+def _router_kernel_ok(x, weight, expert_bias, shared) -> bool:
+    T, H = x.shape
+    return (use_triton(x) and x.dtype in KERNEL_DTYPES and 0 < T <= ROUTER_MAX_T and H > 0
+            and weight.shape[0] - shared <= MAX_ROUTE_EXPERTS
+            and (expert_bias is None or expert_bias.dtype in KERNEL_DTYPES))
+
+
+def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared, rms=None):
+    """The one-launch router; ``rms``: ``(norm weight, eps, residual or None, zero_centered,
+    xn, h)``, x normalised in the kernel, which stores the normalised rows into ``xn`` (and
+    ``x + residual`` into ``h``)."""
     T, H = x.shape
     E = weight.shape[0] - shared
-    if (not use_triton(x) or x.dtype not in KERNEL_DTYPES or not 0 < T <= ROUTER_MAX_T or H == 0
-            or E > MAX_ROUTE_EXPERTS or (expert_bias is not None and expert_bias.dtype not in KERNEL_DTYPES)):
-        return _route_op(linear(x, weight), top_k, sigmoid, norm, expert_bias, scale, eps, shared)
     k = top_k + shared
     w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
     ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
@@ -259,12 +273,20 @@ def _router_op(x: torch.Tensor, weight: torch.Tensor, top_k: int, sigmoid: bool,
     block_t = next_pow2(T)
     block_n = 16 if INTERPRET else 4
     block_h = min(next_pow2(H), max(16, (8192 if not INTERPRET else 1024) // (block_t * block_n)))
+    if rms is None:
+        rargs, rflags = (x, x, x, x, 0, 0, 0, 0, 0.0), {}
+    else:
+        nw, neps, res, zc, xn, h = rms
+        r = res if res is not None else x
+        rargs = (r, nw, h, xn, r.stride(0), r.stride(1), xn.stride(0), nw.stride(0), float(neps))
+        rflags = dict(RMS=2 if zc else 1, HAS_RES=res is not None, RMS_DT=TL_DTYPES[torch.promote_types(nw.dtype, x.dtype)],
+                      RMS_K=min(next_pow2(H), max(16, (64 if INTERPRET else 4096) // block_t)))
     _ROUTER[(cdiv(E + shared, block_n),)](
         x, weight, expert_bias if expert_bias is not None else x, lg, cnt, w, ids, T, H, E, x.stride(0), x.stride(1),
-        weight.stride(0), weight.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps),
+        weight.stride(0), weight.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps), *rargs,
         TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm, SHARED=shared, RNE=INTERPRET,
         BLOCK_T=block_t, BLOCK_N=block_n, BLOCK_H=block_h, BLOCK_E=block_e, BLOCK_K=block_k,
-        BITONIC=bitonic, num_warps=4 if block_e <= 4096 else 8)
+        BITONIC=bitonic, num_warps=4 if block_e <= 4096 else 8, **rflags)
     return w, ids
 
 
@@ -296,6 +318,13 @@ def router(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, scorin
     ``weight`` that do not match.
     """
     x = hidden_states
+    expert_bias = _check_router(x, weight, top_k, scoring, expert_bias, shared_gate)
+    return _router_op(x, weight, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
+                      float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
+
+
+def _check_router(x, weight, top_k, scoring, expert_bias, shared_gate):
+    """:func:`router`'s checks; returns the expert bias as the kernels take it."""
     check_tensor("hidden_states", x)
     check_tensor("weight", weight)
     if not x.dtype.is_floating_point:
@@ -309,10 +338,46 @@ def router(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, scorin
                          f"got {_shape(weight)}")
     if weight.device != x.device:
         raise ValueError(f"weight: expected a tensor on {x.device} like hidden_states, got {weight.device}")
-    expert_bias = _check_route(weight.shape[0] - bool(shared_gate), top_k, scoring, expert_bias, x.device,
-                               "hidden_states")
-    return _router_op(x, weight, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
-                      float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
+    return _check_route(weight.shape[0] - bool(shared_gate), top_k, scoring, expert_bias, x.device, "hidden_states")
+
+
+def rms_norm_router(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
+                    top_k: int, scoring: str = "softmax", norm_topk_prob: bool = False,
+                    expert_bias: Optional[torch.Tensor] = None, routed_scaling_factor: float = 1.0, *,
+                    residual: Optional[torch.Tensor] = None, zero_centered: bool = False,
+                    shared_gate: bool = False) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A MoE layer's norm and :func:`router` in one launch (up to ``ROUTER_MAX_T`` tokens):
+    ``x, h = rms_norm(hidden_states, norm_weight, eps, residual=residual, zero_centered=...)``,
+    then ``router(x, weight, top_k, ...)``. Every program of the router normalises the rows it
+    reads (rounded as :func:`~fastpath.ops.norm.rms_norm` rounds, so the logits equal those
+    of the two calls up to the order of the float32 sums); program 0 also stores ``x`` (the
+    experts' input) and ``h``. More tokens, other devices: the two calls.
+
+    Returns ``(topk_weights, topk_ids, x, h)``; ``h`` is ``hidden_states`` itself without a
+    residual. Arguments and errors as :func:`~fastpath.ops.norm.rms_norm` and :func:`router`
+    (``eps`` is the norm's). No host synchronisation; no autograd.
+    """
+    x = hidden_states
+    norm_check(x, norm_weight, residual, None, "silu", eps, "hidden_states", "norm_weight")
+    kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
+              routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
+    if x.dim() != 2 or norm_weight.dtype not in KERNEL_DTYPES:
+        return _norm_then_router(x, norm_weight, eps, weight, top_k, residual, zero_centered, kw)
+    expert_bias = _check_router(x, weight, top_k, scoring, expert_bias, shared_gate)
+    if not _router_kernel_ok(x, weight, expert_bias, bool(shared_gate)):
+        return _norm_then_router(x, norm_weight, eps, weight, top_k, residual, zero_centered, kw)
+    xn = alloc.empty(x.shape, dtype=x.dtype, device=x.device)
+    h = alloc.empty(x.shape, dtype=x.dtype, device=x.device) if residual is not None else x
+    w, ids = _router_launch(x, weight, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
+                            float(routed_scaling_factor), _norm_eps(scoring, None), bool(shared_gate),
+                            rms=(norm_weight, eps, residual, bool(zero_centered), xn, h))
+    return w, ids, xn, h
+
+
+def _norm_then_router(x, norm_weight, eps, weight, top_k, residual, zero_centered, kw):
+    xn = rms_norm(x, norm_weight, eps, residual=residual, zero_centered=zero_centered)
+    xn, h = xn if residual is not None else (xn, x)
+    return (*router(xn, weight, top_k, **kw), xn, h)
 
 
 # ============================================================================ fused_experts: reference

@@ -10,7 +10,8 @@
   writes ``h`` for each routed (token, slot) pair; ``_down_kernel`` (expert x block of H x
   block of tokens) does the same for ``down_proj`` and writes the weighted ``y`` of each
   pair in float32; ``_combine_kernel`` adds the k slots of each token in the fixed order
-  j = 0..k-1 (deterministic, no atomics). When the pairs are fewer than the experts
+  j = 0..k-1 (deterministic, no atomics). fp8 weights against bfloat16 x multiply in float16
+  with x scaled by a power of two per row: in every tile, or once by ``_prescale_kernel``. When the pairs are fewer than the experts
   (``BY_PAIR``) the grid runs over pairs instead: the first pair naming an expert computes
   it for every token and the others exit at once, so no program is spent on idle experts.
 * Up to ``ROWS_MAX_T`` tokens: ``_gate_up_rows_kernel`` (grid: routed pair x block of I)
@@ -35,6 +36,7 @@ import torch
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
 from .._core.launch import cdiv, next_pow2
 from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
+from .norm import normed_rows, rows_rstd
 
 #: Activation codes of the kernels (``ACT``).
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "gpt_oss": 3}
@@ -136,15 +138,20 @@ def _route_kernel(x_ptr, bias_ptr, w_ptr, ids_ptr, E, sxt, sxe, swt, sit, scale,
 
 @triton.jit
 def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H, E, sxt, sxh, srn, srh,
-                   swt, sit, scale, eps, TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr,
+                   swt, sit, scale, eps, res_ptr, nw_ptr, nr_ptr, xn_ptr, srt, srk, snt, snw, norm_eps,
+                   TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr,
                    NORM: tl.constexpr, SHARED: tl.constexpr, RNE: tl.constexpr, BLOCK_T: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr,
-                   BITONIC: tl.constexpr, PDL: tl.constexpr = 0):
+                   BITONIC: tl.constexpr, RMS: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
+                   RMS_DT: tl.constexpr = tl.float32, RMS_K: tl.constexpr = 16, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # The router matmul and the routing in one launch, for a few tokens. Program p computes the
     # logits x_t . R[n] of its BLOCK_N router rows in float32, rounded to x's dtype (as
-    # F.linear returns them), into lg ((T, E + SHARED) float32); the last program to take a ticket (acq_rel: every other program's logits are
-    # visible to it) routes every token.
+    # F.linear returns them), into lg ((T, E + SHARED) float32); the last program to take a
+    # ticket (acq_rel: every other program's logits are visible to it) routes every token.
+    # RMS (1 plain, 2 zero-centred): x is first RMS-normalised (weights nw; with HAS_RES, of
+    # x + res), as norm.rms_norm does; program 0 stores the normalised rows into xn (and
+    # x + res into nr) for the experts and the next layer.
     NE = E + SHARED
     offs_t = tl.arange(0, BLOCK_T)
     tmask = offs_t < T
@@ -153,10 +160,19 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
     x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
     r_cols = r_ptr + offs_n.to(tl.int64)[None, :] * srn
     acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
+    if RMS:
+        rstd = rows_rstd(x_ptr, res_ptr, offs_t.to(tl.int64), tmask, H, sxt, sxh, srt, srk, norm_eps, HAS_RES,
+                         BLOCK_T, RMS_K)
     for k0 in range(0, H, BLOCK_H):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
-        a = tl.load(x_rows + offs_k[None, :] * sxh, mask=tmask[:, None] & kmask[None, :], other=0.0).to(tl.float32)
+        if RMS:
+            a = normed_rows(x_ptr, res_ptr, nw_ptr, nr_ptr, xn_ptr, offs_t.to(tl.int64), offs_k,
+                            tmask[:, None] & kmask[None, :], kmask, rstd, sxt, sxh, srt, srk, snt, snw,
+                            tl.program_id(0) == 0, HAS_RES, True, RMS == 2, RMS_DT)
+        else:
+            a = tl.load(x_rows + offs_k[None, :] * sxh, mask=tmask[:, None] & kmask[None, :], other=0.0)
+            a = a.to(tl.float32)
         b = tl.load(r_cols + offs_k[:, None] * srh, mask=kmask[:, None] & nmask[None, :], other=0.0).to(tl.float32)
         acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
     acc = _cast(acc, x_ptr.dtype.element_ty, RNE).to(tl.float32)

@@ -70,16 +70,60 @@ def _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr
 
 
 @triton.jit
+def _norm_value(h, rstd, w, YDT: tl.constexpr, ZERO_CENTERED: tl.constexpr, PROD_DT: tl.constexpr):
+    """float32 ``y`` of the rows ``h`` (float32) times ``rstd`` and the weights ``w``, before
+    its final rounding to ``YDT``."""
+    n = h * rstd[:, None]
+    if ZERO_CENTERED:
+        return n * (1.0 + w)[None, :]
+    # Llama: the normalised row is rounded to x's dtype, then multiplied by w
+    n = round_to(n, YDT).to(tl.float32)
+    return round_to(n * w[None, :], PROD_DT).to(tl.float32)
+
+
+@triton.jit
+def rows_rstd(x_ptr, r_ptr, rows64, rmask, N, sxr, sxn, srr, srn, eps, HAS_RES: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``rsqrt(mean(h^2) + eps)`` of the rows ``rows64`` of ``h = x`` (or ``x + residual``
+    rounded to x's dtype), their N columns read in chunks of ``BLOCK_N``."""
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        mask = rmask[:, None] & (cols < N)[None, :]
+        h = _load_rows(x_ptr, r_ptr, x_ptr, rows64, cols, mask, sxr, sxn, srr, srn, 0, HAS_RES, False)
+        acc += h * h
+    return tl.rsqrt(tl.sum(acc, axis=1) / N + eps)
+
+
+@triton.jit
+def normed_rows(x_ptr, r_ptr, w_ptr, nr_ptr, y_ptr, rows64, cols, mask, cmask, rstd, sxr, sxn, srr, srn, snr, sw,
+                store, HAS_RES: tl.constexpr, STORE_Y: tl.constexpr, ZERO_CENTERED: tl.constexpr,
+                PROD_DT: tl.constexpr):
+    """A chunk of the normalised rows as a kernel that reads them (a projection, the router)
+    takes them: the values :func:`rms_norm` returns (x's dtype), in float32. Where ``store``
+    holds (one program of a grid), the new residual ``h = x + residual`` goes into ``nr``
+    (with ``HAS_RES``) and the normalised rows into ``y`` (with ``STORE_Y``); both have rows
+    ``snr`` apart and contiguous columns."""
+    h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, False)
+    # (the interpreter takes no scalar bool in a mask: broadcast by hand)
+    smask = mask & (store.to(tl.int32) + tl.zeros_like(mask.to(tl.int32)) > 0)
+    offs = rows64[:, None] * snr + cols[None, :]
+    if HAS_RES:
+        tl.store(nr_ptr + offs, h.to(nr_ptr.dtype.element_ty), mask=smask)
+    w = tl.load(w_ptr + cols * sw, mask=cmask, other=0.0)
+    XDT: tl.constexpr = x_ptr.dtype.element_ty
+    y = round_to(_norm_value(h, rstd, w.to(tl.float32), XDT, ZERO_CENTERED, PROD_DT), XDT)
+    if STORE_Y:
+        tl.store(y_ptr + offs, y, mask=smask)
+    return y.to(tl.float32)
+
+
+@triton.jit
 def _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
             ZERO_CENTERED: tl.constexpr, PROD_DT: tl.constexpr, HAS_GATE: tl.constexpr,
             ACT: tl.constexpr):
     w = tl.load(w_ptr + cols * sw, mask=cmask, other=0.0).to(tl.float32)
-    n = h * rstd[:, None]
-    if ZERO_CENTERED:
-        y = n * (1.0 + w)[None, :]
-    else:  # Llama: the normalised row is rounded to x's dtype, then multiplied by w
-        n = round_to(n, y_ptr.dtype.element_ty).to(tl.float32)
-        y = round_to(n * w[None, :], PROD_DT).to(tl.float32)
+    y = _norm_value(h, rstd, w, y_ptr.dtype.element_ty, ZERO_CENTERED, PROD_DT)
     if HAS_GATE:
         g = tl.load(g_ptr + rows64[:, None] * sgr + cols[None, :] * sgn, mask=mask, other=0.0)
         y = y * _act(g.to(tl.float32), ACT)
@@ -216,31 +260,32 @@ def _add_rms_norm_op(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tens
     return _launch(x, weight, eps, residual, zero_centered, gate, act)
 
 
-def _check(x, weight, residual, gate, gate_activation, eps):
-    check_tensor("x", x)
-    check_tensor("weight", weight)
+def _check(x, weight, residual, gate, gate_activation, eps, xn="x", wn="weight"):
+    """The checks of :func:`rms_norm`; ``xn`` / ``wn``: the names of ``x`` / ``weight`` in the caller."""
+    check_tensor(xn, x)
+    check_tensor(wn, weight)
     if not x.dtype.is_floating_point:
-        raise TypeError(f"x: rms_norm needs a floating-point tensor, got {x.dtype}")
+        raise TypeError(f"{xn}: rms_norm needs a floating-point tensor, got {x.dtype}")
     if x.dim() == 0:
-        raise ValueError("x: expected at least one dimension (the normalised one), got a 0-d tensor")
+        raise ValueError(f"{xn}: expected at least one dimension (the normalised one), got a 0-d tensor")
     if not weight.dtype.is_floating_point:
-        raise TypeError(f"weight: expected a floating-point tensor, got {weight.dtype}")
+        raise TypeError(f"{wn}: expected a floating-point tensor, got {weight.dtype}")
     if weight.shape != (x.shape[-1],):
-        raise ValueError(f"weight: expected shape ({x.shape[-1]},) (x's last dimension), got {tuple(weight.shape)}")
+        raise ValueError(f"{wn}: expected shape ({x.shape[-1]},) ({xn}'s last dimension), got {tuple(weight.shape)}")
     for name, t in (("residual", residual), ("gate", gate)):
         if t is None:
             continue
         check_tensor(name, t)
         if t.shape != x.shape:
-            raise ValueError(f"{name}: expected x's shape {tuple(x.shape)}, got {tuple(t.shape)}")
+            raise ValueError(f"{name}: expected {xn}'s shape {tuple(x.shape)}, got {tuple(t.shape)}")
         if t.device != x.device:
             raise ValueError(f"{name}: expected a tensor on {x.device}, got {t.device}")
     if residual is not None and residual.dtype != x.dtype:
-        raise TypeError(f"residual: expected x's dtype {x.dtype}, got {residual.dtype}")
+        raise TypeError(f"residual: expected {xn}'s dtype {x.dtype}, got {residual.dtype}")
     if gate is not None and not gate.dtype.is_floating_point:
         raise TypeError(f"gate: expected a floating-point tensor, got {gate.dtype}")
     if weight.device != x.device:
-        raise ValueError(f"weight: expected a tensor on {x.device}, got {weight.device}")
+        raise ValueError(f"{wn}: expected a tensor on {x.device}, got {weight.device}")
     if gate_activation not in ACTIVATIONS:
         raise NotImplementedError(f"gate_activation: {gate_activation!r} is not supported; "
                                   f"supported: {', '.join(ACTIVATIONS)}")

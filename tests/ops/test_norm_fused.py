@@ -1,0 +1,133 @@
+"""A decoder layer's RMSNorm inside the kernel that reads its output: ``rms_norm_linear`` (the
+matrix-vector kernel normalises its rows as it streams the weights) and ``rms_norm_router`` (the
+one-launch router), against PyTorch's norm (transformers' roundings) followed by a float64
+projection / routing. Compiled on a GPU, interpreted on the CPU."""
+import pytest
+import torch
+
+from fastpath.ops import matvec, moe
+from fastpath.ops.fp8 import quantize_fp8
+from fastpath.ops.linear import rms_norm_linear
+from fastpath.ops.norm import reference_rms_norm
+from tests.conftest import noncontig, randn
+from tests.ops.test_moe import route64
+from tests.tolerances import assert_close
+
+
+def normed_ref(x, nw, eps, residual, zero_centered):
+    """``(x_normalised, h)`` of PyTorch's norm (``h``: x + residual, or x)."""
+    out = reference_rms_norm(x, nw, eps, residual=residual, zero_centered=zero_centered)
+    return out if residual is not None else (out, x)
+
+
+def project64(xn, w, scale=None, swiglu=False):
+    wd = w.double() if scale is None else w.double() * scale.double().reshape(-1, 1)
+    y = xn.double() @ wd.t()
+    if not swiglu:
+        return y
+    g, u = y.to(xn.dtype).double().chunk(2, -1)  # the gate / up sums as the separate ops round them
+    return (torch.nn.functional.silu(g).to(xn.dtype).double() * u)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows,k,split", [(1, 200, 1), (1, 1000, 3), (3, 130, 2), (16, 67, 1), (17, 67, 1)])
+@pytest.mark.parametrize("residual,zero_centered", [(True, False), (False, True)])
+def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, monkeypatch, device):
+    """17 rows: the norm, then ``linear``. K of 1000 with one row: the rows' sums of squares
+    over several chunks (the interpreter reads 64 columns at a time), split over 3 programs;
+    the residual stream is stored by every K share of the first column block."""
+    monkeypatch.setattr(matvec, "SPLIT_K_OVERRIDE", split)
+    x = randn(rows, k, dtype=dtype, device=device, scale=3.0)
+    r = randn(rows, k, dtype=dtype, device=device) if residual else None
+    nw = randn(k, dtype=dtype, device=device, scale=0.5)
+    w = randn(45, k, dtype=dtype, device=device, scale=k ** -0.5)
+    b = randn(45, dtype=dtype, device=device)
+    y, h = rms_norm_linear(x, nw, 1e-5, w, b, residual=r, zero_centered=zero_centered)
+    xn, href = normed_ref(x, nw, 1e-5, r, zero_centered)
+    assert torch.equal(h, href)
+    assert y.shape == (rows, 45) and y.dtype == dtype
+    assert_close(y, project64(xn, w) + b.double())
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("fp8", [False, True])
+def test_rms_norm_linear_swiglu(rows, fp8, device):
+    """The MLP's gate/up projection with its norm: bf16 weights, and fp8 with per-row scales;
+    strided x and residual (leading dims of a (B, 1, K) decode step)."""
+    k, i = 96, 40
+    x = noncontig(randn(rows, 1, k, dtype=torch.bfloat16, device=device, scale=2.0))
+    r = noncontig(randn(rows, 1, k, dtype=torch.bfloat16, device=device))
+    nw = randn(k, dtype=torch.bfloat16, device=device)
+    w = randn(2 * i, k, device=device, scale=k ** -0.5)
+    scale = None
+    if fp8:
+        w, scale = quantize_fp8(w, recipe="rowwise")
+        scale = scale.reshape(-1, 1)
+    else:
+        w = w.bfloat16()
+    y, h = rms_norm_linear(x, nw, 1e-6, w, residual=r, weight_scale=scale, swiglu=True)
+    xn, href = normed_ref(x, nw, 1e-6, r, False)
+    assert torch.equal(h, href) and y.shape == (rows, 1, i)
+    assert_close(y, project64(xn, w if scale is None else w.float(), scale, swiglu=True))
+
+
+@pytest.mark.parametrize("T", [1, 3, 6])  # 6: past ROUTER_MAX_T, the norm and the router
+@pytest.mark.parametrize("residual,zero_centered", [(True, False), (False, True)])
+def test_rms_norm_router(T, residual, zero_centered, device):
+    """float32: the routing of float64 logits of PyTorch's normalised rows (random logits:
+    no near-ties in float32); the normalised rows (the experts' input) and the residual
+    stream as PyTorch's norm gives them; twice (the ticket is reset)."""
+    H, E, k = 130, 21, 4
+    x = randn(T, H, device=device, scale=3.0)
+    r = randn(T, H, device=device) if residual else None
+    nw = randn(H, device=device)
+    W = randn(E + 1, H, device=device, scale=H ** -0.5)
+    xn_ref, h_ref = normed_ref(x, nw, 1e-6, r, zero_centered)
+    for _ in range(2):
+        w, ids, xn, h = moe.rms_norm_router(x, nw, 1e-6, W, k, norm_topk_prob=True, residual=r,
+                                            zero_centered=zero_centered, shared_gate=True)
+        assert_close(xn, xn_ref)
+        assert torch.equal(h, h_ref)
+        logits = xn_ref.double() @ W.double().T
+        rw, rids = route64(logits[:, :E], k, norm=True)
+        assert torch.equal(ids[:, :k].cpu(), rids.cpu()) and bool((ids[:, k] == E).all())
+        assert_close(w[:, :k], rw, torch.float32)
+        assert_close(w[:, k], torch.sigmoid(logits[:, E]), torch.float32)
+
+
+def test_rms_norm_router_bf16_equals_two_calls(device):
+    """bfloat16, a residual: the normalised rows and the stream equal PyTorch's norm bit for
+    bit, and the routing equals ``router`` of those rows (logits rounded to bfloat16 alike)."""
+    T, H, E, k = 2, 256, 64, 8
+    x = randn(T, H, dtype=torch.bfloat16, device=device, scale=2.0)
+    r = randn(T, H, dtype=torch.bfloat16, device=device)
+    nw = randn(H, dtype=torch.bfloat16, device=device)
+    W = randn(E, H, dtype=torch.bfloat16, device=device, scale=H ** -0.5)
+    w, ids, xn, h = moe.rms_norm_router(x, nw, 1e-6, W, k, residual=r)
+    xn_ref, h_ref = normed_ref(x, nw, 1e-6, r, False)
+    assert torch.equal(h, h_ref)
+    assert torch.equal(xn, xn_ref)
+    w2, ids2 = moe.router(xn_ref, W, k)
+    assert torch.equal(ids, ids2)
+    assert_close(w, w2, torch.float32)
+
+
+def test_errors(device):
+    x = randn(1, 8, device=device)
+    w = randn(4, 8, device=device)
+    with pytest.raises(ValueError, match="norm_weight"):
+        rms_norm_linear(x, torch.ones(7, device=device), 1e-6, w)
+    with pytest.raises(ValueError, match="residual"):
+        rms_norm_linear(x, torch.ones(8, device=device), 1e-6, w, residual=x[:, :4])
+    with pytest.raises(ValueError, match="weight"):
+        rms_norm_linear(x, torch.ones(8, device=device), 1e-6, w[:, :7])
+    with pytest.raises(ValueError, match="eps"):
+        rms_norm_linear(x, torch.ones(8, device=device), -1.0, w)
+    with pytest.raises(ValueError, match="even number"):
+        rms_norm_linear(x, torch.ones(8, device=device), 1e-6, w[:3], swiglu=True)
+    with pytest.raises(ValueError, match="norm_weight"):
+        moe.rms_norm_router(x, torch.ones(9, device=device), 1e-6, w, 2)
+    with pytest.raises(TypeError, match="residual"):
+        moe.rms_norm_router(x, torch.ones(8, device=device), 1e-6, w, 2, residual=x.double())
+    with pytest.raises(ValueError, match="top_k"):
+        moe.rms_norm_router(x, torch.ones(8, device=device), 1e-6, w, 5)
