@@ -185,18 +185,19 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     KD: tl.constexpr = BLOCK_K if (not DOT) and BLOCK_M == 1 and (not BLOCKWISE) else 1
     acc_k = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
     acc_k_up = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
-    if NORM:
+    if NORM:  # NORM_M: BLOCK_M, or 1 (one row: normalised alone, then padded with zero rows)
         rows_n = tl.arange(0, NORM_M)
-        rstd_n = rows_rstd(a_ptr, r_ptr, rows_n.to(tl.int64), rows_n < M, K, sam, sak, srm, srk, eps, HAS_RES,
-                           NORM_M, NORM_K)
-        rstd = tl.sum(tl.where(offs_m[:, None] == rows_n[None, :], rstd_n[None, :], 0.0), axis=1)
+        rows_n64 = rows_n.to(tl.int64)
+        rstd = rows_rstd(a_ptr, r_ptr, rows_n64, rows_n < M, K, sam, sak, srm, srk, eps, HAS_RES, NORM_M, NORM_K)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
         if NORM:
-            a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, offs_m.to(tl.int64), offs_k,
-                            mmask[:, None] & kmask[None, :], kmask, rstd, sam, sak, srm, srk, snm, snw, pid_n == 0,
-                            HAS_RES, False, NORM == 2, NORM_DT)
+            nmask_k = (rows_n < M)[:, None] & kmask[None, :]
+            a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, rows_n64, offs_k, nmask_k, kmask, rstd, sam, sak,
+                            srm, srk, snm, snw, pid_n == 0, HAS_RES, False, NORM == 2, NORM_DT)
+            if NORM_M != BLOCK_M:
+                a = tl.where(offs_m[:, None] == 0, a, 0.0)
             a = a.to(tl.float32 if S16 else DT)
         else:
             a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
@@ -350,18 +351,19 @@ class Norm:
     zero_centered: bool = False
 
 
-def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor):
+def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor, block_m: int):
     """The kernel's normalisation arguments and flags (off when ``norm`` is None)."""
     if norm is None:
         return (dummy, dummy, dummy, 0, 0, 0, 0, 0.0), {}
     M, K = a.shape
     r = norm.residual if norm.residual is not None else a
     nr = norm.out_residual if norm.out_residual is not None else dummy
-    nm = next_pow2(M)
+    nm = 1 if M == 1 else block_m
     nk = min(next_pow2(K), max(16, (64 if INTERPRET else 4096) // nm))
     flags = dict(NORM=2 if norm.zero_centered else 1, HAS_RES=norm.residual is not None,
                  NORM_DT=TL_DTYPES[torch.promote_types(norm.weight.dtype, a.dtype)], NORM_M=nm, NORM_K=nk)
-    return (r, norm.weight, nr, r.stride(0), r.stride(1), nr.stride(0), norm.weight.stride(0), float(norm.eps)), flags
+    args = (r, norm.weight, nr, r.stride(0), r.stride(1), nr.stride(0), norm.weight.stride(0), float(norm.eps))
+    return args, flags
 
 
 def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb=None,
@@ -370,8 +372,10 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
     """Run ``out = a @ b`` (+ scales, bias) with ``plan``; ``a`` is (M, K), ``b`` is (K, N),
     any strides; ``glu``: ``b`` is (K, 2N), gate columns then up columns, and ``out`` (M, N)
     takes ``silu(a @ gate) * (a @ up)`` (not with block scales). ``sa_strides`` is (stride
-    over M, stride over K blocks), ``sb_strides`` (stride over N, over K blocks). Split-K uses two cached workspaces of this device and
-    stream: float32 partials and int32 counters (zeroed once, returned to zero by the kernel)."""
+    over M, stride over K blocks), ``sb_strides`` (stride over N, over K blocks). ``norm``:
+    ``a`` (16-bit or float32) is RMS-normalised in the kernel first (:class:`Norm`). Split-K
+    uses two cached workspaces of this device and stream: float32 partials and int32
+    counters (zeroed once, returned to zero by the kernel)."""
     M, K = a.t.shape
     N = b.t.shape[1] // (2 if glu else 1)
     p = plan
@@ -386,7 +390,7 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
                sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), N)
-    nargs, nflags = _norm_args(norm, a.t, dummy)
+    nargs, nflags = _norm_args(norm, a.t, dummy, p.block_m)
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides, *nargs,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,

@@ -279,7 +279,8 @@ def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, sha
         nw, neps, res, zc, xn, h = rms
         r = res if res is not None else x
         rargs = (r, nw, h, xn, r.stride(0), r.stride(1), xn.stride(0), nw.stride(0), float(neps))
-        rflags = dict(RMS=2 if zc else 1, HAS_RES=res is not None, RMS_DT=TL_DTYPES[torch.promote_types(nw.dtype, x.dtype)],
+        rflags = dict(RMS=2 if zc else 1, HAS_RES=res is not None,
+                      RMS_DT=TL_DTYPES[torch.promote_types(nw.dtype, x.dtype)],
                       RMS_K=min(next_pow2(H), max(16, (64 if INTERPRET else 4096) // block_t)))
     _ROUTER[(cdiv(E + shared, block_n),)](
         x, weight, expert_bias if expert_bias is not None else x, lg, cnt, w, ids, T, H, E, x.stride(0), x.stride(1),

@@ -11,7 +11,8 @@
   block of tokens) does the same for ``down_proj`` and writes the weighted ``y`` of each
   pair in float32; ``_combine_kernel`` adds the k slots of each token in the fixed order
   j = 0..k-1 (deterministic, no atomics). fp8 weights against bfloat16 x multiply in float16
-  with x scaled by a power of two per row: in every tile, or once by ``_prescale_kernel``. When the pairs are fewer than the experts
+  with x scaled by a power of two per row: in every tile, or once by ``_prescale_kernel``.
+  When the pairs are fewer than the experts
   (``BY_PAIR``) the grid runs over pairs instead: the first pair naming an expert computes
   it for every token and the others exit at once, so no program is spent on idle experts.
 * Up to ``ROWS_MAX_T`` tokens: ``_gate_up_rows_kernel`` (grid: routed pair x block of I)
