@@ -70,7 +70,7 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     if M == 0 or N == 0:
         return y.view(*x.shape[:-1], N)
     plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
-                       b_bytes=1 if weight_scale is not None else weight.element_size())
+                       b_bytes=1 if weight_scale is not None else weight.element_size(), norm=norm is not None)
     w = Operand(weight.t())
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
@@ -265,6 +265,10 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     return _launch(x, weight, bias, weight_scale, glu=True)
 
 
+#: rms_norm_linear's one launch (False: the norm, then the projection; an A/B knob).
+FUSE_NORM = True
+
+
 def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
                     bias: Optional[torch.Tensor] = None, *, residual: Optional[torch.Tensor] = None,
                     zero_centered: bool = False, weight_scale: Optional[torch.Tensor] = None,
@@ -315,7 +319,7 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     if swiglu and weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    if (rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
+    if (not FUSE_NORM or rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
             or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
             and any(t is not None and t.requires_grad for t in (x, norm_weight, residual, weight, bias))):
         xn = rms_norm(x, norm_weight, eps, residual=residual, zero_centered=zero_centered)

@@ -293,8 +293,13 @@ class Plan:
     s16: bool = False  # bfloat16 activations through float16 (dot is float16; float32 when interpreted)
 
 
+#: One row normalised in the kernel (``Norm``), 16-bit weights: (BLOCK_N, BLOCK_K, programs
+#: per SM) of the float32 product-and-sum instead of the 16-row tl.dot tile; None: the dot.
+NORM_ONE_ROW_FMA: Optional[tuple] = None
+
+
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
-         b_bytes: int = 2, max_block_k: int = 128 * 1024) -> Plan:
+         b_bytes: int = 2, max_block_k: int = 128 * 1024, norm: bool = False) -> Plan:
     """Blocks and split-K for ``(M, K) @ (K, N)``, plain int math only. ``dot_dtype``: the
     16-bit dtype both operands convert to exactly for ``tl.dot`` (None: float32 operands);
     ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
@@ -310,6 +315,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             use_dot, (bn, bk, per_sm) = True, FP8_DOT
         elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and N * K <= FP8_ONE_ROW_MAX_ELEMS:
             use_dot, (bn, bk, per_sm) = False, FP8_ONE_ROW_FMA
+        elif norm and M == 1 and b_bytes == 2 and NORM_ONE_ROW_FMA is not None:
+            use_dot, (bn, bk, per_sm) = False, NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
             use_dot, (bn, bk, per_sm) = True, FP8_VIA_FP16
             s16, dot_dtype = dot_dtype == torch.bfloat16, torch.float16

@@ -342,6 +342,10 @@ def _check_router(x, weight, top_k, scoring, expert_bias, shared_gate):
     return _check_route(weight.shape[0] - bool(shared_gate), top_k, scoring, expert_bias, x.device, "hidden_states")
 
 
+#: rms_norm_router's one launch (False: the norm, then the router; an A/B knob).
+FUSE_NORM = True
+
+
 def rms_norm_router(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
                     top_k: int, scoring: str = "softmax", norm_topk_prob: bool = False,
                     expert_bias: Optional[torch.Tensor] = None, routed_scaling_factor: float = 1.0, *,
@@ -362,7 +366,7 @@ def rms_norm_router(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps:
     norm_check(x, norm_weight, residual, None, "silu", eps, "hidden_states", "norm_weight")
     kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
               routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
-    if x.dim() != 2 or norm_weight.dtype not in KERNEL_DTYPES:
+    if not FUSE_NORM or x.dim() != 2 or norm_weight.dtype not in KERNEL_DTYPES:
         return _norm_then_router(x, norm_weight, eps, weight, top_k, residual, zero_centered, kw)
     expert_bias = _check_router(x, weight, top_k, scoring, expert_bias, shared_gate)
     if not _router_kernel_ok(x, weight, expert_bias, bool(shared_gate)):
