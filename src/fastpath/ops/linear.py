@@ -267,6 +267,10 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
 
 #: rms_norm_linear's one launch (False: the norm, then the projection; an A/B knob).
 FUSE_NORM = True
+#: Largest weight (N * K elements) rms_norm_linear normalises inside the projection; larger
+#: ones run the norm first (every program re-reads the rows for their norm, so the fused
+#: kernel gains on small projections only).
+NORM_FUSE_MAX_ELEMS = 16 * 2 ** 20
 
 
 def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
@@ -319,7 +323,7 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     if swiglu and weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    if (not FUSE_NORM or rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
+    if (not FUSE_NORM or rows > MAX_GEMV_ROWS or weight.numel() > NORM_FUSE_MAX_ELEMS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
             or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
             and any(t is not None and t.requires_grad for t in (x, norm_weight, residual, weight, bias))):
         xn = rms_norm(x, norm_weight, eps, residual=residual, zero_centered=zero_centered)

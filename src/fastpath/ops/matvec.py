@@ -295,7 +295,7 @@ class Plan:
 
 #: One row normalised in the kernel (``Norm``), 16-bit weights: (BLOCK_N, BLOCK_K, programs
 #: per SM) of the float32 product-and-sum instead of the 16-row tl.dot tile; None: the dot.
-NORM_ONE_ROW_FMA: Optional[tuple] = None
+NORM_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2)
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
