@@ -5,6 +5,7 @@ projection / routing. Compiled on a GPU, interpreted on the CPU."""
 import pytest
 import torch
 
+from fastpath.ops import linear as L
 from fastpath.ops import matvec, moe
 from fastpath.ops.fp8 import quantize_fp8
 from fastpath.ops.linear import rms_norm_linear
@@ -33,10 +34,14 @@ def project64(xn, w, scale=None, swiglu=False):
 @pytest.mark.parametrize("rows,k,split", [(1, 200, 1), (1, 1000, 3), (3, 130, 2), (16, 67, 1), (17, 67, 1)])
 @pytest.mark.parametrize("residual,zero_centered", [(True, False), (False, True)])
 def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, monkeypatch, device):
-    """17 rows: the norm, then ``linear``. K of 1000 with one row: the rows' sums of squares
-    over several chunks (the interpreter reads 64 columns at a time), split over 3 programs;
-    the residual stream is stored by every K share of the first column block."""
+    """One row: in the kernel (checked: the launch gets the norm); more rows: the norm, then
+    ``linear``. K of 1000: the row's sum of squares over several chunks (the interpreter reads
+    64 columns at a time), split over 3 programs; the residual stream is stored by every K
+    share of the first column block."""
     monkeypatch.setattr(matvec, "SPLIT_K_OVERRIDE", split)
+    fused = []
+    launch = L._launch
+    monkeypatch.setattr(L, "_launch", lambda *a, **kw: fused.append(kw.get("norm") is not None) or launch(*a, **kw))
     x = randn(rows, k, dtype=dtype, device=device, scale=3.0)
     r = randn(rows, k, dtype=dtype, device=device) if residual else None
     nw = randn(k, dtype=dtype, device=device, scale=0.5)
@@ -47,6 +52,7 @@ def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, monkeyp
     assert torch.equal(h, href)
     assert y.shape == (rows, 45) and y.dtype == dtype
     assert_close(y, project64(xn, w) + b.double())
+    assert fused == ([True] if rows == 1 else [False] if rows <= 16 else [])
 
 
 @pytest.mark.parametrize("rows", [1, 3])

@@ -155,10 +155,10 @@ class HybridLM(CachedLM):
         """The residual stream through every layer, each residual add fused with the next norm."""
         eps, zc = self.cfg.rms_norm_eps, self.zero_centered
         x = rms_norm(h, self.layers[0].norm1, eps, zero_centered=zc)
-        for i, layer in enumerate(self.layers):
-            x, h = rms_norm(layer.mixer(x, c), layer.norm2, eps, residual=h, zero_centered=zc)
+        for i, layer in enumerate(self.layers):  # norm2 inside the router / gate-up kernel (``normed``)
+            d, h = layer.ffn.normed(layer.mixer(x, c), h, layer.norm2, eps, zero_centered=zc)
             nxt = self.layers[i + 1].norm1 if i + 1 < len(self.layers) else self.norm
-            x, h = rms_norm(layer.ffn(x), nxt, eps, residual=h, zero_centered=zc)
+            x, h = rms_norm(d, nxt, eps, residual=h, zero_centered=zc)
         return x
 
     @torch.inference_mode()

@@ -76,9 +76,10 @@ class MLP(nn.Module):
         gu = self.gate_up
         return self.down(linear_swiglu(x, gu.weight, gu.bias, weight_scale=gu.scale))
 
-    def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float):
+    def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float, *,
+               zero_centered: bool = False):
         """``(self(rms_norm(d + h)), d + h)``, the norm inside the gate/up projection."""
-        a, h = self.gate_up.normed(d, h, norm, eps, swiglu=True)
+        a, h = self.gate_up.normed(d, h, norm, eps, zero_centered=zero_centered, swiglu=True)
         return self.down(a), h
 
 
@@ -119,18 +120,19 @@ class MoE(nn.Module):
             out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
         return out.reshape(x.shape)
 
-    def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float):
+    def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float, *,
+               zero_centered: bool = False):
         """``(self(rms_norm(d + h)), d + h)``: the norm inside the router's kernel (decode), which
         also stores the normalised rows for the experts."""
         if self.shared_mlp is not None:
-            x = fused_rms_norm(d, norm, eps, residual=h)
+            x = fused_rms_norm(d, norm, eps, residual=h, zero_centered=zero_centered)
             x, h = x if h is not None else (x, d)
             return self(x), h
         H = d.shape[-1]
         kw = dict(norm_topk_prob=self.norm, expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
         w, ids, x2, h2 = rms_norm_router(d.reshape(-1, H), norm, eps, self.router, self.top_k, self.scoring,
                                          residual=h.reshape(-1, H) if h is not None else None,
-                                         shared_gate=self.stacked, **kw)
+                                         zero_centered=zero_centered, shared_gate=self.stacked, **kw)
         out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
                             down_scale=self.down_scale)
         return out.reshape(d.shape), h2.reshape(d.shape)

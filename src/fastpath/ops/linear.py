@@ -279,13 +279,16 @@ def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weig
                     swiglu: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
     """``linear(rms_norm(x, norm_weight, eps, residual=residual, zero_centered=...), weight,
     bias, weight_scale=...)`` (``linear_swiglu`` with ``swiglu``): a decoder layer's norm and
-    the projection after it, in one matrix-vector launch for up to 16 rows.
+    the projection after it, in one matrix-vector launch for one row (batch-1 decode) and
+    weights of up to ``NORM_FUSE_MAX_ELEMS`` (16M) elements.
 
-    Every program of the projection reads its rows whole once for their ``rsqrt(mean(h^2) +
+    Every program of the projection reads the row whole once for its ``rsqrt(mean(h^2) +
     eps)`` and normalises each K tile of ``h = x (+ residual)`` as it streams the weights,
     rounded as :func:`~fastpath.ops.norm.rms_norm` rounds (so the projection sees the same
-    16-bit values); the programs of the first column block store the new residual ``h``. No
-    norm kernel, no normalised activations in memory. More rows, other devices and autograd:
+    16-bit values), on the float32 product-and-sum; the programs of the first column block
+    store the new residual ``h``. No norm kernel, no normalised activations in memory. More
+    rows, larger weights (where re-reading the row in every program costs more than the
+    norm's launch: H200, ``scripts/norm_fusion_ab.py``), other devices and autograd:
     :func:`~fastpath.ops.norm.rms_norm`, then :func:`linear` (or :func:`linear_swiglu`).
 
     Parameters
@@ -323,8 +326,8 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     if swiglu and weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    if (not FUSE_NORM or rows > MAX_GEMV_ROWS or weight.numel() > NORM_FUSE_MAX_ELEMS or not use_triton(x) or x.dtype not in KERNEL_DTYPES
-            or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
+    if (not FUSE_NORM or rows != 1 or weight.numel() > NORM_FUSE_MAX_ELEMS or not use_triton(x)
+            or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
             and any(t is not None and t.requires_grad for t in (x, norm_weight, residual, weight, bias))):
         xn = rms_norm(x, norm_weight, eps, residual=residual, zero_centered=zero_centered)
         xn, h = xn if residual is not None else (xn, x)

@@ -157,13 +157,13 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
-               NORM_DT: tl.constexpr = tl.float32, NORM_M: tl.constexpr = 1, NORM_K: tl.constexpr = 16,
+               NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16,
                PDL: tl.constexpr = 0):
     pdl_start(PDL)
-    # NORM (1 plain, 2 zero-centred): ``a`` is RMS-normalised on the fly (weights nw, eps; with
-    # HAS_RES, of a + r, which the programs of column block 0 store into nr): every program
-    # first reads its rows whole for their rstd (NORM_M x NORM_K chunks), then each K tile
-    # of a is normalised as it is loaded.
+    # NORM (1 plain, 2 zero-centred; one row): ``a`` is RMS-normalised on the fly (weights nw,
+    # eps; with HAS_RES, of a + r, which the programs of column block 0 store into nr): every
+    # program first reads the row whole for its rstd (NORM_K columns at a time), then each K
+    # tile of a is normalised as it is loaded.
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -185,19 +185,16 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     KD: tl.constexpr = BLOCK_K if (not DOT) and BLOCK_M == 1 and (not BLOCKWISE) else 1
     acc_k = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
     acc_k_up = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
-    if NORM:  # NORM_M: BLOCK_M, or 1 (one row: normalised alone, then padded with zero rows)
-        rows_n = tl.arange(0, NORM_M)
-        rows_n64 = rows_n.to(tl.int64)
-        rstd = rows_rstd(a_ptr, r_ptr, rows_n64, rows_n < M, K, sam, sak, srm, srk, eps, HAS_RES, NORM_M, NORM_K)
+    if NORM:  # (one row: BLOCK_M is 1)
+        rstd = rows_rstd(a_ptr, r_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, eps, HAS_RES, BLOCK_M,
+                         NORM_K)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
         if NORM:
-            nmask_k = (rows_n < M)[:, None] & kmask[None, :]
-            a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, rows_n64, offs_k, nmask_k, kmask, rstd, sam, sak,
-                            srm, srk, snm, snw, pid_n == 0, HAS_RES, False, NORM == 2, NORM_DT)
-            if NORM_M != BLOCK_M:
-                a = tl.where(offs_m[:, None] == 0, a, 0.0)
+            a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, offs_m.to(tl.int64), offs_k,
+                            mmask[:, None] & kmask[None, :], kmask, rstd, sam, sak, srm, srk, snm, snw, pid_n == 0,
+                            HAS_RES, False, NORM == 2, NORM_DT)
             a = a.to(tl.float32 if S16 else DT)
         else:
             a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
@@ -293,9 +290,11 @@ class Plan:
     s16: bool = False  # bfloat16 activations through float16 (dot is float16; float32 when interpreted)
 
 
-#: One row normalised in the kernel (``Norm``), 16-bit weights: (BLOCK_N, BLOCK_K, programs
-#: per SM) of the float32 product-and-sum instead of the 16-row tl.dot tile; None: the dot.
-NORM_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2)
+#: A row normalised in the kernel (``Norm``, one row only), 16-bit weights: (BLOCK_N, BLOCK_K,
+#: programs per SM) of the float32 product-and-sum (fp8 weights: FP8_ONE_ROW_FMA). H200, Qwen3-
+#: 30B-A3B decode (scripts/norm_fusion_ab.py, f807f63): 347 tok/s against 327 on the 16-row dot
+#: (the row normalised, then padded to 16 rows and stored to shared memory every tile).
+NORM_ONE_ROW_FMA = (16, 512, 2)
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
@@ -315,8 +314,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             use_dot, (bn, bk, per_sm) = True, FP8_DOT
         elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and N * K <= FP8_ONE_ROW_MAX_ELEMS:
             use_dot, (bn, bk, per_sm) = False, FP8_ONE_ROW_FMA
-        elif norm and M == 1 and b_bytes == 2 and NORM_ONE_ROW_FMA is not None:
-            use_dot, (bn, bk, per_sm) = False, NORM_ONE_ROW_FMA
+        elif norm:  # one row, normalised in the kernel: never the 16-row dot
+            use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
             use_dot, (bn, bk, per_sm) = True, FP8_VIA_FP16
             s16, dot_dtype = dot_dtype == torch.bfloat16, torch.float16
@@ -358,17 +357,16 @@ class Norm:
     zero_centered: bool = False
 
 
-def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor, block_m: int):
+def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor):
     """The kernel's normalisation arguments and flags (off when ``norm`` is None)."""
     if norm is None:
         return (dummy, dummy, dummy, 0, 0, 0, 0, 0.0), {}
-    M, K = a.shape
+    K = a.shape[1]
     r = norm.residual if norm.residual is not None else a
     nr = norm.out_residual if norm.out_residual is not None else dummy
-    nm = 1 if M == 1 else block_m
-    nk = min(next_pow2(K), max(16, (64 if INTERPRET else 4096) // nm))
     flags = dict(NORM=2 if norm.zero_centered else 1, HAS_RES=norm.residual is not None,
-                 NORM_DT=TL_DTYPES[torch.promote_types(norm.weight.dtype, a.dtype)], NORM_M=nm, NORM_K=nk)
+                 NORM_DT=TL_DTYPES[torch.promote_types(norm.weight.dtype, a.dtype)],
+                 NORM_K=min(next_pow2(K), 64 if INTERPRET else 4096))
     args = (r, norm.weight, nr, r.stride(0), r.stride(1), nr.stride(0), norm.weight.stride(0), float(norm.eps))
     return args, flags
 
@@ -397,7 +395,9 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
                sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), N)
-    nargs, nflags = _norm_args(norm, a.t, dummy, p.block_m)
+    if norm is not None and (M != 1 or p.block_m != 1):
+        raise ValueError(f"norm: one row on a one-row plan, got {M} rows, block_m {p.block_m}")
+    nargs, nflags = _norm_args(norm, a.t, dummy)
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides, *nargs,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
