@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
-# The device measurements the twenty-second session's last changes wait for (its device time
-# was spent), in two calls of under 10 minutes each:
-#   1: the compiled MoE tests (the transposed fp8 gate/up dots, GATE_UP_SWAP, off by default and
-#      never run on a GPU yet), then scripts/moe_fp8_tokens.py: fp8 experts at 16 / 32 / 64
-#      tokens by x prescaling, then GATE_UP_SWAP x warps x I columns a program (launch memo off).
-#   2: decode end to end (Qwen3-30B-A3B bf16 and fp8, Qwen3.6, Qwen3-8B; the engine's prefill
-#      tok/s also takes the heads-first prefill attention order), then the attention suite.
+# A session's first device calls (nothing measured is waiting since the twenty-third session):
+#   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
+#      to end for every named model the README's table lists (records for docs/perf.md).
+#   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -14,13 +11,13 @@ OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 case "${1:-1}" in
 1)
-  timeout 150 python3 -m pytest -v -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_moe.py > "$OUT/tests.log" 2>&1
-  grep -E "FAILED|ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  FASTPATH_LAUNCH_MEMO=0 timeout 300 python3 scripts/moe_fp8_tokens.py --json "$OUT/moe_fp8_tokens.json" 2>&1 \
-    | grep -v Warn ;;
+  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
+    tests/ops/test_linear.py tests/ops/test_moe.py tests/models tests/engine > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  for cfg in "qwen3-30b-a3b" "qwen3-30b-a3b --fp8" "qwen3-8b" "qwen3.6-35b-a3b" "lfm2.5-8b-a1b"; do
+    timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done ;;
 2)
-  for cfg in "qwen3-30b-a3b" "qwen3-30b-a3b --fp8" "qwen3.6-35b-a3b" "qwen3-8b"; do
-    timeout 90 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 | tail -1
-  done
-  timeout 200 python3 -m fastpath.bench attention --graphs --json "$OUT/bench.jsonl" 2>&1 | grep "eager\|graph" | cut -c1-150 ;;
+  timeout 500 python3 scripts/norm_fusion_ab.py --json "$OUT/norm_ab.json" 2>&1 | grep -v Warn ;;
 esac
