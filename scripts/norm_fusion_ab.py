@@ -27,6 +27,7 @@ def main():
     ap.add_argument("--configs", default="qwen3-30b-a3b,qwen3-30b-a3b:fp8,qwen3-8b")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variants", default=",".join(VARIANTS), help="names of VARIANTS, comma-separated")
+    ap.add_argument("--router-blocks", default="", help="moe.ROUTER_BLOCK_N values to A/B too, e.g. 2,4,8")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = []
@@ -34,9 +35,13 @@ def main():
         model = bench.random_model(named(name.split(":")[0]), device=torch.device("cuda"), dtype=torch.bfloat16,
                                    fp8=name.endswith(":fp8"))
         for rnd in range(args.rounds):
-            for variant in args.variants.split(","):
+            runs = [(v, None) for v in args.variants.split(",") if v]
+            runs += [("router+proj<=16M", int(b)) for b in args.router_blocks.split(",") if b]
+            for variant, block in runs:
                 linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_FUSE_MAX_ELEMS = VARIANTS[variant]
+                moe.ROUTER_BLOCK_N = block or 4
                 r = bench.run(model)
+                variant += f" router rows {block}" if block else ""
                 rows.append(dict(config=name, variant=variant, round=rnd, decode_tps=r["decode_tps"]))
                 print(f"{name:16s} {variant:24s} decode {r['decode_tps']:6.1f} tok/s", flush=True)
         del model

@@ -235,6 +235,8 @@ def _check_route(E: int, top_k, scoring: str, expert_bias: Optional[torch.Tensor
 
 #: Tokens up to which :func:`router` runs its one-launch kernel (more: ``linear`` + ``route``).
 ROUTER_MAX_T = 4
+#: Router rows (experts) a program of the one-launch router.
+ROUTER_BLOCK_N = 4
 
 
 def _router_fake(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared):
@@ -271,7 +273,7 @@ def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, sha
     lg = workspace(x.device, "moe.router.logits", T * (E + shared), torch.float32)
     cnt = workspace(x.device, "moe.router.ticket", 1, torch.int32, zeroed=True)
     block_t = next_pow2(T)
-    block_n = 16 if INTERPRET else 4
+    block_n = 16 if INTERPRET else ROUTER_BLOCK_N
     block_h = min(next_pow2(H), max(16, (8192 if not INTERPRET else 1024) // (block_t * block_n)))
     if rms is None:
         rargs, rflags = (x, x, x, x, 0, 0, 0, 0, 0.0), {}
