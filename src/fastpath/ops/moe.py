@@ -235,8 +235,11 @@ def _check_route(E: int, top_k, scoring: str, expert_bias: Optional[torch.Tensor
 
 #: Tokens up to which :func:`router` runs its one-launch kernel (more: ``linear`` + ``route``).
 ROUTER_MAX_T = 4
-#: Router rows (experts) a program of the one-launch router.
-ROUTER_BLOCK_N = 4
+#: Router rows (experts) a program of the one-launch router. H200 (scripts/norm_fusion_ab.py
+#: --router-blocks, 21d46bf, the norm fused, decode tok/s): Qwen3-30B-A3B 1 / 2 / 4 / 8 / 16
+#: rows 353.0 / 354.2 / 352.6 / 347.9 / 334.6, FP8 432.7 / 433.7 / 431.0 (1, 2, 4), Qwen3.6
+#: 387.9 / 387.8 / 381.9 / 369.1 (2, 4, 8, 16).
+ROUTER_BLOCK_N = 2
 
 
 def _router_fake(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared):
