@@ -20,6 +20,7 @@ M = 2 ** 20
 #: name: (linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_FUSE_MAX_ELEMS)
 VARIANTS = {"own kernel": (False, False, 0), "router": (False, True, 0),
             "router+proj<=16M": (True, True, 16 * M), "router+proj<=32M": (True, True, 32 * M)}
+ROUTER_ROWS = moe.ROUTER_BLOCK_N  # the default, for the variants that do not set it
 
 
 def main():
@@ -39,16 +40,16 @@ def main():
             runs += [("router+proj<=16M", int(b)) for b in args.router_blocks.split(",") if b]
             for variant, block in runs:
                 linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_FUSE_MAX_ELEMS = VARIANTS[variant]
-                moe.ROUTER_BLOCK_N = block or 4
+                moe.ROUTER_BLOCK_N = block or ROUTER_ROWS
                 r = bench.run(model)
                 variant += f" router rows {block}" if block else ""
                 rows.append(dict(config=name, variant=variant, round=rnd, decode_tps=r["decode_tps"]))
                 print(f"{name:16s} {variant:24s} decode {r['decode_tps']:6.1f} tok/s", flush=True)
-        del model
+                if args.json:  # after every run: a call cut short keeps what it measured
+                    with open(args.json, "w") as f:
+                        json.dump(rows, f, indent=1)
+        model = None
         torch.cuda.empty_cache()
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":
