@@ -118,6 +118,13 @@ def test_rms_norm_router_bf16_equals_two_calls(device):
     assert_close(w, w2, torch.float32)
 
 
+def test_rms_norm_linear_no_outputs(device):
+    """A projection to 0 features still returns the residual stream."""
+    x, r = randn(1, 8, device=device), randn(1, 8, device=device)
+    y, h = rms_norm_linear(x, torch.ones(8, device=device), 1e-6, randn(0, 8, device=device), residual=r)
+    assert y.shape == (1, 0) and torch.equal(h, x + r)
+
+
 def test_errors(device):
     x = randn(1, 8, device=device)
     w = randn(4, 8, device=device)

@@ -326,7 +326,7 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     if swiglu and weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    if (not FUSE_NORM or rows != 1 or weight.numel() > NORM_FUSE_MAX_ELEMS or not use_triton(x)
+    if (not FUSE_NORM or rows != 1 or not 0 < weight.numel() <= NORM_FUSE_MAX_ELEMS or not use_triton(x)
             or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
             and any(t is not None and t.requires_grad for t in (x, norm_weight, residual, weight, bias))):
         xn = rms_norm(x, norm_weight, eps, residual=residual, zero_centered=zero_centered)
