@@ -224,6 +224,29 @@ def case_rms_norm():
     return rel(out, ref) <= TOL[d] * 2, (d, lead, H)
 
 
+def case_norm_linear():
+    """rms_norm_linear (one row in the kernel, more rows the two calls) against float64 norm
+    and projection of ``x + residual`` rounded to the dtype."""
+    from fastpath.ops.linear import rms_norm_linear
+    d = dt()
+    K, N = R.randint(1, 300), R.randint(1, 300)
+    lead = R.choice([(1,), (1, 1), (R.randint(1, 4),)])
+    x = noncontig(torch.randn(*lead, K).to(d))
+    r = noncontig(torch.randn(*lead, K).to(d)) if R.random() < 0.7 else None
+    nw = torch.randn(K).to(d)
+    zc, glu = R.random() < 0.3, R.random() < 0.3
+    w = torch.randn(2 * N if glu else N, K).to(d) * K ** -0.5
+    y, h = rms_norm_linear(x, nw, 1e-6, w, residual=r, zero_centered=zc, swiglu=glu)
+    href = x + r if r is not None else x
+    n = href.double() * torch.rsqrt(href.double().pow(2).mean(-1, keepdim=True) + 1e-6)
+    n = n * (1 + nw.double()) if zc else n * nw.double()
+    ref = F.linear(n, w.double())
+    if glu:
+        g, u = ref.chunk(2, -1)
+        ref = F.silu(g) * u
+    return torch.equal(h, href) and rel(y, ref) <= TOL[d] * 8, (d, lead, K, N, r is not None, zc, glu)
+
+
 def case_linalg():
     d = R.choice([torch.float32, torch.float64, torch.complex64])
     n = R.randint(1, 16)
@@ -408,7 +431,7 @@ def case_batch_norm():
 
 
 CASES = [case_linear, case_softmax, case_pad, case_sdpa, case_unsigned, case_take, case_frexp, case_heaviside,
-         case_bincount, case_rms_norm, case_linalg, case_mse, case_grouped_mm, case_fused_experts, case_scaled_mm,
+         case_bincount, case_rms_norm, case_norm_linear, case_linalg, case_mse, case_grouped_mm, case_fused_experts, case_scaled_mm,
          case_quantize, case_conv1d, case_dropout, case_batch_norm]
 
 
