@@ -431,8 +431,8 @@ def case_batch_norm():
 
 
 CASES = [case_linear, case_softmax, case_pad, case_sdpa, case_unsigned, case_take, case_frexp, case_heaviside,
-         case_bincount, case_rms_norm, case_norm_linear, case_linalg, case_mse, case_grouped_mm, case_fused_experts, case_scaled_mm,
-         case_quantize, case_conv1d, case_dropout, case_batch_norm]
+         case_bincount, case_rms_norm, case_norm_linear, case_linalg, case_mse, case_grouped_mm, case_fused_experts,
+         case_scaled_mm, case_quantize, case_conv1d, case_dropout, case_batch_norm]
 
 
 def main():

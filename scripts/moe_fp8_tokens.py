@@ -1,7 +1,9 @@
 """fp8 experts on the three decode kernels (9 to 64 tokens), Qwen3-30B-A3B shapes: x scaled to
 float16 once per call (``moe.PRESCALE_MIN_BLOCK_T``) or in every gate/up tile, against bf16
 experts; CUDA graphs, cold L2. (At a61a678 it also timed a float16 route for the down
-projection, each h tile scaled: within noise of the bfloat16 one, removed.) Run on a GPU machine with the launch memo off (it would replay one variant):
+projection, each h tile scaled: within noise of the bfloat16 one, removed; at f77606d the
+transposed dots, slower at every plan, removed.) Run on a GPU machine with the launch memo off
+(it would replay one variant):
 
     PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_fp8_tokens.py [--json OUT]
 """

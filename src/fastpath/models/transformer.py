@@ -113,8 +113,7 @@ class MoE(nn.Module):
         else:
             logits = linear(x2, self.router)
             w, ids = route(logits[:, :self.E], self.top_k, self.scoring, **kw)
-        out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
-                            down_scale=self.down_scale)
+        out = self._experts(x2, ids, w)
         if self.shared_mlp is not None:
             sg = torch.sigmoid(logits[:, self.E:].float())
             out = out + (sg * self.shared_mlp(x2)).to(out.dtype)
@@ -133,9 +132,11 @@ class MoE(nn.Module):
         w, ids, x2, h2 = rms_norm_router(d.reshape(-1, H), norm, eps, self.router, self.top_k, self.scoring,
                                          residual=h.reshape(-1, H) if h is not None else None,
                                          zero_centered=zero_centered, shared_gate=self.stacked, **kw)
-        out = fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
-                            down_scale=self.down_scale)
-        return out.reshape(d.shape), h2.reshape(d.shape)
+        return self._experts(x2, ids, w).reshape(d.shape), h2.reshape(d.shape)
+
+    def _experts(self, x2: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,
+                             down_scale=self.down_scale)
 
 
 class Layer(nn.Module):

@@ -32,7 +32,7 @@ from .._core.registry import register_op
 from . import matvec
 from .fp8.bits import fp8_load_mode
 from .matvec import Operand
-from .norm import _check as norm_check, rms_norm
+from .norm import _check as norm_check, _rows, rms_norm
 
 _FP8 = getattr(torch, "float8_e4m3fn", None)
 
@@ -49,13 +49,6 @@ FP8_DECODE: Optional[str] = None
 
 def _fp8_mode(device: torch.device) -> int:
     return fp8_load_mode(device, FP8_DECODE)
-
-
-def _rows(t: torch.Tensor, K: int) -> torch.Tensor:
-    try:
-        return t.view(-1, K)
-    except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
-        return t.reshape(-1, K)
 
 
 def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],

@@ -186,8 +186,8 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     acc_k = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
     acc_k_up = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
     if NORM:  # (one row: BLOCK_M is 1)
-        rstd = rows_rstd(a_ptr, r_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, eps, HAS_RES, BLOCK_M,
-                         NORM_K)
+        rstd = rows_rstd(a_ptr, r_ptr, nr_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, snm, eps, HAS_RES,
+                         False, BLOCK_M, NORM_K)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi

@@ -162,8 +162,8 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
     r_cols = r_ptr + offs_n.to(tl.int64)[None, :] * srn
     acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
     if RMS:
-        rstd = rows_rstd(x_ptr, res_ptr, offs_t.to(tl.int64), tmask, H, sxt, sxh, srt, srk, norm_eps, HAS_RES,
-                         BLOCK_T, RMS_K)
+        rstd = rows_rstd(x_ptr, res_ptr, nr_ptr, offs_t.to(tl.int64), tmask, H, sxt, sxh, srt, srk, snt, norm_eps,
+                         HAS_RES, False, BLOCK_T, RMS_K)
     for k0 in range(0, H, BLOCK_H):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H

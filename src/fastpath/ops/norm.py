@@ -82,15 +82,16 @@ def _norm_value(h, rstd, w, YDT: tl.constexpr, ZERO_CENTERED: tl.constexpr, PROD
 
 
 @triton.jit
-def rows_rstd(x_ptr, r_ptr, rows64, rmask, N, sxr, sxn, srr, srn, eps, HAS_RES: tl.constexpr,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def rows_rstd(x_ptr, r_ptr, nr_ptr, rows64, rmask, N, sxr, sxn, srr, srn, snr, eps, HAS_RES: tl.constexpr,
+              STORE_RES: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """``rsqrt(mean(h^2) + eps)`` of the rows ``rows64`` of ``h = x`` (or ``x + residual``
-    rounded to x's dtype), their N columns read in chunks of ``BLOCK_N``."""
+    rounded to x's dtype, stored into ``nr`` with ``STORE_RES``), their N columns read in
+    chunks of ``BLOCK_N``."""
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         mask = rmask[:, None] & (cols < N)[None, :]
-        h = _load_rows(x_ptr, r_ptr, x_ptr, rows64, cols, mask, sxr, sxn, srr, srn, 0, HAS_RES, False)
+        h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, STORE_RES)
         acc += h * h
     return tl.rsqrt(tl.sum(acc, axis=1) / N + eps)
 
@@ -149,13 +150,8 @@ def _rms_norm_kernel(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, n_rows, N, eps,
         _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
                 ZERO_CENTERED, PROD_DT, HAS_GATE, ACT)
     else:
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for start in range(0, N, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            mask = rmask[:, None] & (cols < N)[None, :]
-            h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, True)
-            acc += h * h
-        rstd = tl.rsqrt(tl.sum(acc, axis=1) / N + eps)
+        rstd = rows_rstd(x_ptr, r_ptr, nr_ptr, rows64, rmask, N, sxr, sxn, srr, srn, snr, eps, HAS_RES, True,
+                         BLOCK_M, BLOCK_N)
         for start in range(0, N, BLOCK_N):  # x + residual is recomputed: no read of our own writes
             cols = start + tl.arange(0, BLOCK_N)
             cmask = cols < N
