@@ -8,19 +8,17 @@ one-row projections on the 16-row dot, since removed: 327 / 331 against 347 / 35
         [--variants NAME,...] [--json OUT]
 """
 import argparse
-import json
+import os
+import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from knob_ab import parse, run  # noqa: E402
 
-from fastpath.engine import bench
-from fastpath.models.config import named
-from fastpath.ops import linear, moe
-
-M = 2 ** 20
-#: name: (linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_FUSE_MAX_ELEMS)
-VARIANTS = {"own kernel": (False, False, 0), "router": (False, True, 0),
-            "router+proj<=16M": (True, True, 16 * M), "router+proj<=32M": (True, True, 32 * M)}
-ROUTER_ROWS = moe.ROUTER_BLOCK_N  # the default, for the variants that do not set it
+#: name: knob settings (linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_FUSE_MAX_ELEMS)
+VARIANTS = {"own kernel": "linear.FUSE_NORM=False;moe.FUSE_NORM=False;linear.NORM_FUSE_MAX_ELEMS=0",
+            "router": "linear.FUSE_NORM=False;moe.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=0",
+            "router+proj<=16M": "linear.FUSE_NORM=True;moe.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=16777216",
+            "router+proj<=32M": "linear.FUSE_NORM=True;moe.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=33554432"}
 
 
 def main():
@@ -31,25 +29,10 @@ def main():
     ap.add_argument("--router-blocks", default="", help="moe.ROUTER_BLOCK_N values to A/B too, e.g. 2,4,8")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    rows = []
-    for name in args.configs.split(","):
-        model = bench.random_model(named(name.split(":")[0]), device=torch.device("cuda"), dtype=torch.bfloat16,
-                                   fp8=name.endswith(":fp8"))
-        for rnd in range(args.rounds):
-            runs = [(v, None) for v in args.variants.split(",") if v]
-            runs += [("router+proj<=16M", int(b)) for b in args.router_blocks.split(",") if b]
-            for variant, block in runs:
-                linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_FUSE_MAX_ELEMS = VARIANTS[variant]
-                moe.ROUTER_BLOCK_N = block or ROUTER_ROWS
-                r = bench.run(model)
-                variant += f" router rows {block}" if block else ""
-                rows.append(dict(config=name, variant=variant, round=rnd, decode_tps=r["decode_tps"]))
-                print(f"{name:16s} {variant:24s} decode {r['decode_tps']:6.1f} tok/s", flush=True)
-                if args.json:  # after every run: a call cut short keeps what it measured
-                    with open(args.json, "w") as f:
-                        json.dump(rows, f, indent=1)
-        model = None
-        torch.cuda.empty_cache()
+    specs = [f"{v}:{VARIANTS[v]}" for v in args.variants.split(",") if v]
+    specs += [f"router+proj<=16M router rows {b}:{VARIANTS['router+proj<=16M']};moe.ROUTER_BLOCK_N={int(b)}"
+              for b in args.router_blocks.split(",") if b]
+    run(args.configs.split(","), [parse(s) for s in specs], args.rounds, args.json)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from .._core.registry import register_op
 from .._core.shapes import broadcast_shape
 from .matvec import _mm
 from .norm import round_to
+from .rope import rope_rows
 
 from .attention_prefill import kv_descriptors, prefill_attention, tma_ok
 
@@ -65,6 +66,30 @@ def _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, 
 
 
 @triton.jit
+def _new_key(q, m_i, l_i, acc, row, khead, vcol, rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, eps, qk_scale,
+             kdst, vdst, Lk, skd, svd, DT: tl.constexpr, HALF: tl.constexpr, QK_NORM: tl.constexpr):
+    """The decode kernel's ROPE step for the token's own key: k (head ``khead`` of the fused
+    row, every row of the tile the same), normalised and rotated, and v (columns ``vcol``),
+    one more online-softmax step from registers (p rounded to DT before ``p v``, as the loop's
+    dot rounds it); the first row's k and v written into the cache at ``kdst`` / ``vdst``
+    when ``0 <= pos < Lk``."""
+    k = rope_rows(row, khead, rmask, offs_d, kn_ptr, invf_ptr, pos, eps, HALF, QK_NORM)
+    v = tl.load(row + vcol + offs_dv)
+    s = tl.where(rmask, tl.sum(q.to(tl.float32) * k.to(tl.float32), 1) * qk_scale, float("-inf"))
+    m_new = tl.maximum(m_i, s)
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m_i - m_safe)
+    p = tl.exp2(s - m_safe)
+    acc = acc * alpha[:, None] + p.to(DT).to(tl.float32)[:, None] * v.to(tl.float32)[None, :]
+    at = offs_dv * 0 + pos  # (the position as a vector: the interpreter's masks are not broadcast from scalars)
+    tl.store(vdst + offs_dv * svd, v, mask=(at >= 0) & (at < Lk))
+    at = khead[:, None] * 0 + offs_d[None, :] * 0 + pos
+    first = (tl.arange(0, k.shape[0]) == 0)[:, None]
+    tl.store(kdst + (khead[:, None] * 0 + offs_d[None, :] * skd), k, mask=first & (at >= 0) & (at < Lk))
+    return m_new, l_i * alpha + p, acc
+
+
+@triton.jit
 def _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R: tl.constexpr):
     """Program ``pid``'s (batch, KV head, row block): batch, KV head, and per row its query
     head (int64), query token and validity. Row r of a block is query head kvh * G + r // Lq,
@@ -81,16 +106,21 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
                    Hkv, G, Lq, Lk, D, DV, n_rb, n_split, qk_scale, window,
                    sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
                    smb, smh, smq, smk, sob, soh, sol, sod, sgb, sgh, sgl, sgd,
+                   pos_ptr, spb, ck_ptr, cv_ptr, qn_ptr, kn_ptr, invf_ptr, rope_eps,
                    GATED: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0,
-                   TMA: tl.constexpr = False):
+                   TMA: tl.constexpr = False, ROPE: tl.constexpr = False, QK_NORM: tl.constexpr = False):
     pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
     # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32), which
     # _decode_combine_kernel, launched next, combines; else it writes the output.
+    # ROPE (one query token a batch row, :func:`qkv_rope_attention`): q_ptr is the token's fused
+    # q/k/v projection row; q is normalised and rotated here (rope_rows) and the new key / value
+    # (position pos[b], the last valid key) come from that row too: the program whose split holds
+    # the position adds them from registers after its loop and writes them into the cache.
     pid = tl.program_id(0)
     pid_s = tl.program_id(1)
     b, kvh, head, tok, rmask = _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R)
@@ -99,8 +129,13 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     dmask = offs_d < D
     dvmask = offs_dv < DV
 
-    q = tl.load(q_ptr + b.to(tl.int64) * sqb + head[:, None] * sqh + tok[:, None] * sql + offs_d[None, :] * sqd,
-                mask=rmask[:, None] & dmask[None, :], other=0.0).to(DT)
+    if ROPE:
+        pos = tl.load(pos_ptr + b * spb)
+        row = q_ptr + b.to(tl.int64) * sqb
+        q = rope_rows(row, head, rmask, offs_d, qn_ptr, invf_ptr, pos, rope_eps, BLOCK_D // 2, QK_NORM).to(DT)
+    else:
+        q = tl.load(q_ptr + b.to(tl.int64) * sqb + head[:, None] * sqh + tok[:, None] * sql + offs_d[None, :] * sqd,
+                    mask=rmask[:, None] & dmask[None, :], other=0.0).to(DT)
     # TMA: k_ptr / v_ptr are (B, Hkv, Lk, D) tensor descriptors (zero fill past Lk and D)
     if TMA:
         k_base = k_ptr
@@ -113,6 +148,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     L = Lk
     if HAS_KVLEN:
         L = tl.minimum(tl.maximum(tl.load(kvlen_ptr + b), 0), Lk)
+    if ROPE:
+        L = tl.minimum(tl.maximum(pos + 1, 1), Lk).to(tl.int32)
     if CAUSAL:  # PyTorch's top-left alignment: token t sees keys 0..t
         hi_r = tl.minimum(tok + 1, L)
         kv_hi = tl.minimum(L, Lq)
@@ -132,6 +169,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     chunk = tl.cdiv(tl.cdiv(kv_hi - kv_lo, n_split), BLOCK_N) * BLOCK_N
     start = kv_lo + pid_s * chunk
     end = tl.minimum(kv_hi, start + chunk)
+    if ROPE:  # the new key is not in the cache yet: added after the loop
+        end = tl.minimum(end, L - 1)
 
     m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
@@ -162,13 +201,20 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
         l_i = l_i * alpha + tl.sum(p, axis=1)
         if TMA:
             vt = v_base.load([b, kvh, n0, 0]).reshape(BLOCK_N, BLOCK_DV).to(DT)
-            if HAS_KVLEN:  # rows past kv_len (a static cache's unused rows) may hold NaN: p = 0 is not enough
+            if HAS_KVLEN or ROPE:  # rows past kv_len (a static cache's unused rows) may hold NaN: p = 0 is not enough
                 vt = tl.where(nmask[:, None], vt, 0.0).to(DT)
         else:
             vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
                          mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
         acc = acc * alpha[:, None] + _mm(p, vt, DT)
         m_i = m_new
+    if ROPE:
+        if (L - 1 - kv_lo) // chunk == pid_s:
+            m_i, l_i, acc = _new_key(q, m_i, l_i, acc, row, head * 0 + Hkv * G + kvh, (Hkv * G + Hkv + kvh) * D,
+                                     rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, rope_eps, qk_scale,
+                                     ck_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh + pos * skl,
+                                     cv_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh + pos * svl,
+                                     Lk, skd, svd, DT, BLOCK_D // 2, QK_NORM)
 
     if SPLIT:
         STRIDE: tl.constexpr = BLOCK_R * (BLOCK_DV + 2)
@@ -289,9 +335,13 @@ def decode_split(span: int, programs: int, device: torch.device, block_n: int, m
     return max(1, min(split, cdiv(max(span, 1), block_n)))
 
 
-def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int, gate=None):
+def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int, gate=None,
+            rope: Optional[tuple] = None):
     """q (B, Hout, Lq, D), k (B, Hkv, Lk, D), v (B, Hkv, Lk, DV) (strides of 0 broadcast),
-    mask None or (B, Hout, Lq, Lk) views, out and gate (B, Hout, Lq, DV); Hout = Hkv * G."""
+    mask None or (B, Hout, Lq, Lk) views, out and gate (B, Hout, Lq, DV); Hout = Hkv * G.
+    ``rope``: ``(positions (B, 1), q_norm, k_norm, inv_freq, eps)`` of :func:`qkv_rope_attention`
+    (q: the fused q/k/v rows (B, Hout, 1, D) with heads D apart; k, v: the cache; Lq 1, D = DV
+    a power of two of at least 16, no mask, not causal, kv_len None)."""
     B, Hout, Lq, D = q.shape
     Hkv, Lk, DV = k.shape[1], k.shape[2], v.shape[3]
     rows = G * Lq
@@ -317,10 +367,13 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
     else:
         bool_mask, m, mstrides = False, dummy, (0, 0, 0, 0)
     g, gstrides = (gate, gate.stride()) if gate is not None else (dummy, (0, 0, 0, 0))
+    pos, qn, kn, invf, reps = rope if rope is not None else (dummy, None, None, dummy, 0.0)
     _DECODE[(programs, split)](
         q, kd, vd, m, kv_len if kv_len is not None else dummy, out, ws, g,
         Hkv, G, Lq, Lk, D, DV, n_rb, split, float(scale) * LOG2E, int(window or 0),
         *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(), *gstrides,
+        pos, pos.stride(0) if rope is not None else 0, k, v, dummy if qn is None else qn, dummy if kn is None else kn,
+        invf, float(reps), ROPE=rope is not None, QK_NORM=qn is not None,
         GATED=gate is not None and split == 1, CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask,
         HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,

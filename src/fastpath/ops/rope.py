@@ -65,6 +65,31 @@ def _qkv_rope_kernel(x_ptr, pos_ptr, invf_ptr, qw_ptr, kw_ptr, q_ptr, ck_ptr, cv
 _ROPE = Launcher(_qkv_rope_kernel, pdl=True)
 
 
+@triton.jit
+def rope_rows(row_ptr, head, rmask, offs_d, w_ptr, invf_ptr, pos, eps, HALF: tl.constexpr, NORM: tl.constexpr):
+    """Heads ``head`` (int64, one a row; rows without ``rmask`` give 0) of one token's fused
+    q/k/v row at ``row_ptr`` (heads ``2 * HALF`` wide, contiguous), RMS-normalised per head
+    (weights ``w_ptr``) when NORM and rotated to position ``pos``, rounded as
+    :func:`_qkv_rope_kernel` rounds: ``[rows, 2 * HALF]`` in the row's dtype. Each element is
+    paired with its partner ``d +- HALF`` by a second load, so the tile stays whole."""
+    D: tl.constexpr = 2 * HALF
+    partner = (offs_d + HALF) % D
+    base = row_ptr + head[:, None] * D
+    x = tl.load(base + offs_d[None, :], mask=rmask[:, None], other=0.0)
+    dt = x.dtype
+    a = x.to(tl.float32)
+    ap = tl.load(base + partner[None, :], mask=rmask[:, None], other=0.0).to(tl.float32)
+    if NORM:
+        r = tl.rsqrt(tl.sum(a * a, 1) / D + eps)[:, None]
+        w = tl.load(w_ptr + offs_d).to(tl.float32)[None, :]
+        wp = tl.load(w_ptr + partner).to(tl.float32)[None, :]
+        a = ((a * r).to(dt).to(tl.float32) * w).to(dt).to(tl.float32)
+        ap = ((ap * r).to(dt).to(tl.float32) * wp).to(dt).to(tl.float32)
+    f = pos.to(tl.float32) * tl.load(invf_ptr + offs_d % HALF)
+    s = tl.where(offs_d < HALF, -tl.sin(f), tl.sin(f))
+    return (a * tl.cos(f)[None, :] + ap * s[None, :]).to(dt)
+
+
 def reference_qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, num_heads: int,
                        num_kv_heads: int, cache_k: torch.Tensor, cache_v: torch.Tensor,
                        q_norm: Optional[torch.Tensor] = None, k_norm: Optional[torch.Tensor] = None,
@@ -101,6 +126,33 @@ def _kernel_ok(qkv, D, cache_k, cache_v, q_norm) -> bool:
             and cache_k.stride(-1) == 1 and cache_v.stride(-1) == 1 and qkv.dtype != torch.float64)
 
 
+def checked(qkv, positions, inv_freq, num_heads: int, num_kv_heads: int, cache_k, cache_v, q_norm, k_norm) -> tuple:
+    """``(B, T, D)`` of :func:`qkv_rope`'s arguments; ValueError naming the first bad one."""
+    check_tensor("qkv", qkv)
+    if qkv.dim() != 3 or num_heads < 1 or num_kv_heads < 1 or qkv.shape[-1] % (num_heads + 2 * num_kv_heads):
+        raise ValueError(f"qkv: expected (B, T, (num_heads + 2 * num_kv_heads) * D) with num_heads={num_heads}, "
+                         f"num_kv_heads={num_kv_heads}, got {tuple(qkv.shape)}")
+    B, T, F = qkv.shape
+    D = F // (num_heads + 2 * num_kv_heads)
+    if tuple(positions.shape) != (B, T) or positions.dtype != torch.int64 or positions.device != qkv.device:
+        raise ValueError(f"positions: expected int64 ({B}, {T}) on {qkv.device}, got {positions.dtype} "
+                         f"{tuple(positions.shape)} on {positions.device}")
+    if inv_freq.shape != (D // 2,) or not inv_freq.dtype.is_floating_point or inv_freq.device != qkv.device:
+        raise ValueError(f"inv_freq: expected a float ({D // 2},) on {qkv.device}, got {inv_freq.dtype} "
+                         f"{tuple(inv_freq.shape)} on {inv_freq.device}")
+    for name, c in (("cache_k", cache_k), ("cache_v", cache_v)):
+        if (c.dim() != 4 or c.shape[0] != B or tuple(c.shape[2:]) != (num_kv_heads, D) or c.dtype != qkv.dtype
+                or c.device != qkv.device):
+            raise ValueError(f"{name}: expected ({B}, S, {num_kv_heads}, {D}) of {qkv.dtype} on {qkv.device}, "
+                             f"got {c.dtype} {tuple(c.shape)} on {c.device}")
+    if (q_norm is None) != (k_norm is None):
+        raise ValueError("q_norm, k_norm: give both or neither")
+    for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
+        if w is not None and (w.shape != (D,) or w.device != qkv.device):
+            raise ValueError(f"{name}: expected ({D},) on {qkv.device}, got {tuple(w.shape)} on {w.device}")
+    return B, T, D
+
+
 def qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, num_heads: int,
              num_kv_heads: int, cache_k: torch.Tensor, cache_v: torch.Tensor,
              q_norm: Optional[torch.Tensor] = None, k_norm: Optional[torch.Tensor] = None,
@@ -125,19 +177,7 @@ def qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor,
     A Triton kernel when ``D`` is a power of two; otherwise (and off GPUs)
     :func:`reference_qkv_rope`.
     """
-    check_tensor("qkv", qkv)
-    if qkv.dim() != 3 or qkv.shape[-1] % (num_heads + 2 * num_kv_heads):
-        raise ValueError(f"qkv: expected (B, T, (num_heads + 2 * num_kv_heads) * D), got {tuple(qkv.shape)}")
-    B, T, F = qkv.shape
-    D = F // (num_heads + 2 * num_kv_heads)
-    if tuple(positions.shape) != (B, T) or positions.dtype != torch.int64:
-        raise ValueError(f"positions: expected int64 ({B}, {T}), got {positions.dtype} {tuple(positions.shape)}")
-    for name, c in (("cache_k", cache_k), ("cache_v", cache_v)):
-        if c.dim() != 4 or c.shape[0] != B or tuple(c.shape[2:]) != (num_kv_heads, D) or c.dtype != qkv.dtype:
-            raise ValueError(f"{name}: expected ({B}, S, {num_kv_heads}, {D}) of {qkv.dtype}, "
-                             f"got {c.dtype} {tuple(c.shape)}")
-    if (q_norm is None) != (k_norm is None):
-        raise ValueError("q_norm, k_norm: give both or neither")
+    B, T, D = checked(qkv, positions, inv_freq, num_heads, num_kv_heads, cache_k, cache_v, q_norm, k_norm)
     if not _kernel_ok(qkv, D, cache_k, cache_v, q_norm):
         return reference_qkv_rope(qkv, positions, inv_freq, num_heads, num_kv_heads, cache_k, cache_v,
                                   q_norm, k_norm, eps)
