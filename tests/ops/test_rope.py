@@ -61,14 +61,20 @@ def test_qkv_rope_matches_transformers(dtype, D, nh, nkv, norm, T):
 
 def test_qkv_rope_errors():
     qkv = randn(1, 1, 64)
-    ck = torch.zeros(1, 8, 1, 16)
-    pos = torch.zeros(1, 1, dtype=torch.int64)
-    inv = torch.ones(8)
+    ck = torch.zeros(1, 8, 1, 16, device=DEVICE)
+    pos = torch.zeros(1, 1, dtype=torch.int64, device=DEVICE)
+    inv = torch.ones(8, device=DEVICE)
     with pytest.raises(ValueError, match="qkv"):
         qkv_rope(randn(1, 1, 70), pos, inv, 2, 1, ck, ck)
     with pytest.raises(ValueError, match="positions"):
         qkv_rope(qkv, pos.int(), inv, 2, 1, ck, ck)
+    with pytest.raises(ValueError, match="positions"):
+        qkv_rope(qkv, pos.cpu() if DEVICE.type != "cpu" else pos[:, :0], inv, 2, 1, ck, ck)
+    with pytest.raises(ValueError, match="inv_freq"):
+        qkv_rope(qkv, pos, inv[:4], 2, 1, ck, ck)
     with pytest.raises(ValueError, match="cache_k"):
-        qkv_rope(qkv, pos, inv, 2, 1, torch.zeros(1, 8, 2, 16), ck)
+        qkv_rope(qkv, pos, inv, 2, 1, torch.zeros(1, 8, 2, 16, device=DEVICE), ck)
     with pytest.raises(ValueError, match="q_norm"):
-        qkv_rope(qkv, pos, inv, 2, 1, ck, ck, q_norm=torch.ones(16))
+        qkv_rope(qkv, pos, inv, 2, 1, ck, ck, q_norm=torch.ones(16, device=DEVICE))
+    with pytest.raises(ValueError, match="k_norm"):
+        qkv_rope(qkv, pos, inv, 2, 1, ck, ck, q_norm=torch.ones(16, device=DEVICE), k_norm=torch.ones(8, device=DEVICE))

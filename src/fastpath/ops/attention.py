@@ -66,27 +66,24 @@ def _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, 
 
 
 @triton.jit
-def _new_key(q, m_i, l_i, acc, row, khead, vcol, rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, eps, qk_scale,
-             kdst, vdst, Lk, skd, svd, DT: tl.constexpr, HALF: tl.constexpr, QK_NORM: tl.constexpr):
-    """The decode kernel's ROPE step for the token's own key: k (head ``khead`` of the fused
-    row, every row of the tile the same), normalised and rotated, and v (columns ``vcol``),
-    one more online-softmax step from registers (p rounded to DT before ``p v``, as the loop's
-    dot rounds it); the first row's k and v written into the cache at ``kdst`` / ``vdst``
-    when ``0 <= pos < Lk``."""
+def _own_key(q, own, row, khead, vcol, rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, eps, qk_scale,
+             kdst, vdst, Lk, skd, svd, HALF: tl.constexpr, QK_NORM: tl.constexpr):
+    """The decode kernel's ROPE start: the online-softmax state ``(m, l, acc)`` of the token's
+    own key alone where ``own`` (the program's split holds the position), else empty. k (head
+    ``khead`` of the fused row, every row of the tile the same) normalised and rotated, v
+    (columns ``vcol``) as it is; both written into the cache rows ``kdst`` / ``vdst`` where
+    ``own`` and ``0 <= pos < Lk``. Before the loop, so that its loads run beside q's."""
     k = rope_rows(row, khead, rmask, offs_d, kn_ptr, invf_ptr, pos, eps, HALF, QK_NORM)
     v = tl.load(row + vcol + offs_dv)
-    s = tl.where(rmask, tl.sum(q.to(tl.float32) * k.to(tl.float32), 1) * qk_scale, float("-inf"))
-    m_new = tl.maximum(m_i, s)
-    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-    alpha = tl.exp2(m_i - m_safe)
-    p = tl.exp2(s - m_safe)
-    acc = acc * alpha[:, None] + p.to(DT).to(tl.float32)[:, None] * v.to(tl.float32)[None, :]
-    at = offs_dv * 0 + pos  # (the position as a vector: the interpreter's masks are not broadcast from scalars)
-    tl.store(vdst + offs_dv * svd, v, mask=(at >= 0) & (at < Lk))
+    # (the scalars as vectors: the interpreter does not broadcast a scalar mask)
+    at = offs_dv * 0 + pos
+    tl.store(vdst + offs_dv * svd, v, mask=(at >= 0) & (at < Lk) & ((offs_dv * 0 + own) != 0))
     at = khead[:, None] * 0 + offs_d[None, :] * 0 + pos
-    first = (tl.arange(0, k.shape[0]) == 0)[:, None]
+    first = (tl.arange(0, k.shape[0]) == 0)[:, None] & ((at * 0 + own) != 0)
     tl.store(kdst + (khead[:, None] * 0 + offs_d[None, :] * skd), k, mask=first & (at >= 0) & (at < Lk))
-    return m_new, l_i * alpha + p, acc
+    live = rmask & ((khead * 0 + own) != 0)
+    m = tl.where(live, tl.sum(q.to(tl.float32) * k.to(tl.float32), 1) * qk_scale, float("-inf"))
+    return m, tl.where(live, 1.0, 0.0), tl.where(live[:, None], v.to(tl.float32)[None, :], 0.0)
 
 
 @triton.jit
@@ -120,7 +117,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     # ROPE (one query token a batch row, :func:`qkv_rope_attention`): q_ptr is the token's fused
     # q/k/v projection row; q is normalised and rotated here (rope_rows) and the new key / value
     # (position pos[b], the last valid key) come from that row too: the program whose split holds
-    # the position adds them from registers after its loop and writes them into the cache.
+    # the position starts its online softmax from them (the loop stops before the position) and
+    # writes them into the cache.
     pid = tl.program_id(0)
     pid_s = tl.program_id(1)
     b, kvh, head, tok, rmask = _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R)
@@ -169,12 +167,17 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     chunk = tl.cdiv(tl.cdiv(kv_hi - kv_lo, n_split), BLOCK_N) * BLOCK_N
     start = kv_lo + pid_s * chunk
     end = tl.minimum(kv_hi, start + chunk)
-    if ROPE:  # the new key is not in the cache yet: added after the loop
+    if ROPE:  # the token's own key is not in the cache yet: the state starts from it, the loop stops before it
         end = tl.minimum(end, L - 1)
-
-    m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
+        m_i, l_i, acc = _own_key(q, ((L - 1 - kv_lo) // chunk == pid_s).to(tl.int32), row, head * 0 + Hkv * G + kvh,
+                                 (Hkv * G + Hkv + kvh) * D, rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, rope_eps,
+                                 qk_scale, ck_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh + pos * skl,
+                                 cv_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh + pos * svl,
+                                 Lk, skd, svd, BLOCK_D // 2, QK_NORM)
+    else:
+        m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
+        l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
+        acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         nmask = offs_n < end
@@ -208,13 +211,6 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
                          mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
         acc = acc * alpha[:, None] + _mm(p, vt, DT)
         m_i = m_new
-    if ROPE:
-        if (L - 1 - kv_lo) // chunk == pid_s:
-            m_i, l_i, acc = _new_key(q, m_i, l_i, acc, row, head * 0 + Hkv * G + kvh, (Hkv * G + Hkv + kvh) * D,
-                                     rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, rope_eps, qk_scale,
-                                     ck_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh + pos * skl,
-                                     cv_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh + pos * svl,
-                                     Lk, skd, svd, DT, BLOCK_D // 2, QK_NORM)
 
     if SPLIT:
         STRIDE: tl.constexpr = BLOCK_R * (BLOCK_DV + 2)
