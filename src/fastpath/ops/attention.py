@@ -66,6 +66,17 @@ def _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, 
 
 
 @triton.jit
+def _online(s, vt, m_i, l_i, acc, DT: tl.constexpr):
+    """One online-softmax step of the decode kernel: scores ``s`` (log2 domain, -inf where not
+    allowed) against the value tile ``vt``; ``(m, l, acc)`` updated (p rounded to DT in ``p v``)."""
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # nothing seen yet: p = 0, no NaN
+    alpha = tl.exp2(m_i - m_safe)
+    p = tl.exp2(s - m_safe[:, None])
+    return m_new, l_i * alpha + tl.sum(p, axis=1), acc * alpha[:, None] + _mm(p, vt, DT)
+
+
+@triton.jit
 def _own_key(q, own, row, khead, vcol, rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, eps, qk_scale,
              kdst, vdst, Lk, skd, svd, HALF: tl.constexpr, QK_NORM: tl.constexpr):
     """The decode kernel's ROPE start: the online-softmax state ``(m, l, acc)`` of the token's
@@ -109,7 +120,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0,
                    TMA: tl.constexpr = False, ROPE: tl.constexpr = False, QK_NORM: tl.constexpr = False):
-    pdl_start(PDL)
+    if not ROPE:
+        pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
     # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32), which
@@ -127,13 +139,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     dmask = offs_d < D
     dvmask = offs_dv < DV
 
-    if ROPE:
+    if ROPE:  # (positions are written by an earlier step's kernels: read before the wait)
         pos = tl.load(pos_ptr + b * spb)
-        row = q_ptr + b.to(tl.int64) * sqb
-        q = rope_rows(row, head, rmask, offs_d, qn_ptr, invf_ptr, pos, rope_eps, BLOCK_D // 2, QK_NORM).to(DT)
-    else:
-        q = tl.load(q_ptr + b.to(tl.int64) * sqb + head[:, None] * sqh + tok[:, None] * sql + offs_d[None, :] * sqd,
-                    mask=rmask[:, None] & dmask[None, :], other=0.0).to(DT)
     # TMA: k_ptr / v_ptr are (B, Hkv, Lk, D) tensor descriptors (zero fill past Lk and D)
     if TMA:
         k_base = k_ptr
@@ -167,18 +174,38 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     chunk = tl.cdiv(tl.cdiv(kv_hi - kv_lo, n_split), BLOCK_N) * BLOCK_N
     start = kv_lo + pid_s * chunk
     end = tl.minimum(kv_hi, start + chunk)
-    if ROPE:  # the token's own key is not in the cache yet: the state starts from it, the loop stops before it
+    if ROPE:
+        # The token's own key is not in the cache yet: the loop stops before it, and the state
+        # starts from it. The first KV tile is loaded before the wait (the rows below the
+        # position were written by earlier steps), so its memory latency runs beside the wait
+        # and q's normalisation and rotation.
         end = tl.minimum(end, L - 1)
+        offs_n = start + tl.arange(0, BLOCK_N)
+        nmask = offs_n < end
+        kt = tl.load(ck_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh + offs_n[None, :].to(tl.int64) * skl
+                     + offs_d[:, None] * skd, mask=dmask[:, None] & nmask[None, :], other=0.0)
+        vt = tl.load(cv_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh + offs_n[:, None].to(tl.int64) * svl
+                     + offs_dv[None, :] * svd, mask=nmask[:, None] & dvmask[None, :], other=0.0)
+        pdl_start(PDL)
+        row = q_ptr + b.to(tl.int64) * sqb
+        q = rope_rows(row, head, rmask, offs_d, qn_ptr, invf_ptr, pos, rope_eps, BLOCK_D // 2, QK_NORM).to(DT)
         m_i, l_i, acc = _own_key(q, ((L - 1 - kv_lo) // chunk == pid_s).to(tl.int32), row, head * 0 + Hkv * G + kvh,
                                  (Hkv * G + Hkv + kvh) * D, rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, rope_eps,
                                  qk_scale, ck_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh + pos * skl,
                                  cv_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh + pos * svl,
                                  Lk, skd, svd, BLOCK_D // 2, QK_NORM)
+        valid = (offs_n[None, :] >= lo_r[:, None]) & (offs_n[None, :] < hi_r[:, None]) & nmask[None, :]
+        s = tl.where(valid, _mm(q, kt.to(DT), DT) * qk_scale, float("-inf"))
+        m_i, l_i, acc = _online(s, vt.to(DT), m_i, l_i, acc, DT)
+        first = start + BLOCK_N
     else:
+        q = tl.load(q_ptr + b.to(tl.int64) * sqb + head[:, None] * sqh + tok[:, None] * sql + offs_d[None, :] * sqd,
+                    mask=rmask[:, None] & dmask[None, :], other=0.0).to(DT)
         m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
         l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
         acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
-    for n0 in range(start, end, BLOCK_N):
+        first = start
+    for n0 in range(first, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         nmask = offs_n < end
         if TMA:
@@ -197,11 +224,6 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
             else:  # additive, in the log2 domain
                 s = s + tl.load(mptrs, mask=mm, other=0.0).to(tl.float32) * 1.4426950408889634
         s = tl.where(valid, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # nothing seen yet: p = 0, no NaN
-        alpha = tl.exp2(m_i - m_safe)
-        p = tl.exp2(s - m_safe[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
         if TMA:
             vt = v_base.load([b, kvh, n0, 0]).reshape(BLOCK_N, BLOCK_DV).to(DT)
             if HAS_KVLEN or ROPE:  # rows past kv_len (a static cache's unused rows) may hold NaN: p = 0 is not enough
@@ -209,8 +231,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
         else:
             vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
                          mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
-        acc = acc * alpha[:, None] + _mm(p, vt, DT)
-        m_i = m_new
+        m_i, l_i, acc = _online(s, vt, m_i, l_i, acc, DT)
 
     if SPLIT:
         STRIDE: tl.constexpr = BLOCK_R * (BLOCK_DV + 2)
