@@ -3,7 +3,7 @@
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
 #   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
-#   3: q/k norm + rotary inside decode attention: compiled tests, A/B (scripts/knob_ab.py), profile.
+#   3: decode attention's KV splits at short contexts, A/B in the engine (scripts/knob_ab.py).
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -21,13 +21,10 @@ case "${1:-1}" in
   done ;;
 2)
   timeout 500 python3 scripts/norm_fusion_ab.py --json "$OUT/norm_ab.json" 2>&1 | grep -v Warn ;;
-3)  # q/k norm + rotary inside decode attention (ops/rope_attention.py): compiled tests, A/B, profile
-  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_rope_attention.py \
-    tests/ops/test_rope.py tests/ops/test_attention.py tests/models tests/engine > "$OUT/tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  timeout 330 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8,qwen3-8b,qwen3.6-35b-a3b \
-    --variant "one launch:rope_attention.FUSED=True" --variant "two launches:rope_attention.FUSED=False" \
-    --json "$OUT/rope_ab.json" 2>&1 | grep "tok/s"
-  timeout 60 python3 scripts/decode_profile.py --config qwen3-30b-a3b --json "$OUT/prof30b.json" 2>&1 | grep -v Warn \
-    | head -12 ;;
+3)  # decode attention's KV splits at the bench's short contexts (512-768 keys), in the engine
+  timeout 250 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-8b --variant "128 keys:attention.MIN_KV_PER_SPLIT=128" \
+    --variant "256 keys:attention.MIN_KV_PER_SPLIT=256" --variant "512 keys:attention.MIN_KV_PER_SPLIT=512" \
+    --variant "one split:attention.MIN_KV_PER_SPLIT=100000" --json "$OUT/split_ab.json" 2>&1 | grep "tok/s"
+  timeout 150 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b --variant "128 keys:attention.MIN_KV_PER_SPLIT=128" \
+    --variant "one split:attention.MIN_KV_PER_SPLIT=100000" --json "$OUT/split_ab36.json" 2>&1 | grep "tok/s" ;;
 esac

@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..ops.attention import scaled_dot_product_attention
 from ..ops.norm import rms_norm
 from ..ops.rope import qkv_rope
-from ..ops.rope_attention import qkv_rope_attention
 from .transformer import CachedLM, Linear, _buf, chunk_attention
 
 
@@ -85,13 +85,13 @@ class Attention(nn.Module):
         B, T = x.shape[:2]
         p = self.proj(x)
         ck, cv = self.ck[c.rows], self.cv[c.rows]
-        if c.decode:  # q/k norm, rotary, cache write, attention and the output gate in one launch
-            gate = p[..., self.n_qkv:].unflatten(-1, (self.nh, self.D)) if self.gate else None
-            a = qkv_rope_attention(p[..., :self.n_qkv], c.pos, c.inv_freq, self.nh, self.nkv, ck, cv, self.q_norm,
-                                   self.k_norm, self.eps, out_gate=gate, kv_len=c.kv_len)
-            return self.o(a.reshape(B, T, -1))
         q = qkv_rope(p[..., :self.n_qkv], c.pos, c.inv_freq, self.nh, self.nkv, ck, cv, self.q_norm, self.k_norm,
                      self.eps)
+        if c.decode:  # the output gate in the attention kernel's epilogue
+            gate = p[..., self.n_qkv:].unflatten(-1, (self.nh, self.D)).transpose(1, 2) if self.gate else None
+            a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
+                                             enable_gqa=True, kv_len=c.kv_len, out_gate=gate)
+            return self.o(a.transpose(1, 2).reshape(B, T, -1))
         a = chunk_attention(q.transpose(1, 2), ck[:, :c.end].transpose(1, 2), cv[:, :c.end].transpose(1, 2), c.p0)
         a = a.transpose(1, 2).reshape(B, T, -1)
         if self.gate:

@@ -23,7 +23,6 @@ from ..ops.linear import linear, linear_swiglu, rms_norm_linear
 from ..ops.moe import fused_experts, rms_norm_router, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
-from ..ops.rope_attention import qkv_rope_attention
 from .config import ModelConfig, rope_inv_freq
 
 
@@ -161,10 +160,11 @@ class Layer(nn.Module):
         else:
             self.ffn = MLP(H, cfg.intermediate_size, dtype, device, fp8)
 
-    def _qkv(self, d: torch.Tensor, h: Optional[torch.Tensor]):
-        """``(qkv, h, q_norm, k_norm)``: the fused projection of ``rms_norm(d + h)`` (the norm in
-        its kernel), the residual stream ``h = d + h`` and the per-head norm weights (None when
-        the model has none, or normalises across heads: OLMoE's, applied here)."""
+    def project(self, d: torch.Tensor, h: Optional[torch.Tensor], pos: torch.Tensor, inv_freq: torch.Tensor,
+                ck: torch.Tensor, cv: torch.Tensor):
+        """``(q, h)``: the residual stream ``h = d + h`` (``d`` alone when ``h`` is None) and, of
+        its norm, q (B, T, nh, D) with q/k norm and rotary embedding applied; k and v written
+        into the cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T)."""
         cfg = self.cfg
         nh, nkv, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         qkv, h = self.qkv.normed(d, h, self.attn_norm, cfg.rms_norm_eps)
@@ -173,27 +173,8 @@ class Layer(nn.Module):
             eps = cfg.rms_norm_eps
             qkv = torch.cat((fused_rms_norm(q, self.q_norm, eps), fused_rms_norm(k, self.k_norm, eps), v), -1)
         head = cfg.qk_norm == "head"
-        return qkv, h, self.q_norm if head else None, self.k_norm if head else None
-
-    def project(self, d: torch.Tensor, h: Optional[torch.Tensor], pos: torch.Tensor, inv_freq: torch.Tensor,
-                ck: torch.Tensor, cv: torch.Tensor):
-        """``(q, h)``: the residual stream ``h = d + h`` (``d`` alone when ``h`` is None) and, of
-        its norm, q (B, T, nh, D) with q/k norm and rotary embedding applied; k and v written
-        into the cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T)."""
-        qkv, h, qn, kn = self._qkv(d, h)
-        cfg = self.cfg
-        return qkv_rope(qkv, pos, inv_freq, cfg.num_heads, cfg.num_kv_heads, ck, cv, qn, kn, cfg.rms_norm_eps), h
-
-    def attend_step(self, d: torch.Tensor, h: Optional[torch.Tensor], pos: torch.Tensor, inv_freq: torch.Tensor,
-                    ck: torch.Tensor, cv: torch.Tensor, kv_len: Optional[torch.Tensor] = None):
-        """Decode, one token a row at ``pos`` (B, 1): ``(a, h)``, the attention output (B, 1,
-        nh * D) and the residual stream; q/k norm, rotary, the cache write and the attention
-        in one launch (:func:`~fastpath.ops.rope_attention.qkv_rope_attention`)."""
-        qkv, h, qn, kn = self._qkv(d, h)
-        cfg = self.cfg
-        a = qkv_rope_attention(qkv, pos, inv_freq, cfg.num_heads, cfg.num_kv_heads, ck, cv, qn, kn, cfg.rms_norm_eps,
-                               window=cfg.sliding_window, kv_len=kv_len)
-        return a.reshape(a.shape[0], 1, -1), h
+        return qkv_rope(qkv, pos, inv_freq, nh, nkv, ck, cv, self.q_norm if head else None,
+                        self.k_norm if head else None, cfg.rms_norm_eps), h
 
 
 class CachedLM(nn.Module):
@@ -299,7 +280,10 @@ class Transformer(CachedLM):
 
         def attend(i, layer, d, h):
             ck, cv = self.cache_k[i][:B], self.cache_v[i][:B]
-            return layer.attend_step(d, h, pos2, self.inv_freq, ck, cv, kv_len)
+            q, h = layer.project(d, h, pos2, self.inv_freq, ck, cv)
+            a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
+                                             enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
+            return a.reshape(B, 1, -1), h
 
         d, h = self._layers(F.embedding(tokens[:, None], self.embed), attend)
         return self._normed_head(d[:, 0], h[:, 0])

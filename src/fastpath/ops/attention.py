@@ -39,7 +39,6 @@ from .._core.registry import register_op
 from .._core.shapes import broadcast_shape
 from .matvec import _mm
 from .norm import round_to
-from .rope import rope_rows
 
 from .attention_prefill import kv_descriptors, prefill_attention, tma_ok
 
@@ -66,38 +65,6 @@ def _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_dv, DV, sob, soh, sol, 
 
 
 @triton.jit
-def _online(s, vt, m_i, l_i, acc, DT: tl.constexpr):
-    """One online-softmax step of the decode kernel: scores ``s`` (log2 domain, -inf where not
-    allowed) against the value tile ``vt``; ``(m, l, acc)`` updated (p rounded to DT in ``p v``)."""
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # nothing seen yet: p = 0, no NaN
-    alpha = tl.exp2(m_i - m_safe)
-    p = tl.exp2(s - m_safe[:, None])
-    return m_new, l_i * alpha + tl.sum(p, axis=1), acc * alpha[:, None] + _mm(p, vt, DT)
-
-
-@triton.jit
-def _own_key(q, own, row, khead, vcol, rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, eps, qk_scale,
-             kdst, vdst, Lk, skd, svd, HALF: tl.constexpr, QK_NORM: tl.constexpr):
-    """The decode kernel's ROPE start: the online-softmax state ``(m, l, acc)`` of the token's
-    own key alone where ``own`` (the program's split holds the position), else empty. k (head
-    ``khead`` of the fused row, every row of the tile the same) normalised and rotated, v
-    (columns ``vcol``) as it is; both written into the cache rows ``kdst`` / ``vdst`` where
-    ``own`` and ``0 <= pos < Lk``. Before the loop, so that its loads run beside q's."""
-    k = rope_rows(row, khead, rmask, offs_d, kn_ptr, invf_ptr, pos, eps, HALF, QK_NORM)
-    v = tl.load(row + vcol + offs_dv)
-    # (the scalars as vectors: the interpreter does not broadcast a scalar mask)
-    at = offs_dv * 0 + pos
-    tl.store(vdst + offs_dv * svd, v, mask=(at >= 0) & (at < Lk) & ((offs_dv * 0 + own) != 0))
-    at = khead[:, None] * 0 + offs_d[None, :] * 0 + pos
-    first = (tl.arange(0, k.shape[0]) == 0)[:, None] & ((at * 0 + own) != 0)
-    tl.store(kdst + (khead[:, None] * 0 + offs_d[None, :] * skd), k, mask=first & (at >= 0) & (at < Lk))
-    live = rmask & ((khead * 0 + own) != 0)
-    m = tl.where(live, tl.sum(q.to(tl.float32) * k.to(tl.float32), 1) * qk_scale, float("-inf"))
-    return m, tl.where(live, 1.0, 0.0), tl.where(live[:, None], v.to(tl.float32)[None, :], 0.0)
-
-
-@triton.jit
 def _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R: tl.constexpr):
     """Program ``pid``'s (batch, KV head, row block): batch, KV head, and per row its query
     head (int64), query token and validity. Row r of a block is query head kvh * G + r // Lq,
@@ -114,23 +81,16 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
                    Hkv, G, Lq, Lk, D, DV, n_rb, n_split, qk_scale, window,
                    sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
                    smb, smh, smq, smk, sob, soh, sol, sod, sgb, sgh, sgl, sgd,
-                   pos_ptr, spb, ck_ptr, cv_ptr, qn_ptr, kn_ptr, invf_ptr, rope_eps,
                    GATED: tl.constexpr, CAUSAL: tl.constexpr, HAS_MASK: tl.constexpr, BOOL_MASK: tl.constexpr,
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0,
-                   TMA: tl.constexpr = False, ROPE: tl.constexpr = False, QK_NORM: tl.constexpr = False):
-    if not ROPE:
-        pdl_start(PDL)
+                   TMA: tl.constexpr = False):
+    pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
     # ws[p, s] (m: BLOCK_R, l: BLOCK_R, acc: BLOCK_R x BLOCK_DV, float32), which
     # _decode_combine_kernel, launched next, combines; else it writes the output.
-    # ROPE (one query token a batch row, :func:`qkv_rope_attention`): q_ptr is the token's fused
-    # q/k/v projection row; q is normalised and rotated here (rope_rows) and the new key / value
-    # (position pos[b], the last valid key) come from that row too: the program whose split holds
-    # the position starts its online softmax from them (the loop stops before the position) and
-    # writes them into the cache.
     pid = tl.program_id(0)
     pid_s = tl.program_id(1)
     b, kvh, head, tok, rmask = _group_rows(pid, Hkv, G, Lq, n_rb, BLOCK_R)
@@ -139,8 +99,8 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     dmask = offs_d < D
     dvmask = offs_dv < DV
 
-    if ROPE:  # (positions are written by an earlier step's kernels: read before the wait)
-        pos = tl.load(pos_ptr + b * spb)
+    q = tl.load(q_ptr + b.to(tl.int64) * sqb + head[:, None] * sqh + tok[:, None] * sql + offs_d[None, :] * sqd,
+                mask=rmask[:, None] & dmask[None, :], other=0.0).to(DT)
     # TMA: k_ptr / v_ptr are (B, Hkv, Lk, D) tensor descriptors (zero fill past Lk and D)
     if TMA:
         k_base = k_ptr
@@ -153,8 +113,6 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     L = Lk
     if HAS_KVLEN:
         L = tl.minimum(tl.maximum(tl.load(kvlen_ptr + b), 0), Lk)
-    if ROPE:
-        L = tl.minimum(tl.maximum(pos + 1, 1), Lk).to(tl.int32)
     if CAUSAL:  # PyTorch's top-left alignment: token t sees keys 0..t
         hi_r = tl.minimum(tok + 1, L)
         kv_hi = tl.minimum(L, Lq)
@@ -174,38 +132,11 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
     chunk = tl.cdiv(tl.cdiv(kv_hi - kv_lo, n_split), BLOCK_N) * BLOCK_N
     start = kv_lo + pid_s * chunk
     end = tl.minimum(kv_hi, start + chunk)
-    if ROPE:
-        # The token's own key is not in the cache yet: the loop stops before it, and the state
-        # starts from it. The first KV tile is loaded before the wait (the rows below the
-        # position were written by earlier steps), so its memory latency runs beside the wait
-        # and q's normalisation and rotation.
-        end = tl.minimum(end, L - 1)
-        offs_n = start + tl.arange(0, BLOCK_N)
-        nmask = offs_n < end
-        kt = tl.load(ck_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh + offs_n[None, :].to(tl.int64) * skl
-                     + offs_d[:, None] * skd, mask=dmask[:, None] & nmask[None, :], other=0.0)
-        vt = tl.load(cv_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh + offs_n[:, None].to(tl.int64) * svl
-                     + offs_dv[None, :] * svd, mask=nmask[:, None] & dvmask[None, :], other=0.0)
-        pdl_start(PDL)
-        row = q_ptr + b.to(tl.int64) * sqb
-        q = rope_rows(row, head, rmask, offs_d, qn_ptr, invf_ptr, pos, rope_eps, BLOCK_D // 2, QK_NORM).to(DT)
-        m_i, l_i, acc = _own_key(q, ((L - 1 - kv_lo) // chunk == pid_s).to(tl.int32), row, head * 0 + Hkv * G + kvh,
-                                 (Hkv * G + Hkv + kvh) * D, rmask, offs_d, offs_dv, kn_ptr, invf_ptr, pos, rope_eps,
-                                 qk_scale, ck_ptr + b.to(tl.int64) * skb + kvh.to(tl.int64) * skh + pos * skl,
-                                 cv_ptr + b.to(tl.int64) * svb + kvh.to(tl.int64) * svh + pos * svl,
-                                 Lk, skd, svd, BLOCK_D // 2, QK_NORM)
-        valid = (offs_n[None, :] >= lo_r[:, None]) & (offs_n[None, :] < hi_r[:, None]) & nmask[None, :]
-        s = tl.where(valid, _mm(q, kt.to(DT), DT) * qk_scale, float("-inf"))
-        m_i, l_i, acc = _online(s, vt.to(DT), m_i, l_i, acc, DT)
-        first = start + BLOCK_N
-    else:
-        q = tl.load(q_ptr + b.to(tl.int64) * sqb + head[:, None] * sqh + tok[:, None] * sql + offs_d[None, :] * sqd,
-                    mask=rmask[:, None] & dmask[None, :], other=0.0).to(DT)
-        m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
-        l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
-        acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
-        first = start
-    for n0 in range(first, end, BLOCK_N):
+
+    m_i = tl.full([BLOCK_R], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_R], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_R, BLOCK_DV], dtype=tl.float32)
+    for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         nmask = offs_n < end
         if TMA:
@@ -224,14 +155,20 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
             else:  # additive, in the log2 domain
                 s = s + tl.load(mptrs, mask=mm, other=0.0).to(tl.float32) * 1.4426950408889634
         s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # nothing seen yet: p = 0, no NaN
+        alpha = tl.exp2(m_i - m_safe)
+        p = tl.exp2(s - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
         if TMA:
             vt = v_base.load([b, kvh, n0, 0]).reshape(BLOCK_N, BLOCK_DV).to(DT)
-            if HAS_KVLEN or ROPE:  # rows past kv_len (a static cache's unused rows) may hold NaN: p = 0 is not enough
+            if HAS_KVLEN:  # rows past kv_len (a static cache's unused rows) may hold NaN: p = 0 is not enough
                 vt = tl.where(nmask[:, None], vt, 0.0).to(DT)
         else:
             vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
                          mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
-        m_i, l_i, acc = _online(s, vt, m_i, l_i, acc, DT)
+        acc = acc * alpha[:, None] + _mm(p, vt, DT)
+        m_i = m_new
 
     if SPLIT:
         STRIDE: tl.constexpr = BLOCK_R * (BLOCK_DV + 2)
@@ -352,13 +289,9 @@ def decode_split(span: int, programs: int, device: torch.device, block_n: int, m
     return max(1, min(split, cdiv(max(span, 1), block_n)))
 
 
-def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int, gate=None,
-            rope: Optional[tuple] = None):
+def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int, gate=None):
     """q (B, Hout, Lq, D), k (B, Hkv, Lk, D), v (B, Hkv, Lk, DV) (strides of 0 broadcast),
-    mask None or (B, Hout, Lq, Lk) views, out and gate (B, Hout, Lq, DV); Hout = Hkv * G.
-    ``rope``: ``(positions (B, 1), q_norm, k_norm, inv_freq, eps)`` of :func:`qkv_rope_attention`
-    (q: the fused q/k/v rows (B, Hout, 1, D) with heads D apart; k, v: the cache; Lq 1, D = DV
-    a power of two of at least 16, no mask, not causal, kv_len None)."""
+    mask None or (B, Hout, Lq, Lk) views, out and gate (B, Hout, Lq, DV); Hout = Hkv * G."""
     B, Hout, Lq, D = q.shape
     Hkv, Lk, DV = k.shape[1], k.shape[2], v.shape[3]
     rows = G * Lq
@@ -384,13 +317,10 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
     else:
         bool_mask, m, mstrides = False, dummy, (0, 0, 0, 0)
     g, gstrides = (gate, gate.stride()) if gate is not None else (dummy, (0, 0, 0, 0))
-    pos, qn, kn, invf, reps = rope if rope is not None else (dummy, None, None, dummy, 0.0)
     _DECODE[(programs, split)](
         q, kd, vd, m, kv_len if kv_len is not None else dummy, out, ws, g,
         Hkv, G, Lq, Lk, D, DV, n_rb, split, float(scale) * LOG2E, int(window or 0),
         *q.stride(), *k.stride(), *v.stride(), *mstrides, *out.stride(), *gstrides,
-        pos, pos.stride(0) if rope is not None else 0, k, v, dummy if qn is None else qn, dummy if kn is None else kn,
-        invf, float(reps), ROPE=rope is not None, QK_NORM=qn is not None,
         GATED=gate is not None and split == 1, CAUSAL=causal, HAS_MASK=mask is not None, BOOL_MASK=bool_mask,
         HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,

@@ -65,31 +65,6 @@ def _qkv_rope_kernel(x_ptr, pos_ptr, invf_ptr, qw_ptr, kw_ptr, q_ptr, ck_ptr, cv
 _ROPE = Launcher(_qkv_rope_kernel, pdl=True)
 
 
-@triton.jit
-def rope_rows(row_ptr, head, rmask, offs_d, w_ptr, invf_ptr, pos, eps, HALF: tl.constexpr, NORM: tl.constexpr):
-    """Heads ``head`` (int64, one a row; rows without ``rmask`` give 0) of one token's fused
-    q/k/v row at ``row_ptr`` (heads ``2 * HALF`` wide, contiguous), RMS-normalised per head
-    (weights ``w_ptr``) when NORM and rotated to position ``pos``, rounded as
-    :func:`_qkv_rope_kernel` rounds: ``[rows, 2 * HALF]`` in the row's dtype. Each element is
-    paired with its partner ``d +- HALF`` by a second load, so the tile stays whole."""
-    D: tl.constexpr = 2 * HALF
-    partner = (offs_d + HALF) % D
-    base = row_ptr + head[:, None] * D
-    x = tl.load(base + offs_d[None, :], mask=rmask[:, None], other=0.0)
-    dt = x.dtype
-    a = x.to(tl.float32)
-    ap = tl.load(base + partner[None, :], mask=rmask[:, None], other=0.0).to(tl.float32)
-    if NORM:
-        r = tl.rsqrt(tl.sum(a * a, 1) / D + eps)[:, None]
-        w = tl.load(w_ptr + offs_d).to(tl.float32)[None, :]
-        wp = tl.load(w_ptr + partner).to(tl.float32)[None, :]
-        a = ((a * r).to(dt).to(tl.float32) * w).to(dt).to(tl.float32)
-        ap = ((ap * r).to(dt).to(tl.float32) * wp).to(dt).to(tl.float32)
-    f = pos.to(tl.float32) * tl.load(invf_ptr + offs_d % HALF)
-    s = tl.where(offs_d < HALF, -tl.sin(f), tl.sin(f))
-    return (a * tl.cos(f)[None, :] + ap * s[None, :]).to(dt)
-
-
 def reference_qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, num_heads: int,
                        num_kv_heads: int, cache_k: torch.Tensor, cache_v: torch.Tensor,
                        q_norm: Optional[torch.Tensor] = None, k_norm: Optional[torch.Tensor] = None,
