@@ -32,14 +32,14 @@ def patched(model, name: str):
         setattr(obj, attr, value)
     if name == "no_norm":
         setattr_(qm, "rms_norm", lambda o, w, eps, gate=None: o)
-    if name == "no_resnorm":  # every residual-add norm of the layers skipped: (x, h) = (y, h)
-        import fastpath.models.hybrid as hy
-        import fastpath.models.transformer as tr
+    if name == "no_resnorm":  # every residual-add norm in a kernel of its own skipped: (x, h) = (y, h)
+        import fastpath.models.hybrid as hy  # (the norms inside projections stay: hybrid.FUSE_NORM
+        import fastpath.models.transformer as tr  # and linear.FUSE_NORM False put them back here)
 
         def skip(real):
             return lambda x, w, eps, residual=None, **kw: (x, residual) if residual is not None else real(
                 x, w, eps, **kw)
-        setattr_(hy, "rms_norm", skip(hy.rms_norm))
+        setattr_(hy, "fused_rms_norm", skip(hy.fused_rms_norm))
         setattr_(tr, "fused_rms_norm", skip(tr.fused_rms_norm))
     if name == "no_gate":
         for layer in model.layers:

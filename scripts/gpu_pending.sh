@@ -3,7 +3,7 @@
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
 #   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
-#   3: decode attention's KV splits at short contexts, A/B in the engine (scripts/knob_ab.py).
+#   3: hybrid layers' first norm inside the mixer's projection: compiled model tests, A/B.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -21,10 +21,11 @@ case "${1:-1}" in
   done ;;
 2)
   timeout 500 python3 scripts/norm_fusion_ab.py --json "$OUT/norm_ab.json" 2>&1 | grep -v Warn ;;
-3)  # decode attention's KV splits at the bench's short contexts (512-768 keys), in the engine
-  timeout 250 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-8b --variant "128 keys:attention.MIN_KV_PER_SPLIT=128" \
-    --variant "256 keys:attention.MIN_KV_PER_SPLIT=256" --variant "512 keys:attention.MIN_KV_PER_SPLIT=512" \
-    --variant "one split:attention.MIN_KV_PER_SPLIT=100000" --json "$OUT/split_ab.json" 2>&1 | grep "tok/s"
-  timeout 150 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b --variant "128 keys:attention.MIN_KV_PER_SPLIT=128" \
-    --variant "one split:attention.MIN_KV_PER_SPLIT=100000" --json "$OUT/split_ab36.json" 2>&1 | grep "tok/s" ;;
+3)  # each hybrid layer's first norm inside its mixer's input projection (hybrid.FUSE_NORM)
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/models tests/engine \
+    > "$OUT/tests.log" 2>&1; grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 330 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b,lfm2.5-8b-a1b,qwen3.6-35b-a3b:fp8 \
+    --variant "in projection <=16M:hybrid.FUSE_NORM=True" --variant "own kernel:hybrid.FUSE_NORM=False" \
+    --variant "in projection <=32M:hybrid.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=33554432" \
+    --json "$OUT/mixer_norm_ab.json" 2>&1 | grep "tok/s" ;;
 esac

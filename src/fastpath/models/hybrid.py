@@ -25,9 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
-from ..ops.norm import rms_norm
 from ..ops.rope import qkv_rope
-from .transformer import CachedLM, Linear, _buf, chunk_attention
+from .transformer import CachedLM, Linear, _buf, chunk_attention, fused_rms_norm
 
 
 class LayerTypesConfig:
@@ -58,7 +57,34 @@ class Ctx:
     kv_len: Optional[torch.Tensor] = None
 
 
-class Attention(nn.Module):
+#: Each layer's first norm inside its mixer's input projection (False: the norm kernel, then the
+#: mixer; an A/B knob, scripts/knob_ab.py).
+FUSE_NORM = True
+
+
+class Mixer(nn.Module):
+    """A layer's token mixer: :meth:`mix` of its input projection ``proj_in`` (one matrix)."""
+
+    proj_in: Linear
+
+    def forward(self, x: torch.Tensor, c: "Ctx") -> torch.Tensor:
+        return self.mix(self.proj_in(x), c)
+
+    def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float, c: "Ctx", *,
+               zero_centered: bool = False):
+        """``(mixer(rms_norm(d + h)), d + h)`` (``h`` None: of ``d``): the norm inside the input
+        projection's kernel for decode (:meth:`~fastpath.models.transformer.Linear.normed`)."""
+        if not FUSE_NORM:
+            x, h = fused_rms_norm(d, norm, eps, residual=h, zero_centered=zero_centered)
+            return self(x, c), h
+        p, h = self.proj_in.normed(d, h, norm, eps, zero_centered=zero_centered)
+        return self.mix(p, c), h
+
+    def mix(self, p: torch.Tensor, c: "Ctx") -> torch.Tensor:
+        raise NotImplementedError
+
+
+class Attention(Mixer):
     """GQA with per-head q/k RMSNorm and rotary embedding on a static KV cache; with
     ``gate`` (Qwen3.5) the projection also gives an output gate: ``o(attn * sigmoid(gate))``.
     The projection is one matrix: q, k, v (, gate) rows."""
@@ -81,9 +107,12 @@ class Attention(nn.Module):
     def state_tensors(self) -> list:
         return []  # the KV cache is written at positions: replaying a step rewrites the same slots
 
-    def forward(self, x: torch.Tensor, c: Ctx) -> torch.Tensor:
-        B, T = x.shape[:2]
-        p = self.proj(x)
+    @property
+    def proj_in(self) -> Linear:
+        return self.proj
+
+    def mix(self, p: torch.Tensor, c: Ctx) -> torch.Tensor:
+        B, T = p.shape[:2]
         ck, cv = self.ck[c.rows], self.cv[c.rows]
         q = qkv_rope(p[..., :self.n_qkv], c.pos, c.inv_freq, self.nh, self.nkv, ck, cv, self.q_norm, self.k_norm,
                      self.eps)
@@ -113,8 +142,6 @@ class HybridLM(CachedLM):
     """Embedding, :class:`Block` layers, final norm and LM head, with the interface of
     :class:`~fastpath.models.transformer.Transformer` (``setup_cache``, ``prefill``,
     ``decode``). Subclasses build the layers (:meth:`block`) and the rotary frequencies."""
-
-    zero_centered = False  # RMSNorm weights stored around 0 (``y = n * (1 + w)``)
 
     def __init__(self, cfg, *, dtype=torch.bfloat16, device="cpu", fp8: bool = False):
         super().__init__()
@@ -151,15 +178,17 @@ class HybridLM(CachedLM):
         caller that runs throw-away steps (a CUDA-graph warm-up) must save and restore."""
         return [t for layer in self.layers for t in layer.mixer.state_tensors()]
 
-    def _run(self, h: torch.Tensor, c: Ctx) -> torch.Tensor:
-        """The residual stream through every layer, each residual add fused with the next norm."""
+    def _run(self, x: torch.Tensor, c: Ctx):
+        """The residual stream through every layer: ``(d, h)``, the last layer's output and the
+        stream it is to be added to (the final norm's input is ``d + h``). Each residual add and
+        the norm after it run inside the kernel that reads the norm's output (the mixer's input
+        projection, the router or the MLP's gate/up: the ``normed`` methods)."""
         eps, zc = self.cfg.rms_norm_eps, self.zero_centered
-        x = rms_norm(h, self.layers[0].norm1, eps, zero_centered=zc)
-        for i, layer in enumerate(self.layers):  # norm2 inside the router / gate-up kernel (``normed``)
-            d, h = layer.ffn.normed(layer.mixer(x, c), h, layer.norm2, eps, zero_centered=zc)
-            nxt = self.layers[i + 1].norm1 if i + 1 < len(self.layers) else self.norm
-            x, h = rms_norm(d, nxt, eps, residual=h, zero_centered=zc)
-        return x
+        d, h = x, None
+        for layer in self.layers:
+            m, h = layer.mixer.normed(d, h, layer.norm1, eps, c, zero_centered=zc)
+            d, h = layer.ffn.normed(m, h, layer.norm2, eps, zero_centered=zc)
+        return d, h
 
     @torch.inference_mode()
     def prefill(self, tokens: torch.Tensor, p0: int, rows: Optional[slice] = None,
@@ -169,8 +198,8 @@ class HybridLM(CachedLM):
         logits of the last token (B, V), or of all (B, T, V)."""
         rows, end, pos = self._chunk(tokens, p0, rows)
         c = Ctx(decode=False, rows=rows, pos=pos, inv_freq=self.inv_freq, p0=p0, end=end)
-        x = self._run(F.embedding(tokens, self.embed), c)
-        return self._head(x[:, -1] if last_only else x)
+        d, h = self._run(F.embedding(tokens, self.embed), c)
+        return self._normed_head(d[:, -1], h[:, -1]) if last_only else self._normed_head(d, h)
 
     @torch.inference_mode()
     def decode(self, tokens: torch.Tensor, pos: torch.Tensor, kv_len: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -180,7 +209,8 @@ class HybridLM(CachedLM):
         B = tokens.shape[0]
         c = Ctx(decode=True, rows=slice(0, B), pos=pos[:, None], inv_freq=self.inv_freq,
                 kv_len=(pos + 1).to(torch.int32) if kv_len is None else kv_len)
-        return self._head(self._run(F.embedding(tokens[:, None], self.embed), c)[:, 0])
+        d, h = self._run(F.embedding(tokens[:, None], self.embed), c)
+        return self._normed_head(d[:, 0], h[:, 0])
 
 
 class Mapped:

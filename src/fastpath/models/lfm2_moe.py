@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
-from torch import nn
 
 from ..ops.conv1d import short_conv
 from .config import Dims, rope_inv_freq
-from .hybrid import Attention, Block, HybridLM, LayerTypesConfig
+from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mixer
 from .transformer import MLP, Linear, MoE, _buf
 
 MODEL_TYPES = ("lfm2_moe",)
@@ -93,7 +92,7 @@ class Lfm2MoeConfig(LayerTypesConfig, Dims):
                    bos_token_id=d.get("bos_token_id"))
 
 
-class ShortConv(nn.Module):
+class ShortConv(Mixer):
     def __init__(self, cfg: Lfm2MoeConfig, dtype, device, fp8: bool):
         super().__init__()
         H, b = cfg.hidden_size, cfg.conv_bias
@@ -111,11 +110,15 @@ class ShortConv(nn.Module):
     def state_tensors(self) -> list:
         return [self.conv_state]
 
-    def forward(self, x: torch.Tensor, c) -> torch.Tensor:
+    @property
+    def proj_in(self) -> Linear:
+        return self.in_proj
+
+    def mix(self, p: torch.Tensor, c) -> torch.Tensor:
         cs = self.conv_state[c.rows]
         if not c.decode and c.p0 == 0:  # a new sequence in these rows
             cs.zero_()
-        return self.out(short_conv(self.in_proj(x), cs, self.conv_w, self.conv_b))  # one launch
+        return self.out(short_conv(p, cs, self.conv_w, self.conv_b))  # one launch
 
 
 class Lfm2Moe(HybridLM):

@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import torch
-from torch import nn
 
 from ..ops.conv1d import causal_conv1d
 from ..ops.gated_delta import chunk_gated_delta_rule
 from ..ops.gated_delta_conv import gated_delta_conv_step, ring_history, ring_store
 from ..ops.norm import rms_norm
 from .config import Dims
-from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped
+from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped, Mixer
 from .transformer import Linear, MoE, _buf
 
 MODEL_TYPES = ("qwen3_5_moe", "qwen3_5_moe_text")
@@ -127,7 +126,7 @@ def rope_perm(D: int, r: int) -> torch.Tensor:
     return torch.tensor(list(range(rh)) + rest[:half] + list(range(rh, r)) + rest[half:])
 
 
-class GatedDeltaNet(nn.Module):
+class GatedDeltaNet(Mixer):
     def __init__(self, cfg: Qwen35MoeConfig, dtype, device, fp8: bool):
         super().__init__()
         H = cfg.hidden_size
@@ -152,9 +151,12 @@ class GatedDeltaNet(nn.Module):
     def state_tensors(self) -> list:
         return [self.conv_state, self.state]
 
-    def forward(self, x: torch.Tensor, c) -> torch.Tensor:
+    @property
+    def proj_in(self) -> Linear:
+        return self.in_proj
+
+    def mix(self, p: torch.Tensor, c) -> torch.Tensor:
         C, vd, HV = self.C, self.vd, self.HV
-        p = self.in_proj(x)
         cs, rs = self.conv_state[c.rows], self.state[c.rows]
         b, a = p[..., C + vd:C + vd + HV], p[..., C + vd + HV:]
         if c.decode:  # conv, gating (sigmoid, softplus, exp) and the step in one launch

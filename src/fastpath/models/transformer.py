@@ -182,16 +182,17 @@ class CachedLM(nn.Module):
     checks and positions of a prefill chunk."""
 
     batch = max_seq = 0
+    zero_centered = False  # RMSNorm weights stored around 0 (``y = n * (1 + w)``)
 
     def _head(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
 
     def _normed_head(self, d: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """The logits of ``rms_norm(d + h)``: the final norm inside the LM head's kernel."""
-        eps = self.cfg.rms_norm_eps
+        eps, zc = self.cfg.rms_norm_eps, self.zero_centered
         if self.lm_head is None:
-            return rms_norm_linear(d, self.norm, eps, self.embed, residual=h)[0]
-        return self.lm_head.normed(d, h, self.norm, eps)[0]
+            return rms_norm_linear(d, self.norm, eps, self.embed, residual=h, zero_centered=zc)[0]
+        return self.lm_head.normed(d, h, self.norm, eps, zero_centered=zc)[0]
 
     def _chunk(self, tokens: torch.Tensor, p0: int, rows: Optional[slice]):
         """``(rows, end, pos)`` of a prefill chunk ``tokens`` (B, T) at ``p0``: the cache rows
