@@ -25,7 +25,7 @@ case "${1:-1}" in
   timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/models tests/engine \
     > "$OUT/tests.log" 2>&1; grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 330 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b,lfm2.5-8b-a1b,qwen3.6-35b-a3b:fp8 \
-    --variant "in projection <=16M:hybrid.FUSE_NORM=True" --variant "own kernel:hybrid.FUSE_NORM=False" \
-    --variant "in projection <=32M:hybrid.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=33554432" \
+    --variant "in projection <=16M:fastpath.models.hybrid.FUSE_NORM=True" --variant "own kernel:fastpath.models.hybrid.FUSE_NORM=False" \
+    --variant "in projection <=32M:fastpath.models.hybrid.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=33554432" \
     --json "$OUT/mixer_norm_ab.json" 2>&1 | grep "tok/s" ;;
 esac
