@@ -21,11 +21,15 @@ case "${1:-1}" in
   done ;;
 2)
   timeout 500 python3 scripts/norm_fusion_ab.py --json "$OUT/norm_ab.json" 2>&1 | grep -v Warn ;;
-3)  # each hybrid layer's first norm inside its mixer's input projection (hybrid.FUSE_NORM)
-  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/models tests/engine \
-    > "$OUT/tests.log" 2>&1; grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  timeout 330 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b,lfm2.5-8b-a1b,qwen3.6-35b-a3b:fp8 \
-    --variant "in projection <=16M:fastpath.models.hybrid.FUSE_NORM=True" --variant "own kernel:fastpath.models.hybrid.FUSE_NORM=False" \
-    --variant "in projection <=32M:fastpath.models.hybrid.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=33554432" \
-    --json "$OUT/mixer_norm_ab.json" 2>&1 | grep "tok/s" ;;
+3)  # each hybrid layer's first norm inside its mixer's input projection (hybrid.FUSE_NORM), then records
+  H=fastpath.models.hybrid.FUSE_NORM
+  timeout 200 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b --variant "in projection <=16M:$H=True" \
+    --variant "own kernel:$H=False" --variant "in projection <=32M:$H=True;linear.NORM_FUSE_MAX_ELEMS=33554432" \
+    --json "$OUT/mixer_norm_ab.json" 2>&1 | grep "tok/s"
+  timeout 100 python3 scripts/knob_ab.py --configs lfm2.5-8b-a1b --variant "in projection:$H=True" \
+    --variant "own kernel:$H=False" --json "$OUT/mixer_norm_ab_lfm.json" 2>&1 | grep "tok/s"
+  for cfg in "qwen3.6-35b-a3b" "qwen3.6-35b-a3b --fp8" "lfm2.5-8b-a1b" "lfm2.5-8b-a1b --fp8"; do
+    timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done ;;
 esac

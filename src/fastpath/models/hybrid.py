@@ -75,6 +75,8 @@ class Mixer(nn.Module):
         """``(mixer(rms_norm(d + h)), d + h)`` (``h`` None: of ``d``): the norm inside the input
         projection's kernel for decode (:meth:`~fastpath.models.transformer.Linear.normed`)."""
         if not FUSE_NORM:
+            if h is None:
+                return self(fused_rms_norm(d, norm, eps, zero_centered=zero_centered), c), d
             x, h = fused_rms_norm(d, norm, eps, residual=h, zero_centered=zero_centered)
             return self(x, c), h
         p, h = self.proj_in.normed(d, h, norm, eps, zero_centered=zero_centered)
