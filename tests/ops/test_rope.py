@@ -77,4 +77,5 @@ def test_qkv_rope_errors():
     with pytest.raises(ValueError, match="q_norm"):
         qkv_rope(qkv, pos, inv, 2, 1, ck, ck, q_norm=torch.ones(16, device=DEVICE))
     with pytest.raises(ValueError, match="k_norm"):
-        qkv_rope(qkv, pos, inv, 2, 1, ck, ck, q_norm=torch.ones(16, device=DEVICE), k_norm=torch.ones(8, device=DEVICE))
+        qkv_rope(qkv, pos, inv, 2, 1, ck, ck, q_norm=torch.ones(16, device=DEVICE),
+                 k_norm=torch.ones(8, device=DEVICE))

@@ -101,7 +101,7 @@ def _kernel_ok(qkv, D, cache_k, cache_v, q_norm) -> bool:
             and cache_k.stride(-1) == 1 and cache_v.stride(-1) == 1 and qkv.dtype != torch.float64)
 
 
-def checked(qkv, positions, inv_freq, num_heads: int, num_kv_heads: int, cache_k, cache_v, q_norm, k_norm) -> tuple:
+def _checked(qkv, positions, inv_freq, num_heads: int, num_kv_heads: int, cache_k, cache_v, q_norm, k_norm) -> tuple:
     """``(B, T, D)`` of :func:`qkv_rope`'s arguments; ValueError naming the first bad one."""
     check_tensor("qkv", qkv)
     if qkv.dim() != 3 or num_heads < 1 or num_kv_heads < 1 or qkv.shape[-1] % (num_heads + 2 * num_kv_heads):
@@ -151,8 +151,14 @@ def qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor,
 
     A Triton kernel when ``D`` is a power of two; otherwise (and off GPUs)
     :func:`reference_qkv_rope`.
+
+    Raises
+    ------
+    ValueError naming the argument: ``qkv`` not ``(B, T, (num_heads + 2 * num_kv_heads) * D)``,
+    ``positions`` not int64 ``(B, T)``, ``inv_freq`` not ``(D / 2,)``, caches of another shape or
+    dtype, norm weights not ``(D,)`` or given alone, any tensor on another device than ``qkv``.
     """
-    B, T, D = checked(qkv, positions, inv_freq, num_heads, num_kv_heads, cache_k, cache_v, q_norm, k_norm)
+    B, T, D = _checked(qkv, positions, inv_freq, num_heads, num_kv_heads, cache_k, cache_v, q_norm, k_norm)
     if not _kernel_ok(qkv, D, cache_k, cache_v, q_norm):
         return reference_qkv_rope(qkv, positions, inv_freq, num_heads, num_kv_heads, cache_k, cache_v,
                                   q_norm, k_norm, eps)
