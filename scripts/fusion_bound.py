@@ -33,8 +33,9 @@ def patched(model, name: str):
     if name == "no_norm":
         setattr_(qm, "rms_norm", lambda o, w, eps, gate=None: o)
     if name == "no_resnorm":  # every residual-add norm in a kernel of its own skipped: (x, h) = (y, h)
-        import fastpath.models.hybrid as hy  # (the norms inside projections stay: hybrid.FUSE_NORM
-        import fastpath.models.transformer as tr  # and linear.FUSE_NORM False put them back here)
+        # (norms inside projections stay; hybrid.FUSE_NORM and linear.FUSE_NORM False move them here)
+        import fastpath.models.hybrid as hy
+        import fastpath.models.transformer as tr
 
         def skip(real):
             return lambda x, w, eps, residual=None, **kw: (x, residual) if residual is not None else real(

@@ -63,9 +63,14 @@ FUSE_NORM = True
 
 
 class Mixer(nn.Module):
-    """A layer's token mixer: :meth:`mix` of its input projection ``proj_in`` (one matrix)."""
+    """A layer's token mixer: :meth:`mix` of its input projection (one matrix, the
+    :class:`~fastpath.models.transformer.Linear` named ``PROJ``)."""
 
-    proj_in: Linear
+    PROJ = "in_proj"
+
+    @property
+    def proj_in(self) -> Linear:
+        return getattr(self, self.PROJ)
 
     def forward(self, x: torch.Tensor, c: "Ctx") -> torch.Tensor:
         return self.mix(self.proj_in(x), c)
@@ -109,9 +114,7 @@ class Attention(Mixer):
     def state_tensors(self) -> list:
         return []  # the KV cache is written at positions: replaying a step rewrites the same slots
 
-    @property
-    def proj_in(self) -> Linear:
-        return self.proj
+    PROJ = "proj"
 
     def mix(self, p: torch.Tensor, c: Ctx) -> torch.Tensor:
         B, T = p.shape[:2]

@@ -110,10 +110,6 @@ class ShortConv(Mixer):
     def state_tensors(self) -> list:
         return [self.conv_state]
 
-    @property
-    def proj_in(self) -> Linear:
-        return self.in_proj
-
     def mix(self, p: torch.Tensor, c) -> torch.Tensor:
         cs = self.conv_state[c.rows]
         if not c.decode and c.p0 == 0:  # a new sequence in these rows

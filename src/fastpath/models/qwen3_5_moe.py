@@ -151,10 +151,6 @@ class GatedDeltaNet(Mixer):
     def state_tensors(self) -> list:
         return [self.conv_state, self.state]
 
-    @property
-    def proj_in(self) -> Linear:
-        return self.in_proj
-
     def mix(self, p: torch.Tensor, c) -> torch.Tensor:
         C, vd, HV = self.C, self.vd, self.HV
         cs, rs = self.conv_state[c.rows], self.state[c.rows]

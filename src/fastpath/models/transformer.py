@@ -184,9 +184,6 @@ class CachedLM(nn.Module):
     batch = max_seq = 0
     zero_centered = False  # RMSNorm weights stored around 0 (``y = n * (1 + w)``)
 
-    def _head(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.embed) if self.lm_head is None else self.lm_head(x)
-
     def _normed_head(self, d: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """The logits of ``rms_norm(d + h)``: the final norm inside the LM head's kernel."""
         eps, zc = self.cfg.rms_norm_eps, self.zero_centered
