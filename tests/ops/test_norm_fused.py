@@ -33,12 +33,15 @@ def project64(xn, w, scale=None, swiglu=False):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("rows,k,split", [(1, 200, 1), (1, 1000, 3), (3, 130, 2), (16, 67, 1), (17, 67, 1)])
 @pytest.mark.parametrize("residual,zero_centered", [(True, False), (False, True)])
-def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, monkeypatch, device):
-    """One row: in the kernel (checked: the launch gets the norm); more rows: the norm, then
-    ``linear``. K of 1000: the row's sum of squares over several chunks (the interpreter reads
-    64 columns at a time), split over 3 programs; the residual stream is stored by every K
-    share of the first column block."""
+@pytest.mark.parametrize("defer", [True, False])
+def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, defer, monkeypatch, device):
+    """In the kernel (checked: the launch gets the norm): up to 16 rows with the rstd deferred
+    to the sums (split-K: each share's sum of squares added by the last program), one row
+    otherwise; else the norm, then ``linear``. K of 1000: the row's sum of squares over
+    several chunks (the interpreter reads 64 columns at a time), split over 3 programs; the
+    residual stream is stored by every K share of the first column block."""
     monkeypatch.setattr(matvec, "SPLIT_K_OVERRIDE", split)
+    monkeypatch.setattr(L, "NORM_DEFER", defer)
     fused = []
     launch = L._launch
     monkeypatch.setattr(L, "_launch", lambda *a, **kw: fused.append(kw.get("norm") is not None) or launch(*a, **kw))
@@ -52,7 +55,7 @@ def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, monkeyp
     assert torch.equal(h, href)
     assert y.shape == (rows, 45) and y.dtype == dtype
     assert_close(y, project64(xn, w) + b.double())
-    assert fused == ([True] if rows == 1 else [False] if rows <= 16 else [])
+    assert fused == ([True] if rows == 1 or defer and rows <= 16 else [False] if rows <= 16 else [])
 
 
 @pytest.mark.parametrize("rows", [1, 3])
@@ -75,6 +78,21 @@ def test_rms_norm_linear_swiglu(rows, fp8, device):
     xn, href = normed_ref(x, nw, 1e-6, r, False)
     assert torch.equal(h, href) and y.shape == (rows, 1, i)
     assert_close(y, project64(xn, w if scale is None else w.float(), scale, swiglu=True))
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_rms_norm_linear_fp16_large(rows, device):
+    """float16 rows near the format's limit times norm weights of 4: the deferred norm's tiles of
+    ``h * w`` (before the rstd) pass float16's range, so they are scaled before the float16
+    dot; the result is the normalised projection, finite."""
+    k = 256
+    x = randn(rows, k, dtype=torch.float16, device=device, scale=2.0e4).clamp(-6.0e4, 6.0e4)
+    nw = torch.full((k,), 4.0, dtype=torch.float16, device=device)
+    w = randn(48, k, dtype=torch.float16, device=device, scale=k ** -0.5)
+    y, _ = rms_norm_linear(x, nw, 1e-6, w)
+    xn, _ = normed_ref(x, nw, 1e-6, None, False)
+    assert bool(torch.isfinite(y).all())
+    assert_close(y, project64(xn, w))
 
 
 @pytest.mark.parametrize("T", [1, 3, 6])  # 6: past ROUTER_MAX_T, the norm and the router

@@ -105,18 +105,41 @@ def normed_rows(x_ptr, r_ptr, w_ptr, nr_ptr, y_ptr, rows64, cols, mask, cmask, r
     holds (one program of a grid), the new residual ``h = x + residual`` goes into ``nr``
     (with ``HAS_RES``) and the normalised rows into ``y`` (with ``STORE_Y``); both have rows
     ``snr`` apart and contiguous columns."""
+    h, w, offs, smask = _rows_and_weights(x_ptr, r_ptr, w_ptr, nr_ptr, rows64, cols, mask, cmask, sxr, sxn, srr,
+                                          srn, snr, sw, store, HAS_RES)
+    XDT: tl.constexpr = x_ptr.dtype.element_ty
+    y = round_to(_norm_value(h, rstd, w, XDT, ZERO_CENTERED, PROD_DT), XDT)
+    if STORE_Y:
+        tl.store(y_ptr + offs, y, mask=smask)
+    return y.to(tl.float32)
+
+
+@triton.jit
+def weighted_rows(x_ptr, r_ptr, w_ptr, nr_ptr, rows64, cols, mask, cmask, sxr, sxn, srr, srn, snr, sw, store,
+                  HAS_RES: tl.constexpr, ZERO_CENTERED: tl.constexpr):
+    """A chunk of ``h = x (+ residual)`` times the norm's weights (``1 + w`` zero-centred),
+    in float32, and the chunk's sum of ``h^2`` per row: the norm with its ``rstd`` left for
+    later (a projection multiplies its sums by it once the whole row is summed). The new
+    residual goes into ``nr`` where ``store`` holds, as :func:`normed_rows`."""
+    h, w, offs, smask = _rows_and_weights(x_ptr, r_ptr, w_ptr, nr_ptr, rows64, cols, mask, cmask, sxr, sxn, srr,
+                                          srn, snr, sw, store, HAS_RES)
+    w = (1.0 + w) if ZERO_CENTERED else w
+    return h * w[None, :], tl.sum(h * h, axis=1)
+
+
+@triton.jit
+def _rows_and_weights(x_ptr, r_ptr, w_ptr, nr_ptr, rows64, cols, mask, cmask, sxr, sxn, srr, srn, snr, sw, store,
+                      HAS_RES: tl.constexpr):
+    """The row chunk ``h`` (float32; with ``HAS_RES`` also stored into ``nr`` where ``store``
+    holds), the norm's weights of its columns (float32), ``nr``'s offsets and store mask."""
     h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, False)
     # (the interpreter takes no scalar bool in a mask: broadcast by hand)
     smask = mask & (store.to(tl.int32) + tl.zeros_like(mask.to(tl.int32)) > 0)
     offs = rows64[:, None] * snr + cols[None, :]
     if HAS_RES:
         tl.store(nr_ptr + offs, h.to(nr_ptr.dtype.element_ty), mask=smask)
-    w = tl.load(w_ptr + cols * sw, mask=cmask, other=0.0)
-    XDT: tl.constexpr = x_ptr.dtype.element_ty
-    y = round_to(_norm_value(h, rstd, w.to(tl.float32), XDT, ZERO_CENTERED, PROD_DT), XDT)
-    if STORE_Y:
-        tl.store(y_ptr + offs, y, mask=smask)
-    return y.to(tl.float32)
+    w = tl.load(w_ptr + cols * sw, mask=cmask, other=0.0).to(tl.float32)
+    return h, w, offs, smask
 
 
 @triton.jit
