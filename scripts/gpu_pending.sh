@@ -4,7 +4,7 @@
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
 #   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
-#   3: the fused norm's one-row plan (matvec.NORM_ONE_ROW_FMA) on 19-25M-weight projections.
+#   3: the fused norm with its rstd deferred (linear.NORM_DEFER) against the row read first.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -23,10 +23,9 @@ case "${1:-1}" in
   done ;;
 2)
   timeout 500 python3 scripts/norm_fusion_ab.py --json "$OUT/norm_ab.json" 2>&1 | grep -v Warn ;;
-3)  # the fused norm's one-row plan on 19-25M weights (Qwen3.6's first norms, Qwen3-8B's q/k/v)
-  L=linear.NORM_FUSE_MAX_ELEMS=33554432
-  FASTPATH_LAUNCH_MEMO=0 timeout 500 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b,qwen3-8b --variant "16M (default):linear.FUSE_NORM=True" \
-    --variant "32M 16x512x2:$L" --variant "32M 32x512x2:$L;matvec.NORM_ONE_ROW_FMA=(32,512,2)" \
-    --variant "32M 16x256x4:$L;matvec.NORM_ONE_ROW_FMA=(16,256,4)" \
-    --variant "32M 64x256x2:$L;matvec.NORM_ONE_ROW_FMA=(64,256,2)" --json "$OUT/norm_plan_ab.json" 2>&1 | grep "tok/s" ;;
+3)  # the fused norm with its rstd deferred (any size, the tuned plans) against the row read first
+  FASTPATH_LAUNCH_MEMO=0 timeout 560 python3 scripts/knob_ab.py \
+    --configs qwen3.6-35b-a3b,qwen3-30b-a3b,qwen3-8b,lfm2.5-8b-a1b,qwen3.6-35b-a3b:fp8 \
+    --variant "deferred:linear.NORM_DEFER=True" --variant "row first, 16M:linear.NORM_DEFER=False" \
+    --json "$OUT/norm_defer_ab.json" 2>&1 | grep "tok/s" ;;
 esac
