@@ -69,14 +69,14 @@ def main() -> None:
                 y = fn(*sets[0])
                 err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
                 line[name] = timer.graph_us(fn, sets, est)
-                line[name + " err"] = err
+                line[name + " error"] = err
             finally:
                 L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, tuned0 = saved
                 matvec.TUNED.clear()
                 matvec.TUNED.update(tuned0)
         rows_out.append(line)
         print(f"{M}x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: " + ", ".join(
-            f"{k} {v:.2f}" if "err" not in k else f"({v:.1e})" for k, v in line.items()
+            f"{k} {v:.2f}" if not k.endswith(" error") else f"({v:.1e})" for k, v in line.items()
             if isinstance(v, float)), flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -157,16 +157,17 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
-               NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
+               NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = 0,
                PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row): ``a`` is RMS-normalised on the fly (weights nw,
     # eps; with HAS_RES, of a + r, which the programs of column block 0 store into nr): every
     # program first reads the row whole for its rstd (NORM_K columns at a time), then each K
-    # tile of a is normalised as it is loaded. NORM_DEFER (any rows): each K tile of a is only
-    # multiplied by the norm's weights, its sum of squares kept per row, and the finished sums
-    # are multiplied by rsqrt(sum / K + eps) (split-K: each program's sum of squares goes to ws
-    # beside its partial, and the last program of the column block adds them up).
+    # tile of a is normalised as it is loaded. NORM_DEFER: each K tile of a is only multiplied
+    # by the norm's weights, its sum of squares kept per row, and the finished sums are
+    # multiplied by rsqrt(sum / K + eps) (split-K: each program's sum of squares goes to ws
+    # beside its partial, and the last program of the column block adds them up); 1: rows as a
+    # (BLOCK_M, BLOCK_K) tile, 2: one row, worked on as a vector and placed in row 0 of the tile.
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -190,7 +191,9 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     acc_k_up = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
     # fp16 tiles of h * w (not normalised yet) could overflow: scaled by a power of two as S16
     S16A: tl.constexpr = S16 or (NORM_DEFER and DT == tl.float16)
-    ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+    SSM: tl.constexpr = 1 if NORM_DEFER == 2 else BLOCK_M  # rows of the sums of squares
+    offs_ss = tl.arange(0, SSM)
+    ss = tl.zeros([SSM], dtype=tl.float32)
     if NORM and not NORM_DEFER:  # (one row: BLOCK_M is 1)
         rstd = rows_rstd(a_ptr, r_ptr, nr_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, snm, eps, HAS_RES,
                          False, BLOCK_M, NORM_K)
@@ -198,10 +201,12 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
         if NORM_DEFER:
-            a, ss_k = weighted_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, offs_m.to(tl.int64), offs_k,
-                                    mmask[:, None] & kmask[None, :], kmask, sam, sak, srm, srk, snm, snw, pid_n == 0,
-                                    HAS_RES, NORM == 2)
+            a, ss_k = weighted_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, offs_ss.to(tl.int64), offs_k,
+                                    (offs_ss < M)[:, None] & kmask[None, :], kmask, sam, sak, srm, srk, snm, snw,
+                                    pid_n == 0, HAS_RES, NORM == 2)
             ss += ss_k
+            if SSM < BLOCK_M:
+                a = tl.where(offs_m[:, None] == 0, a, 0.0)
         elif NORM:
             a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, offs_m.to(tl.int64), offs_k,
                             mmask[:, None] & kmask[None, :], kmask, rstd, sam, sak, srm, srk, snm, snw, pid_n == 0,
@@ -237,22 +242,23 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
         tl.store(part, acc, mask=tmask)
         if GLU:
             tl.store(part + M * N, acc_up, mask=tmask)
-        ss_ws = ws_ptr + n_split.to(tl.int64) * M * N * (2 if GLU else 1) + pid_n * M + offs_m
+        ss_ws = ws_ptr + n_split.to(tl.int64) * M * N * (2 if GLU else 1) + pid_n * M + offs_ss
         if NORM_DEFER:  # (n_split, column blocks, M) after the partials
-            tl.store(ss_ws + pid_k * tl.num_programs(0) * M, ss, mask=mmask)
+            tl.store(ss_ws + pid_k * tl.num_programs(0) * M, ss, mask=offs_ss < M)
         tl.debug_barrier()  # every thread's partial is written before the release below
         if tl.atomic_add(cnt_ptr + pid_n, 1, sem="acq_rel") == n_split - 1:
             tl.atomic_xchg(cnt_ptr + pid_n, 0)
             acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
             acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-            ss = tl.zeros([BLOCK_M], dtype=tl.float32)
+            ss = tl.zeros([SSM], dtype=tl.float32)
             for s in range(0, n_split):
                 part = ws_ptr + s * M * N * (2 if GLU else 1) + tile
                 acc += tl.load(part, mask=tmask, other=0.0, cache_modifier=".cg")
                 if GLU:
                     acc_up += tl.load(part + M * N, mask=tmask, other=0.0, cache_modifier=".cg")
                 if NORM_DEFER:
-                    ss += tl.load(ss_ws + s * tl.num_programs(0) * M, mask=mmask, other=0.0, cache_modifier=".cg")
+                    ss += tl.load(ss_ws + s * tl.num_programs(0) * M, mask=offs_ss < M, other=0.0,
+                                  cache_modifier=".cg")
             if NORM_DEFER:
                 rstd = tl.rsqrt(ss / K + eps)[:, None]
                 acc, acc_up = acc * rstd, acc_up * rstd
@@ -392,7 +398,8 @@ def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor):
     K = a.shape[1]
     r = norm.residual if norm.residual is not None else a
     nr = norm.out_residual if norm.out_residual is not None else dummy
-    flags = dict(NORM=2 if norm.zero_centered else 1, HAS_RES=norm.residual is not None, NORM_DEFER=norm.deferred,
+    flags = dict(NORM=2 if norm.zero_centered else 1, HAS_RES=norm.residual is not None,
+                 NORM_DEFER=(2 if a.shape[0] == 1 else 1) if norm.deferred else 0,
                  NORM_DT=TL_DTYPES[torch.promote_types(norm.weight.dtype, a.dtype)],
                  NORM_K=min(next_pow2(K), 64 if INTERPRET else 4096))
     args = (r, norm.weight, nr, r.stride(0), r.stride(1), nr.stride(0), norm.weight.stride(0), float(norm.eps))
