@@ -25,7 +25,7 @@ case "${1:-1}" in
   timeout 500 python3 scripts/norm_fusion_ab.py --json "$OUT/norm_ab.json" 2>&1 | grep -v Warn ;;
 3)  # the fused norm with its rstd deferred (any size, the tuned plans) against the row read first
   FASTPATH_LAUNCH_MEMO=0 timeout 560 python3 scripts/knob_ab.py \
-    --configs qwen3.6-35b-a3b,qwen3-30b-a3b,qwen3-8b,lfm2.5-8b-a1b,qwen3.6-35b-a3b:fp8 \
+    --configs qwen3.6-35b-a3b,qwen3-30b-a3b,qwen3-8b,lfm2.5-8b-a1b \
     --variant "deferred:linear.NORM_DEFER=True" --variant "row first, 16M:linear.NORM_DEFER=False" \
     --json "$OUT/norm_defer_ab.json" 2>&1 | grep "tok/s" ;;
 esac

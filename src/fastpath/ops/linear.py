@@ -260,10 +260,11 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
 
 #: rms_norm_linear's one launch (False: the norm, then the projection; an A/B knob).
 FUSE_NORM = True
-#: The fused norm's form: True, rstd deferred to the end (``matvec.Norm.deferred``: up to
-#: MAX_GEMV_ROWS rows, any weight size, the projection's own tuned plan); False, every program
-#: reads the row for its rstd first, one row and weights of up to NORM_FUSE_MAX_ELEMS only
-#: (larger ones run the norm first: the re-read costs more than the norm's launch there).
+#: 16-bit weights: the fused norm's rstd deferred to the end (``matvec.Norm.deferred``: any
+#: weight size, the projection's own tuned plan). Otherwise (False, and fp8 weights, where the
+#: H200 measured the deferred form slower) every program reads the row for its rstd first, for
+#: weights of up to NORM_FUSE_MAX_ELEMS only: larger ones run the norm first (the re-read costs
+#: more than the norm's launch there). H200, ``scripts/norm_linear_probe.py``.
 NORM_DEFER = True
 NORM_FUSE_MAX_ELEMS = 16 * 2 ** 20
 
@@ -274,20 +275,19 @@ def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weig
                     swiglu: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
     """``linear(rms_norm(x, norm_weight, eps, residual=residual, zero_centered=...), weight,
     bias, weight_scale=...)`` (``linear_swiglu`` with ``swiglu``): a decoder layer's norm and
-    the projection after it, in one matrix-vector launch for one row (batch-1 decode) and
-    up to ``MAX_GEMV_ROWS`` (16) rows (decode).
+    the projection after it, in one matrix-vector launch for one row (batch-1 decode).
 
-    The kernel multiplies each K tile of ``h = x (+ residual)`` by the norm's weights as it
-    streams the projection's weights, keeps each row's sum of ``h^2``, and multiplies the
-    finished float32 sums by ``rsqrt(mean(h^2) + eps)``: the projection's own plan, no
-    prologue, any weight size (``NORM_DEFER``). The normalised row is not rounded to 16 bits
-    first as :func:`~fastpath.ops.norm.rms_norm`'s output is, so results differ from the two
-    calls by about one rounding of the activations (bfloat16: 2^-9 relative). With
-    ``NORM_DEFER = False`` (one row, weights up to ``NORM_FUSE_MAX_ELEMS``) every program reads
-    the row whole for its rstd first and rounds as ``rms_norm`` does. The programs of the
-    first column block store the new residual ``h``. No norm kernel, no normalised
-    activations in memory. More rows, other devices and autograd:
-    :func:`~fastpath.ops.norm.rms_norm`, then :func:`linear` (or :func:`linear_swiglu`).
+    16-bit weights (``NORM_DEFER``): the kernel multiplies each K chunk of ``h = x (+
+    residual)`` by the norm's weights as it streams the projection's weights, keeps the sum of
+    ``h^2``, and multiplies the finished float32 sums by ``rsqrt(mean(h^2) + eps)``: the
+    projection's own plan, no prologue, any weight size. The normalised row is not rounded to
+    16 bits first as :func:`~fastpath.ops.norm.rms_norm`'s output is, so results differ from
+    the two calls by about one rounding of the activations (bfloat16: 2^-9 relative). fp8
+    weights of up to ``NORM_FUSE_MAX_ELEMS`` (16M) elements: every program reads the row whole
+    for its rstd first and rounds as ``rms_norm`` does. The programs of the first column block
+    store the new residual ``h``. No norm kernel, no normalised activations in memory. More
+    rows, larger fp8 weights, other devices and autograd: :func:`~fastpath.ops.norm.rms_norm`,
+    then :func:`linear` (or :func:`linear_swiglu`).
 
     Parameters
     ----------
@@ -324,8 +324,8 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     if swiglu and weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    fits = 0 < rows <= MAX_GEMV_ROWS and weight.numel() > 0 if NORM_DEFER else (
-        rows == 1 and 0 < weight.numel() <= NORM_FUSE_MAX_ELEMS)
+    deferred = NORM_DEFER and weight_scale is None
+    fits = rows == 1 and 0 < weight.numel() <= (2 ** 62 if deferred else NORM_FUSE_MAX_ELEMS)
     if (not FUSE_NORM or not fits or not use_triton(x)
             or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
             and any(t is not None and t.requires_grad for t in (x, norm_weight, residual, weight, bias))):
@@ -336,7 +336,7 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     K = x.shape[-1]
     h = alloc.empty(x.shape, dtype=x.dtype, device=x.device) if residual is not None else x
     norm = matvec.Norm(norm_weight, float(eps), _rows(residual, K) if residual is not None else None,
-                       h.view(-1, K) if residual is not None else None, bool(zero_centered), NORM_DEFER)
+                       h.view(-1, K) if residual is not None else None, bool(zero_centered), deferred)
     return _launch(x, weight, bias, weight_scale, glu=swiglu, norm=norm), h
 
 

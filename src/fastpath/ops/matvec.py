@@ -157,17 +157,17 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
-               NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = 0,
+               NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
                PDL: tl.constexpr = 0):
     pdl_start(PDL)
-    # NORM (1 plain, 2 zero-centred; one row): ``a`` is RMS-normalised on the fly (weights nw,
+    # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
     # eps; with HAS_RES, of a + r, which the programs of column block 0 store into nr): every
     # program first reads the row whole for its rstd (NORM_K columns at a time), then each K
-    # tile of a is normalised as it is loaded. NORM_DEFER: each K tile of a is only multiplied
-    # by the norm's weights, its sum of squares kept per row, and the finished sums are
-    # multiplied by rsqrt(sum / K + eps) (split-K: each program's sum of squares goes to ws
-    # beside its partial, and the last program of the column block adds them up); 1: rows as a
-    # (BLOCK_M, BLOCK_K) tile, 2: one row, worked on as a vector and placed in row 0 of the tile.
+    # tile of a is normalised as it is loaded. NORM_DEFER (any plan): each K chunk of the row is
+    # only multiplied by the norm's weights (as a vector, placed in row 0 of a 16-row dot tile),
+    # its sum of squares kept, and the finished sums are multiplied by rsqrt(sum / K + eps)
+    # (split-K: each program's sum of squares goes to ws beside its partial, and the last
+    # program of the column block adds them up).
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -191,21 +191,20 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     acc_k_up = tl.zeros([KD, BLOCK_N], dtype=tl.float32)
     # fp16 tiles of h * w (not normalised yet) could overflow: scaled by a power of two as S16
     S16A: tl.constexpr = S16 or (NORM_DEFER and DT == tl.float16)
-    SSM: tl.constexpr = 1 if NORM_DEFER == 2 else BLOCK_M  # rows of the sums of squares
-    offs_ss = tl.arange(0, SSM)
-    ss = tl.zeros([SSM], dtype=tl.float32)
-    if NORM and not NORM_DEFER:  # (one row: BLOCK_M is 1)
+    row0 = tl.arange(0, 1)  # the deferred norm's row
+    ss = tl.zeros([1], dtype=tl.float32)
+    if NORM and not NORM_DEFER:  # (BLOCK_M is 1)
         rstd = rows_rstd(a_ptr, r_ptr, nr_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, snm, eps, HAS_RES,
                          False, BLOCK_M, NORM_K)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
         if NORM_DEFER:
-            a, ss_k = weighted_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, offs_ss.to(tl.int64), offs_k,
-                                    (offs_ss < M)[:, None] & kmask[None, :], kmask, sam, sak, srm, srk, snm, snw,
+            a, ss_k = weighted_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, row0.to(tl.int64), offs_k,
+                                    (row0 < 1)[:, None] & kmask[None, :], kmask, sam, sak, srm, srk, snm, snw,
                                     pid_n == 0, HAS_RES, NORM == 2)
             ss += ss_k
-            if SSM < BLOCK_M:
+            if BLOCK_M > 1:
                 a = tl.where(offs_m[:, None] == 0, a, 0.0)
         elif NORM:
             a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, offs_m.to(tl.int64), offs_k,
@@ -242,23 +241,22 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
         tl.store(part, acc, mask=tmask)
         if GLU:
             tl.store(part + M * N, acc_up, mask=tmask)
-        ss_ws = ws_ptr + n_split.to(tl.int64) * M * N * (2 if GLU else 1) + pid_n * M + offs_ss
-        if NORM_DEFER:  # (n_split, column blocks, M) after the partials
-            tl.store(ss_ws + pid_k * tl.num_programs(0) * M, ss, mask=offs_ss < M)
+        ss_ws = ws_ptr + n_split.to(tl.int64) * M * N * (2 if GLU else 1) + pid_n + row0
+        if NORM_DEFER:  # (n_split, column blocks) after the partials (M is 1)
+            tl.store(ss_ws + pid_k * tl.num_programs(0), ss)
         tl.debug_barrier()  # every thread's partial is written before the release below
         if tl.atomic_add(cnt_ptr + pid_n, 1, sem="acq_rel") == n_split - 1:
             tl.atomic_xchg(cnt_ptr + pid_n, 0)
             acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
             acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-            ss = tl.zeros([SSM], dtype=tl.float32)
+            ss = tl.zeros([1], dtype=tl.float32)
             for s in range(0, n_split):
                 part = ws_ptr + s * M * N * (2 if GLU else 1) + tile
                 acc += tl.load(part, mask=tmask, other=0.0, cache_modifier=".cg")
                 if GLU:
                     acc_up += tl.load(part + M * N, mask=tmask, other=0.0, cache_modifier=".cg")
                 if NORM_DEFER:
-                    ss += tl.load(ss_ws + s * tl.num_programs(0) * M, mask=offs_ss < M, other=0.0,
-                                  cache_modifier=".cg")
+                    ss += tl.load(ss_ws + s * tl.num_programs(0), cache_modifier=".cg")
             if NORM_DEFER:
                 rstd = tl.rsqrt(ss / K + eps)[:, None]
                 acc, acc_up = acc * rstd, acc_up * rstd
@@ -378,11 +376,11 @@ class Operand:
 class Norm:
     """RMS normalisation of ``a`` inside the kernel (:func:`fastpath.ops.norm.rms_norm`'s
     semantics): weights ``weight`` (K,), ``eps``; ``residual`` (M, K) added first (None: none),
-    the sum stored into ``out_residual`` (M, K, rows contiguous). ``deferred``: ``a`` is only
-    multiplied by the weights as it streams and the sums by ``rsqrt(mean(h^2) + eps)`` at the
-    end (any rows, any plan; the normalised row is never rounded to 16 bits); otherwise every
-    program reads the row whole for its rstd first and rounds the normalised values as
-    ``rms_norm`` does (one row, one-row plans only)."""
+    the sum stored into ``out_residual`` (M, K, rows contiguous). One row (M == 1).
+    ``deferred``: ``a`` is only multiplied by the weights as it streams and the sums by
+    ``rsqrt(mean(h^2) + eps)`` at the end (any plan; the normalised row is never rounded to 16
+    bits); otherwise every program reads the row whole for its rstd first and rounds the
+    normalised values as ``rms_norm`` does (one-row plans only)."""
     weight: torch.Tensor
     eps: float
     residual: Optional[torch.Tensor] = None
@@ -399,7 +397,7 @@ def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor):
     r = norm.residual if norm.residual is not None else a
     nr = norm.out_residual if norm.out_residual is not None else dummy
     flags = dict(NORM=2 if norm.zero_centered else 1, HAS_RES=norm.residual is not None,
-                 NORM_DEFER=(2 if a.shape[0] == 1 else 1) if norm.deferred else 0,
+                 NORM_DEFER=norm.deferred,
                  NORM_DT=TL_DTYPES[torch.promote_types(norm.weight.dtype, a.dtype)],
                  NORM_K=min(next_pow2(K), 64 if INTERPRET else 4096))
     args = (r, norm.weight, nr, r.stride(0), r.stride(1), nr.stride(0), norm.weight.stride(0), float(norm.eps))
@@ -424,15 +422,15 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
             bias if bias is not None else dummy, out)
     n_blocks = cdiv(N, p.block_n)
     if p.split > 1:
-        ss = n_blocks * M if norm is not None and norm.deferred else 0  # the sums of squares after the partials
+        ss = n_blocks if norm is not None and norm.deferred else 0  # the sums of squares after the partials
         args += (workspace(out.device, "matvec.partials", p.split * (M * N * (2 if glu else 1) + ss), torch.float32),
                  workspace(out.device, "matvec.counters", n_blocks, torch.int32, zeroed=True))
     else:
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
                sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), N)
-    if norm is not None and not norm.deferred and (M != 1 or p.block_m != 1):
-        raise ValueError(f"norm: one row on a one-row plan, got {M} rows, block_m {p.block_m}")
+    if norm is not None and (M != 1 or not norm.deferred and p.block_m != 1):
+        raise ValueError(f"norm: one row (on a one-row plan unless deferred), got {M} rows, block_m {p.block_m}")
     nargs, nflags = _norm_args(norm, a.t, dummy)
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides, *nargs,
