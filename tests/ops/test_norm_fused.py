@@ -162,3 +162,36 @@ def test_errors(device):
         moe.rms_norm_router(x, torch.ones(8, device=device), 1e-6, w, 2, residual=x.double())
     with pytest.raises(ValueError, match="top_k"):
         moe.rms_norm_router(x, torch.ones(8, device=device), 1e-6, w, 5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows,G,heads,split", [(1, 16, 5, 1), (1, 64, 3, 2), (1, 16, 8, 3), (2, 16, 4, 1)])
+def test_group_rms_norm_linear(dtype, rows, G, heads, split, monkeypatch, device):
+    """Qwen3.5's gated norm per head, then the output projection: one row in the kernel (each
+    K tile whole heads; split over programs), more rows the norm's kernel then ``linear``;
+    against transformers' norm (PyTorch) and a float64 projection."""
+    monkeypatch.setattr(matvec, "SPLIT_K_OVERRIDE", split)
+    fused = []
+    launch = L._launch
+    monkeypatch.setattr(L, "_launch", lambda *a, **kw: fused.append(kw.get("norm") is not None) or launch(*a, **kw))
+    K = G * heads
+    x = randn(rows, 1, K, dtype=dtype, device=device, scale=2.0)
+    z = noncontig(randn(rows, 1, K, dtype=dtype, device=device))
+    nw = randn(G, dtype=dtype, device=device, scale=0.5)
+    w = randn(40, K, dtype=dtype, device=device, scale=K ** -0.5)
+    y = L.group_rms_norm_linear(x, nw, 1e-6, z, w)
+    xn = reference_rms_norm(x.unflatten(-1, (heads, G)), nw, 1e-6, gate=z.unflatten(-1, (heads, G))).flatten(-2)
+    assert y.shape == (rows, 1, 40) and y.dtype == dtype
+    assert_close(y, project64(xn, w))
+    assert fused == ([True] if rows == 1 else [False])
+
+
+def test_group_rms_norm_linear_errors(device):
+    x, z = randn(1, 48, device=device), randn(1, 48, device=device)
+    w = randn(8, 48, device=device)
+    with pytest.raises(ValueError, match="norm_weight"):
+        L.group_rms_norm_linear(x, torch.ones(32, device=device), 1e-6, z, w)
+    with pytest.raises(ValueError, match="gate"):
+        L.group_rms_norm_linear(x, torch.ones(16, device=device), 1e-6, z[:, :32], w)
+    with pytest.raises(ValueError, match="weight"):
+        L.group_rms_norm_linear(x, torch.ones(16, device=device), 1e-6, z, w[:, :40])

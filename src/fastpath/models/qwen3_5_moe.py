@@ -7,7 +7,7 @@ Gated DeltaNet layer (one fused in-projection ``[qkv | z | b | a]``)::
     qkv = silu(causal_conv1d(qkv, rolling state of K - 1 columns))
     beta = sigmoid(b);  g = -exp(A_log) * softplus(a + dt_bias)
     o = gated_delta_rule(l2norm(q), l2norm(k), v, g, beta, recurrent state (HV, Dk, Dv) float32)
-    out = out_proj(rms_norm(o) * w * silu(z))          # per value head
+    out = out_proj(rms_norm(o) * w * silu(z))          # per value head, inside out_proj's kernel (decode)
 
 Gated attention: ``q_proj`` gives per head a query and an output gate; q/k RMSNorm per head,
 rotary embedding on the first ``partial_rotary_factor * head_dim`` dims (mRoPE reduces to
@@ -27,7 +27,6 @@ import torch
 from ..ops.conv1d import causal_conv1d
 from ..ops.gated_delta import chunk_gated_delta_rule
 from ..ops.gated_delta_conv import gated_delta_conv_step, ring_history, ring_store
-from ..ops.norm import rms_norm
 from .config import Dims
 from .hybrid import Attention, Block, HybridLM, LayerTypesConfig, Mapped, Mixer
 from .transformer import Linear, MoE, _buf
@@ -172,8 +171,7 @@ class GatedDeltaNet(Mixer):
             o, s = chunk_gated_delta_rule(q, k, v, a, b, initial_state=rs, A_log=self.A_log,  # raw gates
                                           dt_bias=self.dt_bias)
             rs.copy_(s)
-        y = rms_norm(o, self.norm, self.eps, gate=p[..., C:C + vd].unflatten(-1, (HV, self.Dv)))
-        return self.out(y.flatten(-2))
+        return self.out.group_normed(o.flatten(-2), self.norm, self.eps, p[..., C:C + vd])
 
 
 class Qwen35Moe(HybridLM):

@@ -19,7 +19,7 @@ from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
-from ..ops.linear import linear, linear_swiglu, rms_norm_linear
+from ..ops.linear import group_rms_norm_linear, linear, linear_swiglu, rms_norm_linear
 from ..ops.moe import fused_experts, rms_norm_router, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
@@ -62,6 +62,12 @@ class Linear(nn.Module):
         kernel for decode (:func:`~fastpath.ops.linear.rms_norm_linear`)."""
         return rms_norm_linear(d, norm, eps, self.weight, self.bias, residual=h, zero_centered=zero_centered,
                                weight_scale=self.scale, swiglu=swiglu)
+
+    def group_normed(self, x: torch.Tensor, norm: torch.Tensor, eps: float, gate: torch.Tensor) -> torch.Tensor:
+        """``self(rms_norm(x per group, norm, eps, gate=gate))``, groups of ``norm``'s size (value
+        heads), the gated norm inside the projection's kernel for decode
+        (:func:`~fastpath.ops.linear.group_rms_norm_linear`)."""
+        return group_rms_norm_linear(x, norm, eps, gate, self.weight, self.bias, weight_scale=self.scale)
 
 
 class MLP(nn.Module):

@@ -62,8 +62,10 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     y = alloc.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0 or N == 0:
         return y.view(*x.shape[:-1], N)
+    plain_norm = norm is not None and not (norm.deferred or norm.group)
     plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
-                       b_bytes=1 if weight_scale is not None else weight.element_size(), norm=norm is not None and not norm.deferred)
+                       b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
+                       group=norm.group if norm is not None else 0)
     w = Operand(weight.t())
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
@@ -338,6 +340,74 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     norm = matvec.Norm(norm_weight, float(eps), _rows(residual, K) if residual is not None else None,
                        h.view(-1, K) if residual is not None else None, bool(zero_centered), deferred)
     return _launch(x, weight, bias, weight_scale, glu=swiglu, norm=norm), h
+
+
+
+#: group_rms_norm_linear's one launch (False: the gated norm's kernel, then the projection).
+FUSE_GROUP_NORM = True
+
+
+def group_rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, gate: torch.Tensor,
+                          weight: torch.Tensor, bias: Optional[torch.Tensor] = None, *,
+                          weight_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``linear(rms_norm(x.unflatten(-1, (-1, G)), norm_weight, eps, gate=g).flatten(-2), weight,
+    bias, weight_scale=...)`` with ``G = norm_weight.numel()`` and ``g`` the gate viewed alike:
+    Qwen3.5's gated norm per value head (``RMSNormGated``: each head normalised on its own, times
+    the weights and ``silu(gate)``) and the output projection after it, in one matrix-vector
+    launch for one row (batch-1 decode; ``G`` a power of two). Each K tile of the projection
+    holds whole heads, so the kernel normalises the tile as it loads it (no prologue), rounded
+    as :func:`~fastpath.ops.norm.rms_norm` rounds. More rows, other devices and autograd: the
+    norm's kernel, then :func:`linear`.
+
+    Parameters
+    ----------
+    x : Tensor ``(..., K)``, ``K`` a multiple of ``G``: the heads' outputs side by side.
+    norm_weight : Tensor ``(G,)``. eps : as :func:`~fastpath.ops.norm.rms_norm`.
+    gate : Tensor of ``x``'s shape (read as float32).
+    weight, bias, weight_scale : as :func:`linear` (``weight`` ``(N, K)``).
+
+    Returns
+    -------
+    The projection ``(..., N)``. No host synchronisation: capturable in a CUDA graph.
+
+    Raises
+    ------
+    ValueError when ``K`` is not a multiple of ``G`` or a shape does not match, naming the
+    argument; the errors of :func:`~fastpath.ops.norm.rms_norm` and :func:`linear`.
+
+    Example
+    -------
+    >>> import torch
+    >>> from fastpath.ops.linear import group_rms_norm_linear
+    >>> o, z = (torch.randn(1, 4096, dtype=torch.bfloat16) for _ in range(2))
+    >>> y = group_rms_norm_linear(o, torch.ones(128, dtype=torch.bfloat16), 1e-6, z,
+    ...                           torch.randn(2048, 4096, dtype=torch.bfloat16))
+    """
+    return _MEMO.call(lambda: _checked_group_norm_linear(x, norm_weight, eps, gate, weight, bias, weight_scale),
+                      (x, norm_weight, gate, weight, bias, weight_scale), (eps,))
+
+
+def _checked_group_norm_linear(x, norm_weight, eps, gate, weight, bias, weight_scale):
+    check_tensor("x", x)
+    check_tensor("norm_weight", norm_weight)
+    K, G = x.shape[-1] if x.dim() else 0, norm_weight.shape[0] if norm_weight.dim() == 1 else 0
+    if norm_weight.dim() != 1 or G == 0 or K % G:
+        raise ValueError(f"norm_weight: expected shape (G,) with G dividing x's last dimension {K}, "
+                         f"got {tuple(norm_weight.shape)}")
+    check_tensor("gate", gate)
+    if gate.shape != x.shape:
+        raise ValueError(f"gate: expected x's shape {tuple(x.shape)}, got {tuple(gate.shape)}")
+    x3, g3 = x.unflatten(-1, (K // G, G)), gate.unflatten(-1, (K // G, G))
+    norm_check(x3, norm_weight, None, g3, "silu", eps, "x", "norm_weight")
+    _checked(x, weight, bias, weight_scale)
+    rows = x.numel() // max(K, 1)
+    if (not FUSE_GROUP_NORM or rows != 1 or G & (G - 1) or weight.numel() == 0 or not use_triton(x)
+            or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES
+            or gate.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
+            and any(t is not None and t.requires_grad for t in (x, norm_weight, gate, weight, bias))):
+        return linear(rms_norm(x3, norm_weight, eps, gate=g3).flatten(-2), weight, bias, weight_scale=weight_scale)
+    norm = matvec.Norm(norm_weight, float(eps), group=G, gate=_rows(gate, K))
+    return _launch(x, weight, bias, weight_scale, norm=norm)
 
 
 FAMILY = {"name": "linear", "ops": ["linear"], "reason": triton_reason}

@@ -30,7 +30,7 @@ from typing import Optional
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
-from .norm import normed_rows, round_to, rows_rstd, weighted_rows
+from .norm import group_gated_rows, normed_rows, round_to, rows_rstd, weighted_rows
 
 
 @triton.jit
@@ -158,6 +158,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
+               GNORM: tl.constexpr = 0,
                PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
@@ -168,6 +169,9 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     # its sum of squares kept, and the finished sums are multiplied by rsqrt(sum / K + eps)
     # (split-K: each program's sum of squares goes to ws beside its partial, and the last
     # program of the column block adds them up).
+    # GNORM (one row; a group size): a is RMS-normalised per group of GNORM columns, times the
+    # weights nw (GNORM,) and silu(r) (r: the gate, of a's shape), as each K tile (whole groups)
+    # is loaded; no prologue.
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -204,6 +208,11 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                                     (row0 < 1)[:, None] & kmask[None, :], kmask, sam, sak, srm, srk, snm, snw,
                                     pid_n == 0, HAS_RES, NORM == 2)
             ss += ss_k
+            if BLOCK_M > 1:
+                a = tl.where(offs_m[:, None] == 0, a, 0.0)
+        elif GNORM > 0:
+            a = group_gated_rows(a_ptr, r_ptr, nw_ptr, row0.to(tl.int64), offs_k, (row0 < 1)[:, None] & kmask[None, :],
+                                 sam, sak, srm, srk, snw, eps, GNORM, NORM_DT)
             if BLOCK_M > 1:
                 a = tl.where(offs_m[:, None] == 0, a, 0.0)
         elif NORM:
@@ -325,11 +334,11 @@ NORM_ONE_ROW_FMA = (16, 512, 2)
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
-         b_bytes: int = 2, max_block_k: int = 128 * 1024, norm: bool = False) -> Plan:
+         b_bytes: int = 2, max_block_k: int = 128 * 1024, norm: bool = False, group: int = 0) -> Plan:
     """Blocks and split-K for ``(M, K) @ (K, N)``, plain int math only. ``dot_dtype``: the
     16-bit dtype both operands convert to exactly for ``tl.dot`` (None: float32 operands);
     ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
-    tiles whole."""
+    tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``)."""
     s16 = False
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
         dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
@@ -351,7 +360,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None
     bn = min(bn, max(16, next_pow2(N)))
-    bk = min(bk, max(16, next_pow2(K)), max_block_k)
+    bk = max(min(bk, max(16, next_pow2(K)), max_block_k), group)
     n_blocks = cdiv(N, bn)
     if SPLIT_K_OVERRIDE is not None:
         split = SPLIT_K_OVERRIDE
@@ -380,13 +389,18 @@ class Norm:
     ``deferred``: ``a`` is only multiplied by the weights as it streams and the sums by
     ``rsqrt(mean(h^2) + eps)`` at the end (any plan; the normalised row is never rounded to 16
     bits); otherwise every program reads the row whole for its rstd first and rounds the
-    normalised values as ``rms_norm`` does (one-row plans only)."""
+    normalised values as ``rms_norm`` does (one-row plans only). ``group`` (a power of two;
+    with ``gate`` (M, K), no residual): each group of ``group`` columns is normalised on its
+    own, times ``weight`` (group,) and ``silu(gate)`` (Qwen3.5's gated norm per value head),
+    inside each K tile (any plan whose tiles hold whole groups)."""
     weight: torch.Tensor
     eps: float
     residual: Optional[torch.Tensor] = None
     out_residual: Optional[torch.Tensor] = None
     zero_centered: bool = False
     deferred: bool = False
+    group: int = 0
+    gate: Optional[torch.Tensor] = None
 
 
 def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor):
@@ -394,11 +408,16 @@ def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor):
     if norm is None:
         return (dummy, dummy, dummy, 0, 0, 0, 0, 0.0), {}
     K = a.shape[1]
+    prod = TL_DTYPES[torch.promote_types(norm.weight.dtype, a.dtype)]
+    if norm.group:
+        g = norm.gate
+        return (g, norm.weight, dummy, g.stride(0), g.stride(1), 0, norm.weight.stride(0), float(norm.eps)), dict(
+            GNORM=norm.group, NORM_DT=prod)
     r = norm.residual if norm.residual is not None else a
     nr = norm.out_residual if norm.out_residual is not None else dummy
     flags = dict(NORM=2 if norm.zero_centered else 1, HAS_RES=norm.residual is not None,
                  NORM_DEFER=norm.deferred,
-                 NORM_DT=TL_DTYPES[torch.promote_types(norm.weight.dtype, a.dtype)],
+                 NORM_DT=prod,
                  NORM_K=min(next_pow2(K), 64 if INTERPRET else 4096))
     args = (r, norm.weight, nr, r.stride(0), r.stride(1), nr.stride(0), norm.weight.stride(0), float(norm.eps))
     return args, flags
@@ -429,8 +448,10 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         args += (dummy, dummy)
     strides = (a.t.stride(0), a.t.stride(1), b.t.stride(0), b.t.stride(1),
                sa_strides[0], sa_strides[1], sb_strides[1], sb_strides[0], out.stride(0), out.stride(1), N)
-    if norm is not None and (M != 1 or not norm.deferred and p.block_m != 1):
+    if norm is not None and (M != 1 or not (norm.deferred or norm.group) and p.block_m != 1):
         raise ValueError(f"norm: one row (on a one-row plan unless deferred), got {M} rows, block_m {p.block_m}")
+    if norm is not None and norm.group and (p.block_k % norm.group or p.k_chunk % norm.group or K % norm.group):
+        raise ValueError(f"norm: K tiles of whole groups of {norm.group}, got K {K}, block_k {p.block_k}")
     nargs, nflags = _norm_args(norm, a.t, dummy)
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides, *nargs,

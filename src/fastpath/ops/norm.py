@@ -128,6 +128,26 @@ def weighted_rows(x_ptr, r_ptr, w_ptr, nr_ptr, rows64, cols, mask, cmask, sxr, s
 
 
 @triton.jit
+def group_gated_rows(x_ptr, g_ptr, w_ptr, rows64, cols, mask, sxr, sxn, sgr, sgn, sw, eps, G: tl.constexpr,
+                     PROD_DT: tl.constexpr):
+    """A chunk of rows (``cols`` whole groups of ``G``) as :func:`rms_norm` with a ``silu`` gate
+    returns them for ``x`` viewed as ``(..., N // G, G)``: each group normalised on its own,
+    times the weights ``w`` (G,) and ``silu(g)``, rounded to x's dtype; in float32. Every
+    group lies inside the chunk, so a projection can normalise its K tiles as it loads them."""
+    x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxn, mask=mask, other=0.0).to(tl.float32)
+    R: tl.constexpr = x.shape[0]
+    C: tl.constexpr = x.shape[1]
+    x3 = tl.reshape(x, [R, C // G, G])
+    rstd = tl.rsqrt(tl.sum(x3 * x3, axis=2) / G + eps)
+    n = tl.reshape(x3 * rstd[:, :, None], [R, C])
+    w = tl.load(w_ptr + (cols % G) * sw).to(tl.float32)
+    g = tl.load(g_ptr + rows64[:, None] * sgr + cols[None, :] * sgn, mask=mask, other=0.0).to(tl.float32)
+    XDT: tl.constexpr = x_ptr.dtype.element_ty
+    y = _norm_value(n, tl.full([R], 1.0, tl.float32), w, XDT, False, PROD_DT) * _act(g, 0)
+    return round_to(y, XDT).to(tl.float32)
+
+
+@triton.jit
 def _rows_and_weights(x_ptr, r_ptr, w_ptr, nr_ptr, rows64, cols, mask, cmask, sxr, sxn, srr, srn, snr, sw, store,
                       HAS_RES: tl.constexpr):
     """The row chunk ``h`` (float32; with ``HAS_RES`` also stored into ``nr`` where ``store``
