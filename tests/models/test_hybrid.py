@@ -23,7 +23,6 @@ from fastpath.models import hybrid  # noqa: E402
 from fastpath.models import safetensors as st  # noqa: E402
 from fastpath.models.config import ModelConfig, named  # noqa: E402
 from fastpath.models.loader import load  # noqa: E402
-from fastpath.ops import attention  # noqa: E402
 from tests.conftest import DEVICE, greedy_hf  # noqa: E402
 
 logging.getLogger("transformers").setLevel(logging.ERROR)  # "falling back to the PyTorch implementation"
@@ -104,17 +103,15 @@ def test_batch_rows_of_different_lengths(arch, tmp_path, reference_paths):
 def test_kernels_interpreted(arch, fuse_norm, tmp_path, monkeypatch):
     """Through the Triton kernels (interpreted on the CPU; 2 layers: one of each kind):
     logits over two prefill chunks, then two decode steps; each layer's first norm inside its
-    mixer's projection, or (``hybrid.FUSE_NORM`` False) in a kernel of its own. Fused: 2 KV
-    splits forced, the decode attention combined inside the output projection."""
+    mixer's projection, or (``hybrid.FUSE_NORM`` False) in a kernel of its own."""
     monkeypatch.setattr(hybrid, "FUSE_NORM", fuse_norm)
-    monkeypatch.setattr(attention, "SPLIT_OVERRIDE", 2 if fuse_norm else None)
     two = {"qwen3_5_moe": {}, "lfm2_moe": {"layer_types": ["conv", "full_attention"]}}[arch]
     hf, path = _hf_model(arch, tmp_path, num_hidden_layers=2, **two)
     ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
     ids = torch.randint(0, V, (7,)).tolist()
     with torch.no_grad():
         ref = hf(torch.tensor([ids])).logits[0]
-    ours.setup_cache(1, 32)  # (32 keys: room for 2 KV splits of 16)
+    ours.setup_cache(1, 16)
     t = torch.tensor([ids], device=DEVICE)
     got = torch.cat([ours.prefill(t[:, :5], 0, last_only=False)[0], ours.prefill(t[:, 5:], 5, last_only=False)[0]])
     assert _rel(got, ref) < 1e-4

@@ -15,7 +15,6 @@ transformers = pytest.importorskip("transformers")
 from fastpath.engine.generate import Engine, SamplingParams  # noqa: E402
 from fastpath.models.config import ModelConfig  # noqa: E402
 from fastpath.models.loader import load  # noqa: E402
-from fastpath.ops import attention  # noqa: E402
 from tests.conftest import DEVICE, greedy_hf  # noqa: E402
 
 SMALL = dict(vocab_size=160, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -69,12 +68,8 @@ def test_logits_and_greedy_match_transformers(arch, tmp_path, reference_paths):
     assert got_tokens == want, f"{arch}: greedy tokens differ"
 
 
-@pytest.mark.parametrize("kv_splits", [None, 2])
-def test_kernels_interpreted_qwen3_moe(kv_splits, tmp_path, monkeypatch):
-    """Qwen3-MoE through the Triton kernels (interpreted on the CPU): logits and 6 greedy steps;
-    with 2 KV splits forced, each decode step's attention is combined inside the output
-    projection (``decode_partials``)."""
-    monkeypatch.setattr(attention, "SPLIT_OVERRIDE", kv_splits)
+def test_kernels_interpreted_qwen3_moe(tmp_path):
+    """Qwen3-MoE through the Triton kernels (interpreted on the CPU): logits and 6 greedy steps."""
     hf, path = _hf_model("qwen3_moe", tmp_path)
     ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)
     ids = torch.randint(0, SMALL["vocab_size"], (1, 9)).tolist()[0]

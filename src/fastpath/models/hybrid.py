@@ -24,8 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..ops.attention import decode_partials
-from ..ops.attn_partials import Partials
+from ..ops.attention import scaled_dot_product_attention
 from ..ops.rope import qkv_rope
 from .transformer import CachedLM, Linear, _buf, chunk_attention, fused_rms_norm
 
@@ -124,9 +123,9 @@ class Attention(Mixer):
                      self.eps)
         if c.decode:  # the output gate in the attention kernel's epilogue
             gate = p[..., self.n_qkv:].unflatten(-1, (self.nh, self.D)).transpose(1, 2) if self.gate else None
-            a = decode_partials(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2), kv_len=c.kv_len,
-                                out_gate=gate)
-            return self.o.attended(a if isinstance(a, Partials) else a.transpose(1, 2).reshape(B, T, -1))
+            a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
+                                             enable_gqa=True, kv_len=c.kv_len, out_gate=gate)
+            return self.o(a.transpose(1, 2).reshape(B, T, -1))
         a = chunk_attention(q.transpose(1, 2), ck[:, :c.end].transpose(1, 2), cv[:, :c.end].transpose(1, 2), c.p0)
         a = a.transpose(1, 2).reshape(B, T, -1)
         if self.gate:

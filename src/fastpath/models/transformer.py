@@ -17,10 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..ops.attention import decode_partials, scaled_dot_product_attention
+from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
-from ..ops.attn_partials import Partials
-from ..ops.linear import attention_output_linear, group_rms_norm_linear, linear, linear_swiglu, rms_norm_linear
+from ..ops.linear import group_rms_norm_linear, linear, linear_swiglu, rms_norm_linear
 from ..ops.moe import fused_experts, rms_norm_router, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
@@ -63,14 +62,6 @@ class Linear(nn.Module):
         kernel for decode (:func:`~fastpath.ops.linear.rms_norm_linear`)."""
         return rms_norm_linear(d, norm, eps, self.weight, self.bias, residual=h, zero_centered=zero_centered,
                                weight_scale=self.scale, swiglu=swiglu)
-
-    def attended(self, a) -> torch.Tensor:
-        """``self(a)``; for the split partials of one token's decode attention
-        (:func:`~fastpath.ops.attention.decode_partials`) the projection that combines them as
-        it loads them (:func:`~fastpath.ops.linear.attention_output_linear`), ``(1, 1, N)``."""
-        if isinstance(a, Partials):
-            return attention_output_linear(a, self.weight, self.bias, weight_scale=self.scale)
-        return self(a)
 
     def group_normed(self, x: torch.Tensor, norm: torch.Tensor, eps: float, gate: torch.Tensor) -> torch.Tensor:
         """``self(rms_norm(x per group, norm, eps, gate=gate))``, groups of ``norm``'s size (value
@@ -254,13 +245,12 @@ class Transformer(CachedLM):
         stream it is to be added to (the final norm's input is ``d + h``). Each residual add and
         the norm after it run inside the kernel that reads the norm's output (the q/k/v
         projection, the router or the MLP's gate/up: :meth:`Linear.normed`, :meth:`MoE.normed`).
-        ``attend(i, layer, d, h)`` returns the attention output (B, T, nh * D), or its split
-        partials (one decode token: :meth:`Linear.attended`), and ``d + h``."""
+        ``attend(i, layer, d, h)`` returns the attention output (B, T, nh * D) and ``d + h``."""
         eps = self.cfg.rms_norm_eps
         d, h = x, None
         for i, layer in enumerate(self.layers):
             a, h = attend(i, layer, d, h)
-            d, h = layer.ffn.normed(layer.o.attended(a), h, layer.mlp_norm, eps)
+            d, h = layer.ffn.normed(layer.o(a), h, layer.mlp_norm, eps)
         return d, h
 
     @torch.inference_mode()
@@ -295,12 +285,9 @@ class Transformer(CachedLM):
         def attend(i, layer, d, h):
             ck, cv = self.cache_k[i][:B], self.cache_v[i][:B]
             q, h = layer.project(d, h, pos2, self.inv_freq, ck, cv)
-            if self.cfg.sliding_window is None:  # batch 1: the combine inside the output projection
-                a = decode_partials(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2), kv_len=kv_len)
-            else:
-                a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
-                                                 enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
-            return a if isinstance(a, Partials) else a.reshape(B, 1, -1), h
+            a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
+                                             enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
+            return a.reshape(B, 1, -1), h
 
         d, h = self._layers(F.embedding(tokens[:, None], self.embed), attend)
         return self._normed_head(d[:, 0], h[:, 0])

@@ -41,7 +41,6 @@ from .matvec import _mm
 from .norm import round_to
 
 from .attention_prefill import kv_descriptors, prefill_attention, tma_ok
-from .attn_partials import Partials
 
 LOG2E = 1.4426950408889634
 
@@ -290,12 +289,9 @@ def decode_split(span: int, programs: int, device: torch.device, block_n: int, m
     return max(1, min(split, cdiv(max(span, 1), block_n)))
 
 
-def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int, gate=None,
-            defer: bool = False):
+def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Optional[int], G: int, gate=None):
     """q (B, Hout, Lq, D), k (B, Hkv, Lk, D), v (B, Hkv, Lk, DV) (strides of 0 broadcast),
-    mask None or (B, Hout, Lq, Lk) views, out and gate (B, Hout, Lq, DV); Hout = Hkv * G.
-    ``defer`` (B == Lq == 1, DV a power of two): split partials are returned as :class:`Partials`
-    for the next kernel to combine, the combine launch left to ``Partials.combine``."""
+    mask None or (B, Hout, Lq, Lk) views, out and gate (B, Hout, Lq, DV); Hout = Hkv * G."""
     B, Hout, Lq, D = q.shape
     Hkv, Lk, DV = k.shape[1], k.shape[2], v.shape[3]
     rows = G * Lq
@@ -332,18 +328,12 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, TMA=tma,
         num_warps=warps,
         **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
-    if split == 1:
-        return out
-
-    def combine():
+    if split > 1:
         bc = min(COMBINE_BLOCK_FEW if split <= COMBINE_FEW_SPLITS else COMBINE_BLOCK, bdv)
         _COMBINE[(programs, bdv // bc)](
             ws, out, g, Hkv, G, Lq, n_rb, split, DV, *out.stride(), *gstrides, GATED=gate is not None,
             BLOCK_R=br, BLOCK_DV=bdv, BLOCK_C=bc, S_PAD=next_pow2(split), UNROLL=8, num_warps=4)
-        return out
-    if defer and B == 1 and Lq == 1 and bdv == DV:
-        return Partials(ws, split, G, n_rb, br, DV, Hout, gate[0, :, 0] if gate is not None else None, out, combine)
-    return combine()
+    return out
 
 
 # ---------------------------------------------------------------------------- shapes
@@ -673,35 +663,6 @@ def _checked_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, ena
         return reference_scaled_dot_product_attention(*args[:8], kv_len=kv_len, window=window, out_gate=out_gate)
     return _sdpa_op(*args)
 
-
-
-#: decode_partials hands the split partials to the output projection (False: the combine launch).
-DEFER_COMBINE = True
-
-
-def decode_partials(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, kv_len: torch.Tensor,
-                    out_gate: Optional[torch.Tensor] = None):
-    """The decode engine's attention step: ``scaled_dot_product_attention(query, key, value,
-    enable_gqa=True, kv_len=kv_len, out_gate=out_gate)`` for ``query`` ``(1, H, 1, E)`` (one token,
-    batch 1), except that when the decode kernel splits the keys the result is a
-    :class:`~fastpath.ops.attn_partials.Partials` whose combine the output projection does as it
-    loads its K tiles (:func:`fastpath.ops.linear.attention_output_linear`); otherwise (more
-    rows, other devices, autograd, ``DEFER_COMBINE`` off) the finished tensor. Same checks and
-    errors as :func:`scaled_dot_product_attention`."""
-    s4 = all(t.dim() == 4 for t in (query, key, value))
-    if not (DEFER_COMBINE and s4 and query.shape[0] == 1 and query.shape[2] == 1 and use_triton(query)
-            and query.dtype in KERNEL_DTYPES and not (torch.is_grad_enabled() and any(
-                t is not None and t.requires_grad for t in (query, key, value, out_gate)))):
-        return scaled_dot_product_attention(query, key, value, enable_gqa=True, kv_len=kv_len, out_gate=out_gate)
-    _checked(query, key, value, None, 0.0, False, None, kv_len, None)
-    s = _shapes(query, key, value, None, True)
-    if (s.hkv is None or max(s.d, s.dv) > MAX_HEAD_DIM or tuple(s.out_shape) != tuple(query.shape[:3]) + (s.dv,)
-            or tuple(kv_len.shape) != (1,) or out_gate is not None and (
-                tuple(out_gate.shape) != tuple(s.out_shape) or out_gate.dtype != query.dtype)):
-        return scaled_dot_product_attention(query, key, value, enable_gqa=True, kv_len=kv_len, out_gate=out_gate)
-    out = alloc.empty(1, s.heads, 1, s.dv, dtype=query.dtype, device=query.device)
-    return _decode(query, key.expand(1, s.hkv, s.lk, s.d), value.expand(1, s.hkv, s.lk, s.dv), None, kv_len, out,
-                   False, 1.0 / math.sqrt(s.d), None, s.group, out_gate, defer=True)
 
 _MEMO = LaunchMemo()
 

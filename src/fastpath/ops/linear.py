@@ -31,7 +31,6 @@ from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from . import matvec
 from .fp8.bits import fp8_load_mode
-from .attn_partials import Partials
 from .matvec import Operand
 from .norm import _check as norm_check, _rows, rms_norm
 
@@ -54,7 +53,7 @@ def _fp8_mode(device: torch.device) -> int:
 
 def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
             weight_scale: Optional[torch.Tensor], glu: bool = False,
-            norm: Optional[matvec.Norm] = None, partials: Optional[Partials] = None) -> torch.Tensor:
+            norm: Optional[matvec.Norm] = None) -> torch.Tensor:
     K = x.shape[-1]
     N = weight.shape[0]
     x2 = _rows(x, K)
@@ -66,14 +65,14 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     plain_norm = norm is not None and not (norm.deferred or norm.group)
     plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
                        b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
-                       group=norm.group if norm is not None else partials.dv if partials is not None else 0)
+                       group=norm.group if norm is not None else 0)
     w = Operand(weight.t())
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
     matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
                   sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu,
-                  norm=norm, partials=partials)
+                  norm=norm)
     return y.view(*x.shape[:-1], N)
 
 
@@ -409,32 +408,6 @@ def _checked_group_norm_linear(x, norm_weight, eps, gate, weight, bias, weight_s
         return linear(rms_norm(x3, norm_weight, eps, gate=g3).flatten(-2), weight, bias, weight_scale=weight_scale)
     norm = matvec.Norm(norm_weight, float(eps), group=G, gate=_rows(gate, K))
     return _launch(x, weight, bias, weight_scale, norm=norm)
-
-
-
-#: attention_output_linear's one launch (False: the attention's combine launch, then linear).
-FUSE_COMBINE = True
-
-
-def attention_output_linear(a: Partials, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, *,
-                            weight_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """``linear(attention output, weight, bias, weight_scale=...)`` for the split decode attention
-    of one token (:func:`fastpath.ops.attention.decode_partials`): the output projection's K
-    tiles hold whole heads and combine each head's KV splits as they load them, so the
-    attention's combine launch is gone. Returns ``(1, 1, N)``; with ``FUSE_COMBINE`` off, on
-    other devices and under autograd: the combine launch, then :func:`linear`. No host sync.
-
-    Raises
-    ------
-    The errors of :func:`linear` (``weight`` of ``(N, heads * head_dim)``), naming the argument.
-    """
-    K = a.heads * a.dv
-    x = a.out.view(1, 1, K)
-    _checked(x, weight, bias, weight_scale)
-    if (not FUSE_COMBINE or weight.numel() == 0 or not use_triton(x) or torch.is_grad_enabled()
-            and any(t is not None and t.requires_grad for t in (weight, bias))):
-        return linear(a.combine().view(1, 1, K), weight, bias, weight_scale=weight_scale)
-    return _launch(x, weight, bias, weight_scale, partials=a)
 
 
 FAMILY = {"name": "linear", "ops": ["linear"], "reason": triton_reason}

@@ -30,7 +30,6 @@ from typing import Optional
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .fp8.bits import _decode
-from .attn_partials import combine_heads
 from .norm import group_gated_rows, normed_rows, round_to, rows_rstd, weighted_rows
 
 
@@ -153,15 +152,13 @@ def _tile_dot(a, b_ptrs, kmask, nmask, B_MODE: tl.constexpr, B_E5M2: tl.constexp
 def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, k_chunk, n_split,
                sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son, n_up,
                r_ptr, nw_ptr, nr_ptr, srm, srk, snm, snw, eps,
-               c_ptr, cg_ptr, c_split, c_group, c_nrb, c_sgh, c_sgd,
                A_MODE: tl.constexpr, B_MODE: tl.constexpr, A_E5M2: tl.constexpr, B_E5M2: tl.constexpr,
                SCALE_A: tl.constexpr, SCALE_B: tl.constexpr, BLOCKWISE: tl.constexpr,
                HAS_BIAS: tl.constexpr, SPLIT: tl.constexpr, DOT: tl.constexpr, DT: tl.constexpr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
-               GNORM: tl.constexpr = 0, COMB: tl.constexpr = 0, C_BR: tl.constexpr = 16,
-               C_SPAD: tl.constexpr = 1, C_GATED: tl.constexpr = False,
+               GNORM: tl.constexpr = 0,
                PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
@@ -175,8 +172,6 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     # GNORM (one row; a group size): a is RMS-normalised per group of GNORM columns, times the
     # weights nw (GNORM,) and silu(r) (r: the gate, of a's shape), as each K tile (whole groups)
     # is loaded; no prologue.
-    # COMB (one row; the attention's value head width): a is the split decode attention's output,
-    # each K tile of whole heads combined from the partials at c (attn_partials.combine_heads).
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -213,11 +208,6 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                                     (row0 < 1)[:, None] & kmask[None, :], kmask, sam, sak, srm, srk, snm, snw,
                                     pid_n == 0, HAS_RES, NORM == 2)
             ss += ss_k
-            if BLOCK_M > 1:
-                a = tl.where(offs_m[:, None] == 0, a, 0.0)
-        elif COMB > 0:
-            a = combine_heads(c_ptr, cg_ptr, k0, k_hi, c_split, c_group, c_nrb, c_sgh, c_sgd, BLOCK_K, COMB, C_BR,
-                              C_SPAD, C_GATED, a_ptr.dtype.element_ty)
             if BLOCK_M > 1:
                 a = tl.where(offs_m[:, None] == 0, a, 0.0)
         elif GNORM > 0:
@@ -435,16 +425,14 @@ def _norm_args(norm: Optional[Norm], a: torch.Tensor, dummy: torch.Tensor):
 
 def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb=None,
            sa_strides=(0, 0), sb_strides=(0, 0), blockwise=False, bias=None, glu=False,
-           norm: Optional[Norm] = None, partials=None):
+           norm: Optional[Norm] = None):
     """Run ``out = a @ b`` (+ scales, bias) with ``plan``; ``a`` is (M, K), ``b`` is (K, N),
     any strides; ``glu``: ``b`` is (K, 2N), gate columns then up columns, and ``out`` (M, N)
     takes ``silu(a @ gate) * (a @ up)`` (not with block scales). ``sa_strides`` is (stride
     over M, stride over K blocks), ``sb_strides`` (stride over N, over K blocks). ``norm``:
     ``a`` (16-bit or float32) is RMS-normalised in the kernel first (:class:`Norm`). Split-K
     uses two cached workspaces of this device and stream: float32 partials and int32
-    counters (zeroed once, returned to zero by the kernel). ``partials``
-    (:class:`~fastpath.ops.attn_partials.Partials`, one row, a plan whose K tiles hold whole
-    heads): ``a`` is the attention output they combine into (only its shape and dtype are read)."""
+    counters (zeroed once, returned to zero by the kernel)."""
     M, K = a.t.shape
     N = b.t.shape[1] // (2 if glu else 1)
     p = plan
@@ -465,18 +453,8 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
     if norm is not None and norm.group and (p.block_k % norm.group or p.k_chunk % norm.group or K % norm.group):
         raise ValueError(f"norm: K tiles of whole groups of {norm.group}, got K {K}, block_k {p.block_k}")
     nargs, nflags = _norm_args(norm, a.t, dummy)
-    cargs = (dummy, dummy, 1, 1, 1, 0, 0)
-    if partials is not None:
-        c = partials
-        if M != 1 or p.block_k % c.dv or p.k_chunk % c.dv or K != c.heads * c.dv:
-            raise ValueError(f"partials: one row of {c.heads} heads of {c.dv} in K tiles of whole heads, got "
-                             f"{M} rows, K {K}, block_k {p.block_k}")
-        g = c.gate if c.gate is not None else dummy
-        cargs = (c.ws, g, c.split, c.group, c.n_rb, g.stride(0) if c.gate is not None else 0,
-                 g.stride(1) if c.gate is not None else 0)
-        nflags = dict(COMB=c.dv, C_BR=c.block_r, C_SPAD=next_pow2(c.split), C_GATED=c.gate is not None)
     _MV[(n_blocks, p.split)](
-        *args, M, N, K, p.k_chunk, p.split, *strides, *nargs, *cargs,
+        *args, M, N, K, p.k_chunk, p.split, *strides, *nargs,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
