@@ -82,9 +82,10 @@ def test_rms_norm_linear_swiglu(rows, fp8, device):
 
 @pytest.mark.parametrize("rows", [1, 4])
 def test_rms_norm_linear_fp16_large(rows, device):
-    """float16 rows near the format's limit times norm weights of 4: the deferred norm's tiles of
-    ``h * w`` (before the rstd) pass float16's range, so they are scaled before the float16
-    dot; the result is the normalised projection, finite."""
+    """float16 rows near the format's limit times norm weights of 4. One row: the deferred
+    norm's tiles of ``h * w`` (before the rstd) pass float16's range, so they are scaled before
+    the float16 dot (compiled; the interpreter's dot is float32); four rows: the two calls. The
+    result is the normalised projection, finite."""
     k = 256
     x = randn(rows, k, dtype=torch.float16, device=device, scale=2.0e4).clamp(-6.0e4, 6.0e4)
     nw = torch.full((k,), 4.0, dtype=torch.float16, device=device)

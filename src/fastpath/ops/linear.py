@@ -327,7 +327,7 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
     deferred = NORM_DEFER and weight_scale is None
-    fits = rows == 1 and 0 < weight.numel() <= (2 ** 62 if deferred else NORM_FUSE_MAX_ELEMS)
+    fits = rows == 1 and weight.numel() > 0 and (deferred or weight.numel() <= NORM_FUSE_MAX_ELEMS)
     if (not FUSE_NORM or not fits or not use_triton(x)
             or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
             and any(t is not None and t.requires_grad for t in (x, norm_weight, residual, weight, bias))):
@@ -340,7 +340,6 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     norm = matvec.Norm(norm_weight, float(eps), _rows(residual, K) if residual is not None else None,
                        h.view(-1, K) if residual is not None else None, bool(zero_centered), deferred)
     return _launch(x, weight, bias, weight_scale, glu=swiglu, norm=norm), h
-
 
 
 #: group_rms_norm_linear's one launch (False: the gated norm's kernel, then the projection).
