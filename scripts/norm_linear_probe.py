@@ -4,7 +4,10 @@ the row first (``NORM_DEFER=False``), and with the rstd deferred to the sums (``
 on the tuned plan and on the one-row product-and-sum; ``linear`` alone as the floor. CUDA
 graphs, the weights rotated through more than 2x L2 (cold), microseconds a call.
 
-    PYTHONPATH=src python3 scripts/norm_linear_probe.py [--json PATH]
+    PYTHONPATH=src python3 scripts/norm_linear_probe.py [--fp8-plans] [--json PATH]
+
+``--fp8-plans``: the fp8 one-row shapes only, each form under other blocks of the fp8 one-row
+product-and-sum plan (``matvec.FP8_ONE_ROW_FMA``: BLOCK_N, BLOCK_K, programs per SM).
 """
 import argparse
 import json
@@ -31,13 +34,19 @@ VARIANTS = {"norm, then linear": (False, True, None), "row first": (True, False,
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--fp8-plans", action="store_true")
     args = ap.parse_args()
+    shapes, plans, variants = SHAPES, [None], VARIANTS
+    if args.fp8_plans:
+        shapes = [(1, 2048, 12352, False, True), (1, 2048, 5120, False, True), (1, 4096, 6144, False, True)]
+        plans = [None, (32, 512, 2), (32, 256, 4), (64, 256, 2), (16, 1024, 2)]
+        variants = {k: VARIANTS[k] for k in ("norm, then linear", "row first")}  # (fp8: never deferred)
     ceil = measure_ceilings()
     timer = Timer(ceil["l2_bytes"])
     dev, dt = torch.device("cuda"), torch.bfloat16
-    saved = (L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, dict(matvec.TUNED))
+    saved = (L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, dict(matvec.TUNED), matvec.FP8_ONE_ROW_FMA)
     rows_out = []
-    for M, K, N, swiglu, fp8 in SHAPES:
+    for (M, K, N, swiglu, fp8), fp8_plan in [(s, p) for s in shapes for p in plans]:
         w0 = torch.randn(N, K, device=dev) * K ** -0.5
         if fp8:
             w0, s0 = quantize_fp8(w0, recipe="rowwise")
@@ -56,10 +65,12 @@ def main() -> None:
         if swiglu:
             g, u = ref.chunk(2, -1)
             ref = torch.nn.functional.silu(g) * u
-        line = {"rows": M, "K": K, "N": N, "swiglu": swiglu, "fp8": fp8}
+        line = {"rows": M, "K": K, "N": N, "swiglu": swiglu, "fp8": fp8, "fp8 plan": fp8_plan}
+        if fp8_plan is not None:
+            matvec.FP8_ONE_ROW_FMA = fp8_plan
         est = timer.estimate_ms(lambda *a: L.linear(a[0], a[3], weight_scale=a[4]), sets[0])
         line["linear alone"] = timer.graph_us(lambda *a: L.linear(a[0], a[3], weight_scale=a[4]), sets, est)
-        for name, (fuse, defer, tuned) in VARIANTS.items():
+        for name, (fuse, defer, tuned) in variants.items():
             L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS = fuse, defer, 2 ** 40
             if tuned is not None:
                 matvec.TUNED[(2, True)] = tuned
@@ -71,11 +82,12 @@ def main() -> None:
                 line[name] = timer.graph_us(fn, sets, est)
                 line[name + " error"] = err
             finally:
-                L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, tuned0 = saved
+                L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, tuned0, _ = saved
                 matvec.TUNED.clear()
                 matvec.TUNED.update(tuned0)
+        matvec.FP8_ONE_ROW_FMA = saved[4]
         rows_out.append(line)
-        print(f"{M}x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: " + ", ".join(
+        print(f"{M}x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''} {fp8_plan or ''}: " + ", ".join(
             f"{k} {v:.2f}" if not k.endswith(" error") else f"({v:.1e})" for k, v in line.items()
             if isinstance(v, float)), flush=True)
     if args.json:
