@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# A session's first device calls (waiting since the twenty-fourth session: mode 1's records of the
-# hybrids with each layer's first norm fused, LFM2.5 and Qwen3.6 FP8 above all):
+# A session's first device calls (waiting since the twenty-fifth session: mode 3):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
 #   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
-#   3: the fused norm with its rstd deferred (linear.NORM_DEFER) against the row read first.
+#   3: the fp8 one-row plan's blocks under the fused norm (norm_linear_probe.py --fp8-plans), then
+#      Llama-3-8B's records (the README's rows predate the deferred norm).
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -23,9 +23,10 @@ case "${1:-1}" in
   done ;;
 2)
   timeout 500 python3 scripts/norm_fusion_ab.py --json "$OUT/norm_ab.json" 2>&1 | grep -v Warn ;;
-3)  # the fused norm with its rstd deferred (any size, the tuned plans) against the row read first
-  FASTPATH_LAUNCH_MEMO=0 timeout 560 python3 scripts/knob_ab.py \
-    --configs qwen3.6-35b-a3b,qwen3-30b-a3b,qwen3-8b,lfm2.5-8b-a1b \
-    --variant "deferred:linear.NORM_DEFER=True" --variant "row first, 16M:linear.NORM_DEFER=False" \
-    --json "$OUT/norm_defer_ab.json" 2>&1 | grep "tok/s" ;;
+3)  # the fp8 one-row plan's blocks under the fused norm (issue 7's FP8 ratio), then Llama-3-8B's records
+  timeout 300 python3 scripts/norm_linear_probe.py --fp8-plans --json "$OUT/fp8_plans.json" 2>&1 | grep -v Warn
+  for cfg in "llama-3-8b" "llama-3-8b --fp8"; do
+    timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done ;;
 esac

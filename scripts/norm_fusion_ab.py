@@ -1,6 +1,7 @@
 """A/B of where a decoder layer's RMSNorm runs, inside the decode engine (one process,
 alternating): its own kernel; inside the router only (``moe.FUSE_NORM``); inside the router
-and the projections (``linear.FUSE_NORM``) up to a weight size (``linear.NORM_FUSE_MAX_ELEMS``).
+and the projections (``linear.FUSE_NORM``): the row read first, up to a weight size
+(``linear.NORM_FUSE_MAX_ELEMS``), or the rstd deferred to the sums (``linear.NORM_DEFER``).
 Prints decode tok/s of each, twice. (Its first two runs, f807f63 and a85eb17, also timed the
 one-row projections on the 16-row dot, since removed: 327 / 331 against 347 / 352 tok/s.)
 
@@ -14,11 +15,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from knob_ab import parse, run  # noqa: E402
 
-#: name: knob settings (linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_FUSE_MAX_ELEMS)
-VARIANTS = {"own kernel": "linear.FUSE_NORM=False;moe.FUSE_NORM=False;linear.NORM_FUSE_MAX_ELEMS=0",
-            "router": "linear.FUSE_NORM=False;moe.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=0",
-            "router+proj<=16M": "linear.FUSE_NORM=True;moe.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=16777216",
-            "router+proj<=32M": "linear.FUSE_NORM=True;moe.FUSE_NORM=True;linear.NORM_FUSE_MAX_ELEMS=33554432"}
+#: name: knob settings (linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_DEFER, linear.NORM_FUSE_MAX_ELEMS: the
+#: size limit of the row-first form, the only one with NORM_DEFER off)
+_ROW_FIRST = "linear.FUSE_NORM=True;moe.FUSE_NORM=True;linear.NORM_DEFER=False;linear.NORM_FUSE_MAX_ELEMS="
+VARIANTS = {"own kernel": "linear.FUSE_NORM=False;moe.FUSE_NORM=False",
+            "router": "linear.FUSE_NORM=False;moe.FUSE_NORM=True",
+            "router+proj row first<=16M": _ROW_FIRST + "16777216",
+            "router+proj row first<=32M": _ROW_FIRST + "33554432",
+            "router+proj deferred": "linear.FUSE_NORM=True;moe.FUSE_NORM=True;linear.NORM_DEFER=True"}
 
 
 def main():
