@@ -6,8 +6,8 @@ graphs, the weights rotated through more than 2x L2 (cold), microseconds a call.
 
     PYTHONPATH=src python3 scripts/norm_linear_probe.py [--fp8-plans] [--json PATH]
 
-``--fp8-plans``: the fp8 one-row shapes only, each form under other blocks of the fp8 one-row
-product-and-sum plan (``matvec.FP8_ONE_ROW_FMA``: BLOCK_N, BLOCK_K, programs per SM).
+``--fp8-plans``: the fp8 one-row shapes only, the fused norm under other blocks of its one-row
+product-and-sum plan (``matvec.FP8_NORM_ONE_ROW_FMA``: BLOCK_N, BLOCK_K, programs per SM).
 """
 import argparse
 import json
@@ -44,7 +44,7 @@ def main() -> None:
     ceil = measure_ceilings()
     timer = Timer(ceil["l2_bytes"])
     dev, dt = torch.device("cuda"), torch.bfloat16
-    saved = (L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, dict(matvec.TUNED), matvec.FP8_ONE_ROW_FMA)
+    saved = (L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, dict(matvec.TUNED), matvec.FP8_NORM_ONE_ROW_FMA)
     rows_out = []
     for (M, K, N, swiglu, fp8), fp8_plan in [(s, p) for s in shapes for p in plans]:
         w0 = torch.randn(N, K, device=dev) * K ** -0.5
@@ -66,8 +66,7 @@ def main() -> None:
             g, u = ref.chunk(2, -1)
             ref = torch.nn.functional.silu(g) * u
         line = {"rows": M, "K": K, "N": N, "swiglu": swiglu, "fp8": fp8, "fp8 plan": fp8_plan}
-        if fp8_plan is not None:
-            matvec.FP8_ONE_ROW_FMA = fp8_plan
+        matvec.FP8_NORM_ONE_ROW_FMA = fp8_plan
         est = timer.estimate_ms(lambda *a: L.linear(a[0], a[3], weight_scale=a[4]), sets[0])
         line["linear alone"] = timer.graph_us(lambda *a: L.linear(a[0], a[3], weight_scale=a[4]), sets, est)
         for name, (fuse, defer, tuned) in variants.items():
@@ -85,7 +84,7 @@ def main() -> None:
                 L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, tuned0, _ = saved
                 matvec.TUNED.clear()
                 matvec.TUNED.update(tuned0)
-        matvec.FP8_ONE_ROW_FMA = saved[4]
+        matvec.FP8_NORM_ONE_ROW_FMA = saved[4]
         rows_out.append(line)
         print(f"{M}x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''} {fp8_plan or ''}: " + ", ".join(
             f"{k} {v:.2f}" if not k.endswith(" error") else f"({v:.1e})" for k, v in line.items()

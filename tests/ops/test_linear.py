@@ -205,6 +205,13 @@ def test_fp8_one_row_plan(monkeypatch):
     assert small.dot is None and (small.block_n, small.block_k) == matvec.FP8_ONE_ROW_FMA[:2]
     assert matvec.plan(1, 28672, 4096, dev, torch.bfloat16, b_bytes=1).s16
     assert matvec.plan(2, 5120, 2048, dev, torch.bfloat16, b_bytes=1).s16
+    # a row normalised in the kernel: FP8_NORM_ONE_ROW_FMA when set, the plain plan's blocks otherwise
+    normed = matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1, norm=True)
+    assert (normed.block_n, normed.block_k) == matvec.FP8_ONE_ROW_FMA[:2]
+    monkeypatch.setattr(matvec, "FP8_NORM_ONE_ROW_FMA", (64, 256, 2))
+    normed = matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1, norm=True)
+    assert normed.dot is None and (normed.block_n, normed.block_k) == (64, 256)
+    assert matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1) == small
 
 
 @needs_fp8

@@ -312,6 +312,10 @@ FP8_VIA_FP16: Optional[tuple] = (64, 256, 4)
 #: from 4096 x 28672 and 14336 x 4096 up the float16 route is faster. None: off.
 FP8_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2)
 FP8_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
+#: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
+#: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
+#: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
+FP8_NORM_ONE_ROW_FMA: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
@@ -349,7 +353,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         if dot_dtype.itemsize == 1:  # both operands fp8, fed to the tensor cores as they are
             use_dot, (bn, bk, per_sm) = True, FP8_DOT
         elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and N * K <= FP8_ONE_ROW_MAX_ELEMS:
-            use_dot, (bn, bk, per_sm) = False, FP8_ONE_ROW_FMA
+            use_dot, (bn, bk, per_sm) = False, (norm and FP8_NORM_ONE_ROW_FMA) or FP8_ONE_ROW_FMA
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
