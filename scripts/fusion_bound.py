@@ -7,7 +7,7 @@ what folding that piece into a neighbouring kernel can save).
         [--variants base,no_norm,...] [--reps 2] [--steps 64] [--json OUT]
 
 Variants (interleaved ``--reps`` times, each a fresh engine and graph on the same weights):
-``base``; ``no_norm`` (Qwen3.5's gated RMSNorm skipped); ``no_resnorm`` (every residual-add RMSNorm of the layers
+``base``; ``no_norm`` (Qwen3.5's gated RMSNorm skipped, the output projection alone); ``no_resnorm`` (every residual-add RMSNorm of the layers
 skipped); ``no_gate`` (the gated attention's sigmoid gate skipped);
 ``step_bv<N>`` (the recurrent step's Dv block forced to N); ``split<N>`` (decode attention's
 KV splits forced to N).
@@ -22,25 +22,24 @@ import torch
 
 @contextlib.contextmanager
 def patched(model, name: str):
-    import fastpath.models.qwen3_5_moe as qm
+    import fastpath.models.transformer as tr
     import fastpath.ops.attention as at
+    import fastpath.ops.linear as linear
     import fastpath.ops.gated_delta as gd
     undo = []
 
     def setattr_(obj, attr, value):
         undo.append((obj, attr, getattr(obj, attr)))
         setattr(obj, attr, value)
-    if name == "no_norm":
-        setattr_(qm, "rms_norm", lambda o, w, eps, gate=None: o)
+    if name == "no_norm":  # the gated norm (inside the output projection in decode) skipped
+        setattr_(tr, "group_rms_norm_linear", lambda x, n, eps, g, w, b=None, weight_scale=None: linear.linear(
+            x, w, b, weight_scale=weight_scale))
     if name == "no_resnorm":  # every residual-add norm in a kernel of its own skipped: (x, h) = (y, h)
-        # (norms inside projections stay; hybrid.FUSE_NORM and linear.FUSE_NORM False move them here)
-        import fastpath.models.hybrid as hy
-        import fastpath.models.transformer as tr
-
+        # (norms inside projections stay; linear.FUSE_NORM False moves them here)
         def skip(real):
             return lambda x, w, eps, residual=None, **kw: (x, residual) if residual is not None else real(
                 x, w, eps, **kw)
-        setattr_(hy, "fused_rms_norm", skip(hy.fused_rms_norm))
+        setattr_(linear, "rms_norm", skip(linear.rms_norm))
         setattr_(tr, "fused_rms_norm", skip(tr.fused_rms_norm))
     if name == "no_gate":
         for layer in model.layers:

@@ -4,8 +4,7 @@ weights), decode tok/s of each. In-process A/B repeats within ~0.3% on the H200,
 separate processes differ by ~1%.
 
     PYTHONPATH=src python3 scripts/knob_ab.py --configs lfm2.5-8b-a1b,qwen3-30b-a3b:fp8 \
-        --variant "fused:fastpath.models.hybrid.FUSE_NORM=True" \
-        --variant "own kernel:fastpath.models.hybrid.FUSE_NORM=False;linear.NORM_FUSE_MAX_ELEMS=0" \
+        --variant "fused:linear.FUSE_NORM=True" --variant "own kernel:linear.FUSE_NORM=False" \
         [--rounds 2] [--json OUT]
 
 A variant is ``NAME:ASSIGNMENTS``, assignments ``module.ATTR=value`` separated by ``;``

@@ -19,10 +19,10 @@ if not hasattr(transformers, "Qwen3_5MoeForCausalLM") or not hasattr(transformer
 
 from fastpath.engine import bench  # noqa: E402
 from fastpath.engine.generate import Engine  # noqa: E402
-from fastpath.models import hybrid  # noqa: E402
 from fastpath.models import safetensors as st  # noqa: E402
 from fastpath.models.config import ModelConfig, named  # noqa: E402
 from fastpath.models.loader import load  # noqa: E402
+from fastpath.ops import linear  # noqa: E402
 from tests.conftest import DEVICE, greedy_hf  # noqa: E402
 
 logging.getLogger("transformers").setLevel(logging.ERROR)  # "falling back to the PyTorch implementation"
@@ -103,8 +103,8 @@ def test_batch_rows_of_different_lengths(arch, tmp_path, reference_paths):
 def test_kernels_interpreted(arch, fuse_norm, tmp_path, monkeypatch):
     """Through the Triton kernels (interpreted on the CPU; 2 layers: one of each kind):
     logits over two prefill chunks, then two decode steps; each layer's first norm inside its
-    mixer's projection, or (``hybrid.FUSE_NORM`` False) in a kernel of its own."""
-    monkeypatch.setattr(hybrid, "FUSE_NORM", fuse_norm)
+    mixer's projection, or (``linear.FUSE_NORM`` False) in a kernel of its own."""
+    monkeypatch.setattr(linear, "FUSE_NORM", fuse_norm)
     two = {"qwen3_5_moe": {}, "lfm2_moe": {"layer_types": ["conv", "full_attention"]}}[arch]
     hf, path = _hf_model(arch, tmp_path, num_hidden_layers=2, **two)
     ours = load(path, device=DEVICE, dtype=torch.float32, progress=False)

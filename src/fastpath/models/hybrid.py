@@ -26,7 +26,7 @@ from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.rope import qkv_rope
-from .transformer import CachedLM, Linear, _buf, chunk_attention, fused_rms_norm
+from .transformer import CachedLM, Linear, _buf, chunk_attention
 
 
 class LayerTypesConfig:
@@ -57,34 +57,18 @@ class Ctx:
     kv_len: Optional[torch.Tensor] = None
 
 
-#: Each layer's first norm inside its mixer's input projection (False: the norm kernel, then the
-#: mixer; an A/B knob, scripts/knob_ab.py).
-FUSE_NORM = True
-
-
 class Mixer(nn.Module):
     """A layer's token mixer: :meth:`mix` of its input projection (one matrix, the
     :class:`~fastpath.models.transformer.Linear` named ``PROJ``)."""
 
     PROJ = "in_proj"
 
-    @property
-    def proj_in(self) -> Linear:
-        return getattr(self, self.PROJ)
-
-    def forward(self, x: torch.Tensor, c: "Ctx") -> torch.Tensor:
-        return self.mix(self.proj_in(x), c)
-
     def normed(self, d: torch.Tensor, h: Optional[torch.Tensor], norm: torch.Tensor, eps: float, c: "Ctx", *,
                zero_centered: bool = False):
         """``(mixer(rms_norm(d + h)), d + h)`` (``h`` None: of ``d``): the norm inside the input
-        projection's kernel for decode (:meth:`~fastpath.models.transformer.Linear.normed`)."""
-        if not FUSE_NORM:
-            if h is None:
-                return self(fused_rms_norm(d, norm, eps, zero_centered=zero_centered), c), d
-            x, h = fused_rms_norm(d, norm, eps, residual=h, zero_centered=zero_centered)
-            return self(x, c), h
-        p, h = self.proj_in.normed(d, h, norm, eps, zero_centered=zero_centered)
+        projection's kernel for decode (:meth:`~fastpath.models.transformer.Linear.normed`;
+        ``linear.FUSE_NORM`` False: the norm's own kernel first)."""
+        p, h = getattr(self, self.PROJ).normed(d, h, norm, eps, zero_centered=zero_centered)
         return self.mix(p, c), h
 
     def mix(self, p: torch.Tensor, c: "Ctx") -> torch.Tensor:
