@@ -34,7 +34,7 @@ def main():
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     specs = [f"{v}:{VARIANTS[v]}" for v in args.variants.split(",") if v]
-    specs += [f"router+proj<=16M router rows {b}:{VARIANTS['router+proj<=16M']};moe.ROUTER_BLOCK_N={int(b)}"
+    specs += [f"router+proj deferred, router rows {b}:{VARIANTS['router+proj deferred']};moe.ROUTER_BLOCK_N={int(b)}"
               for b in args.router_blocks.split(",") if b]
     run(args.configs.split(","), [parse(s) for s in specs], args.rounds, args.json)
 
