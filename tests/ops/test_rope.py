@@ -79,3 +79,40 @@ def test_qkv_rope_errors():
     with pytest.raises(ValueError, match="k_norm"):
         qkv_rope(qkv, pos, inv, 2, 1, ck, ck, q_norm=torch.ones(16, device=DEVICE),
                  k_norm=torch.ones(8, device=DEVICE))
+
+
+@pytest.mark.parametrize("shape,dtype", [((37, 129), torch.bfloat16), ((5,), torch.float32)])
+def test_qkv_rope_prefetch_changes_nothing(shape, dtype):
+    """The L2 prefetch hint (on GPUs of capability 9.0+; elsewhere not issued) leaves every
+    output as it is, whatever the prefetched tensor's size."""
+    nh, nkv, D, S = 4, 2, 64, 19
+    qkv = randn(2, 1, (nh + 2 * nkv) * D, dtype=torch.bfloat16)
+    pos = torch.tensor([[3], [11]], device=DEVICE)
+    inv = (1.0 / 10000 ** (torch.arange(0, D, 2).float() / D)).to(DEVICE)
+    w = randn(D, dtype=torch.bfloat16, scale=0.3) + 1
+    outs = []
+    for pf in (None, randn(*shape, dtype=dtype)):
+        ck = torch.zeros(2, S, nkv, D, dtype=torch.bfloat16, device=DEVICE)
+        cv = torch.zeros_like(ck)
+        outs.append((qkv_rope(qkv, pos, inv, nh, nkv, ck, cv, w, w, 1e-6, prefetch=pf), ck, cv))
+    for a, b in zip(*outs):
+        assert torch.equal(a, b)
+    with pytest.raises(TypeError, match="prefetch"):
+        qkv_rope(qkv, pos, inv, nh, nkv, ck, cv, prefetch=[1.0])
+
+
+def test_prefetch_args_cover_the_tensor(monkeypatch):
+    """Every chunk a multiple of 16 bytes, the lanes of all programs together covering the
+    tensor's bytes (rounded down to 16), never beyond them; off for what cannot be prefetched."""
+    from fastpath._core import prefetch as P
+    monkeypatch.setattr(P, "prefetch_on", lambda device: True)
+    stand_in = torch.empty(1)
+    for numel, parts in ((1, 1), (7, 3), (4096 * 33 + 5, 40), (10 ** 6 + 3, 1)):
+        t = torch.empty(numel, dtype=torch.bfloat16)
+        ptr, nbytes, chunk, on = P.prefetch_args(t, stand_in, parts)
+        assert on == (numel * 2 >= 16) and ptr is (t if on else stand_in)
+        if on:
+            assert nbytes == numel * 2 // 16 * 16 and chunk % 16 == 0 and chunk >= P.MIN_CHUNK
+            assert parts * P.LANES * chunk >= nbytes
+    for bad in (torch.empty(8, 8)[:, :3], torch.empty(0)):
+        assert P.prefetch_args(bad, stand_in, 4)[3] is False
