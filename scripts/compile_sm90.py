@@ -90,9 +90,10 @@ def run_calls(which: str) -> None:
         on, P.prefetch_on, _DRY = P.prefetch_on, (lambda device: True), True
         ck = torch.zeros(1, 8, 2, 64, dtype=torch.bfloat16)
         w = torch.ones(64, dtype=torch.bfloat16)
-        qkv_rope(torch.randn(1, 1, 512, dtype=torch.bfloat16), torch.zeros(1, 1, dtype=torch.int64),
-                 torch.ones(32), 4, 2, ck, ck, w, w, prefetch=torch.empty(4096, 4096, dtype=torch.float8_e4m3fn))
-        P.prefetch_on, _DRY = on, False
+        for P.MODE in (1, 2):
+            qkv_rope(torch.randn(1, 1, 512, dtype=torch.bfloat16), torch.zeros(1, 1, dtype=torch.int64),
+                     torch.ones(32), 4, 2, ck, ck, w, w, prefetch=torch.empty(4096, 4096, dtype=torch.float8_e4m3fn))
+        P.prefetch_on, _DRY, P.MODE = on, False, 1
     if which in ("linalg", "all"):
         la = fastpath.linalg
         for dt in (torch.float32, torch.complex64):

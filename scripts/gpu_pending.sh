@@ -31,11 +31,11 @@ case "${1:-1}" in
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;
-4)  # the L2 prefetch of the output projection's weights: probe, then in the engine (and Llama's norm A/B)
-  timeout 120 python3 scripts/prefetch_probe.py --json "$OUT/prefetch_probe.json" 2>&1 | grep -v Warn
-  timeout 330 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8,qwen3-8b --json "$OUT/prefetch_ab.json" \
-    --variant "prefetch:fastpath.models.transformer.L2_PREFETCH=True" \
+4)  # the L2 prefetch of the output projection's weights (bulk / line): probe, then in the engine; Llama's norm
+  timeout 150 python3 scripts/prefetch_probe.py --json "$OUT/prefetch_probe.json" 2>&1 | grep -v Warn
+  timeout 120 python3 scripts/knob_ab.py --configs qwen3-30b-a3b --json "$OUT/prefetch_ab.json" \
+    --variant "bulk:fastpath.models.transformer.L2_PREFETCH=True;fastpath._core.prefetch.MODE=1" \
+    --variant "line:fastpath.models.transformer.L2_PREFETCH=True;fastpath._core.prefetch.MODE=2" \
     --variant "none:fastpath.models.transformer.L2_PREFETCH=False" 2>&1 | grep -v Warn
-  timeout 100 python3 scripts/knob_ab.py --configs llama-3-8b --json "$OUT/llama_defer_ab.json" \
-    --variant "deferred:linear.NORM_DEFER=True" --variant "norm first:linear.NORM_DEFER=False" 2>&1 | grep -v Warn ;;
+  timeout 150 python3 scripts/norm_linear_probe.py --dense --json "$OUT/norm_dense.json" 2>&1 | grep -v Warn ;;
 esac

@@ -4,8 +4,9 @@ the row first (``NORM_DEFER=False``), and with the rstd deferred to the sums (``
 on the tuned plan and on the one-row product-and-sum; ``linear`` alone as the floor. CUDA
 graphs, the weights rotated through more than 2x L2 (cold), microseconds a call.
 
-    PYTHONPATH=src python3 scripts/norm_linear_probe.py [--fp8-plans] [--json PATH]
+    PYTHONPATH=src python3 scripts/norm_linear_probe.py [--fp8-plans | --dense] [--json PATH]
 
+``--dense``: Llama-3-8B's and Qwen3-8B's projections, norm first against deferred.
 ``--fp8-plans``: the fp8 one-row shapes only, the fused norm under other blocks of its one-row
 product-and-sum plan (``matvec.FP8_NORM_ONE_ROW_FMA``: BLOCK_N, BLOCK_K, programs per SM).
 """
@@ -35,8 +36,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--fp8-plans", action="store_true")
+    ap.add_argument("--dense", action="store_true", help="Llama-3-8B's and Qwen3-8B's shapes, norm first or deferred")
     args = ap.parse_args()
     shapes, plans, variants = SHAPES, [None], VARIANTS
+    if args.dense:
+        shapes = [(1, 4096, 6144, False, False), (1, 4096, 28672, True, False), (1, 4096, 24576, True, False),
+                  (1, 4096, 128256, False, False), (1, 4096, 151936, False, False)]
+        variants = {k: VARIANTS[k] for k in ("norm, then linear", "deferred")}
     if args.fp8_plans:
         shapes = [(1, 2048, 12352, False, True), (1, 2048, 5120, False, True), (1, 4096, 6144, False, True)]
         plans = [None, (32, 512, 2), (32, 256, 4), (64, 256, 2), (16, 1024, 2)]

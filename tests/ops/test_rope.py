@@ -110,9 +110,9 @@ def test_prefetch_args_cover_the_tensor(monkeypatch):
     for numel, parts in ((1, 1), (7, 3), (4096 * 33 + 5, 40), (10 ** 6 + 3, 1)):
         t = torch.empty(numel, dtype=torch.bfloat16)
         ptr, nbytes, chunk, on = P.prefetch_args(t, stand_in, parts)
-        assert on == (numel * 2 >= 16) and ptr is (t if on else stand_in)
+        assert bool(on) == (numel * 2 >= 16) and ptr is (t if on else stand_in)
         if on:
             assert nbytes == numel * 2 // 16 * 16 and chunk % 16 == 0 and chunk >= P.MIN_CHUNK
             assert parts * P.LANES * chunk >= nbytes
     for bad in (torch.empty(8, 8)[:, :3], torch.empty(0)):
-        assert P.prefetch_args(bad, stand_in, 4)[3] is False
+        assert P.prefetch_args(bad, stand_in, 4)[3] == 0

@@ -21,7 +21,7 @@ def _qkv_rope_kernel(x_ptr, pos_ptr, invf_ptr, qw_ptr, kw_ptr, q_ptr, ck_ptr, cv
                      sxb, sxt, spb, spt, sqb, sqt, sqh, skb, sks, skh, svb, svs, svh,
                      pf_ptr, pf_bytes, pf_chunk,
                      NH: tl.constexpr, NKV: tl.constexpr, HALF: tl.constexpr, NORM: tl.constexpr,
-                     PF: tl.constexpr = False, PDL: tl.constexpr = 0):
+                     PF: tl.constexpr = 0, PDL: tl.constexpr = 0):
     bt = tl.program_id(0)
     h = tl.program_id(1)
     # the next projection's weights (static: asked for before waiting on the previous kernel)
