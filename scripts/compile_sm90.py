@@ -4,7 +4,7 @@ distinct (kernel, specialisation) is compiled with ``triton.compile`` for CUDA 9
 the interpreter accepts and the compiler rejects (a helper's default string argument, in
 triton 3.6, broke the blocked LU on the GPU while every CPU test passed).
 
-    PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py [linalg|batch_norm|prefetch|all|tests:PATH]
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py [linalg|batch_norm|all|tests:PATH]
 
 (``tests:tests/ops``: every launch of that part of the test suite.)
 
@@ -26,7 +26,6 @@ _TYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", 
           torch.int32: "i32", torch.int64: "i64", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8",
           torch.bool: "i1", torch.float8_e4m3fn: "fp8e4nv", torch.float8_e5m2: "fp8e5"}
 _SEEN: dict = {}
-_DRY = False  # record launches without running them (kernels the interpreter cannot run)
 
 
 def _params(fn):
@@ -68,7 +67,7 @@ def _record(self, grid, args, kwargs):
     opts = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
     name = f"{fn.__module__}.{fn.__name__}"
     _SEEN.setdefault((name, tuple(key), tuple(opts.items())), (name, sig, consts, attrs, opts))
-    return None if _DRY else _ORIG(self, grid, args, kwargs)
+    return _ORIG(self, grid, args, kwargs)
 
 
 _ORIG = L.Launcher.launch
@@ -83,17 +82,6 @@ def run_calls(which: str) -> None:
     import fastpath
     from fastpath.ops import batch_norm as bn
     g = torch.Generator().manual_seed(0)
-    if which in ("prefetch", "all"):  # the L2 prefetch as on a Hopper GPU: recorded, not run
-        global _DRY
-        from fastpath._core import prefetch as P
-        from fastpath.ops.rope import qkv_rope
-        on, P.prefetch_on, _DRY = P.prefetch_on, (lambda device: True), True
-        ck = torch.zeros(1, 8, 2, 64, dtype=torch.bfloat16)
-        w = torch.ones(64, dtype=torch.bfloat16)
-        for P.MODE in (1, 2):
-            qkv_rope(torch.randn(1, 1, 512, dtype=torch.bfloat16), torch.zeros(1, 1, dtype=torch.int64),
-                     torch.ones(32), 4, 2, ck, ck, w, w, prefetch=torch.empty(4096, 4096, dtype=torch.float8_e4m3fn))
-        P.prefetch_on, _DRY, P.MODE = on, False, 1
     if which in ("linalg", "all"):
         la = fastpath.linalg
         for dt in (torch.float32, torch.complex64):

@@ -5,8 +5,6 @@
 #   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
 #   3: the fp8 one-row plan's blocks under the fused norm (norm_linear_probe.py --fp8-plans), then
 #      Llama-3-8B's records (the README's rows predate the deferred norm).
-#   4: the L2 prefetch of the output projection (scripts/prefetch_probe.py, then knob_ab in the
-#      engine), and Llama-3-8B's deferred norm A/B.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -31,11 +29,4 @@ case "${1:-1}" in
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;
-4)  # the L2 prefetch of the output projection's weights (bulk / line): probe, then in the engine; Llama's norm
-  timeout 150 python3 scripts/prefetch_probe.py --json "$OUT/prefetch_probe.json" 2>&1 | grep -v Warn
-  timeout 120 python3 scripts/knob_ab.py --configs qwen3-30b-a3b --json "$OUT/prefetch_ab.json" \
-    --variant "bulk:fastpath.models.transformer.L2_PREFETCH=True;fastpath._core.prefetch.MODE=1" \
-    --variant "line:fastpath.models.transformer.L2_PREFETCH=True;fastpath._core.prefetch.MODE=2" \
-    --variant "none:fastpath.models.transformer.L2_PREFETCH=False" 2>&1 | grep -v Warn
-  timeout 150 python3 scripts/norm_linear_probe.py --dense --json "$OUT/norm_dense.json" 2>&1 | grep -v Warn ;;
 esac

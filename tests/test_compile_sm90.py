@@ -31,4 +31,3 @@ def test_kernels_compile_for_sm90():
     fails = [ln for ln in run.stdout.splitlines() if ln.startswith("FAIL")]
     assert run.returncode == 0 and not fails, "\n".join(fails) or run.stdout[-2000:] + run.stderr[-2000:]
     assert "kernel variants compile for sm_90" in run.stdout
-

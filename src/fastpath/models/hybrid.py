@@ -26,7 +26,7 @@ from torch import nn
 
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.rope import qkv_rope
-from .transformer import CachedLM, Linear, _buf, chunk_attention, prefetched
+from .transformer import CachedLM, Linear, _buf, chunk_attention
 
 
 class LayerTypesConfig:
@@ -104,7 +104,7 @@ class Attention(Mixer):
         B, T = p.shape[:2]
         ck, cv = self.ck[c.rows], self.cv[c.rows]
         q = qkv_rope(p[..., :self.n_qkv], c.pos, c.inv_freq, self.nh, self.nkv, ck, cv, self.q_norm, self.k_norm,
-                     self.eps, prefetch=prefetched(self.o) if c.decode else None)
+                     self.eps)
         if c.decode:  # the output gate in the attention kernel's epilogue
             gate = p[..., self.n_qkv:].unflatten(-1, (self.nh, self.D)).transpose(1, 2) if self.gate else None
             a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),

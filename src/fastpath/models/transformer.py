@@ -26,11 +26,6 @@ from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
 
 
-#: Decode: the rotary kernel asks for the output projection's weights to be brought into L2
-#: (:mod:`fastpath._core.prefetch`), so that they stream from there while attention runs.
-L2_PREFETCH = True
-
-
 def _buf(module: nn.Module, name: str, shape, dtype, device) -> None:
     module.register_buffer(name, torch.empty(shape, dtype=dtype, device=device), persistent=True)
 
@@ -73,12 +68,6 @@ class Linear(nn.Module):
         heads), the gated norm inside the projection's kernel for decode
         (:func:`~fastpath.ops.linear.group_rms_norm_linear`)."""
         return group_rms_norm_linear(x, norm, eps, gate, self.weight, self.bias, weight_scale=self.scale)
-
-
-def prefetched(lin: "Linear"):
-    """``lin``'s weights when :data:`L2_PREFETCH` is on (the ``prefetch`` of a decode step's rotary
-    kernel), else None."""
-    return lin.weight if L2_PREFETCH else None
 
 
 class MLP(nn.Module):
@@ -178,11 +167,10 @@ class Layer(nn.Module):
             self.ffn = MLP(H, cfg.intermediate_size, dtype, device, fp8)
 
     def project(self, d: torch.Tensor, h: Optional[torch.Tensor], pos: torch.Tensor, inv_freq: torch.Tensor,
-                ck: torch.Tensor, cv: torch.Tensor, decode: bool = False):
+                ck: torch.Tensor, cv: torch.Tensor):
         """``(q, h)``: the residual stream ``h = d + h`` (``d`` alone when ``h`` is None) and, of
         its norm, q (B, T, nh, D) with q/k norm and rotary embedding applied; k and v written
-        into the cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T). ``decode``: the
-        rotary kernel prefetches the output projection's weights (:func:`prefetched`)."""
+        into the cache rows ``ck``/``cv`` (B, S, nkv, D) at ``pos`` (B, T)."""
         cfg = self.cfg
         nh, nkv, D = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         qkv, h = self.qkv.normed(d, h, self.attn_norm, cfg.rms_norm_eps)
@@ -192,8 +180,7 @@ class Layer(nn.Module):
             qkv = torch.cat((fused_rms_norm(q, self.q_norm, eps), fused_rms_norm(k, self.k_norm, eps), v), -1)
         head = cfg.qk_norm == "head"
         return qkv_rope(qkv, pos, inv_freq, nh, nkv, ck, cv, self.q_norm if head else None,
-                        self.k_norm if head else None, cfg.rms_norm_eps,
-                        prefetch=prefetched(self.o) if decode else None), h
+                        self.k_norm if head else None, cfg.rms_norm_eps), h
 
 
 class CachedLM(nn.Module):
@@ -297,7 +284,7 @@ class Transformer(CachedLM):
 
         def attend(i, layer, d, h):
             ck, cv = self.cache_k[i][:B], self.cache_v[i][:B]
-            q, h = layer.project(d, h, pos2, self.inv_freq, ck, cv, decode=True)
+            q, h = layer.project(d, h, pos2, self.inv_freq, ck, cv)
             a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
                                              enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
             return a.reshape(B, 1, -1), h

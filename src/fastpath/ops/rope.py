@@ -13,20 +13,16 @@ from .._core import alloc
 from .._core.backend import pdl_start, tl, triton, triton_reason, use_triton
 from .._core.errors import check_tensor
 from .._core.launch import Launcher
-from .._core.prefetch import l2_prefetch, prefetch_args
 
 
 @triton.jit
 def _qkv_rope_kernel(x_ptr, pos_ptr, invf_ptr, qw_ptr, kw_ptr, q_ptr, ck_ptr, cv_ptr, T, eps,
                      sxb, sxt, spb, spt, sqb, sqt, sqh, skb, sks, skh, svb, svs, svh,
-                     pf_ptr, pf_bytes, pf_chunk,
                      NH: tl.constexpr, NKV: tl.constexpr, HALF: tl.constexpr, NORM: tl.constexpr,
-                     PF: tl.constexpr = 0, PDL: tl.constexpr = 0):
+                     PDL: tl.constexpr = 0):
+    pdl_start(PDL)
     bt = tl.program_id(0)
     h = tl.program_id(1)
-    # the next projection's weights (static: asked for before waiting on the previous kernel)
-    l2_prefetch(pf_ptr, pf_bytes, pf_chunk, bt * tl.num_programs(1) + h, PF)
-    pdl_start(PDL)
     b = bt // T
     t = bt % T
     pos = tl.load(pos_ptr + b * spb + t * spt)
@@ -135,7 +131,7 @@ def _checked(qkv, positions, inv_freq, num_heads: int, num_kv_heads: int, cache_
 def qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, num_heads: int,
              num_kv_heads: int, cache_k: torch.Tensor, cache_v: torch.Tensor,
              q_norm: Optional[torch.Tensor] = None, k_norm: Optional[torch.Tensor] = None,
-             eps: float = 1e-6, prefetch: Optional[torch.Tensor] = None) -> torch.Tensor:
+             eps: float = 1e-6) -> torch.Tensor:
     """Queries of a fused q/k/v projection, rotated; keys and values written into a cache.
 
     Parameters
@@ -148,11 +144,6 @@ def qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor,
         last dim contiguous); token ``t`` of row ``b`` goes to ``[b, positions[b, t]]``.
     q_norm, k_norm : optional ``(D,)`` RMSNorm weights applied per head before the rotation
         (Qwen3), with ``eps``.
-    prefetch : optional Tensor (contiguous) the kernel asks the GPU to bring into L2 as it
-        starts, for the kernel that reads it next (decode: the attention's output projection,
-        whose weights then stream from L2 while attention runs). A hint, no effect on any
-        result; issued on GPUs of compute capability 9.0+ only
-        (:mod:`fastpath._core.prefetch`).
 
     Returns
     -------
@@ -168,21 +159,17 @@ def qkv_rope(qkv: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor,
     dtype, norm weights not ``(D,)`` or given alone, any tensor on another device than ``qkv``.
     """
     B, T, D = _checked(qkv, positions, inv_freq, num_heads, num_kv_heads, cache_k, cache_v, q_norm, k_norm)
-    if prefetch is not None and not isinstance(prefetch, torch.Tensor):
-        raise TypeError(f"prefetch: expected a Tensor or None, got {type(prefetch).__name__}")
     if not _kernel_ok(qkv, D, cache_k, cache_v, q_norm):
         return reference_qkv_rope(qkv, positions, inv_freq, num_heads, num_kv_heads, cache_k, cache_v,
                                   q_norm, k_norm, eps)
     q = alloc.empty(B, T, num_heads, D, dtype=qkv.dtype, device=qkv.device)
     norm = q_norm is not None
-    grid = (B * T, num_heads + 2 * num_kv_heads)
-    *pf, on = prefetch_args(prefetch, qkv, grid[0] * grid[1])
-    _ROPE[grid](
+    _ROPE[(B * T, num_heads + 2 * num_kv_heads)](
         qkv, positions, inv_freq, q_norm if norm else qkv, k_norm if norm else qkv, q, cache_k, cache_v,
         T, float(eps), qkv.stride(0), qkv.stride(1), positions.stride(0), positions.stride(1),
         q.stride(0), q.stride(1), q.stride(2), cache_k.stride(0), cache_k.stride(1), cache_k.stride(2),
-        cache_v.stride(0), cache_v.stride(1), cache_v.stride(2), *pf,
-        NH=num_heads, NKV=num_kv_heads, HALF=D // 2, NORM=norm, PF=on, num_warps=1 if D <= 128 else 2)
+        cache_v.stride(0), cache_v.stride(1), cache_v.stride(2),
+        NH=num_heads, NKV=num_kv_heads, HALF=D // 2, NORM=norm, num_warps=1 if D <= 128 else 2)
     return q
 
 
