@@ -25,8 +25,9 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import triton_reason, use_triton
+from .._core.backend import num_sms, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
+from .._core.launch import cdiv
 from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from . import matvec
@@ -269,6 +270,15 @@ FUSE_NORM = True
 #: more than the norm's launch there). H200, ``scripts/norm_linear_probe.py``.
 NORM_DEFER = True
 NORM_FUSE_MAX_ELEMS = 16 * 2 ** 20
+#: Programs of the deferred form a multiprocessor holds at once (its 16-row dot plan takes 168
+#: registers a thread on sm_90: 3 programs of 4 warps). A deferred projection with more
+#: programs than that for the GPU but fewer than DEFER_MIN_WAVES times as many runs its last
+#: wave nearly empty: the norm's kernel first, then the projection's own lighter plan, is
+#: faster there (H200, Llama-3-8B's gate/up, 448 programs of 396 resident: 69.5 us deferred,
+#: 59.6 norm first; Qwen3-8B's, 384 programs: 49.4 against 54.4; LM heads, 10-12 waves:
+#: within 2%). ``scripts/norm_linear_probe.py --dense``.
+DEFER_RESIDENT_PER_SM = 3
+DEFER_MIN_WAVES = 4
 
 
 def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
@@ -326,7 +336,7 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     if swiglu and weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    deferred = NORM_DEFER and weight_scale is None
+    deferred = NORM_DEFER and weight_scale is None and _defer_fills(x, weight.shape[0] // (2 if swiglu else 1))
     fits = rows == 1 and weight.numel() > 0 and (deferred or weight.numel() <= NORM_FUSE_MAX_ELEMS)
     if (not FUSE_NORM or not fits or not use_triton(x)
             or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
@@ -340,6 +350,17 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     norm = matvec.Norm(norm_weight, float(eps), _rows(residual, K) if residual is not None else None,
                        h.view(-1, K) if residual is not None else None, bool(zero_centered), deferred)
     return _launch(x, weight, bias, weight_scale, glu=swiglu, norm=norm), h
+
+
+def _defer_fills(x: torch.Tensor, N: int) -> bool:
+    """Whether the deferred form's programs for ``N`` output columns fill the GPU in one wave
+    or in many (``DEFER_MIN_WAVES``), not in a few with a near-empty last one."""
+    if x.device.type != "cuda":
+        return True
+    p = matvec.plan(1, N, x.shape[-1], x.device, x.dtype if x.dtype != torch.float32 else None)
+    resident = DEFER_RESIDENT_PER_SM * num_sms(x.device)
+    programs = cdiv(N, p.block_n) * p.split
+    return programs <= resident or programs >= DEFER_MIN_WAVES * resident
 
 
 #: group_rms_norm_linear's one launch (False: the gated norm's kernel, then the projection).
