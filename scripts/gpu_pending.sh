@@ -5,6 +5,7 @@
 #   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
 #   3: the fp8 one-row plan's blocks under the fused norm (norm_linear_probe.py --fp8-plans), then
 #      Llama-3-8B's records (the README's rows predate the deferred norm).
+#   4: the deferred norm's wave rule A/B (Llama-3-8B, Qwen3-8B), their records.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -26,6 +27,14 @@ case "${1:-1}" in
 3)  # the fp8 one-row plan's blocks under the fused norm (issue 7's FP8 ratio), then Llama-3-8B's records
   timeout 300 python3 scripts/norm_linear_probe.py --fp8-plans --json "$OUT/fp8_plans.json" 2>&1 | grep -v Warn
   for cfg in "llama-3-8b" "llama-3-8b --fp8"; do
+    timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done ;;
+4)  # the deferred norm's wave rule (Llama-3-8B / Qwen3-8B in the engine), their records
+  timeout 200 python3 scripts/knob_ab.py --configs llama-3-8b,qwen3-8b --json "$OUT/defer_waves_ab.json" \
+    --variant "wave rule:linear.DEFER_MIN_WAVES=4" --variant "always deferred:linear.DEFER_RESIDENT_PER_SM=1000000000" \
+    2>&1 | grep -v Warn
+  for cfg in "llama-3-8b" "qwen3-8b"; do
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;

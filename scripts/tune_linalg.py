@@ -2,9 +2,10 @@
 thread, warps; svd: tile budget and warps) on the issue's batch shapes, next to torch.linalg,
 cold L2. Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/tune_linalg.py [--only inv] [--seconds 40]
+    PYTHONPATH=src python3 scripts/tune_linalg.py [--only inv] [--seconds 40] [--plans "[(4, 1, 2, False)]"]
 """
 import argparse
+import ast
 import importlib
 import time
 
@@ -74,6 +75,7 @@ CASES = [  # (name, input, ours, torch, plans, set plan)
 ap = argparse.ArgumentParser()
 ap.add_argument("--only", default="", help="cases whose name contains this")
 ap.add_argument("--seconds", type=float, default=40, help="no new plan after this many seconds a case")
+ap.add_argument("--plans", default=None, help="a Python list of plans to time instead of each case's own")
 args = ap.parse_args()
 for name, make, ours, ref, plans, set_plan in CASES:
     if args.only not in name:
@@ -82,7 +84,7 @@ for name, make, ours, ref, plans, set_plan in CASES:
     deadline = time.time() + args.seconds
     t_ref = timeit(lambda: ref(a))
     want = ref(a.double()) if "inv" in name or "svd" in name else ref(a)
-    for plan in plans:
+    for plan in (ast.literal_eval(args.plans) if args.plans else plans):
         if time.time() > deadline:
             print(f"{name:<16} {plan}: skipped (time)", flush=True)
             continue
