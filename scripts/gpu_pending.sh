@@ -6,6 +6,7 @@
 #   3: the fp8 one-row plan's blocks under the fused norm (norm_linear_probe.py --fp8-plans), then
 #      Llama-3-8B's records (the README's rows predate the deferred norm).
 #   4: the deferred norm's wave rule A/B (Llama-3-8B, Qwen3-8B), their records.
+#   5: split-K counts rounded down (scripts/split_probe.py, then knob_ab in the engine).
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -38,4 +39,9 @@ case "${1:-1}" in
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;
+5)  # split-K rounded down (matvec.SPLIT_FILL): kernel probe, then in the engine
+  timeout 200 python3 scripts/split_probe.py --json "$OUT/split_probe.json" 2>&1 | grep -v Warn
+  timeout 300 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3-8b,qwen3-30b-a3b \
+    --json "$OUT/split_fill_ab.json" --variant "fill:matvec.SPLIT_FILL=True" --variant "up:matvec.SPLIT_FILL=False" \
+    2>&1 | grep -v Warn ;;
 esac

@@ -1,0 +1,59 @@
+"""GPU probe of the matrix-vector kernel's split-K count (``matvec.SPLIT_FILL``): splits rounded
+up to the plan's programs per SM (the default) or down, one row, bf16 and fp8 weights, the
+issue's shapes and the decode engine's; CUDA graphs, weights rotated through more than 2x L2
+(cold), microseconds a call.
+
+    PYTHONPATH=src python3 scripts/split_probe.py [--json PATH]
+"""
+import argparse
+import json
+
+import torch
+
+from fastpath.bench.harness import Timer, measure_ceilings
+from fastpath.ops import linear as L
+from fastpath.ops import matvec
+from fastpath.ops.fp8 import quantize_fp8
+
+#: (K, N, swiglu): issue 3's shapes, then q/k/v, MoE o and DeltaNet projections, an MLP
+SHAPES = [(4096, 4096, False), (4096, 14336, False), (14336, 4096, False), (2048, 4096, False),
+          (4096, 2048, False), (2048, 151936, False), (4096, 128256, False), (4096, 6144, False),
+          (2048, 5120, False), (2048, 12352, False), (4096, 28672, True), (12288, 4096, False)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    ceil = measure_ceilings()
+    timer = Timer(ceil["l2_bytes"])
+    dev, dt = torch.device("cuda"), torch.bfloat16
+    rows = []
+    for fp8 in (False, True):
+        for K, N, swiglu in SHAPES:
+            w0 = torch.randn(N, K, device=dev) * K ** -0.5
+            w0, s0 = quantize_fp8(w0, recipe="rowwise") if fp8 else (w0.to(dt), None)
+            s0 = s0.reshape(-1, 1) if s0 is not None else None
+            copies = max(2, -(-3 * ceil["l2_bytes"] // (w0.numel() * w0.element_size())))
+            sets = [(torch.randn(1, K, device=dev, dtype=dt), w0.clone(), s0) for _ in range(copies)]
+            fn = L.linear_swiglu if swiglu else L.linear
+
+            def call(x, w, s):
+                return fn(x, w, weight_scale=s)
+            line = dict(K=K, N=N, swiglu=swiglu, fp8=fp8)
+            est = timer.estimate_ms(call, sets[0])
+            for fill in (False, True, False, True):
+                matvec.SPLIT_FILL = fill
+                line.setdefault(f"fill={fill}", []).append(timer.graph_us(call, sets, est))
+            matvec.SPLIT_FILL = False
+            rows.append(line)
+            up, down = min(line["fill=False"]), min(line["fill=True"])
+            print(f"1x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: splits up {up:7.2f} us, "
+                  f"down {down:7.2f} ({up / down:.3f}x)", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
