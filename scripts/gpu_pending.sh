@@ -39,9 +39,9 @@ case "${1:-1}" in
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;
-5)  # split-K rounded down (matvec.SPLIT_FILL): kernel probe, then in the engine
+5)  # split-K rounded down (matvec.SPLIT_FILL): kernel probe, then fp8 models in the engine
   timeout 200 python3 scripts/split_probe.py --json "$OUT/split_probe.json" 2>&1 | grep -v Warn
-  timeout 300 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3-8b,qwen3-30b-a3b \
-    --json "$OUT/split_fill_ab.json" --variant "fill:matvec.SPLIT_FILL=True" --variant "up:matvec.SPLIT_FILL=False" \
+  timeout 330 python3 scripts/knob_ab.py --configs llama-3-8b:fp8,qwen3-30b-a3b:fp8,qwen3.6-35b-a3b:fp8,lfm2.5-8b-a1b:fp8 \
+    --json "$OUT/split_fill_ab.json" --variant "fill:matvec.SPLIT_FILL=(1,)" --variant "up:matvec.SPLIT_FILL=()" \
     2>&1 | grep -v Warn ;;
 esac

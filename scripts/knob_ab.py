@@ -18,6 +18,7 @@ import json
 
 import torch
 
+from fastpath._core import memo
 from fastpath.engine import bench
 from fastpath.models.config import named
 
@@ -38,6 +39,7 @@ def parse(spec: str) -> tuple:
 
 def run(configs: list, variants: list, rounds: int = 2, json_path=None) -> list:
     """Decode tok/s of every (config, round, variant); ``variants``: ``parse`` results."""
+    memo.ENABLED = False  # a replay of an eager call would keep the first variant's launches
     defaults = {(m, a): getattr(m, a) for _, sets in variants for m, a, _ in sets}
     rows = []
     for name in configs:

@@ -15,6 +15,7 @@ import json
 
 import torch
 
+from fastpath._core import memo
 from fastpath.bench.harness import Timer, measure_ceilings
 from fastpath.ops import linear as L
 from fastpath.ops import matvec
@@ -38,6 +39,7 @@ def main() -> None:
     ap.add_argument("--fp8-plans", action="store_true")
     ap.add_argument("--dense", action="store_true", help="Llama-3-8B's and Qwen3-8B's shapes, norm first or deferred")
     args = ap.parse_args()
+    memo.ENABLED = False  # a replay would keep the first variant's launches
     shapes, plans, variants = SHAPES, [None], VARIANTS
     if args.dense:
         shapes = [(1, 4096, 6144, False, False), (1, 4096, 28672, True, False), (1, 4096, 24576, True, False),

@@ -10,6 +10,7 @@ import json
 
 import torch
 
+from fastpath._core import memo
 from fastpath.bench.harness import Timer, measure_ceilings
 from fastpath.ops import linear as L
 from fastpath.ops import matvec
@@ -25,6 +26,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     args = ap.parse_args()
+    memo.ENABLED = False  # a replay would keep the first variant's plan
     ceil = measure_ceilings()
     timer = Timer(ceil["l2_bytes"])
     dev, dt = torch.device("cuda"), torch.bfloat16
@@ -43,9 +45,9 @@ def main() -> None:
             line = dict(K=K, N=N, swiglu=swiglu, fp8=fp8)
             est = timer.estimate_ms(call, sets[0])
             for fill in (False, True, False, True):
-                matvec.SPLIT_FILL = fill
+                matvec.SPLIT_FILL = (1, 2) if fill else ()
                 line.setdefault(f"fill={fill}", []).append(timer.graph_us(call, sets, est))
-            matvec.SPLIT_FILL = False
+            matvec.SPLIT_FILL = ()
             rows.append(line)
             up, down = min(line["fill=False"]), min(line["fill=True"])
             print(f"1x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: splits up {up:7.2f} us, "

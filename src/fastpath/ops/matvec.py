@@ -296,9 +296,10 @@ MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a progra
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
 INTERPRET_BLOCKS = (16, 32)  # BLOCK_N, BLOCK_K
 SPLIT_K_OVERRIDE: Optional[int] = None
-#: Split-K count: False, enough splits to reach the plan's programs per SM (rounded up: the
-#: grid may overshoot into a partly filled second wave); True, at most that many (rounded down).
-SPLIT_FILL = False
+#: Split-K count: enough splits to reach the plan's programs per SM, rounded up (the grid may
+#: overshoot into a partly filled second wave), or, for weights of these bytes per element,
+#: rounded down (at most that many programs).
+SPLIT_FILL: tuple = ()
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
 FP8_DOT: Optional[tuple] = (32, 256, 2)
@@ -373,7 +374,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         split = SPLIT_K_OVERRIDE
     else:
         target = per_sm * num_sms(device)
-        want = max(1, target // n_blocks) if SPLIT_FILL else cdiv(target, n_blocks)
+        want = max(1, target // n_blocks) if b_bytes in SPLIT_FILL else cdiv(target, n_blocks)
         split = min(want, max(1, K // MIN_K_PER_SPLIT)) if n_blocks < target else 1
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
