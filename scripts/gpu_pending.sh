@@ -18,8 +18,8 @@ case "${1:-1}" in
   timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
     tests/ops/test_linear.py tests/ops/test_moe.py tests/models tests/engine > "$OUT/tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  for cfg in "qwen3-30b-a3b" "qwen3-30b-a3b --fp8" "qwen3-8b" "qwen3.6-35b-a3b" "qwen3.6-35b-a3b --fp8" \
-      "lfm2.5-8b-a1b" "lfm2.5-8b-a1b --fp8"; do
+  for cfg in "qwen3-30b-a3b" "qwen3-30b-a3b --fp8" "llama-3-8b --fp8" "qwen3.6-35b-a3b" "qwen3.6-35b-a3b --fp8" \
+      "lfm2.5-8b-a1b" "lfm2.5-8b-a1b --fp8" ${EXTRA_CONFIGS:-}; do
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;

@@ -1,5 +1,5 @@
-"""GPU probe of the matrix-vector kernel's split-K count (``matvec.SPLIT_FILL``): splits rounded
-up to the plan's programs per SM (the default) or down, one row, bf16 and fp8 weights, the
+"""GPU probe of the matrix-vector kernel's split-K count: splits rounded up to the plan's
+programs per SM or down (``matvec.SPLIT_FILL_OVERRIDE``, for every plan), one row, bf16 and fp8 weights, the
 issue's shapes and the decode engine's; CUDA graphs, weights rotated through more than 2x L2
 (cold), microseconds a call.
 
@@ -45,9 +45,9 @@ def main() -> None:
             line = dict(K=K, N=N, swiglu=swiglu, fp8=fp8)
             est = timer.estimate_ms(call, sets[0])
             for fill in (False, True, False, True):
-                matvec.SPLIT_FILL = (1, 2) if fill else ()
+                matvec.SPLIT_FILL_OVERRIDE = fill
                 line.setdefault(f"fill={fill}", []).append(timer.graph_us(call, sets, est))
-            matvec.SPLIT_FILL = ()
+            matvec.SPLIT_FILL_OVERRIDE = None
             rows.append(line)
             up, down = min(line["fill=False"]), min(line["fill=True"])
             print(f"1x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: splits up {up:7.2f} us, "

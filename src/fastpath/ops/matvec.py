@@ -296,10 +296,9 @@ MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a progra
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
 INTERPRET_BLOCKS = (16, 32)  # BLOCK_N, BLOCK_K
 SPLIT_K_OVERRIDE: Optional[int] = None
-#: Split-K count: enough splits to reach the plan's programs per SM, rounded up (the grid may
-#: overshoot into a partly filled second wave), or, for weights of these bytes per element,
-#: rounded down (at most that many programs).
-SPLIT_FILL: tuple = ()
+#: The split count's rounding for every plan (True: down, False: up; scripts/split_probe.py);
+#: None: each plan's own (down for FP8_VIA_FP16 with FP8_VIA_FP16_FILL, else up).
+SPLIT_FILL_OVERRIDE: Optional[bool] = None
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
 FP8_DOT: Optional[tuple] = (32, 256, 2)
@@ -309,6 +308,12 @@ FP8_DOT: Optional[tuple] = (32, 256, 2)
 #: None: the TUNED path. H200 (scripts/linear_probe.py --fp8-only, commit 289973d): geometric
 #: mean over the issue's 7 shapes 1.41x of bf16 F.linear at one row (the float32 path: 1.28x).
 FP8_VIA_FP16: Optional[tuple] = (64, 256, 4)
+#: Split-K count of the FP8_VIA_FP16 plan rounded down (at most its programs per SM; other plans
+#: round up, and the grid may overshoot into a partly filled second wave). H200, one row
+#: (scripts/split_probe.py, bbb15f6): 4096 -> 14336 23.50 -> 21.85 us, 4096 -> 2 x 14336 SwiGLU
+#: 39.61 -> 37.36, the rest of this plan's shapes within 0.1%; Llama-3-8B FP8 decode 317.9 ->
+#: 323.2 tok/s (knob_ab). The one-row fp8 product-and-sum plan moved both ways (0.94-1.12x).
+FP8_VIA_FP16_FILL = True
 #: fp8 weights x 16-bit activations, one row, weights of at most FP8_ONE_ROW_MAX_ELEMS: (BLOCK_N,
 #: BLOCK_K, programs per SM) of the float32 product-and-sum instead (K summed after the loop).
 #: H200 (scripts/linear_probe.py --one-row, bec570f), against the float16 route: 2048 -> 5120
@@ -347,7 +352,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     16-bit dtype both operands convert to exactly for ``tl.dot`` (None: float32 operands);
     ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``)."""
-    s16 = False
+    s16 = fill = False
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
         dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
         bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
@@ -362,7 +367,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
             use_dot, (bn, bk, per_sm) = True, FP8_VIA_FP16
-            s16, dot_dtype = dot_dtype == torch.bfloat16, torch.float16
+            s16, dot_dtype, fill = dot_dtype == torch.bfloat16, torch.float16, FP8_VIA_FP16_FILL
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
@@ -374,7 +379,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         split = SPLIT_K_OVERRIDE
     else:
         target = per_sm * num_sms(device)
-        want = max(1, target // n_blocks) if b_bytes in SPLIT_FILL else cdiv(target, n_blocks)
+        fill = fill if SPLIT_FILL_OVERRIDE is None else SPLIT_FILL_OVERRIDE
+        want = max(1, target // n_blocks) if fill else cdiv(target, n_blocks)
         split = min(want, max(1, K // MIN_K_PER_SPLIT)) if n_blocks < target else 1
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
