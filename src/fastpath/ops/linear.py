@@ -336,7 +336,8 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     if swiglu and weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    deferred = NORM_DEFER and weight_scale is None and _defer_fills(x, weight.shape[0] // (2 if swiglu else 1))
+    deferred = NORM_DEFER and weight_scale is None and _defer_fills(weight.shape[0] // (2 if swiglu else 1),
+                                                                    weight.shape[-1], x.device, x.dtype)
     fits = rows == 1 and weight.numel() > 0 and (deferred or weight.numel() <= NORM_FUSE_MAX_ELEMS)
     if (not FUSE_NORM or not fits or not use_triton(x)
             or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
@@ -352,13 +353,13 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     return _launch(x, weight, bias, weight_scale, glu=swiglu, norm=norm), h
 
 
-def _defer_fills(x: torch.Tensor, N: int) -> bool:
+def _defer_fills(N: int, K: int, device: torch.device, dtype: torch.dtype) -> bool:
     """Whether the deferred form's programs for ``N`` output columns fill the GPU in one wave
     or in many (``DEFER_MIN_WAVES``), not in a few with a near-empty last one."""
-    if x.device.type != "cuda":
+    if device.type != "cuda" or N == 0 or K == 0:
         return True
-    p = matvec.plan(1, N, x.shape[-1], x.device, x.dtype if x.dtype != torch.float32 else None)
-    resident = DEFER_RESIDENT_PER_SM * num_sms(x.device)
+    p = matvec.plan(1, N, K, device, dtype if dtype != torch.float32 else None)
+    resident = DEFER_RESIDENT_PER_SM * num_sms(device)
     programs = cdiv(N, p.block_n) * p.split
     return programs <= resident or programs >= DEFER_MIN_WAVES * resident
 
