@@ -1,7 +1,7 @@
 """GPU probe of the matrix-vector kernel's split-K count: splits rounded up to the plan's
-programs per SM or down (``matvec.SPLIT_FILL_OVERRIDE``, for every plan), one row, bf16 and fp8 weights, the
-issue's shapes and the decode engine's; CUDA graphs, weights rotated through more than 2x L2
-(cold), microseconds a call.
+programs per SM or down (``matvec.SPLIT_FILL_OVERRIDE``, for every plan), one row, bf16 and
+fp8 weights, the issue's shapes and the decode engine's; CUDA graphs, weights rotated through
+more than 2x L2 (cold), the launch memo off, microseconds a call.
 
     PYTHONPATH=src python3 scripts/split_probe.py [--json PATH]
 """

@@ -264,8 +264,9 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
 #: rms_norm_linear's one launch (False: the norm, then the projection; an A/B knob).
 FUSE_NORM = True
 #: 16-bit weights: the fused norm's rstd deferred to the end (``matvec.Norm.deferred``: any
-#: weight size, the projection's own tuned plan). Otherwise (False, and fp8 weights, where the
-#: H200 measured the deferred form slower) every program reads the row for its rstd first, for
+#: weight size, the projection's own tuned plan) where its programs fill the GPU (below).
+#: Otherwise (False, fp8 weights, where the H200 measured the deferred form slower, and the
+#: sizes the wave rule below leaves out) every program reads the row for its rstd first, for
 #: weights of up to NORM_FUSE_MAX_ELEMS only: larger ones run the norm first (the re-read costs
 #: more than the norm's launch there). H200, ``scripts/norm_linear_probe.py``.
 NORM_DEFER = True
@@ -292,10 +293,11 @@ def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weig
     16-bit weights (``NORM_DEFER``): the kernel multiplies each K chunk of ``h = x (+
     residual)`` by the norm's weights as it streams the projection's weights, keeps the sum of
     ``h^2``, and multiplies the finished float32 sums by ``rsqrt(mean(h^2) + eps)``: the
-    projection's own plan, no prologue, any weight size. The normalised row is not rounded to
-    16 bits first as :func:`~fastpath.ops.norm.rms_norm`'s output is, so results differ from
-    the two calls by about one rounding of the activations (bfloat16: 2^-9 relative). fp8
-    weights of up to ``NORM_FUSE_MAX_ELEMS`` (16M) elements: every program reads the row whole
+    projection's own plan, no prologue, any weight size whose programs fill the GPU in one
+    wave or in several (``DEFER_MIN_WAVES``; in between, as fp8 weights). The normalised row is
+    not rounded to 16 bits first as :func:`~fastpath.ops.norm.rms_norm`'s output is, so results
+    differ from the two calls by about one rounding of the activations (bfloat16: 2^-9
+    relative). fp8 weights of up to ``NORM_FUSE_MAX_ELEMS`` (16M) elements: every program reads the row whole
     for its rstd first and rounds as ``rms_norm`` does. The programs of the first column block
     store the new residual ``h``. No norm kernel, no normalised activations in memory. More
     rows, larger fp8 weights, other devices and autograd: :func:`~fastpath.ops.norm.rms_norm`,
@@ -336,8 +338,8 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     if swiglu and weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
-    deferred = NORM_DEFER and weight_scale is None and _defer_fills(weight.shape[0] // (2 if swiglu else 1),
-                                                                    weight.shape[-1], x.device, x.dtype)
+    deferred = (NORM_DEFER and weight_scale is None and rows == 1
+                and _defer_fills(weight.shape[0] // (2 if swiglu else 1), weight.shape[-1], x.device, x.dtype))
     fits = rows == 1 and weight.numel() > 0 and (deferred or weight.numel() <= NORM_FUSE_MAX_ELEMS)
     if (not FUSE_NORM or not fits or not use_triton(x)
             or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
