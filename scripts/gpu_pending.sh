@@ -7,6 +7,7 @@
 #      Llama-3-8B's records (the README's rows predate the deferred norm).
 #   4: the deferred norm's wave rule A/B (Llama-3-8B, Qwen3-8B), their records.
 #   5: split-K counts rounded down (scripts/split_probe.py, then knob_ab in the engine).
+#   6: split-K counts swept on single shapes (scripts/split_probe.py --splits).
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -43,5 +44,12 @@ case "${1:-1}" in
   timeout 200 python3 scripts/split_probe.py --json "$OUT/split_probe.json" 2>&1 | grep -v Warn
   timeout 330 python3 scripts/knob_ab.py --configs llama-3-8b:fp8,qwen3-30b-a3b:fp8,qwen3.6-35b-a3b:fp8,lfm2.5-8b-a1b:fp8 \
     --json "$OUT/split_fill_ab.json" --variant "fill:matvec.SPLIT_FILL=(1,)" --variant "up:matvec.SPLIT_FILL=()" \
+    2>&1 | grep -v Warn ;;
+6)  # the fused-norm and linear tests compiled, then split counts of one-row plans swept (split_probe.py --splits)
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
+    tests/ops/test_linear.py > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 300 python3 scripts/split_probe.py --json "$OUT/split_sweep.json" --splits 1,2,3,4,6,8 \
+    --shapes 4096x14336x0x1,14336x4096x0x1,4096x28672x1x1,4096x4096x0x0,2048x4096x0x0,4096x2048x0x0,4096x6144x0x0,14336x4096x0x0 \
     2>&1 | grep -v Warn ;;
 esac

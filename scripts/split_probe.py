@@ -3,7 +3,7 @@ programs per SM or down (``matvec.SPLIT_FILL_OVERRIDE``, for every plan), one ro
 fp8 weights, the issue's shapes and the decode engine's; CUDA graphs, weights rotated through
 more than 2x L2 (cold), the launch memo off, microseconds a call.
 
-    PYTHONPATH=src python3 scripts/split_probe.py [--json PATH]
+    PYTHONPATH=src python3 scripts/split_probe.py [--json PATH] [--splits 1,2,3,4 --shapes 4096x14336x0x1]
 """
 import argparse
 import json
@@ -25,33 +25,48 @@ SHAPES = [(4096, 4096, False), (4096, 14336, False), (14336, 4096, False), (2048
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--splits", default=None, help="e.g. 1,2,3,4: time these split counts (SPLIT_K_OVERRIDE) "
+                    "instead of the two roundings, on --shapes")
+    ap.add_argument("--shapes", default=None, help="e.g. 4096x14336x0x1 (K x N x swiglu x fp8), comma-separated")
     args = ap.parse_args()
     memo.ENABLED = False  # a replay would keep the first variant's plan
     ceil = measure_ceilings()
     timer = Timer(ceil["l2_bytes"])
     dev, dt = torch.device("cuda"), torch.bfloat16
     rows = []
-    for fp8 in (False, True):
-        for K, N, swiglu in SHAPES:
-            w0 = torch.randn(N, K, device=dev) * K ** -0.5
-            w0, s0 = quantize_fp8(w0, recipe="rowwise") if fp8 else (w0.to(dt), None)
-            s0 = s0.reshape(-1, 1) if s0 is not None else None
-            copies = max(2, -(-3 * ceil["l2_bytes"] // (w0.numel() * w0.element_size())))
-            sets = [(torch.randn(1, K, device=dev, dtype=dt), w0.clone(), s0) for _ in range(copies)]
-            fn = L.linear_swiglu if swiglu else L.linear
+    cases = [(fp8, K, N, sw) for fp8 in (False, True) for K, N, sw in SHAPES]
+    if args.shapes:
+        cases = [(bool(int(f)), int(k), int(n), bool(int(sw))) for k, n, sw, f in
+                 (c.split("x") for c in args.shapes.split(","))]
+    for fp8, K, N, swiglu in cases:
+        w0 = torch.randn(N, K, device=dev) * K ** -0.5
+        w0, s0 = quantize_fp8(w0, recipe="rowwise") if fp8 else (w0.to(dt), None)
+        s0 = s0.reshape(-1, 1) if s0 is not None else None
+        copies = max(2, -(-3 * ceil["l2_bytes"] // (w0.numel() * w0.element_size())))
+        sets = [(torch.randn(1, K, device=dev, dtype=dt), w0.clone(), s0) for _ in range(copies)]
+        fn = L.linear_swiglu if swiglu else L.linear
 
-            def call(x, w, s):
-                return fn(x, w, weight_scale=s)
-            line = dict(K=K, N=N, swiglu=swiglu, fp8=fp8)
-            est = timer.estimate_ms(call, sets[0])
-            for fill in (False, True, False, True):
-                matvec.SPLIT_FILL_OVERRIDE = fill
-                line.setdefault(f"fill={fill}", []).append(timer.graph_us(call, sets, est))
-            matvec.SPLIT_FILL_OVERRIDE = None
+        def call(x, w, s):
+            return fn(x, w, weight_scale=s)
+        line = dict(K=K, N=N, swiglu=swiglu, fp8=fp8)
+        est = timer.estimate_ms(call, sets[0])
+        if args.splits:
+            for n in [int(v) for v in args.splits.split(",")] * 2:
+                matvec.SPLIT_K_OVERRIDE = n
+                line.setdefault(f"split={n}", []).append(timer.graph_us(call, sets, est))
+            matvec.SPLIT_K_OVERRIDE = None
             rows.append(line)
-            up, down = min(line["fill=False"]), min(line["fill=True"])
-            print(f"1x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: splits up {up:7.2f} us, "
-                  f"down {down:7.2f} ({up / down:.3f}x)", flush=True)
+            print(f"1x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: " + ", ".join(
+                f"{k} {min(v):.2f}" for k, v in line.items() if k.startswith("split")), flush=True)
+            continue
+        for fill in (False, True, False, True):
+            matvec.SPLIT_FILL_OVERRIDE = fill
+            line.setdefault(f"fill={fill}", []).append(timer.graph_us(call, sets, est))
+        matvec.SPLIT_FILL_OVERRIDE = None
+        rows.append(line)
+        up, down = min(line["fill=False"]), min(line["fill=True"])
+        print(f"1x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: splits up {up:7.2f} us, "
+              f"down {down:7.2f} ({up / down:.3f}x)", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
