@@ -8,6 +8,7 @@
 #   4: the deferred norm's wave rule A/B (Llama-3-8B, Qwen3-8B), their records.
 #   5: split-K counts rounded down (scripts/split_probe.py, then knob_ab in the engine).
 #   6: split-K counts swept on single shapes (scripts/split_probe.py --splits).
+#   7: the fp8 float16 route's SwiGLU split A/B in the engine, Llama-3-8B FP8's record.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -52,4 +53,10 @@ case "${1:-1}" in
   timeout 300 python3 scripts/split_probe.py --json "$OUT/split_sweep.json" --splits 1,2,3,4,6,8 \
     --shapes 4096x14336x0x1,14336x4096x0x1,4096x28672x1x1,4096x4096x0x0,2048x4096x0x0,4096x2048x0x0,4096x6144x0x0,14336x4096x0x0 \
     2>&1 | grep -v Warn ;;
+7)  # the fp8 float16 route with SwiGLU at half its programs per SM, in the engine; Llama-3-8B FP8's record
+  timeout 200 python3 scripts/knob_ab.py --configs llama-3-8b:fp8,qwen3-8b:fp8 --json "$OUT/glu_half_ab.json" \
+    --variant "half:matvec.FP8_VIA_FP16_GLU_HALF=True" --variant "as before:matvec.FP8_VIA_FP16_GLU_HALF=False" \
+    2>&1 | grep -v Warn
+  timeout 80 python3 -m fastpath bench-decode --config llama-3-8b --fp8 --random-weights --json "$OUT/decode.jsonl" \
+    2>&1 | grep "tok/s" | tail -1 ;;
 esac

@@ -216,12 +216,15 @@ def test_fp8_one_row_plan(monkeypatch):
 
 def test_fp8_via_float16_split_rounds_down(monkeypatch):
     """The float16 route's split-K count stays at or under its programs per SM (4096 -> 14336:
-    224 column blocks of 64, 528 programs wanted: 2 splits, not 3); the other plans round up."""
+    224 column blocks of 64, 528 programs wanted: 2 splits, not 3; with SwiGLU half as many
+    wanted); the other plans round up."""
     monkeypatch.setattr(matvec, "INTERPRET", False)
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
     dev = torch.device("cuda")
     p = matvec.plan(1, 14336, 4096, dev, torch.bfloat16, b_bytes=1)
     assert p.s16 and p.block_n == 64 and p.split == 2
+    # with SwiGLU half the programs: 264 wanted, 1 split
+    assert matvec.plan(1, 14336, 4096, dev, torch.bfloat16, b_bytes=1, glu=True).split == 1
     monkeypatch.setattr(matvec, "FP8_VIA_FP16_FILL", False)
     assert matvec.plan(1, 14336, 4096, dev, torch.bfloat16, b_bytes=1).split == 3
     bf16 = matvec.plan(1, 4096, 4096, dev, torch.bfloat16)  # 128 blocks of 32, 264 wanted: 3 splits

@@ -314,6 +314,11 @@ FP8_VIA_FP16: Optional[tuple] = (64, 256, 4)
 #: 39.61 -> 37.36, the rest of this plan's shapes within 0.1%; Llama-3-8B FP8 decode 317.9 ->
 #: 323.2 tok/s (knob_ab). The one-row fp8 product-and-sum plan moved both ways (0.94-1.12x).
 FP8_VIA_FP16_FILL = True
+#: With SwiGLU (two accumulators, 90 KB of shared memory and 255 registers: two programs a
+#: multiprocessor, offline sm_90 compile) the FP8_VIA_FP16 route aims at half its programs per
+#: SM. H200, 4096 -> 2 x 14336 (scripts/split_probe.py --splits, 878d556): 1 split 33.05 us, 2
+#: splits 37.60, 3 39.81.
+FP8_VIA_FP16_GLU_HALF = True
 #: fp8 weights x 16-bit activations, one row, weights of at most FP8_ONE_ROW_MAX_ELEMS: (BLOCK_N,
 #: BLOCK_K, programs per SM) of the float32 product-and-sum instead (K summed after the loop).
 #: H200 (scripts/linear_probe.py --one-row, bec570f), against the float16 route: 2048 -> 5120
@@ -347,11 +352,13 @@ NORM_ONE_ROW_FMA = (16, 512, 2)
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
-         b_bytes: int = 2, max_block_k: int = 128 * 1024, norm: bool = False, group: int = 0) -> Plan:
+         b_bytes: int = 2, max_block_k: int = 128 * 1024, norm: bool = False, group: int = 0,
+         glu: bool = False) -> Plan:
     """Blocks and split-K for ``(M, K) @ (K, N)``, plain int math only. ``dot_dtype``: the
     16-bit dtype both operands convert to exactly for ``tl.dot`` (None: float32 operands);
     ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
-    tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``)."""
+    tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
+    ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``)."""
     s16 = fill = False
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
         dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
@@ -368,6 +375,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
             use_dot, (bn, bk, per_sm) = True, FP8_VIA_FP16
             s16, dot_dtype, fill = dot_dtype == torch.bfloat16, torch.float16, FP8_VIA_FP16_FILL
+            if glu and FP8_VIA_FP16_GLU_HALF:
+                per_sm = max(1, per_sm // 2)
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
