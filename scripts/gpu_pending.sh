@@ -9,6 +9,7 @@
 #   5: split-K counts rounded down (scripts/split_probe.py, then knob_ab in the engine).
 #   6: split-K counts swept on single shapes (scripts/split_probe.py --splits).
 #   7: the fp8 float16 route's SwiGLU split A/B in the engine, Llama-3-8B FP8's record.
+#   8: the fp8 float16 route's SwiGLU blocks, split counts swept.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -59,4 +60,10 @@ case "${1:-1}" in
     2>&1 | grep -v Warn
   timeout 80 python3 -m fastpath bench-decode --config llama-3-8b --fp8 --random-weights --json "$OUT/decode.jsonl" \
     2>&1 | grep "tok/s" | tail -1 ;;
+8)  # the fp8 float16 route's SwiGLU blocks (no spills at 64 x 128 or 32 x 256, offline), split counts swept
+  for plan in "None" "(64,128,4)" "(32,256,4)"; do
+    echo "FP8_VIA_FP16_GLU=$plan"
+    timeout 100 python3 scripts/split_probe.py --json "$OUT/glu_blocks_$RANDOM.json" --splits 1,2,3 \
+      --shapes 4096x28672x1x1,4096x24576x1x1 --set "FP8_VIA_FP16_GLU=$plan" 2>&1 | grep -v Warn
+  done ;;
 esac

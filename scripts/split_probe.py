@@ -6,6 +6,7 @@ more than 2x L2 (cold), the launch memo off, microseconds a call.
     PYTHONPATH=src python3 scripts/split_probe.py [--json PATH] [--splits 1,2,3,4 --shapes 4096x14336x0x1]
 """
 import argparse
+import ast
 import json
 
 import torch
@@ -28,7 +29,12 @@ def main() -> None:
     ap.add_argument("--splits", default=None, help="e.g. 1,2,3,4: time these split counts (SPLIT_K_OVERRIDE) "
                     "instead of the two roundings, on --shapes")
     ap.add_argument("--shapes", default=None, help="e.g. 4096x14336x0x1 (K x N x swiglu x fp8), comma-separated")
+    ap.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
+                    help="a matvec knob for the whole run, e.g. FP8_VIA_FP16_GLU=(64,128,4)")
     args = ap.parse_args()
+    for kv in args.set:
+        attr, _, value = kv.partition("=")
+        setattr(matvec, attr.strip(), ast.literal_eval(value.strip()))
     memo.ENABLED = False  # a replay would keep the first variant's plan
     ceil = measure_ceilings()
     timer = Timer(ceil["l2_bytes"])
