@@ -319,7 +319,9 @@ FP8_VIA_FP16_FILL = True
 #: SM. H200, 4096 -> 2 x 14336 (scripts/split_probe.py --splits, 878d556): 1 split 33.05 us, 2
 #: splits 37.60, 3 39.81.
 FP8_VIA_FP16_GLU_HALF = True
-#: (BLOCK_N, BLOCK_K, programs per SM) of that route with SwiGLU; None: FP8_VIA_FP16's.
+#: (BLOCK_N, BLOCK_K, programs per SM) of that route with SwiGLU; None: FP8_VIA_FP16's. H200,
+#: best split each (split_probe.py --set, 2564a3e), 4096 -> 2 x 14336 / 2 x 12288: None 33.3 /
+#: 30.8 us, (64, 128, 4) 35.7 / 29.9, (32, 256, 4) 42.8 / 31.7 (both without the spills).
 FP8_VIA_FP16_GLU: Optional[tuple] = None
 #: fp8 weights x 16-bit activations, one row, weights of at most FP8_ONE_ROW_MAX_ELEMS: (BLOCK_N,
 #: BLOCK_K, programs per SM) of the float32 product-and-sum instead (K summed after the loop).
