@@ -10,6 +10,7 @@
 #   6: split-K counts swept on single shapes (scripts/split_probe.py --splits).
 #   7: the fp8 float16 route's SwiGLU split A/B in the engine, Llama-3-8B FP8's record.
 #   8: the fp8 float16 route's SwiGLU blocks, split counts swept.
+#   9: Qwen3-8B FP8's record, split counts of the fp8 one-row product-and-sum shapes swept.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
 # scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
@@ -66,4 +67,9 @@ case "${1:-1}" in
     timeout 100 python3 scripts/split_probe.py --json "$OUT/glu_blocks_$RANDOM.json" --splits 1,2,3 \
       --shapes 4096x28672x1x1,4096x24576x1x1 --set "FP8_VIA_FP16_GLU=$plan" 2>&1 | grep -v Warn
   done ;;
+9)  # Qwen3-8B FP8's record; split counts of the fp8 one-row product-and-sum plan's shapes swept
+  timeout 80 python3 -m fastpath bench-decode --config qwen3-8b --fp8 --random-weights --json "$OUT/decode.jsonl" \
+    2>&1 | grep "tok/s" | tail -1
+  timeout 120 python3 scripts/split_probe.py --json "$OUT/fma_split_sweep.json" --splits 1,2,3,4,6,8 \
+    --shapes 2048x5120x0x1,4096x2048x0x1,2048x4096x0x1,4096x4096x0x1 2>&1 | grep -v Warn ;;
 esac
