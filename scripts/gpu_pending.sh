@@ -37,7 +37,7 @@ case "${1:-1}" in
   done ;;
 4)  # the deferred norm's wave rule (Llama-3-8B / Qwen3-8B in the engine), their records
   timeout 200 python3 scripts/knob_ab.py --configs llama-3-8b,qwen3-8b --json "$OUT/defer_waves_ab.json" \
-    --variant "wave rule:linear.DEFER_MIN_WAVES=4" --variant "always deferred:linear.DEFER_RESIDENT_PER_SM=1000000000" \
+    --variant "wave rule:linear.DEFER_MIN_WAVES=4" --variant "always deferred:linear.DEFER_MIN_WAVES=0" \
     2>&1 | grep -v Warn
   for cfg in "llama-3-8b" "qwen3-8b"; do
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \

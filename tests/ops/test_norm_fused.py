@@ -200,16 +200,18 @@ def test_group_rms_norm_linear_errors(device):
 
 def test_deferred_norm_only_where_it_fills_the_gpu(monkeypatch):
     """The deferred norm's wave rule on a 132-SM GPU (the plan outside the interpreter): one wave
-    of 3 programs a multiprocessor (396) or 4 waves and more, else the norm first; empty
-    weights never reach the plan's division."""
+    (3 programs a multiprocessor with SwiGLU, 396; 5 without, 660) or 4 waves and more, else the
+    norm first; empty weights never reach the plan's division."""
     from fastpath.ops import linear as L
     from fastpath.ops import matvec
     monkeypatch.setattr(matvec, "INTERPRET", False)
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
     monkeypatch.setattr(L, "num_sms", lambda dev: 132)
     cuda, bf16 = torch.device("cuda"), torch.bfloat16
-    assert L._defer_fills(12288, 4096, cuda, bf16)  # Qwen3-8B's gate/up: 384 programs
-    assert not L._defer_fills(14336, 4096, cuda, bf16)  # Llama-3-8B's: 448
+    assert L._defer_fills(12288, 4096, cuda, bf16, glu=True)  # Qwen3-8B's gate/up: 384 programs
+    assert not L._defer_fills(14336, 4096, cuda, bf16, glu=True)  # Llama-3-8B's: 448
+    assert L._defer_fills(14336, 4096, cuda, bf16)  # 448 without SwiGLU: one wave of 660
+    assert not L._defer_fills(24576, 4096, cuda, bf16)  # 768: a wave and a sixth
     assert L._defer_fills(6144, 4096, cuda, bf16)  # 192 blocks, 2 splits: 384
     assert L._defer_fills(128256, 4096, cuda, bf16)  # an LM head, 4008 programs
     assert L._defer_fills(0, 4096, cuda, bf16) and L._defer_fills(64, 0, cuda, bf16)

@@ -271,14 +271,16 @@ FUSE_NORM = True
 #: more than the norm's launch there). H200, ``scripts/norm_linear_probe.py``.
 NORM_DEFER = True
 NORM_FUSE_MAX_ELEMS = 16 * 2 ** 20
-#: Programs of the deferred form a multiprocessor holds at once (its 16-row dot plan takes 168
-#: registers a thread on sm_90: 3 programs of 4 warps). A deferred projection with more
-#: programs than that for the GPU but fewer than DEFER_MIN_WAVES times as many runs its last
-#: wave nearly empty: the norm's kernel first, then the projection's own lighter plan, is
-#: faster there (H200, Llama-3-8B's gate/up, 448 programs of 396 resident: 69.5 us deferred,
-#: 59.6 norm first; Qwen3-8B's, 384 programs: 49.4 against 54.4; LM heads, 10-12 waves:
-#: within 2%). ``scripts/norm_linear_probe.py --dense``.
-DEFER_RESIDENT_PER_SM = 3
+#: Programs of the deferred form a multiprocessor holds at once, without and with SwiGLU (the
+#: launched sm_90 code, ``scripts/launch_regs.py``: 43 KB of shared memory and 64 registers a
+#: program, five; with SwiGLU 75 KB, three). A deferred projection with more programs than
+#: that for the GPU but fewer than DEFER_MIN_WAVES times as many runs its last wave nearly
+#: empty: the norm's kernel first, then the projection's own plan, is faster there (H200,
+#: Llama-3-8B's gate/up, 448 programs of 396 resident: 69.5 us deferred, 59.6 norm first, whose
+#: SwiGLU plan holds two a multiprocessor and ends in a 70%-full wave; Qwen3-8B's, 384
+#: programs: 49.4 against 54.4; LM heads, 6-12 waves: within 2%). ``scripts/norm_linear_probe.py
+#: --dense``.
+DEFER_RESIDENT_PER_SM = {False: 5, True: 3}
 DEFER_MIN_WAVES = 4
 
 
@@ -339,7 +341,8 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
     rows = x.numel() // max(x.shape[-1], 1)
     deferred = (NORM_DEFER and weight_scale is None and rows == 1
-                and _defer_fills(weight.shape[0] // (2 if swiglu else 1), weight.shape[-1], x.device, x.dtype))
+                and _defer_fills(weight.shape[0] // (2 if swiglu else 1), weight.shape[-1], x.device, x.dtype,
+                                 swiglu))
     fits = rows == 1 and weight.numel() > 0 and (deferred or weight.numel() <= NORM_FUSE_MAX_ELEMS)
     if (not FUSE_NORM or not fits or not use_triton(x)
             or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
@@ -355,13 +358,14 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     return _launch(x, weight, bias, weight_scale, glu=swiglu, norm=norm), h
 
 
-def _defer_fills(N: int, K: int, device: torch.device, dtype: torch.dtype) -> bool:
-    """Whether the deferred form's programs for ``N`` output columns fill the GPU in one wave
-    or in many (``DEFER_MIN_WAVES``), not in a few with a near-empty last one."""
+def _defer_fills(N: int, K: int, device: torch.device, dtype: torch.dtype, glu: bool = False) -> bool:
+    """Whether the deferred form's programs for ``N`` output columns (of gate and up with
+    ``glu``) fill the GPU in one wave or in many (``DEFER_MIN_WAVES``), not in a few with a
+    near-empty last one."""
     if device.type != "cuda" or N == 0 or K == 0:
         return True
-    p = matvec.plan(1, N, K, device, dtype if dtype != torch.float32 else None)
-    resident = DEFER_RESIDENT_PER_SM * num_sms(device)
+    p = matvec.plan(1, N, K, device, dtype if dtype != torch.float32 else None, glu=glu)
+    resident = DEFER_RESIDENT_PER_SM[bool(glu)] * num_sms(device)
     programs = cdiv(N, p.block_n) * p.split
     return programs <= resident or programs >= DEFER_MIN_WAVES * resident
 
