@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (waiting since the twenty-fifth session: mode 3):
+# A session's first device calls (nothing left waiting after the twenty-sixth session; 4-9 are its runs, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
 #   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
@@ -12,7 +12,7 @@
 #   8: the fp8 float16 route's SwiGLU blocks, split counts swept.
 #   9: Qwen3-8B FP8's record, split counts of the fp8 one-row product-and-sum shapes swept.
 # Usage (repo root, GPU machine): OUT=/some/dir FASTPATH_COMMIT=<local short hash> bash
-# scripts/gpu_pending.sh 1|2|3. The device's checkout may not carry your last commits: pass the
+# scripts/gpu_pending.sh 1-9. The device's checkout may not carry your last commits: pass the
 # hash you ran, or the records name an older one.
 set -uo pipefail
 OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT"
