@@ -61,11 +61,11 @@ case "${1:-1}" in
     2>&1 | grep -v Warn
   timeout 80 python3 -m fastpath bench-decode --config llama-3-8b --fp8 --random-weights --json "$OUT/decode.jsonl" \
     2>&1 | grep "tok/s" | tail -1 ;;
-8)  # the fp8 float16 route's SwiGLU blocks (no spills at 64 x 128 or 32 x 256, offline), split counts swept
-  for plan in "None" "(64,128,4)" "(32,256,4)"; do
-    echo "FP8_VIA_FP16_GLU=$plan"
+8)  # the fp8 float16 route's blocks on the SwiGLU shapes (no spills at 64 x 128 or 32 x 256, offline), splits swept
+  for plan in "(64,256,4)" "(64,128,4)" "(32,256,4)"; do
+    echo "FP8_VIA_FP16=$plan"
     timeout 100 python3 scripts/split_probe.py --json "$OUT/glu_blocks_$RANDOM.json" --splits 1,2,3 \
-      --shapes 4096x28672x1x1,4096x24576x1x1 --set "FP8_VIA_FP16_GLU=$plan" 2>&1 | grep -v Warn
+      --shapes 4096x28672x1x1,4096x24576x1x1 --set "FP8_VIA_FP16=$plan" 2>&1 | grep -v Warn
   done ;;
 9)  # Qwen3-8B FP8's record; split counts of the fp8 one-row product-and-sum plan's shapes swept
   timeout 80 python3 -m fastpath bench-decode --config qwen3-8b --fp8 --random-weights --json "$OUT/decode.jsonl" \

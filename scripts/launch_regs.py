@@ -1,13 +1,13 @@
 """Registers, spills and shared memory of the matrix-vector kernels as the H200 launches them,
 without a GPU: ``linear`` / ``linear_swiglu`` are called on CPU tensors with the plan of a
 132-SM GPU (``matvec.INTERPRET`` off for the plan), each launch is recorded instead of run
-(``scripts/compile_sm90.py``'s recorder, in a child process under the interpreter), compiled for sm_90 with the installed Triton and read
-by ``ptxas -v``; programs a multiprocessor follow from registers (64K a multiprocessor) and
-shared memory (228 KB). Hand-built kernel signatures guess constexprs and specialisations
+(``scripts/compile_sm90.py``'s recorder, in a child process under the interpreter), compiled
+for sm_90 with the installed Triton and read by ``ptxas -v``; programs a multiprocessor follow
+from registers (64K a multiprocessor) and shared memory (228 KB). Hand-built kernel signatures guess constexprs and specialisations
 wrong (perf-notes, twenty-sixth session); recorded launches do not. Caveat: fp8 weights take
 the CPU's load mode (bytes reinterpreted, ``B_MODE`` 2), not necessarily the GPU's.
 
-    PYTHONPATH=src python scripts/launch_regs.py 4096x28672x1x1 2048x5120x0x0x1 ...
+    PYTHONPATH=src python scripts/launch_regs.py 4096x28672x1x1 2048x5120x0x0x1
         (K x N x swiglu x fp8 [x norm]: rms_norm_linear with a residual)
 """
 import os
@@ -91,7 +91,8 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:  # the parent: record in a child, compile here
         path = os.path.join(tmp, "launches.pkl")
-        subprocess.run([sys.executable, __file__, path, *specs], check=True, env={**os.environ, "TRITON_INTERPRET": "1"})
+        subprocess.run([sys.executable, __file__, path, *specs], check=True,
+                       env={**os.environ, "TRITON_INTERPRET": "1"})
         with open(path, "rb") as f:
             recorded = pickle.load(f)
     for spec, items in recorded:

@@ -30,7 +30,7 @@ def main() -> None:
                     "instead of the two roundings, on --shapes")
     ap.add_argument("--shapes", default=None, help="e.g. 4096x14336x0x1 (K x N x swiglu x fp8), comma-separated")
     ap.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
-                    help="a matvec knob for the whole run, e.g. FP8_VIA_FP16_GLU=(64,128,4)")
+                    help="a matvec knob for the whole run, e.g. FP8_VIA_FP16=(64,128,4)")
     args = ap.parse_args()
     for kv in args.set:
         attr, _, value = kv.partition("=")

@@ -317,12 +317,9 @@ FP8_VIA_FP16_FILL = True
 #: With SwiGLU (two accumulators, 90 KB of shared memory and 255 registers: two programs a
 #: multiprocessor, offline sm_90 compile) the FP8_VIA_FP16 route aims at half its programs per
 #: SM. H200, 4096 -> 2 x 14336 (scripts/split_probe.py --splits, 878d556): 1 split 33.05 us, 2
-#: splits 37.60, 3 39.81.
+#: splits 37.60, 3 39.81. Spill-free blocks for it lost on one of Llama's and Qwen3's shapes each
+#: (64 x 128: 35.7 / 29.9 us, 32 x 256: 42.8 / 31.7, against 33.3 / 30.8; perf-notes).
 FP8_VIA_FP16_GLU_HALF = True
-#: (BLOCK_N, BLOCK_K, programs per SM) of that route with SwiGLU; None: FP8_VIA_FP16's. H200,
-#: best split each (split_probe.py --set, 2564a3e), 4096 -> 2 x 14336 / 2 x 12288: None 33.3 /
-#: 30.8 us, (64, 128, 4) 35.7 / 29.9, (32, 256, 4) 42.8 / 31.7 (both without the spills).
-FP8_VIA_FP16_GLU: Optional[tuple] = None
 #: fp8 weights x 16-bit activations, one row, weights of at most FP8_ONE_ROW_MAX_ELEMS: (BLOCK_N,
 #: BLOCK_K, programs per SM) of the float32 product-and-sum instead (K summed after the loop).
 #: H200 (scripts/linear_probe.py --one-row, bec570f), against the float16 route: 2048 -> 5120
@@ -377,7 +374,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
-            use_dot, (bn, bk, per_sm) = True, (glu and FP8_VIA_FP16_GLU) or FP8_VIA_FP16
+            use_dot, (bn, bk, per_sm) = True, FP8_VIA_FP16
             s16, dot_dtype, fill = dot_dtype == torch.bfloat16, torch.float16, FP8_VIA_FP16_FILL
             if glu and FP8_VIA_FP16_GLU_HALF:
                 per_sm = max(1, per_sm // 2)
