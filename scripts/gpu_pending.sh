@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (nothing left waiting after the twenty-sixth session; 4-9 are its runs, 10- the
-# twenty-seventh's, to rerun):
+# A session's first device calls (nothing left waiting after the twenty-sixth session; 4-9 are its runs, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
 #   2: where a layer's norm runs, A/B in one process (scripts/norm_fusion_ab.py).
@@ -73,11 +72,4 @@ case "${1:-1}" in
     2>&1 | grep "tok/s" | tail -1
   timeout 120 python3 scripts/split_probe.py --json "$OUT/fma_split_sweep.json" --splits 1,2,3,4,6,8 \
     --shapes 2048x5120x0x1,4096x2048x0x1,2048x4096x0x1,4096x4096x0x1 2>&1 | grep -v Warn ;;
-10)  # compiled MoE + linear tests; the down row kernel's pre-wait weight tiles (and PDL 2 alone), in the engine
-  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_moe.py tests/ops/test_linear.py \
-    > "$OUT/tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  timeout 330 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8 --json "$OUT/preload_ab.json" \
-    --variant "pre0:moe_kernels.DOWN_PRELOAD=0" --variant "pre1:moe_kernels.DOWN_PRELOAD=1" \
-    --variant "pre2:moe_kernels.DOWN_PRELOAD=2" --variant "pdl2 alone:fastpath._core.launch.PDL=2" 2>&1 | grep -v Warn ;;
 esac
