@@ -296,31 +296,6 @@ def test_decode_activations(act, p, path, device):
     assert_close(moe.fused_experts(x, ids, w, gu, dn, activation=act), experts64(x, ids, w, gu, dn, act))
 
 
-@pytest.mark.parametrize("pre", [1, 2])
-@pytest.mark.parametrize("k,i,fp8", [(1, 12, False), (3, NI, False), (2, NI, True)])
-def test_rows_down_preload(pre, k, i, fp8, path, monkeypatch, device):
-    """The down row kernel with its first ``pre`` weight tiles loaded before its wait
-    (``DOWN_PRELOAD``): the same sums, biases and skipped ids as the loop, also where the
-    token has fewer (slot, K block) steps than ``pre`` (k = 1, I within one K block) and where
-    a preloaded slot's id is out of range."""
-    path("rows")
-    monkeypatch.setattr(MK, "DOWN_PRELOAD", pre)
-    T, E = 3, 8
-    x = randn(T, H, device=device)
-    gu, dn = make_experts(E, torch.float32, device, i=i)
-    gb, db = randn(E, 2 * i, device=device), randn(E, H, device=device)
-    w, ids = routing(T, E, k, device)
-    ids[1, 0] = -1
-    if fp8:
-        (gu, s1), (dn, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
-        out = moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=s1, down_scale=s2, gate_up_bias=gb, down_bias=db)
-        ref = experts64(x, ids, w, gu, dn, gu_s=s1, d_s=s2, gu_b=gb, d_b=db)
-    else:
-        out = moe.fused_experts(x, ids, w, gu, dn, gate_up_bias=gb, down_bias=db)
-        ref = experts64(x, ids, w, gu, dn, gu_b=gb, d_b=db)
-    assert_close(out, ref)
-
-
 def test_decode_plan_fills_h200(monkeypatch):
     """The three-kernel decode plan (Qwen3-30B-A3B: top-8 of 128 experts, H = 2048, I = 768) on a
     132-SM H200: both weight-streaming kernels run at least two programs per SM. (One to 8

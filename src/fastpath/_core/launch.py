@@ -93,9 +93,7 @@ class Launcher:
 
     ``pdl=True``: the kernel takes a ``PDL: tl.constexpr`` argument and starts with
     ``pdl_start(PDL)`` (:mod:`fastpath._core.backend`); where :func:`pdl_on` holds, it is
-    launched as a programmatic dependent launch with ``PDL`` = ``backend.PDL``, elsewhere ``PDL=0``;
-    a call's own ``PDL=2`` (the next kernel may start as soon as this one's programs have passed
-    their wait) raises mode 1 to 2 where PDL is on."""
+    launched as a programmatic dependent launch with ``PDL`` = ``backend.PDL``, elsewhere ``PDL=0``."""
 
     def __init__(self, fn, *, pdl: bool = False):
         self.fn, self.pdl = fn, pdl
@@ -115,9 +113,7 @@ class Launcher:
         dev = None if INTERPRET or torch.compiler.is_compiling() else torch.cuda.current_device()
         if self.pdl:
             on = dev is not None and pdl_on(dev)
-            # a call may ask for PDL=2 (its successor starts early) where the mode is lower
-            kwargs = {**kwargs, "PDL": max(PDL, kwargs.get("PDL", 0)) if on else 0,
-                      **({"launch_pdl": True} if on else {})}
+            kwargs = {**kwargs, "PDL": PDL if on else 0, **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
             records = getattr(RECORDING, "records", None)
             if records is not None:

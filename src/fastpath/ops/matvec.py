@@ -36,29 +36,13 @@ from .norm import group_gated_rows, normed_rows, round_to, rows_rstd, weighted_r
 @triton.jit
 def _load_as(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr):
     """Load a tile and convert it to ``DT`` (exact for fp8 into any of fp32/bf16/fp16)."""
-    return _convert(_load_raw(ptrs, mask, MODE), ptrs.dtype.element_ty, MODE, E5M2, DT)
-
-
-@triton.jit
-def _load_raw(ptrs, mask, MODE: tl.constexpr):
-    """:func:`_load_as`'s load alone (masked elements zero): the stored values, fp8 as its bits
-    (``MODE`` 1: a float8 ``other=`` cannot be expressed), for :func:`_convert` later."""
-    if MODE == 1:
-        raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0)
-    else:
-        raw = tl.load(ptrs, mask=mask, other=0)
-    return raw
-
-
-@triton.jit
-def _convert(raw, WT: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr):
-    """:func:`_load_raw`'s tile of element type ``WT`` (the pointers') as ``DT``."""
     if MODE == 0:
-        return raw.to(DT)
-    elif MODE == 1:
-        return raw.to(WT, bitcast=True).to(DT)
+        return tl.load(ptrs, mask=mask, other=0.0).to(DT)
+    elif MODE == 1:  # the bits as uint8 (a float8 `other=` cannot be expressed), zeros masked
+        raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0)
+        return raw.to(ptrs.dtype.element_ty, bitcast=True).to(DT)
     else:
-        return _decode(raw, E5M2).to(DT)
+        return _decode(tl.load(ptrs, mask=mask, other=0), E5M2).to(DT)
 
 
 @triton.jit

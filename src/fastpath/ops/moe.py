@@ -546,7 +546,6 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
         x, ids, gate_up, down, gu_scale, d_scale)
     p = K.rows_plan(k, NI, wb)
-    pre = K.DOWN_PRELOAD
     h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
     dummy = out
     row_mul, up_off = (2, 1) if interleaved else (1, NI)
@@ -557,13 +556,13 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
         float(alpha), float(limit),
         TOPK=k, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None, HAS_BIAS=gu_bias is not None, ACT=code,
         RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h, STAGES=p.stages,
-        num_warps=p.warps, **({"PDL": 2} if pre else {}))
+        num_warps=p.warps)
     _DOWN_ROWS[(cdiv(H, p.block_n), T)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
         H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), out.stride(0), out.stride(1),
         TOPK=k, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None, HAS_BIAS=d_bias is not None,
-        RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_N=p.block_n, BLOCK_K=p.block_k, STAGES=p.stages, PRE=pre,
+        RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_N=p.block_n, BLOCK_K=p.block_k, STAGES=p.stages,
         num_warps=p.warps)
     return out
 

@@ -36,7 +36,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _convert, _dot16, _load_as, _load_raw, _mm, _pow2_of_amax
+from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
 from .norm import normed_rows, rows_rstd
 
 #: Activation codes of the kernels (``ACT``).
@@ -412,96 +412,52 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
 
 
 @triton.jit
-def _down_rows_step(it, n_k, idq, twq, q, w_ptr, offs_n, E, H, NI, swe, swn, swk, TOPK: tl.constexpr,
-                    MODE: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Step ``it`` of :func:`_down_rows_kernel`'s loop over (slot j, K block): the slot's
-    expert, the slot owning its ``h`` row, its weight, the K offsets and masks, and the raw
-    (unconverted) down-weight tile. Steps past the last, and ids outside [0, E), select
-    nothing (empty masks)."""
-    j = it // n_k
-    k0 = (it % n_k) * BLOCK_K
-    e = _entry(idq, q, j).to(tl.int64)
-    valid = (e >= 0) & (e < E) & (j < TOPK)
-    e = tl.where(valid, e, 0)
-    owner = tl.max(tl.where(idq == e, q, -1), axis=0)
-    wj = _entry(twq, q, j)
-    offs_k = k0 + tl.arange(0, BLOCK_K)
-    # bounds, not `mask & valid`: Triton's interpreter makes a bool vector & a bool scalar int
-    n_lim = tl.where(valid, H, 0)
-    kmask = offs_k < tl.where(valid, NI, 0)
-    rmask = offs_n < n_lim
-    raw = _load_raw(w_ptr + e * swe + offs_n.to(tl.int64)[:, None] * swn + offs_k.to(tl.int64)[None, :] * swk,
-                    rmask[:, None] & kmask[None, :], MODE)
-    return e, owner, wj, k0, offs_k, kmask, rmask, n_lim, raw
-
-
-@triton.jit
-def _down_rows_add(acc, extra, raw, t, e, owner, wj, k0, offs_k, kmask, rmask, n_lim, offs_n, h_ptr, s_ptr, b_ptr,
-                   NI, sse, ssn, sbe, sbn, WT: tl.constexpr, TOPK: tl.constexpr, MODE: tl.constexpr,
-                   E5M2: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """A step's products added into ``acc`` (and its bias, weighted, into ``extra``): reads
-    ``h``, so only after the wait for the kernel that wrote it."""
-    hk = tl.load(h_ptr + (t * TOPK + owner) * NI + offs_k, mask=kmask, other=0.0).to(tl.float32) * wj
-    wd = _convert(raw, WT, MODE, E5M2, tl.float32)
-    if HAS_SCALE:
-        sc = tl.load(s_ptr + e * sse + offs_n * ssn, mask=rmask, other=0.0)
-        acc += wd * (sc[:, None] * hk[None, :])
-    else:
-        acc += wd * hk[None, :]
-    if HAS_BIAS:
-        bias = tl.load(b_ptr + e * sbe + offs_n * sbn, mask=offs_n < tl.where(k0 == 0, n_lim, 0),
-                       other=0.0).to(tl.float32)
-        extra += wj * bias
-    return acc, extra
-
-
-@triton.jit
 def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, NI, E,
                       sit, sij, stt, stj, swe, swn, swk, sse, ssn, sbe, sbn, sot, soh,
                       TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
                       HAS_BIAS: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr,
-                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PRE: tl.constexpr = 0, PDL: tl.constexpr = 0):
+                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr = 0):
+    pdl_start(PDL)
     # Token t, BLOCK_N outputs, every slot: out[t, n] = sum_j w[t, j] * (s[e_j, n] * (D[e_j, n] .
     # h[t * TOPK + o_j]) + bias[e_j, n]) over the slots j with e_j = ids[t, j] in [0, E), o_j the
     # last slot of t naming e_j (whose program wrote h); one float32 sum in the fixed order of
     # (j, K block), rounded once. No tensor cores, no combine launch: the down rows of the
     # BLOCK_N outputs stream whole, slot after slot, in one pipelined loop.
-    # PRE (1 or 2): the first PRE steps' weight tiles are loaded before the wait for the
-    # gate/up kernel (launched with an early trigger, so this kernel's programs start while it
-    # runs): the ids and routing weights were written by an earlier kernel, complete once the
-    # gate/up kernel passed its own wait; only h must wait.
     t = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = offs_n < H
     q = tl.arange(0, BLOCK_K8)
     qm = q < TOPK
-    WT = w_ptr.dtype.element_ty
-    if PRE == 0:
-        pdl_start(PDL)
     idq = tl.load(ids_ptr + t * sit + q * sij, mask=qm, other=-1)
     twq = tl.load(tw_ptr + t * stt + q * stj, mask=qm, other=0.0).to(tl.float32)
     n_k = tl.cdiv(NI, BLOCK_K)
     acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
     extra = tl.zeros([BLOCK_N], dtype=tl.float32)
-    if PRE > 0:
-        e0, o0, w0, k00, ok0, km0, rm0, nl0, raw0 = _down_rows_step(0, n_k, idq, twq, q, w_ptr, offs_n, E, H, NI, swe,
-                                                                   swn, swk, TOPK, MODE, BLOCK_K)
-        if PRE > 1:
-            e1, o1, w1, k01, ok1, km1, rm1, nl1, raw1 = _down_rows_step(1, n_k, idq, twq, q, w_ptr, offs_n, E, H, NI,
-                                                                       swe, swn, swk, TOPK, MODE, BLOCK_K)
-        pdl_start(PDL)
-        acc, extra = _down_rows_add(acc, extra, raw0, t, e0, o0, w0, k00, ok0, km0, rm0, nl0, offs_n, h_ptr, s_ptr,
-                                    b_ptr, NI, sse, ssn, sbe, sbn, WT, TOPK, MODE, E5M2, HAS_SCALE, HAS_BIAS)
-        if PRE > 1:
-            acc, extra = _down_rows_add(acc, extra, raw1, t, e1, o1, w1, k01, ok1, km1, rm1, nl1, offs_n, h_ptr,
-                                        s_ptr, b_ptr, NI, sse, ssn, sbe, sbn, WT, TOPK, MODE, E5M2, HAS_SCALE,
-                                        HAS_BIAS)
-    for it in tl.range(PRE, TOPK * n_k, num_stages=STAGES):
-        e, owner, wj, k0, offs_k, kmask, rmask, n_lim, raw = _down_rows_step(it, n_k, idq, twq, q, w_ptr, offs_n, E,
-                                                                             H, NI, swe, swn, swk, TOPK, MODE,
-                                                                             BLOCK_K)
-        acc, extra = _down_rows_add(acc, extra, raw, t, e, owner, wj, k0, offs_k, kmask, rmask, n_lim, offs_n, h_ptr,
-                                    s_ptr, b_ptr, NI, sse, ssn, sbe, sbn, WT, TOPK, MODE, E5M2, HAS_SCALE, HAS_BIAS)
+    for it in tl.range(0, TOPK * n_k, num_stages=STAGES):
+        j = it // n_k
+        k0 = (it % n_k) * BLOCK_K
+        e = _entry(idq, q, j).to(tl.int64)
+        valid = (e >= 0) & (e < E)
+        e = tl.where(valid, e, 0)
+        owner = tl.max(tl.where(idq == e, q, -1), axis=0)
+        wj = _entry(twq, q, j)
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        # bounds, not `mask & valid`: Triton's interpreter makes a bool vector & a bool scalar int
+        n_lim = tl.where(valid, H, 0)
+        kmask = offs_k < tl.where(valid, NI, 0)
+        hk = tl.load(h_ptr + (t * TOPK + owner) * NI + offs_k, mask=kmask, other=0.0).to(tl.float32) * wj
+        rmask = offs_n < n_lim
+        wd = _load_as(w_ptr + e * swe + offs_n.to(tl.int64)[:, None] * swn + offs_k.to(tl.int64)[None, :] * swk,
+                      rmask[:, None] & kmask[None, :], MODE, E5M2, tl.float32)
+        if HAS_SCALE:
+            sc = tl.load(s_ptr + e * sse + offs_n * ssn, mask=rmask, other=0.0)
+            acc += wd * (sc[:, None] * hk[None, :])
+        else:
+            acc += wd * hk[None, :]
+        if HAS_BIAS:
+            bias = tl.load(b_ptr + e * sbe + offs_n * sbn, mask=offs_n < tl.where(k0 == 0, n_lim, 0),
+                           other=0.0).to(tl.float32)
+            extra += wj * bias
     res = tl.sum(acc, axis=1) + extra
     tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
 
@@ -672,10 +628,6 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
 #: kernels: fp8 1 token 16.6 / 30.8 us, 4 tokens 50.6 / 56.6, 8 tokens 91.5 / 103.4, 16
 #: tokens 167.3 / 151.3; bf16 23.5 / 30.6, 72.2 / 78.8, 125.7 / 131.9, 221.9 / 201.8.
 ROWS_MAX_T = 8
-#: Down-weight tiles (0, 1 or 2) ``_down_rows_kernel`` loads before its wait for the gate/up
-#: kernel, which then lets it launch early (``PDL=2``): its programs start while gate/up runs
-#: and only the ``h`` reads wait (scripts/knob_ab.py --variant "pre:moe_kernels.DOWN_PRELOAD=2").
-DOWN_PRELOAD = 0
 
 
 @dataclass(frozen=True)
