@@ -159,11 +159,15 @@ def test_route_shared_gate(scoring, device, topk):
 
 @pytest.mark.parametrize("T", [1, 3, 4, 6])  # 6: past ROUTER_MAX_T, linear + route
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_router(T, dtype, device, topk):
+@pytest.mark.parametrize("one_tile", [False, True])
+def test_router(T, dtype, one_tile, monkeypatch, device, topk):
     """router(x, W) = route of the logits x W^T, with a shared gate, sigmoid scoring and an
     expert bias; twice in a row (the kernel's ticket is reset). x and W hold multiples of 1/4
     and 1/16 so that every logit is exact in float16 and in any summation order: equal logits
-    are true ties (lowest index first), and no rounding can reorder near-equal ones."""
+    are true ties (lowest index first), and no rounding can reorder near-equal ones.
+    ``one_tile``: the whole row in one tile, its router rows loaded first (``ROUTER_W_FIRST``)."""
+    if one_tile:
+        monkeypatch.setattr(moe, "ROUTER_TILE", 1 << 14)
     E, Hr, k = 21, 70, 3
     g = torch.Generator().manual_seed(T)
     x = (torch.randint(-2, 3, (T, Hr), generator=g) / 4).to(device, dtype)

@@ -33,15 +33,17 @@ def project64(xn, w, scale=None, swiglu=False):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("rows,k,split", [(1, 200, 1), (1, 1000, 3), (3, 130, 2), (16, 67, 1), (17, 67, 1)])
 @pytest.mark.parametrize("residual,zero_centered", [(True, False), (False, True)])
-@pytest.mark.parametrize("defer", [True, False])
-def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, defer, monkeypatch, device):
+@pytest.mark.parametrize("defer,w_first", [(True, False), (False, False), (False, True)])
+def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, defer, w_first, monkeypatch, device):
     """One row: in the kernel (checked: the launch gets the norm), the rstd deferred to the
     sums (split-K: each share's sum of squares added by the last program) or the row read
-    first; more rows: the norm, then ``linear``. K of 1000: the row's sum of squares over
-    several chunks (the interpreter reads 64 columns at a time), split over 3 programs; the
-    residual stream is stored by every K share of the first column block."""
+    first (``w_first``: after each program's first weight tile, taken before its loop); more
+    rows: the norm, then ``linear``. K of 1000: the row's sum of squares over several chunks
+    (the interpreter reads 64 columns at a time), split over 3 programs; the residual stream
+    is stored by every K share of the first column block."""
     monkeypatch.setattr(matvec, "SPLIT_K_OVERRIDE", split)
     monkeypatch.setattr(L, "NORM_DEFER", defer)
+    monkeypatch.setattr(matvec, "NORM_W_FIRST", w_first)
     fused = []
     launch = L._launch
     monkeypatch.setattr(L, "_launch", lambda *a, **kw: fused.append(kw.get("norm") is not None) or launch(*a, **kw))
@@ -98,10 +100,14 @@ def test_rms_norm_linear_fp16_large(rows, device):
 
 @pytest.mark.parametrize("T", [1, 3, 6])  # 6: past ROUTER_MAX_T, the norm and the router
 @pytest.mark.parametrize("residual,zero_centered", [(True, False), (False, True)])
-def test_rms_norm_router(T, residual, zero_centered, device):
+@pytest.mark.parametrize("one_tile", [False, True])
+def test_rms_norm_router(T, residual, zero_centered, one_tile, monkeypatch, device):
     """float32: the routing of float64 logits of PyTorch's normalised rows (random logits:
     no near-ties in float32); the normalised rows (the experts' input) and the residual
-    stream as PyTorch's norm gives them; twice (the ticket is reset)."""
+    stream as PyTorch's norm gives them; twice (the ticket is reset). ``one_tile``: a tile
+    holds the whole row, so the router rows load before the row (``ROUTER_W_FIRST``)."""
+    if one_tile:
+        monkeypatch.setattr(moe, "ROUTER_TILE", 1 << 14)
     H, E, k = 130, 21, 4
     x = randn(T, H, device=device, scale=3.0)
     r = randn(T, H, device=device) if residual else None

@@ -36,13 +36,30 @@ from .norm import group_gated_rows, normed_rows, round_to, rows_rstd, weighted_r
 @triton.jit
 def _load_as(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr):
     """Load a tile and convert it to ``DT`` (exact for fp8 into any of fp32/bf16/fp16)."""
-    if MODE == 0:
-        return tl.load(ptrs, mask=mask, other=0.0).to(DT)
-    elif MODE == 1:  # the bits as uint8 (a float8 `other=` cannot be expressed), zeros masked
+    return _convert(_load_raw(ptrs, mask, MODE), ptrs.dtype.element_ty, MODE, E5M2, DT)
+
+
+@triton.jit
+def _load_raw(ptrs, mask, MODE: tl.constexpr):
+    """:func:`_load_as`'s load alone (masked elements zero): the stored values, fp8 as its bits
+    (``MODE`` 1: a float8 ``other=`` cannot be expressed), for :func:`_convert` later."""
+    if MODE == 1:  # (if / else: a return inside a constexpr if gave the wrong tile type, sm_90)
         raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0)
-        return raw.to(ptrs.dtype.element_ty, bitcast=True).to(DT)
     else:
-        return _decode(tl.load(ptrs, mask=mask, other=0), E5M2).to(DT)
+        raw = tl.load(ptrs, mask=mask, other=0)
+    return raw
+
+
+@triton.jit
+def _convert(raw, WT: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr):
+    """:func:`_load_raw`'s tile of stored element type ``WT`` as ``DT``."""
+    if MODE == 0:
+        out = raw.to(DT)
+    elif MODE == 1:
+        out = raw.to(WT, bitcast=True).to(DT)
+    else:
+        out = _decode(raw, E5M2).to(DT)
+    return out
 
 
 @triton.jit
@@ -137,15 +154,44 @@ def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_
 
 
 @triton.jit
-def _tile_dot(a, b_ptrs, kmask, nmask, B_MODE: tl.constexpr, B_E5M2: tl.constexpr, DOT: tl.constexpr,
-              DT: tl.constexpr, S16: tl.constexpr):
-    """``a @ b`` of one K tile in float32: ``b`` loaded and converted to ``DT``."""
-    b = _load_as(b_ptrs, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
+def _tile_dot(a, b, DOT: tl.constexpr, DT: tl.constexpr, S16: tl.constexpr):
+    """``a @ b`` of one K tile in float32 (``b`` loaded and converted to ``DT``)."""
     if not DOT:  # (BLOCK_M < 16: a product-and-sum Triton does not turn into a tf32 dot)
         d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
     else:  # (if/else, not an early return: Triton would also compile the dot for 1-row tiles)
         d = _dot16(a, b, S16, DT)
     return d
+
+
+@triton.jit
+def _b_tile(b_ptrs, bmask, raw, HAS_RAW: tl.constexpr, B_MODE: tl.constexpr, B_E5M2: tl.constexpr,
+            DT: tl.constexpr):
+    """A weight tile as ``DT``: loaded now, or converted from ``raw`` loaded earlier (HAS_RAW)."""
+    if HAS_RAW:
+        b = _convert(raw, b_ptrs.dtype.element_ty, B_MODE, B_E5M2, DT)
+    else:
+        b = _load_as(b_ptrs, bmask, B_MODE, B_E5M2, DT)
+    return b
+
+
+@triton.jit
+def _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, up_step, bmask, raw, raw_up, HAS_RAW: tl.constexpr,
+            B_MODE: tl.constexpr, B_E5M2: tl.constexpr, KD: tl.constexpr, GLU: tl.constexpr, DOT: tl.constexpr,
+            DT: tl.constexpr, S16A: tl.constexpr, BLOCK_K: tl.constexpr):
+    """One K tile of :func:`_mv_kernel` (no block scales) added into its accumulators: the
+    weights at ``b_ptrs`` (GLU: and ``b_ptrs + up_step``) loaded here, or taken from ``raw``
+    (``raw_up``) loaded before (HAS_RAW)."""
+    if KD > 1:
+        a1 = tl.reshape(a, [BLOCK_K])[:, None]
+        acc_k += a1 * _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT)
+        if GLU:
+            acc_k_up += a1 * _b_tile(b_ptrs + up_step, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT)
+    else:
+        acc += _tile_dot(a, _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT, S16A)
+        if GLU:
+            acc_up += _tile_dot(a, _b_tile(b_ptrs + up_step, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT,
+                                S16A)
+    return acc, acc_up, acc_k, acc_k_up
 
 
 @triton.jit
@@ -158,7 +204,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
-               GNORM: tl.constexpr = 0,
+               GNORM: tl.constexpr = 0, W_FIRST: tl.constexpr = False,
                PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
@@ -169,6 +215,9 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     # its sum of squares kept, and the finished sums are multiplied by rsqrt(sum / K + eps)
     # (split-K: each program's sum of squares goes to ws beside its partial, and the last
     # program of the column block adds them up).
+    # W_FIRST (NORM without NORM_DEFER, no block scales): the first K tile's weights are loaded
+    # before the row's sum of squares, so their memory latency overlaps it; that tile is then
+    # taken before the loop, which starts one tile later.
     # GNORM (one row; a group size): a is RMS-normalised per group of GNORM columns, times the
     # weights nw (GNORM,) and silu(r) (r: the gate, of a's shape), as each K tile (whole groups)
     # is loaded; no prologue.
@@ -197,10 +246,28 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     S16A: tl.constexpr = S16 or (NORM_DEFER and DT == tl.float16)
     row0 = tl.arange(0, 1)  # the deferred norm's row
     ss = tl.zeros([1], dtype=tl.float32)
+    k_start = k_lo
     if NORM and not NORM_DEFER:  # (BLOCK_M is 1)
+        if W_FIRST:
+            offs_k = (k_lo + tl.arange(0, BLOCK_K)).to(tl.int64)
+            kmask = offs_k < k_hi
+            bmask = kmask[:, None] & nmask[None, :]
+            b_ptrs = b_cols + offs_k[:, None] * sbk
+            raw = _load_raw(b_ptrs, bmask, B_MODE)
+            raw_up = raw
+            if GLU:
+                raw_up = _load_raw(b_ptrs + n_up * sbn, bmask, B_MODE)
         rstd = rows_rstd(a_ptr, r_ptr, nr_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, snm, eps, HAS_RES,
                          False, BLOCK_M, NORM_K)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
+        if W_FIRST:
+            a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, offs_m.to(tl.int64), offs_k,
+                            mmask[:, None] & kmask[None, :], kmask, rstd, sam, sak, srm, srk, snm, snw, pid_n == 0,
+                            HAS_RES, False, NORM == 2, NORM_DT)
+            a = a.to(tl.float32 if S16 else DT)
+            acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, n_up * sbn, bmask, raw,
+                                                   raw_up, True, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K)
+            k_start = k_lo + BLOCK_K
+    for k0 in range(k_start, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
         if NORM_DEFER:
@@ -223,23 +290,15 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
         else:
             a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
                          tl.float32 if S16 else DT)
-        if KD > 1:
-            b_ptrs = b_cols + offs_k[:, None] * sbk
-            bmask = kmask[:, None] & nmask[None, :]
-            a1 = tl.reshape(a, [BLOCK_K])[:, None]
-            acc_k += a1 * _load_as(b_ptrs, bmask, B_MODE, B_E5M2, DT)
-            if GLU:
-                acc_k_up += a1 * _load_as(b_ptrs + n_up * sbn, bmask, B_MODE, B_E5M2, DT)
+        b_ptrs = b_cols + offs_k[:, None] * sbk
+        bmask = kmask[:, None] & nmask[None, :]
+        if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile (scaled_mm: no GLU)
+            d = _tile_dot(a, _load_as(b_ptrs, bmask, B_MODE, B_E5M2, DT), DOT, DT, S16A)
+            sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
+            acc += d * sa[:, None] * sb[None, :]
         else:
-            d = _tile_dot(a, b_cols + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2, DOT, DT, S16A)
-            if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile
-                sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k,
-                                       ssb_n)
-                d = d * sa[:, None] * sb[None, :]
-            acc += d
-            if GLU:
-                acc_up += _tile_dot(a, b_cols + n_up * sbn + offs_k[:, None] * sbk, kmask, nmask, B_MODE, B_E5M2,
-                                    DOT, DT, S16A)
+            acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, n_up * sbn, bmask, 0, 0,
+                                                   False, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K)
     if KD > 1:
         acc = tl.sum(acc_k, axis=0)[None, :]
         acc_up = tl.sum(acc_k_up, axis=0)[None, :]
@@ -308,6 +367,10 @@ FP8_DOT: Optional[tuple] = (32, 256, 2)
 #: None: the TUNED path. H200 (scripts/linear_probe.py --fp8-only, commit 289973d): geometric
 #: mean over the issue's 7 shapes 1.41x of bf16 F.linear at one row (the float32 path: 1.28x).
 FP8_VIA_FP16: Optional[tuple] = (64, 256, 4)
+#: With the norm's prologue (``rms_norm_linear`` not deferred: fp8 weights, or a plan the wave
+#: rule keeps whole): each program loads its first weight tile before reading the row for its
+#: ``rstd``, so the two memory latencies overlap instead of adding up.
+NORM_W_FIRST = True
 #: Split-K count of the FP8_VIA_FP16 plan rounded down (at most its programs per SM; other plans
 #: round up, and the grid may overshoot into a partly filled second wave). H200, one row
 #: (scripts/split_probe.py, bbb15f6): 4096 -> 14336 23.50 -> 21.85 us, 4096 -> 2 x 14336 SwiGLU
@@ -478,6 +541,8 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
     if norm is not None and norm.group and (p.block_k % norm.group or p.k_chunk % norm.group or K % norm.group):
         raise ValueError(f"norm: K tiles of whole groups of {norm.group}, got K {K}, block_k {p.block_k}")
     nargs, nflags = _norm_args(norm, a.t, dummy)
+    if NORM_W_FIRST and norm is not None and not (norm.deferred or norm.group or blockwise):
+        nflags["W_FIRST"] = True
     _MV[(n_blocks, p.split)](
         *args, M, N, K, p.k_chunk, p.split, *strides, *nargs,
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,

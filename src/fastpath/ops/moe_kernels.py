@@ -144,7 +144,8 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
                    NORM: tl.constexpr, SHARED: tl.constexpr, RNE: tl.constexpr, BLOCK_T: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr,
                    BITONIC: tl.constexpr, RMS: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
-                   RMS_DT: tl.constexpr = tl.float32, RMS_K: tl.constexpr = 16, PDL: tl.constexpr = 0):
+                   RMS_DT: tl.constexpr = tl.float32, RMS_K: tl.constexpr = 16, W_FIRST: tl.constexpr = False,
+                   PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # The router matmul and the routing in one launch, for a few tokens. Program p computes the
     # logits x_t . R[n] of its BLOCK_N router rows in float32, rounded to x's dtype (as
@@ -161,6 +162,10 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
     x_rows = x_ptr + offs_t.to(tl.int64)[:, None] * sxt
     r_cols = r_ptr + offs_n.to(tl.int64)[None, :] * srn
     acc = tl.zeros([BLOCK_T, BLOCK_N], dtype=tl.float32)
+    if W_FIRST:  # one tile holds the whole row (BLOCK_H >= H): its router rows load first, so
+        # their memory latency overlaps the row's (and the norm's sum of squares)
+        offs_k = tl.arange(0, BLOCK_H).to(tl.int64)
+        b_first = tl.load(r_cols + offs_k[:, None] * srh, mask=(offs_k < H)[:, None] & nmask[None, :], other=0.0)
     if RMS:
         rstd = rows_rstd(x_ptr, res_ptr, nr_ptr, offs_t.to(tl.int64), tmask, H, sxt, sxh, srt, srk, snt, norm_eps,
                          HAS_RES, False, BLOCK_T, RMS_K)
@@ -174,7 +179,11 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
         else:
             a = tl.load(x_rows + offs_k[None, :] * sxh, mask=tmask[:, None] & kmask[None, :], other=0.0)
             a = a.to(tl.float32)
-        b = tl.load(r_cols + offs_k[:, None] * srh, mask=kmask[:, None] & nmask[None, :], other=0.0).to(tl.float32)
+        if W_FIRST:
+            b = b_first.to(tl.float32)
+        else:
+            b = tl.load(r_cols + offs_k[:, None] * srh, mask=kmask[:, None] & nmask[None, :],
+                        other=0.0).to(tl.float32)
         acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
     acc = _cast(acc, x_ptr.dtype.element_ty, RNE).to(tl.float32)
     tl.store(lg_ptr + offs_t[:, None] * NE + offs_n[None, :], acc, mask=tmask[:, None] & nmask[None, :])
