@@ -73,7 +73,7 @@ case "${1:-1}" in
     2>&1 | grep "tok/s" | tail -1
   timeout 120 python3 scripts/split_probe.py --json "$OUT/fma_split_sweep.json" --splits 1,2,3,4,6,8 \
     --shapes 2048x5120x0x1,4096x2048x0x1,2048x4096x0x1,4096x4096x0x1 2>&1 | grep -v Warn ;;
-10)  # compiled tests; weights before the row: the router's and the norm-prologue projections' (and PDL off), A/B
+10)  # compiled tests; weights before the row: the router's and the norm-prologue projections', A/B
   timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
     tests/ops/test_moe.py tests/ops/test_linear.py tests/ops/test_fp8.py > "$OUT/tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
@@ -84,6 +84,5 @@ case "${1:-1}" in
     --variant "projections only:moe.ROUTER_W_FIRST=False;matvec.NORM_W_FIRST=True" 2>&1 | grep -v Warn
   timeout 200 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3.6-35b-a3b --json "$OUT/wfirst_bf16_ab.json" \
     --variant "both:moe.ROUTER_W_FIRST=True;matvec.NORM_W_FIRST=True" \
-    --variant "neither:moe.ROUTER_W_FIRST=False;matvec.NORM_W_FIRST=False" \
-    --variant "PDL off:fastpath._core.launch.PDL=0" 2>&1 | grep -v Warn ;;
+    --variant "neither:moe.ROUTER_W_FIRST=False;matvec.NORM_W_FIRST=False" 2>&1 | grep -v Warn ;;
 esac
