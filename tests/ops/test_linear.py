@@ -214,6 +214,29 @@ def test_fp8_one_row_plan(monkeypatch):
     assert matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1) == small
 
 
+def test_fp8_one_row_splits(monkeypatch):
+    """The product-and-sum plan's split-K count on a 132-SM GPU: the column blocks times the
+    count at most its programs per SM (whole waves: rounded down), each split at least
+    FP8_ONE_ROW_MIN_K of K; rounded up instead (FP8_ONE_ROW_FILL False), the count that fills
+    the GPU at least once."""
+    monkeypatch.setattr(matvec, "INTERPRET", False)
+    monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
+    monkeypatch.setattr(matvec, "MIN_K_PER_SPLIT", 512)
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_MIN_K", 1024)
+    dev = torch.device("cuda")
+    bn, bk, per_sm = matvec.FP8_ONE_ROW_FMA
+    for fill in (True, False):
+        monkeypatch.setattr(matvec, "FP8_ONE_ROW_FILL", fill)
+        for K, N in ((4096, 2048), (2048, 4096), (4096, 4096), (2048, 5120), (2048, 2048), (4096, 1024), (7168, 2048)):
+            blocks, target = -(-N // bn), per_sm * 132
+            want = (target // blocks if fill else -(-target // blocks)) if blocks < target else 1
+            split = max(1, min(want, K // 1024))
+            chunk = -(-(-(-K // split)) // bk) * bk
+            p = matvec.plan(1, N, K, dev, torch.bfloat16, b_bytes=1)
+            assert (p.dot, p.block_n, p.split, p.k_chunk) == (None, bn, -(-K // chunk), chunk), (K, N, fill)
+            assert p.split * blocks <= target or p.split == 1 or not fill
+
+
 def test_fp8_via_float16_split_rounds_down(monkeypatch):
     """The float16 route's split-K count stays at or under its programs per SM (4096 -> 14336:
     224 column blocks of 64, 528 programs wanted: 2 splits, not 3; with SwiGLU half as many

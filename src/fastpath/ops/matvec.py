@@ -388,8 +388,15 @@ FP8_VIA_FP16_GLU_HALF = True
 #: H200 (scripts/linear_probe.py --one-row, bec570f), against the float16 route: 2048 -> 5120
 #: 6.4 vs 8.2 us, 4096 -> 2048 6.9 vs 7.4, 4096 -> 6144 11.5 vs 12.7, 4096 -> 4096 9.2 vs 10.0;
 #: from 4096 x 28672 and 14336 x 4096 up the float16 route is faster. None: off.
-FP8_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2)
+FP8_ONE_ROW_FMA: Optional[tuple] = (16, 512, 4)
 FP8_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
+#: Its split-K count: rounded down (at most its programs per SM: whole waves), each split at
+#: least FP8_ONE_ROW_MIN_K of K. H200, one row (scripts/split_probe.py --splits, 78e5dbd), 1 / 2
+#: / 3 / 4 splits: 4096 -> 2048 9.09 / 7.40 / 6.93 / 6.37 us (this rule: 4, the one before: 3),
+#: 2048 -> 4096 5.67 / 6.43 / 6.41 / 7.77 (both: 2), 4096 -> 4096 9.79 / 9.25 / 10.84 / 10.57
+#: (both: 2), 2048 -> 5120 6.12 at 1 (both: 1).
+FP8_ONE_ROW_FILL = True
+FP8_ONE_ROW_MIN_K = 64 if INTERPRET else 1024
 #: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
 #: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
 #: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
@@ -424,6 +431,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
     ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``)."""
     s16 = fill = False
+    min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
         dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
         bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
@@ -434,6 +442,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             use_dot, (bn, bk, per_sm) = True, FP8_DOT
         elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and N * K <= FP8_ONE_ROW_MAX_ELEMS:
             use_dot, (bn, bk, per_sm) = False, (norm and FP8_NORM_ONE_ROW_FMA) or FP8_ONE_ROW_FMA
+            fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
@@ -454,7 +463,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         target = per_sm * num_sms(device)
         fill = fill if SPLIT_FILL_OVERRIDE is None else SPLIT_FILL_OVERRIDE
         want = max(1, target // n_blocks) if fill else cdiv(target, n_blocks)
-        split = min(want, max(1, K // MIN_K_PER_SPLIT)) if n_blocks < target else 1
+        split = min(want, max(1, K // min_k)) if n_blocks < target else 1
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
     split = max(1, cdiv(K, k_chunk))  # no empty splits
