@@ -85,12 +85,16 @@ case "${1:-1}" in
   timeout 200 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3.6-35b-a3b --json "$OUT/wfirst_bf16_ab.json" \
     --variant "both:moe.ROUTER_W_FIRST=True;matvec.NORM_W_FIRST=True" \
     --variant "neither:moe.ROUTER_W_FIRST=False;matvec.NORM_W_FIRST=False" 2>&1 | grep -v Warn ;;
-11)  # the fp8 one-row product-and-sum split rule (whole waves, >= 1024 of K a split) A/B; a bf16 30B step profile
+11)  # the fp8 one-row product-and-sum split rule (whole waves, >= 1024 of K a split) A/B; the router's rows a
+     # program with its weights first; a bf16 30B step profile
   timeout 120 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py > "$OUT/tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 260 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,qwen3.6-35b-a3b:fp8,lfm2.5-8b-a1b:fp8 \
     --json "$OUT/fp8_splits_ab.json" --variant "whole waves:matvec.FP8_ONE_ROW_FMA=(16, 512, 4)" \
     --variant "as before:matvec.FP8_ONE_ROW_FMA=(16, 512, 2);matvec.FP8_ONE_ROW_FILL=False;matvec.FP8_ONE_ROW_MIN_K=512" \
+    2>&1 | grep -v Warn
+  timeout 200 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3.6-35b-a3b --json "$OUT/router_rows_ab.json" \
+    --variant "2 rows:moe.ROUTER_BLOCK_N=2" --variant "1 row:moe.ROUTER_BLOCK_N=1" --variant "4 rows:moe.ROUTER_BLOCK_N=4" \
     2>&1 | grep -v Warn
   timeout 120 python3 scripts/decode_profile.py --config qwen3-30b-a3b --json "$OUT/profile_30b.json" 2>&1 | grep -v Warn | tail -30 ;;
 esac
