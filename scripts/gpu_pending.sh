@@ -97,12 +97,4 @@ case "${1:-1}" in
     --variant "2 rows:moe.ROUTER_BLOCK_N=2" --variant "1 row:moe.ROUTER_BLOCK_N=1" --variant "4 rows:moe.ROUTER_BLOCK_N=4" \
     2>&1 | grep -v Warn
   timeout 120 python3 scripts/decode_profile.py --config qwen3-30b-a3b --json "$OUT/profile_30b.json" 2>&1 | grep -v Warn | tail -30 ;;
-12)  # the fp8 norm-fusion limit 16M -> 32M A/B (Qwen3.6, Qwen3-8B, Llama-3-8B FP8); fp8-weight linear and MoE layer rows
-  timeout 120 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py > "$OUT/tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  timeout 240 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b:fp8,qwen3-8b:fp8,llama-3-8b:fp8 \
-    --json "$OUT/fp8_norm_limit_ab.json" --variant "32M:linear.NORM_FUSE_MAX_ELEMS_FP8=33554432" \
-    --variant "16M:linear.NORM_FUSE_MAX_ELEMS_FP8=16777216" 2>&1 | grep -v Warn
-  timeout 100 python3 -m fastpath.bench linear --only "fp8 weights" --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v Warn | tail -16
-  timeout 150 python3 -m fastpath.bench moe --only "moe layer" --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v Warn | tail -10 ;;
 esac

@@ -15,13 +15,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from knob_ab import parse, run  # noqa: E402
 
-#: name: knob settings (linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_DEFER, linear.NORM_FUSE_MAX_ELEMS and
-#: NORM_FUSE_MAX_ELEMS_FP8: the size limits of the row-first form, the only one with NORM_DEFER off)
+#: name: knob settings (linear.FUSE_NORM, moe.FUSE_NORM, linear.NORM_DEFER, linear.NORM_FUSE_MAX_ELEMS: the
+#: size limit of the row-first form, the only one with NORM_DEFER off)
 _ROW_FIRST = "linear.FUSE_NORM=True;moe.FUSE_NORM=True;linear.NORM_DEFER=False;linear.NORM_FUSE_MAX_ELEMS="
 VARIANTS = {"own kernel": "linear.FUSE_NORM=False;moe.FUSE_NORM=False",
             "router": "linear.FUSE_NORM=False;moe.FUSE_NORM=True",
-            "router+proj row first<=16M": _ROW_FIRST + "16777216;linear.NORM_FUSE_MAX_ELEMS_FP8=16777216",
-            "router+proj row first<=32M": _ROW_FIRST + "33554432;linear.NORM_FUSE_MAX_ELEMS_FP8=33554432",
+            "router+proj row first<=16M": _ROW_FIRST + "16777216",
+            "router+proj row first<=32M": _ROW_FIRST + "33554432",
             "router+proj deferred": "linear.FUSE_NORM=True;moe.FUSE_NORM=True;linear.NORM_DEFER=True"}
 
 

@@ -52,8 +52,7 @@ def main() -> None:
     ceil = measure_ceilings()
     timer = Timer(ceil["l2_bytes"])
     dev, dt = torch.device("cuda"), torch.bfloat16
-    saved = (L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, dict(matvec.TUNED), matvec.FP8_NORM_ONE_ROW_FMA,
-             L.NORM_FUSE_MAX_ELEMS_FP8)
+    saved = (L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, dict(matvec.TUNED), matvec.FP8_NORM_ONE_ROW_FMA)
     rows_out = []
     for (M, K, N, swiglu, fp8), fp8_plan in [(s, p) for s in shapes for p in plans]:
         w0 = torch.randn(N, K, device=dev) * K ** -0.5
@@ -80,7 +79,6 @@ def main() -> None:
         line["linear alone"] = timer.graph_us(lambda *a: L.linear(a[0], a[3], weight_scale=a[4]), sets, est)
         for name, (fuse, defer, tuned) in variants.items():
             L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS = fuse, defer, 2 ** 40
-            L.NORM_FUSE_MAX_ELEMS_FP8 = 2 ** 40
             if tuned is not None:
                 matvec.TUNED[(2, True)] = tuned
             try:
@@ -91,7 +89,7 @@ def main() -> None:
                 line[name] = timer.graph_us(fn, sets, est)
                 line[name + " error"] = err
             finally:
-                L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, tuned0, _, L.NORM_FUSE_MAX_ELEMS_FP8 = saved
+                L.FUSE_NORM, L.NORM_DEFER, L.NORM_FUSE_MAX_ELEMS, tuned0, _ = saved
                 matvec.TUNED.clear()
                 matvec.TUNED.update(tuned0)
         matvec.FP8_NORM_ONE_ROW_FMA = saved[4]

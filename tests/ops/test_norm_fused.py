@@ -82,33 +82,6 @@ def test_rms_norm_linear_swiglu(rows, fp8, device):
     assert_close(y, project64(xn, w if scale is None else w.float(), scale, swiglu=True))
 
 
-@pytest.mark.parametrize("fp8", [False, True])
-def test_rms_norm_linear_size_limits(fp8, monkeypatch, device):
-    """The row-first form up to NORM_FUSE_MAX_ELEMS_FP8 weights for fp8, NORM_FUSE_MAX_ELEMS for
-    16-bit ones (not deferred), else the norm's own kernel first: both give the projection."""
-    monkeypatch.setattr(L, "NORM_DEFER", False)
-    monkeypatch.setattr(L, "NORM_FUSE_MAX_ELEMS", 1000)
-    monkeypatch.setattr(L, "NORM_FUSE_MAX_ELEMS_FP8", 10000)
-    fused = []
-    launch = L._launch
-    monkeypatch.setattr(L, "_launch", lambda *a, **kw: fused.append(kw.get("norm") is not None) or launch(*a, **kw))
-    k = 200
-    x = randn(1, k, dtype=torch.bfloat16, device=device, scale=3.0)
-    r = randn(1, k, dtype=torch.bfloat16, device=device)
-    nw = randn(k, dtype=torch.bfloat16, device=device)
-    w = randn(45, k, device=device, scale=k ** -0.5)  # 9000 weights: between the two limits
-    scale = None
-    if fp8:
-        w, scale = quantize_fp8(w, recipe="rowwise")
-        scale = scale.reshape(-1, 1)
-    else:
-        w = w.bfloat16()
-    y, h = rms_norm_linear(x, nw, 1e-6, w, residual=r, weight_scale=scale)
-    xn, href = normed_ref(x, nw, 1e-6, r, False)
-    assert torch.equal(h, href) and fused == [fp8]
-    assert_close(y, project64(xn, w if scale is None else w.float(), scale))
-
-
 @pytest.mark.parametrize("rows", [1, 4])
 def test_rms_norm_linear_fp16_large(rows, device):
     """float16 rows near the format's limit times norm weights of 4. One row: the deferred

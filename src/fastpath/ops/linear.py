@@ -271,10 +271,6 @@ FUSE_NORM = True
 #: more than the norm's launch there). H200, ``scripts/norm_linear_probe.py``.
 NORM_DEFER = True
 NORM_FUSE_MAX_ELEMS = 16 * 2 ** 20
-#: The same limit for fp8 weights: up to the size whose plan is the same with the norm inside or
-#: not (``matvec.FP8_ONE_ROW_MAX_ELEMS``), since the prologue overlaps the first weight tile
-#: (``matvec.NORM_W_FIRST``); 16-bit weights past 16M would trade their tuned plan for it.
-NORM_FUSE_MAX_ELEMS_FP8 = 32 * 2 ** 20
 #: Programs of the deferred form a multiprocessor holds at once, without and with SwiGLU (the
 #: launched sm_90 code, ``scripts/launch_regs.py``: 43 KB of shared memory and 64 registers a
 #: program, five; with SwiGLU 75 KB, three). A deferred projection with more programs than
@@ -303,9 +299,8 @@ def rms_norm_linear(x: torch.Tensor, norm_weight: torch.Tensor, eps: float, weig
     wave or in several (``DEFER_MIN_WAVES``; in between, as fp8 weights). The normalised row is
     not rounded to 16 bits first as :func:`~fastpath.ops.norm.rms_norm`'s output is, so results
     differ from the two calls by about one rounding of the activations (bfloat16: 2^-9
-    relative). fp8 weights of up to ``NORM_FUSE_MAX_ELEMS_FP8`` (32M) elements, 16-bit ones the wave
-    rule leaves out of up to ``NORM_FUSE_MAX_ELEMS`` (16M): every program reads the row whole for
-    its rstd first (after its first weight tile) and rounds as ``rms_norm`` does. The programs of the first column block
+    relative). fp8 weights of up to ``NORM_FUSE_MAX_ELEMS`` (16M) elements: every program reads the row whole
+    for its rstd first and rounds as ``rms_norm`` does. The programs of the first column block
     store the new residual ``h``. No norm kernel, no normalised activations in memory. More
     rows, larger fp8 weights, other devices and autograd: :func:`~fastpath.ops.norm.rms_norm`,
     then :func:`linear` (or :func:`linear_swiglu`).
@@ -348,8 +343,7 @@ def _checked_norm_linear(x, norm_weight, eps, weight, bias, residual, zero_cente
     deferred = (NORM_DEFER and weight_scale is None and rows == 1
                 and _defer_fills(weight.shape[0] // (2 if swiglu else 1), weight.shape[-1], x.device, x.dtype,
                                  swiglu))
-    limit = NORM_FUSE_MAX_ELEMS_FP8 if weight.element_size() == 1 else NORM_FUSE_MAX_ELEMS
-    fits = rows == 1 and weight.numel() > 0 and (deferred or weight.numel() <= limit)
+    fits = rows == 1 and weight.numel() > 0 and (deferred or weight.numel() <= NORM_FUSE_MAX_ELEMS)
     if (not FUSE_NORM or not fits or not use_triton(x)
             or x.dtype not in KERNEL_DTYPES or norm_weight.dtype not in KERNEL_DTYPES or torch.is_grad_enabled()
             and any(t is not None and t.requires_grad for t in (x, norm_weight, residual, weight, bias))):
