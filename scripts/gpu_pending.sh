@@ -97,4 +97,18 @@ case "${1:-1}" in
     --variant "2 rows:moe.ROUTER_BLOCK_N=2" --variant "1 row:moe.ROUTER_BLOCK_N=1" --variant "4 rows:moe.ROUTER_BLOCK_N=4" \
     2>&1 | grep -v Warn
   timeout 120 python3 scripts/decode_profile.py --config qwen3-30b-a3b --json "$OUT/profile_30b.json" 2>&1 | grep -v Warn | tail -30 ;;
+12)  # the records of every model the twenty-seventh session's changes touch (the README's decode table)
+  for cfg in "qwen3-30b-a3b" "qwen3-30b-a3b --fp8" "qwen3.6-35b-a3b" "qwen3.6-35b-a3b --fp8" "lfm2.5-8b-a1b" \
+      "lfm2.5-8b-a1b --fp8" "llama-3-8b --fp8" "qwen3-8b --fp8"; do
+    timeout 75 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done ;;
+13)  # compiled decode-path tests; this session's knobs all back against all on (Qwen3-8B FP8: none should move it)
+  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
+    tests/ops/test_linear.py tests/ops/test_moe.py tests/models tests/engine > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 200 python3 scripts/knob_ab.py --configs qwen3-8b:fp8,qwen3-30b-a3b:fp8 --json "$OUT/s27_all_ab.json" \
+    --variant "this session:moe.ROUTER_W_FIRST=True" \
+    --variant "before:moe.ROUTER_W_FIRST=False;matvec.NORM_W_FIRST=False;matvec.FP8_ONE_ROW_FMA=(16, 512, 2);matvec.FP8_ONE_ROW_FILL=False;matvec.FP8_ONE_ROW_MIN_K=512" \
+    2>&1 | grep -v Warn ;;
 esac
