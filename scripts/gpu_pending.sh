@@ -103,12 +103,16 @@ case "${1:-1}" in
     timeout 75 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;
-13)  # compiled decode-path tests; this session's knobs all back against all on (Qwen3-8B FP8: none should move it)
+13)  # compiled decode-path tests; this session's knobs all back against all on (Qwen3-8B FP8: none should move it);
+     # the fp8 one-row product-and-sum plan's column blocks (Qwen3.6's 9216 / 12352 outputs: 1.09 / 1.46 waves at 16)
   timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
     tests/ops/test_linear.py tests/ops/test_moe.py tests/models tests/engine > "$OUT/tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 200 python3 scripts/knob_ab.py --configs qwen3-8b:fp8,qwen3-30b-a3b:fp8 --json "$OUT/s27_all_ab.json" \
     --variant "this session:moe.ROUTER_W_FIRST=True" \
     --variant "before:moe.ROUTER_W_FIRST=False;matvec.NORM_W_FIRST=False;matvec.FP8_ONE_ROW_FMA=(16, 512, 2);matvec.FP8_ONE_ROW_FILL=False;matvec.FP8_ONE_ROW_MIN_K=512" \
-    2>&1 | grep -v Warn ;;
+    2>&1 | grep -v Warn
+  timeout 200 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b:fp8,qwen3-30b-a3b:fp8 --json "$OUT/fp8_blocks_ab.json" \
+    --variant "16x512:matvec.FP8_ONE_ROW_FMA=(16, 512, 4)" --variant "32x256:matvec.FP8_ONE_ROW_FMA=(32, 256, 4)" \
+    --variant "8x1024:matvec.FP8_ONE_ROW_FMA=(8, 1024, 4)" 2>&1 | grep -v Warn ;;
 esac
