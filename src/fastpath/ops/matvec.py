@@ -175,22 +175,21 @@ def _b_tile(b_ptrs, bmask, raw, HAS_RAW: tl.constexpr, B_MODE: tl.constexpr, B_E
 
 
 @triton.jit
-def _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, up_step, bmask, raw, raw_up, HAS_RAW: tl.constexpr,
+def _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw, raw_up, HAS_RAW: tl.constexpr,
             B_MODE: tl.constexpr, B_E5M2: tl.constexpr, KD: tl.constexpr, GLU: tl.constexpr, DOT: tl.constexpr,
             DT: tl.constexpr, S16A: tl.constexpr, BLOCK_K: tl.constexpr):
     """One K tile of :func:`_mv_kernel` (no block scales) added into its accumulators: the
-    weights at ``b_ptrs`` (GLU: and ``b_ptrs + up_step``) loaded here, or taken from ``raw``
+    weights at ``b_ptrs`` (GLU: and ``b_ptrs_up``) loaded here, or taken from ``raw``
     (``raw_up``) loaded before (HAS_RAW)."""
     if KD > 1:
         a1 = tl.reshape(a, [BLOCK_K])[:, None]
         acc_k += a1 * _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT)
         if GLU:
-            acc_k_up += a1 * _b_tile(b_ptrs + up_step, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT)
+            acc_k_up += a1 * _b_tile(b_ptrs_up, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT)
     else:
         acc += _tile_dot(a, _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT, S16A)
         if GLU:
-            acc_up += _tile_dot(a, _b_tile(b_ptrs + up_step, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT,
-                                S16A)
+            acc_up += _tile_dot(a, _b_tile(b_ptrs_up, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT, S16A)
     return acc, acc_up, acc_k, acc_k_up
 
 
@@ -253,10 +252,11 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
             kmask = offs_k < k_hi
             bmask = kmask[:, None] & nmask[None, :]
             b_ptrs = b_cols + offs_k[:, None] * sbk
+            b_ptrs_up = b_cols + n_up * sbn + offs_k[:, None] * sbk
             raw = _load_raw(b_ptrs, bmask, B_MODE)
             raw_up = raw
             if GLU:
-                raw_up = _load_raw(b_ptrs + n_up * sbn, bmask, B_MODE)
+                raw_up = _load_raw(b_ptrs_up, bmask, B_MODE)
         rstd = rows_rstd(a_ptr, r_ptr, nr_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, snm, eps, HAS_RES,
                          False, BLOCK_M, NORM_K)
         if W_FIRST:
@@ -264,7 +264,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                             mmask[:, None] & kmask[None, :], kmask, rstd, sam, sak, srm, srk, snm, snw, pid_n == 0,
                             HAS_RES, False, NORM == 2, NORM_DT)
             a = a.to(tl.float32 if S16 else DT)
-            acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, n_up * sbn, bmask, raw,
+            acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw,
                                                    raw_up, True, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K)
             k_start = k_lo + BLOCK_K
     for k0 in range(k_start, k_hi, BLOCK_K):
@@ -291,13 +291,14 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
             a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
                          tl.float32 if S16 else DT)
         b_ptrs = b_cols + offs_k[:, None] * sbk
+        b_ptrs_up = b_cols + n_up * sbn + offs_k[:, None] * sbk  # (this association: the old loop's SASS)
         bmask = kmask[:, None] & nmask[None, :]
         if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile (scaled_mm: no GLU)
             d = _tile_dot(a, _load_as(b_ptrs, bmask, B_MODE, B_E5M2, DT), DOT, DT, S16A)
             sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
             acc += d * sa[:, None] * sb[None, :]
         else:
-            acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, n_up * sbn, bmask, 0, 0,
+            acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, 0, 0,
                                                    False, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K)
     if KD > 1:
         acc = tl.sum(acc_k, axis=0)[None, :]
