@@ -7,11 +7,16 @@ from registers (64K a multiprocessor) and shared memory (228 KB). Hand-built ker
 wrong (perf-notes, twenty-sixth session); recorded launches do not. Caveat: fp8 weights take
 the CPU's load mode (bytes reinterpreted, ``B_MODE`` 2), not necessarily the GPU's.
 
-    PYTHONPATH=src python scripts/launch_regs.py 4096x28672x1x1 2048x5120x0x0x1
+    PYTHONPATH=src python scripts/launch_regs.py [--mode1] 4096x28672x1x1 2048x5120x0x0x1
         (K x N x swiglu x fp8 [x norm]: rms_norm_linear with a residual)
+
+``--mode1``: fp8 weights compiled in the load mode the H200 takes (``B_MODE`` 1, float8 pointers)
+instead of the CPU's, and each loop's SASS instruction count printed: compare two trees (e.g. a
+``git archive`` of an older commit on ``PYTHONPATH``) after a refactor of a hot kernel.
 """
 import os
 import pickle
+import re
 import subprocess
 import sys
 import tempfile
@@ -50,8 +55,23 @@ def record(K: int, N: int, swiglu: int, fp8: int, norm: int = 0) -> list:
     return list(C._SEEN.values())
 
 
-def compile_one(item) -> str:
-    """``registers, spills, shared memory, programs a multiprocessor`` of one recorded launch."""
+def _loops(cubin: str) -> list:
+    """SASS instruction count of each loop (a backward branch) of a compiled kernel."""
+    import triton
+    cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True).stdout
+    ins = [int(m.group(1), 16) for m in (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+", ln) for ln in sass.splitlines()) if m]
+    out = []
+    for ln in sass.splitlines():
+        m, a = re.search(r"BRA .*?0x([0-9a-f]+)", ln), re.match(r"\s*/\*([0-9a-f]{4,})\*/", ln)
+        if m and a and int(m.group(1), 16) < int(a.group(1), 16):
+            out.append(sum(int(m.group(1), 16) <= x <= int(a.group(1), 16) for x in ins))
+    return out
+
+
+def compile_one(item, mode1: bool = False) -> str:
+    """``registers, spills, shared memory, programs a multiprocessor`` of one recorded launch
+    (``mode1``: fp8 weights in the GPU's load mode, and the loops' instruction counts)."""
     import importlib
     import re
 
@@ -61,14 +81,20 @@ def compile_one(item) -> str:
     name, sig, consts, attrs, opts = item
     mod, fname = name.rsplit(".", 1)
     fn = getattr(importlib.import_module(mod), fname)
+    names = list(sig)
+    if mode1 and "B_MODE" in names and consts.get((names.index("B_MODE"),)) == 2:
+        consts = {**consts, (names.index("B_MODE"),): 1}
+        sig = {**sig, "b_ptr": "*fp8e4nv"}
     k = triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
                        options=opts)
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
-        f.write(k.asm["ptx"])
-        f.flush()
-        info = subprocess.run([ptxas, "-v", "--gpu-name", "sm_90a", f.name, "-o", os.devnull],
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "k.ptx"), "w") as f:
+            f.write(k.asm["ptx"])
+        cubin = os.path.join(tmp, "k.cubin")
+        info = subprocess.run([ptxas, "-v", "--gpu-name", "sm_90a", f.name, "-o", cubin],
                               capture_output=True, text=True).stderr
+        loops = _loops(cubin) if mode1 else None
     regs = int(re.search(r"Used (\d+) registers", info).group(1))
     spill = int(re.search(r"(\d+) bytes spill stores", info).group(1))
     threads = 32 * opts.get("num_warps", 4)
@@ -78,11 +104,13 @@ def compile_one(item) -> str:
     keep = {n: consts[(i,)] for i, n in enumerate(sig) if (i,) in consts
             and n in ("BLOCK_N", "BLOCK_K", "DOT", "GLU", "SPLIT", "B_MODE", "NORM_DEFER")}
     return (f"{fname} {keep} warps {threads // 32}: {regs} registers, {spill} bytes spilled, "
-            f"{smem // 1024} KB shared: {resident} programs a multiprocessor")
+            f"{smem // 1024} KB shared: {resident} programs a multiprocessor"
+            + (f"; loops of {loops} instructions" if loops is not None else ""))
 
 
 def main() -> None:
-    specs = sys.argv[1:] or ["4096x14336x0x1", "4096x28672x1x1", "4096x4096x0x0"]
+    mode1 = "--mode1" in sys.argv[1:]
+    specs = [a for a in sys.argv[1:] if a != "--mode1"] or ["4096x14336x0x1", "4096x28672x1x1", "4096x4096x0x0"]
     if os.environ.get("TRITON_INTERPRET") == "1":  # the child: record (the kernels take the interpreter's path)
         path, specs = specs[0], specs[1:]
         out = [(spec, record(*(int(v) for v in spec.split("x")))) for spec in specs]
@@ -99,7 +127,7 @@ def main() -> None:
         K, N, sw, f8, *nm = (int(v) for v in spec.split("x"))
         for item in items:
             what = f"1x{K}x{N}{' swiglu' if sw else ''}{' fp8' if f8 else ''}{' normed' if nm and nm[0] else ''}"
-            print(f"{what}: {compile_one(item)}", flush=True)
+            print(f"{what}: {compile_one(item, mode1)}", flush=True)
 
 
 if __name__ == "__main__":
