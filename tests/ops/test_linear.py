@@ -240,7 +240,7 @@ def test_fp8_one_row_splits(monkeypatch):
 def test_fp8_via_float16_split_rounds_down(monkeypatch):
     """The float16 route's split-K count stays at or under its programs per SM (4096 -> 14336:
     224 column blocks of 64, 528 programs wanted: 2 splits, not 3; with SwiGLU half as many
-    wanted); the other plans round up."""
+    wanted); the 16-bit plans round up."""
     monkeypatch.setattr(matvec, "INTERPRET", False)
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
     dev = torch.device("cuda")

@@ -359,7 +359,7 @@ MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a progra
 INTERPRET_BLOCKS = (16, 32)  # BLOCK_N, BLOCK_K
 SPLIT_K_OVERRIDE: Optional[int] = None
 #: The split count's rounding for every plan (True: down, False: up; scripts/split_probe.py);
-#: None: each plan's own (down for FP8_VIA_FP16 with FP8_VIA_FP16_FILL, else up).
+#: None: each plan's own (FP8_VIA_FP16_FILL, FP8_ONE_ROW_FILL; up for the others).
 SPLIT_FILL_OVERRIDE: Optional[bool] = None
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
@@ -370,15 +370,12 @@ FP8_DOT: Optional[tuple] = (32, 256, 2)
 #: None: the TUNED path. H200 (scripts/linear_probe.py --fp8-only, commit 289973d): geometric
 #: mean over the issue's 7 shapes 1.41x of bf16 F.linear at one row (the float32 path: 1.28x).
 FP8_VIA_FP16: Optional[tuple] = (64, 256, 4)
-#: With the norm's prologue (``rms_norm_linear`` not deferred: fp8 weights, or a plan the wave
-#: rule keeps whole): each program loads its first weight tile before reading the row for its
-#: ``rstd``, so the two memory latencies overlap instead of adding up.
-NORM_W_FIRST = True
-#: Split-K count of the FP8_VIA_FP16 plan rounded down (at most its programs per SM; other plans
-#: round up, and the grid may overshoot into a partly filled second wave). H200, one row
+#: Split-K count of the FP8_VIA_FP16 plan rounded down (at most its programs per SM; rounded up,
+#: the grid may overshoot into a partly filled second wave). H200, one row
 #: (scripts/split_probe.py, bbb15f6): 4096 -> 14336 23.50 -> 21.85 us, 4096 -> 2 x 14336 SwiGLU
 #: 39.61 -> 37.36, the rest of this plan's shapes within 0.1%; Llama-3-8B FP8 decode 317.9 ->
-#: 323.2 tok/s (knob_ab). The one-row fp8 product-and-sum plan moved both ways (0.94-1.12x).
+#: 323.2 tok/s (knob_ab). (Every plan rounded down moved the one-row fp8 product-and-sum plan
+#: both ways, 0.94-1.12x: its own rule is FP8_ONE_ROW_FILL.)
 FP8_VIA_FP16_FILL = True
 #: With SwiGLU (two accumulators, 90 KB of shared memory and 255 registers: two programs a
 #: multiprocessor, offline sm_90 compile) the FP8_VIA_FP16 route aims at half its programs per
@@ -423,6 +420,11 @@ class Plan:
 #: 30B-A3B decode (scripts/norm_fusion_ab.py, f807f63): 347 tok/s against 327 on the 16-row dot
 #: (the row normalised, then padded to 16 rows and stored to shared memory every tile).
 NORM_ONE_ROW_FMA = (16, 512, 2)
+#: With the norm's prologue (``rms_norm_linear`` not deferred: fp8 weights, or a plan the wave
+#: rule keeps whole): each program loads its first weight tile before reading the row for its
+#: ``rstd``, so the two memory latencies overlap instead of adding up. H200 (knob_ab, 6630a96, with
+#: moe.ROUTER_W_FIRST): Qwen3-30B-A3B FP8 432.7 -> 437.0 tok/s, LFM2.5 FP8 912.0 -> 916.5.
+NORM_W_FIRST = True
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
