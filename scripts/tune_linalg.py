@@ -1,6 +1,7 @@
 """Sweep the plans of the register kernels (fastpath.ops.linalg.small: column group, systems per
-thread, warps; svd: tile budget and warps) on the issue's batch shapes, next to torch.linalg,
-cold L2. Run on a GPU machine:
+thread, warps; svd: tile budget and warps) and of the blocked triangular solve (triangular:
+rows a block, rows a chunk, right-hand sides a program, warps, stages) on the issue's batch
+shapes, next to torch.linalg, cold L2. Run on a GPU machine:
 
     PYTHONPATH=src python3 scripts/tune_linalg.py [--only inv] [--seconds 40] [--plans "[(4, 1, 2, False)]"]
 """
@@ -13,6 +14,8 @@ import torch
 
 small = importlib.import_module("fastpath.ops.linalg.small")
 svd = importlib.import_module("fastpath.ops.linalg.svd")  # the package's svd is the function
+tri = importlib.import_module("fastpath.ops.linalg.triangular")
+lu = importlib.import_module("fastpath.ops.linalg.lu")
 lanes = importlib.import_module("fastpath.ops.linalg.svd_lanes")
 from fastpath.streams import _flush_buffer, median_ms  # noqa: E402
 
@@ -56,8 +59,48 @@ SVD_PLANS = ([(2048, 4, 256, w) for w in (1, 2, 4)]
              + [(t, w, 0, 1) for t in (1024, 2048, 4096) for w in (1, 2, 4) if t // 32 >= w * 8])
 
 
+def set_trsm(dtype):
+    """(NB, KC, KB, warps, stages) of the blocked triangular solve for ``dtype``"""
+    default = (dict(getattr(tri, "BLOCKED_PLAN", {})), getattr(tri, "STAGES", None))
+
+    def set_plan(plan):
+        if not default[0]:  # an older tree (--baseline)
+            return
+        tri.BLOCKED_PLAN.clear()
+        tri.BLOCKED_PLAN.update(default[0])
+        if default[1] is not None:
+            tri.STAGES = default[1]
+        if plan is not None:
+            tri.BLOCKED_PLAN[dtype] = plan[:4]
+            tri.STAGES = plan[4]
+    return set_plan
+
+
+def lu_solve_case(k, dtype):
+    def make():
+        g = torch.Generator(device=dev).manual_seed(0)
+        A = torch.randn(64, 256, 256, generator=g, device=dev, dtype=dtype) + 32 * torch.eye(256, device=dev)
+        LU, piv = torch.linalg.lu_factor(A)
+        return LU, piv, torch.randn(64, 256, k, device=dev, dtype=dtype)
+    return make
+
+
+C64, F32 = torch.complex64, torch.float32
+TRSM_C64 = [(16, 16, 32, 4, 1), (16, 16, 64, 4, 1), (32, 16, 32, 4, 1), (32, 16, 64, 4, 1), (32, 8, 64, 4, 1),
+            (32, 32, 32, 4, 1), (32, 32, 64, 8, 1), (64, 16, 64, 4, 1), (64, 16, 64, 8, 1), (32, 16, 32, 8, 1),
+            (16, 32, 32, 4, 1), (32, 16, 64, 4, 2), (16, 16, 32, 4, 2)]
+TRSM_F32 = [(32, 32, 64, 4, 1), (32, 64, 64, 4, 1), (64, 64, 64, 4, 1), (64, 32, 64, 8, 1), (32, 16, 64, 4, 1),
+            (64, 64, 64, 8, 1), (16, 16, 32, 4, 1), (32, 32, 32, 4, 2)]
+lu_ours, lu_torch = (lambda a: lu.lu_solve(*a)), (lambda a: torch.linalg.lu_solve(*a))
 inv_ours, inv_torch = (lambda a: small.inv_ex(a).inverse), (lambda a: torch.linalg.inv_ex(a).inverse)
 CASES = [  # (name, input, ours, torch, plans, set plan)
+    ("lu_solve c64 k=256", lu_solve_case(256, C64), lu_ours, lu_torch, TRSM_C64, set_trsm(C64)),
+    ("lu_solve c64 k=1", lu_solve_case(1, C64), lu_ours, lu_torch, TRSM_C64[:11], set_trsm(C64)),
+    ("lu_solve f32 k=256", lu_solve_case(256, F32), lu_ours, lu_torch, TRSM_F32, set_trsm(F32)),
+    ("solve_triangular 4096x512", lambda: (torch.randn(4096, 4096, device=dev).triu() * 4096 ** -0.5
+                                           + 2 * torch.eye(4096, device=dev), torch.randn(4096, 512, device=dev)),
+     lambda a: tri.solve_triangular(*a, upper=True), lambda a: torch.linalg.solve_triangular(*a, upper=True),
+     TRSM_F32, set_trsm(F32)),
     ("inv 4x4 1M", lambda: square(1_000_000, 4), inv_ours, inv_torch, inv_plans(4), set_small),
     ("inv 3x3 1M", lambda: square(1_000_000, 3), inv_ours, inv_torch, inv_plans(4), set_small),
     ("inv 4x4 fp64 1M", lambda: square(1_000_000, 4, torch.float64), inv_ours, inv_torch, inv_plans(4), set_small),
@@ -76,6 +119,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--only", default="", help="cases whose name contains this")
 ap.add_argument("--seconds", type=float, default=40, help="no new plan after this many seconds a case")
 ap.add_argument("--plans", default=None, help="a Python list of plans to time instead of each case's own")
+ap.add_argument("--baseline", action="store_true", help="time the default plan only (e.g. an older tree)")
 args = ap.parse_args()
 for name, make, ours, ref, plans, set_plan in CASES:
     if args.only not in name:
@@ -84,7 +128,9 @@ for name, make, ours, ref, plans, set_plan in CASES:
     deadline = time.time() + args.seconds
     t_ref = timeit(lambda: ref(a))
     want = ref(a.double()) if "inv" in name or "svd" in name else ref(a)
-    for plan in (ast.literal_eval(args.plans) if args.plans else plans):
+    if args.baseline:  # the tree on PYTHONPATH as it is, no plan set
+        plans = [None]
+    for plan in (ast.literal_eval(args.plans) if args.plans and not args.baseline else plans):
         if time.time() > deadline:
             print(f"{name:<16} {plan}: skipped (time)", flush=True)
             continue
@@ -100,4 +146,4 @@ for name, make, ours, ref, plans, set_plan in CASES:
                   f"rel err {err:.1e}  first call {first:5.1f} s", flush=True)
         except Exception as exc:  # one failing plan must not stop the sweep
             print(f"{name:<16} {plan}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-    set_plan(None if set_plan is set_small else (2048, 4, 128, 1))
+    set_plan(None if set_plan is set_small or name.startswith(("lu_", "solve_")) else (2048, 4, 128, 1))

@@ -144,7 +144,8 @@ def test_lu_no_pivoting(n, device):
 @pytest.mark.parametrize("n,k,dtype", [(1, 1, torch.float32), (5, 3, torch.float32), (5, 3, torch.float64),
                                        (5, 3, torch.complex64), (16, 16, torch.float64), (16, 16, torch.complex64),
                                        (17, 40, torch.complex64), (40, 20, torch.float32), (40, 3, torch.complex64),
-                                       (40, 36, torch.complex64)])  # blocked, 32-column tiles: tf32x3
+                                       (40, 36, torch.complex64),  # blocked, 32-column tiles: tf32x3
+                                       (100, 20, torch.complex64), (100, 40, torch.float32)])  # two KC chunks
 @pytest.mark.parametrize("left,adjoint", [(True, False), (True, True), (False, False), (False, True)])
 def test_lu_solve(n, k, left, adjoint, dtype, device):
     A = rand(2, n, n, dtype=dtype, device=device)
@@ -236,7 +237,7 @@ def _triangular(batch, n, dtype, upper, device):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n,k", [(1, 3), (7, 5), (16, 1), (40, 20)])
+@pytest.mark.parametrize("n,k", [(1, 3), (7, 5), (16, 1), (40, 20), (70, 5)])
 @pytest.mark.parametrize("upper,left,unit", [(True, True, False), (False, True, True), (True, False, True),
                                              (False, False, False)])
 def test_solve_triangular(n, k, upper, left, unit, dtype, device):

@@ -7,7 +7,7 @@ through its strides, so a transposed ``T`` is a view, not a copy), optionally co
 * ``BLOCKED=False`` (n <= 32): a program holds ``BLOCK_B`` whole matrices and a chunk of
   ``KB`` right-hand-side columns in registers and substitutes row by row.
 * ``BLOCKED=True`` (one matrix per program, a chunk of ``KB`` right-hand sides): rows in
-  blocks of ``NB``; block ``i`` takes ``B_i - sum_k M_ik X_k`` over the blocks already solved
+  blocks of ``NB``; block ``i`` takes ``B_i - M_i,solved X_solved`` (in chunks of ``KC`` rows)
   and multiplies by ``M_ii^-1`` (``tl.dot``: float32 products exact, or as three TF32
   tensor-core passes, ``PREC``, where a program takes 32 right-hand sides; the diagonal blocks are inverted
   beforehand, all at once, by ``_diag_inv_kernel``, so the sweep has no row-by-row step, as
@@ -27,20 +27,25 @@ from __future__ import annotations
 import torch
 
 from ..._core import alloc
-from ..._core.backend import INTERPRET, tl, triton, use_triton
+from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _cdot, _dot_sub, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
+from .tiles import _cdot, _dot, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
-#: n up to this: whole matrices in registers; above: row blocks of ``NB``.
+#: n up to this: whole matrices in registers; above: row blocks (``BLOCKED_PLAN``).
 SMALL_N = 32
+#: Software-pipeline stages of the blocked path's chunk loop.
+STAGES = 1
 #: Above this n, solve_triangular goes block by block from the host (kernel + torch.matmul).
 HOST_BLOCK_N = 1024
-#: Row block of the blocked path (16 for complex dtypes).
-NB = 32
+#: The blocked path's plan by dtype: (NB rows a block, and the size of its inverted diagonal
+#: blocks; KC rows of the solved part a tl.dot; KB right-hand sides a program at most; warps).
+#: KB halves (down to 16) while the grid would have fewer programs than the GPU has SMs.
+BLOCKED_PLAN = {torch.float32: (32, 64, 64, 8), torch.complex64: (32, 64, 64, 8),
+                torch.float64: (32, 32, 32, 8), torch.complex128: (16, 32, 32, 8)}
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
 #: float32 on the FMA units). H200, complex64 lu_solve of 64 x 256x256 with 256 right-hand
@@ -98,10 +103,12 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
 @triton.jit
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
-           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KB: tl.constexpr, PREC: tl.constexpr):
+           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
+           PREC: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
-    inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot."""
+    inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
+    Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each)."""
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB)
     cc = c0 + tl.arange(0, KB)
@@ -121,23 +128,36 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             srows = rows
         xmask = rmask[:, None] & cmask
         accr, acci = _ld(src, srows[:, None] * s_sr + cc[None, :] * s_sc, xmask, CPLX)
-        for t in range(0, s):
-            if LOWER:
-                k0 = t * NB
-            else:
-                k0 = (nblk - 1 - t) * NB
-            kr = k0 + r
-            kmask = kr < n
-            mr, mi = _ld(t_ptr, rows[:, None] * s_tr + kr[None, :] * s_tc, rmask[:, None] & kmask[None, :], CPLX)
+        if LOWER:  # the rows solved so far, in chunks of KC
+            lo = 0
+            hi = i0
+        else:
+            lo = i0 + NB
+            hi = n
+        for k0 in range(lo, hi, KC):
+            # a complex product as two real ones: M's chunk as a real (NB, 2 KC) tile [re im re
+            # im ..] times X's rows interleaved [re; -im; ..] (real part) and [im; re; ..]
+            q = tl.arange(0, KC * C)
+            qc = k0 + q // C  # column of M, row of X
+            qp = q % C  # component
+            qmask = qc < hi
+            a = tl.load(t_ptr + rows[:, None] * s_tr + qc[None, :] * s_tc + qp[None, :],
+                        mask=rmask[:, None] & qmask[None, :], other=0.0)
             if CPLX:
                 if CONJ:
-                    mi = -mi
+                    a = tl.where(qp[None, :] == 1, -a, a)
             if DST_PERM:
-                drows = tl.load(perm + kr, mask=kmask, other=0)
+                drows = tl.load(perm + qc, mask=qmask, other=0)
             else:
-                drows = kr
-            xr, xi = _ld(dst, drows[:, None] * s_dr + cc[None, :] * s_dc, kmask[:, None] & cmask, CPLX)
-            accr, acci = _dot_sub(accr, acci, mr, mi, xr, xi, CPLX, PREC)
+                drows = qc
+            xoff = drows[:, None] * s_dr + cc[None, :] * s_dc
+            x0 = tl.load(dst + xoff + qp[:, None], mask=qmask[:, None] & cmask, other=0.0)
+            if CPLX:
+                accr -= _dot(a, tl.where(qp[:, None] == 1, -x0, x0), PREC)
+                acci -= _dot(a, tl.load(dst + xoff + 1 - qp[:, None], mask=qmask[:, None] & cmask, other=0.0), PREC)
+            else:
+                accr -= _dot(a, x0, PREC)
+                acci = accr
         dr, di = _ld(inv, ((i0 // NB) * NB * NB + r[:, None] * NB + r[None, :]) * C, eye, CPLX)
         accr, acci = _cdot(dr, di, accr, acci, CPLX, PREC)
         if DST_PERM:
@@ -151,7 +171,7 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
 @triton.jit
 def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch, n, k,
                  stb, s_tr, s_tc, sbb, sbr, sbc, swb, swr, swc, sxb, sxr, sxc, spb, spc,
-                 BLOCK_B: tl.constexpr, NB: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
+                 BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee"):
     c0 = tl.program_id(1) * KB
@@ -199,17 +219,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KB, PREC)
+                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
                 _sweep(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KB, PREC)
+                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KB, PREC)
+                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
                 _sweep(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KB, PREC)
+                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC)
         else:
             _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KB, PREC)
+                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -232,8 +252,12 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     comps = (2 if cplx else 1) * (2 if T3.dtype in (torch.float64, torch.complex128) else 1)
     lu = piv is not None
     blocked = n > SMALL_N
-    if blocked:  # sizes chosen to compile without register spills on sm_90
-        nb_rows, block_b, kb, warps = (16 if cplx else NB), 1, (16 if k <= 16 else 32), 8
+    kc = 0
+    if blocked:
+        nb_rows, kc, kb, warps = BLOCKED_PLAN[T3.dtype]
+        block_b = 1
+        while kb > 16 and (kb >= 2 * k or nb * cdiv(k, kb) < num_sms(T3.device)):
+            kb //= 2
     else:
         warps = 4
         nb_rows = next_pow2(n)
@@ -263,9 +287,9 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
         *(pv.stride() if lu else (0, 0)),
-        BLOCK_B=block_b, NB=nb_rows, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
+        BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        num_warps=warps)
+        num_warps=warps, num_stages=STAGES)
 
 
 def _host_blocked(T3, B3, X3, lower: bool, unit: bool) -> None:
