@@ -31,7 +31,7 @@ from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _cdot, _dot, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
+from .tiles import _dot, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -44,8 +44,8 @@ HOST_BLOCK_N = 1024
 #: The blocked path's plan by dtype: (NB rows a block, and the size of its inverted diagonal
 #: blocks; KC rows of the solved part a tl.dot; KB right-hand sides a program at most; warps).
 #: KB halves (down to 16) while the grid would have fewer programs than the GPU has SMs.
-BLOCKED_PLAN = {torch.float32: (32, 64, 64, 8), torch.complex64: (32, 64, 64, 8),
-                torch.float64: (32, 32, 32, 8), torch.complex128: (16, 32, 32, 8)}
+BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
+                torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
 #: float32 on the FMA units). H200, complex64 lu_solve of 64 x 256x256 with 256 right-hand
@@ -108,26 +108,37 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
-    Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each)."""
+    Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
+
+    Complex systems run as real ones of twice the size: entry (r, c) of M becomes the 2 x 2
+    block [[re, -im], [im, re]] at rows 2r, 2r+1 and columns 2c, 2c+1, and X's rows interleave
+    [re; im] as they lie in memory, so each step is one real tl.dot."""
+    C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
-    r = tl.arange(0, NB)
+    r = tl.arange(0, NB * C)
+    rp = r % C  # component of a row
+    q = tl.arange(0, KC * C)
+    qp = q % C  # component of a column of M / a row of X
     cc = c0 + tl.arange(0, KB)
     cmask = (cc < k)[None, :]
-    eye = r[:, None] >= 0  # all true: load whole inverse blocks
-    C: tl.constexpr = 2 if CPLX else 1
+    if CONJ:  # where the block takes -im
+        neg = rp[:, None] > qp[None, :]
+    else:
+        neg = rp[:, None] < qp[None, :]
+    negd = rp[:, None] < rp[None, :]  # (the inverses are of the conjugated blocks already)
     for s in range(0, nblk):
         if LOWER:
             i0 = s * NB
         else:
             i0 = (nblk - 1 - s) * NB
-        rows = i0 + r
+        rows = i0 + r // C
         rmask = rows < n
         if SRC_PERM:
             srows = tl.load(perm + rows, mask=rmask, other=0)
         else:
             srows = rows
         xmask = rmask[:, None] & cmask
-        accr, acci = _ld(src, srows[:, None] * s_sr + cc[None, :] * s_sc, xmask, CPLX)
+        acc = tl.load(src + srows[:, None] * s_sr + cc[None, :] * s_sc + rp[:, None], mask=xmask, other=0.0)
         if LOWER:  # the rows solved so far, in chunks of KC
             lo = 0
             hi = i0
@@ -135,36 +146,30 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             lo = i0 + NB
             hi = n
         for k0 in range(lo, hi, KC):
-            # a complex product as two real ones: M's chunk as a real (NB, 2 KC) tile [re im re
-            # im ..] times X's rows interleaved [re; -im; ..] (real part) and [im; re; ..]
-            q = tl.arange(0, KC * C)
             qc = k0 + q // C  # column of M, row of X
-            qp = q % C  # component
             qmask = qc < hi
-            a = tl.load(t_ptr + rows[:, None] * s_tr + qc[None, :] * s_tc + qp[None, :],
+            a = tl.load(t_ptr + rows[:, None] * s_tr + qc[None, :] * s_tc + (rp[:, None] != qp[None, :]),
                         mask=rmask[:, None] & qmask[None, :], other=0.0)
             if CPLX:
-                if CONJ:
-                    a = tl.where(qp[None, :] == 1, -a, a)
+                a = tl.where(neg, -a, a)
             if DST_PERM:
                 drows = tl.load(perm + qc, mask=qmask, other=0)
             else:
                 drows = qc
-            xoff = drows[:, None] * s_dr + cc[None, :] * s_dc
-            x0 = tl.load(dst + xoff + qp[:, None], mask=qmask[:, None] & cmask, other=0.0)
-            if CPLX:
-                accr -= _dot(a, tl.where(qp[:, None] == 1, -x0, x0), PREC)
-                acci -= _dot(a, tl.load(dst + xoff + 1 - qp[:, None], mask=qmask[:, None] & cmask, other=0.0), PREC)
-            else:
-                accr -= _dot(a, x0, PREC)
-                acci = accr
-        dr, di = _ld(inv, ((i0 // NB) * NB * NB + r[:, None] * NB + r[None, :]) * C, eye, CPLX)
-        accr, acci = _cdot(dr, di, accr, acci, CPLX, PREC)
+            x = tl.load(dst + drows[:, None] * s_dr + cc[None, :] * s_dc + qp[:, None],
+                        mask=qmask[:, None] & cmask, other=0.0)
+            acc -= _dot(a, x, PREC)
+        d = tl.load(inv + ((i0 // NB) * NB * NB + (r // C)[:, None] * NB + (r // C)[None, :]) * C
+                    + (rp[:, None] != rp[None, :]))
+        if CPLX:
+            d = tl.where(negd, -d, d)
+        acc = _dot(d, acc, PREC)
         if DST_PERM:
             drows = tl.load(perm + rows, mask=rmask, other=0)
         else:
             drows = rows
-        _st(dst, drows[:, None] * s_dr + cc[None, :] * s_dc, accr, acci, xmask, CPLX)
+        tl.store(dst + drows[:, None] * s_dr + cc[None, :] * s_dc + rp[:, None], acc.to(dst.dtype.element_ty),
+                 mask=xmask)
         tl.debug_barrier()  # X_i is read back by the next blocks
 
 
