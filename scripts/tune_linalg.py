@@ -90,11 +90,34 @@ TRSM_C64 = [(32, 32, 64, 4, 1), (16, 16, 64, 4, 1), (32, 16, 64, 4, 1), (32, 32,
             (16, 32, 64, 4, 1), (32, 64, 64, 4, 1), (64, 32, 64, 8, 1), (16, 16, 32, 4, 1), (32, 32, 64, 4, 2)]
 TRSM_F32 = [(64, 64, 64, 4, 1), (32, 64, 64, 4, 1), (64, 32, 64, 4, 1), (128, 64, 64, 8, 1), (64, 64, 64, 8, 1),
             (64, 64, 32, 4, 1), (32, 32, 64, 4, 1), (64, 64, 64, 4, 2)]
+LU_PLANS = [(32, 32, 8, "ieee"), (32, 64, 8, "ieee"), (64, 32, 8, "ieee"), (32, 32, 8, "tf32x3"),
+            (32, 64, 8, "tf32x3"), (64, 64, 8, "ieee"), (32, 32, 4, "ieee"), (16, 32, 8, "ieee"), (32, 16, 8, "ieee")]
+
+
+def set_lu(plan):
+    """(BM, CW, warps, float32 products) of the blocked LU's trailing update"""
+    if not hasattr(lu, "BLOCKED_BM"):  # an older tree (--baseline)
+        return
+    lu.BLOCKED_BM, lu.BLOCKED_CW, lu.BLOCKED_WARPS, lu.BLOCKED_PREC = plan or (32, 32, 8, "ieee")
+
+
+def lu_factor_case(dtype):
+    def make():
+        g = torch.Generator(device=dev).manual_seed(0)
+        return torch.randn(64, 256, 256, generator=g, device=dev, dtype=dtype)
+    return make
+
+
 lu_ours, lu_torch = (lambda a: lu.lu_solve(*a)), (lambda a: torch.linalg.lu_solve(*a))
 inv_ours, inv_torch = (lambda a: small.inv_ex(a).inverse), (lambda a: torch.linalg.inv_ex(a).inverse)
 CASES = [  # (name, input, ours, torch, plans, set plan)
+    ("lu_factor c64 64x256", lu_factor_case(C64), lambda a: lu.lu_factor(a).LU,
+     lambda a: torch.linalg.lu_factor(a).LU, LU_PLANS, set_lu),
+    ("lu_factor f32 64x256", lu_factor_case(F32), lambda a: lu.lu_factor(a).LU,
+     lambda a: torch.linalg.lu_factor(a).LU, LU_PLANS, set_lu),
     ("lu_solve c64 k=256", lu_solve_case(256, C64), lu_ours, lu_torch, TRSM_C64, set_trsm(C64)),
-    ("lu_solve c64 k=1", lu_solve_case(1, C64), lu_ours, lu_torch, TRSM_C64[:11], set_trsm(C64)),
+    ("lu_solve c64 k=1", lu_solve_case(1, C64), lu_ours, lu_torch,
+     TRSM_C64 + [(32, 32, 64, 2, 1), (32, 32, 64, 1, 1), (16, 16, 64, 2, 1)], set_trsm(C64)),
     ("lu_solve f32 k=256", lu_solve_case(256, F32), lu_ours, lu_torch, TRSM_F32, set_trsm(F32)),
     ("solve_triangular 4096x512", lambda: (torch.randn(4096, 4096, device=dev).triu() * 4096 ** -0.5
                                            + 2 * torch.eye(4096, device=dev), torch.randn(4096, 512, device=dev)),
@@ -145,4 +168,4 @@ for name, make, ours, ref, plans, set_plan in CASES:
                   f"rel err {err:.1e}  first call {first:5.1f} s", flush=True)
         except Exception as exc:  # one failing plan must not stop the sweep
             print(f"{name:<16} {plan}: FAILED {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-    set_plan(None if set_plan is set_small or name.startswith(("lu_", "solve_")) else (2048, 4, 128, 1))
+    set_plan(None if set_plan in (set_small, set_lu) or name.startswith(("lu_", "solve_")) else (2048, 4, 128, 1))

@@ -31,7 +31,8 @@ from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _dot, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
+from .tiles import (_dot, _emb_ld, _ld, _st, _tri_solve, _vec_off, check_rhs, flat3, kernel_strides,
+                    real_view)
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -109,10 +110,7 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
     Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
-
-    Complex systems run as real ones of twice the size: entry (r, c) of M becomes the 2 x 2
-    block [[re, -im], [im, re]] at rows 2r, 2r+1 and columns 2c, 2c+1, and X's rows interleave
-    [re; im] as they lie in memory, so each step is one real tl.dot."""
+    Complex systems run as real ones of twice the size (:func:`.tiles._emb_ld`)."""
     C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
@@ -121,11 +119,6 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     qp = q % C  # component of a column of M / a row of X
     cc = c0 + tl.arange(0, KB)
     cmask = (cc < k)[None, :]
-    if CONJ:  # where the block takes -im
-        neg = rp[:, None] > qp[None, :]
-    else:
-        neg = rp[:, None] < qp[None, :]
-    negd = rp[:, None] < rp[None, :]  # (the inverses are of the conjugated blocks already)
     for s in range(0, nblk):
         if LOWER:
             i0 = s * NB
@@ -138,7 +131,7 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         else:
             srows = rows
         xmask = rmask[:, None] & cmask
-        acc = tl.load(src + srows[:, None] * s_sr + cc[None, :] * s_sc + rp[:, None], mask=xmask, other=0.0)
+        acc = tl.load(src + _vec_off(srows, rp, cc, s_sr, s_sc), mask=xmask, other=0.0)
         if LOWER:  # the rows solved so far, in chunks of KC
             lo = 0
             hi = i0
@@ -148,28 +141,21 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = qc < hi
-            a = tl.load(t_ptr + rows[:, None] * s_tr + qc[None, :] * s_tc + (rp[:, None] != qp[None, :]),
-                        mask=rmask[:, None] & qmask[None, :], other=0.0)
-            if CPLX:
-                a = tl.where(neg, -a, a)
+            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
             if DST_PERM:
                 drows = tl.load(perm + qc, mask=qmask, other=0)
             else:
                 drows = qc
-            x = tl.load(dst + drows[:, None] * s_dr + cc[None, :] * s_dc + qp[:, None],
-                        mask=qmask[:, None] & cmask, other=0.0)
+            x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
             acc -= _dot(a, x, PREC)
-        d = tl.load(inv + ((i0 // NB) * NB * NB + (r // C)[:, None] * NB + (r // C)[None, :]) * C
-                    + (rp[:, None] != rp[None, :]))
-        if CPLX:
-            d = tl.where(negd, -d, d)
-        acc = _dot(d, acc, PREC)
+        # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
+        lr = (i0 // NB) * NB + r // C
+        acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC)
         if DST_PERM:
             drows = tl.load(perm + rows, mask=rmask, other=0)
         else:
             drows = rows
-        tl.store(dst + drows[:, None] * s_dr + cc[None, :] * s_dc + rp[:, None], acc.to(dst.dtype.element_ty),
-                 mask=xmask)
+        tl.store(dst + _vec_off(drows, rp, cc, s_dr, s_dc), acc.to(dst.dtype.element_ty), mask=xmask)
         tl.debug_barrier()  # X_i is read back by the next blocks
 
 
