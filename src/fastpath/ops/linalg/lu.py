@@ -34,8 +34,8 @@ from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import (_abs1, _cdot, _div, _dot, _emb_ld, _ld, _mul, _pick, _pick2, _st, _tri_solve, _vec_off,
-                    check_matrices, flat3, kernel_strides, raise_singular, real_view)
+from .tiles import (_abs1, _cdot, _div, _dot_sub, _ld, _mul, _pick, _pick2, _st, _tri_solve, check_matrices, flat3,
+                    kernel_strides, raise_singular, real_view)
 from .triangular import _track, check_square, kernel_ok, rhs_shapes, trsm
 
 #: m and n up to this: whole matrices in registers.
@@ -54,6 +54,7 @@ BLOCKED_WARPS = 8
 BLOCKED_BM = 32
 BLOCKED_CW = 32
 BLOCKED_PREC = "ieee"
+BLOCKED_RELOAD = False
 
 
 @triton.jit
@@ -136,9 +137,8 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
-               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr):
+               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, RELOAD: tl.constexpr):
     kmax = tl.minimum(m, n)
-    C: tl.constexpr = 2 if CPLX else 1
     r = tl.arange(0, M)
     r3 = r[None, :, None]
     c2 = tl.arange(0, W)[None, :]
@@ -204,29 +204,22 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             ir, ii = _tri_solve(l11r, l11i, eye3, zero3, jcnt, True, True, False, CPLX)
             ir = tl.reshape(ir, [W, W])
             ii = tl.reshape(ii, [W, W])
-            #    (complex as real, :func:`.tiles._emb_ld`: one real tl.dot a block)
-            qk = k0 + tl.arange(0, W * C) // C  # panel columns / U12 rows, interleaved
-            qp = tl.arange(0, W * C) % C
-            rb = tl.arange(0, BM * C)
             for c0 in range(e0, n, CW):
                 cc = c0 + cw
                 um = (k0 + wr < m) & (cc < n)
                 ar2, ai2 = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
                 ur, ui = _cdot(ir, ii, ar2, ai2, CPLX, PREC)
                 _st(base, (k0 + wr) * slr + cc * slc, ur, ui, um, CPLX)
-                tl.debug_barrier()  # U12 read back interleaved
-                ccv = c0 + tl.arange(0, CW)
-                u = tl.load(base + _vec_off(qk, qp, ccv, slr, slc), mask=(qk < m)[:, None] & (ccv < n)[None, :],
-                            other=0.0)
+                if RELOAD:  # U12 read back from memory rather than kept in the dot's layout
+                    tl.debug_barrier()
+                    ur, ui = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
                 for i0 in range(e0, m, BM):
-                    ri = i0 + rb // C
-                    lt = _emb_ld(base, ri, rb % C, qk, qp, slr, slc, (ri < m)[:, None] & (qk < n)[None, :],
-                                 CPLX, False)
-                    offs = _vec_off(ri, rb % C, ccv, slr, slc)
-                    amask2 = (ri < m)[:, None] & (ccv < n)[None, :]
-                    acc = tl.load(base + offs, mask=amask2, other=0.0)
-                    acc -= _dot(lt, u, PREC)
-                    tl.store(base + offs, acc, mask=amask2)
+                    ri = i0 + tl.arange(0, BM)[:, None]
+                    lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
+                    amask2 = (ri < m) & (cc < n)
+                    accr, acci = _ld(base, ri * slr + cc * slc, amask2, CPLX)
+                    accr, acci = _dot_sub(accr, acci, lr, li, ur, ui, CPLX, PREC)
+                    _st(base, ri * slr + cc * slc, accr, acci, amask2, CPLX)
             tl.debug_barrier()
     if STORE_LU:
         tl.store(info_ptr + bidx, info, mask=in_b)
@@ -284,7 +277,8 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
         piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1,
         BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
-        STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", num_warps=warps)
+        STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", RELOAD=blocked and BLOCKED_RELOAD,
+        num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
