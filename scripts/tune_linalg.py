@@ -90,15 +90,14 @@ TRSM_C64 = [(32, 32, 64, 4, 1), (16, 16, 64, 4, 1), (32, 16, 64, 4, 1), (32, 32,
             (16, 32, 64, 4, 1), (32, 64, 64, 4, 1), (64, 32, 64, 8, 1), (16, 16, 32, 4, 1), (32, 32, 64, 4, 2)]
 TRSM_F32 = [(64, 64, 64, 4, 1), (32, 64, 64, 4, 1), (64, 32, 64, 4, 1), (128, 64, 64, 8, 1), (64, 64, 64, 8, 1),
             (64, 64, 32, 4, 1), (32, 32, 64, 4, 1), (64, 64, 64, 4, 2)]
-LU_PLANS = [(32, 32, 8, "ieee", False), (32, 32, 8, "ieee", True), (64, 64, 8, "ieee", False),
-            (64, 64, 8, "ieee", True), (32, 64, 8, "tf32x3", False), (32, 64, 8, "ieee", False)]
+LU_PLANS = [(32, 32, 8, "ieee"), (64, 64, 8, "ieee"), (32, 64, 8, "tf32x3"), (32, 64, 8, "ieee")]
 
 
 def set_lu(plan):
-    """(BM, CW, warps, float32 products, U12 reloaded) of the blocked LU's trailing update"""
+    """(BM, CW, warps, float32 products) of the blocked LU's trailing update"""
     if not hasattr(lu, "BLOCKED_BM"):  # an older tree (--baseline)
         return
-    lu.BLOCKED_BM, lu.BLOCKED_CW, lu.BLOCKED_WARPS, lu.BLOCKED_PREC, lu.BLOCKED_RELOAD = plan or LU_PLANS[0]
+    lu.BLOCKED_BM, lu.BLOCKED_CW, lu.BLOCKED_WARPS, lu.BLOCKED_PREC = plan or LU_PLANS[0]
 
 
 def lu_factor_case(dtype):

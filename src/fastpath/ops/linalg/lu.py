@@ -54,7 +54,6 @@ BLOCKED_WARPS = 8
 BLOCKED_BM = 32
 BLOCKED_CW = 32
 BLOCKED_PREC = "ieee"
-BLOCKED_RELOAD = False
 
 
 @triton.jit
@@ -137,7 +136,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
-               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, RELOAD: tl.constexpr):
+               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -210,9 +209,6 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                 ar2, ai2 = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
                 ur, ui = _cdot(ir, ii, ar2, ai2, CPLX, PREC)
                 _st(base, (k0 + wr) * slr + cc * slc, ur, ui, um, CPLX)
-                if RELOAD:  # U12 read back from memory rather than kept in the dot's layout
-                    tl.debug_barrier()
-                    ur, ui = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
                 for i0 in range(e0, m, BM):
                     ri = i0 + tl.arange(0, BM)[:, None]
                     lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
@@ -277,8 +273,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
         piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1,
         BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
-        STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", RELOAD=blocked and BLOCKED_RELOAD,
-        num_warps=warps)
+        STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
