@@ -164,6 +164,8 @@ def cases() -> list:
              quick=True),
         case("lu_solve complex64", (64, 256, 256), (2, 40, 3), L.lu_solve, torch.linalg.lu_solve, _close(1e-5),
              _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("lu_solve", True), "lu_solve c64"),
+        case("lu_solve float32", (64, 256, 256), (2, 40, 3), L.lu_solve, torch.linalg.lu_solve, _close(1e-5),
+             _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2]), _inputs("lu_solve"), graphs=True),
         case("lu_solve complex64 k=1", (64, 256, 1), (2, 40, 1), L.lu_solve, torch.linalg.lu_solve,
              _close(1e-5), _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("lu_solve", True),
              graphs=True),
