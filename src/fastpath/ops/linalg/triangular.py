@@ -47,9 +47,6 @@ HOST_BLOCK_N = 1024
 #: KB halves (down to 16) while the grid would have fewer programs than the GPU has SMs.
 BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
-#: Warps of a program of ``_diag_inv_kernel`` (its steps are cross-thread reductions: fewer
-#: warps, fewer barriers).
-DIAG_WARPS = 4
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
 #: float32 on the FMA units). H200, complex64 lu_solve of 64 x 256x256 with 256 right-hand
@@ -78,11 +75,10 @@ def _track(piv_ptr, poff, spc, pmask, pos, t0, t1, n):
 @triton.jit
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                      BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
-                     CONJ: tl.constexpr, CPLX: tl.constexpr):
+                     CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr):
     """Inverses of the (NB, NB) diagonal blocks of M (and of the opposite triangle with the
-    opposite unit flag, after them, if LU: grid axis 1 picks the pass, so the two run side by
-    side), BLOCK_B blocks per program, to ``inv`` as (pass, matrix, block, NB, NB), contiguous.
-    Past n a block is padded with the identity."""
+    opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
+    (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity."""
     idx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (matrix, block) flattened
     valid = idx < total
     b3 = (idx // nblk).to(tl.int64)[:, None, None]
@@ -98,10 +94,9 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
     zero = tl.zeros([BLOCK_B, NB, NB], dtype=tr.dtype)
     C: tl.constexpr = 2 if CPLX else 1
     offs = (idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + c3) * C
-    if tl.program_id(1) == 0:
-        xr, xi = _tri_solve(tr, ti, eye, zero, NB, LOWER, UNIT, CONJ, CPLX)
-        _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
-    else:
+    xr, xi = _tri_solve(tr, ti, eye, zero, NB, LOWER, UNIT, CONJ, CPLX)
+    _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
+    if LU:
         xr, xi = _tri_solve(tr, ti, eye, zero, NB, not LOWER, not UNIT, CONJ, CPLX)
         _st(inv_ptr + total * NB * NB * C, offs, xr, xi, valid[:, None, None], CPLX)
 
@@ -276,9 +271,9 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         total = nb * nblk
         inv = real_view(torch.empty((2 if lu else 1) * total * nb_rows * nb_rows, dtype=T3.dtype, device=T3.device))
         ib = max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * nb_rows * comps)))
-        _DIAG_INV[(cdiv(total, ib), 2 if lu else 1)](
+        _DIAG_INV[(cdiv(total, ib),)](
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
-            BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, CPLX=cplx, num_warps=DIAG_WARPS)
+            BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, num_warps=4)
     _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
