@@ -503,9 +503,10 @@ def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, *, left: b
     -------
     X, contiguous, of the broadcast shape. A zero pivot in U gives inf/NaN, as in torch.
 
-    Paths: n <= 32 in registers (many matrices per program); n <= 1024 one matrix and 32
-    right-hand sides per program, blocked (tl.dot off the diagonal; with 32 right-hand sides
-    its float32 products run as tf32x3, float32-level accuracy); larger n, devices
+    Paths: n <= 32 in registers (many matrices per program); n <= 1024 one matrix and up to
+    64 right-hand sides per program, blocked (every step one tl.dot, complex systems as real
+    ones of twice the size; with 32 or more right-hand sides its float32 products run as
+    tf32x3, float32-level accuracy); larger n, devices
     Triton does not serve and inputs that need gradients take ``torch.linalg.lu_solve``.
     Pivots out of range count as no interchange (never an out-of-bounds read).
 
