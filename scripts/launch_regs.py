@@ -55,25 +55,32 @@ def record(K: int, N: int, swiglu: int, fp8: int, norm: int = 0) -> list:
     return list(C._SEEN.values())
 
 
+def sass_loops(sass: str) -> list:
+    """``(first address, last address, instructions)`` of each loop (a backward branch) in
+    ``cuobjdump -sass`` output."""
+    ins = [(int(m.group(1), 16), m.group(2)) for m in
+           (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", ln) for ln in sass.splitlines()) if m]
+    out = []
+    for a, text in ins:
+        m = re.search(r"BRA .*?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < a:
+            first = int(m.group(1), 16)
+            out.append((first, a, [t for b, t in ins if first <= b <= a]))
+    return out
+
+
 def _loops(cubin: str) -> list:
-    """SASS instruction count of each loop (a backward branch) of a compiled kernel."""
+    """SASS instruction count of each loop of a compiled kernel."""
     import triton
     cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True).stdout
-    ins = [int(m.group(1), 16) for m in (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+", ln) for ln in sass.splitlines()) if m]
-    out = []
-    for ln in sass.splitlines():
-        m, a = re.search(r"BRA .*?0x([0-9a-f]+)", ln), re.match(r"\s*/\*([0-9a-f]{4,})\*/", ln)
-        if m and a and int(m.group(1), 16) < int(a.group(1), 16):
-            out.append(sum(int(m.group(1), 16) <= x <= int(a.group(1), 16) for x in ins))
-    return out
+    return [len(body) for _, _, body in sass_loops(sass)]
 
 
 def compile_one(item, mode1: bool = False) -> str:
     """``registers, spills, shared memory, programs a multiprocessor`` of one recorded launch
     (``mode1``: fp8 weights in the GPU's load mode, and the loops' instruction counts)."""
     import importlib
-    import re
 
     import triton
     from triton.backends.compiler import GPUTarget

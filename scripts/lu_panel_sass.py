@@ -11,12 +11,16 @@ import inspect
 import os
 import re
 import subprocess
+import sys
 
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from fastpath.ops.linalg import lu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_regs import sass_loops  # noqa: E402
 
 k = lu._lu_kernel
 names = list(inspect.signature(k.fn).parameters)
@@ -43,16 +47,8 @@ out = subprocess.run([b + "ptxas", "-arch=sm_90a", "-v", "/tmp/lu/k.ptx", "-o", 
 print(re.findall(r"Used \d+ registers.*", out), re.findall(r"\d+ bytes spill stores", out))
 sass = subprocess.run([b + "cuobjdump", "-sass", "/tmp/lu/k.cubin"], capture_output=True, text=True).stdout
 open("/tmp/lu/k.sass", "w").write(sass)
-ins = []
-for line in sass.splitlines():
-    mt = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
-    if mt:
-        ins.append((int(mt.group(1), 16), mt.group(2)))
-print(len(ins), "instructions")
-for a, t in ins:
-    mt = re.search(r"BRA .*?0x([0-9a-f]+)", t)
-    if mt and int(mt.group(1), 16) < a:  # a loop: its body from the branch target to here
-        body = [x for b_, x in ins if int(mt.group(1), 16) <= b_ <= a]
-        ops = collections.Counter((x.split()[1] if x.startswith("@") else x.split()[0]).split(".")[0] for x in body)
-        keep = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "FFMA", "FADD", "FMUL", "FSEL", "ISETP")
-        print(f"loop {int(mt.group(1), 16):#x}-{a:#x}: {len(body)} instructions", {k: ops[k] for k in keep if ops[k]})
+print(len(re.findall(r"^\s*/\*[0-9a-f]{4,}\*/\s+.*?;", sass, re.M)), "instructions")
+for first, last, body in sass_loops(sass):  # each loop: its body from the branch target to the branch
+    ops = collections.Counter((x.split()[1] if x.startswith("@") else x.split()[0]).split(".")[0] for x in body)
+    keep = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "FFMA", "FADD", "FMUL", "FSEL", "ISETP")
+    print(f"loop {first:#x}-{last:#x}: {len(body)} instructions", {k: ops[k] for k in keep if ops[k]})

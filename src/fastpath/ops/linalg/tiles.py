@@ -239,33 +239,6 @@ def _dot_sub(accr, acci, ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr)
         return accr, accr
 
 
-# ---------------------------------------------------------------------------- complex as real
-
-# A complex product A @ X runs as one real tl.dot: A's entry (r, c) becomes the 2 x 2 block
-# [[re, -im], [im, re]] at real rows 2r, 2r+1 and columns 2c, 2c+1, and X's rows interleave
-# [re; im] the way view_as_real lays them out. Tiles index real rows i as (i // C, i % C):
-# the matrix row and the component (C = 2 for complex, 1 for real, where both helpers are
-# plain loads).
-
-@triton.jit
-def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr):
-    """The real embedding of the entries (rows[:, None], cols[None, :]) of a matrix (of its
-    conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns."""
-    a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask, other=0.0)
-    if CPLX:
-        if CONJ:
-            a = tl.where(rp[:, None] > cp[None, :], -a, a)
-        else:
-            a = tl.where(rp[:, None] < cp[None, :], -a, a)
-    return a
-
-
-@triton.jit
-def _vec_off(rows, rp, cols, s_r, s_c):
-    """Offsets of the interleaved rows (rows[:, None], component rp) and columns ``cols``."""
-    return rows[:, None] * s_r + cols[None, :] * s_c + rp[:, None]
-
-
 # ---------------------------------------------------------------------------- triangular solve
 
 @triton.jit

@@ -31,8 +31,7 @@ from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import (_dot, _emb_ld, _ld, _st, _tri_solve, _vec_off, check_rhs, flat3, kernel_strides,
-                    real_view)
+from .tiles import _dot, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -60,6 +59,35 @@ TF32X3_MIN_KB = 32
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
 
+
+# ---------------------------------------------------------------------------- complex as real
+
+# A complex product A @ X runs as one real tl.dot: A's entry (r, c) becomes the 2 x 2 block
+# [[re, -im], [im, re]] at real rows 2r, 2r+1 and columns 2c, 2c+1, and X's rows interleave
+# [re; im] the way view_as_real lays them out. Tiles index real rows i as (i // C, i % C):
+# the matrix row and the component (C = 2 for complex, 1 for real, where both helpers are
+# plain loads).
+
+@triton.jit
+def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr):
+    """The real embedding of the entries (rows[:, None], cols[None, :]) of a matrix (of its
+    conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns."""
+    a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask, other=0.0)
+    if CPLX:
+        if CONJ:
+            a = tl.where(rp[:, None] > cp[None, :], -a, a)
+        else:
+            a = tl.where(rp[:, None] < cp[None, :], -a, a)
+    return a
+
+
+@triton.jit
+def _vec_off(rows, rp, cols, s_r, s_c):
+    """Offsets of the interleaved rows (rows[:, None], component rp) and columns ``cols``."""
+    return rows[:, None] * s_r + cols[None, :] * s_c + rp[:, None]
+
+
+# ---------------------------------------------------------------------------- kernels
 
 @triton.jit
 def _track(piv_ptr, poff, spc, pmask, pos, t0, t1, n):
@@ -112,7 +140,7 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
     Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
-    Complex systems run as real ones of twice the size (:func:`.tiles._emb_ld`)."""
+    Complex systems run as real ones of twice the size (:func:`_emb_ld`)."""
     C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
