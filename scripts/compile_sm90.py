@@ -100,6 +100,14 @@ def run_calls(which: str) -> None:
         la.inv(C)
         la.solve(C, torch.randn(9, 6, 2, generator=g, dtype=torch.complex64))
         la.pinv(torch.randn(9, 8, 8, generator=g))
+        # blocked QR as the GPU runs it (several programs a panel: the interpreter's results are
+        # garbage here, one poll of the barrier, but the launches are the GPU's variants)
+        from fastpath.ops.linalg import qr_blocked as qb
+        saved = qb.rows_per_program, qb.SPIN
+        qb.rows_per_program, qb.SPIN = (lambda mp, dev: qb.ROWS), 1
+        for dt in (torch.float32, torch.float64):
+            la.qr(torch.randn(1, 300, 300, generator=g, dtype=dt))
+        qb.rows_per_program, qb.SPIN = saved
     if which in ("batch_norm", "all"):
         for shape, cl in (((4, 6, 5, 7), False), ((4, 6, 5, 7), True), ((33, 20), False)):
             for mode in ({"FUSED": False}, {"FUSED": False, "SPLIT_COMBINE": False},

@@ -103,9 +103,63 @@ def test_qr_noncontiguous(device):
         _check(view, "reduced")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("m,n,batch", [(100, 80, (2,)), (70, 130, ()), (130, 130, ()), (200, 33, (3,))])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_blocked(m, n, batch, mode, dtype, device):
+    """Too large for one program's registers: panels of NB columns and compact-WY updates."""
+    assert not Q._fits(m, n, mode, dtype)
+    _check(rand(*batch, m, n, dtype=dtype, device=device), mode)
+
+
+def test_qr_blocked_degenerate(device):
+    """Zero columns, a column with nothing below the diagonal (tau = 0 inside a panel), a
+    rank-deficient matrix, the identity, a zero matrix and extreme scales on the blocked path."""
+    A = rand(6, 90, 70, dtype=torch.float64)
+    A[0, :, 0] = 0
+    A[0, :, 40] = 0
+    A[1, :, :5] = A[1, :, :5].triu()  # nothing below the diagonal: no reflections (tau = 0)
+    A[1, 3, 3] = -2.0
+    A[2, :, 35] = A[2, :, 34]
+    A[3] = torch.eye(90, 70, dtype=torch.float64)
+    A[4] = 0
+    A[5] *= 2.0 ** 1000  # squares overflow float64: the blocked path scales by a power of two
+    down = torch.ones(6, 1, 1, dtype=torch.float64)
+    down[5] = 2.0 ** -1000  # the comparisons' norms in range
+    for mode in ("reduced", "complete"):
+        Qm, R = Q.qr(A.to(device), mode=mode)
+        assert torch.isfinite(Qm).all() and torch.isfinite(R).all()
+        Qd, Rd = Qm.cpu(), R.cpu()
+        assert (Qd.mT @ Qd - torch.eye(Qd.shape[-1], dtype=torch.float64)).abs().max() <= 1e-13
+        assert _rel(Qd @ (Rd * down), A * down) <= 1e-13
+        assert torch.equal(Rd, Rd.triu())
+        rr = torch.linalg.qr(A * down, mode=mode).R
+        assert _rel((Rd * down)[[0, 1, 3, 4, 5]], rr[[0, 1, 3, 4, 5]]) <= 1e-12
+        assert Rd[1, 3, 3].item() == -2.0 and torch.equal(Rd[1, :5, :5], A[1, :5, :5])
+    for scale in (1e-30, 1e30):
+        A = (rand(2, 80, 75, dtype=torch.float64) * scale).float().to(device)
+        Qm, R = Q.qr(A)
+        assert torch.isfinite(Qm).all() and torch.isfinite(R).all()
+        rq, rr = torch.linalg.qr(A.double().cpu())
+        assert _rel(R, rr) <= 1e-5 and _rel(Qm, rq) <= 1e-5
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="several programs a panel only where kernels run compiled")
+@pytest.mark.parametrize("rows", [16, 128])
+@pytest.mark.parametrize("m,n,batch,dtype", [(300, 257, (3,), torch.float32), (257, 300, (2,), torch.float64),
+                                             (1000, 1000, (), torch.float32), (4096, 4096, (), torch.float32)])
+def test_qr_blocked_programs(m, n, batch, dtype, rows, device, monkeypatch):
+    """Panels split over many programs meeting at a grid barrier (16-row programs: up to 64 of
+    them, batches launched in slices of the multiprocessor count)."""
+    qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
+    monkeypatch.setattr(qb, "ROWS", rows)
+    _check(rand(*batch, m, n, dtype=dtype, device=device), "reduced")
+
+
 def test_reference_paths(device):
-    """A matrix too large for one program and inputs that need gradients take torch.linalg.qr."""
-    A = rand(300, 200, dtype=torch.float64, device=device)
+    """A complex matrix too large for one program and inputs that need gradients take
+    torch.linalg.qr."""
+    A = rand(300, 200, dtype=torch.complex128, device=device)
     Qm, R = Q.qr(A)
     torch.testing.assert_close(Qm @ R, A)
     A = rand(2, 4, 3, dtype=torch.float64, device=device).requires_grad_()

@@ -10,9 +10,10 @@ below the diagonal; with ``WANT_Q`` they are applied in reverse order to the ide
 (``?orgqr``) to form the reduced (m x k) or complete (m x m) Q. All norms are computed on
 data scaled by its largest entry: no overflow or underflow for any input scale.
 
-Matrices whose tiles do not fit one program's registers (m * (n + columns of Q) above
-``TILE_ELEMS``, e.g. 4096 x 4096) take ``torch.linalg.qr`` (cuSOLVER geqrf/orgqr); a
-blocked (panel + compact-WY) version for those is not written yet.
+Real matrices whose tiles do not fit one program's registers (m * (n + columns of Q) above
+``TILE_ELEMS``, e.g. 4096 x 4096) take the blocked form of :mod:`.qr_blocked` (a panel kernel
+whose programs share the rows, and compact-WY updates as matmuls); complex ones take
+``torch.linalg.qr`` (cuSOLVER geqrf/orgqr).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton, use_triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
+from .qr_blocked import fits as blocked_fits, qr_blocked
 from .tiles import _div, _ld, _mul, _pick, _st, check_matrices, flat3, kernel_strides, real_view
 
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -204,12 +206,18 @@ def _qr_fake(A, mode):
 @register_op("linalg_qr", fake=_qr_fake)
 def _qr_op(A: torch.Tensor, mode: str) -> Tuple[torch.Tensor, torch.Tensor]:
     m, n = A.shape[-2:]
-    if (A.dtype not in KERNEL_DTYPES or not _fits(m, n, mode, A.dtype) or not use_triton(A)
-            or (torch.is_grad_enabled() and A.requires_grad)):
+    if (A.dtype not in KERNEL_DTYPES or not use_triton(A) or (torch.is_grad_enabled() and A.requires_grad)
+            or A.numel() == 0):
         return reference_qr(A, mode)
     batch = tuple(A.shape[:-2])
     k = min(m, n)
     rows = m if mode == "complete" else k
+    if not _fits(m, n, mode, A.dtype):
+        if not blocked_fits(m, n, A.dtype, A.device):
+            return reference_qr(A, mode)
+        Q3, R3 = qr_blocked(flat3(A, batch, (m, n)), mode)
+        R = R3.view(*batch, rows, n)
+        return (torch.empty(0, dtype=A.dtype, device=A.device) if Q3 is None else Q3.view(*batch, m, rows)), R
     R = alloc.empty(*batch, rows, n, dtype=A.dtype, device=A.device)
     if mode == "r":
         Q = torch.empty(0, dtype=A.dtype, device=A.device)

@@ -1,0 +1,79 @@
+"""Sweep the blocked QR's plan (fastpath.ops.linalg.qr_blocked: panel width NB, rows a panel
+program, warps) next to torch.linalg.qr, cold L2, and split one call's GPU time into panel
+kernels and the rest (torch profiler). Run on a GPU machine:
+
+    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 128, 8)]"]
+"""
+import argparse
+import ast
+import importlib
+
+import torch
+
+from fastpath.streams import _flush_buffer, median_ms
+
+qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
+qr = importlib.import_module("fastpath.ops.linalg.qr")
+dev = torch.device("cuda")
+flush = _flush_buffer(dev)
+
+
+def timeit(fn, reps=10):
+    fn()
+    torch.cuda.synchronize()
+    return 1e3 * median_ms(fn, reps, before=lambda: flush.sum())
+
+
+def set_plan(plan):
+    qb.NB[4], qb.ROWS, qb.WARPS = plan
+
+
+def split(fn):
+    """(panel kernel us, everything else us) of one call, from the profiler's CUDA times."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    panel = other = 0.0
+    for ev in prof.key_averages():
+        t = ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+        if "_panel_kernel" in ev.key:
+            panel += t
+        else:
+            other += t
+    return panel, other
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="4096,2048")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--plans", default=None)
+    args = ap.parse_args()
+    plans = ast.literal_eval(args.plans) if args.plans else [
+        (nb, rows, w) for nb in (32, 16, 64) for rows in (128, 64, 256) for w in (4, 8)
+        if rows * nb <= 16384]
+    saved = (qb.NB[4], qb.ROWS, qb.WARPS)
+    for n in (int(s) for s in args.sizes.split(",")):
+        A = torch.randn(args.batch, n, n, device=dev)
+        t_ref = timeit(lambda: torch.linalg.qr(A))
+        print(f"{args.batch}x{n}x{n} float32: torch.linalg.qr {t_ref:.0f} us", flush=True)
+        for plan in plans:
+            set_plan(plan)
+            try:
+                Qm, R = qr.qr(A)
+                err = ((Qm @ R - A).norm() / A.norm()).item()
+                orth = (Qm.mT @ Qm - torch.eye(n, device=dev)).abs().max().item()
+                t = timeit(lambda: qr.qr(A))
+                panel, other = split(lambda: qr.qr(A))
+                print(f"  NB {plan[0]:3d} rows {plan[1]:4d} warps {plan[2]}: {t:8.0f} us ({t_ref / t:.2f}x torch)"
+                      f"  panels {panel:7.0f} us, rest {other:7.0f} us  err {err:.1e} orth {orth:.1e}", flush=True)
+            except Exception as exc:  # noqa: BLE001 - a plan that fails to build is reported
+                print(f"  {plan}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+        set_plan(saved)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Blocked Householder QR of matrices too large for one program's registers (``qr`` of a
+4096 x 4096 float32 matrix), real dtypes: float32 and float64.
+
+Right-looking, with panels of ``NB`` columns and the compact WY form ``Q_p = I - V T V^T``:
+
+* ``_panel_kernel`` factors one panel in place. Its rows are split over ``nprog`` programs
+  (``ROWS`` rows each, the (ROWS, NB) tile in registers) that run at the same time and meet
+  at a grid barrier once per column: each program adds up ``x^T P`` over its rows (x the
+  column below the diagonal, P the panel), writes that row of partial sums, the owner of the
+  diagonal row writes the row itself, and after the barrier every program sums the partial
+  rows in the same order, so all of them build the same reflector (LAPACK's ``?larfg``:
+  ``beta = -sign(alpha) ||(alpha, x)||``, ``tau = (beta - alpha) / beta``, no reflection where
+  ``x`` is zero) and update their own rows: ``v^T P_c = P_jc + (x^T P_c) / (alpha - beta)``.
+  At the end each program writes its rows of ``V`` (unit lower trapezoid) and its partial
+  ``V^T V``; the last to arrive sums those and forms ``T`` (``?larft``'s recurrence).
+* The host loop applies ``Q_p^T`` to the columns right of the panel with three batched
+  matmuls (float32 matmuls with TF32 off), and forms Q (``?orgqr``) the same way backwards.
+
+The barrier needs every program of a matrix resident at once: grids are at most one program
+per multiprocessor (batches are launched in slices), and a wait that never ends (it should
+not happen) gives up after ``SPIN`` polls and fills the panel with NaN instead of hanging.
+Triton's interpreter runs programs one after another, so there one program takes all rows.
+
+The matrix is scaled by a power of two (exact) so that its largest entry is in [0.5, 1):
+no squared entry overflows for inputs near the format's limits.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from ..._core.backend import INTERPRET, num_sms, tl, triton
+from ..._core.launch import Launcher, cdiv, next_pow2
+from .tiles import _dot
+
+#: Panel width (columns a panel kernel factors) and rows a program holds, by dtype itemsize.
+NB = {4: 32, 8: 16}
+ROWS = 128
+#: Polls of the barrier counter before a program gives up (seconds on a GPU).
+SPIN = 1 << 22
+WARPS = 8
+
+
+@triton.jit
+def _barrier(cnt_ptr, target, broken, SPIN: tl.constexpr):
+    """Arrive at the batch element's counter and wait until it reaches ``target``."""
+    tl.debug_barrier()
+    tl.atomic_add(cnt_ptr, 1, sem="release")
+    seen = tl.atomic_add(cnt_ptr, 0, sem="acquire")
+    limit = tl.where(broken, 0, SPIN)
+    spins = 0
+    while (seen < target) & (spins < limit):
+        seen = tl.atomic_add(cnt_ptr, 0, sem="acquire")
+        spins += 1
+    tl.debug_barrier()
+    return broken | (seen < target)
+
+
+@triton.jit
+def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base,
+                  sab, sar, sac, svb, svr, svc, stb, sxb,
+                  ROWS: tl.constexpr, NB: tl.constexpr, NPP: tl.constexpr, SPIN: tl.constexpr):
+    pid = tl.program_id(0)
+    b = (tl.program_id(1) + b0).to(tl.int64)
+    r = tl.arange(0, ROWS)
+    c = tl.arange(0, NB)
+    c2 = c[None, :]
+    gi = pid * ROWS + r  # row in the panel (0: row k0 of A)
+    g2 = gi[:, None]
+    mp = m - k0
+    inside = (g2 < mp) & (c2 < w)
+    a_off = b * sab + (k0 + g2).to(tl.int64) * sar + (k0 + c2) * sac
+    P = tl.load(a_ptr + a_off, mask=inside, other=0.0)
+    xb = x_ptr + b * sxb  # exchange: 2 slots of (NPP partial rows + 1 diagonal row), then NPP Grams
+    cnt = cnt_ptr + b
+    pp = tl.arange(0, NPP)[:, None]
+    taus = tl.zeros([NB], dtype=P.dtype)
+    broken = pid < 0
+    for j in range(0, w):
+        xj = tl.sum(tl.where(c2 == j, P, 0.0), axis=1)  # column j: (ROWS,)
+        below = gi > j
+        part = tl.sum(tl.where(below, xj, 0.0)[:, None] * P, axis=0)  # x^T P over my rows
+        head = tl.sum(tl.where(g2 == j, P, 0.0), axis=0)  # row j if I hold it
+        slot = xb + (j % 2) * (NPP + 1) * NB
+        tl.store(slot + pid * NB + c, part)
+        tl.store(slot + NPP * NB + c, head, mask=(c * 0 + j // ROWS) == pid)
+        broken = _barrier(cnt, base + (j + 1) * nprog, broken, SPIN)
+        g = tl.sum(tl.load(slot + pp * NB + c2, mask=(pp < nprog) & (c2 < NB), other=0.0, cache_modifier=".cg"),
+                   axis=0)
+        h = tl.load(slot + NPP * NB + c, cache_modifier=".cg")
+        alpha = tl.sum(tl.where(c == j, h, 0.0))
+        xn2 = tl.sum(tl.where(c == j, g, 0.0))
+        trivial = xn2 == 0.0
+        bmag = tl.sqrt(alpha * alpha + xn2)
+        beta = tl.where(alpha >= 0, -bmag, bmag)
+        tau = tl.where(trivial, 0.0, (beta - alpha) / tl.where(trivial, 1.0, beta))
+        s = tl.where(trivial, 0.0, 1.0 / tl.where(trivial, 1.0, alpha - beta))
+        wv = h + s * g  # v^T P_c
+        right = c2 > j
+        P = tl.where((g2 == j) & right, P - tau * wv[None, :], P)
+        P = tl.where(below[:, None] & right, P - (tau * s) * xj[:, None] * wv[None, :], P)
+        d = tl.where(trivial, alpha, beta)
+        col = tl.where(g2 == j, d, tl.where(below[:, None], s * xj[:, None], P))
+        P = tl.where(c2 == j, tl.where(trivial, P, col), P)
+        taus = tl.where(c == j, tau, taus)
+    V = tl.where(g2 > c2, P, tl.where(g2 == c2, 1.0, 0.0))
+    V = tl.where(inside, V, 0.0)
+    if broken:
+        P = P * float("nan")
+    tl.store(a_ptr + a_off, P, mask=inside)
+    tl.store(v_ptr + b * svb + (k0 + g2).to(tl.int64) * svr + (k0 + c2) * svc, V, mask=inside)
+    # T from V^T V: partial Grams, and the last program to arrive sums them
+    gram = xb + 2 * (NPP + 1) * NB
+    rr = c[:, None]
+    tl.store(gram + pid * NB * NB + rr * NB + c2, _dot(tl.trans(V), V, "ieee"))
+    tl.debug_barrier()
+    last = tl.atomic_add(cnt, 1, sem="acq_rel") == base + (w + 1) * nprog - 1
+    if last:
+        G = tl.zeros([NB, NB], dtype=P.dtype)
+        for p in range(0, nprog):
+            G += tl.load(gram + p * NB * NB + rr * NB + c2, cache_modifier=".cg")
+        T = tl.zeros([NB, NB], dtype=P.dtype)
+        for j in range(0, w):  # T[:j, j] = T[:j, :j] (-tau_j V[:, :j]^T v_j), T[j, j] = tau_j
+            tj = tl.sum(tl.where(c == j, taus, 0.0))
+            gj = tl.sum(tl.where(c2 == j, G, 0.0), axis=1)  # G[:, j]
+            gj = tl.where(c < j, -tj * gj, 0.0)
+            tcol = tl.sum(T * gj[None, :], axis=1)
+            tcol = tl.where(c == j, tj, tcol)
+            T = tl.where(c2 == j, tcol[:, None], T)
+        tl.store(t_ptr + b * stb + rr * NB + c2, T)
+
+
+_PANEL = Launcher(_panel_kernel)
+
+
+@contextlib.contextmanager
+def _exact_matmuls():
+    """float32 matmuls in full float32 for the duration (a user's TF32 setting restored)."""
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+def rows_per_program(mp: int, device) -> int:
+    """Rows a panel program holds for a panel of ``mp`` rows, or 0 where the panel would need
+    more programs than the device runs at once."""
+    if INTERPRET:
+        return max(16, next_pow2(mp))
+    rows = ROWS
+    while cdiv(mp, rows) > num_sms(device):
+        rows *= 2
+        if rows > 4 * ROWS:
+            return 0
+    return rows
+
+
+def fits(m: int, n: int, dtype, device) -> bool:
+    return dtype in (torch.float32, torch.float64) and rows_per_program(m, device) > 0
+
+
+def _panels(k: int, nb: int):
+    return [(p, k0, min(nb, k - k0)) for p, k0 in enumerate(range(0, k, nb))]
+
+
+def qr_blocked(A3: torch.Tensor, mode: str):
+    """(Q3 or None, R3) of A3 (nbatch, m, n), float32/float64, on a Triton device."""
+    nbatch, m, n = A3.shape
+    k = min(m, n)
+    dev = A3.device
+    nb = NB[A3.element_size()]
+    amax = A3.abs().amax(dim=(1, 2))
+    emax = 1022 if A3.dtype == torch.float64 else 126
+    scale = torch.ldexp(torch.ones_like(amax), -torch.frexp(amax)[1].clamp(-emax, emax))
+    work = A3 * scale[:, None, None]
+    V = torch.empty(nbatch, m, k, dtype=A3.dtype, device=dev)
+    panels = _panels(k, nb)
+    T = torch.empty(nbatch, len(panels), nb, nb, dtype=A3.dtype, device=dev)
+    npp = next_pow2(max(cdiv(m - k0, rows_per_program(m - k0, dev)) for _, k0, _ in panels))
+    xbuf = torch.empty(nbatch, 2 * (npp + 1) * nb + npp * nb * nb, dtype=A3.dtype, device=dev)
+    cnt = torch.zeros(nbatch, dtype=torch.int32, device=dev)
+    base = 0
+    with _exact_matmuls():
+        for p, k0, w in panels:
+            rows = rows_per_program(m - k0, dev)
+            nprog = cdiv(m - k0, rows)
+            chunk = nbatch if INTERPRET else max(1, num_sms(dev) // nprog)
+            for b0 in range(0, nbatch, chunk):
+                _PANEL[(nprog, min(chunk, nbatch - b0))](
+                    work, V, T[:, p], xbuf, cnt, k0, m, w, b0, nprog, base,
+                    *work.stride(), *V.stride(), T.stride(0), xbuf.stride(0),
+                    ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, num_warps=WARPS)
+            base += (w + 1) * nprog
+            if k0 + w < n:
+                Vp, Tp = V[:, k0:, k0:k0 + w], T[:, p, :w, :w]
+                A2 = work[:, k0:, k0 + w:]
+                W = torch.bmm(Tp.mT, torch.bmm(Vp.mT, A2))
+                A2.baddbmm_(Vp, W, alpha=-1)
+        rows_r = m if mode == "complete" else k
+        R = torch.triu(work[:, :rows_r]).div_(scale[:, None, None])
+        if mode == "r":
+            return None, R
+        qc = m if mode == "complete" else k
+        Q = torch.zeros(nbatch, m, qc, dtype=A3.dtype, device=dev)
+        Q.diagonal(dim1=1, dim2=2).fill_(1)
+        for p, k0, w in reversed(panels):
+            Vp, Tp = V[:, k0:, k0:k0 + w], T[:, p, :w, :w]
+            Qs = Q[:, k0:, k0:]
+            Qs.baddbmm_(Vp, torch.bmm(Tp, torch.bmm(Vp.mT, Qs)), alpha=-1)
+    return Q, R
