@@ -2,7 +2,7 @@
 program, warps) next to torch.linalg.qr, cold L2, and split one call's GPU time into panel
 kernels and the rest (torch profiler). Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 128, 8)]"]
+    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 128, 8, True)]"]
 """
 import argparse
 import ast
@@ -25,7 +25,8 @@ def timeit(fn, reps=10):
 
 
 def set_plan(plan):
-    qb.NB[4], qb.ROWS, qb.WARPS = plan
+    qb.NB[4], qb.ROWS, qb.WARPS = plan[:3]
+    qb.FUSE = plan[3] if len(plan) > 3 else True
 
 
 def split(fn):
@@ -55,7 +56,7 @@ def main():
     plans = ast.literal_eval(args.plans) if args.plans else [
         (nb, rows, w) for nb in (32, 16, 64) for rows in (128, 64, 256) for w in (4, 8)
         if rows * nb <= 16384]
-    saved = (qb.NB[4], qb.ROWS, qb.WARPS)
+    saved = (qb.NB[4], qb.ROWS, qb.WARPS, qb.FUSE)
     for n in (int(s) for s in args.sizes.split(",")):
         A = torch.randn(args.batch, n, n, device=dev)
         t_ref = timeit(lambda: torch.linalg.qr(A))
@@ -68,7 +69,7 @@ def main():
                 orth = (Qm.mT @ Qm - torch.eye(n, device=dev)).abs().max().item()
                 t = timeit(lambda: qr.qr(A))
                 panel, other = split(lambda: qr.qr(A))
-                print(f"  NB {plan[0]:3d} rows {plan[1]:4d} warps {plan[2]}: {t:8.0f} us ({t_ref / t:.2f}x torch)"
+                print(f"  {plan}: {t:8.0f} us ({t_ref / t:.2f}x torch)"
                       f"  panels {panel:7.0f} us, rest {other:7.0f} us  err {err:.1e} orth {orth:.1e}", flush=True)
             except Exception as exc:  # noqa: BLE001 - a plan that fails to build is reported
                 print(f"  {plan}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)

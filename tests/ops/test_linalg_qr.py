@@ -144,6 +144,16 @@ def test_qr_blocked_degenerate(device):
         assert _rel(R, rr) <= 1e-5 and _rel(Qm, rq) <= 1e-5
 
 
+@pytest.mark.parametrize("fuse", [False, True])
+def test_qr_blocked_reductions(fuse, device, monkeypatch):
+    """The panel's two column sums as separate reductions or one two-operand reduction (the
+    GPU's form; the interpreter runs that one slowly, so a small matrix)."""
+    qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
+    monkeypatch.setattr(qb, "FUSE", fuse)
+    assert not Q._fits(70, 40, "complete", torch.float32)
+    _check(rand(70, 40, device=device), "complete")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="several programs a panel only where kernels run compiled")
 @pytest.mark.parametrize("rows", [16, 128])
 @pytest.mark.parametrize("m,n,batch,dtype", [(300, 257, (3,), torch.float32), (257, 300, (2,), torch.float64),

@@ -254,8 +254,11 @@ def qr(A: torch.Tensor, mode: str = "reduced") -> QR:
     Paths: one Householder kernel, many matrices per program, when a matrix and its Q fit
     one program's registers: m * (n + columns of Q) <= 8192 real elements (after rounding
     each up to a power of two; half for float64/complex64, a quarter for complex128), e.g.
-    batches of 32 x 32, 64 x 64 or 256 x 16. Larger matrices (4096 x 4096), devices Triton
-    does not serve and inputs that need gradients take ``torch.linalg.qr``.
+    batches of 32 x 32, 64 x 64 or 256 x 16. Larger real matrices (4096 x 4096, batches of
+    256 x 256) take the blocked form (:mod:`fastpath.ops.linalg.qr_blocked`: panels of 32
+    columns, 16 in float64, factored by programs that share the rows, updates as matmuls),
+    up to 512 rows a multiprocessor. Larger complex matrices, taller ones, devices Triton does
+    not serve and inputs that need gradients take ``torch.linalg.qr``.
 
     Raises
     ------

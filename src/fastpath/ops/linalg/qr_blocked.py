@@ -32,7 +32,7 @@ import torch
 
 from ..._core.backend import INTERPRET, num_sms, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
-from .tiles import _dot
+from .tiles import _dot, _sum2
 
 #: Panel width (columns a panel kernel factors) and rows a program holds, by dtype itemsize.
 NB = {4: 32, 8: 16}
@@ -40,6 +40,9 @@ ROWS = 128
 #: Polls of the barrier counter before a program gives up (seconds on a GPU).
 SPIN = 1 << 22
 WARPS = 8
+#: The column's two sums over a program's rows in one multi-operand reduction (the
+#: interpreter runs a generic reduce element by element, slowly).
+FUSE = not INTERPRET
 
 
 @triton.jit
@@ -60,7 +63,8 @@ def _barrier(cnt_ptr, target, broken, SPIN: tl.constexpr):
 @triton.jit
 def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base,
                   sab, sar, sac, svb, svr, svc, stb, sxb,
-                  ROWS: tl.constexpr, NB: tl.constexpr, NPP: tl.constexpr, SPIN: tl.constexpr):
+                  ROWS: tl.constexpr, NB: tl.constexpr, NPP: tl.constexpr, SPIN: tl.constexpr,
+                  FUSE: tl.constexpr):
     pid = tl.program_id(0)
     b = (tl.program_id(1) + b0).to(tl.int64)
     r = tl.arange(0, ROWS)
@@ -80,8 +84,12 @@ def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base
     for j in range(0, w):
         xj = tl.sum(tl.where(c2 == j, P, 0.0), axis=1)  # column j: (ROWS,)
         below = gi > j
-        part = tl.sum(tl.where(below, xj, 0.0)[:, None] * P, axis=0)  # x^T P over my rows
-        head = tl.sum(tl.where(g2 == j, P, 0.0), axis=0)  # row j if I hold it
+        xp = tl.where(below, xj, 0.0)[:, None] * P
+        hp = tl.where(g2 == j, P, 0.0)
+        if FUSE:  # x^T P over my rows, and row j if I hold it: one pass through shared memory
+            part, head = tl.reduce((xp, hp), 0, _sum2)
+        else:
+            part, head = tl.sum(xp, axis=0), tl.sum(hp, axis=0)
         slot = xb + (j % 2) * (NPP + 1) * NB
         tl.store(slot + pid * NB + c, part)
         tl.store(slot + NPP * NB + c, head, mask=(c * 0 + j // ROWS) == pid)
@@ -192,7 +200,7 @@ def qr_blocked(A3: torch.Tensor, mode: str):
                 _PANEL[(nprog, min(chunk, nbatch - b0))](
                     work, V, T[:, p], xbuf, cnt, k0, m, w, b0, nprog, base,
                     *work.stride(), *V.stride(), T.stride(0), xbuf.stride(0),
-                    ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, num_warps=WARPS)
+                    ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, num_warps=WARPS)
             base += (w + 1) * nprog
             if k0 + w < n:
                 Vp, Tp = V[:, k0:, k0:k0 + w], T[:, p, :w, :w]
