@@ -1,8 +1,8 @@
 """Sweep the blocked QR's plan (fastpath.ops.linalg.qr_blocked: panel width NB, rows a panel
-program, warps) next to torch.linalg.qr, cold L2, and split one call's GPU time into panel
+program, warps, the fused column sums, the look-ahead stream) next to torch.linalg.qr, cold L2, and split one call's GPU time into panel
 kernels and the rest (torch profiler). Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 128, 8, True)]"]
+    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 128, 8, True, False)]"]
 """
 import argparse
 import ast
@@ -27,6 +27,7 @@ def timeit(fn, reps=10):
 def set_plan(plan):
     qb.NB[4], qb.ROWS, qb.WARPS = plan[:3]
     qb.FUSE = plan[3] if len(plan) > 3 else True
+    qb.LOOKAHEAD = plan[4] if len(plan) > 4 else False
 
 
 def split(fn):
@@ -56,7 +57,7 @@ def main():
     plans = ast.literal_eval(args.plans) if args.plans else [
         (nb, rows, w) for nb in (32, 16, 64) for rows in (128, 64, 256) for w in (4, 8)
         if rows * nb <= 16384]
-    saved = (qb.NB[4], qb.ROWS, qb.WARPS, qb.FUSE)
+    saved = (qb.NB[4], qb.ROWS, qb.WARPS, qb.FUSE, qb.LOOKAHEAD)
     for n in (int(s) for s in args.sizes.split(",")):
         A = torch.randn(args.batch, n, n, device=dev)
         t_ref = timeit(lambda: torch.linalg.qr(A))
@@ -70,7 +71,7 @@ def main():
                 t = timeit(lambda: qr.qr(A))
                 panel, other = split(lambda: qr.qr(A))
                 print(f"  {plan}: {t:8.0f} us ({t_ref / t:.2f}x torch)"
-                      f"  panels {panel:7.0f} us, rest {other:7.0f} us  err {err:.1e} orth {orth:.1e}", flush=True)
+                      f"  panels {panel:7.0f} us, rest {other:7.0f} us (GPU sums)  err {err:.1e} orth {orth:.1e}", flush=True)
             except Exception as exc:  # noqa: BLE001 - a plan that fails to build is reported
                 print(f"  {plan}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
         set_plan(saved)

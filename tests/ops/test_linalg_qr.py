@@ -155,14 +155,16 @@ def test_qr_blocked_reductions(fuse, device, monkeypatch):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="several programs a panel only where kernels run compiled")
-@pytest.mark.parametrize("rows", [16, 128])
+@pytest.mark.parametrize("rows,lookahead", [(16, False), (128, False), (128, True)])
 @pytest.mark.parametrize("m,n,batch,dtype", [(300, 257, (3,), torch.float32), (257, 300, (2,), torch.float64),
-                                             (1000, 1000, (), torch.float32), (4096, 4096, (), torch.float32)])
-def test_qr_blocked_programs(m, n, batch, dtype, rows, device, monkeypatch):
-    """Panels split over many programs meeting at a grid barrier (16-row programs: up to 64 of
-    them, batches launched in slices of the multiprocessor count)."""
+                                             (1000, 1000, (), torch.float32), (70, 80, (200,), torch.float32)])
+def test_qr_blocked_programs(m, n, batch, dtype, rows, lookahead, device, monkeypatch):
+    """Panels split over many programs meeting at a grid barrier (16-row programs: up to 63 of
+    them, batches launched in slices of the multiprocessor count), with and without the
+    look-ahead's side stream."""
     qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
     monkeypatch.setattr(qb, "ROWS", rows)
+    monkeypatch.setattr(qb, "LOOKAHEAD", lookahead)
     _check(rand(*batch, m, n, dtype=dtype, device=device), "reduced")
 
 

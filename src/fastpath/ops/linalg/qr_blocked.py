@@ -43,6 +43,9 @@ WARPS = 8
 #: The column's two sums over a program's rows in one multi-operand reduction (the
 #: interpreter runs a generic reduce element by element, slowly).
 FUSE = not INTERPRET
+#: Look-ahead: each panel's update of the next panel's columns first, the rest of the update on
+#: a side stream while the next panel is factored (the panel kernel fills few multiprocessors).
+LOOKAHEAD = False
 
 
 @triton.jit
@@ -170,6 +173,22 @@ def fits(m: int, n: int, dtype, device) -> bool:
     return dtype in (torch.float32, torch.float64) and rows_per_program(m, device) > 0
 
 
+def _apply_t(work, V, T, p: int, k0: int, w: int, c0: int, c1: int) -> None:
+    """Columns c0:c1 of ``work`` (rows k0:) <- Q_p^T times them, Q_p = I - V_p T_p V_p^T."""
+    Vp, Tp = V[:, k0:, k0:k0 + w], T[:, p, :w, :w]
+    A2 = work[:, k0:, c0:c1]
+    A2.baddbmm_(Vp, torch.bmm(Tp.mT, torch.bmm(Vp.mT, A2)), alpha=-1)
+
+
+_SIDE: dict = {}
+
+
+def _side_stream(dev) -> "torch.cuda.Stream":
+    if dev not in _SIDE:
+        _SIDE[dev] = torch.cuda.Stream(dev)
+    return _SIDE[dev]
+
+
 def _panels(k: int, nb: int):
     return [(p, k0, min(nb, k - k0)) for p, k0 in enumerate(range(0, k, nb))]
 
@@ -191,8 +210,10 @@ def qr_blocked(A3: torch.Tensor, mode: str):
     xbuf = torch.empty(nbatch, 2 * (npp + 1) * nb + npp * nb * nb, dtype=A3.dtype, device=dev)
     cnt = torch.zeros(nbatch, dtype=torch.int32, device=dev)
     base = 0
+    side = _side_stream(dev) if LOOKAHEAD and dev.type == "cuda" and not INTERPRET else None
+    main = torch.cuda.current_stream(dev) if side is not None else None
     with _exact_matmuls():
-        for p, k0, w in panels:
+        for i, (p, k0, w) in enumerate(panels):
             rows = rows_per_program(m - k0, dev)
             nprog = cdiv(m - k0, rows)
             chunk = nbatch if INTERPRET else max(1, num_sms(dev) // nprog)
@@ -202,11 +223,22 @@ def qr_blocked(A3: torch.Tensor, mode: str):
                     *work.stride(), *V.stride(), T.stride(0), xbuf.stride(0),
                     ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, num_warps=WARPS)
             base += (w + 1) * nprog
-            if k0 + w < n:
-                Vp, Tp = V[:, k0:, k0:k0 + w], T[:, p, :w, :w]
-                A2 = work[:, k0:, k0 + w:]
-                W = torch.bmm(Tp.mT, torch.bmm(Vp.mT, A2))
-                A2.baddbmm_(Vp, W, alpha=-1)
+            if k0 + w >= n:
+                continue
+            if side is None:
+                _apply_t(work, V, T, p, k0, w, k0 + w, n)
+                continue
+            # look-ahead: the next panel's columns now, the rest on the side stream while the
+            # next panel is factored (it runs after the previous wide update, for its columns)
+            main.wait_stream(side)
+            split = min(n, k0 + w + (panels[i + 1][2] if i + 1 < len(panels) else n))
+            _apply_t(work, V, T, p, k0, w, k0 + w, split)
+            if split < n:
+                side.wait_stream(main)
+                with torch.cuda.stream(side):
+                    _apply_t(work, V, T, p, k0, w, split, n)
+        if side is not None:
+            main.wait_stream(side)
         rows_r = m if mode == "complete" else k
         R = torch.triu(work[:, :rows_r]).div_(scale[:, None, None])
         if mode == "r":
