@@ -154,17 +154,25 @@ def test_qr_blocked_reductions(fuse, device, monkeypatch):
     _check(rand(70, 40, device=device), "complete")
 
 
+@pytest.mark.parametrize("outer", [32, 64])
+def test_qr_blocked_outer(outer, device, monkeypatch):
+    """Outer blocks of one panel (no T merges) and of two, the last block partial."""
+    qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
+    monkeypatch.setattr(qb, "OUTER", outer)
+    _check(rand(140, 130, device=device), "complete")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="several programs a panel only where kernels run compiled")
-@pytest.mark.parametrize("rows,lookahead", [(16, False), (128, False), (128, True)])
+@pytest.mark.parametrize("rows,outer", [(16, 128), (64, 32), (64, 256)])
 @pytest.mark.parametrize("m,n,batch,dtype", [(300, 257, (3,), torch.float32), (257, 300, (2,), torch.float64),
                                              (1000, 1000, (), torch.float32), (70, 80, (200,), torch.float32)])
-def test_qr_blocked_programs(m, n, batch, dtype, rows, lookahead, device, monkeypatch):
+def test_qr_blocked_programs(m, n, batch, dtype, rows, outer, device, monkeypatch):
     """Panels split over many programs meeting at a grid barrier (16-row programs: up to 63 of
-    them, batches launched in slices of the multiprocessor count), with and without the
-    look-ahead's side stream."""
+    them, batches launched in slices of the multiprocessor count), outer blocks of one panel
+    and of several."""
     qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
     monkeypatch.setattr(qb, "ROWS", rows)
-    monkeypatch.setattr(qb, "LOOKAHEAD", lookahead)
+    monkeypatch.setattr(qb, "OUTER", outer)
     _check(rand(*batch, m, n, dtype=dtype, device=device), "reduced")
 
 

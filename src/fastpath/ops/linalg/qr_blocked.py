@@ -13,8 +13,11 @@ Right-looking, with panels of ``NB`` columns and the compact WY form ``Q_p = I -
   ``x`` is zero) and update their own rows: ``v^T P_c = P_jc + (x^T P_c) / (alpha - beta)``.
   At the end each program writes its rows of ``V`` (unit lower trapezoid) and its partial
   ``V^T V``; the last to arrive sums those and forms ``T`` (``?larft``'s recurrence).
-* The host loop applies ``Q_p^T`` to the columns right of the panel with three batched
-  matmuls (float32 matmuls with TF32 off), and forms Q (``?orgqr``) the same way backwards.
+* The host loop works in outer blocks of ``OUTER`` columns: after each panel, ``Q_p^T`` is
+  applied (three batched matmuls) to the block's later columns only, and the block's ``T`` is
+  merged (``T_12 = -T_11 (V_1^T V_2) T_22``); once a block is done, the rest of the matrix takes
+  the whole block's ``Q^T`` in one pass (float32 matmuls with TF32 off). Q (``?orgqr``) is
+  formed backwards from the blocks' V and T the same way.
 
 The barrier needs every program of a matrix resident at once: grids are at most one program
 per multiprocessor (batches are launched in slices), and a wait that never ends (it should
@@ -36,16 +39,16 @@ from .tiles import _dot, _sum2
 
 #: Panel width (columns a panel kernel factors) and rows a program holds, by dtype itemsize.
 NB = {4: 32, 8: 16}
-ROWS = 128
+ROWS = 64
 #: Polls of the barrier counter before a program gives up (seconds on a GPU).
 SPIN = 1 << 22
-WARPS = 8
+WARPS = 4
 #: The column's two sums over a program's rows in one multi-operand reduction (the
 #: interpreter runs a generic reduce element by element, slowly).
 FUSE = not INTERPRET
-#: Look-ahead: each panel's update of the next panel's columns first, the rest of the update on
-#: a side stream while the next panel is factored (the panel kernel fills few multiprocessors).
-LOOKAHEAD = False
+#: Columns of an outer block: its panels update only the block's own columns; the rest of the
+#: matrix (and Q) is updated once a block, with the block's V and merged T.
+OUTER = 128
 
 
 @triton.jit
@@ -65,7 +68,7 @@ def _barrier(cnt_ptr, target, broken, SPIN: tl.constexpr):
 
 @triton.jit
 def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base,
-                  sab, sar, sac, svb, svr, svc, stb, sxb,
+                  sab, sar, sac, svb, svr, svc, stb, stt, sxb,
                   ROWS: tl.constexpr, NB: tl.constexpr, NPP: tl.constexpr, SPIN: tl.constexpr,
                   FUSE: tl.constexpr):
     pid = tl.program_id(0)
@@ -139,7 +142,7 @@ def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base
             tcol = tl.sum(T * gj[None, :], axis=1)
             tcol = tl.where(c == j, tj, tcol)
             T = tl.where(c2 == j, tcol[:, None], T)
-        tl.store(t_ptr + b * stb + rr * NB + c2, T)
+        tl.store(t_ptr + b * stb + rr * stt + c2, T, mask=(rr < w) & (c2 < w))
 
 
 _PANEL = Launcher(_panel_kernel)
@@ -173,24 +176,15 @@ def fits(m: int, n: int, dtype, device) -> bool:
     return dtype in (torch.float32, torch.float64) and rows_per_program(m, device) > 0
 
 
-def _apply_t(work, V, T, p: int, k0: int, w: int, c0: int, c1: int) -> None:
-    """Columns c0:c1 of ``work`` (rows k0:) <- Q_p^T times them, Q_p = I - V_p T_p V_p^T."""
-    Vp, Tp = V[:, k0:, k0:k0 + w], T[:, p, :w, :w]
-    A2 = work[:, k0:, c0:c1]
-    A2.baddbmm_(Vp, torch.bmm(Tp.mT, torch.bmm(Vp.mT, A2)), alpha=-1)
+def _apply(X, Vb, Tb, transpose: bool) -> None:
+    """X <- (I - Vb Tb Vb^T)^T X (``transpose``) or (I - Vb Tb Vb^T) X, in place."""
+    X.baddbmm_(Vb, torch.bmm(Tb.mT if transpose else Tb, torch.bmm(Vb.mT, X)), alpha=-1)
 
 
-_SIDE: dict = {}
-
-
-def _side_stream(dev) -> "torch.cuda.Stream":
-    if dev not in _SIDE:
-        _SIDE[dev] = torch.cuda.Stream(dev)
-    return _SIDE[dev]
-
-
-def _panels(k: int, nb: int):
-    return [(p, k0, min(nb, k - k0)) for p, k0 in enumerate(range(0, k, nb))]
+def _blocks(k: int, ob: int, nb: int):
+    """[(K0, OW, [(k0, w), ...])]: outer blocks of ``ob`` columns, each in panels of ``nb``."""
+    return [(K0, min(ob, k - K0), [(k0, min(nb, k - k0)) for k0 in range(K0, min(K0 + ob, k), nb)])
+            for K0 in range(0, k, ob)]
 
 
 def qr_blocked(A3: torch.Tensor, mode: str):
@@ -199,46 +193,41 @@ def qr_blocked(A3: torch.Tensor, mode: str):
     k = min(m, n)
     dev = A3.device
     nb = NB[A3.element_size()]
+    ob = max(nb, OUTER // nb * nb)
     amax = A3.abs().amax(dim=(1, 2))
     emax = 1022 if A3.dtype == torch.float64 else 126
     scale = torch.ldexp(torch.ones_like(amax), -torch.frexp(amax)[1].clamp(-emax, emax))
     work = A3 * scale[:, None, None]
-    V = torch.empty(nbatch, m, k, dtype=A3.dtype, device=dev)
-    panels = _panels(k, nb)
-    T = torch.empty(nbatch, len(panels), nb, nb, dtype=A3.dtype, device=dev)
-    npp = next_pow2(max(cdiv(m - k0, rows_per_program(m - k0, dev)) for _, k0, _ in panels))
+    V = torch.zeros(nbatch, m, k, dtype=A3.dtype, device=dev)  # zero above each panel's diagonal
+    blocks = _blocks(k, ob, nb)
+    T = torch.zeros(nbatch, len(blocks), ob, ob, dtype=A3.dtype, device=dev)
+    npp = next_pow2(max(cdiv(m - k0, rows_per_program(m - k0, dev)) for _, _, ps in blocks for k0, _ in ps))
     xbuf = torch.empty(nbatch, 2 * (npp + 1) * nb + npp * nb * nb, dtype=A3.dtype, device=dev)
     cnt = torch.zeros(nbatch, dtype=torch.int32, device=dev)
     base = 0
-    side = _side_stream(dev) if LOOKAHEAD and dev.type == "cuda" and not INTERPRET else None
-    main = torch.cuda.current_stream(dev) if side is not None else None
     with _exact_matmuls():
-        for i, (p, k0, w) in enumerate(panels):
-            rows = rows_per_program(m - k0, dev)
-            nprog = cdiv(m - k0, rows)
-            chunk = nbatch if INTERPRET else max(1, num_sms(dev) // nprog)
-            for b0 in range(0, nbatch, chunk):
-                _PANEL[(nprog, min(chunk, nbatch - b0))](
-                    work, V, T[:, p], xbuf, cnt, k0, m, w, b0, nprog, base,
-                    *work.stride(), *V.stride(), T.stride(0), xbuf.stride(0),
-                    ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, num_warps=WARPS)
-            base += (w + 1) * nprog
-            if k0 + w >= n:
-                continue
-            if side is None:
-                _apply_t(work, V, T, p, k0, w, k0 + w, n)
-                continue
-            # look-ahead: the next panel's columns now, the rest on the side stream while the
-            # next panel is factored (it runs after the previous wide update, for its columns)
-            main.wait_stream(side)
-            split = min(n, k0 + w + (panels[i + 1][2] if i + 1 < len(panels) else n))
-            _apply_t(work, V, T, p, k0, w, k0 + w, split)
-            if split < n:
-                side.wait_stream(main)
-                with torch.cuda.stream(side):
-                    _apply_t(work, V, T, p, k0, w, split, n)
-        if side is not None:
-            main.wait_stream(side)
+        for blk, (K0, OW, panels) in enumerate(blocks):
+            Tk = T[:, blk]
+            for k0, w in panels:
+                j0 = k0 - K0
+                rows = rows_per_program(m - k0, dev)
+                nprog = cdiv(m - k0, rows)
+                chunk = nbatch if INTERPRET else max(1, num_sms(dev) // nprog)
+                Tp = Tk[:, j0:, j0:]
+                for b0 in range(0, nbatch, chunk):
+                    _PANEL[(nprog, min(chunk, nbatch - b0))](
+                        work, V, Tp, xbuf, cnt, k0, m, w, b0, nprog, base,
+                        *work.stride(), *V.stride(), Tp.stride(0), Tp.stride(1), xbuf.stride(0),
+                        ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, num_warps=WARPS)
+                base += (w + 1) * nprog
+                Vp = V[:, k0:, k0:k0 + w]
+                if j0 + w < OW:  # the block's later panels
+                    _apply(work[:, k0:, k0 + w:K0 + OW], Vp, Tk[:, j0:j0 + w, j0:j0 + w], True)
+                if j0 > 0:  # T of the block so far: T[:j0, j0:j0+w] = -T[:j0, :j0] (V1^T V2) T[j0:, j0:]
+                    gram = torch.bmm(V[:, k0:, K0:k0].mT, Vp)
+                    Tk[:, :j0, j0:j0 + w] = -torch.bmm(torch.bmm(Tk[:, :j0, :j0], gram), Tk[:, j0:j0 + w, j0:j0 + w])
+            if K0 + OW < n:
+                _apply(work[:, K0:, K0 + OW:], V[:, K0:, K0:K0 + OW], Tk[:, :OW, :OW], True)
         rows_r = m if mode == "complete" else k
         R = torch.triu(work[:, :rows_r]).div_(scale[:, None, None])
         if mode == "r":
@@ -246,8 +235,6 @@ def qr_blocked(A3: torch.Tensor, mode: str):
         qc = m if mode == "complete" else k
         Q = torch.zeros(nbatch, m, qc, dtype=A3.dtype, device=dev)
         Q.diagonal(dim1=1, dim2=2).fill_(1)
-        for p, k0, w in reversed(panels):
-            Vp, Tp = V[:, k0:, k0:k0 + w], T[:, p, :w, :w]
-            Qs = Q[:, k0:, k0:]
-            Qs.baddbmm_(Vp, torch.bmm(Tp, torch.bmm(Vp.mT, Qs)), alpha=-1)
+        for blk, (K0, OW, _) in reversed(list(enumerate(blocks))):
+            _apply(Q[:, K0:, K0:], V[:, K0:, K0:K0 + OW], T[:, blk, :OW, :OW], False)
     return Q, R
