@@ -48,12 +48,42 @@ def split(fn):
     return panel, other
 
 
+def profile(sizes, batch):
+    """Top CUDA kernels of one call, and the host's time to issue a call (no sync inside)."""
+    import time
+
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as prof_ctx
+    for n in sizes:
+        A = torch.randn(batch, n, n, device=dev)
+        qr.qr(A)
+        torch.cuda.synchronize()
+        with prof_ctx(activities=[ProfilerActivity.CUDA]) as prof:
+            qr.qr(A)
+            torch.cuda.synchronize()
+        print(f"{batch}x{n}x{n}:")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=60))
+        hosts = []
+        for _ in range(5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            qr.qr(A)
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            hosts.append((t1 - t0) * 1e3, )
+            hosts[-1] += ((time.perf_counter() - t0) * 1e3, )
+        print("host ms to issue one call / wall ms:", ", ".join(f"{h:.1f} / {w:.1f}" for h, w in hosts), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4096,2048")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--plans", default=None)
+    ap.add_argument("--profile", action="store_true", help="the default plan's kernels and host time")
     args = ap.parse_args()
+    if args.profile:
+        return profile([int(s) for s in args.sizes.split(",")], args.batch)
     plans = ast.literal_eval(args.plans) if args.plans else [
         (32, rows, w, True, ob) for rows in (64, 32, 128) for w in (2, 4, 8) for ob in (128, 256, 64)]
     saved = (qb.NB[4], qb.ROWS, qb.WARPS, qb.FUSE, qb.OUTER)
