@@ -5,14 +5,12 @@ Right-looking, with panels of ``NB`` columns and the compact WY form ``Q_p = I -
 
 * ``_panel_kernel`` factors one panel in place. Its rows are split over ``nprog`` programs
   (``ROWS`` rows each, the (ROWS, NB) tile in registers) that run at the same time and meet
-  once per column: each program adds up ``x^T P`` over its rows (x the column below the
-  diagonal, P the panel) and publishes that row of partial sums, the owner of the diagonal
-  row publishes the row itself, and every program sums the partial rows in the same order,
-  so all of them build the same reflector (LAPACK's ``?larfg``:
+  at a grid barrier once per column: each program adds up ``x^T P`` over its rows (x the
+  column below the diagonal, P the panel), writes that row of partial sums, the owner of the
+  diagonal row writes the row itself, and after the barrier every program sums the partial
+  rows in the same order, so all of them build the same reflector (LAPACK's ``?larfg``:
   ``beta = -sign(alpha) ||(alpha, x)||``, ``tau = (beta - alpha) / beta``, no reflection where
   ``x`` is zero) and update their own rows: ``v^T P_c = P_jc + (x^T P_c) / (alpha - beta)``.
-  float32 sums travel as (value, step) 64-bit words that readers poll until every word
-  carries the step (``LL``: one L2 round trip a column); float64 sums wait at a counter.
   At the end each program writes its rows of ``V`` (unit lower trapezoid) and its partial
   ``V^T V``; the last to arrive sums those and forms ``T`` (``?larft``'s recurrence).
 * The host loop works in outer blocks of ``OUTER`` columns: after each panel, ``Q_p^T`` is
@@ -48,10 +46,6 @@ WARPS = 4
 #: The column's two sums over a program's rows in one multi-operand reduction (the
 #: interpreter runs a generic reduce element by element, slowly).
 FUSE = not INTERPRET
-#: float32 panels exchange their column sums as (value, step) 64-bit words, polled until every
-#: word carries the step (NCCL's LL protocol): one L2 round trip a column instead of a
-#: counter's three. float64 (and LL=False) waits at a counter.
-LL = True
 #: Columns of an outer block: its panels update only the block's own columns; the rest of the
 #: matrix (and Q) is updated once a block, with the block's V and merged T.
 OUTER = 128
@@ -73,42 +67,10 @@ def _barrier(cnt_ptr, target, broken, SPIN: tl.constexpr):
 
 
 @triton.jit
-def _pack(x, tag):
-    """float32 ``x`` and an int64 ``tag`` in one 64-bit word (stored in one piece)."""
-    return (tag << 32) | (x.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
-
-
-@triton.jit
-def _unpack(wd):
-    return (wd & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _gather(slot, nprog, tag, broken, NB: tl.constexpr, NPP: tl.constexpr, SPIN: tl.constexpr):
-    """(sum of the partial rows, the diagonal row) of this step from the tagged slot, polled
-    until every word carries ``tag``: no counter, the data is its own flag."""
-    pp = tl.arange(0, NPP)[:, None]
-    c = tl.arange(0, NB)
-    pmask = (pp < nprog) & (c[None, :] < NB)
-    wp = tl.load(slot + pp * NB + c[None, :], mask=pmask, other=0, volatile=True)
-    wh = tl.load(slot + NPP * NB + c, volatile=True)
-    ready = tl.minimum(tl.min(tl.where(pmask, wp >> 32, tag)), tl.min(wh >> 32)) == tag
-    limit = tl.where(broken, 0, SPIN)
-    spins = 0
-    while (not ready) & (spins < limit):
-        wp = tl.load(slot + pp * NB + c[None, :], mask=pmask, other=0, volatile=True)
-        wh = tl.load(slot + NPP * NB + c, volatile=True)
-        ready = tl.minimum(tl.min(tl.where(pmask, wp >> 32, tag)), tl.min(wh >> 32)) == tag
-        spins += 1
-    g = tl.sum(tl.where(pmask, _unpack(wp), 0.0), axis=0)
-    return g, _unpack(wh), broken | (not ready)
-
-
-@triton.jit
-def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, l_ptr, cnt_ptr, k0, m, w, b0, nprog, base, tag0,
-                  sab, sar, sac, svb, svr, svc, stb, stt, sxb, slb,
+def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base,
+                  sab, sar, sac, svb, svr, svc, stb, stt, sxb,
                   ROWS: tl.constexpr, NB: tl.constexpr, NPP: tl.constexpr, SPIN: tl.constexpr,
-                  FUSE: tl.constexpr, LL: tl.constexpr):
+                  FUSE: tl.constexpr):
     pid = tl.program_id(0)
     b = (tl.program_id(1) + b0).to(tl.int64)
     r = tl.arange(0, ROWS)
@@ -134,20 +96,13 @@ def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, l_ptr, cnt_ptr, k0, m, w, b0, npro
             part, head = tl.reduce((xp, hp), 0, _sum2)
         else:
             part, head = tl.sum(xp, axis=0), tl.sum(hp, axis=0)
-        if LL:  # float32 sums tagged with the step (two slots: a slot is rewritten two steps on)
-            tag = (tag0 + j + 1).to(tl.int64)
-            slot = l_ptr + b * slb + (j % 2) * (NPP + 1) * NB
-            tl.store(slot + pid * NB + c, _pack(part, tag))
-            tl.store(slot + NPP * NB + c, _pack(head, tag), mask=(c * 0 + j // ROWS) == pid)
-            g, h, broken = _gather(slot, nprog, tag, broken, NB, NPP, SPIN)
-        else:
-            slot = xb + (j % 2) * (NPP + 1) * NB
-            tl.store(slot + pid * NB + c, part)
-            tl.store(slot + NPP * NB + c, head, mask=(c * 0 + j // ROWS) == pid)
-            broken = _barrier(cnt, base + (j + 1) * nprog, broken, SPIN)
-            g = tl.sum(tl.load(slot + pp * NB + c2, mask=(pp < nprog) & (c2 < NB), other=0.0,
-                               cache_modifier=".cg"), axis=0)
-            h = tl.load(slot + NPP * NB + c, cache_modifier=".cg")
+        slot = xb + (j % 2) * (NPP + 1) * NB
+        tl.store(slot + pid * NB + c, part)
+        tl.store(slot + NPP * NB + c, head, mask=(c * 0 + j // ROWS) == pid)
+        broken = _barrier(cnt, base + (j + 1) * nprog, broken, SPIN)
+        g = tl.sum(tl.load(slot + pp * NB + c2, mask=(pp < nprog) & (c2 < NB), other=0.0, cache_modifier=".cg"),
+                   axis=0)
+        h = tl.load(slot + NPP * NB + c, cache_modifier=".cg")
         alpha = tl.sum(tl.where(c == j, h, 0.0))
         xn2 = tl.sum(tl.where(c == j, g, 0.0))
         trivial = xn2 == 0.0
@@ -174,11 +129,7 @@ def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, l_ptr, cnt_ptr, k0, m, w, b0, npro
     rr = c[:, None]
     tl.store(gram + pid * NB * NB + rr * NB + c2, _dot(tl.trans(V), V, "ieee"))
     tl.debug_barrier()
-    if LL:
-        arrivals = nprog
-    else:
-        arrivals = (w + 1) * nprog
-    last = tl.atomic_add(cnt, 1, sem="acq_rel") == base + arrivals - 1
+    last = tl.atomic_add(cnt, 1, sem="acq_rel") == base + (w + 1) * nprog - 1
     if last:
         G = tl.zeros([NB, NB], dtype=P.dtype)
         for p in range(0, nprog):
@@ -252,10 +203,8 @@ def qr_blocked(A3: torch.Tensor, mode: str):
     T = torch.zeros(nbatch, len(blocks), ob, ob, dtype=A3.dtype, device=dev)
     npp = next_pow2(max(cdiv(m - k0, rows_per_program(m - k0, dev)) for _, _, ps in blocks for k0, _ in ps))
     xbuf = torch.empty(nbatch, 2 * (npp + 1) * nb + npp * nb * nb, dtype=A3.dtype, device=dev)
-    ll = LL and A3.dtype == torch.float32
-    lbuf = torch.zeros(nbatch, 2 * (npp + 1) * nb if ll else 1, dtype=torch.int64, device=dev)
     cnt = torch.zeros(nbatch, dtype=torch.int32, device=dev)
-    base = tag0 = 0
+    base = 0
     with _exact_matmuls():
         for blk, (K0, OW, panels) in enumerate(blocks):
             Tk = T[:, blk]
@@ -267,11 +216,10 @@ def qr_blocked(A3: torch.Tensor, mode: str):
                 Tp = Tk[:, j0:, j0:]
                 for b0 in range(0, nbatch, chunk):
                     _PANEL[(nprog, min(chunk, nbatch - b0))](
-                        work, V, Tp, xbuf, lbuf, cnt, k0, m, w, b0, nprog, base, tag0,
-                        *work.stride(), *V.stride(), Tp.stride(0), Tp.stride(1), xbuf.stride(0), lbuf.stride(0),
-                        ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, LL=ll, num_warps=WARPS)
-                base += (1 if ll else w + 1) * nprog
-                tag0 += w
+                        work, V, Tp, xbuf, cnt, k0, m, w, b0, nprog, base,
+                        *work.stride(), *V.stride(), Tp.stride(0), Tp.stride(1), xbuf.stride(0),
+                        ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, num_warps=WARPS)
+                base += (w + 1) * nprog
                 Vp = V[:, k0:, k0:k0 + w]
                 if j0 + w < OW:  # the block's later panels
                     _apply(work[:, k0:, k0 + w:K0 + OW], Vp, Tk[:, j0:j0 + w, j0:j0 + w], True)
