@@ -176,6 +176,23 @@ def test_qr_blocked_programs(m, n, batch, dtype, rows, outer, device, monkeypatc
     _check(rand(*batch, m, n, dtype=dtype, device=device), "reduced")
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs of the blocked path: CUDA only")
+@pytest.mark.parametrize("mode", ["reduced", "r"])
+def test_qr_blocked_graph_replays(mode, device, monkeypatch):
+    """From the second call of a shape on, a CUDA graph of the whole factorisation replays:
+    each call's result is its own input's, and earlier results are not overwritten."""
+    qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
+    monkeypatch.setattr(qb, "_GRAPHS", {})
+    inputs = [rand(600, 520, device=device) for _ in range(4)]
+    outs = [Q.qr(A, mode=mode) for A in inputs]
+    assert any(v != "seen" for v in qb._GRAPHS.values())
+    for A, (Qm, R) in zip(inputs, outs):
+        rr = torch.linalg.qr(A.cpu().double(), mode=mode).R
+        assert _rel(R, rr) <= 1e-4
+        if mode != "r":
+            assert _rel(Qm.double() @ R.double(), A.double()) <= 1e-5
+
+
 def test_reference_paths(device):
     """A complex matrix too large for one program and inputs that need gradients take
     torch.linalg.qr."""
