@@ -14,8 +14,8 @@ Right-looking, with panels of ``NB`` columns and the compact WY form ``Q_p = I -
   At the end each program writes its rows of ``V`` (unit lower trapezoid) and its partial
   ``V^T V``; the last to arrive sums those and forms ``T`` (``?larft``'s recurrence).
 * The host loop works in outer blocks of ``OUTER`` columns: after each panel, ``Q_p^T`` is
-  applied (three batched matmuls) to the block's later columns only, and the block's ``T`` is
-  merged (``T_12 = -T_11 (V_1^T V_2) T_22``); once a block is done, the rest of the matrix takes
+  applied (three batched matmuls) to the block's later columns only; once a block is done, its
+  ``T`` is formed from ``V^T V`` and the taus (the UT transform), and the rest of the matrix takes
   the whole block's ``Q^T`` in one pass (float32 matmuls with TF32 off). Q (``?orgqr``) is
   formed backwards from the blocks' V and T the same way.
 
@@ -124,7 +124,7 @@ def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base
         P = tl.where(c2 == j, tl.where(trivial, P, col), P)
         taus = tl.where(c == j, tau, taus)
     V = tl.where(g2 > c2, P, tl.where(g2 == c2, 1.0, 0.0))
-    V = tl.where(inside, V, 0.0)
+    V = tl.where(inside & (taus != 0.0)[None, :], V, 0.0)  # no reflection: a zero column
     if broken:
         P = P * float("nan")
     tl.store(a_ptr + a_off, P, mask=inside)
@@ -184,6 +184,17 @@ def fits(m: int, n: int, dtype, device) -> bool:
 def _apply(X, Vb, Tb, transpose: bool) -> None:
     """X <- (I - Vb Tb Vb^T)^T X (``transpose``) or (I - Vb Tb Vb^T) X, in place."""
     X.baddbmm_(Vb, torch.bmm(Tb.mT if transpose else Tb, torch.bmm(Vb.mT, X)), alpha=-1)
+
+
+def _merge_t(Vb, Tb) -> None:
+    """Tb (holding each panel's T on its diagonal) <- the block's T, from V^T V and the taus
+    (the UT transform: T^-1 = striu(V^T V) + diag(1 / tau); a column without reflection has
+    v = 0 and tau = 0, which takes 1 there and gets a zero row and column of T)."""
+    tau = Tb.diagonal(dim1=1, dim2=2)
+    d = torch.where(tau == 0, 1.0, 1.0 / torch.where(tau == 0, 1.0, tau))
+    tinv = torch.bmm(Vb.mT, Vb).triu_(1) + torch.diag_embed(d)
+    eye = torch.eye(Tb.shape[-1], dtype=Tb.dtype, device=Tb.device).expand_as(Tb)
+    Tb.copy_(torch.linalg.solve_triangular(tinv, eye, upper=True))
 
 
 def _blocks(k: int, ob: int, nb: int):
@@ -261,9 +272,8 @@ def _qr(A3: torch.Tensor, mode: str):
                 Vp = V[:, k0:, k0:k0 + w]
                 if j0 + w < OW:  # the block's later panels
                     _apply(work[:, k0:, k0 + w:K0 + OW], Vp, Tk[:, j0:j0 + w, j0:j0 + w], True)
-                if j0 > 0:  # T of the block so far: T[:j0, j0:j0+w] = -T[:j0, :j0] (V1^T V2) T[j0:, j0:]
-                    gram = torch.bmm(V[:, k0:, K0:k0].mT, Vp)
-                    Tk[:, :j0, j0:j0 + w] = -torch.bmm(torch.bmm(Tk[:, :j0, :j0], gram), Tk[:, j0:j0 + w, j0:j0 + w])
+            if len(panels) > 1:
+                _merge_t(V[:, K0:, K0:K0 + OW], Tk[:, :OW, :OW])
             if K0 + OW < n:
                 _apply(work[:, K0:, K0 + OW:], V[:, K0:, K0:K0 + OW], Tk[:, :OW, :OW], True)
         rows_r = m if mode == "complete" else k
