@@ -2,7 +2,7 @@
 program, warps, the fused column sums, outer block columns, CUDA graphs kept) next to torch.linalg.qr, cold L2, and split one call's GPU time into panel
 kernels and the rest (torch profiler). Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 64, 4, True, 128, 2)]"]
+    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 64, 4, True, 256, 2)]"]
 """
 import argparse
 import ast
@@ -27,7 +27,7 @@ def timeit(fn, reps=10):
 def set_plan(plan):
     qb.NB[4], qb.ROWS, qb.WARPS = plan[:3]
     qb.FUSE = plan[3] if len(plan) > 3 else True
-    qb.OUTER = plan[4] if len(plan) > 4 else 128
+    qb.OUTER = plan[4] if len(plan) > 4 else 256
     qb.GRAPHS = plan[5] if len(plan) > 5 else 2
 
 

@@ -53,15 +53,14 @@ GRAPHS = 2
 GRAPH_MIN_K = 512
 #: Columns of an outer block: its panels update only the block's own columns; the rest of the
 #: matrix (and Q) is updated once a block, with the block's V and merged T.
-OUTER = 128
+OUTER = 256
 
 
 @triton.jit
 def _barrier(cnt_ptr, target, broken, SPIN: tl.constexpr):
     """Arrive at the batch element's counter and wait until it reaches ``target``."""
     tl.debug_barrier()
-    tl.atomic_add(cnt_ptr, 1, sem="release")
-    seen = tl.atomic_add(cnt_ptr, 0, sem="acquire")
+    seen = tl.atomic_add(cnt_ptr, 1, sem="acq_rel") + 1  # the last to arrive need not poll
     limit = tl.where(broken, 0, SPIN)
     spins = 0
     while (seen < target) & (spins < limit):
