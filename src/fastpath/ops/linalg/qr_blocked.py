@@ -54,7 +54,7 @@ GRAPHS = 2
 GRAPH_MIN_K = 512
 #: The updates' two large products in fastpath's own matmul (float32 as three TF32 passes) or
 #: in torch.bmm (float32 on the FMA units); its tile (BM, BN, BK, warps).
-MM_TRITON = True
+MM_TRITON = False
 MM_PLAN = (64, 64, 32, 4)
 #: Columns of an outer block: its panels update only the block's own columns; the rest of the
 #: matrix (and Q) is updated once a block, with the block's V and merged T.
@@ -270,7 +270,8 @@ def qr_blocked(A3: torch.Tensor, mode: str):
     if (GRAPHS <= 0 or INTERPRET or A3.device.type != "cuda" or min(A3.shape[1:]) < GRAPH_MIN_K
             or torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()):
         return _qr(A3, mode)
-    key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER)
+    key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER, MM_TRITON,
+           MM_PLAN)
     entry = _GRAPHS.pop(key, None)
     if entry is None:  # the first call of this shape runs directly (and compiles the kernels)
         _GRAPHS[key] = "seen"
