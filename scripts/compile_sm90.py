@@ -103,11 +103,11 @@ def run_calls(which: str) -> None:
         # blocked QR as the GPU runs it (several programs a panel: the interpreter's results are
         # garbage here, one poll of the barrier, but the launches are the GPU's variants)
         from fastpath.ops.linalg import qr_blocked as qb
-        saved = qb.rows_per_program, qb.SPIN, qb.INTERPRET
-        qb.rows_per_program, qb.SPIN, qb.INTERPRET = (lambda mp, dev: qb.ROWS), 1, False  # GPU plans
+        saved = qb.rows_per_program, qb.SPIN
+        qb.rows_per_program, qb.SPIN = (lambda mp, dev: qb.ROWS), 1
         for dt in (torch.float32, torch.float64):
             la.qr(torch.randn(1, 300, 300, generator=g, dtype=dt))
-        qb.rows_per_program, qb.SPIN, qb.INTERPRET = saved
+        qb.rows_per_program, qb.SPIN = saved
     if which in ("batch_norm", "all"):
         for shape, cl in (((4, 6, 5, 7), False), ((4, 6, 5, 7), True), ((33, 20), False)):
             for mode in ({"FUSED": False}, {"FUSED": False, "SPLIT_COMBINE": False},

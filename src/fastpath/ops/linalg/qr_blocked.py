@@ -36,7 +36,6 @@ import torch
 from ..._core.backend import INTERPRET, num_sms, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from .tiles import _dot, _sum2
-from .triangular import TF32X3_PREC
 
 #: Panel width (columns a panel kernel factors) and rows a program holds, by dtype itemsize.
 NB = {4: 32, 8: 16}
@@ -52,10 +51,6 @@ FUSE = not INTERPRET
 #: columns; 0: no graphs.
 GRAPHS = 2
 GRAPH_MIN_K = 512
-#: The updates' two large products in fastpath's own matmul (float32 as three TF32 passes) or
-#: in torch.bmm (float32 on the FMA units); its tile (BM, BN, BK, warps).
-MM_TRITON = False
-MM_PLAN = (64, 64, 32, 4)
 #: Columns of an outer block: its panels update only the block's own columns; the rest of the
 #: matrix (and Q) is updated once a block, with the block's V and merged T.
 OUTER = 256
@@ -185,64 +180,9 @@ def fits(m: int, n: int, dtype, device) -> bool:
     return dtype in (torch.float32, torch.float64) and rows_per_program(m, device) > 0
 
 
-@triton.jit
-def _mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, ksplit, sab, sam, sak, sbb, sbk, sbn, scb, scs, scm, scn,
-               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SUB: tl.constexpr, PREC: tl.constexpr):
-    """C[b, s] = A[b] @ B[b] over the s-th ``ksplit`` rows of K, or with ``SUB`` C[b] -= A[b] @ B[b]."""
-    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-    b = (tl.program_id(2) // tl.cdiv(K, ksplit)).to(tl.int64)
-    sp = tl.program_id(2) % tl.cdiv(K, ksplit)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros([BM, BN], dtype=tl.float32 if a_ptr.dtype.element_ty == tl.float32 else tl.float64)
-    k_end = tl.minimum(K, (sp + 1) * ksplit)
-    for k0 in range(sp * ksplit, k_end, BK):
-        kk = k0 + rk
-        a = tl.load(a_ptr + b * sab + rm[:, None] * sam + kk[None, :] * sak,
-                    mask=(rm[:, None] < M) & (kk[None, :] < k_end), other=0.0)
-        bt = tl.load(b_ptr + b * sbb + kk[:, None] * sbk + rn[None, :] * sbn,
-                     mask=(kk[:, None] < k_end) & (rn[None, :] < N), other=0.0)
-        acc += _dot(a, bt, PREC)
-    cmask = (rm[:, None] < M) & (rn[None, :] < N)
-    c_off = b * scb + sp * scs + rm[:, None].to(tl.int64) * scm + rn[None, :] * scn
-    if SUB:
-        acc = tl.load(c_ptr + c_off, mask=cmask, other=0.0) - acc
-    tl.store(c_ptr + c_off, acc, mask=cmask)
-
-
-_MM = Launcher(_mm_kernel)
-
-
-def _mm(A, B, C=None):
-    """A @ B (batched, 3-D) as a new tensor (split over K where the output is small), or, with C,
-    C -= A @ B in place; float32 products as three TF32 tensor-core passes (float32 accuracy)."""
-    nb, M, K = A.shape
-    N = B.shape[-1]
-    bm, bn, bk, warps = MM_PLAN
-    prec = "ieee" if INTERPRET else TF32X3_PREC
-    tiles = cdiv(M, bm) * cdiv(N, bn) * nb
-    if C is None:
-        splits = min(2, cdiv(K, bk)) if INTERPRET else max(1, min(cdiv(K, 4 * bk), 2 * num_sms(A.device) // tiles))
-        ksplit = cdiv(cdiv(K, splits), bk) * bk
-        splits = cdiv(K, ksplit)
-        out = torch.empty(nb, splits, M, N, dtype=A.dtype, device=A.device)
-        _MM[(cdiv(M, bm), cdiv(N, bn), nb * splits)](
-            A, B, out, M, N, K, ksplit, *A.stride(), *B.stride(), *out.stride(),
-            BM=bm, BN=bn, BK=bk, SUB=False, PREC=prec, num_warps=warps)
-        return out[:, 0] if splits == 1 else out.sum(1)
-    _MM[(cdiv(M, bm), cdiv(N, bn), nb)](
-        A, B, C, M, N, K, max(K, 1), *A.stride(), *B.stride(), C.stride(0), 0, C.stride(1), C.stride(2),
-        BM=bm, BN=bn, BK=bk, SUB=True, PREC=prec, num_warps=warps)
-    return C
-
-
 def _apply(X, Vb, Tb, transpose: bool) -> None:
     """X <- (I - Vb Tb Vb^T)^T X (``transpose``) or (I - Vb Tb Vb^T) X, in place."""
-    if MM_TRITON:
-        _mm(Vb, torch.bmm(Tb.mT if transpose else Tb, _mm(Vb.mT, X)), X)
-    else:
-        X.baddbmm_(Vb, torch.bmm(Tb.mT if transpose else Tb, torch.bmm(Vb.mT, X)), alpha=-1)
+    X.baddbmm_(Vb, torch.bmm(Tb.mT if transpose else Tb, torch.bmm(Vb.mT, X)), alpha=-1)
 
 
 def _merge_t(Vb, Tb) -> None:
@@ -270,8 +210,7 @@ def qr_blocked(A3: torch.Tensor, mode: str):
     if (GRAPHS <= 0 or INTERPRET or A3.device.type != "cuda" or min(A3.shape[1:]) < GRAPH_MIN_K
             or torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()):
         return _qr(A3, mode)
-    key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER, MM_TRITON,
-           MM_PLAN)
+    key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER)
     entry = _GRAPHS.pop(key, None)
     if entry is None:  # the first call of this shape runs directly (and compiles the kernels)
         _GRAPHS[key] = "seen"
