@@ -4,7 +4,8 @@
 * ``lu``: ``lu_factor_ex``, ``lu_factor``, ``lu_solve``, ``det``, ``slogdet`` (in-register LU for
   n <= 32, a blocked LU per matrix for batches of medium matrices).
 * ``triangular``: ``solve_triangular`` (in registers, blocked, or host-blocked for large n).
-* ``qr``: ``qr`` (Householder in registers: batches of small and tall-skinny matrices).
+* ``qr``: ``qr`` (Householder in registers: batches of small and tall-skinny matrices;
+  ``qr_blocked``: larger real matrices, panels shared by several programs + matmul updates).
 * ``svd``: ``svd``, ``svdvals``, ``pinv`` (one-sided Jacobi, m, n <= 32).
 
 float32, float64, and (inv, solves, LU, QR) complex64/complex128. Shapes, dtypes or devices a
