@@ -181,11 +181,20 @@ def test_qr_blocked_programs(m, n, batch, dtype, rows, outer, device, monkeypatc
 @pytest.mark.parametrize("mode", ["reduced", "r"])
 def test_qr_blocked_graph_replays(mode, device, monkeypatch):
     """From the second call of a shape on, a CUDA graph of the whole factorisation replays:
-    each call's result is its own input's, and earlier results are not overwritten."""
+    each call's result is its own input's, and earlier results are not overwritten (the graph
+    captured under inference mode replays outside it, on another stream too)."""
     qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
     monkeypatch.setattr(qb, "_GRAPHS", {})
-    inputs = [rand(600, 520, device=device) for _ in range(4)]
-    outs = [Q.qr(A, mode=mode) for A in inputs]
+    inputs = [rand(600, 520, device=device) for _ in range(5)]
+    outs = [Q.qr(inputs[0], mode=mode)]
+    with torch.inference_mode():
+        outs.append(Q.qr(inputs[1], mode=mode))
+    outs += [Q.qr(A, mode=mode) for A in inputs[2:4]]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        outs.append(Q.qr(inputs[4], mode=mode))
+    torch.cuda.current_stream().wait_stream(side)
     assert any(v != "seen" for v in qb._GRAPHS.values())
     for A, (Qm, R) in zip(inputs, outs):
         rr = torch.linalg.qr(A.cpu().double(), mode=mode).R

@@ -12,7 +12,8 @@ Right-looking, with panels of ``NB`` columns and the compact WY form ``Q_p = I -
   ``beta = -sign(alpha) ||(alpha, x)||``, ``tau = (beta - alpha) / beta``, no reflection where
   ``x`` is zero) and update their own rows: ``v^T P_c = P_jc + (x^T P_c) / (alpha - beta)``.
   At the end each program writes its rows of ``V`` (unit lower trapezoid) and its partial
-  ``V^T V``; the last to arrive sums those and forms ``T`` (``?larft``'s recurrence).
+  ``V^T V``; the last to arrive sums those and forms ``T`` (``?larft``'s recurrence). Columns
+  without a reflection (``tau = 0``) get a zero column in ``V``.
 * The host loop works in outer blocks of ``OUTER`` columns: after each panel, ``Q_p^T`` is
   applied (three batched matmuls) to the block's later columns only; once a block is done, its
   ``T`` is formed from ``V^T V`` and the taus (the UT transform), and the rest of the matrix takes
@@ -52,7 +53,7 @@ FUSE = not INTERPRET
 GRAPHS = 2
 GRAPH_MIN_K = 512
 #: Columns of an outer block: its panels update only the block's own columns; the rest of the
-#: matrix (and Q) is updated once a block, with the block's V and merged T.
+#: matrix (and Q) is updated once a block, with the block's V and T.
 OUTER = 256
 
 
@@ -217,13 +218,18 @@ def qr_blocked(A3: torch.Tensor, mode: str):
         while len(_GRAPHS) > 4 * GRAPHS:
             _GRAPHS.pop(next(iter(_GRAPHS)))
         return _qr(A3, mode)
+    stream = torch.cuda.current_stream(A3.device)
     if entry == "seen":
-        static = A3.contiguous().clone()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = _qr(static, mode)
-        entry = (graph, static, out)
-    graph, static, (Q, R) = entry
+        with torch.inference_mode(False):  # kept across modes: never inference tensors
+            static = A3.contiguous().clone()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                out = _qr(static, mode)
+        entry = [graph, static, out, stream]
+    graph, static, (Q, R), last = entry
+    if last != stream:  # the previous replay (and its outputs' copies) ran on another stream
+        stream.wait_stream(last)
+        entry[3] = stream
     _GRAPHS[key] = entry  # most recent last
     captured = [k for k, v in _GRAPHS.items() if v != "seen"]
     for k in captured[:-GRAPHS]:
