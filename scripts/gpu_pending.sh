@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (nothing left waiting after the twenty-sixth session; 4-9 are its runs, 10- the
+# A session's first device calls (14 waits from the twenty-ninth session; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -115,4 +115,11 @@ case "${1:-1}" in
   timeout 200 python3 scripts/knob_ab.py --configs qwen3.6-35b-a3b:fp8,qwen3-30b-a3b:fp8 --json "$OUT/fp8_blocks_ab.json" \
     --variant "16x512:matvec.FP8_ONE_ROW_FMA=(16, 512, 4)" --variant "32x256:matvec.FP8_ONE_ROW_FMA=(32, 256, 4)" \
     --variant "8x1024:matvec.FP8_ONE_ROW_FMA=(8, 1024, 4)" 2>&1 | grep -v Warn ;;
+14)  # waiting from the twenty-ninth session: the QR file compiled (its graph cache's last change, 10b73f2,
+     # never ran on a GPU), the blocked QR's records, and its profile (where the 4096 call's 19.9 ms go)
+  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_qr.py \
+    > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 150 python3 -m fastpath.bench linalg --only qr --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -6
+  timeout 100 python3 scripts/tune_qr.py --profile --sizes 4096 2>&1 | grep -v -i warn > "$OUT/qr_profile.log" ;;
 esac
