@@ -121,5 +121,8 @@ case "${1:-1}" in
     > "$OUT/tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 150 python3 -m fastpath.bench linalg --only qr --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -6
-  timeout 100 python3 scripts/tune_qr.py --profile --sizes 4096 2>&1 | grep -v -i warn > "$OUT/qr_profile.log" ;;
+  timeout 100 python3 scripts/tune_qr.py --profile --sizes 4096 2>&1 | grep -v -i warn > "$OUT/qr_profile.log"
+  # batches of 256x256 (eager, host-bound: 1.4-2.1 ms) with and without a graph (GRAPH_MIN_K 512 -> 128)
+  timeout 100 python3 scripts/tune_qr.py --sizes 256 --batch 64 \
+    --plans "[(32,64,4,True,256,2,512),(32,64,4,True,256,2,128)]" 2>&1 | grep -v -i warn ;;
 esac
