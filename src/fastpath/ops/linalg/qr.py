@@ -213,7 +213,7 @@ def _qr_op(A: torch.Tensor, mode: str) -> Tuple[torch.Tensor, torch.Tensor]:
     k = min(m, n)
     rows = m if mode == "complete" else k
     if not _fits(m, n, mode, A.dtype):
-        if not blocked_fits(m, n, A.dtype, A.device):
+        if not blocked_fits(m, A.dtype, A.device):
             return reference_qr(A, mode)
         Q3, R3 = qr_blocked(flat3(A, batch, (m, n)), mode)
         R = R3.view(*batch, rows, n)
@@ -257,8 +257,9 @@ def qr(A: torch.Tensor, mode: str = "reduced") -> QR:
     batches of 32 x 32, 64 x 64 or 256 x 16. Larger real matrices (4096 x 4096, batches of
     256 x 256) take the blocked form (:mod:`fastpath.ops.linalg.qr_blocked`: panels of 32
     columns, 16 in float64, factored by programs that share the rows, updates as matmuls),
-    up to 512 rows a multiprocessor. Larger complex matrices, taller ones, devices Triton does
-    not serve and inputs that need gradients take ``torch.linalg.qr``.
+    up to 256 rows a program and one program a multiprocessor (33792 rows on an H200). Larger
+    complex matrices, taller ones, devices Triton does not serve and inputs that need gradients
+    take ``torch.linalg.qr``.
 
     Raises
     ------

@@ -39,7 +39,8 @@ from ..._core.backend import INTERPRET, num_sms, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from .tiles import _dot, _sum2
 
-#: Panel width (columns a panel kernel factors) and rows a program holds, by dtype itemsize.
+#: Panel width (columns a panel kernel factors) by dtype itemsize, and the rows a program
+#: holds (doubled, up to 4x, where the panel would need more programs than multiprocessors).
 NB = {4: 32, 8: 16}
 ROWS = 64
 #: Polls of the barrier counter before a program gives up (seconds on a GPU).
@@ -178,7 +179,8 @@ def rows_per_program(mp: int, device) -> int:
     return rows
 
 
-def fits(m: int, n: int, dtype, device) -> bool:
+def fits(m: int, dtype, device) -> bool:
+    """Whether matrices of ``m`` rows and ``dtype`` take this path on ``device``."""
     return dtype in (torch.float32, torch.float64) and rows_per_program(m, device) > 0
 
 
