@@ -57,6 +57,8 @@ GRAPH_MIN_K = 512
 #: Columns of an outer block: its panels update only the block's own columns; the rest of the
 #: matrix (and Q) is updated once a block, with the block's V and T.
 OUTER = 256
+UPD = True
+TKERNEL = True
 
 
 @triton.jit
@@ -77,7 +79,7 @@ def _barrier(cnt_ptr, target, broken, SPIN: tl.constexpr):
 def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base,
                   sab, sar, sac, svb, svr, svc, stb, stt, sxb,
                   ROWS: tl.constexpr, NB: tl.constexpr, NPP: tl.constexpr, SPIN: tl.constexpr,
-                  FUSE: tl.constexpr):
+                  FUSE: tl.constexpr, UPD: tl.constexpr):
     pid = tl.program_id(0)
     b = (tl.program_id(1) + b0).to(tl.int64)
     r = tl.arange(0, ROWS)
@@ -118,12 +120,17 @@ def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base
         tau = tl.where(trivial, 0.0, (beta - alpha) / tl.where(trivial, 1.0, beta))
         s = tl.where(trivial, 0.0, 1.0 / tl.where(trivial, 1.0, alpha - beta))
         wv = h + s * g  # v^T P_c
-        right = c2 > j
-        P = tl.where((g2 == j) & right, P - tau * wv[None, :], P)
-        P = tl.where(below[:, None] & right, P - (tau * s) * xj[:, None] * wv[None, :], P)
         d = tl.where(trivial, alpha, beta)
-        col = tl.where(g2 == j, d, tl.where(below[:, None], s * xj[:, None], P))
-        P = tl.where(c2 == j, tl.where(trivial, P, col), P)
+        if UPD:  # one pass: v (1 at row j, s x below, 0 above) scaled by tau, then P - (tau v) wv^T right of j
+            u = tl.where(gi == j, 1.0, tl.where(below, s * xj, 0.0))
+            col = tl.where(trivial, P, tl.where(g2 == j, d, tl.where(below[:, None], u[:, None], P)))
+            P = tl.where(c2 > j, P - (tau * u)[:, None] * wv[None, :], tl.where(c2 == j, col, P))
+        else:
+            right = c2 > j
+            P = tl.where((g2 == j) & right, P - tau * wv[None, :], P)
+            P = tl.where(below[:, None] & right, P - (tau * s) * xj[:, None] * wv[None, :], P)
+            col = tl.where(g2 == j, d, tl.where(below[:, None], s * xj[:, None], P))
+            P = tl.where(c2 == j, tl.where(trivial, P, col), P)
         taus = tl.where(c == j, tau, taus)
     V = tl.where(g2 > c2, P, tl.where(g2 == c2, 1.0, 0.0))
     V = tl.where(inside & (taus != 0.0)[None, :], V, 0.0)  # no reflection: a zero column
@@ -153,6 +160,34 @@ def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base
 
 
 _PANEL = Launcher(_panel_kernel)
+
+
+@triton.jit
+def _t_kernel(t_ptr, g_ptr, ow, stb, stt, sgb, sgt, NB: tl.constexpr):
+    """Row block ``i`` (``NB`` rows) of an outer block's T, whose diagonal blocks hold the
+    panels' T. T is the inverse of ``striu(G) + diag(1 / tau)`` (G = V^T V), so its row block i
+    needs only itself and the diagonal: ``T_iq = -(sum_{i <= l < q} T_il G_lq) T_qq`` for
+    q = i+1, i+2, ... (``?larft``'s recursive form, block by block)."""
+    i = tl.program_id(0)
+    b = tl.program_id(1).to(tl.int64)
+    r = tl.arange(0, NB)[:, None]
+    c = tl.arange(0, NB)[None, :]
+    tb = t_ptr + b * stb
+    gb = g_ptr + b * sgb
+    ri = i * NB + r
+    for q in range(i + 1, tl.cdiv(ow, NB)):
+        cq = q * NB + c
+        acc = tl.zeros([NB, NB], dtype=t_ptr.dtype.element_ty)
+        for l in range(i, q):
+            til = tl.load(tb + ri * stt + l * NB + c, mask=(ri < ow) & (l * NB + c < ow), other=0.0)
+            glq = tl.load(gb + (l * NB + r) * sgt + cq, mask=(l * NB + r < ow) & (cq < ow), other=0.0)
+            acc += _dot(til, glq, "ieee")
+        tqq = tl.load(tb + (q * NB + r) * stt + cq, mask=(q * NB + r < ow) & (cq < ow), other=0.0)
+        tl.store(tb + ri * stt + cq, -_dot(acc, tqq, "ieee"), mask=(ri < ow) & (cq < ow))
+        tl.debug_barrier()  # the next q reads this block back (other threads)
+
+
+_TBLOCK = Launcher(_t_kernel)
 
 
 @contextlib.contextmanager
@@ -189,10 +224,15 @@ def _apply(X, Vb, Tb, transpose: bool) -> None:
     X.baddbmm_(Vb, torch.bmm(Tb.mT if transpose else Tb, torch.bmm(Vb.mT, X)), alpha=-1)
 
 
-def _merge_t(Vb, Tb) -> None:
+def _merge_t(Vb, Tb, nb: int) -> None:
     """Tb (holding each panel's T on its diagonal) <- the block's T, from V^T V and the taus
     (the UT transform: T^-1 = striu(V^T V) + diag(1 / tau); a column without reflection has
     v = 0 and tau = 0, which takes 1 there and gets a zero row and column of T)."""
+    if TKERNEL:
+        G = torch.bmm(Vb.mT, Vb)
+        _TBLOCK[(cdiv(Tb.shape[-1], nb), Tb.shape[0])](
+            Tb, G, Tb.shape[-1], Tb.stride(0), Tb.stride(1), G.stride(0), G.stride(1), NB=nb)
+        return
     tau = Tb.diagonal(dim1=1, dim2=2)
     d = torch.where(tau == 0, 1.0, 1.0 / torch.where(tau == 0, 1.0, tau))
     tinv = torch.bmm(Vb.mT, Vb).triu_(1) + torch.diag_embed(d)
@@ -214,7 +254,7 @@ def qr_blocked(A3: torch.Tensor, mode: str):
     if (GRAPHS <= 0 or INTERPRET or A3.device.type != "cuda" or min(A3.shape[1:]) < GRAPH_MIN_K
             or torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()):
         return _qr(A3, mode)
-    key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER)
+    key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER, UPD, TKERNEL)
     entry = _GRAPHS.pop(key, None)
     if entry is None:  # the first call of this shape runs directly (and compiles the kernels)
         _GRAPHS[key] = "seen"
@@ -275,13 +315,13 @@ def _qr(A3: torch.Tensor, mode: str):
                     _PANEL[(nprog, min(chunk, nbatch - b0))](
                         work, V, Tp, xbuf, cnt, k0, m, w, b0, nprog, base,
                         *work.stride(), *V.stride(), Tp.stride(0), Tp.stride(1), xbuf.stride(0),
-                        ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, num_warps=WARPS)
+                        ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, UPD=UPD, num_warps=WARPS)
                 base += (w + 1) * nprog
                 Vp = V[:, k0:, k0:k0 + w]
                 if j0 + w < OW:  # the block's later panels
                     _apply(work[:, k0:, k0 + w:K0 + OW], Vp, Tk[:, j0:j0 + w, j0:j0 + w], True)
             if len(panels) > 1:
-                _merge_t(V[:, K0:, K0:K0 + OW], Tk[:, :OW, :OW])
+                _merge_t(V[:, K0:, K0:K0 + OW], Tk[:, :OW, :OW], nb)
             if K0 + OW < n:
                 _apply(work[:, K0:, K0 + OW:], V[:, K0:, K0:K0 + OW], Tk[:, :OW, :OW], True)
         rows_r = m if mode == "complete" else k
