@@ -1,9 +1,9 @@
 """Sweep the blocked QR's plan (fastpath.ops.linalg.qr_blocked: panel width NB, rows a panel
 program, warps, the fused column sums, outer block columns, CUDA graphs kept, the smallest k
-graphed, the one-pass column update, T's off-diagonal blocks by the Triton kernel) next to torch.linalg.qr, cold L2, and split one call's GPU time into panel kernels and
+graphed) next to torch.linalg.qr, cold L2, and split one call's GPU time into panel kernels and
 the rest (torch profiler). Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 64, 4, True, 256, 2, 512, True, True)]"]
+    PYTHONPATH=src python3 scripts/tune_qr.py [--sizes 4096,2048] [--batch 1] [--plans "[(32, 64, 4, True, 256, 2, 512)]"]
 """
 import argparse
 import ast
@@ -31,8 +31,6 @@ def set_plan(plan):
     qb.OUTER = plan[4] if len(plan) > 4 else 256
     qb.GRAPHS = plan[5] if len(plan) > 5 else 2
     qb.GRAPH_MIN_K = plan[6] if len(plan) > 6 else 512
-    qb.UPD = plan[7] if len(plan) > 7 else True
-    qb.TKERNEL = plan[8] if len(plan) > 8 else True
 
 
 def split(fn):
@@ -90,7 +88,7 @@ def main():
         return profile([int(s) for s in args.sizes.split(",")], args.batch)
     plans = ast.literal_eval(args.plans) if args.plans else [
         (32, rows, w, True, ob) for rows in (64, 32, 128) for w in (2, 4, 8) for ob in (128, 256, 64)]
-    saved = (qb.NB[4], qb.ROWS, qb.WARPS, qb.FUSE, qb.OUTER, qb.GRAPHS, qb.GRAPH_MIN_K, qb.UPD, qb.TKERNEL)
+    saved = (qb.NB[4], qb.ROWS, qb.WARPS, qb.FUSE, qb.OUTER, qb.GRAPHS, qb.GRAPH_MIN_K)
     for n in (int(s) for s in args.sizes.split(",")):
         A = torch.randn(args.batch, n, n, device=dev)
         t_ref = timeit(lambda: torch.linalg.qr(A))

@@ -17,7 +17,7 @@ Right-looking, with panels of ``NB`` columns and the compact WY form ``Q_p = I -
   without a reflection (``tau = 0``) get a zero column in ``V``.
 * The host loop works in outer blocks of ``OUTER`` columns: after each panel, ``Q_p^T`` is
   applied (three batched matmuls) to the block's later columns only; once a block is done, its
-  ``T`` is formed from ``V^T V`` and the taus (the UT transform), and the rest of the matrix takes
+  ``T`` is formed from ``V^T V`` and the panels' T (``_t_kernel``), and the rest of the matrix takes
   the whole block's ``Q^T`` in one pass (float32 matmuls with TF32 off). Q (``?orgqr``) is
   formed backwards from the blocks' V and T the same way.
 
@@ -57,8 +57,6 @@ GRAPH_MIN_K = 512
 #: Columns of an outer block: its panels update only the block's own columns; the rest of the
 #: matrix (and Q) is updated once a block, with the block's V and T.
 OUTER = 256
-UPD = True
-TKERNEL = True
 
 
 @triton.jit
@@ -79,7 +77,7 @@ def _barrier(cnt_ptr, target, broken, SPIN: tl.constexpr):
 def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base,
                   sab, sar, sac, svb, svr, svc, stb, stt, sxb,
                   ROWS: tl.constexpr, NB: tl.constexpr, NPP: tl.constexpr, SPIN: tl.constexpr,
-                  FUSE: tl.constexpr, UPD: tl.constexpr):
+                  FUSE: tl.constexpr):
     pid = tl.program_id(0)
     b = (tl.program_id(1) + b0).to(tl.int64)
     r = tl.arange(0, ROWS)
@@ -121,16 +119,10 @@ def _panel_kernel(a_ptr, v_ptr, t_ptr, x_ptr, cnt_ptr, k0, m, w, b0, nprog, base
         s = tl.where(trivial, 0.0, 1.0 / tl.where(trivial, 1.0, alpha - beta))
         wv = h + s * g  # v^T P_c
         d = tl.where(trivial, alpha, beta)
-        if UPD:  # one pass: v (1 at row j, s x below, 0 above) scaled by tau, then P - (tau v) wv^T right of j
-            u = tl.where(gi == j, 1.0, tl.where(below, s * xj, 0.0))
-            col = tl.where(trivial, P, tl.where(g2 == j, d, tl.where(below[:, None], u[:, None], P)))
-            P = tl.where(c2 > j, P - (tau * u)[:, None] * wv[None, :], tl.where(c2 == j, col, P))
-        else:
-            right = c2 > j
-            P = tl.where((g2 == j) & right, P - tau * wv[None, :], P)
-            P = tl.where(below[:, None] & right, P - (tau * s) * xj[:, None] * wv[None, :], P)
-            col = tl.where(g2 == j, d, tl.where(below[:, None], s * xj[:, None], P))
-            P = tl.where(c2 == j, tl.where(trivial, P, col), P)
+        # one pass: v (1 at row j, s x below it, 0 above), P - tau v wv^T right of column j
+        u = tl.where(gi == j, 1.0, tl.where(below, s * xj, 0.0))
+        col = tl.where(trivial, P, tl.where(g2 == j, d, tl.where(below[:, None], u[:, None], P)))
+        P = tl.where(c2 > j, P - (tau * u)[:, None] * wv[None, :], tl.where(c2 == j, col, P))
         taus = tl.where(c == j, tau, taus)
     V = tl.where(g2 > c2, P, tl.where(g2 == c2, 1.0, 0.0))
     V = tl.where(inside & (taus != 0.0)[None, :], V, 0.0)  # no reflection: a zero column
@@ -225,19 +217,11 @@ def _apply(X, Vb, Tb, transpose: bool) -> None:
 
 
 def _merge_t(Vb, Tb, nb: int) -> None:
-    """Tb (holding each panel's T on its diagonal) <- the block's T, from V^T V and the taus
-    (the UT transform: T^-1 = striu(V^T V) + diag(1 / tau); a column without reflection has
-    v = 0 and tau = 0, which takes 1 there and gets a zero row and column of T)."""
-    if TKERNEL:
-        G = torch.bmm(Vb.mT, Vb)
-        _TBLOCK[(cdiv(Tb.shape[-1], nb), Tb.shape[0])](
-            Tb, G, Tb.shape[-1], Tb.stride(0), Tb.stride(1), G.stride(0), G.stride(1), NB=nb)
-        return
-    tau = Tb.diagonal(dim1=1, dim2=2)
-    d = torch.where(tau == 0, 1.0, 1.0 / torch.where(tau == 0, 1.0, tau))
-    tinv = torch.bmm(Vb.mT, Vb).triu_(1) + torch.diag_embed(d)
-    eye = torch.eye(Tb.shape[-1], dtype=Tb.dtype, device=Tb.device).expand_as(Tb)
-    Tb.copy_(torch.linalg.solve_triangular(tinv, eye, upper=True))
+    """Tb (holding each panel's T on its diagonal) <- the block's T, from G = V^T V (the UT
+    transform: T^-1 = striu(G) + diag(1 / tau)), by ``_t_kernel``: one program a row block."""
+    G = torch.bmm(Vb.mT, Vb)
+    _TBLOCK[(cdiv(Tb.shape[-1], nb), Tb.shape[0])](
+        Tb, G, Tb.shape[-1], Tb.stride(0), Tb.stride(1), G.stride(0), G.stride(1), NB=nb)
 
 
 def _blocks(k: int, ob: int, nb: int):
@@ -254,7 +238,7 @@ def qr_blocked(A3: torch.Tensor, mode: str):
     if (GRAPHS <= 0 or INTERPRET or A3.device.type != "cuda" or min(A3.shape[1:]) < GRAPH_MIN_K
             or torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()):
         return _qr(A3, mode)
-    key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER, UPD, TKERNEL)
+    key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER)
     entry = _GRAPHS.pop(key, None)
     if entry is None:  # the first call of this shape runs directly (and compiles the kernels)
         _GRAPHS[key] = "seen"
@@ -315,7 +299,7 @@ def _qr(A3: torch.Tensor, mode: str):
                     _PANEL[(nprog, min(chunk, nbatch - b0))](
                         work, V, Tp, xbuf, cnt, k0, m, w, b0, nprog, base,
                         *work.stride(), *V.stride(), Tp.stride(0), Tp.stride(1), xbuf.stride(0),
-                        ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, UPD=UPD, num_warps=WARPS)
+                        ROWS=rows, NB=nb, NPP=npp, SPIN=SPIN, FUSE=FUSE, num_warps=WARPS)
                 base += (w + 1) * nprog
                 Vp = V[:, k0:, k0:k0 + w]
                 if j0 + w < OW:  # the block's later panels
