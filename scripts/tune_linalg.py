@@ -94,10 +94,12 @@ LU_PLANS = [(32, 32, 8, "ieee"), (64, 64, 8, "ieee"), (32, 64, 8, "tf32x3"), (32
 
 
 def set_lu(plan):
-    """(BM, CW, warps, float32 products) of the blocked LU's trailing update"""
+    """(BM, CW, warps, float32 products) of the blocked LU's trailing update [, panel width]"""
     if not hasattr(lu, "BLOCKED_BM"):  # an older tree (--baseline)
         return
-    lu.BLOCKED_BM, lu.BLOCKED_CW, lu.BLOCKED_WARPS, lu.BLOCKED_PREC = plan or LU_PLANS[0]
+    plan = plan or LU_PLANS[0]
+    lu.BLOCKED_BM, lu.BLOCKED_CW, lu.BLOCKED_WARPS, lu.BLOCKED_PREC = plan[:4]
+    lu.BLOCKED_W = plan[4] if len(plan) > 4 else None
 
 
 def lu_factor_case(dtype):

@@ -69,6 +69,26 @@ def test_lu_factor_noncontiguous(dtype, device):
     assert _reconstruct(LU, piv, A) <= 8 * 40 * EPS[dtype]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_lu_pivot_tie_blocked(dtype, device):
+    """A tie in the pivot search after an interchange (blocked path): LAPACK takes the first
+    row in the interchanged order, not the first in memory. Column 0 (ones, 2 in row 5) swaps
+    rows 0 and 5; column 1 is exact after the elimination (row 5 holds 0 there) and its largest
+    |re| + |im| (7) is in rows 0 (now at place 5) and 3: pivot 4, 1-based, not 6."""
+    A = rand(2, 40, 40, dtype=dtype)
+    A[:, :, 0] = 1
+    A[:, 5, 0] = 2
+    A[:, :, 1] *= 0.1
+    A[:, 5, 1] = 0
+    A[:, 0, 1] = 7
+    A[:, 3, 1] = 7 if dtype == torch.float32 else complex(3.5, -3.5)
+    LU, piv, info = L.lu_factor_ex(A.to(device))
+    ref = torch.linalg.lu_factor_ex(_ref(A))
+    assert piv[:, :2].cpu().tolist() == ref.pivots[:, :2].tolist() == [[6, 4]] * 2
+    assert torch.equal(piv.cpu(), ref.pivots)
+    assert _reconstruct(LU, piv, A.to(device)) <= 8 * 40 * EPS[dtype]
+
+
 def _singular_batch(n, dtype):
     A = rand(6, n, n, dtype=dtype)
     A[1, :, 2] = 0  # zero column: the third pivot is exactly zero

@@ -54,6 +54,35 @@ BLOCKED_WARPS = 8
 BLOCKED_BM = 32
 BLOCKED_CW = 32
 BLOCKED_PREC = "ieee"
+#: Panel width of the blocked path (None: 32 where the panel has at most PANEL_ELEMS / 2 values, else 16).
+BLOCKED_W = None
+
+
+@triton.jit
+def _det_step(d_r, d_i, la, pr, pi, flip, DET: tl.constexpr, CPLX: tl.constexpr):
+    """The determinant's accumulators after pivot (pr, pi), ``flip``: rows were interchanged
+    (DET 1: the product; 2: the sign and log|det|)."""
+    if DET == 1:
+        d_r, d_i = _mul(d_r, d_i, pr, pi, CPLX)
+    else:
+        if CPLX:
+            big = tl.maximum(tl.abs(pr), tl.abs(pi))
+            sb = tl.where(big > 0, big, 1.0)
+            mag = big * tl.sqrt((pr / sb) * (pr / sb) + (pi / sb) * (pi / sb))
+        else:
+            mag = tl.abs(pr)
+        la = tl.where(mag > 0, la + tl.log(tl.where(mag > 0, mag, 1.0)), float("-inf"))
+        safe = tl.where(mag > 0, mag, 1.0)
+        if CPLX:
+            d_r, d_i = _mul(d_r, d_i, tl.where(mag > 0, pr / safe, 0.0), pi / safe, CPLX)
+        else:  # exactly +-1 (a GPU division pr / |pr| may round to 1 - ulp)
+            d_r = d_r * tl.where(pr > 0, 1.0, tl.where(pr < 0, -1.0, 0.0))
+    d_r = tl.where(flip, -d_r, d_r)
+    if CPLX:
+        d_i = tl.where(flip, -d_i, d_i)
+    else:
+        d_i = d_r
+    return d_r, d_i, la
 
 
 @triton.jit
@@ -107,28 +136,98 @@ def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M: tl.constexpr, W: tl.co
         else:
             ai = ar
         if DET != 0:
-            flip = p != g
-            if DET == 1:
-                d_r, d_i = _mul(d_r, d_i, pr, pi, CPLX)
-            else:
-                if CPLX:
-                    big = tl.maximum(tl.abs(pr), tl.abs(pi))
-                    sb = tl.where(big > 0, big, 1.0)
-                    mag = big * tl.sqrt((pr / sb) * (pr / sb) + (pi / sb) * (pi / sb))
-                else:
-                    mag = tl.abs(pr)
-                la = tl.where(mag > 0, la + tl.log(tl.where(mag > 0, mag, 1.0)), float("-inf"))
-                safe = tl.where(mag > 0, mag, 1.0)
-                if CPLX:
-                    d_r, d_i = _mul(d_r, d_i, tl.where(mag > 0, pr / safe, 0.0), pi / safe, CPLX)
-                else:  # exactly +-1 (a GPU division pr / |pr| may round to 1 - ulp)
-                    d_r = d_r * tl.where(pr > 0, 1.0, tl.where(pr < 0, -1.0, 0.0))
-            d_r = tl.where(flip, -d_r, d_r)
-            if CPLX:
-                d_i = tl.where(flip, -d_i, d_i)
-            else:
-                d_i = d_r
+            d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, p != g, DET, CPLX)
     return ar, ai, piv, info, d_r, d_i, la
+
+
+@triton.jit
+def _pivot_max(m1, p1, r1, m2, p2, r2):
+    """The candidate of larger magnitude, on a tie the earlier place (i?amax takes the first)."""
+    take = (m2 > m1) | ((m2 == m1) & (p2 < p1))
+    return tl.where(take, m2, m1), tl.where(take, p2, p1), tl.where(take, r2, r1)
+
+
+@triton.jit
+def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
+                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
+    """LU of columns k0 .. k0+jcnt-1 of one matrix at ``base``, in place (pivot rows k0..m-1):
+    the panel is held as ``W`` column vectors of ``M`` rows, so a thread holds whole rows and
+    the elimination needs no reduction but the pivot search. Rows never move in registers:
+    ``pos[r]`` is row r's place after the interchanges so far (ties in the search go to the
+    earlier place, as getf2 finds them), and each pivot row reaches every thread through
+    memory, written by its owner to its final place (row k0 + j). Returns the pivots (W,),
+    1-based, info and the determinant's accumulators."""
+    r = tl.arange(0, M)
+    live = r < m
+    cr = ()
+    ci = ()
+    for c in tl.static_range(W):
+        x_r, x_i = _ld(base, r * slr + (k0 + c) * slc, live & (r * 0 + k0 + c < n), CPLX)
+        cr = cr + (x_r,)
+        ci = ci + (x_i,)
+    tl.debug_barrier()  # every row read before pivot rows are written over them
+    pos = r
+    wv = tl.arange(0, W)
+    piv = k0 + wv + 1
+    for j in range(0, jcnt):
+        g = k0 + j
+        xr = cr[0]
+        xi = ci[0]
+        for c in tl.static_range(1, W):
+            xr = tl.where(j == c, cr[c], xr)
+            if CPLX:
+                xi = tl.where(j == c, ci[c], xi)
+        if PIVOT:
+            mag = _abs1(xr, xi, CPLX)
+            mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)  # NaN: last
+            _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
+        else:
+            pp = g
+            prow = g
+        for c in tl.static_range(W):
+            _st(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n), CPLX)
+        tl.debug_barrier()
+        prr = ()
+        pri = ()
+        for c in tl.static_range(W):
+            # unmasked (a column past n is never stored): its address clamped into the matrix
+            y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
+            y_i = y_r
+            if CPLX:
+                y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
+            prr = prr + (y_r,)
+            pri = pri + (y_i,)
+        pr = prr[0]
+        pi = pri[0]
+        for c in tl.static_range(1, W):
+            pr = tl.where(j == c, prr[c], pr)
+            pi = tl.where(j == c, pri[c], pi)
+        if CPLX:
+            zero_piv = (pr == 0.0) & (pi == 0.0)
+        else:
+            zero_piv = pr == 0.0
+        info = tl.where(zero_piv & (info == 0), g + 1, info)
+        piv = tl.where(wv == j, pp + 1, piv)
+        pos = tl.where(r == prow, g, tl.where(pos == g, pp, pos))
+        under = live & (pos > g)
+        lr, li = _div(xr, xi, tl.where(zero_piv, 1.0, pr), tl.where(zero_piv, 0.0, pi), CPLX)
+        ncr = ()
+        nci = ()
+        for c in tl.static_range(W):
+            qr, qi = _mul(lr, li, prr[c], pri[c], CPLX)
+            ncr = ncr + (tl.where(under & (j < c), cr[c] - qr, tl.where(under & (j == c), lr, cr[c])),)
+            if CPLX:
+                nci = nci + (tl.where(under & (j < c), ci[c] - qi, tl.where(under & (j == c), li, ci[c])),)
+            else:
+                nci = ncr
+        cr = ncr
+        ci = nci
+        if DET != 0:
+            d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
+    tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
+    for c in tl.static_range(W):
+        _st(base, pos * slr + (k0 + c) * slc, cr[c], ci[c], live & (r >= k0) & (r * 0 + k0 + c < n), CPLX)
+    return piv, info, d_r, d_i, la
 
 
 @triton.jit
@@ -172,13 +271,13 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
         for k0 in range(0, kmax, W):
             jcnt = tl.minimum(kmax - k0, W)
             # 1. the panel, in registers
-            pmask = (r3 < m) & (k0 + c3 < n)
-            poffs = r3 * slr + (k0 + c3) * slc
-            ar, ai = _ld(base, poffs, pmask, CPLX)
-            ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la,
-                                                        M, W, PIVOT, DET, CPLX)
-            _st(base, poffs, ar, ai, pmask, CPLX)
-            tl.store(pb + k0 + c2, piv, mask=c2 < jcnt)
+            piv, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info), tl.max(d_r),
+                                                         tl.max(d_i), tl.max(la), M, W, PIVOT, DET, CPLX)
+            info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
+            d_r = tl.zeros_like(d_r) + d_r1
+            d_i = tl.zeros_like(d_i) + d_i1
+            la = tl.zeros_like(la) + la1
+            tl.store(pb + k0 + tl.arange(0, W), piv, mask=tl.arange(0, W) < jcnt)
             tl.debug_barrier()
             # 2. the panel's interchanges on the other columns. Only the panel rows and their
             #    pivot rows move: destinations (2W,), sources tracked back through the swaps.
@@ -256,7 +355,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     store = LU3 is not None
     if blocked:
         M = next_pow2(m)
-        W = 32 if M * 32 * comps <= PANEL_ELEMS // 2 else 16  # wider panels spill on sm_90
+        W = BLOCKED_W or (32 if M * 32 * comps <= PANEL_ELEMS // 2 else 16)
         block_b, cw, bm, warps = 1, BLOCKED_CW, BLOCKED_BM, BLOCKED_WARPS
         sw = min(128, 4096 // (2 * W * comps))  # interchange chunk: (2W, sw) in registers
         LU3.copy_(A3)
