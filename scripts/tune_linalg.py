@@ -90,7 +90,7 @@ TRSM_C64 = [(32, 32, 64, 4, 1), (16, 16, 64, 4, 1), (32, 16, 64, 4, 1), (32, 32,
             (16, 32, 64, 4, 1), (32, 64, 64, 4, 1), (64, 32, 64, 8, 1), (16, 16, 32, 4, 1), (32, 32, 64, 4, 2)]
 TRSM_F32 = [(64, 64, 64, 4, 1), (32, 64, 64, 4, 1), (64, 32, 64, 4, 1), (128, 64, 64, 8, 1), (64, 64, 64, 8, 1),
             (64, 64, 32, 4, 1), (32, 32, 64, 4, 1), (64, 64, 64, 4, 2)]
-LU_PLANS = [(32, 32, 8, "ieee"), (64, 64, 8, "ieee"), (32, 64, 8, "tf32x3"), (32, 64, 8, "ieee")]
+LU_PLANS = [(32, (64, 32), 8, "ieee"), (32, 32, 8, "ieee"), (64, 64, 8, "ieee"), (32, 64, 8, "tf32x3"), (32, 64, 8, "ieee")]
 
 
 def set_lu(plan):
@@ -98,7 +98,8 @@ def set_lu(plan):
     if not hasattr(lu, "BLOCKED_BM"):  # an older tree (--baseline)
         return
     plan = plan or LU_PLANS[0]
-    lu.BLOCKED_BM, lu.BLOCKED_CW, lu.BLOCKED_WARPS, lu.BLOCKED_PREC = plan[:4]
+    lu.BLOCKED_BM, cw, lu.BLOCKED_WARPS, lu.BLOCKED_PREC = plan[:4]
+    lu.BLOCKED_CW = (cw, cw) if isinstance(cw, int) else cw
     lu.BLOCKED_W = plan[4] if len(plan) > 4 else None
 
 

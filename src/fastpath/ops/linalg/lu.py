@@ -49,10 +49,11 @@ BLOCKED_ALWAYS_N = 128
 SOLVE_MAX_N = 1024
 TILE_ELEMS = 8192 if INTERPRET else 2048
 #: Warps of a blocked-path program (one matrix); its trailing update in blocks of BLOCKED_BM
-#: rows x BLOCKED_CW columns, float32 products as BLOCKED_PREC (see ``triangular.TF32X3_PREC``).
+#: rows x BLOCKED_CW columns (real, complex), float32 products as BLOCKED_PREC (see
+#: ``triangular.TF32X3_PREC``).
 BLOCKED_WARPS = 8
 BLOCKED_BM = 32
-BLOCKED_CW = 32
+BLOCKED_CW = (64, 32)
 BLOCKED_PREC = "ieee"
 #: Panel width of the blocked path (None: 32 where the panel has at most PANEL_ELEMS / 2 values, else 16).
 BLOCKED_W = None
@@ -356,7 +357,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     if blocked:
         M = next_pow2(m)
         W = BLOCKED_W or (32 if M * 32 * comps <= PANEL_ELEMS // 2 else 16)
-        block_b, cw, bm, warps = 1, BLOCKED_CW, BLOCKED_BM, BLOCKED_WARPS
+        block_b, cw, bm, warps = 1, BLOCKED_CW[cplx], BLOCKED_BM, BLOCKED_WARPS
         sw = min(128, 4096 // (2 * W * comps))  # interchange chunk: (2W, sw) in registers
         LU3.copy_(A3)
     else:
