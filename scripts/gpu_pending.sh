@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (14 waits from the twenty-ninth session; 4-9 are the twenty-sixth's runs, 10-13 the
+# A session's first device calls (15 waits from the thirtieth session, 14 ran in it; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -125,4 +125,9 @@ case "${1:-1}" in
   # batches of 256x256 (eager, host-bound: 1.4-2.1 ms) with and without a graph (GRAPH_MIN_K 512 -> 128)
   timeout 100 python3 scripts/tune_qr.py --sizes 256 --batch 64 \
     --plans "[(32,64,4,True,256,2,512),(32,64,4,True,256,2,128)]" 2>&1 | grep -v -i warn ;;
+15)  # waiting from the thirtieth session: the blocked LU's update plans with the thread-a-row panel
+     # (tf32x3 products, row and column blocks; the panel no longer bounds a step, the update does)
+  timeout 300 python3 scripts/tune_linalg.py --only lu_factor --seconds 150 --plans \
+    "[(32,(64,32),8,'ieee'),(32,(64,32),8,'tf32x3'),(64,(64,64),8,'ieee'),(16,(64,32),8,'ieee'),(32,(64,16),8,'ieee')]" \
+    2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log" ;;
 esac
