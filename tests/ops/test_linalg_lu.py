@@ -69,8 +69,17 @@ def test_lu_factor_noncontiguous(dtype, device):
     assert _reconstruct(LU, piv, A) <= 8 * 40 * EPS[dtype]
 
 
+@pytest.fixture(params=["tile", "rows"])
+def panel(request, monkeypatch):
+    """The blocked path's panel: as a (1, M, W) tile (the interpreter's default) or a thread a row
+    (``_lu_panel_rows``, the GPU's default); the interpreter runs the row form 4-5x slower, so only
+    some blocked tests take both."""
+    monkeypatch.setattr(L, "ROW_PANEL", request.param == "rows")
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
-def test_lu_pivot_tie_blocked(dtype, device):
+def test_lu_pivot_tie_blocked(dtype, device, panel):
     """A tie in the pivot search after an interchange (blocked path): LAPACK takes the first
     row in the interchanged order, not the first in memory. Column 0 (ones, 2 in row 5) swaps
     rows 0 and 5; column 1 is exact after the elimination (row 5 holds 0 there) and its largest
@@ -119,11 +128,16 @@ def test_lu_singular(dtype, device):
     assert torch.isfinite(la[~bad]).all()
 
 
-@pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
-def test_lu_blocked_steps(m, n, dtype, device):
+@pytest.mark.parametrize("m,n,dtype,rows", [(80, 80, torch.complex64, False), (40, 70, torch.float32, False),
+                                            (70, 40, torch.float64, False), (40, 70, torch.float32, True),
+                                            (70, 40, torch.float64, True)])
+def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
     (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one: pivots as
-    LAPACK's, the product P L U back to A, det / slogdet of the square one."""
+    LAPACK's, the product P L U back to A, det / slogdet of the square one; ``rows``: the row
+    panel (the GPU's; elsewhere the tile form unless forced)."""
+    if rows:
+        monkeypatch.setattr(L, "ROW_PANEL", True)
     A = rand(2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
     assert (info.cpu() == 0).all()
@@ -138,7 +152,7 @@ def test_lu_blocked_steps(m, n, dtype, device):
         assert (sg.cpu().to(rs.dtype) - rs).abs().max().item() <= tol
 
 
-def test_lu_singular_blocked(device):
+def test_lu_singular_blocked(device, panel):
     A = _singular_batch(36, torch.complex64)[[0, 1, 3, 5]].to(device)
     LU, piv, info = L.lu_factor_ex(A)
     ref = torch.linalg.lu_factor_ex(_ref(A))
@@ -214,7 +228,7 @@ def test_det_slogdet(n, batch, dtype, device):
     _check_det(n, batch, dtype, device)
 
 
-def test_det_slogdet_blocked(device):
+def test_det_slogdet_blocked(device, panel):
     _check_det(36, (2,), torch.complex64, device)
 
 

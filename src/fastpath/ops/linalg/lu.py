@@ -56,6 +56,10 @@ BLOCKED_WARPS = 8
 BLOCKED_BM = 32
 BLOCKED_CW = (64, 32)
 BLOCKED_PREC = "ieee"
+#: The blocked path's panel with a thread a row (``_lu_panel_rows``; the GPU's: complex64 64 x
+#: 256x256 2485 us against ~2900 for the tile form) or as a (1, M, W) tile (``_lu_panel``; the
+#: interpreter's default, 4-5x faster there; tests run both).
+ROW_PANEL = not INTERPRET
 #: Panel width of the blocked path (None: 32 where the panel has at most PANEL_ELEMS / 2 values, else 16).
 BLOCKED_W = None
 
@@ -237,7 +241,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
-               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr):
+               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -273,13 +277,23 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
         for k0 in range(0, kmax, W):
             jcnt = tl.minimum(kmax - k0, W)
             # 1. the panel, in registers
-            piv, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info), tl.max(d_r),
-                                                         tl.max(d_i), tl.max(la), M, W, PIVOT, DET, CPLX)
-            info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
-            d_r = tl.zeros_like(d_r) + d_r1
-            d_i = tl.zeros_like(d_i) + d_i1
-            la = tl.zeros_like(la) + la1
-            tl.store(pb + k0 + tl.arange(0, W), piv, mask=tl.arange(0, W) < jcnt)
+            if ROWS_PANEL:
+                piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info),
+                                                              tl.max(d_r), tl.max(d_i), tl.max(la), M, W, PIVOT,
+                                                              DET, CPLX)
+                info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
+                d_r = tl.zeros_like(d_r) + d_r1
+                d_i = tl.zeros_like(d_i) + d_i1
+                la = tl.zeros_like(la) + la1
+                tl.store(pb + k0 + tl.arange(0, W), piv1, mask=tl.arange(0, W) < jcnt)
+            else:  # the (1, M, W) tile form
+                pmask = (r3 < m) & (k0 + c3 < n)
+                poffs = r3 * slr + (k0 + c3) * slc
+                ar, ai = _ld(base, poffs, pmask, CPLX)
+                ar, ai, piv, info, d_r, d_i, la = _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la,
+                                                            M, W, PIVOT, DET, CPLX)
+                _st(base, poffs, ar, ai, pmask, CPLX)
+                tl.store(pb + k0 + c2, piv, mask=c2 < jcnt)
             tl.debug_barrier()
             # 2. the panel's interchanges on the other columns. Only the panel rows and their
             #    pivot rows move: destinations (2W,), sources tracked back through the swaps.
@@ -374,7 +388,8 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
         piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1,
         BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
-        STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", num_warps=warps)
+        STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
+        num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
