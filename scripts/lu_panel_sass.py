@@ -26,7 +26,7 @@ k = lu._lu_kernel
 names = list(inspect.signature(k.fn).parameters)
 # lu._launch's blocked plan for complex64 256x256: panels of 16 columns, 8 warps
 const = dict(BLOCK_B=1, M=256, W=16, CW=32, SW=64, BM=32, BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
-             CPLX=True, PREC="ieee")
+             CPLX=True, PREC="ieee", ROWS_PANEL=True)
 sig, cx = {}, {}
 ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32"}
 for i, nm in enumerate(names):
