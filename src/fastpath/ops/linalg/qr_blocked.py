@@ -160,8 +160,8 @@ def _t_kernel(t_ptr, g_ptr, ow, stb, stt, sgb, sgt, NB: tl.constexpr):
     panels' T. T is the inverse of ``striu(G) + diag(1 / tau)`` (G = V^T V), so its row block i
     needs only itself and the diagonal: ``T_iq = -(sum_{i <= l < q} T_il G_lq) T_qq`` for
     q = i+1, i+2, ... (``?larft``'s recursive form, block by block)."""
-    i = tl.program_id(0)
-    b = tl.program_id(1).to(tl.int64)
+    b = tl.program_id(0).to(tl.int64)  # batch on axis 0: more than 65535 matrices can come
+    i = tl.program_id(1)
     r = tl.arange(0, NB)[:, None]
     c = tl.arange(0, NB)[None, :]
     tb = t_ptr + b * stb
@@ -220,7 +220,7 @@ def _merge_t(Vb, Tb, nb: int) -> None:
     """Tb (holding each panel's T on its diagonal) <- the block's T, from G = V^T V (the UT
     transform: T^-1 = striu(G) + diag(1 / tau)), by ``_t_kernel``: one program a row block."""
     G = torch.bmm(Vb.mT, Vb)
-    _TBLOCK[(cdiv(Tb.shape[-1], nb), Tb.shape[0])](
+    _TBLOCK[(Tb.shape[0], cdiv(Tb.shape[-1], nb))](
         Tb, G, Tb.shape[-1], Tb.stride(0), Tb.stride(1), G.stride(0), G.stride(1), NB=nb)
 
 
