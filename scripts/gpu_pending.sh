@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (15 waits from the thirtieth session, 14 ran in it; 4-9 are the twenty-sixth's runs, 10-13 the
+# A session's first device calls (16: the thirty-first session's first call, 15 with it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -130,4 +130,11 @@ case "${1:-1}" in
   timeout 300 python3 scripts/tune_linalg.py --only lu_factor --seconds 150 --plans \
     "[(32,(64,32),8,'ieee'),(32,(64,32),8,'tf32x3'),(64,(64,64),8,'ieee'),(16,(64,32),8,'ieee'),(32,(64,16),8,'ieee')]" \
     2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log" ;;
+16)  # the thirty-first session's first call: the QR and LU files compiled (e53288c's grid change never ran
+     # on a GPU), where a blocked lu_factor's time goes (scripts/lu_breakdown.py), then 15's plans
+  timeout 280 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_qr.py \
+    tests/ops/test_linalg_lu.py > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 120 python3 scripts/lu_breakdown.py 2>&1 | grep -v -i warn | tee "$OUT/lu_breakdown.log"
+  bash "$0" 15 ;;
 esac
