@@ -35,7 +35,7 @@ from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import (_abs1, _cdot, _div, _dot_sub, _ld, _mul, _pick, _pick2, _st, _tri_solve, check_matrices, flat3,
+from .tiles import (_abs1, _cdot, _div, _dot_sub, _dot_sub_acc, _ld, _mul, _pick, _pick2, _st, _tri_solve, check_matrices, flat3,
                     kernel_strides, raise_singular, real_view)
 from .triangular import _track, check_square, kernel_ok, rhs_shapes, trsm
 
@@ -56,6 +56,10 @@ BLOCKED_WARPS = 8
 BLOCKED_BM = 32
 BLOCKED_CW = (64, 32)
 BLOCKED_PREC = "ieee"
+#: The trailing update's loop: 0 loads a row block's tiles and then multiplies; 1 loads the next
+#: block's tiles before this block's products (carried by the products, no separate adds); 2 as
+#: 1 with complex blocks in three real products (Gauss) instead of four.
+BLOCKED_UPDATE = 0
 #: The blocked path's panel with a thread a row (``_lu_panel_rows``; the GPU's: complex64 64 x
 #: 256x256 2485 us against ~2900 for the tile form) or as a (1, M, W) tile (``_lu_panel``; the
 #: interpreter's default, 4-5x faster there; tests run both).
@@ -241,7 +245,8 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
-               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr):
+               STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
+               UPDATE: tl.constexpr):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -324,13 +329,29 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                 ar2, ai2 = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
                 ur, ui = _cdot(ir, ii, ar2, ai2, CPLX, PREC)
                 _st(base, (k0 + wr) * slr + cc * slc, ur, ui, um, CPLX)
-                for i0 in range(e0, m, BM):
-                    ri = i0 + tl.arange(0, BM)[:, None]
+                if UPDATE == 0:
+                    for i0 in range(e0, m, BM):
+                        ri = i0 + tl.arange(0, BM)[:, None]
+                        lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
+                        amask2 = (ri < m) & (cc < n)
+                        accr, acci = _ld(base, ri * slr + cc * slc, amask2, CPLX)
+                        accr, acci = _dot_sub(accr, acci, lr, li, ur, ui, CPLX, PREC)
+                        _st(base, ri * slr + cc * slc, accr, acci, amask2, CPLX)
+                else:  # the next row block's tiles loaded before this one's products
+                    ri = e0 + tl.arange(0, BM)[:, None]
                     lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
-                    amask2 = (ri < m) & (cc < n)
-                    accr, acci = _ld(base, ri * slr + cc * slc, amask2, CPLX)
-                    accr, acci = _dot_sub(accr, acci, lr, li, ur, ui, CPLX, PREC)
-                    _st(base, ri * slr + cc * slc, accr, acci, amask2, CPLX)
+                    accr, acci = _ld(base, ri * slr + cc * slc, (ri < m) & (cc < n), CPLX)
+                    for i0 in range(e0, m, BM):
+                        rn = ri + BM
+                        nlr, nli = _ld(base, rn * slr + (k0 + wc) * slc, (rn < m) & (k0 + wc < n), CPLX)
+                        naccr, nacci = _ld(base, rn * slr + cc * slc, (rn < m) & (cc < n), CPLX)
+                        accr, acci = _dot_sub_acc(accr, acci, lr, li, ur, ui, CPLX, PREC, UPDATE == 2)
+                        _st(base, ri * slr + cc * slc, accr, acci, (ri < m) & (cc < n), CPLX)
+                        ri = rn
+                        lr = nlr
+                        li = nli
+                        accr = naccr
+                        acci = nacci
             tl.debug_barrier()
     if STORE_LU:
         tl.store(info_ptr + bidx, info, mask=in_b)
@@ -389,6 +410,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1,
         BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
         STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
+        UPDATE=BLOCKED_UPDATE if blocked else 0,
         num_warps=warps)
 
 
