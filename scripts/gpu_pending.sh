@@ -133,12 +133,13 @@ case "${1:-1}" in
 16)  # the thirty-first session's first call: where a blocked lu_factor's time goes (scripts/lu_breakdown.py),
      # the update's loop forms, then the QR and LU files compiled (e53288c's grid change never ran on a GPU)
   timeout 120 python3 scripts/lu_breakdown.py 2>&1 | grep -v -i warn | tee "$OUT/lu_breakdown.log"
-  # the update's loop forms (lu.BLOCKED_UPDATE 0 / 1 / 2), then tf32x3 products and row / column blocks
-  timeout 270 python3 scripts/tune_linalg.py --only lu_factor --seconds 120 --plans \
-    "[(32,(64,32),8,'ieee',None,0),(32,(64,32),8,'ieee',None,1),(32,(64,32),8,'ieee',None,2),\
-(32,(64,32),8,'tf32x3',None,1),(64,(64,64),8,'ieee',None,1),(16,(64,32),8,'ieee',None,1)]" \
-    2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log"
-  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_qr.py \
+  # the update's loop forms (lu.BLOCKED_UPDATE 0 / 1 / 2, tf32x3), the update as batched matmuls between
+  # one launch a panel (lu.BLOCKED_HOST_UPDATE, replayed from a CUDA graph; 16- and 32-column panels, 4 warps)
+  timeout 300 python3 scripts/tune_linalg.py --only lu_factor --seconds 135 --plans \
+    "[(32,(64,32),8,'ieee',None,0,False),(32,(64,32),8,'ieee',None,0,True),(32,(64,32),8,'ieee',None,1,False),\
+(32,(64,32),8,'ieee',None,2,False),(32,(64,32),4,'ieee',None,0,True),(32,(64,32),8,'tf32x3',None,1,False),\
+(32,(64,32),8,'ieee',32,0,True)]" 2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log"
+  timeout 170 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_qr.py \
     tests/ops/test_linalg_lu.py > "$OUT/tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
 esac

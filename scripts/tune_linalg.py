@@ -95,7 +95,8 @@ LU_PLANS = [(32, (64, 32), 8, "ieee"), (32, 32, 8, "ieee"), (64, 64, 8, "ieee"),
 
 def set_lu(plan):
     """(BM, CW, warps, float32 products) of the blocked LU's trailing update [, panel width
-    (None: the default) [, the update's loop form, lu.BLOCKED_UPDATE]]"""
+    (None: the default) [, the update's loop form, lu.BLOCKED_UPDATE [, the update as batched
+    matmuls between one launch a panel, lu.BLOCKED_HOST_UPDATE]]]"""
     if not hasattr(lu, "BLOCKED_BM"):  # an older tree (--baseline)
         return
     plan = plan or LU_PLANS[0]
@@ -104,6 +105,8 @@ def set_lu(plan):
     lu.BLOCKED_W = plan[4] if len(plan) > 4 else None
     if hasattr(lu, "BLOCKED_UPDATE"):
         lu.BLOCKED_UPDATE = plan[5] if len(plan) > 5 else 0
+    if hasattr(lu, "BLOCKED_HOST_UPDATE"):
+        lu.BLOCKED_HOST_UPDATE = plan[6] if len(plan) > 6 else False
 
 
 def lu_factor_case(dtype):

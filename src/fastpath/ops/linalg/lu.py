@@ -35,8 +35,9 @@ from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import (_abs1, _cdot, _div, _dot_sub, _dot_sub_acc, _ld, _mul, _pick, _pick2, _st, _tri_solve, check_matrices, flat3,
-                    kernel_strides, raise_singular, real_view)
+from .graphs import GraphCache, exact_matmuls
+from .tiles import (_abs1, _cdot, _div, _dot_sub, _dot_sub_acc, _ld, _mul, _pick, _pick2, _st, _tri_solve,
+                    check_matrices, flat3, kernel_strides, raise_singular, real_view)
 from .triangular import _track, check_square, kernel_ok, rhs_shapes, trsm
 
 #: m and n up to this: whole matrices in registers.
@@ -60,6 +61,14 @@ BLOCKED_PREC = "ieee"
 #: block's tiles before this block's products (carried by the products, no separate adds); 2 as
 #: 1 with complex blocks in three real products (Gauss) instead of four.
 BLOCKED_UPDATE = 0
+#: The blocked path as one launch a panel (panel, interchanges, U12) with the trailing update
+#: ``A22 -= L21 U12`` a batched matmul between launches (all multiprocessors, cuBLAS) instead of
+#: the update inside one program a matrix. Not for det / slogdet (their running product stays in
+#: the one launch).
+BLOCKED_HOST_UPDATE = False
+#: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
+#: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
+GRAPHS = 2
 #: The blocked path's panel with a thread a row (``_lu_panel_rows``; the GPU's: complex64 64 x
 #: 256x256 2485 us against ~2900 for the tile form) or as a (1, M, W) tile (``_lu_panel``; the
 #: interpreter's default, 4-5x faster there; tests run both).
@@ -242,11 +251,11 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
 
 @triton.jit
 def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
-               sab, sar, sac, slb, slr, slc, spb, sd1, sd2,
+               sab, sar, sac, slb, slr, slc, spb, sd1, sd2, k_lo, k_hi,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
-               UPDATE: tl.constexpr):
+               UPDATE: tl.constexpr, HOST_UPDATE: tl.constexpr):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -279,7 +288,9 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
         i2 = tl.arange(0, 2 * W)
         eye3 = (wr == wc)[None, :, :].to(dt) + tl.zeros([1, W, W], dtype=dt)
         zero3 = tl.zeros([1, W, W], dtype=dt)
-        for k0 in range(0, kmax, W):
+        if HOST_UPDATE:  # one launch a panel: info carried over from the previous one
+            info = tl.load(info_ptr + bidx, mask=in_b & (bidx * 0 + k_lo > 0), other=0)
+        for k0 in range(k_lo, k_hi, W):
             jcnt = tl.minimum(kmax - k0, W)
             # 1. the panel, in registers
             if ROWS_PANEL:
@@ -329,7 +340,9 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                 ar2, ai2 = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
                 ur, ui = _cdot(ir, ii, ar2, ai2, CPLX, PREC)
                 _st(base, (k0 + wr) * slr + cc * slc, ur, ui, um, CPLX)
-                if UPDATE == 0:
+                if HOST_UPDATE:  # A22 -= L21 U12 by the caller (a batched matmul)
+                    pass
+                elif UPDATE == 0:
                     for i0 in range(e0, m, BM):
                         ri = i0 + tl.arange(0, BM)[:, None]
                         lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
@@ -404,14 +417,27 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     lu_t = real_view(LU3) if store else ref
     d1_t = real_view(d1) if det else ref
     d2_t = d2 if det == 2 else ref
-    _LU[(cdiv(nb, block_b),)](
-        ref, lu_t, piv if store else ref, info if store else ref, d1_t, d2_t, nb, m, n,
-        *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
-        piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1,
-        BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
-        STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
-        UPDATE=BLOCKED_UPDATE if blocked else 0,
-        num_warps=warps)
+    kmax = min(m, n)
+    host_update = blocked and BLOCKED_HOST_UPDATE and det == 0
+
+    def launch(k_lo, k_hi):
+        _LU[(cdiv(nb, block_b),)](
+            ref, lu_t, piv if store else ref, info if store else ref, d1_t, d2_t, nb, m, n,
+            *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
+            piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
+            BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
+            STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
+            UPDATE=BLOCKED_UPDATE if blocked else 0, HOST_UPDATE=host_update, num_warps=warps)
+
+    if not host_update:
+        launch(0, kmax)
+        return
+    with exact_matmuls():
+        for k0 in range(0, kmax, W):
+            launch(k0, min(k0 + W, kmax))
+            e0 = k0 + W
+            if e0 < m and e0 < n:  # A22 -= L21 U12, the panel's L and U stored by the launch
+                LU3[:, e0:, e0:].baddbmm_(LU3[:, e0:, k0:e0], LU3[:, k0:e0, e0:], alpha=-1)
 
 
 # ---------------------------------------------------------------------------- reference
@@ -451,14 +477,31 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     batch = tuple(A.shape[:-2])
     if not kernel_ok(A) or _path(m, n, math.prod(batch), A.dtype) == "torch":
         return reference_lu_factor_ex(A, pivot)
-    LU = alloc.empty(A.shape, dtype=A.dtype, device=A.device)
-    piv = alloc.empty(*batch, min(m, n), dtype=torch.int32, device=A.device)
-    info = alloc.empty(batch, dtype=torch.int32, device=A.device)
     if m == 0 or n == 0:
-        info.zero_()
-        return LU, piv, info
-    _launch(flat3(A, batch, (m, n)), LU.view(-1, m, n), piv.view(-1, min(m, n)), info.view(-1), pivot=pivot)
+        return (alloc.empty(A.shape, dtype=A.dtype, device=A.device),
+                alloc.empty(*batch, min(m, n), dtype=torch.int32, device=A.device),
+                torch.zeros(batch, dtype=torch.int32, device=A.device))
+    A3 = flat3(A, batch, (m, n))
+    if BLOCKED_HOST_UPDATE and _path(m, n, A3.shape[0], A.dtype) == "blocked":
+        key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
+               ROW_PANEL)
+        LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
+    else:
+        LU, piv, info = _factor(A3, pivot)
+    return LU.view(A.shape), piv.view(*batch, min(m, n)), info.view(batch)
+
+
+def _factor(A3: torch.Tensor, pivot: bool):
+    """(LU3, pivots, info) of A3 (nb, m, n), new tensors."""
+    nb, m, n = A3.shape
+    LU = alloc.empty(nb, m, n, dtype=A3.dtype, device=A3.device)
+    piv = alloc.empty(nb, min(m, n), dtype=torch.int32, device=A3.device)
+    info = alloc.empty(nb, dtype=torch.int32, device=A3.device)
+    _launch(A3, LU, piv, info, pivot=pivot)
     return LU, piv, info
+
+
+_GRAPHS = GraphCache()
 
 
 def _lu_solve_fake(LU, pivots, B, left, adjoint):

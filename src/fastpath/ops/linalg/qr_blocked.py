@@ -31,12 +31,12 @@ no squared entry overflows for inputs near the format's limits.
 """
 from __future__ import annotations
 
-import contextlib
 
 import torch
 
 from ..._core.backend import INTERPRET, num_sms, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
+from .graphs import GraphCache, exact_matmuls
 from .tiles import _dot, _sum2
 
 #: Panel width (columns a panel kernel factors) by dtype itemsize, and the rows a program
@@ -182,17 +182,6 @@ def _t_kernel(t_ptr, g_ptr, ow, stb, stt, sgb, sgt, NB: tl.constexpr):
 _TBLOCK = Launcher(_t_kernel)
 
 
-@contextlib.contextmanager
-def _exact_matmuls():
-    """float32 matmuls in full float32 for the duration (a user's TF32 setting restored)."""
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
-
-
 def rows_per_program(mp: int, device) -> int:
     """Rows a panel program holds for a panel of ``mp`` rows, or 0 where the panel would need
     more programs than the device runs at once."""
@@ -235,38 +224,13 @@ def qr_blocked(A3: torch.Tensor, mode: str):
     graph of the whole factorisation from the second call of a shape on (its host loop issues
     hundreds of launches and matmuls: 29 ms of host time for a 4096 x 4096 matrix on the H200's
     host, against 21 ms of GPU work), directly otherwise."""
-    if (GRAPHS <= 0 or INTERPRET or A3.device.type != "cuda" or min(A3.shape[1:]) < GRAPH_MIN_K
-            or torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()):
+    if min(A3.shape[1:]) < GRAPH_MIN_K:
         return _qr(A3, mode)
     key = (tuple(A3.shape), A3.dtype, A3.device, mode, NB[A3.element_size()], ROWS, WARPS, FUSE, OUTER)
-    entry = _GRAPHS.pop(key, None)
-    if entry is None:  # the first call of this shape runs directly (and compiles the kernels)
-        _GRAPHS[key] = "seen"
-        while len(_GRAPHS) > 4 * GRAPHS:
-            _GRAPHS.pop(next(iter(_GRAPHS)))
-        return _qr(A3, mode)
-    stream = torch.cuda.current_stream(A3.device)
-    if entry == "seen":
-        with torch.inference_mode(False):  # kept across modes: never inference tensors
-            static = A3.contiguous().clone()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                out = _qr(static, mode)
-        entry = [graph, static, out, stream]
-    graph, static, (Q, R), last = entry
-    if last != stream:  # the previous replay (and its outputs' copies) ran on another stream
-        stream.wait_stream(last)
-        entry[3] = stream
-    _GRAPHS[key] = entry  # most recent last
-    captured = [k for k, v in _GRAPHS.items() if v != "seen"]
-    for k in captured[:-GRAPHS]:
-        _GRAPHS.pop(k)
-    static.copy_(A3)
-    graph.replay()
-    return (None if Q is None else Q.clone()), R.clone()
+    return _GRAPHS(key, lambda A: _qr(A, mode), A3, GRAPHS)
 
 
-_GRAPHS: dict = {}
+_GRAPHS = GraphCache()
 
 
 def _qr(A3: torch.Tensor, mode: str):
@@ -286,7 +250,7 @@ def _qr(A3: torch.Tensor, mode: str):
     xbuf = torch.empty(nbatch, 2 * (npp + 1) * nb + npp * nb * nb, dtype=A3.dtype, device=dev)
     cnt = torch.zeros(nbatch, dtype=torch.int32, device=dev)
     base = 0
-    with _exact_matmuls():
+    with exact_matmuls():
         for blk, (K0, OW, panels) in enumerate(blocks):
             Tk = T[:, blk]
             for k0, w in panels:
