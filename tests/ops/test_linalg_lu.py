@@ -152,6 +152,28 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
         assert (sg.cpu().to(rs.dtype) - rs).abs().max().item() <= tol
 
 
+@pytest.mark.parametrize("update,host", [(1, False), (2, False), (0, True)])
+@pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
+def test_lu_blocked_update_forms(update, host, m, n, dtype, device, monkeypatch):
+    """The blocked path's other trailing-update forms: the next row block's tiles loaded first
+    with the sums carried by the products, complex blocks in Gauss's three products, and the
+    update as batched matmuls between one launch a panel (``info`` then carried from launch to
+    launch: a zero column past the first panel gives 37, a zero pivot in the first panel stays
+    the first). Pivots as LAPACK's, the product P L U back to A."""
+    monkeypatch.setattr(L, "BLOCKED_UPDATE", update)
+    monkeypatch.setattr(L, "BLOCKED_HOST_UPDATE", host)
+    A = rand(3, m, n, dtype=dtype)
+    A[1, :, 36] = 0
+    A[2, :, 1] = 0
+    A[2, :, 36] = 0
+    A = A.to(device)
+    LU, piv, info = L.lu_factor_ex(A)
+    ref = torch.linalg.lu_factor_ex(_ref(A))
+    assert info.cpu().tolist() == ref.info.tolist() == [0, 37, 2]
+    assert torch.equal(piv.cpu(), ref.pivots)
+    assert _reconstruct(LU, piv, A) <= 8 * max(m, n) * EPS[dtype]
+
+
 def test_lu_singular_blocked(device, panel):
     A = _singular_batch(36, torch.complex64)[[0, 1, 3, 5]].to(device)
     LU, piv, info = L.lu_factor_ex(A)
