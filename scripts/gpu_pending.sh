@@ -132,7 +132,7 @@ case "${1:-1}" in
     2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log" ;;
 16)  # the thirty-first session's first call: where a blocked lu_factor's time goes (scripts/lu_breakdown.py),
      # the update's loop forms, then the QR and LU files compiled (e53288c's grid change never ran on a GPU)
-  timeout 120 python3 scripts/lu_breakdown.py 2>&1 | grep -v -i warn | tee "$OUT/lu_breakdown.log"
+  timeout 150 python3 scripts/lu_breakdown.py --parts 2>&1 | grep -v -i warn | tee "$OUT/lu_breakdown.log"
   # the update's loop forms (lu.BLOCKED_UPDATE 0 / 1 / 2, tf32x3), the update as batched matmuls between
   # one launch a panel (lu.BLOCKED_HOST_UPDATE, replayed from a CUDA graph; 16- and 32-column panels, 4 warps)
   timeout 300 python3 scripts/tune_linalg.py --only lu_factor --seconds 135 --plans \

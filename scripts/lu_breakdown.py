@@ -1,13 +1,17 @@
-"""Where a blocked lu_factor's time goes: the same 64 x 256-row batch with 16, 32, ... 256
+"""Where a blocked lu_factor's time goes. (1) The same 64 x 256-row batch with 16, 32, ... 256
 columns (one panel, two, ...), ours and torch's, cold L2, so the panel's cost (the 16-column
-case) and the update's growth can be read off. Run on a GPU machine:
+case) and the update's growth can be read off. (2) ``--parts``: the one-launch-a-panel path
+(``lu.BLOCKED_HOST_UPDATE``) split into its launches alone (the batched matmuls skipped: the
+numbers are wrong, the time is the panels') and its matmuls alone, each replayed from a CUDA
+graph. Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/lu_breakdown.py [--dtypes complex64,float32] [--cols 16,32,64,128,256]
+    PYTHONPATH=src python3 scripts/lu_breakdown.py [--dtypes complex64,float32] [--cols 16,32,64,128,256] [--parts]
 """
 import argparse
 
 import torch
 
+from fastpath._core.launch import next_pow2
 from fastpath.ops.linalg import lu
 from fastpath.streams import _flush_buffer, median_ms
 
@@ -15,21 +19,57 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--dtypes", default="complex64,float32")
 ap.add_argument("--cols", default="16,32,64,128,256")
 ap.add_argument("--batch", type=int, default=64)
+ap.add_argument("--parts", action="store_true")
 args = ap.parse_args()
 dev = torch.device("cuda")
 flush = _flush_buffer(dev)
+
+
+def timed(fn, graph=False):
+    fn()
+    torch.cuda.synchronize()
+    if graph:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        fn = g.replay
+    return 1e3 * median_ms(fn, 20, before=lambda: flush.sum())
+
+
+def parts(a):
+    """(launches alone, matmuls alone) of the one-launch-a-panel path, graphs, us."""
+    nb, m, n = a.shape
+    LU = a.clone()
+    piv = torch.empty(nb, min(m, n), dtype=torch.int32, device=dev)
+    info = torch.empty(nb, dtype=torch.int32, device=dev)
+    saved = lu.BLOCKED_HOST_UPDATE, torch.Tensor.baddbmm_
+    lu.BLOCKED_HOST_UPDATE = True
+    try:
+        torch.Tensor.baddbmm_ = lambda self, *a, **k: self  # the launches alone
+        t_launch = timed(lambda: lu._launch(a, LU, piv, info), graph=True)
+    finally:
+        lu.BLOCKED_HOST_UPDATE, torch.Tensor.baddbmm_ = saved
+    W = lu.BLOCKED_W or (32 if next_pow2(m) * 32 * lu._comps(a.dtype) <= lu.PANEL_ELEMS // 2 else 16)  # as _launch
+
+    def matmuls():
+        for k0 in range(0, min(m, n), W):
+            e0 = k0 + W
+            if e0 < m and e0 < n:
+                LU[:, e0:, e0:].baddbmm_(LU[:, e0:, k0:e0], LU[:, k0:e0, e0:], alpha=-1)
+    return t_launch, timed(matmuls, graph=True)
+
+
 for dname in args.dtypes.split(","):
     dtype = getattr(torch, dname)
     for n in map(int, args.cols.split(",")):
         g = torch.Generator(device=dev).manual_seed(0)
         a = torch.randn(args.batch, 256, n, generator=g, device=dev, dtype=dtype)
-        times = []
-        for fn in (lambda: lu.lu_factor(a), lambda: torch.linalg.lu_factor(a)):
-            fn()
-            torch.cuda.synchronize()
-            times.append(1e3 * median_ms(fn, 20, before=lambda: flush.sum()))
+        times = [timed(lambda: lu.lu_factor(a)), timed(lambda: torch.linalg.lu_factor(a))]
         LU, piv = lu.lu_factor(a)
         P, L, U = torch.lu_unpack(LU, piv)
         err = float(((P @ L @ U) - a).norm() / a.norm())
+        extra = ""
+        if args.parts:
+            extra = "  one launch a panel: launches %.1f us, matmuls %.1f us" % parts(a)
         print(f"lu_factor {dname} {args.batch}x256x{n}: ours {times[0]:8.1f} us  torch {times[1]:8.1f} us  "
-              f"{times[1] / times[0]:5.2f}x  ||PLU-A||/||A|| {err:.1e}", flush=True)
+              f"{times[1] / times[0]:5.2f}x  ||PLU-A||/||A|| {err:.1e}{extra}", flush=True)
