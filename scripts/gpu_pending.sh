@@ -142,4 +142,14 @@ case "${1:-1}" in
   timeout 170 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_qr.py \
     tests/ops/test_linalg_lu.py > "$OUT/tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
+17)  # the thirty-first session's second call: the row panel's loop unrolled (lu.PANEL_UNROLL), in both
+     # update forms; the QR and LU files compiled (16's run ended at 94% with three failures unnamed)
+  timeout 100 python3 scripts/lu_breakdown.py --parts --cols 16,256 --set PANEL_UNROLL=True 2>&1 | grep -v -i warn \
+    | grep lu_ | tee "$OUT/lu_breakdown.log"
+  timeout 200 python3 scripts/tune_linalg.py --only lu_factor --seconds 95 --plans \
+    "[(32,(64,32),8,'ieee',None,0,True,True),(32,(64,32),8,'ieee',None,0,False,True),\
+(32,(64,32),8,'ieee',None,0,True,False)]" 2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log"
+  timeout 250 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_qr.py \
+    tests/ops/test_linalg_lu.py > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
 esac

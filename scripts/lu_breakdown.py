@@ -5,9 +5,10 @@ case) and the update's growth can be read off. (2) ``--parts``: the one-launch-a
 numbers are wrong, the time is the panels') and its matmuls alone, each replayed from a CUDA
 graph. Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/lu_breakdown.py [--dtypes complex64,float32] [--cols 16,32,64,128,256] [--parts]
+    PYTHONPATH=src python3 scripts/lu_breakdown.py [--dtypes complex64,float32] [--cols 16,32,64,128,256] [--parts] [--set PANEL_UNROLL=True]
 """
 import argparse
+import ast
 
 import torch
 
@@ -20,7 +21,11 @@ ap.add_argument("--dtypes", default="complex64,float32")
 ap.add_argument("--cols", default="16,32,64,128,256")
 ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--parts", action="store_true")
+ap.add_argument("--set", action="append", default=[], help="NAME=VALUE: a knob of fastpath.ops.linalg.lu")
 args = ap.parse_args()
+for kv in args.set:
+    name, value = kv.split("=", 1)
+    setattr(lu, name, ast.literal_eval(value))
 dev = torch.device("cuda")
 flush = _flush_buffer(dev)
 

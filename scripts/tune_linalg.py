@@ -96,7 +96,8 @@ LU_PLANS = [(32, (64, 32), 8, "ieee"), (32, 32, 8, "ieee"), (64, 64, 8, "ieee"),
 def set_lu(plan):
     """(BM, CW, warps, float32 products) of the blocked LU's trailing update [, panel width
     (None: the default) [, the update's loop form, lu.BLOCKED_UPDATE [, the update as batched
-    matmuls between one launch a panel, lu.BLOCKED_HOST_UPDATE]]]"""
+    matmuls between one launch a panel, lu.BLOCKED_HOST_UPDATE [, the row panel's loop unrolled,
+    lu.PANEL_UNROLL]]]]"""
     if not hasattr(lu, "BLOCKED_BM"):  # an older tree (--baseline)
         return
     plan = plan or LU_PLANS[0]
@@ -107,6 +108,8 @@ def set_lu(plan):
         lu.BLOCKED_UPDATE = plan[5] if len(plan) > 5 else 0
     if hasattr(lu, "BLOCKED_HOST_UPDATE"):
         lu.BLOCKED_HOST_UPDATE = plan[6] if len(plan) > 6 else False
+    if hasattr(lu, "PANEL_UNROLL"):
+        lu.PANEL_UNROLL = plan[7] if len(plan) > 7 else False
 
 
 def lu_factor_case(dtype):

@@ -73,6 +73,9 @@ GRAPHS = 2
 #: 256x256 2485 us against ~2900 for the tile form) or as a (1, M, W) tile (``_lu_panel``; the
 #: interpreter's default, 4-5x faster there; tests run both).
 ROW_PANEL = not INTERPRET
+#: The row panel's column loop unrolled (a constant column a step: its selects fold away and only
+#: the later columns are updated).
+PANEL_UNROLL = False
 #: Panel width of the blocked path (None: 32 where the panel has at most PANEL_ELEMS / 2 values, else 16).
 BLOCKED_W = None
 
@@ -167,15 +170,79 @@ def _pivot_max(m1, p1, r1, m2, p2, r2):
 
 
 @triton.jit
+def _panel_col(base, j, k0, m, n, slr, slc, r, live, cr, ci, pos, piv, info, d_r, d_i, la, W: tl.constexpr,
+               PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
+    """Column j of ``_lu_panel_rows``' panel: the pivot search, the pivot row through memory, the
+    multipliers and the update of the later columns. With j a constexpr (the unrolled loop) the
+    column selects fold away and only the later columns are touched."""
+    wv = tl.arange(0, W)
+    g = k0 + j
+    xr = cr[0]
+    xi = ci[0]
+    for c in tl.static_range(1, W):
+        xr = tl.where(j == c, cr[c], xr)
+        if CPLX:
+            xi = tl.where(j == c, ci[c], xi)
+    if PIVOT:
+        mag = _abs1(xr, xi, CPLX)
+        mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)  # NaN: last
+        _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
+    else:
+        pp = g
+        prow = g
+    for c in tl.static_range(W):  # the pivot row from column j on (all of it reaches its place at the end)
+        _st(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n) & (r * 0 + j <= c),
+            CPLX)
+    tl.debug_barrier()
+    prr = ()
+    pri = ()
+    for c in tl.static_range(W):
+        # unmasked (a column past n is never stored): its address clamped into the matrix
+        y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
+        y_i = y_r
+        if CPLX:
+            y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
+        prr = prr + (y_r,)
+        pri = pri + (y_i,)
+    pr = prr[0]
+    pi = pri[0]
+    for c in tl.static_range(1, W):
+        pr = tl.where(j == c, prr[c], pr)
+        pi = tl.where(j == c, pri[c], pi)
+    if CPLX:
+        zero_piv = (pr == 0.0) & (pi == 0.0)
+    else:
+        zero_piv = pr == 0.0
+    info = tl.where(zero_piv & (info == 0), g + 1, info)
+    piv = tl.where(wv == j, pp + 1, piv)
+    pos = tl.where(r == prow, g, tl.where(pos == g, pp, pos))
+    under = live & (pos > g)
+    lr, li = _div(xr, xi, tl.where(zero_piv, 1.0, pr), tl.where(zero_piv, 0.0, pi), CPLX)
+    ncr = ()
+    nci = ()
+    for c in tl.static_range(W):
+        qr, qi = _mul(lr, li, prr[c], pri[c], CPLX)
+        ncr = ncr + (tl.where(under & (j < c), cr[c] - qr, tl.where(under & (j == c), lr, cr[c])),)
+        if CPLX:
+            nci = nci + (tl.where(under & (j < c), ci[c] - qi, tl.where(under & (j == c), li, ci[c])),)
+        else:
+            nci = ncr
+    if DET != 0:
+        d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
+    return ncr, nci, pos, piv, info, d_r, d_i, la
+
+
+@triton.jit
 def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
-                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
+                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, UNROLL: tl.constexpr):
     """LU of columns k0 .. k0+jcnt-1 of one matrix at ``base``, in place (pivot rows k0..m-1):
     the panel is held as ``W`` column vectors of ``M`` rows, so a thread holds whole rows and
     the elimination needs no reduction but the pivot search. Rows never move in registers:
     ``pos[r]`` is row r's place after the interchanges so far (ties in the search go to the
     earlier place, as getf2 finds them), and each pivot row reaches every thread through
-    memory, written by its owner to its final place (row k0 + j). Returns the pivots (W,),
-    1-based, info and the determinant's accumulators."""
+    memory, written by its owner to its final place (row k0 + j). ``UNROLL``: the column loop
+    unrolled (``_panel_col`` with a constant column). Returns the pivots (W,), 1-based, info
+    and the determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
     cr = ()
@@ -186,63 +253,16 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
         ci = ci + (x_i,)
     tl.debug_barrier()  # every row read before pivot rows are written over them
     pos = r
-    wv = tl.arange(0, W)
-    piv = k0 + wv + 1
-    for j in range(0, jcnt):
-        g = k0 + j
-        xr = cr[0]
-        xi = ci[0]
-        for c in tl.static_range(1, W):
-            xr = tl.where(j == c, cr[c], xr)
-            if CPLX:
-                xi = tl.where(j == c, ci[c], xi)
-        if PIVOT:
-            mag = _abs1(xr, xi, CPLX)
-            mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)  # NaN: last
-            _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
-        else:
-            pp = g
-            prow = g
-        for c in tl.static_range(W):
-            _st(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n), CPLX)
-        tl.debug_barrier()
-        prr = ()
-        pri = ()
-        for c in tl.static_range(W):
-            # unmasked (a column past n is never stored): its address clamped into the matrix
-            y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
-            y_i = y_r
-            if CPLX:
-                y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
-            prr = prr + (y_r,)
-            pri = pri + (y_i,)
-        pr = prr[0]
-        pi = pri[0]
-        for c in tl.static_range(1, W):
-            pr = tl.where(j == c, prr[c], pr)
-            pi = tl.where(j == c, pri[c], pi)
-        if CPLX:
-            zero_piv = (pr == 0.0) & (pi == 0.0)
-        else:
-            zero_piv = pr == 0.0
-        info = tl.where(zero_piv & (info == 0), g + 1, info)
-        piv = tl.where(wv == j, pp + 1, piv)
-        pos = tl.where(r == prow, g, tl.where(pos == g, pp, pos))
-        under = live & (pos > g)
-        lr, li = _div(xr, xi, tl.where(zero_piv, 1.0, pr), tl.where(zero_piv, 0.0, pi), CPLX)
-        ncr = ()
-        nci = ()
-        for c in tl.static_range(W):
-            qr, qi = _mul(lr, li, prr[c], pri[c], CPLX)
-            ncr = ncr + (tl.where(under & (j < c), cr[c] - qr, tl.where(under & (j == c), lr, cr[c])),)
-            if CPLX:
-                nci = nci + (tl.where(under & (j < c), ci[c] - qi, tl.where(under & (j == c), li, ci[c])),)
-            else:
-                nci = ncr
-        cr = ncr
-        ci = nci
-        if DET != 0:
-            d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
+    piv = k0 + tl.arange(0, W) + 1
+    if UNROLL:
+        for j in tl.static_range(W):
+            if j < jcnt:
+                cr, ci, pos, piv, info, d_r, d_i, la = _panel_col(base, j, k0, m, n, slr, slc, r, live, cr, ci, pos,
+                                                                  piv, info, d_r, d_i, la, W, PIVOT, DET, CPLX)
+    else:
+        for j in range(0, jcnt):
+            cr, ci, pos, piv, info, d_r, d_i, la = _panel_col(base, j, k0, m, n, slr, slc, r, live, cr, ci, pos,
+                                                              piv, info, d_r, d_i, la, W, PIVOT, DET, CPLX)
     tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
     for c in tl.static_range(W):
         _st(base, pos * slr + (k0 + c) * slc, cr[c], ci[c], live & (r >= k0) & (r * 0 + k0 + c < n), CPLX)
@@ -255,7 +275,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
-               UPDATE: tl.constexpr, HOST_UPDATE: tl.constexpr):
+               UPDATE: tl.constexpr, HOST_UPDATE: tl.constexpr, PANEL_UNROLL: tl.constexpr):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -296,7 +316,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             if ROWS_PANEL:
                 piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info),
                                                               tl.max(d_r), tl.max(d_i), tl.max(la), M, W, PIVOT,
-                                                              DET, CPLX)
+                                                              DET, CPLX, PANEL_UNROLL)
                 info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
                 d_r = tl.zeros_like(d_r) + d_r1
                 d_i = tl.zeros_like(d_i) + d_i1
@@ -427,7 +447,8 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
             BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
-            UPDATE=BLOCKED_UPDATE if blocked else 0, HOST_UPDATE=host_update, num_warps=warps)
+            UPDATE=BLOCKED_UPDATE if blocked else 0, HOST_UPDATE=host_update,
+            PANEL_UNROLL=blocked and ROW_PANEL and PANEL_UNROLL, num_warps=warps)
 
     if not host_update:
         launch(0, kmax)
