@@ -94,22 +94,18 @@ LU_PLANS = [(32, (64, 32), 8, "ieee"), (32, 32, 8, "ieee"), (64, 64, 8, "ieee"),
 
 
 def set_lu(plan):
-    """(BM, CW, warps, float32 products) of the blocked LU's trailing update [, panel width
-    (None: the default) [, the update's loop form, lu.BLOCKED_UPDATE [, the update as batched
-    matmuls between one launch a panel, lu.BLOCKED_HOST_UPDATE [, the row panel's loop unrolled,
-    lu.PANEL_UNROLL]]]]"""
+    """(BM, CW, warps, float32 products) of the blocked LU's in-kernel trailing update [, panel
+    width (None: the default) [, the update as batched matmuls between one launch a panel,
+    lu.BLOCKED_HOST_UPDATE]] (plans of the thirty-first session's gpu_pending 16/17 had two more
+    fields, for forms since removed)"""
     if not hasattr(lu, "BLOCKED_BM"):  # an older tree (--baseline)
         return
     plan = plan or LU_PLANS[0]
     lu.BLOCKED_BM, cw, lu.BLOCKED_WARPS, lu.BLOCKED_PREC = plan[:4]
     lu.BLOCKED_CW = (cw, cw) if isinstance(cw, int) else cw
     lu.BLOCKED_W = plan[4] if len(plan) > 4 else None
-    if hasattr(lu, "BLOCKED_UPDATE"):
-        lu.BLOCKED_UPDATE = plan[5] if len(plan) > 5 else 0
     if hasattr(lu, "BLOCKED_HOST_UPDATE"):
-        lu.BLOCKED_HOST_UPDATE = plan[6] if len(plan) > 6 else False
-    if hasattr(lu, "PANEL_UNROLL"):
-        lu.PANEL_UNROLL = plan[7] if len(plan) > 7 else False
+        lu.BLOCKED_HOST_UPDATE = plan[5] if len(plan) > 5 else True
 
 
 def lu_factor_case(dtype):

@@ -16,7 +16,9 @@ one) and the factorisation carries on, as ``getrf`` does.
   backwards through the swaps, :func:`.triangular._track`);
   ``L11^-1`` formed once in registers, then per chunk of columns ``U12 = L11^-1 A12`` and
   ``A22 -= L21 U12`` with ``tl.dot`` (exact float32). Barriers order the phases, which read
-  what the previous one wrote.
+  what the previous one wrote. With ``HOST_UPDATE`` (``lu_factor``'s default) a launch does one
+  panel and its U12, and ``A22 -= L21 U12`` is a batched matmul between launches; from a
+  shape's second call on the whole loop replays from a CUDA graph (:mod:`.graphs`).
 * ``DET=1|2``: the determinant (product of the pivots, sign flipped per interchange) or
   ``(sign, log|det|)`` accumulated as the pivots are found; with ``STORE_LU=False`` (small
   matrices) nothing else is written.
@@ -36,7 +38,7 @@ from ..._core.backend import INTERPRET, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
 from .graphs import GraphCache, exact_matmuls
-from .tiles import (_abs1, _cdot, _div, _dot_sub, _dot_sub_acc, _ld, _mul, _pick, _pick2, _st, _tri_solve,
+from .tiles import (_abs1, _cdot, _div, _dot_sub, _ld, _mul, _pick, _pick2, _st, _tri_solve,
                     check_matrices, flat3, kernel_strides, raise_singular, real_view)
 from .triangular import _track, check_square, kernel_ok, rhs_shapes, trsm
 
@@ -57,15 +59,12 @@ BLOCKED_WARPS = 8
 BLOCKED_BM = 32
 BLOCKED_CW = (64, 32)
 BLOCKED_PREC = "ieee"
-#: The trailing update's loop: 0 loads a row block's tiles and then multiplies; 1 loads the next
-#: block's tiles before this block's products (carried by the products, no separate adds); 2 as
-#: 1 with complex blocks in three real products (Gauss) instead of four.
-BLOCKED_UPDATE = 0
 #: The blocked path as one launch a panel (panel, interchanges, U12) with the trailing update
 #: ``A22 -= L21 U12`` a batched matmul between launches (all multiprocessors, cuBLAS) instead of
-#: the update inside one program a matrix. Not for det / slogdet (their running product stays in
-#: the one launch).
-BLOCKED_HOST_UPDATE = False
+#: inside the one program a matrix (64 of 132 multiprocessors for the issue's batch): complex64
+#: 64 x 256x256 1295 against 2628 us, float32 544 against 558 (H200, graphs replayed,
+#: docs/perf-notes.md). Not for det / slogdet (their running product stays in one launch).
+BLOCKED_HOST_UPDATE = True
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -73,9 +72,6 @@ GRAPHS = 2
 #: 256x256 2485 us against ~2900 for the tile form) or as a (1, M, W) tile (``_lu_panel``; the
 #: interpreter's default, 4-5x faster there; tests run both).
 ROW_PANEL = not INTERPRET
-#: The row panel's column loop unrolled (a constant column a step: its selects fold away and only
-#: the later columns are updated).
-PANEL_UNROLL = False
 #: Panel width of the blocked path (None: 32 where the panel has at most PANEL_ELEMS / 2 values, else 16).
 BLOCKED_W = None
 
@@ -170,79 +166,15 @@ def _pivot_max(m1, p1, r1, m2, p2, r2):
 
 
 @triton.jit
-def _panel_col(base, j, k0, m, n, slr, slc, r, live, cr, ci, pos, piv, info, d_r, d_i, la, W: tl.constexpr,
-               PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
-    """Column j of ``_lu_panel_rows``' panel: the pivot search, the pivot row through memory, the
-    multipliers and the update of the later columns. With j a constexpr (the unrolled loop) the
-    column selects fold away and only the later columns are touched."""
-    wv = tl.arange(0, W)
-    g = k0 + j
-    xr = cr[0]
-    xi = ci[0]
-    for c in tl.static_range(1, W):
-        xr = tl.where(j == c, cr[c], xr)
-        if CPLX:
-            xi = tl.where(j == c, ci[c], xi)
-    if PIVOT:
-        mag = _abs1(xr, xi, CPLX)
-        mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)  # NaN: last
-        _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
-    else:
-        pp = g
-        prow = g
-    for c in tl.static_range(W):  # the pivot row from column j on (all of it reaches its place at the end)
-        _st(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n) & (r * 0 + j <= c),
-            CPLX)
-    tl.debug_barrier()
-    prr = ()
-    pri = ()
-    for c in tl.static_range(W):
-        # unmasked (a column past n is never stored): its address clamped into the matrix
-        y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
-        y_i = y_r
-        if CPLX:
-            y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
-        prr = prr + (y_r,)
-        pri = pri + (y_i,)
-    pr = prr[0]
-    pi = pri[0]
-    for c in tl.static_range(1, W):
-        pr = tl.where(j == c, prr[c], pr)
-        pi = tl.where(j == c, pri[c], pi)
-    if CPLX:
-        zero_piv = (pr == 0.0) & (pi == 0.0)
-    else:
-        zero_piv = pr == 0.0
-    info = tl.where(zero_piv & (info == 0), g + 1, info)
-    piv = tl.where(wv == j, pp + 1, piv)
-    pos = tl.where(r == prow, g, tl.where(pos == g, pp, pos))
-    under = live & (pos > g)
-    lr, li = _div(xr, xi, tl.where(zero_piv, 1.0, pr), tl.where(zero_piv, 0.0, pi), CPLX)
-    ncr = ()
-    nci = ()
-    for c in tl.static_range(W):
-        qr, qi = _mul(lr, li, prr[c], pri[c], CPLX)
-        ncr = ncr + (tl.where(under & (j < c), cr[c] - qr, tl.where(under & (j == c), lr, cr[c])),)
-        if CPLX:
-            nci = nci + (tl.where(under & (j < c), ci[c] - qi, tl.where(under & (j == c), li, ci[c])),)
-        else:
-            nci = ncr
-    if DET != 0:
-        d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
-    return ncr, nci, pos, piv, info, d_r, d_i, la
-
-
-@triton.jit
 def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
-                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, UNROLL: tl.constexpr):
+                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
     """LU of columns k0 .. k0+jcnt-1 of one matrix at ``base``, in place (pivot rows k0..m-1):
     the panel is held as ``W`` column vectors of ``M`` rows, so a thread holds whole rows and
     the elimination needs no reduction but the pivot search. Rows never move in registers:
     ``pos[r]`` is row r's place after the interchanges so far (ties in the search go to the
     earlier place, as getf2 finds them), and each pivot row reaches every thread through
-    memory, written by its owner to its final place (row k0 + j). ``UNROLL``: the column loop
-    unrolled (``_panel_col`` with a constant column). Returns the pivots (W,), 1-based, info
-    and the determinant's accumulators."""
+    memory, written by its owner to its final place (row k0 + j). Returns the pivots (W,),
+    1-based, info and the determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
     cr = ()
@@ -253,16 +185,63 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
         ci = ci + (x_i,)
     tl.debug_barrier()  # every row read before pivot rows are written over them
     pos = r
-    piv = k0 + tl.arange(0, W) + 1
-    if UNROLL:
-        for j in tl.static_range(W):
-            if j < jcnt:
-                cr, ci, pos, piv, info, d_r, d_i, la = _panel_col(base, j, k0, m, n, slr, slc, r, live, cr, ci, pos,
-                                                                  piv, info, d_r, d_i, la, W, PIVOT, DET, CPLX)
-    else:
-        for j in range(0, jcnt):
-            cr, ci, pos, piv, info, d_r, d_i, la = _panel_col(base, j, k0, m, n, slr, slc, r, live, cr, ci, pos,
-                                                              piv, info, d_r, d_i, la, W, PIVOT, DET, CPLX)
+    wv = tl.arange(0, W)
+    piv = k0 + wv + 1
+    for j in range(0, jcnt):
+        g = k0 + j
+        xr = cr[0]
+        xi = ci[0]
+        for c in tl.static_range(1, W):
+            xr = tl.where(j == c, cr[c], xr)
+            if CPLX:
+                xi = tl.where(j == c, ci[c], xi)
+        if PIVOT:
+            mag = _abs1(xr, xi, CPLX)
+            mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)  # NaN: last
+            _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
+        else:
+            pp = g
+            prow = g
+        for c in tl.static_range(W):
+            _st(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n), CPLX)
+        tl.debug_barrier()
+        prr = ()
+        pri = ()
+        for c in tl.static_range(W):
+            # unmasked (a column past n is never stored): its address clamped into the matrix
+            y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
+            y_i = y_r
+            if CPLX:
+                y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
+            prr = prr + (y_r,)
+            pri = pri + (y_i,)
+        pr = prr[0]
+        pi = pri[0]
+        for c in tl.static_range(1, W):
+            pr = tl.where(j == c, prr[c], pr)
+            pi = tl.where(j == c, pri[c], pi)
+        if CPLX:
+            zero_piv = (pr == 0.0) & (pi == 0.0)
+        else:
+            zero_piv = pr == 0.0
+        info = tl.where(zero_piv & (info == 0), g + 1, info)
+        piv = tl.where(wv == j, pp + 1, piv)
+        pos = tl.where(r == prow, g, tl.where(pos == g, pp, pos))
+        under = live & (pos > g)
+        lr, li = _div(xr, xi, tl.where(zero_piv, 1.0, pr), tl.where(zero_piv, 0.0, pi), CPLX)
+        ncr = ()
+        nci = ()
+        for c in tl.static_range(W):
+            qr, qi = _mul(lr, li, prr[c], pri[c], CPLX)
+            ncr = ncr + (tl.where(under & (j < c), cr[c] - qr, tl.where(under & (j == c), lr, cr[c])),)
+            if CPLX:
+                nci = nci + (tl.where(under & (j < c), ci[c] - qi, tl.where(under & (j == c), li, ci[c])),)
+            else:
+                nci = ncr
+        cr = ncr
+        ci = nci
+        if DET != 0:
+            d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
     tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
     for c in tl.static_range(W):
         _st(base, pos * slr + (k0 + c) * slc, cr[c], ci[c], live & (r >= k0) & (r * 0 + k0 + c < n), CPLX)
@@ -275,7 +254,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
-               UPDATE: tl.constexpr, HOST_UPDATE: tl.constexpr, PANEL_UNROLL: tl.constexpr):
+               HOST_UPDATE: tl.constexpr):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -316,7 +295,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             if ROWS_PANEL:
                 piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info),
                                                               tl.max(d_r), tl.max(d_i), tl.max(la), M, W, PIVOT,
-                                                              DET, CPLX, PANEL_UNROLL)
+                                                              DET, CPLX)
                 info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
                 d_r = tl.zeros_like(d_r) + d_r1
                 d_i = tl.zeros_like(d_i) + d_i1
@@ -360,9 +339,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                 ar2, ai2 = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
                 ur, ui = _cdot(ir, ii, ar2, ai2, CPLX, PREC)
                 _st(base, (k0 + wr) * slr + cc * slc, ur, ui, um, CPLX)
-                if HOST_UPDATE:  # A22 -= L21 U12 by the caller (a batched matmul)
-                    pass
-                elif UPDATE == 0:
+                if not HOST_UPDATE:  # else A22 -= L21 U12 by the caller (a batched matmul)
                     for i0 in range(e0, m, BM):
                         ri = i0 + tl.arange(0, BM)[:, None]
                         lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
@@ -370,21 +347,6 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                         accr, acci = _ld(base, ri * slr + cc * slc, amask2, CPLX)
                         accr, acci = _dot_sub(accr, acci, lr, li, ur, ui, CPLX, PREC)
                         _st(base, ri * slr + cc * slc, accr, acci, amask2, CPLX)
-                else:  # the next row block's tiles loaded before this one's products
-                    ri = e0 + tl.arange(0, BM)[:, None]
-                    lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
-                    accr, acci = _ld(base, ri * slr + cc * slc, (ri < m) & (cc < n), CPLX)
-                    for i0 in range(e0, m, BM):
-                        rn = ri + BM
-                        nlr, nli = _ld(base, rn * slr + (k0 + wc) * slc, (rn < m) & (k0 + wc < n), CPLX)
-                        naccr, nacci = _ld(base, rn * slr + cc * slc, (rn < m) & (cc < n), CPLX)
-                        accr, acci = _dot_sub_acc(accr, acci, lr, li, ur, ui, CPLX, PREC, UPDATE == 2)
-                        _st(base, ri * slr + cc * slc, accr, acci, (ri < m) & (cc < n), CPLX)
-                        ri = rn
-                        lr = nlr
-                        li = nli
-                        accr = naccr
-                        acci = nacci
             tl.debug_barrier()
     if STORE_LU:
         tl.store(info_ptr + bidx, info, mask=in_b)
@@ -447,8 +409,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
             BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
-            UPDATE=BLOCKED_UPDATE if blocked else 0, HOST_UPDATE=host_update,
-            PANEL_UNROLL=blocked and ROW_PANEL and PANEL_UNROLL, num_warps=warps)
+            HOST_UPDATE=host_update, num_warps=warps)
 
     if not host_update:
         launch(0, kmax)

@@ -239,35 +239,6 @@ def _dot_sub(accr, acci, ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr)
         return accr, accr
 
 
-@triton.jit
-def _dot_acc(acc, a, b, PREC: tl.constexpr):
-    """acc + a @ b, the sum carried by the product (float32 as ``PREC``)."""
-    if a.dtype == tl.float32:
-        return tl.dot(a, b, acc, input_precision=PREC)
-    else:
-        return tl.dot(a, b, acc)
-
-
-@triton.jit
-def _dot_sub_acc(accr, acci, ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr, GAUSS3: tl.constexpr):
-    """acc - a @ b for 2-D tiles with the sums carried by the products (no separate adds); complex
-    with ``GAUSS3`` in three real products (Gauss: re = ar br - ai bi, im = (ar + ai)(br + bi) -
-    ar br - ai bi) instead of four."""
-    if CPLX:
-        if GAUSS3:
-            t1 = _dot(ar, br, PREC)
-            t2 = _dot(ai, bi, PREC)
-            acci = _dot_acc(acci + t1 + t2, -(ar + ai), br + bi, PREC)
-            accr = accr - t1 + t2
-        else:
-            accr = _dot_acc(_dot_acc(accr, -ar, br, PREC), ai, bi, PREC)
-            acci = _dot_acc(_dot_acc(acci, -ar, bi, PREC), -ai, br, PREC)
-        return accr, acci
-    else:
-        accr = _dot_acc(accr, -ar, br, PREC)
-        return accr, accr
-
-
 # ---------------------------------------------------------------------------- triangular solve
 
 @triton.jit
