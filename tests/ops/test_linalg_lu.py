@@ -180,7 +180,9 @@ def test_lu_singular_blocked(device, panel):
     assert torch.equal(piv.cpu(), ref.pivots)
     assert _reconstruct(LU, piv, A) <= 8 * 36 * EPS[torch.complex64]
     s, la = L.slogdet(A)
-    assert s[0].abs().item() == pytest.approx(1.0) and (s[1:] == 0).all() and (la[1:] == float("-inf")).all()
+    # |sign| of a product of 36 float32 unit phases: within 36 roundings of one (1.3e-6 on the H200)
+    assert s[0].abs().item() == pytest.approx(1.0, abs=4 * 36 * EPS[torch.complex64])
+    assert (s[1:] == 0).all() and (la[1:] == float("-inf")).all()
 
 
 @pytest.mark.parametrize("n", [6, 40])
