@@ -31,7 +31,6 @@ no squared entry overflows for inputs near the format's limits.
 """
 from __future__ import annotations
 
-
 import torch
 
 from ..._core.backend import INTERPRET, num_sms, tl, triton
