@@ -172,6 +172,23 @@ def test_lu_blocked_update_forms(host, m, n, dtype, device, monkeypatch):
     assert _reconstruct(LU, piv, A) <= 8 * max(m, n) * EPS[dtype]
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs of the blocked path: CUDA only")
+def test_lu_blocked_graph_replays(device, monkeypatch):
+    """From a shape's second call on, the one-launch-a-panel loop replays from a CUDA graph: each
+    call's factors are its own input's (info, LAPACK's pivots, P L U = A) and a replay does not
+    overwrite an earlier call's results."""
+    monkeypatch.setattr(L, "_GRAPHS", L.GraphCache())
+    inputs = [rand(8, 70, 70, dtype=torch.complex64, device=device) for _ in range(4)]
+    inputs[2][3, :, 40] = 0
+    outs = [L.lu_factor_ex(A) for A in inputs]
+    assert any(v != "seen" for v in L._GRAPHS.entries.values())
+    for A, (LU, piv, info) in zip(inputs, outs):
+        ref = torch.linalg.lu_factor_ex(_ref(A))
+        assert info.cpu().tolist() == ref.info.tolist()
+        assert torch.equal(piv.cpu(), ref.pivots)
+        assert _reconstruct(LU, piv, A) <= 8 * 70 * EPS[torch.complex64]
+
+
 def test_lu_singular_blocked(device, panel):
     A = _singular_batch(36, torch.complex64)[[0, 1, 3, 5]].to(device)
     LU, piv, info = L.lu_factor_ex(A)
