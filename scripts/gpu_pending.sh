@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
+# A session's first device calls (19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -160,4 +160,16 @@ case "${1:-1}" in
     tests/ops/test_linalg_qr.py > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 200 python3 -m fastpath.bench linalg --only lu --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -9 ;;
+19)  # the thirty-second session: the step after each LU panel as a kernel over (matrix, chunk) programs
+     # (lu.BLOCKED_STEP "kernel"), with and without look-ahead on a second stream, against "matmul"; then
+     # the LU file compiled
+  timeout 100 python3 scripts/lu_breakdown.py --parts --cols 16,256 2>&1 | grep -v -i warn | tee "$OUT/lu_breakdown.log"
+  timeout 260 python3 scripts/tune_linalg.py --only lu_factor --seconds 120 --plans \
+    "[(32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),True),(32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),False),\
+(32,(64,32),8,'ieee',None,'matmul'),(32,(64,32),8,'ieee',None,'kernel',((32,32),64,4),True),\
+(32,(64,32),8,'ieee',None,'kernel',((64,32),32,4),True),(32,(64,32),8,'ieee',None,'kernel',((32,16),128,8),True),\
+(32,(64,32),4,'ieee',None,'kernel',((32,16),64,4),True)]" 2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log"
+  timeout 200 python3 -m pytest -v -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
+    > "$OUT/tests.log" 2>&1
+  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
 esac

@@ -1,18 +1,18 @@
 """Where a blocked lu_factor's time goes. (1) The same 64 x 256-row batch with 16, 32, ... 256
 columns (one panel, two, ...), ours and torch's, cold L2, so the panel's cost (the 16-column
 case) and the update's growth can be read off. (2) ``--parts``: the one-launch-a-panel path
-(``lu.BLOCKED_HOST_UPDATE``) split into its launches alone (the batched matmuls skipped: the
-numbers are wrong, the time is the panels') and its matmuls alone, each replayed from a CUDA
-graph. Run on a GPU machine:
+(``lu.BLOCKED_STEP`` "kernel" or "matmul") whole and its panel launches alone (the steps after
+them skipped: the numbers are wrong, the time is the panels'), each replayed from a CUDA graph.
+Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/lu_breakdown.py [--dtypes complex64,float32] [--cols 16,32,64,128,256] [--parts] [--set PANEL_UNROLL=True]
+    PYTHONPATH=src python3 scripts/lu_breakdown.py [--dtypes complex64,float32] [--cols 16,32,64,128,256] [--parts] [--set BLOCKED_STEP='"matmul"']
 """
 import argparse
 import ast
+import collections
 
 import torch
 
-from fastpath._core.launch import next_pow2
 from fastpath.ops.linalg import lu
 from fastpath.streams import _flush_buffer, median_ms
 
@@ -42,26 +42,21 @@ def timed(fn, graph=False):
 
 
 def parts(a):
-    """(launches alone, matmuls alone) of the one-launch-a-panel path, graphs, us."""
+    """(all, panel launches alone) of the one-launch-a-panel path (``lu.BLOCKED_STEP`` "kernel" or
+    "matmul"), the steps after the panels skipped for the second, graphs, us."""
     nb, m, n = a.shape
     LU = a.clone()
     piv = torch.empty(nb, min(m, n), dtype=torch.int32, device=dev)
     info = torch.empty(nb, dtype=torch.int32, device=dev)
-    saved = lu.BLOCKED_HOST_UPDATE, torch.Tensor.baddbmm_
-    lu.BLOCKED_HOST_UPDATE = True
+    t_all = timed(lambda: lu._launch(a, LU, piv, info), graph=True)
+    saved = lu._STEP, torch.Tensor.baddbmm_
     try:
-        torch.Tensor.baddbmm_ = lambda self, *a, **k: self  # the launches alone
-        t_launch = timed(lambda: lu._launch(a, LU, piv, info), graph=True)
+        lu._STEP = collections.defaultdict(lambda: lambda *a, **k: None)  # lu._STEP[grid](...) does nothing
+        torch.Tensor.baddbmm_ = lambda self, *a, **k: self
+        t_panels = timed(lambda: lu._launch(a, LU, piv, info), graph=True)
     finally:
-        lu.BLOCKED_HOST_UPDATE, torch.Tensor.baddbmm_ = saved
-    W = lu.BLOCKED_W or (32 if next_pow2(m) * 32 * lu._comps(a.dtype) <= lu.PANEL_ELEMS // 2 else 16)  # as _launch
-
-    def matmuls():
-        for k0 in range(0, min(m, n), W):
-            e0 = k0 + W
-            if e0 < m and e0 < n:
-                LU[:, e0:, e0:].baddbmm_(LU[:, e0:, k0:e0], LU[:, k0:e0, e0:], alpha=-1)
-    return t_launch, timed(matmuls, graph=True)
+        lu._STEP, torch.Tensor.baddbmm_ = saved
+    return t_all, t_panels
 
 
 for dname in args.dtypes.split(","):
@@ -75,6 +70,6 @@ for dname in args.dtypes.split(","):
         err = float(((P @ L @ U) - a).norm() / a.norm())
         extra = ""
         if args.parts:
-            extra = "  one launch a panel: launches %.1f us, matmuls %.1f us" % parts(a)
+            extra = "  (graphs) all %.1f us, the panel launches alone %.1f us" % parts(a)
         print(f"lu_factor {dname} {args.batch}x256x{n}: ours {times[0]:8.1f} us  torch {times[1]:8.1f} us  "
               f"{times[1] / times[0]:5.2f}x  ||PLU-A||/||A|| {err:.1e}{extra}", flush=True)

@@ -95,17 +95,20 @@ LU_PLANS = [(32, (64, 32), 8, "ieee"), (32, 32, 8, "ieee"), (64, 64, 8, "ieee"),
 
 def set_lu(plan):
     """(BM, CW, warps, float32 products) of the blocked LU's in-kernel trailing update [, panel
-    width (None: the default) [, the update as batched matmuls between one launch a panel,
-    lu.BLOCKED_HOST_UPDATE]] (plans of the thirty-first session's gpu_pending 16/17 had two more
-    fields, for forms since removed)"""
+    width (None: the default) [, lu.BLOCKED_STEP [, (step kernel CW, BM, warps) [, look-ahead]]]] (plans of the
+    thirty-first session's gpu_pending 16/17 had a bool for BLOCKED_HOST_UPDATE, since replaced
+    by BLOCKED_STEP: True was "matmul", False "inline")"""
     if not hasattr(lu, "BLOCKED_BM"):  # an older tree (--baseline)
         return
     plan = plan or LU_PLANS[0]
     lu.BLOCKED_BM, cw, lu.BLOCKED_WARPS, lu.BLOCKED_PREC = plan[:4]
     lu.BLOCKED_CW = (cw, cw) if isinstance(cw, int) else cw
     lu.BLOCKED_W = plan[4] if len(plan) > 4 else None
-    if hasattr(lu, "BLOCKED_HOST_UPDATE"):
-        lu.BLOCKED_HOST_UPDATE = plan[5] if len(plan) > 5 else True
+    if hasattr(lu, "BLOCKED_STEP"):
+        lu.BLOCKED_STEP = plan[5] if len(plan) > 5 else "kernel"
+        cw, lu.BLOCKED_STEP_BM, lu.BLOCKED_STEP_WARPS = plan[6] if len(plan) > 6 else ((32, 16), 64, 4)
+        lu.BLOCKED_STEP_CW = (cw, cw) if isinstance(cw, int) else cw
+        lu.BLOCKED_LOOKAHEAD = plan[7] if len(plan) > 7 else True
 
 
 def lu_factor_case(dtype):

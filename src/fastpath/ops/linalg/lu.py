@@ -38,9 +38,10 @@ from ..._core.backend import INTERPRET, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
 from .graphs import GraphCache, exact_matmuls
-from .tiles import (_abs1, _cdot, _div, _dot_sub, _ld, _mul, _pick, _pick2, _st, _tri_solve,
+from .lu_step import _l11_inv, _lu_chunk, _lu_step_kernel, _swap_sources
+from .tiles import (_abs1, _div, _ld, _mul, _pick, _pick2, _st,
                     check_matrices, flat3, kernel_strides, raise_singular, real_view)
-from .triangular import _track, check_square, kernel_ok, rhs_shapes, trsm
+from .triangular import check_square, kernel_ok, rhs_shapes, trsm
 
 #: m and n up to this: whole matrices in registers.
 SMALL_N = 32
@@ -59,12 +60,21 @@ BLOCKED_WARPS = 8
 BLOCKED_BM = 32
 BLOCKED_CW = (64, 32)
 BLOCKED_PREC = "ieee"
-#: The blocked path as one launch a panel (panel, interchanges, U12) with the trailing update
-#: ``A22 -= L21 U12`` a batched matmul between launches (all multiprocessors, cuBLAS) instead of
-#: inside the one program a matrix (64 of 132 multiprocessors for the issue's batch): complex64
-#: 64 x 256x256 1295 against 2628 us, float32 544 against 558 (H200, graphs replayed,
-#: docs/perf-notes.md). Not for det / slogdet (their running product stays in one launch).
-BLOCKED_HOST_UPDATE = True
+#: The step after each panel of the blocked path (interchanges on the other columns, U12 =
+#: L11^-1 A12, A22 -= L21 U12): "kernel": one launch a panel, then ``lu_step._lu_step_kernel``
+#: with a program a (matrix, chunk of BLOCKED_STEP_CW columns) over the whole GPU; "matmul": the
+#: panel's launch does the interchanges and U12 too and A22 is updated by a batched matmul
+#: (cuBLAS) between launches (complex64 64 x 256x256 1295 against 2628 us for "inline", H200,
+#: docs/perf-notes.md); "inline": all in the one program a matrix (64 of 132 multiprocessors
+#: for the issue's batch). det / slogdet always "inline" (their running product lives in it).
+BLOCKED_STEP = "kernel"
+#: Columns a program of the step kernel takes, its row blocks and warps (real, complex).
+BLOCKED_STEP_CW = (32, 16)
+BLOCKED_STEP_BM = 64
+BLOCKED_STEP_WARPS = 4
+#: On CUDA, "kernel" steps with look-ahead: the next panel's columns stepped first, then that
+#: panel factored while a second stream does the rest of the step.
+BLOCKED_LOOKAHEAD = True
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -251,7 +261,7 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
 @triton.jit
 def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2, k_lo, k_hi,
-               BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, SW: tl.constexpr,
+               BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
                HOST_UPDATE: tl.constexpr):
@@ -281,12 +291,6 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
         bs = tl.program_id(0).to(tl.int64)
         base = lu_ptr + bs * slb  # the launcher copied A here
         pb = piv_ptr + bs * spb
-        cw = tl.arange(0, CW)[None, :]
-        wr = tl.arange(0, W)[:, None]
-        wc = tl.arange(0, W)[None, :]
-        i2 = tl.arange(0, 2 * W)
-        eye3 = (wr == wc)[None, :, :].to(dt) + tl.zeros([1, W, W], dtype=dt)
-        zero3 = tl.zeros([1, W, W], dtype=dt)
         if HOST_UPDATE:  # one launch a panel: info carried over from the previous one
             info = tl.load(info_ptr + bidx, mask=in_b & (bidx * 0 + k_lo > 0), other=0)
         for k0 in range(k_lo, k_hi, W):
@@ -310,44 +314,18 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                 _st(base, poffs, ar, ai, pmask, CPLX)
                 tl.store(pb + k0 + c2, piv, mask=c2 < jcnt)
             tl.debug_barrier()
-            # 2. the panel's interchanges on the other columns. Only the panel rows and their
-            #    pivot rows move: destinations (2W,), sources tracked back through the swaps.
-            dst = tl.where(i2 < W, k0 + i2, k0 + i2 - W)
-            pj = tl.load(pb + k0 + i2 - W, mask=(i2 >= W) & (i2 - W < jcnt), other=0) - 1
-            dst = tl.where((i2 >= W) & (i2 - W < jcnt), pj, dst)
-            src = _track(piv_ptr, b64 * spb, 1, in_b, dst[None, :], k0, k0 + jcnt, m)
-            src = tl.reshape(src, [2 * W])[:, None]
-            dst = dst[:, None]
-            for c0 in range(0, n, SW):
-                cc = c0 + tl.arange(0, SW)[None, :]
-                om = (dst < m) & (cc < n) & ((cc < k0) | (cc >= k0 + W))
-                xr, xi = _ld(base, src * slr + cc * slc, om, CPLX)
-                tl.debug_barrier()  # every row read before any is overwritten
-                _st(base, dst * slr + cc * slc, xr, xi, om, CPLX)  # duplicates write equal values
-            tl.debug_barrier()
-            # 3. U12 = L11^-1 A12 with L11^-1 formed once in registers (unit lower, W x W),
-            # 4. then A22 -= L21 @ U12 for the same columns, U12 still in registers
-            e0 = k0 + W
-            l11r, l11i = _ld(base, (k0 + wr[None, :, :]) * slr + (k0 + c3) * slc,
-                             (k0 + wr[None, :, :] < m) & (k0 + c3 < n), CPLX)
-            ir, ii = _tri_solve(l11r, l11i, eye3, zero3, jcnt, True, True, False, CPLX)
-            ir = tl.reshape(ir, [W, W])
-            ii = tl.reshape(ii, [W, W])
-            for c0 in range(e0, n, CW):
-                cc = c0 + cw
-                um = (k0 + wr < m) & (cc < n)
-                ar2, ai2 = _ld(base, (k0 + wr) * slr + cc * slc, um, CPLX)
-                ur, ui = _cdot(ir, ii, ar2, ai2, CPLX, PREC)
-                _st(base, (k0 + wr) * slr + cc * slc, ur, ui, um, CPLX)
-                if not HOST_UPDATE:  # else A22 -= L21 U12 by the caller (a batched matmul)
-                    for i0 in range(e0, m, BM):
-                        ri = i0 + tl.arange(0, BM)[:, None]
-                        lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (k0 + wc < n), CPLX)
-                        amask2 = (ri < m) & (cc < n)
-                        accr, acci = _ld(base, ri * slr + cc * slc, amask2, CPLX)
-                        accr, acci = _dot_sub(accr, acci, lr, li, ur, ui, CPLX, PREC)
-                        _st(base, ri * slr + cc * slc, accr, acci, amask2, CPLX)
-            tl.debug_barrier()
+            if HOST_UPDATE < 2:  # 2: the step is _lu_step_kernel's, launched after this
+                # 2. the panel's interchanges on the other columns, 3. U12 = L11^-1 A12,
+                # 4. A22 -= L21 U12 (HOST_UPDATE 1: a batched matmul by the caller)
+                pj, st, sb = _swap_sources(pb, k0, jcnt, m, W)
+                for c0 in range(0, k0, CW):
+                    _lu_chunk(base, k0, jcnt, c0, k0, m, n, slr, slc, pj, st, sb, None, None, False, False,
+                              W, CW, BM, CPLX, PREC)
+                ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX)
+                for c0 in range(k0 + W, n, CW):
+                    _lu_chunk(base, k0, jcnt, c0, n, m, n, slr, slc, pj, st, sb, ir, ii, True, HOST_UPDATE == 0,
+                              W, CW, BM, CPLX, PREC)
+                tl.debug_barrier()
     if STORE_LU:
         tl.store(info_ptr + bidx, info, mask=in_b)
     if DET != 0:
@@ -357,6 +335,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
 
 
 _LU = Launcher(_lu_kernel)
+_STEP = Launcher(_lu_step_kernel)
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -389,37 +368,76 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         M = next_pow2(m)
         W = BLOCKED_W or (32 if M * 32 * comps <= PANEL_ELEMS // 2 else 16)
         block_b, cw, bm, warps = 1, BLOCKED_CW[cplx], BLOCKED_BM, BLOCKED_WARPS
-        sw = min(128, 4096 // (2 * W * comps))  # interchange chunk: (2W, sw) in registers
         LU3.copy_(A3)
     else:
         M, W = next_pow2(m), next_pow2(n)
         block_b = max(1, min(next_pow2(nb), TILE_ELEMS // (M * W * comps)))
-        cw, sw, bm, warps = 16, 16, 16, 4
+        cw, bm, warps = 16, 16, 4
     ref = real_view(A3)
     lu_t = real_view(LU3) if store else ref
     d1_t = real_view(d1) if det else ref
     d2_t = d2 if det == 2 else ref
     kmax = min(m, n)
-    host_update = blocked and BLOCKED_HOST_UPDATE and det == 0
+    step = BLOCKED_STEP if blocked and det == 0 else "inline"
+    mode = {"inline": 0, "matmul": 1, "kernel": 2}[step]
 
     def launch(k_lo, k_hi):
         _LU[(cdiv(nb, block_b),)](
             ref, lu_t, piv if store else ref, info if store else ref, d1_t, d2_t, nb, m, n,
             *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
-            BLOCK_B=block_b, M=M, W=W, CW=cw, SW=sw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
+            BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
-            HOST_UPDATE=host_update, num_warps=warps)
+            HOST_UPDATE=mode, num_warps=warps)
 
-    if not host_update:
+    if step == "inline":
         launch(0, kmax)
         return
-    with exact_matmuls():
-        for k0 in range(0, kmax, W):
-            launch(k0, min(k0 + W, kmax))
-            e0 = k0 + W
-            if e0 < m and e0 < n:  # A22 -= L21 U12, the panel's L and U stored by the launch
-                LU3[:, e0:, e0:].baddbmm_(LU3[:, e0:, k0:e0], LU3[:, k0:e0, e0:], alpha=-1)
+    if step == "matmul":
+        with exact_matmuls():
+            for k0 in range(0, kmax, W):
+                launch(k0, min(k0 + W, kmax))
+                e0 = k0 + W
+                if e0 < m and e0 < n:  # A22 -= L21 U12, the panel's L and U stored by the launch
+                    LU3[:, e0:, e0:].baddbmm_(LU3[:, e0:, k0:e0], LU3[:, k0:e0, e0:], alpha=-1)
+        return
+    scw = BLOCKED_STEP_CW[cplx]
+
+    def step_cols(k0, c_lo, c_hi, left):  # the step after panel k0 on columns c_lo..c_hi-1 [and left of it]
+        n_left, n_right = cdiv(k0, scw) if left else 0, cdiv(max(c_hi - c_lo, 0), scw)
+        if n_left + n_right:
+            _STEP[(nb, n_left + n_right)](
+                lu_t, piv, m, n, *kernel_strides(LU3), piv.stride(0), k0, min(W, kmax - k0), c_lo, c_hi, n_left,
+                W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, num_warps=BLOCKED_STEP_WARPS)
+
+    ahead, streams = BLOCKED_LOOKAHEAD, BLOCKED_LOOKAHEAD and A3.is_cuda  # elsewhere the same order, one stream
+    if streams:
+        main = torch.cuda.current_stream(A3.device)
+        side = _SIDE.get(A3.device) or _SIDE.setdefault(A3.device, torch.cuda.Stream(A3.device))
+    launch(0, min(W, kmax))
+    for k0 in range(0, kmax, W):
+        e0 = k0 + W
+        if not ahead or e0 >= kmax:
+            step_cols(k0, e0, n, True)
+            if e0 < kmax:
+                launch(e0, min(e0 + W, kmax))
+            continue
+        # look-ahead: the next panel's columns first, then that panel (on the multiprocessors it
+        # needs) while a second stream takes the rest of this step
+        step_cols(k0, e0, min(e0 + W, n), False)
+        if not streams:
+            launch(e0, min(e0 + W, kmax))
+            step_cols(k0, e0 + W, n, True)
+            continue
+        ready = main.record_event()
+        launch(e0, min(e0 + W, kmax))
+        side.wait_event(ready)
+        with torch.cuda.stream(side):
+            step_cols(k0, e0 + W, n, True)
+        main.wait_stream(side)
+
+
+_SIDE: dict = {}
 
 
 # ---------------------------------------------------------------------------- reference
@@ -464,9 +482,9 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
                 alloc.empty(*batch, min(m, n), dtype=torch.int32, device=A.device),
                 torch.zeros(batch, dtype=torch.int32, device=A.device))
     A3 = flat3(A, batch, (m, n))
-    if BLOCKED_HOST_UPDATE and _path(m, n, A3.shape[0], A.dtype) == "blocked":
+    if BLOCKED_STEP != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
-               ROW_PANEL)
+               ROW_PANEL, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
     else:
         LU, piv, info = _factor(A3, pivot)
