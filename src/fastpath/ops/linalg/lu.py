@@ -72,6 +72,8 @@ BLOCKED_STEP = "kernel"
 BLOCKED_STEP_CW = (32, 16)
 BLOCKED_STEP_BM = 64
 BLOCKED_STEP_WARPS = 4
+#: The step kernel's L11^-1 as Neumann products (matmuls) rather than forward substitution.
+BLOCKED_STEP_NEUMANN = True
 #: On CUDA, "kernel" steps with look-ahead: the next panel's columns stepped first, then that
 #: panel factored while a second stream does the rest of the step.
 BLOCKED_LOOKAHEAD = True
@@ -408,7 +410,8 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         if n_left + n_right:
             _STEP[(nb, n_left + n_right)](
                 lu_t, piv, m, n, *kernel_strides(LU3), piv.stride(0), k0, min(W, kmax - k0), c_lo, c_hi, n_left,
-                W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, num_warps=BLOCKED_STEP_WARPS)
+                W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, NEUMANN=BLOCKED_STEP_NEUMANN,
+                num_warps=BLOCKED_STEP_WARPS)
 
     ahead, streams = BLOCKED_LOOKAHEAD, BLOCKED_LOOKAHEAD and A3.is_cuda  # elsewhere the same order, one stream
     if streams:
@@ -484,7 +487,8 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     A3 = flat3(A, batch, (m, n))
     if BLOCKED_STEP != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
-               ROW_PANEL, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD)
+               ROW_PANEL, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD,
+               BLOCKED_STEP_NEUMANN)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
     else:
         LU, piv, info = _factor(A3, pivot)

@@ -34,15 +34,32 @@ def _swap_sources(pb, k0, jcnt, m, W: tl.constexpr):
 
 
 @triton.jit
-def _l11_inv(base, k0, jcnt, m, n, slr, slc, W: tl.constexpr, CPLX: tl.constexpr):
-    """``L11^-1`` (W, W) of the panel at k0 (unit lower; the identity past jcnt)."""
-    wr = tl.arange(0, W)[None, :, None]
-    wc = tl.arange(0, W)[None, None, :]
+def _l11_inv(base, k0, jcnt, m, n, slr, slc, W: tl.constexpr, CPLX: tl.constexpr, NEUMANN: tl.constexpr = False,
+             PREC: tl.constexpr = "ieee"):
+    """``L11^-1`` (W, W) of the panel at k0 (unit lower; the identity past jcnt): by forward
+    substitution in registers, or with ``NEUMANN`` as products: L11 = I + N with N strictly
+    lower, so N^W = 0 and L11^-1 = (I - N)(I + N^2)(I + N^4)...(I + N^(W/2)), 2 log2(W) - 2
+    matmuls and no reductions."""
     dt = base.dtype.element_ty
-    eye = (wr == wc).to(dt) + tl.zeros([1, W, W], dtype=dt)
-    lr, li = _ld(base, (k0 + wr) * slr + (k0 + wc) * slc, (k0 + wr < m) & (k0 + wc < n), CPLX)
-    ir, ii = _tri_solve(lr, li, eye, tl.zeros([1, W, W], dtype=dt), jcnt, True, True, False, CPLX)
-    return tl.reshape(ir, [W, W]), tl.reshape(ii, [W, W])
+    if NEUMANN:
+        wr = tl.arange(0, W)[:, None]
+        wc = tl.arange(0, W)[None, :]
+        eye = (wr == wc).to(dt) + tl.zeros([W, W], dtype=dt)
+        nr, ni = _ld(base, (k0 + wr) * slr + (k0 + wc) * slc, (wr > wc) & (wr < jcnt) & (k0 + wr < m), CPLX)
+        xr = eye - nr
+        xi = -ni
+        for s in tl.static_range(1, 7):  # W = 2^k <= 64: the factors I + N^2 .. I + N^(W/2)
+            if (1 << s) < W:
+                nr, ni = _cdot(nr, ni, nr, ni, CPLX, PREC)
+                xr, xi = _cdot(xr, xi, eye + nr, ni, CPLX, PREC)
+        return xr, xi
+    else:
+        wr = tl.arange(0, W)[None, :, None]
+        wc = tl.arange(0, W)[None, None, :]
+        eye = (wr == wc).to(dt) + tl.zeros([1, W, W], dtype=dt)
+        lr, li = _ld(base, (k0 + wr) * slr + (k0 + wc) * slc, (k0 + wr < m) & (k0 + wc < n), CPLX)
+        ir, ii = _tri_solve(lr, li, eye, tl.zeros([1, W, W], dtype=dt), jcnt, True, True, False, CPLX)
+        return tl.reshape(ir, [W, W]), tl.reshape(ii, [W, W])
 
 
 @triton.jit
@@ -82,7 +99,8 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
 
 @triton.jit
 def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c_hi, n_left,
-                    W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr):
+                    W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr,
+                    NEUMANN: tl.constexpr):
     """The step after the panel at k0 for matrix ``program_id(0)``: programs 0 .. n_left-1 of
     axis 1 interchange rows in chunks of the columns left of the panel, the others take chunks
     of columns c_lo .. c_hi-1 (right of it) through interchanges, U12 and the update."""
@@ -94,6 +112,6 @@ def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c
         _lu_chunk(base, k0, jcnt, c * CW, k0, m, n, slr, slc, pj, st, sb, None, None, False, False, W, CW,
                   BM, CPLX, PREC)
     else:
-        ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX)
+        ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
         _lu_chunk(base, k0, jcnt, c_lo + (c - n_left) * CW, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, True,
                   True, W, CW, BM, CPLX, PREC)
