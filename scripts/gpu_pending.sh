@@ -173,8 +173,10 @@ case "${1:-1}" in
     > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
 20)  # the thirty-second session's second call: the step kernel alone (19: complex64 steps ~67 us each,
-     # float32 ~6), L11^-1 as Neumann products against forward substitution, chunk shapes; then whole runs
+     # float32 ~6), L11^-1 as Neumann products against forward substitution, the complex update as real
+     # products, chunk shapes; then whole runs
   timeout 200 python3 scripts/lu_step_probe.py --variant "substitution:BLOCKED_STEP_NEUMANN=False" \
+    --variant "no embed:BLOCKED_STEP_EMBED=False" --variant "neither:BLOCKED_STEP_EMBED=False,BLOCKED_STEP_NEUMANN=False" \
     --variant "cw 32:BLOCKED_STEP_CW=(32,32)" --variant "bm 32:BLOCKED_STEP_BM=32" \
     --variant "bm 128, 8 warps:BLOCKED_STEP_BM=128,BLOCKED_STEP_WARPS=8" --variant "8 warps:BLOCKED_STEP_WARPS=8" \
     --variant "cw 64, bm 32:BLOCKED_STEP_CW=(64,64),BLOCKED_STEP_BM=32" 2>&1 | grep -v -i warn | tee "$OUT/lu_probe.log"

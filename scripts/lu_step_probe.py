@@ -77,7 +77,7 @@ for dname in args.dtypes.split(","):
                 lu._STEP[(nb, cdiv(n - W, scw))](
                     row_bytes, piv, rows, n, *kernel_strides(LU), piv.stride(0), 0, W, W, n, 0,
                     W=W, CW=scw, BM=lu.BLOCKED_STEP_BM, CPLX=cplx, PREC=lu.BLOCKED_PREC,
-                    NEUMANN=lu.BLOCKED_STEP_NEUMANN, num_warps=lu.BLOCKED_STEP_WARPS)
+                    NEUMANN=lu.BLOCKED_STEP_NEUMANN, EMBED=lu.BLOCKED_STEP_EMBED, num_warps=lu.BLOCKED_STEP_WARPS)
             t_panel = graphed(panel)
             t_step = graphed(lambda: step(m))
             t_u12 = graphed(lambda: step(W))

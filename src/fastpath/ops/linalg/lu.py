@@ -74,6 +74,8 @@ BLOCKED_STEP_BM = 64
 BLOCKED_STEP_WARPS = 4
 #: The step kernel's L11^-1 as Neumann products (matmuls) rather than forward substitution.
 BLOCKED_STEP_NEUMANN = True
+#: The step kernel's complex update as one real product a row block (see ``lu_step._lu_chunk``).
+BLOCKED_STEP_EMBED = True
 #: On CUDA, "kernel" steps with look-ahead: the next panel's columns stepped first, then that
 #: panel factored while a second stream does the rest of the step.
 BLOCKED_LOOKAHEAD = True
@@ -411,7 +413,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             _STEP[(nb, n_left + n_right)](
                 lu_t, piv, m, n, *kernel_strides(LU3), piv.stride(0), k0, min(W, kmax - k0), c_lo, c_hi, n_left,
                 W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, NEUMANN=BLOCKED_STEP_NEUMANN,
-                num_warps=BLOCKED_STEP_WARPS)
+                EMBED=BLOCKED_STEP_EMBED, num_warps=BLOCKED_STEP_WARPS)
 
     ahead, streams = BLOCKED_LOOKAHEAD, BLOCKED_LOOKAHEAD and A3.is_cuda  # elsewhere the same order, one stream
     if streams:
@@ -488,7 +490,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     if BLOCKED_STEP != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
                ROW_PANEL, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD,
-               BLOCKED_STEP_NEUMANN)
+               BLOCKED_STEP_NEUMANN, BLOCKED_STEP_EMBED)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
     else:
         LU, piv, info = _factor(A3, pivot)

@@ -9,7 +9,7 @@ chunk of ``CW`` columns at a time: the panel's row interchanges, and right of th
 from __future__ import annotations
 
 from ..._core.backend import tl, triton
-from .tiles import _cdot, _dot_sub, _ld, _st, _tri_solve
+from .tiles import _cdot, _dot, _dot_sub, _ld, _st, _tri_solve
 
 
 @triton.jit
@@ -65,11 +65,13 @@ def _l11_inv(base, k0, jcnt, m, n, slr, slc, W: tl.constexpr, CPLX: tl.constexpr
 @triton.jit
 def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGHT: tl.constexpr,
               UPDATE: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr,
-              PREC: tl.constexpr):
+              PREC: tl.constexpr, EMBED: tl.constexpr = False):
     """Columns c0 .. min(c0+CW, c_hi)-1 of one matrix at ``base``, none of them in the panel
     k0 .. k0+W-1: the panel's interchanges (``pj, st, sb`` from :func:`_swap_sources`: only the
     rows they touch move); with ``RIGHT`` (columns right of the panel) the moved panel rows
-    become ``U12 = L11^-1 A12`` (``ir, ii``) and, with ``UPDATE``, the rows below ``A22 - L21 U12``."""
+    become ``U12 = L11^-1 A12`` (``ir, ii``) and, with ``UPDATE``, the rows below ``A22 - L21 U12``;
+    complex with ``EMBED``: each row block's product as one real one, (BM, 2W) @ (2W, 2CW), the
+    tiles as they lie in memory (re, im interleaved) and U12 read back as 2x2 real blocks."""
     e0 = k0 + W
     wv = tl.arange(0, W)[:, None]
     wc = tl.arange(0, W)[None, :]
@@ -86,7 +88,24 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
     if RIGHT:
         tr, ti = _cdot(ir, ii, tr, ti, CPLX, PREC)
     _st(base, (k0 + wv) * slr + cc * slc, tr, ti, (k0 + wv < m) & colm, CPLX)
-    if RIGHT and UPDATE:
+    if RIGHT and UPDATE and CPLX and EMBED:
+        tl.debug_barrier()  # U12 and the pivot rows in place before the rows below are updated
+        q2 = tl.arange(0, 2 * W)[:, None]  # rows 2k + q of the real U12
+        p2 = tl.arange(0, 2 * CW)[None, :]  # real columns 2j + p of the chunk
+        col = c0 + p2 // 2
+        cm = (col < c_hi) & (col < n) & (col >= e0)
+        # [re im] @ [[ur, ui], [-ui, ur]]: row 2k holds U[k] as it lies, row 2k+1 its pairs swapped, re negated
+        sgn = tl.where((q2 % 2 == 1) & (p2 % 2 == 0), -1.0, 1.0)
+        comp = tl.where(q2 % 2 == 0, p2 % 2, 1 - p2 % 2)
+        u = tl.load(base + (k0 + q2 // 2) * slr + col * slc + comp, mask=(k0 + q2 // 2 < m) & cm, other=0.0) * sgn
+        lq = tl.arange(0, 2 * W)[None, :]
+        for i0 in range(e0, m, BM):
+            ri = i0 + tl.arange(0, BM)[:, None]
+            lt = tl.load(base + ri * slr + (k0 + lq // 2) * slc + lq % 2, mask=(ri < m) & (lq // 2 < jcnt), other=0.0)
+            am = (ri < m) & cm
+            a = tl.load(base + ri * slr + col * slc + p2 % 2, mask=am, other=0.0)
+            tl.store(base + ri * slr + col * slc + p2 % 2, a - _dot(lt, u, PREC), mask=am)
+    elif RIGHT and UPDATE:
         tl.debug_barrier()  # the pivot rows in place before the rows below are updated
         for i0 in range(e0, m, BM):
             ri = i0 + tl.arange(0, BM)[:, None]
@@ -100,7 +119,7 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
 @triton.jit
 def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c_hi, n_left,
                     W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr,
-                    NEUMANN: tl.constexpr):
+                    NEUMANN: tl.constexpr, EMBED: tl.constexpr):
     """The step after the panel at k0 for matrix ``program_id(0)``: programs 0 .. n_left-1 of
     axis 1 interchange rows in chunks of the columns left of the panel, the others take chunks
     of columns c_lo .. c_hi-1 (right of it) through interchanges, U12 and the update."""
@@ -114,4 +133,4 @@ def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c
     else:
         ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
         _lu_chunk(base, k0, jcnt, c_lo + (c - n_left) * CW, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, True,
-                  True, W, CW, BM, CPLX, PREC)
+                  True, W, CW, BM, CPLX, PREC, EMBED)
