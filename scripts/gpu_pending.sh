@@ -180,7 +180,10 @@ case "${1:-1}" in
     --variant "cw 32:BLOCKED_STEP_CW=(32,32)" --variant "bm 32:BLOCKED_STEP_BM=32" \
     --variant "bm 128, 8 warps:BLOCKED_STEP_BM=128,BLOCKED_STEP_WARPS=8" --variant "8 warps:BLOCKED_STEP_WARPS=8" \
     --variant "cw 64, bm 32:BLOCKED_STEP_CW=(64,64),BLOCKED_STEP_BM=32" 2>&1 | grep -v -i warn | tee "$OUT/lu_probe.log"
-  timeout 150 python3 scripts/tune_linalg.py --only lu_factor --seconds 60 --plans \
-    "[(32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),True),(32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),False),\
-(32,(64,32),8,'ieee',None,'matmul')]" 2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log" ;;
+  timeout 200 python3 scripts/tune_linalg.py --only lu_factor --seconds 90 --plans \
+    "[(32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),'fused'),(32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),'kernel'),\
+(32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),'off'),(32,(64,32),8,'ieee',None,'matmul'),\
+(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'fused'),(32,(64,32),8,'ieee',None,'kernel',((32,32),64,4),'fused')]" \
+    2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log"
+  timeout 60 python3 scripts/lu_breakdown.py --parts --cols 256 2>&1 | grep -v -i warn | tee "$OUT/lu_breakdown.log" ;;
 esac

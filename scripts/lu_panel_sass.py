@@ -3,7 +3,7 @@ launches it (triton 3.6, no GPU): registers, spills, and per loop (backward bran
 of barriers, shuffles, shared/global memory and float instructions, to see what one panel
 column costs before spending device time.
 
-    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py [HOST_UPDATE: 0 inline, 1 matmul, 2 kernel]
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py [HOST_UPDATE: 0 inline, 1 matmul, 2 kernel, 3 kernel + fused look-ahead]
 (ptxas / cuobjdump from that Triton's nvidia backend; writes /tmp/lu/k.{ptx,cubin,sass})
 """
 import collections
@@ -27,7 +27,8 @@ names = list(inspect.signature(k.fn).parameters)
 # lu._launch's blocked plan for complex64 256x256: panels of 16 columns, 8 warps
 const = dict(BLOCK_B=1, M=256, W=16, CW=32, BM=32, BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
              CPLX=True, PREC="ieee", ROWS_PANEL=True,
-             HOST_UPDATE=int(sys.argv[1]) if len(sys.argv) > 1 else {"inline": 0, "matmul": 1, "kernel": 2}[lu.BLOCKED_STEP])
+             HOST_UPDATE=int(sys.argv[1]) if len(sys.argv) > 1 else {"inline": 0, "matmul": 1, "kernel": 3}[lu.BLOCKED_STEP],
+             NEUMANN=lu.BLOCKED_STEP_NEUMANN, EMBED=lu.BLOCKED_STEP_EMBED)
 sig, cx = {}, {}
 ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32"}
 for i, nm in enumerate(names):

@@ -152,16 +152,17 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
         assert (sg.cpu().to(rs.dtype) - rs).abs().max().item() <= tol
 
 
-@pytest.mark.parametrize("step", ["kernel", "kernel, no look-ahead", "matmul", "inline"])
+@pytest.mark.parametrize("step", ["kernel,fused", "kernel,kernel", "kernel,off", "matmul", "inline"])
 @pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
 def test_lu_blocked_update_forms(step, m, n, dtype, device, monkeypatch):
     """The blocked path's step after each panel as a kernel over (matrix, chunk) programs (the
-    default; with look-ahead the next panel's columns first, then the rest), or batched matmuls
+    default; with look-ahead the next panel's columns first, by the next panel's launch or a
+    step launch of their own, then the rest), or batched matmuls
     between one launch a panel (``info`` then carried from launch to launch, a zero column past
     the first panel gives 37, a zero pivot in the first panel stays the first), or inside the
     one launch (det's form): pivots as LAPACK's, P L U back to A."""
     monkeypatch.setattr(L, "BLOCKED_STEP", step.split(",")[0])
-    monkeypatch.setattr(L, "BLOCKED_LOOKAHEAD", "no look-ahead" not in step)
+    monkeypatch.setattr(L, "BLOCKED_LOOKAHEAD", (step + ",off").split(",")[1])
     A = rand(3, m, n, dtype=dtype)
     A[1, :, 36] = 0
     A[2, :, 1] = 0

@@ -76,9 +76,10 @@ BLOCKED_STEP_WARPS = 4
 BLOCKED_STEP_NEUMANN = True
 #: The step kernel's complex update as one real product a row block (see ``lu_step._lu_chunk``).
 BLOCKED_STEP_EMBED = True
-#: On CUDA, "kernel" steps with look-ahead: the next panel's columns stepped first, then that
-#: panel factored while a second stream does the rest of the step.
-BLOCKED_LOOKAHEAD = True
+#: "kernel" steps with look-ahead: the next panel's columns stepped first ("fused": by the next
+#: panel's own launch, before it factors them; "kernel": by a launch of the step kernel), then,
+#: on CUDA, that panel factored while a second stream does the rest of the step; "off": none.
+BLOCKED_LOOKAHEAD = "fused"
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -268,7 +269,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
-               HOST_UPDATE: tl.constexpr):
+               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr = False, EMBED: tl.constexpr = False):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -299,6 +300,14 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             info = tl.load(info_ptr + bidx, mask=in_b & (bidx * 0 + k_lo > 0), other=0)
         for k0 in range(k_lo, k_hi, W):
             jcnt = tl.minimum(kmax - k0, W)
+            if HOST_UPDATE == 3:  # 0. the previous panel's step on this panel's columns (the rest is
+                if k0 > 0:      # _lu_step_kernel's, on another stream, while this one runs)
+                    kp = k0 - W
+                    pj, st, sb = _swap_sources(pb, kp, W, m, W)
+                    ir, ii = _l11_inv(base, kp, W, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
+                    _lu_chunk(base, kp, W, k0, k0 + W, m, n, slr, slc, pj, st, sb, ir, ii, True, True, W, W, BM,
+                              CPLX, PREC, EMBED)
+                    tl.debug_barrier()
             # 1. the panel, in registers
             if ROWS_PANEL:
                 piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info),
@@ -318,7 +327,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                 _st(base, poffs, ar, ai, pmask, CPLX)
                 tl.store(pb + k0 + c2, piv, mask=c2 < jcnt)
             tl.debug_barrier()
-            if HOST_UPDATE < 2:  # 2: the step is _lu_step_kernel's, launched after this
+            if HOST_UPDATE < 2:  # 2, 3: the step is _lu_step_kernel's, launched after this
                 # 2. the panel's interchanges on the other columns, 3. U12 = L11^-1 A12,
                 # 4. A22 -= L21 U12 (HOST_UPDATE 1: a batched matmul by the caller)
                 pj, st, sb = _swap_sources(pb, k0, jcnt, m, W)
@@ -383,7 +392,10 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     d2_t = d2 if det == 2 else ref
     kmax = min(m, n)
     step = BLOCKED_STEP if blocked and det == 0 else "inline"
-    mode = {"inline": 0, "matmul": 1, "kernel": 2}[step]
+    ahead = BLOCKED_LOOKAHEAD if step == "kernel" else "off"
+    mode = {"inline": 0, "matmul": 1, "kernel": 3 if ahead == "fused" else 2}[step]
+    if mode == 3:
+        bm = min(M, 128)  # the row blocks of the fused step
 
     def launch(k_lo, k_hi):
         _LU[(cdiv(nb, block_b),)](
@@ -392,7 +404,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
             BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
-            HOST_UPDATE=mode, num_warps=warps)
+            HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, EMBED=BLOCKED_STEP_EMBED, num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)
@@ -415,31 +427,33 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
                 W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, NEUMANN=BLOCKED_STEP_NEUMANN,
                 EMBED=BLOCKED_STEP_EMBED, num_warps=BLOCKED_STEP_WARPS)
 
-    ahead, streams = BLOCKED_LOOKAHEAD, BLOCKED_LOOKAHEAD and A3.is_cuda  # elsewhere the same order, one stream
+    streams = ahead != "off" and A3.is_cuda  # elsewhere the same order, one stream
     if streams:
         main = torch.cuda.current_stream(A3.device)
         side = _SIDE.get(A3.device) or _SIDE.setdefault(A3.device, torch.cuda.Stream(A3.device))
+
     launch(0, min(W, kmax))
     for k0 in range(0, kmax, W):
         e0 = k0 + W
-        if not ahead or e0 >= kmax:
+        if ahead == "off" or e0 >= kmax:
             step_cols(k0, e0, n, True)
             if e0 < kmax:
                 launch(e0, min(e0 + W, kmax))
             continue
-        # look-ahead: the next panel's columns first, then that panel (on the multiprocessors it
-        # needs) while a second stream takes the rest of this step
-        step_cols(k0, e0, min(e0 + W, n), False)
-        if not streams:
+        # look-ahead: the next panel's columns first, then that panel factored (on the
+        # multiprocessors it needs) while the rest of this step runs beside it
+        if ahead == "kernel":
+            step_cols(k0, e0, min(e0 + W, n), False)
+        if streams:
+            ready = main.record_event()
+            launch(e0, min(e0 + W, kmax))  # "fused": it steps its columns first
+            side.wait_event(ready)
+            with torch.cuda.stream(side):
+                step_cols(k0, e0 + W, n, True)
+            main.wait_stream(side)
+        else:
             launch(e0, min(e0 + W, kmax))
             step_cols(k0, e0 + W, n, True)
-            continue
-        ready = main.record_event()
-        launch(e0, min(e0 + W, kmax))
-        side.wait_event(ready)
-        with torch.cuda.stream(side):
-            step_cols(k0, e0 + W, n, True)
-        main.wait_stream(side)
 
 
 _SIDE: dict = {}
