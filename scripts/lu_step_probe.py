@@ -5,7 +5,7 @@ update skipped: interchanges and U12 alone), and the panel launch before it. Run
 machine:
 
     PYTHONPATH=src python3 scripts/lu_step_probe.py [--dtypes complex64,float32]
-        [--set NAME=VALUE ...] [--variant "label:NAME=VALUE,NAME=VALUE" ...]
+        [--set NAME=VALUE ...] [--variant "label:NAME=VALUE;NAME=VALUE" ...]
 """
 import argparse
 import ast
@@ -20,13 +20,13 @@ from fastpath.streams import median_ms
 ap = argparse.ArgumentParser()
 ap.add_argument("--dtypes", default="complex64,float32")
 ap.add_argument("--set", action="append", default=[], help="NAME=VALUE: a knob of fastpath.ops.linalg.lu")
-ap.add_argument("--variant", action="append", default=[], help="label:NAME=VALUE,...")
+ap.add_argument("--variant", action="append", default=[], help="label:NAME=VALUE;NAME=VALUE...")
 args = ap.parse_args()
 
 
 def knobs(spec):
     out = {}
-    for kv in filter(None, spec.split(",")):
+    for kv in filter(None, spec.split(";")):
         name, value = kv.split("=", 1)
         out[name] = ast.literal_eval(value)
     return out
