@@ -28,7 +28,7 @@ names = list(inspect.signature(k.fn).parameters)
 const = dict(BLOCK_B=1, M=256, W=16, CW=32, BM=32, BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
              CPLX=True, PREC="ieee", ROWS_PANEL=True,
              HOST_UPDATE=int(sys.argv[1]) if len(sys.argv) > 1 else {"inline": 0, "matmul": 1, "kernel": 3}[lu.BLOCKED_STEP],
-             NEUMANN=lu.BLOCKED_STEP_NEUMANN, EMBED=lu.BLOCKED_STEP_EMBED)
+             NEUMANN=lu.BLOCKED_STEP_NEUMANN)
 sig, cx = {}, {}
 ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32"}
 for i, nm in enumerate(names):

@@ -106,7 +106,7 @@ def set_lu(plan):
     lu.BLOCKED_W = plan[4] if len(plan) > 4 else None
     if hasattr(lu, "BLOCKED_STEP"):
         lu.BLOCKED_STEP = plan[5] if len(plan) > 5 else "kernel"
-        cw, lu.BLOCKED_STEP_BM, lu.BLOCKED_STEP_WARPS = plan[6] if len(plan) > 6 else ((32, 16), 64, 4)
+        cw, lu.BLOCKED_STEP_BM, lu.BLOCKED_STEP_WARPS = plan[6] if len(plan) > 6 else ((32, 16), 32, 4)
         lu.BLOCKED_STEP_CW = (cw, cw) if isinstance(cw, int) else cw
         lu.BLOCKED_LOOKAHEAD = plan[7] if len(plan) > 7 else "fused"
 

@@ -70,12 +70,10 @@ BLOCKED_PREC = "ieee"
 BLOCKED_STEP = "kernel"
 #: Columns a program of the step kernel takes, its row blocks and warps (real, complex).
 BLOCKED_STEP_CW = (32, 16)
-BLOCKED_STEP_BM = 64
+BLOCKED_STEP_BM = 32
 BLOCKED_STEP_WARPS = 4
-#: The step kernel's L11^-1 as Neumann products (matmuls) rather than forward substitution.
+#: L11^-1 in the step (all forms) as Neumann products (matmuls) rather than forward substitution.
 BLOCKED_STEP_NEUMANN = True
-#: The step kernel's complex update as one real product a row block (see ``lu_step._lu_chunk``).
-BLOCKED_STEP_EMBED = True
 #: "kernel" steps with look-ahead: the next panel's columns stepped first ("fused": by the next
 #: panel's own launch, before it factors them; "kernel": by a launch of the step kernel), then,
 #: on CUDA, that panel factored while a second stream does the rest of the step; "off": none.
@@ -269,7 +267,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
-               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr = False, EMBED: tl.constexpr = False):
+               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr):
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -303,10 +301,10 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             if HOST_UPDATE == 3:  # 0. the previous panel's step on this panel's columns (the rest is
                 if k0 > 0:      # _lu_step_kernel's, on another stream, while this one runs)
                     kp = k0 - W
-                    pj, st, sb = _swap_sources(pb, kp, W, m, W)
                     ir, ii = _l11_inv(base, kp, W, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
+                    pj, st, sb = _swap_sources(pb, kp, W, m, W)
                     _lu_chunk(base, kp, W, k0, k0 + W, m, n, slr, slc, pj, st, sb, ir, ii, True, True, W, W, BM,
-                              CPLX, PREC, EMBED)
+                              CPLX, PREC)
                     tl.debug_barrier()
             # 1. the panel, in registers
             if ROWS_PANEL:
@@ -334,7 +332,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                 for c0 in range(0, k0, CW):
                     _lu_chunk(base, k0, jcnt, c0, k0, m, n, slr, slc, pj, st, sb, None, None, False, False,
                               W, CW, BM, CPLX, PREC)
-                ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX)
+                ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
                 for c0 in range(k0 + W, n, CW):
                     _lu_chunk(base, k0, jcnt, c0, n, m, n, slr, slc, pj, st, sb, ir, ii, True, HOST_UPDATE == 0,
                               W, CW, BM, CPLX, PREC)
@@ -404,7 +402,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
             BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee", ROWS_PANEL=blocked and ROW_PANEL,
-            HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, EMBED=BLOCKED_STEP_EMBED, num_warps=warps)
+            HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)
@@ -425,7 +423,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             _STEP[(nb, n_left + n_right)](
                 lu_t, piv, m, n, *kernel_strides(LU3), piv.stride(0), k0, min(W, kmax - k0), c_lo, c_hi, n_left,
                 W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, NEUMANN=BLOCKED_STEP_NEUMANN,
-                EMBED=BLOCKED_STEP_EMBED, num_warps=BLOCKED_STEP_WARPS)
+                num_warps=BLOCKED_STEP_WARPS)
 
     streams = ahead != "off" and A3.is_cuda  # elsewhere the same order, one stream
     if streams:
@@ -504,7 +502,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     if BLOCKED_STEP != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
                ROW_PANEL, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD,
-               BLOCKED_STEP_NEUMANN, BLOCKED_STEP_EMBED)
+               BLOCKED_STEP_NEUMANN)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
     else:
         LU, piv, info = _factor(A3, pivot)

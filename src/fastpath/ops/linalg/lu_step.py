@@ -9,7 +9,7 @@ chunk of ``CW`` columns at a time: the panel's row interchanges, and right of th
 from __future__ import annotations
 
 from ..._core.backend import tl, triton
-from .tiles import _cdot, _dot, _dot_sub, _ld, _st, _tri_solve
+from .tiles import _cdot, _dot, _ld, _st, _tri_solve
 
 
 @triton.jit
@@ -34,8 +34,8 @@ def _swap_sources(pb, k0, jcnt, m, W: tl.constexpr):
 
 
 @triton.jit
-def _l11_inv(base, k0, jcnt, m, n, slr, slc, W: tl.constexpr, CPLX: tl.constexpr, NEUMANN: tl.constexpr = False,
-             PREC: tl.constexpr = "ieee"):
+def _l11_inv(base, k0, jcnt, m, n, slr, slc, W: tl.constexpr, CPLX: tl.constexpr, NEUMANN: tl.constexpr,
+             PREC: tl.constexpr):
     """``L11^-1`` (W, W) of the panel at k0 (unit lower; the identity past jcnt): by forward
     substitution in registers, or with ``NEUMANN`` as products: L11 = I + N with N strictly
     lower, so N^W = 0 and L11^-1 = (I - N)(I + N^2)(I + N^4)...(I + N^(W/2)), 2 log2(W) - 2
@@ -65,16 +65,16 @@ def _l11_inv(base, k0, jcnt, m, n, slr, slc, W: tl.constexpr, CPLX: tl.constexpr
 @triton.jit
 def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGHT: tl.constexpr,
               UPDATE: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr,
-              PREC: tl.constexpr, EMBED: tl.constexpr = False):
+              PREC: tl.constexpr):
     """Columns c0 .. min(c0+CW, c_hi)-1 of one matrix at ``base``, none of them in the panel
     k0 .. k0+W-1: the panel's interchanges (``pj, st, sb`` from :func:`_swap_sources`: only the
     rows they touch move); with ``RIGHT`` (columns right of the panel) the moved panel rows
-    become ``U12 = L11^-1 A12`` (``ir, ii``) and, with ``UPDATE``, the rows below ``A22 - L21 U12``;
-    complex with ``EMBED``: each row block's product as one real one, (BM, 2W) @ (2W, 2CW), the
-    tiles as they lie in memory (re, im interleaved) and U12 read back as 2x2 real blocks."""
+    become ``U12 = L11^-1 A12`` (``ir, ii``) and, with ``UPDATE``, the rows below ``A22 - L21 U12``
+    in blocks of BM rows, each block's loads issued before the previous block's product. A
+    complex product is one real one, (BM, 2W) @ (2W, 2CW): L21 and A22 as they lie in memory
+    (re, im interleaved), U12 as 2x2 real blocks [[re, im], [-im, re]]."""
     e0 = k0 + W
     wv = tl.arange(0, W)[:, None]
-    wc = tl.arange(0, W)[None, :]
     cc = c0 + tl.arange(0, CW)[None, :]
     colm = (cc < c_hi) & (cc < n) & ((cc < k0) | (cc >= e0))
     st2 = st[:, None]
@@ -88,49 +88,49 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
     if RIGHT:
         tr, ti = _cdot(ir, ii, tr, ti, CPLX, PREC)
     _st(base, (k0 + wv) * slr + cc * slc, tr, ti, (k0 + wv < m) & colm, CPLX)
-    if RIGHT and UPDATE and CPLX and EMBED:
-        tl.debug_barrier()  # U12 and the pivot rows in place before the rows below are updated
-        q2 = tl.arange(0, 2 * W)[:, None]  # rows 2k + q of the real U12
-        p2 = tl.arange(0, 2 * CW)[None, :]  # real columns 2j + p of the chunk
-        col = c0 + p2 // 2
-        cm = (col < c_hi) & (col < n) & (col >= e0)
-        # [re im] @ [[ur, ui], [-ui, ur]]: row 2k holds U[k] as it lies, row 2k+1 its pairs swapped, re negated
-        sgn = tl.where((q2 % 2 == 1) & (p2 % 2 == 0), -1.0, 1.0)
-        comp = tl.where(q2 % 2 == 0, p2 % 2, 1 - p2 % 2)
-        u = tl.load(base + (k0 + q2 // 2) * slr + col * slc + comp, mask=(k0 + q2 // 2 < m) & cm, other=0.0) * sgn
-        lq = tl.arange(0, 2 * W)[None, :]
+    if RIGHT and UPDATE:
+        C: tl.constexpr = 2 if CPLX else 1
+        if CPLX:  # rows 2k: U[k] as it lies (re, im); 2k+1: (-im, re)
+            even = tl.reshape(tl.join(tr, ti), [W, 2 * CW])
+            odd = tl.reshape(tl.join(-ti, tr), [W, 2 * CW])
+            u = tl.reshape(tl.permute(tl.join(even, odd), [0, 2, 1]), [2 * W, 2 * CW])
+        else:
+            u = tr
+        lq = tl.arange(0, C * W)[None, :]
+        p2 = tl.arange(0, C * CW)[None, :]
+        loff = (k0 + lq // C) * slc + lq % C
+        aoff = (c0 + p2 // C) * slc + p2 % C
+        cm = (c0 + p2 // C < c_hi) & (c0 + p2 // C < n) & (c0 + p2 // C >= e0)
+        tl.debug_barrier()  # the pivot rows in place before the rows below are read
+        ri = e0 + tl.arange(0, BM)[:, None]
+        lt = tl.load(base + ri * slr + loff, mask=(ri < m) & (lq // C < jcnt), other=0.0)
+        a = tl.load(base + ri * slr + aoff, mask=(ri < m) & cm, other=0.0)
         for i0 in range(e0, m, BM):
             ri = i0 + tl.arange(0, BM)[:, None]
-            lt = tl.load(base + ri * slr + (k0 + lq // 2) * slc + lq % 2, mask=(ri < m) & (lq // 2 < jcnt), other=0.0)
-            am = (ri < m) & cm
-            a = tl.load(base + ri * slr + col * slc + p2 % 2, mask=am, other=0.0)
-            tl.store(base + ri * slr + col * slc + p2 % 2, a - _dot(lt, u, PREC), mask=am)
-    elif RIGHT and UPDATE:
-        tl.debug_barrier()  # the pivot rows in place before the rows below are updated
-        for i0 in range(e0, m, BM):
-            ri = i0 + tl.arange(0, BM)[:, None]
-            lr, li = _ld(base, ri * slr + (k0 + wc) * slc, (ri < m) & (wc < jcnt), CPLX)
-            am = (ri < m) & colm
-            ar, ai = _ld(base, ri * slr + cc * slc, am, CPLX)
-            ar, ai = _dot_sub(ar, ai, lr, li, tr, ti, CPLX, PREC)
-            _st(base, ri * slr + cc * slc, ar, ai, am, CPLX)
+            rn = ri + BM
+            lt_next = tl.load(base + rn * slr + loff, mask=(rn < m) & (lq // C < jcnt), other=0.0)
+            a_next = tl.load(base + rn * slr + aoff, mask=(rn < m) & cm, other=0.0)
+            tl.store(base + ri * slr + aoff, a - _dot(lt, u, PREC), mask=(ri < m) & cm)
+            lt = lt_next
+            a = a_next
 
 
 @triton.jit
 def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c_hi, n_left,
                     W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr,
-                    NEUMANN: tl.constexpr, EMBED: tl.constexpr):
+                    NEUMANN: tl.constexpr):
     """The step after the panel at k0 for matrix ``program_id(0)``: programs 0 .. n_left-1 of
     axis 1 interchange rows in chunks of the columns left of the panel, the others take chunks
     of columns c_lo .. c_hi-1 (right of it) through interchanges, U12 and the update."""
     b = tl.program_id(0).to(tl.int64)
     c = tl.program_id(1)
     base = lu_ptr + b * slb
-    pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W)
     if c < n_left:
+        pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W)
         _lu_chunk(base, k0, jcnt, c * CW, k0, m, n, slr, slc, pj, st, sb, None, None, False, False, W, CW,
                   BM, CPLX, PREC)
-    else:
+    else:  # L11^-1 first: its loads and products beside the pivots' loads
         ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
+        pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W)
         _lu_chunk(base, k0, jcnt, c_lo + (c - n_left) * CW, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, True,
-                  True, W, CW, BM, CPLX, PREC, EMBED)
+                  True, W, CW, BM, CPLX, PREC)
