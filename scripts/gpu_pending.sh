@@ -194,7 +194,10 @@ case "${1:-1}" in
 (32,(64,32),8,'ieee',None,'kernel',((64,32),32,4),'fused'),(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'kernel'),\
 (32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'off'),(32,(64,32),8,'ieee',None,'matmul'),\
 (32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),'fused')]" 2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log"
-  timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 2>&1 | grep -v -i warn | tee "$OUT/lu_breakdown.log"
+  for g in False True; do  # the row panel's pivot row through a gather (lu.PANEL_GATHER)
+    timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --set PANEL_GATHER=$g 2>&1 | grep -v -i warn \
+      | sed "s/^/PANEL_GATHER=$g /" | tee -a "$OUT/lu_breakdown.log"
+  done
   timeout 150 python3 -m pytest -v -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
     -k "blocked or det or singular or issue" > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
