@@ -188,17 +188,18 @@ case "${1:-1}" in
   timeout 60 python3 scripts/lu_breakdown.py --parts --cols 256 2>&1 | grep -v -i warn | tee "$OUT/lu_breakdown.log" ;;
 21)  # the thirty-second session's third call (20: a step program's chain of memory round trips, in waves,
      # was the cost): the update's loads a block ahead, U12's real blocks from registers, L11^-1 beside the
-     # pivots' loads; chunk shapes, look-ahead forms; the LU file's blocked / det tests compiled
-  timeout 230 python3 scripts/tune_linalg.py --only lu_factor --seconds 110 --plans \
-    "[(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'fused'),(32,(64,32),8,'ieee',None,'kernel',((32,32),32,4),'fused'),\
-(32,(64,32),8,'ieee',None,'kernel',((64,32),32,4),'fused'),(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'kernel'),\
-(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'off'),(32,(64,32),8,'ieee',None,'matmul'),\
+     # pivots' loads; chunk shapes, look-ahead forms; the row panel's pivot row gathered (lu.PANEL_GATHER);
+     # the LU file's blocked / det tests compiled; the LU records
+  timeout 150 python3 scripts/tune_linalg.py --only lu_factor --seconds 70 --plans \
+    "[(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'fused'),(32,(64,32),8,'ieee',None,'matmul'),\
+(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'kernel'),(32,(64,32),8,'ieee',None,'kernel',((32,32),32,4),'fused'),\
 (32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),'fused')]" 2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log"
-  for g in False True; do  # the row panel's pivot row through a gather (lu.PANEL_GATHER)
-    timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --set PANEL_GATHER=$g 2>&1 | grep -v -i warn \
+  for g in False True; do
+    timeout 40 python3 scripts/lu_breakdown.py --parts --cols 256 --set PANEL_GATHER=$g 2>&1 | grep -v -i warn \
       | sed "s/^/PANEL_GATHER=$g /" | tee -a "$OUT/lu_breakdown.log"
   done
-  timeout 150 python3 -m pytest -v -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
-    -k "blocked or det or singular or issue" > "$OUT/tests.log" 2>&1
-  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
+  timeout 120 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
+    -k "blocked or det or singular or issue or graph" > "$OUT/tests.log" 2>&1
+  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 70 python3 -m fastpath.bench linalg --only lu_factor --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -4 ;;
 esac
