@@ -67,7 +67,7 @@ BLOCKED_PREC = "ieee"
 #: (cuBLAS) between launches (complex64 64 x 256x256 1295 against 2628 us for "inline", H200,
 #: docs/perf-notes.md); "inline": all in the one program a matrix (64 of 132 multiprocessors
 #: for the issue's batch). det / slogdet always "inline" (their running product lives in it).
-BLOCKED_STEP = "kernel"
+BLOCKED_STEP = "matmul"  # "kernel" measured slower so far (docs/perf-notes.md, thirty-second session)
 #: Columns a program of the step kernel takes, its row blocks and warps (real, complex).
 BLOCKED_STEP_CW = (32, 16)
 BLOCKED_STEP_BM = 32
