@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..._core.backend import tl, triton
 from .tiles import _cdot, _dot, _ld, _st, _tri_solve
+from .triangular import _track
 
 
 @triton.jit
@@ -17,19 +18,13 @@ def _swap_sources(pb, k0, jcnt, m, W: tl.constexpr):
     """The panel's interchanges (pivots ``pb[k0 .. k0+jcnt-1]``, 1-based rows) as moves: returns
     ``pj`` (W,), the rows the panel rows were interchanged with (a panel row's own row past
     jcnt), and the sources of the rows that end up at ``k0 + i`` (``st``) and at ``pj[i]``
-    (``sb``): rows tracked backwards through the interchanges, all pivots loaded at once."""
+    (``sb``), tracked backwards through the interchanges (:func:`.triangular._track`)."""
     wv = tl.arange(0, W)
     pj = tl.load(pb + k0 + wv, mask=wv < jcnt, other=0) - 1
     pj = tl.where((wv < jcnt) & (pj >= 0) & (pj < m), pj, k0 + wv)
-    st = k0 + wv
-    sb = pj
-    for s in tl.static_range(W):
-        t = W - 1 - s
-        g = k0 + t
-        p = tl.load(pb + g, mask=t < jcnt, other=0) - 1
-        p = tl.where((p >= 0) & (p < m) & (t < jcnt), p, g)
-        st = tl.where(st == g, p, tl.where(st == p, g, st))
-        sb = tl.where(sb == g, p, tl.where(sb == p, g, sb))
+    dst = tl.reshape(tl.join(k0 + wv, pj), [1, 2 * W])
+    src = _track(pb, tl.zeros([1], dtype=tl.int64), 1, tl.full([1], True, tl.int1), dst, k0, k0 + jcnt, m)
+    st, sb = tl.split(tl.reshape(src, [W, 2]))
     return pj, st, sb
 
 
