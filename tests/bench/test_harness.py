@@ -98,6 +98,18 @@ def test_report_keeps_rows_of_older_runs_and_renders_vae(tmp_path):
         assert cell in vae, cell
 
 
+def test_report_leaves_out_failed_rows_a_newer_run_dropped(tmp_path):
+    """A failed row of a mode that a newer run of the same case no longer measured is left out;
+    a failed row of the newest run, and an old passing row of a dropped mode, stay."""
+    lines = [_record("2026-01-01T10:00:00.000001Z", 9.87, 55.5, mode="graph", ok=False, check="capture broke"),
+             _record("2026-01-01T10:00:00.000001Z", 7.65, 55.5, mode="graph", case="log_softmax"),
+             _record("2026-01-02T10:00:00.000001Z", 3.21, 48.7),
+             _record("2026-01-02T10:00:00.000001Z", 4.32, 48.7, case="log_softmax", ok=False, check="wrong")]
+    md = report.render([json.loads(line) for line in lines])
+    assert "capture broke" not in md and "| 9.87 |" not in md and "| 3.21 |" in md
+    assert "| 7.65 |" in md and "FAIL: wrong" in md
+
+
 def test_report_without_records(tmp_path):
     assert report.main(["--results", str(tmp_path), "--out", str(tmp_path / "perf.md")]) == 1
     assert not (tmp_path / "perf.md").exists()

@@ -122,9 +122,15 @@ def _newest(recs: list, key) -> dict:
 
 def _newest_rows(mine: list) -> list:
     """The newest record of each (case, shape, dtype, mode, L2) row, in the order the newest
-    run lists them (rows it dropped follow, newer runs first)."""
+    run lists them (rows it dropped follow, newer runs first; failed ones among those left out)."""
     key = lambda r: (r.get("case"), str(r.get("shape")), r.get("dtype"), r.get("mode"), r.get("l2"))  # noqa: E731
     newest = _newest(mine, key)
+    # a failed row that a newer run of its case no longer produced (a mode the case dropped) is history
+    case_run = {}
+    for r in mine:
+        c = key(r)[:3]
+        case_run[c] = max(case_run.get(c, ""), _when(r))
+    newest = {k: r for k, r in newest.items() if r.get("ok", True) or _when(r) >= case_run[k[:3]]}
     order = {}
     for r in sorted(mine, key=_when, reverse=True):
         order.setdefault(key(r), len(order))
