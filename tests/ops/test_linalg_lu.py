@@ -158,9 +158,9 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
 @pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
 def test_lu_blocked_update_forms(step, m, n, dtype, device, monkeypatch):
     """The blocked path's step after each panel as a kernel over (matrix, chunk) programs (the
-    default; with look-ahead the next panel's columns first, by the next panel's launch or a
+    real matrices' default; with look-ahead the next panel's columns first, by the next panel's launch or a
     step launch of their own, then the rest), or batched matmuls
-    between one launch a panel (``info`` then carried from launch to launch, a zero column past
+    between one launch a panel (complex matrices' default; ``info`` then carried from launch to launch, a zero column past
     the first panel gives 37, a zero pivot in the first panel stays the first), or inside the
     one launch (det's form): pivots as LAPACK's, P L U back to A."""
     monkeypatch.setattr(L, "BLOCKED_STEP", step.split(",")[0])

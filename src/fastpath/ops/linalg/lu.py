@@ -67,7 +67,9 @@ BLOCKED_PREC = "ieee"
 #: (cuBLAS) between launches (complex64 64 x 256x256 1295 against 2628 us for "inline", H200,
 #: docs/perf-notes.md); "inline": all in the one program a matrix (64 of 132 multiprocessors
 #: for the issue's batch). det / slogdet always "inline" (their running product lives in it).
-BLOCKED_STEP = "matmul"  # "kernel" measured slower so far (docs/perf-notes.md, thirty-second session)
+#: One form, or (real, complex): H200, 64 x 256x256, "kernel" with fused look-ahead float32 502 us
+#: against 768 for "matmul", complex64 1285 against 1195 (docs/perf-notes.md, thirty-third session).
+BLOCKED_STEP = ("kernel", "matmul")
 #: Columns a program of the step kernel takes, its row blocks and warps (real, complex).
 BLOCKED_STEP_CW = (32, 16)
 BLOCKED_STEP_BM = 32
@@ -427,7 +429,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     d1_t = real_view(d1) if det else ref
     d2_t = d2 if det == 2 else ref
     kmax = min(m, n)
-    step = BLOCKED_STEP if blocked and det == 0 else "inline"
+    step = _step_form(cplx) if blocked and det == 0 else "inline"
     ahead = BLOCKED_LOOKAHEAD if step == "kernel" else "off"
     mode = {"inline": 0, "matmul": 1, "kernel": 3 if ahead == "fused" else 2}[step]
     if mode == 3:
@@ -538,7 +540,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
                 alloc.empty(*batch, min(m, n), dtype=torch.int32, device=A.device),
                 torch.zeros(batch, dtype=torch.int32, device=A.device))
     A3 = flat3(A, batch, (m, n))
-    if BLOCKED_STEP != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
+    if _step_form(A.is_complex()) != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
                ROW_PANEL, PANEL_GATHER, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS,
                BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN)
@@ -546,6 +548,11 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     else:
         LU, piv, info = _factor(A3, pivot)
     return LU.view(A.shape), piv.view(*batch, min(m, n)), info.view(batch)
+
+
+def _step_form(cplx: bool) -> str:
+    """The blocked path's step form (``BLOCKED_STEP``) for real or complex matrices."""
+    return BLOCKED_STEP if isinstance(BLOCKED_STEP, str) else BLOCKED_STEP[bool(cplx)]
 
 
 def _factor(A3: torch.Tensor, pivot: bool):
