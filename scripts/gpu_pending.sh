@@ -202,4 +202,16 @@ case "${1:-1}" in
     -k "blocked or det or singular or issue or graph" > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 70 python3 -m fastpath.bench linalg --only lu_factor --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -4 ;;
+22)  # the thirty-third session: lu_solve's diagonal-block inverses by substitution on 16-row sub-blocks and
+     # Neumann products, both passes side by side (triangular.DIAG_LEAF / DIAG_TF32X3 / DIAG_WARPS) against
+     # whole-block substitution (leaf 0); the LU file's solve / blocked tests compiled; the LU records
+  timeout 170 python3 scripts/tune_linalg.py --only lu_solve --seconds 50 --plans \
+    "{'c64 k=256':[(32,32,64,4,1,(16,False,8)),(32,32,64,4,1,(0,False,4)),(32,32,64,4,1,(16,False,4)),\
+(32,32,64,4,1,(16,True,8)),(64,32,64,8,1,(16,False,8))],'c64 k=1':[(32,32,64,4,1,(16,False,8)),(32,32,64,4,1,(0,False,4))],\
+'f32':[(64,64,64,4,1,(16,True,8)),(64,64,64,4,1,(0,True,4)),(64,64,64,4,1,(16,True,4)),(64,64,64,4,1,(8,True,8)),\
+(64,64,64,4,1,(32,True,8)),(128,64,64,8,1,(16,True,8))]}" 2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_solve_sweep.log"
+  timeout 90 python3 -m fastpath.bench linalg --only lu_ --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -8
+  timeout 270 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
+    -k "solve or blocked_update or diagonal" > "$OUT/tests.log" 2>&1
+  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
 esac

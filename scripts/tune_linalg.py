@@ -60,7 +60,9 @@ SVD_PLANS = ([(2048, 4, 256, w) for w in (1, 2, 4)]
 
 
 def set_trsm(dtype):
-    """(NB, KC, KB, warps, stages) of the blocked triangular solve for ``dtype``"""
+    """(NB, KC, KB, warps, stages [, (DIAG_LEAF, DIAG_TF32X3 of this dtype, DIAG_WARPS)]) of the
+    blocked triangular solve for ``dtype``"""
+    diag = tuple(getattr(tri, a, None) for a in ("DIAG_LEAF", "DIAG_TF32X3", "DIAG_WARPS"))
     default = (dict(getattr(tri, "BLOCKED_PLAN", {})), getattr(tri, "STAGES", None))
 
     def set_plan(plan):
@@ -70,9 +72,16 @@ def set_trsm(dtype):
         tri.BLOCKED_PLAN.update(default[0])
         if default[1] is not None:
             tri.STAGES = default[1]
+        if diag[0] is not None:
+            tri.DIAG_LEAF, tri.DIAG_TF32X3, tri.DIAG_WARPS = diag
         if plan is not None:
             tri.BLOCKED_PLAN[dtype] = plan[:4]
             tri.STAGES = plan[4]
+            if len(plan) > 5:
+                leaf, tf32x3, tri.DIAG_WARPS = plan[5]
+                tri.DIAG_LEAF = leaf
+                cplx = dtype.is_complex
+                tri.DIAG_TF32X3 = (diag[1][0], tf32x3) if cplx else (tf32x3, diag[1][1])
     return set_plan
 
 
@@ -150,7 +159,8 @@ CASES = [  # (name, input, ours, torch, plans, set plan)
 ap = argparse.ArgumentParser()
 ap.add_argument("--only", default="", help="cases whose name contains this")
 ap.add_argument("--seconds", type=float, default=40, help="no new plan after this many seconds a case")
-ap.add_argument("--plans", default=None, help="a Python list of plans to time instead of each case's own")
+ap.add_argument("--plans", default=None, help="a Python list of plans to time instead of each case's own, or a dict "
+                "{text in a case's name: list}")
 ap.add_argument("--baseline", action="store_true", help="time the default plan only (e.g. an older tree)")
 args = ap.parse_args()
 for name, make, ours, ref, plans, set_plan in CASES:
@@ -162,7 +172,10 @@ for name, make, ours, ref, plans, set_plan in CASES:
     want = ref(a.double()) if "inv" in name or "svd" in name else ref(a)
     if args.baseline:  # the tree on PYTHONPATH as it is, no plan set
         plans = [None]
-    for plan in (ast.literal_eval(args.plans) if args.plans and not args.baseline else plans):
+    given = ast.literal_eval(args.plans) if args.plans and not args.baseline else plans
+    if isinstance(given, dict):
+        given = next((v for k, v in given.items() if k in name), plans)
+    for plan in given:
         if time.time() > deadline:
             print(f"{name:<16} {plan}: skipped (time)", flush=True)
             continue

@@ -162,6 +162,8 @@ def cases() -> list:
         case("lu_factor complex64", (64, 256), (2, 40), lambda a: L.lu_factor(a), torch.linalg.lu_factor,
              _lu_check, _bytes(lambda s: 2 * s[1] * s[1], True), _inputs("square", True), "lu_factor c64",
              quick=True),
+        case("lu_factor float32", (64, 256), (2, 40), lambda a: L.lu_factor(a), torch.linalg.lu_factor,
+             _lu_check, _bytes(lambda s: 2 * s[1] * s[1]), _inputs("square")),
         case("lu_solve complex64", (64, 256, 256), (2, 40, 3), L.lu_solve, torch.linalg.lu_solve, _close(1e-5),
              _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("lu_solve", True), "lu_solve c64"),
         case("lu_solve float32", (64, 256, 256), (2, 40, 3), L.lu_solve, torch.linalg.lu_solve, _close(1e-5),
