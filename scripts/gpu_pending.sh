@@ -205,6 +205,7 @@ case "${1:-1}" in
 22)  # the thirty-third session: lu_solve's diagonal-block inverses by substitution on 16-row sub-blocks and
      # Neumann products, both passes side by side (triangular.DIAG_LEAF / DIAG_TF32X3 / DIAG_WARPS) against
      # whole-block substitution (leaf 0); the LU file's solve / blocked tests compiled; the LU records
+     # (measured at 2aee314: no form faster than the sequential whole-block one, reverted; the knobs are gone)
   timeout 170 python3 scripts/tune_linalg.py --only lu_solve --seconds 50 --plans \
     "{'c64 k=256':[(32,32,64,4,1,(16,False,8)),(32,32,64,4,1,(0,False,4)),(32,32,64,4,1,(16,False,4)),\
 (32,32,64,4,1,(16,True,8)),(64,32,64,8,1,(16,False,8))],'c64 k=1':[(32,32,64,4,1,(16,False,8)),(32,32,64,4,1,(0,False,4))],\

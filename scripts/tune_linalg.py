@@ -60,9 +60,7 @@ SVD_PLANS = ([(2048, 4, 256, w) for w in (1, 2, 4)]
 
 
 def set_trsm(dtype):
-    """(NB, KC, KB, warps, stages [, (DIAG_LEAF, DIAG_TF32X3 of this dtype, DIAG_WARPS)]) of the
-    blocked triangular solve for ``dtype``"""
-    diag = tuple(getattr(tri, a, None) for a in ("DIAG_LEAF", "DIAG_TF32X3", "DIAG_WARPS"))
+    """(NB, KC, KB, warps, stages) of the blocked triangular solve for ``dtype``"""
     default = (dict(getattr(tri, "BLOCKED_PLAN", {})), getattr(tri, "STAGES", None))
 
     def set_plan(plan):
@@ -72,16 +70,9 @@ def set_trsm(dtype):
         tri.BLOCKED_PLAN.update(default[0])
         if default[1] is not None:
             tri.STAGES = default[1]
-        if diag[0] is not None:
-            tri.DIAG_LEAF, tri.DIAG_TF32X3, tri.DIAG_WARPS = diag
         if plan is not None:
             tri.BLOCKED_PLAN[dtype] = plan[:4]
             tri.STAGES = plan[4]
-            if len(plan) > 5:
-                leaf, tf32x3, tri.DIAG_WARPS = plan[5]
-                tri.DIAG_LEAF = leaf
-                cplx = dtype.is_complex
-                tri.DIAG_TF32X3 = (diag[1][0], tf32x3) if cplx else (tf32x3, diag[1][1])
     return set_plan
 
 

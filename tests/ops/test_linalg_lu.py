@@ -236,21 +236,6 @@ def test_lu_solve(n, k, left, adjoint, dtype, device):
     _check_solution(X, ref, A, dtype)
 
 
-@pytest.mark.parametrize("leaf", [0, 8, 16])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64, torch.float64])
-def test_lu_solve_diagonal_inverse_forms(leaf, dtype, device, monkeypatch):
-    """The blocked solve's diagonal-block inverses by substitution on the whole block (leaf 0) or
-    on sub-blocks of ``leaf`` rows and Neumann products (64-row float32 blocks: 1, 2 or 3 squarings),
-    both passes side by side; n = 100 leaves a padded last block."""
-    monkeypatch.setattr(T, "DIAG_LEAF", leaf)
-    A = rand(2, 100, 100, dtype=dtype, device=device)
-    B = rand(2, 100, 5, dtype=dtype, device=device)
-    LU, piv = torch.linalg.lu_factor(A)
-    for adjoint in (False, True):
-        X = L.lu_solve(LU, piv, B, adjoint=adjoint)
-        _check_solution(X, torch.linalg.solve(_ref(A).mH if adjoint else _ref(A), _ref(B)), A, dtype)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
 def test_lu_solve_torch_factors_and_broadcast(dtype, device):
     """LU from torch (column-major strides), B broadcast over LU's batch and the reverse."""

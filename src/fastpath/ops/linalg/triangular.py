@@ -31,7 +31,7 @@ from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _cdot, _dot, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
+from .tiles import _dot, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -48,14 +48,6 @@ HOST_BLOCK_N = 1024
 #: the GPU has SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
 BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
-#: The diagonal blocks' inverses (``_diag_inv_kernel``): substitution on sub-blocks of DIAG_LEAF
-#: rows, then Neumann products for the whole block (0: substitution on the whole block), as
-#: TF32X3_PREC if DIAG_TF32X3 (real, complex) (offline sm_90, 8 warps: float32's 64-row blocks
-#: spill with exact products, 176 registers with tf32x3; complex64's 32-row ones 180 registers
-#: exact, spill with tf32x3); warps.
-DIAG_LEAF = 16
-DIAG_TF32X3 = (True, False)
-DIAG_WARPS = 8
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
 #: float32 on the FMA units). H200, complex64 lu_solve of 64 x 256x256 with 256 right-hand
@@ -112,84 +104,31 @@ def _track(piv_ptr, poff, spc, pmask, pos, t0, t1, n):
 
 @triton.jit
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
-                     BLOCK_B: tl.constexpr, NB: tl.constexpr, LEAF: tl.constexpr, LOWER: tl.constexpr,
-                     UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr):
-    """Inverses of the (NB, NB) diagonal blocks of M, BLOCK_B blocks per program, to ``inv`` as
-    (pass, matrix, block, NB, NB), contiguous; past n a block is padded with the identity. Grid
-    axis 1 picks the pass: 0 the triangle as given, 1 (lu_solve's second) the opposite triangle
-    with the opposite unit flag, so the two run side by side.
-
-    LEAF < NB: substitution only on the (LEAF, LEAF) diagonal sub-blocks (LEAF steps instead of
-    NB), written to ``inv`` and read back as the block diagonal D^-1; then, with N = D^-1 T_off
-    (T_off: the strictly block-triangular rest, so N^(NB/LEAF) = 0),
-    M^-1 = (I + N)^-1 D^-1 = (I - N)(I + N^2)(I + N^4)... D^-1, all products ``tl.dot`` (float32
-    as PREC)."""
-    second = tl.program_id(1) == 1
-    lower = LOWER != second
-    unit = UNIT != second
-    C: tl.constexpr = 2 if CPLX else 1
-    dst = inv_ptr + tl.program_id(1).to(tl.int64) * total * NB * NB * C
-    SUB: tl.constexpr = NB // LEAF
-    # the LEAF-row diagonal sub-blocks, a batch of BLOCK_B * SUB
-    q = tl.program_id(0) * BLOCK_B * SUB + tl.arange(0, BLOCK_B * SUB)  # (matrix, block, sub-block)
-    idx = q // SUB
+                     BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
+                     CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr):
+    """Inverses of the (NB, NB) diagonal blocks of M (and of the opposite triangle with the
+    opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
+    (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity."""
+    idx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (matrix, block) flattened
     valid = idx < total
     b3 = (idx // nblk).to(tl.int64)[:, None, None]
-    i0 = ((idx % nblk) * NB + (q % SUB) * LEAF)[:, None, None]
-    r3 = tl.arange(0, LEAF)[None, :, None]
-    c3 = tl.arange(0, LEAF)[None, None, :]
+    i0 = ((idx % nblk) * NB)[:, None, None]
+    r3 = tl.arange(0, NB)[None, :, None]
+    c3 = tl.arange(0, NB)[None, None, :]
     mask = valid[:, None, None] & (i0 + r3 < n) & (i0 + c3 < n)
     tr, ti = _ld(t_ptr, b3 * stb + (i0 + r3) * s_tr + (i0 + c3) * s_tc, mask, CPLX)
-    eye = (r3 == c3).to(tr.dtype) + tl.zeros([BLOCK_B * SUB, LEAF, LEAF], dtype=tr.dtype)
+    eye = (r3 == c3).to(tr.dtype) + tl.zeros([BLOCK_B, NB, NB], dtype=tr.dtype)
     tr = tl.where(mask, tr, eye)
     if not CPLX:
         ti = tr
-    zero = tl.zeros([BLOCK_B * SUB, LEAF, LEAF], dtype=tr.dtype)
-    # (matrix, block) entry (i, i) of the leaf: the block's row i0 % NB + r
-    lo = ((i0 % NB) + r3) * NB + (i0 % NB) + c3
-    offs = (idx.to(tl.int64)[:, None, None] * NB * NB + lo) * C
-    if lower:
-        if unit:
-            xr, xi = _tri_solve(tr, ti, eye, zero, LEAF, True, True, CONJ, CPLX)
-        else:
-            xr, xi = _tri_solve(tr, ti, eye, zero, LEAF, True, False, CONJ, CPLX)
-    else:
-        if unit:
-            xr, xi = _tri_solve(tr, ti, eye, zero, LEAF, False, True, CONJ, CPLX)
-        else:
-            xr, xi = _tri_solve(tr, ti, eye, zero, LEAF, False, False, CONJ, CPLX)
-    _st(dst, offs, xr, xi, valid[:, None, None], CPLX)
-    if SUB > 1:  # (BLOCK_B is 1: 2-D products)
-        tl.debug_barrier()  # every leaf inverse stored before the whole blocks read them
-        bidx = tl.program_id(0)
-        j0 = (bidx % nblk) * NB
-        R2 = tl.arange(0, NB)[:, None]
-        C2 = tl.arange(0, NB)[None, :]
-        bval = (R2 < NB) & (C2 < NB)  # (a grid of ``total`` programs: every one a block)
-        boffs = (bidx.to(tl.int64) * NB * NB + R2 * NB + C2) * C
-        same = (R2 // LEAF) == (C2 // LEAF)
-        dr, di = _ld(dst, boffs, bval & same, CPLX)  # D^-1, zero off its sub-blocks
-        off = tl.where(lower, R2 // LEAF > C2 // LEAF, R2 // LEAF < C2 // LEAF)
-        omask = bval & off & (j0 + R2 < n) & (j0 + C2 < n)
-        orr, ori = _ld(t_ptr + (bidx // nblk).to(tl.int64) * stb, (j0 + R2) * s_tr + (j0 + C2) * s_tc, omask, CPLX)
-        if CPLX:
-            if CONJ:
-                ori = -ori
-        else:
-            ori = orr
-        nr, ni = _cdot(dr, di, orr, ori, CPLX, PREC)  # N = D^-1 T_off
-        eyeb = (R2 == C2).to(dr.dtype) + tl.zeros([NB, NB], dtype=dr.dtype)
-        sr = eyeb - nr
-        si = -ni
-        for lvl in tl.static_range(1, 8):  # (I + N^2)(I + N^4)... until N^SUB = 0
-            if (1 << lvl) < SUB:
-                nr, ni = _cdot(nr, ni, nr, ni, CPLX, PREC)
-                sr, si = _cdot(sr, si, eyeb + nr, ni, CPLX, PREC)
-        if not CPLX:
-            si = sr
-        tl.debug_barrier()  # D^-1 read by every thread before the block's inverse goes over it
-        xr, xi = _cdot(sr, si, dr, di, CPLX, PREC)
-        _st(dst, boffs, xr, xi, bval, CPLX)
+    zero = tl.zeros([BLOCK_B, NB, NB], dtype=tr.dtype)
+    C: tl.constexpr = 2 if CPLX else 1
+    offs = (idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + c3) * C
+    xr, xi = _tri_solve(tr, ti, eye, zero, NB, LOWER, UNIT, CONJ, CPLX)
+    _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
+    if LU:
+        xr, xi = _tri_solve(tr, ti, eye, zero, NB, not LOWER, not UNIT, CONJ, CPLX)
+        _st(inv_ptr + total * NB * NB * C, offs, xr, xi, valid[:, None, None], CPLX)
 
 
 @triton.jit
@@ -361,12 +300,10 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         nblk = cdiv(n, nb_rows)
         total = nb * nblk
         inv = real_view(torch.empty((2 if lu else 1) * total * nb_rows * nb_rows, dtype=T3.dtype, device=T3.device))
-        leaf = min(DIAG_LEAF, nb_rows) if DIAG_LEAF else nb_rows
-        ib = 1 if leaf < nb_rows else max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * nb_rows * comps)))
-        _DIAG_INV[(cdiv(total, ib), 2 if lu else 1)](
-            real_view(T3), inv, total, nblk, n, *kernel_strides(T3), BLOCK_B=ib, NB=nb_rows,
-            LEAF=leaf, LOWER=lower, UNIT=unit, CONJ=conj, CPLX=cplx,
-            PREC=TF32X3_PREC if DIAG_TF32X3[cplx] else "ieee", num_warps=DIAG_WARPS)
+        ib = max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * nb_rows * comps)))
+        _DIAG_INV[(cdiv(total, ib),)](
+            real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
+            BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, num_warps=4)
     _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
