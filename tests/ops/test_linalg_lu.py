@@ -130,16 +130,14 @@ def test_lu_singular(dtype, device):
 
 @pytest.mark.parametrize("m,n,dtype,rows", [(80, 80, torch.complex64, False), (40, 70, torch.float32, False),
                                             (70, 40, torch.float64, False), (40, 70, torch.float32, True),
-                                            (70, 40, torch.float64, True), (80, 80, torch.complex64, "gather")])
+                                            (70, 40, torch.float64, True), (80, 80, torch.complex64, True)])
 def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
     (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one: pivots as
     LAPACK's, the product P L U back to A, det / slogdet of the square one; ``rows``: the row
-    panel (the GPU's; elsewhere the tile form unless forced), "gather": its pivot row gathered from
-    registers rather than passed through memory (``lu.PANEL_GATHER``)."""
+    panel (the GPU's; elsewhere the tile form unless forced)."""
     if rows:
         monkeypatch.setattr(L, "ROW_PANEL", True)
-        monkeypatch.setattr(L, "PANEL_GATHER", rows == "gather")
     A = rand(2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
     assert (info.cpu() == 0).all()

@@ -87,9 +87,6 @@ GRAPHS = 2
 #: 256x256 2485 us against ~2900 for the tile form) or as a (1, M, W) tile (``_lu_panel``; the
 #: interpreter's default, 4-5x faster there; tests run both).
 ROW_PANEL = not INTERPRET
-#: The row panel's pivot row to every thread by a gather from registers (shared memory) rather
-#: than written to the matrix and read back (global memory, a barrier between).
-PANEL_GATHER = False
 #: Panel width of the blocked path (None: 32 where the panel has at most PANEL_ELEMS / 2 values, else 16).
 BLOCKED_W = None
 
@@ -185,7 +182,7 @@ def _pivot_max(m1, p1, r1, m2, p2, r2):
 
 @triton.jit
 def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
-                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, GATHER: tl.constexpr):
+                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
     """LU of columns k0 .. k0+jcnt-1 of one matrix at ``base``, in place (pivot rows k0..m-1):
     the panel is held as ``W`` column vectors of ``M`` rows, so a thread holds whole rows and
     the elimination needs no reduction but the pivot search. Rows never move in registers:
@@ -205,11 +202,6 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
     pos = r
     wv = tl.arange(0, W)
     piv = k0 + wv + 1
-    if GATHER:  # the pivot arrives as a vector (equal entries): so do what is built from it
-        info = r * 0 + info
-        d_r = tl.zeros([M], dtype=d_r.dtype) + d_r
-        d_i = tl.zeros([M], dtype=d_i.dtype) + d_i
-        la = tl.zeros([M], dtype=la.dtype) + la
     for j in range(0, jcnt):
         g = k0 + j
         xr = cr[0]
@@ -225,44 +217,20 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
         else:
             pp = g
             prow = g
-        if GATHER:  # the pivot row from registers: the panel as one (M, W [x 2]) tensor, gathered at prow
-            vals = cr + ci if CPLX else cr
-            for _ in tl.static_range(5):
-                if len(vals) > 1:
-                    nv = ()
-                    for i in tl.static_range(len(vals) // 2):
-                        nv = nv + (tl.join(vals[2 * i], vals[2 * i + 1]),)
-                    vals = nv
-            x = vals[0]
-            flat = tl.reshape(x, [M, W * (2 if CPLX else 1)])
-            got = tl.reshape(tl.gather(flat, tl.zeros(flat.shape, dtype=tl.int32) + prow, 0), x.shape)
-            vals = (got,)
-            for _ in tl.static_range(5):
-                if len(vals[0].shape) > 1:
-                    nv = ()
-                    for i in tl.static_range(len(vals)):
-                        a, b = tl.split(vals[i])
-                        nv = nv + (a, b)
-                    vals = nv
-            prr = ()
-            pri = ()
-            for c in tl.static_range(W):
-                prr = prr + (vals[c],)
-                pri = pri + (vals[W + c] if CPLX else vals[c],)
-        else:  # through memory: the owner writes it at row g, every thread reads it there
-            for c in tl.static_range(W):
-                _st(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n), CPLX)
-            tl.debug_barrier()
-            prr = ()
-            pri = ()
-            for c in tl.static_range(W):
-                # unmasked (a column past n is never stored): its address clamped into the matrix
-                y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
-                y_i = y_r
-                if CPLX:
-                    y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
-                prr = prr + (y_r,)
-                pri = pri + (y_i,)
+        # through memory: the owner writes it at row g, every thread reads it there
+        for c in tl.static_range(W):
+            _st(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n), CPLX)
+        tl.debug_barrier()
+        prr = ()
+        pri = ()
+        for c in tl.static_range(W):
+            # unmasked (a column past n is never stored): its address clamped into the matrix
+            y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
+            y_i = y_r
+            if CPLX:
+                y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
+            prr = prr + (y_r,)
+            pri = pri + (y_i,)
         pr = prr[0]
         pi = pri[0]
         for c in tl.static_range(1, W):
@@ -293,11 +261,6 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
     tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
     for c in tl.static_range(W):
         _st(base, pos * slr + (k0 + c) * slc, cr[c], ci[c], live & (r >= k0) & (r * 0 + k0 + c < n), CPLX)
-    if GATHER:  # thread 0's (a sum of one entry: NaN and -inf kept)
-        info = tl.sum(tl.where(r == 0, info, 0))
-        d_r = tl.sum(tl.where(r == 0, d_r, 0.0))
-        d_i = tl.sum(tl.where(r == 0, d_i, 0.0))
-        la = tl.sum(tl.where(r == 0, la, 0.0))
     return piv, info, d_r, d_i, la
 
 
@@ -350,7 +313,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             if ROWS_PANEL:
                 piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info),
                                                               tl.max(d_r), tl.max(d_i), tl.max(la), M, W, PIVOT,
-                                                              DET, CPLX, ROWS_PANEL == 2)
+                                                              DET, CPLX)
                 info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
                 d_r = tl.zeros_like(d_r) + d_r1
                 d_i = tl.zeros_like(d_i) + d_i1
@@ -442,7 +405,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
             BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
-            ROWS_PANEL=(1 + PANEL_GATHER) * (blocked and ROW_PANEL),
+            ROWS_PANEL=blocked and ROW_PANEL,
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, num_warps=warps)
 
     if step == "inline":
@@ -542,7 +505,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     A3 = flat3(A, batch, (m, n))
     if _step_form(A.is_complex()) != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
-               ROW_PANEL, PANEL_GATHER, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS,
+               ROW_PANEL, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS,
                BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
     else:
