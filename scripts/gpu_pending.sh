@@ -215,4 +215,14 @@ case "${1:-1}" in
   timeout 270 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
     -k "solve or blocked_update or diagonal" > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
+23)  # the thirty-third session: the row panel's column step with 4 warps (lu_column_probe: 8 warps 1266 ns a
+     # column, 4 warps 728; the memory round trip of the pivot row 1012 against 420) in both step forms
+  timeout 60 python3 scripts/lu_column_probe.py --reps 64 --modes 0,1,4 --warps 2 2>&1 | grep -v -i warn | tee "$OUT/probe.log"
+  timeout 400 python3 scripts/tune_linalg.py --only lu_factor --seconds 150 --plans \
+    "{'c64':[(32,(64,32),8,'ieee',None,'matmul'),(32,(64,32),4,'ieee',None,'kernel',((32,16),64,4),'fused'),\
+(32,(64,32),4,'ieee',None,'matmul'),(32,(64,32),4,'ieee',None,'kernel',((32,16),32,4),'fused'),\
+(32,(64,32),4,'ieee',None,'kernel',((32,16),64,4),'kernel'),(32,(64,32),8,'ieee',None,'kernel',((32,16),64,4),'fused')],\
+'f32':[(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'fused'),(32,(64,32),4,'ieee',None,'kernel',((32,16),32,4),'fused'),\
+(32,(64,32),4,'ieee',None,'kernel',((32,16),32,4),'kernel'),(32,(64,32),4,'ieee',None,'matmul')]}" \
+    2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log" ;;
 esac
