@@ -9,6 +9,13 @@ the column step with parts swapped, timed on a GPU. Variants (``MODE``):
   3  the pivot row carried through the search itself (one ``tl.reduce`` over the key and the 32
      row values: no memory round trip)
   4  the memory round trip alone (pivot row g, no search)
+  5  as 1, but the update takes the row loaded a column earlier: the round trip off the chain
+     (what a one-column look-ahead inside the panel would leave on it)
+  6  as 5 with the pivot and the next two columns' entries (6 floats) carried by the search, as
+     that look-ahead needs
+
+The pivot row goes to a slot of its own a column (as the library writes it at row g): one
+barrier a column.
 
 Each program runs the 16 columns REPS times on its own 256x16 complex panel; the report is
 nanoseconds a column (the kernel time / (16 * REPS)).
@@ -29,16 +36,18 @@ W = 16  # complex columns a panel
 
 # the combine of variant 3 has 2 x (1 + 2W) arguments: generated into a module of its own (Triton reads
 # a jitted function's source from its file)
-_ARGS = ["k"] + [f"v{i}" for i in range(2 * W)]
-_SRC = f'''import triton
-import triton.language as tl
-
+def _carry_src(name, n):
+    args = ["k"] + [f"v{i}" for i in range(n)]
+    return f'''
 
 @triton.jit
-def carry_max({", ".join(a + "1" for a in _ARGS)}, {", ".join(a + "2" for a in _ARGS)}):
+def {name}({", ".join(a + "1" for a in args)}, {", ".join(a + "2" for a in args)}):
     take = k2 > k1
-    return {", ".join(f"tl.where(take, {a}2, {a}1)" for a in _ARGS)}
+    return {", ".join(f"tl.where(take, {a}2, {a}1)" for a in args)}
 '''
+
+
+_SRC = "import triton\nimport triton.language as tl\n" + _carry_src("carry_max", 2 * W) + _carry_src("carry6", 6)
 
 
 def _combine_module():
@@ -49,10 +58,10 @@ def _combine_module():
     mod = importlib.util.module_from_spec(spec)
     sys.modules["lu_probe_combine"] = mod
     spec.loader.exec_module(mod)
-    return mod.carry_max
+    return mod.carry_max, mod.carry6
 
 
-carry_max = _combine_module()
+carry_max, carry6 = _combine_module()
 
 
 @triton.jit
@@ -79,6 +88,12 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
         ci = ci + (tl.load(base + r * WC * 2 + 2 * c + 1),)
     pos = r
     acc = tl.zeros([M], dtype=tl.float32)
+    slots = out_ptr + tl.program_id(0).to(tl.int64) * WC * WC * 2
+    hr = ()
+    hi = ()
+    for c in tl.static_range(WC):
+        hr = hr + (tl.load(slots + 2 * c),)
+        hi = hi + (tl.load(slots + 2 * c + 1),)
     for it in range(0, reps * WC):
         j = it % WC
         g = j
@@ -91,7 +106,7 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
         ok = pos >= g
         prr = ()
         pri = ()
-        if MODE == 0 or MODE == 1:
+        if MODE == 0 or MODE == 1 or MODE == 5:
             m_ = tl.where(ok, mag, -1.0)
             _, pp, prow = tl.reduce((m_, pos, r), 0, _pivot_max)
             is_p = r == prow
@@ -107,11 +122,17 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
             for c in tl.static_range(WC):
                 prr = prr + (vals[1 + c],)
                 pri = pri + (vals[1 + WC + c],)
+        elif MODE == 6:
+            vals = tl.reduce((_key(mag, pos, ok), xr, xi, cr[1], ci[1], cr[2], ci[2]), 0, carry6)
+            key = vals[0]
+            pp = (0xFFFFFFFF - (key & 0xFFFFFFFF)).to(tl.int32)
+            is_p = pos == pp
+            acc += vals[1] * 1e-30 + vals[3] * 1e-30 + vals[5] * 1e-30
         else:
             pp = g
             is_p = r == g
-        if MODE == 1 or MODE == 2 or MODE == 4:
-            row = out_ptr + tl.program_id(0).to(tl.int64) * WC * 2
+        if MODE == 1 or MODE == 2 or MODE == 4 or MODE == 5 or MODE == 6:
+            row = slots + j * WC * 2
             for c in tl.static_range(WC):
                 tl.store(row + r * 0 + 2 * c, cr[c], mask=is_p)
                 tl.store(row + r * 0 + 2 * c + 1, ci[c], mask=is_p)
@@ -119,7 +140,13 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
             for c in tl.static_range(WC):
                 prr = prr + (tl.load(row + 2 * c),)
                 pri = pri + (tl.load(row + 2 * c + 1),)
-            tl.debug_barrier()  # read before the next column's owner writes over it
+        if MODE == 5 or MODE == 6:  # this column's update takes the row loaded a column ago
+            nr = prr
+            ni = pri
+            prr = hr
+            pri = hi
+            hr = nr
+            hi = ni
         if MODE == 0:  # the thread's own row stands in for the pivot row (no exchange)
             prr = cr
             pri = ci
@@ -143,14 +170,15 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=64)
-    ap.add_argument("--modes", default="0,1,2,3,4")
+    ap.add_argument("--modes", default="0,1,2,3,4,5,6")
     ap.add_argument("--warps", default="8,4", help="warps a program (8: a row a thread, 4: two)")
     args = ap.parse_args()
     dev = torch.device("cuda")
     a = torch.randn(64, 256, W, 2, device=dev)
-    out = torch.zeros(64, W, 2, device=dev)
+    out = torch.zeros(64, W, W, 2, device=dev)
     names = {0: "search only", 1: "search + row through memory (library)", 2: "int64-key search + memory",
-             3: "row carried by the search", 4: "memory round trip only"}
+             3: "row carried by the search", 4: "memory round trip only",
+             5: "memory off the chain (look-ahead bound)", 6: "as 5 + 6 floats carried"}
     for mode, warps in [(m, w) for w in map(int, args.warps.split(",")) for m in map(int, args.modes.split(","))]:
         try:
             run = lambda: _probe_kernel[(64,)](a, out, args.reps, M=256, WC=W, MODE=mode, num_warps=warps)  # noqa: E731
