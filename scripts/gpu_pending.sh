@@ -225,4 +225,16 @@ case "${1:-1}" in
 'f32':[(32,(64,32),8,'ieee',None,'kernel',((32,16),32,4),'fused'),(32,(64,32),4,'ieee',None,'kernel',((32,16),32,4),'fused'),\
 (32,(64,32),4,'ieee',None,'kernel',((32,16),32,4),'kernel'),(32,(64,32),4,'ieee',None,'matmul')]}" \
     2>&1 | grep -v -i warn | grep lu_ | tee "$OUT/lu_sweep.log" ;;
+24)  # the thirty-third session: complex64 row panels moving each entry as one 64-bit word (lu.PANEL_PACK;
+     # the probe's memory round trip is issue-bound: 16 loads and stores a column instead of 32), A/B twice;
+     # the probe's mode 7; the blocked tests compiled; the lu_factor records
+  timeout 60 python3 scripts/lu_column_probe.py --reps 64 --modes 1,7 --warps 8 2>&1 | grep -v -i warn | tee "$OUT/probe.log"
+  for round in 1 2; do for p in False True; do
+    timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set PANEL_PACK=$p 2>&1 \
+      | grep -v -i warn | sed "s/^/PANEL_PACK=$p /" | tee -a "$OUT/lu_breakdown.log"
+  done; done
+  timeout 240 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
+    -k "blocked_steps or blocked_update or singular" > "$OUT/tests.log" 2>&1
+  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 90 python3 -m fastpath.bench linalg --only "lu_factor c" --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -4 ;;
 esac

@@ -13,6 +13,8 @@ the column step with parts swapped, timed on a GPU. Variants (``MODE``):
      (what a one-column look-ahead inside the panel would leave on it)
   6  as 5 with the pivot and the next two columns' entries (6 floats) carried by the search, as
      that look-ahead needs
+  7  as 1 with each complex entry of the pivot row stored and loaded as one 64-bit word (16
+     stores and loads a thread instead of 32)
 
 The pivot row goes to a slot of its own a column (as the library writes it at row g): one
 barrier a column.
@@ -78,6 +80,16 @@ def _key(mag, pos, ok):
 
 
 @triton.jit
+def _pack(re, im):
+    return re.to(tl.int32, bitcast=True).to(tl.uint32).to(tl.int64) | (im.to(tl.int32, bitcast=True).to(tl.int64) << 32)
+
+
+@triton.jit
+def _unpack(v):
+    return (v & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), (v >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE: tl.constexpr):
     base = a_ptr + tl.program_id(0).to(tl.int64) * M * WC * 2
     r = tl.arange(0, M)
@@ -106,7 +118,7 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
         ok = pos >= g
         prr = ()
         pri = ()
-        if MODE == 0 or MODE == 1 or MODE == 5:
+        if MODE == 0 or MODE == 1 or MODE == 5 or MODE == 7:
             m_ = tl.where(ok, mag, -1.0)
             _, pp, prow = tl.reduce((m_, pos, r), 0, _pivot_max)
             is_p = r == prow
@@ -140,6 +152,15 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
             for c in tl.static_range(WC):
                 prr = prr + (tl.load(row + 2 * c),)
                 pri = pri + (tl.load(row + 2 * c + 1),)
+        if MODE == 7:
+            row64 = (slots + j * WC * 2).to(tl.pointer_type(tl.int64))
+            for c in tl.static_range(WC):
+                tl.store(row64 + r * 0 + c, _pack(cr[c], ci[c]), mask=is_p)
+            tl.debug_barrier()
+            for c in tl.static_range(WC):
+                yr, yi = _unpack(tl.load(row64 + c))
+                prr = prr + (yr,)
+                pri = pri + (yi,)
         if MODE == 5 or MODE == 6:  # this column's update takes the row loaded a column ago
             nr = prr
             ni = pri
@@ -170,7 +191,7 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=64)
-    ap.add_argument("--modes", default="0,1,2,3,4,5,6")
+    ap.add_argument("--modes", default="0,1,2,3,4,5,6,7")
     ap.add_argument("--warps", default="8,4", help="warps a program (8: a row a thread, 4: two)")
     args = ap.parse_args()
     dev = torch.device("cuda")
@@ -178,7 +199,8 @@ def main():
     out = torch.zeros(64, W, W, 2, device=dev)
     names = {0: "search only", 1: "search + row through memory (library)", 2: "int64-key search + memory",
              3: "row carried by the search", 4: "memory round trip only",
-             5: "memory off the chain (look-ahead bound)", 6: "as 5 + 6 floats carried"}
+             5: "memory off the chain (look-ahead bound)", 6: "as 5 + 6 floats carried",
+             7: "as 1, 64-bit words"}
     for mode, warps in [(m, w) for w in map(int, args.warps.split(",")) for m in map(int, args.modes.split(","))]:
         try:
             run = lambda: _probe_kernel[(64,)](a, out, args.reps, M=256, WC=W, MODE=mode, num_warps=warps)  # noqa: E731

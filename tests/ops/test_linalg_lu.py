@@ -130,14 +130,17 @@ def test_lu_singular(dtype, device):
 
 @pytest.mark.parametrize("m,n,dtype,rows", [(80, 80, torch.complex64, False), (40, 70, torch.float32, False),
                                             (70, 40, torch.float64, False), (40, 70, torch.float32, True),
-                                            (70, 40, torch.float64, True), (80, 80, torch.complex64, True)])
+                                            (70, 40, torch.float64, True), (80, 80, torch.complex64, True),
+                                            (80, 80, torch.complex64, "unpacked")])
 def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
     (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one: pivots as
     LAPACK's, the product P L U back to A, det / slogdet of the square one; ``rows``: the row
-    panel (the GPU's; elsewhere the tile form unless forced)."""
+    panel (the GPU's; elsewhere the tile form unless forced), complex64 entries moved as 64-bit
+    words or, "unpacked", as two floats (``lu.PANEL_PACK``)."""
     if rows:
         monkeypatch.setattr(L, "ROW_PANEL", True)
+        monkeypatch.setattr(L, "PANEL_PACK", rows is True)
     A = rand(2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
     assert (info.cpu() == 0).all()
@@ -156,11 +159,11 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
 @pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
 def test_lu_blocked_update_forms(step, m, n, dtype, device, monkeypatch):
     """The blocked path's step after each panel as a kernel over (matrix, chunk) programs (the
-    real matrices' default; with look-ahead the next panel's columns first, by the next panel's launch or a
-    step launch of their own, then the rest), or batched matmuls
-    between one launch a panel (complex matrices' default; ``info`` then carried from launch to launch, a zero column past
-    the first panel gives 37, a zero pivot in the first panel stays the first), or inside the
-    one launch (det's form): pivots as LAPACK's, P L U back to A."""
+    real matrices' default; with look-ahead the next panel's columns first, by the next panel's
+    launch or a step launch of their own, then the rest), or batched matmuls between one launch
+    a panel (complex matrices' default; ``info`` then carried from launch to launch, a zero
+    column past the first panel gives 37, a zero pivot in the first panel stays the first), or
+    inside the one launch (det's form): pivots as LAPACK's, P L U back to A."""
     monkeypatch.setattr(L, "BLOCKED_STEP", step.split(",")[0])
     monkeypatch.setattr(L, "BLOCKED_LOOKAHEAD", (step + ",off").split(",")[1])
     A = rand(3, m, n, dtype=dtype)

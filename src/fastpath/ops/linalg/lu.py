@@ -80,6 +80,9 @@ BLOCKED_STEP_NEUMANN = True
 #: panel's own launch, before it factors them; "kernel": by a launch of the step kernel), then,
 #: on CUDA, that panel factored while a second stream does the rest of the step; "off": none.
 BLOCKED_LOOKAHEAD = "fused"
+#: complex64 row panels move each entry (the pivot row's, the panel's loads and stores) as one
+#: 64-bit word instead of two 32-bit ones (half the memory instructions of a column's chain).
+PANEL_PACK = True
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -181,21 +184,47 @@ def _pivot_max(m1, p1, r1, m2, p2, r2):
 
 
 @triton.jit
+def _unpack64(v):
+    """(re, im) of complex64 entries loaded as int64 words."""
+    re = (v & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    return re, (v >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _ld_pair(base, offs, mask, CPLX: tl.constexpr, PACK: tl.constexpr):
+    """(re, im) at float offsets ``offs``; PACK (complex64): one 64-bit load an entry."""
+    if PACK:
+        return _unpack64(tl.load((base + offs).to(tl.pointer_type(tl.int64)), mask=mask, other=0))
+    else:
+        return _ld(base, offs, mask, CPLX)
+
+
+@triton.jit
+def _st_pair(base, offs, re, im, mask, CPLX: tl.constexpr, PACK: tl.constexpr):
+    if PACK:
+        lo = re.to(tl.int32, bitcast=True).to(tl.uint32).to(tl.int64)
+        tl.store((base + offs).to(tl.pointer_type(tl.int64)), lo | (im.to(tl.int32, bitcast=True).to(tl.int64) << 32),
+                 mask=mask)
+    else:
+        _st(base, offs, re, im, mask, CPLX)
+
+
+@triton.jit
 def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
-                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr):
+                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr):
     """LU of columns k0 .. k0+jcnt-1 of one matrix at ``base``, in place (pivot rows k0..m-1):
     the panel is held as ``W`` column vectors of ``M`` rows, so a thread holds whole rows and
     the elimination needs no reduction but the pivot search. Rows never move in registers:
     ``pos[r]`` is row r's place after the interchanges so far (ties in the search go to the
     earlier place, as getf2 finds them), and each pivot row reaches every thread through
-    memory, written by its owner to its final place (row k0 + j). Returns the pivots (W,),
-    1-based, info and the determinant's accumulators."""
+    memory, written by its owner to its final place (row k0 + j); PACK: complex64 entries moved
+    as 64-bit words. Returns the pivots (W,), 1-based, info and the determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
     cr = ()
     ci = ()
     for c in tl.static_range(W):
-        x_r, x_i = _ld(base, r * slr + (k0 + c) * slc, live & (r * 0 + k0 + c < n), CPLX)
+        x_r, x_i = _ld_pair(base, r * slr + (k0 + c) * slc, live & (r * 0 + k0 + c < n), CPLX, PACK)
         cr = cr + (x_r,)
         ci = ci + (x_i,)
     tl.debug_barrier()  # every row read before pivot rows are written over them
@@ -219,16 +248,21 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
             prow = g
         # through memory: the owner writes it at row g, every thread reads it there
         for c in tl.static_range(W):
-            _st(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n), CPLX)
+            _st_pair(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n),
+                     CPLX, PACK)
         tl.debug_barrier()
         prr = ()
         pri = ()
         for c in tl.static_range(W):
             # unmasked (a column past n is never stored): its address clamped into the matrix
-            y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
-            y_i = y_r
-            if CPLX:
-                y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
+            if PACK:
+                y_r, y_i = _unpack64(tl.load((base + g * slr + tl.minimum(k0 + c, n - 1) * slc).to(
+                    tl.pointer_type(tl.int64))))
+            else:
+                y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
+                y_i = y_r
+                if CPLX:
+                    y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
             prr = prr + (y_r,)
             pri = pri + (y_i,)
         pr = prr[0]
@@ -260,7 +294,7 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
             d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
     tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
     for c in tl.static_range(W):
-        _st(base, pos * slr + (k0 + c) * slc, cr[c], ci[c], live & (r >= k0) & (r * 0 + k0 + c < n), CPLX)
+        _st_pair(base, pos * slr + (k0 + c) * slc, cr[c], ci[c], live & (r >= k0) & (r * 0 + k0 + c < n), CPLX, PACK)
     return piv, info, d_r, d_i, la
 
 
@@ -313,7 +347,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
             if ROWS_PANEL:
                 piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info),
                                                               tl.max(d_r), tl.max(d_i), tl.max(la), M, W, PIVOT,
-                                                              DET, CPLX)
+                                                              DET, CPLX, ROWS_PANEL == 2)
                 info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
                 d_r = tl.zeros_like(d_r) + d_r1
                 d_i = tl.zeros_like(d_i) + d_i1
@@ -405,7 +439,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
             BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
-            ROWS_PANEL=blocked and ROW_PANEL,
+            ROWS_PANEL=(1 + (PANEL_PACK and cplx and A3.dtype == torch.complex64)) * (blocked and ROW_PANEL),
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, num_warps=warps)
 
     if step == "inline":
@@ -505,7 +539,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     A3 = flat3(A, batch, (m, n))
     if _step_form(A.is_complex()) != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
-               ROW_PANEL, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS,
+               ROW_PANEL, PANEL_PACK, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS,
                BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
     else:
