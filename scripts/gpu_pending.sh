@@ -237,4 +237,14 @@ case "${1:-1}" in
     -k "blocked_steps or blocked_update or singular" > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 90 python3 -m fastpath.bench linalg --only "lu_factor c" --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -4 ;;
+25)  # the thirty-third session: float32 row panels moving pairs of entries as 64-bit words (lu.PANEL_PACK,
+     # contiguous rows of even length; complex64's form measured in 24), A/B; blocked tests compiled; records
+  for p in False True; do
+    timeout 45 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes float32 --set PANEL_PACK=$p 2>&1 \
+      | grep -v -i warn | sed "s/^/PANEL_PACK=$p /" | tee -a "$OUT/lu_breakdown.log"
+  done
+  timeout 170 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
+    -k "blocked_steps or blocked_update" > "$OUT/tests.log" 2>&1
+  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 70 python3 -m fastpath.bench linalg --only "lu_factor" --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -5 ;;
 esac

@@ -131,13 +131,14 @@ def test_lu_singular(dtype, device):
 @pytest.mark.parametrize("m,n,dtype,rows", [(80, 80, torch.complex64, False), (40, 70, torch.float32, False),
                                             (70, 40, torch.float64, False), (40, 70, torch.float32, True),
                                             (70, 40, torch.float64, True), (80, 80, torch.complex64, True),
-                                            (80, 80, torch.complex64, "unpacked")])
+                                            (80, 80, torch.complex64, "unpacked"), (40, 69, torch.float32, True)])
 def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
     (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one: pivots as
     LAPACK's, the product P L U back to A, det / slogdet of the square one; ``rows``: the row
-    panel (the GPU's; elsewhere the tile form unless forced), complex64 entries moved as 64-bit
-    words or, "unpacked", as two floats (``lu.PANEL_PACK``)."""
+    panel (the GPU's; elsewhere the tile form unless forced), complex64 entries and float32 pairs
+    moved as 64-bit words (``lu.PANEL_PACK``; not for an odd number of float32 columns) or,
+    "unpacked", one float at a time."""
     if rows:
         monkeypatch.setattr(L, "ROW_PANEL", True)
         monkeypatch.setattr(L, "PANEL_PACK", rows is True)

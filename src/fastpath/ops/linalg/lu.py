@@ -80,8 +80,10 @@ BLOCKED_STEP_NEUMANN = True
 #: panel's own launch, before it factors them; "kernel": by a launch of the step kernel), then,
 #: on CUDA, that panel factored while a second stream does the rest of the step; "off": none.
 BLOCKED_LOOKAHEAD = "fused"
-#: complex64 row panels move each entry (the pivot row's, the panel's loads and stores) as one
-#: 64-bit word instead of two 32-bit ones (half the memory instructions of a column's chain).
+#: Row panels move complex64 entries, and pairs of float32 entries of contiguous rows of even
+#: length, as 64-bit words (the pivot row's, the panel's loads and stores): half the memory
+#: instructions of a column's chain (H200, complex64 64 x 256x256 in graphs 945 -> 870 us,
+#: scripts/lu_breakdown.py; scripts/lu_column_probe.py's column 1515 -> 835 ns).
 PANEL_PACK = True
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
@@ -184,29 +186,61 @@ def _pivot_max(m1, p1, r1, m2, p2, r2):
 
 
 @triton.jit
+def _ptr64(ptr):
+    return ptr.to(tl.pointer_type(tl.int64))
+
+
+@triton.jit
 def _unpack64(v):
-    """(re, im) of complex64 entries loaded as int64 words."""
-    re = (v & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-    return re, (v >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+    """The two float32 halves (low, high) of int64 words."""
+    lo = (v & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+    return lo, (v >> 32).to(tl.int32).to(tl.float32, bitcast=True)
 
 
 @triton.jit
-def _ld_pair(base, offs, mask, CPLX: tl.constexpr, PACK: tl.constexpr):
-    """(re, im) at float offsets ``offs``; PACK (complex64): one 64-bit load an entry."""
-    if PACK:
-        return _unpack64(tl.load((base + offs).to(tl.pointer_type(tl.int64)), mask=mask, other=0))
-    else:
-        return _ld(base, offs, mask, CPLX)
+def _pack64(lo, hi):
+    return lo.to(tl.int32, bitcast=True).to(tl.uint32).to(tl.int64) | (hi.to(tl.int32, bitcast=True).to(tl.int64) << 32)
 
 
 @triton.jit
-def _st_pair(base, offs, re, im, mask, CPLX: tl.constexpr, PACK: tl.constexpr):
-    if PACK:
-        lo = re.to(tl.int32, bitcast=True).to(tl.uint32).to(tl.int64)
-        tl.store((base + offs).to(tl.pointer_type(tl.int64)), lo | (im.to(tl.int32, bitcast=True).to(tl.int64) << 32),
-                 mask=mask)
+def _row_ld(base, offs, k0, n, slc, mask, W: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr):
+    """A thread's row of the panel (columns k0 .. k0+W-1 at ``base + offs``) as W (re, im)
+    column values; PACK: 64-bit loads, an entry each (complex64) or a pair of entries (float32,
+    contiguous rows)."""
+    cr = ()
+    ci = ()
+    if PACK and not CPLX:
+        for c in tl.static_range(W // 2):
+            cm = mask & (offs * 0 + k0 + 2 * c < n)
+            lo, hi = _unpack64(tl.load(_ptr64(base + offs + (k0 + 2 * c) * slc), mask=cm, other=0))
+            cr = cr + (lo, hi)
+        ci = cr
     else:
-        _st(base, offs, re, im, mask, CPLX)
+        for c in tl.static_range(W):
+            cm = mask & (offs * 0 + k0 + c < n)
+            if PACK:
+                x_r, x_i = _unpack64(tl.load(_ptr64(base + offs + (k0 + c) * slc), mask=cm, other=0))
+            else:
+                x_r, x_i = _ld(base, offs + (k0 + c) * slc, cm, CPLX)
+            cr = cr + (x_r,)
+            ci = ci + (x_i,)
+    return cr, ci
+
+
+@triton.jit
+def _row_st(base, offs, k0, n, slc, cr, ci, mask, W: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr):
+    """Stores what :func:`_row_ld` loads."""
+    if PACK and not CPLX:
+        for c in tl.static_range(W // 2):
+            tl.store(_ptr64(base + offs + (k0 + 2 * c) * slc), _pack64(cr[2 * c], cr[2 * c + 1]),
+                     mask=mask & (offs * 0 + k0 + 2 * c < n))
+    else:
+        for c in tl.static_range(W):
+            cm = mask & (offs * 0 + k0 + c < n)
+            if PACK:
+                tl.store(_ptr64(base + offs + (k0 + c) * slc), _pack64(cr[c], ci[c]), mask=cm)
+            else:
+                _st(base, offs + (k0 + c) * slc, cr[c], ci[c], cm, CPLX)
 
 
 @triton.jit
@@ -217,16 +251,11 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
     the elimination needs no reduction but the pivot search. Rows never move in registers:
     ``pos[r]`` is row r's place after the interchanges so far (ties in the search go to the
     earlier place, as getf2 finds them), and each pivot row reaches every thread through
-    memory, written by its owner to its final place (row k0 + j); PACK: complex64 entries moved
-    as 64-bit words. Returns the pivots (W,), 1-based, info and the determinant's accumulators."""
+    memory, written by its owner to its final place (row k0 + j); PACK: entries moved as 64-bit
+    words (:func:`_row_ld`). Returns the pivots (W,), 1-based, info and the determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
-    cr = ()
-    ci = ()
-    for c in tl.static_range(W):
-        x_r, x_i = _ld_pair(base, r * slr + (k0 + c) * slc, live & (r * 0 + k0 + c < n), CPLX, PACK)
-        cr = cr + (x_r,)
-        ci = ci + (x_i,)
+    cr, ci = _row_ld(base, r * slr, k0, n, slc, live, W, CPLX, PACK)
     tl.debug_barrier()  # every row read before pivot rows are written over them
     pos = r
     wv = tl.arange(0, W)
@@ -247,24 +276,28 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
             pp = g
             prow = g
         # through memory: the owner writes it at row g, every thread reads it there
-        for c in tl.static_range(W):
-            _st_pair(base, r * 0 + g * slr + (k0 + c) * slc, cr[c], ci[c], (r == prow) & (r * 0 + k0 + c < n),
-                     CPLX, PACK)
+        _row_st(base, r * 0 + g * slr, k0, n, slc, cr, ci, r == prow, W, CPLX, PACK)
         tl.debug_barrier()
+        # every thread reads it, unmasked (a column past n is never stored: addresses clamped into
+        # the matrix; n is even where float32 pairs are packed)
         prr = ()
         pri = ()
-        for c in tl.static_range(W):
-            # unmasked (a column past n is never stored): its address clamped into the matrix
-            if PACK:
-                y_r, y_i = _unpack64(tl.load((base + g * slr + tl.minimum(k0 + c, n - 1) * slc).to(
-                    tl.pointer_type(tl.int64))))
-            else:
-                y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
-                y_i = y_r
-                if CPLX:
-                    y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
-            prr = prr + (y_r,)
-            pri = pri + (y_i,)
+        if PACK and not CPLX:
+            for c in tl.static_range(W // 2):
+                lo, hi = _unpack64(tl.load(_ptr64(base + g * slr + tl.minimum(k0 + 2 * c, n - 2) * slc)))
+                prr = prr + (lo, hi)
+            pri = prr
+        else:
+            for c in tl.static_range(W):
+                if PACK:
+                    y_r, y_i = _unpack64(tl.load(_ptr64(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)))
+                else:
+                    y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
+                    y_i = y_r
+                    if CPLX:
+                        y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
+                prr = prr + (y_r,)
+                pri = pri + (y_i,)
         pr = prr[0]
         pi = pri[0]
         for c in tl.static_range(1, W):
@@ -293,8 +326,7 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
         if DET != 0:
             d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
     tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
-    for c in tl.static_range(W):
-        _st_pair(base, pos * slr + (k0 + c) * slc, cr[c], ci[c], live & (r >= k0) & (r * 0 + k0 + c < n), CPLX, PACK)
+    _row_st(base, pos * slr, k0, n, slc, cr, ci, live & (r >= k0), W, CPLX, PACK)
     return piv, info, d_r, d_i, la
 
 
@@ -432,6 +464,10 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     if mode == 3:
         bm = min(M, 128)  # the row blocks of the fused step
 
+    pack = PANEL_PACK and (A3.dtype == torch.complex64 or (
+        A3.dtype == torch.float32 and lu_t.stride(2) == 1 and lu_t.stride(1) % 2 == 0 and lu_t.stride(0) % 2 == 0
+        and n % 2 == 0 and lu_t.data_ptr() % 8 == 0))
+
     def launch(k_lo, k_hi):
         _LU[(cdiv(nb, block_b),)](
             ref, lu_t, piv if store else ref, info if store else ref, d1_t, d2_t, nb, m, n,
@@ -439,7 +475,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
             BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
-            ROWS_PANEL=(1 + (PANEL_PACK and cplx and A3.dtype == torch.complex64)) * (blocked and ROW_PANEL),
+            ROWS_PANEL=(1 + pack) * (blocked and ROW_PANEL),
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, num_warps=warps)
 
     if step == "inline":
