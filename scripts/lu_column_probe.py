@@ -34,6 +34,8 @@ import torch
 import triton
 import triton.language as tl
 
+from fastpath.ops.linalg.lu import _pack64, _pivot_max, _unpack64
+
 W = 16  # complex columns a panel
 
 # the combine of variant 3 has 2 x (1 + 2W) arguments: generated into a module of its own (Triton reads
@@ -67,26 +69,10 @@ carry_max, carry6 = _combine_module()
 
 
 @triton.jit
-def _pivot_max(m1, p1, r1, m2, p2, r2):
-    take = (m2 > m1) | ((m2 == m1) & (p2 < p1))
-    return tl.where(take, m2, m1), tl.where(take, p2, p1), tl.where(take, r2, r1)
-
-
-@triton.jit
 def _key(mag, pos, ok):
     """int64 key: larger magnitude first, then the earlier place; rows not searched lowest."""
     bits = mag.to(tl.int32, bitcast=True).to(tl.int64) + 1
     return tl.where(ok, (bits << 32) | (0xFFFFFFFF - pos.to(tl.int64)), 0)
-
-
-@triton.jit
-def _pack(re, im):
-    return re.to(tl.int32, bitcast=True).to(tl.uint32).to(tl.int64) | (im.to(tl.int32, bitcast=True).to(tl.int64) << 32)
-
-
-@triton.jit
-def _unpack(v):
-    return (v & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), (v >> 32).to(tl.int32).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -155,10 +141,10 @@ def _probe_kernel(a_ptr, out_ptr, reps, M: tl.constexpr, WC: tl.constexpr, MODE:
         if MODE == 7:
             row64 = (slots + j * WC * 2).to(tl.pointer_type(tl.int64))
             for c in tl.static_range(WC):
-                tl.store(row64 + r * 0 + c, _pack(cr[c], ci[c]), mask=is_p)
+                tl.store(row64 + r * 0 + c, _pack64(cr[c], ci[c]), mask=is_p)
             tl.debug_barrier()
             for c in tl.static_range(WC):
-                yr, yi = _unpack(tl.load(row64 + c))
+                yr, yi = _unpack64(tl.load(row64 + c))
                 prr = prr + (yr,)
                 pri = pri + (yi,)
         if MODE == 5 or MODE == 6:  # this column's update takes the row loaded a column ago
