@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
+# A session's first device calls (26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -247,4 +247,16 @@ case "${1:-1}" in
     -k "blocked_steps or blocked_update" > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 70 python3 -m fastpath.bench linalg --only "lu_factor" --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -5 ;;
+26)  # the thirty-fourth session: eager scaled_mm's tiled path through the Launcher and the launch memo (its eager
+     # 4096^3 rows were 0.39x / 0.49x, graphs 1.03x / 1.06x: host time), the MoE layer bench on fastpath.router
+     # (one launch for the router matmul and top-k, as the models run it), the 64-token layer's kernels
+  timeout 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/ops/test_memo.py -k scaled_mm \
+    > "$OUT/tests.log" 2>&1
+  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 150 python3 scripts/host_profile.py 2>&1 | grep -v -i warn | tee "$OUT/host_profile.log"
+  timeout 150 python3 -m fastpath.bench fp8 --only scaled_mm --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | tail -20
+  timeout 120 python3 -m fastpath.bench moe --only "moe layer" --graphs --json "$OUT/bench.jsonl" 2>&1 \
+    | grep -v -i warn | tail -8
+  timeout 100 env FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py --tokens 64 --dtypes bf16 2>&1 | grep -v -i warn \
+    | tee "$OUT/moe64.log" ;;
 esac

@@ -25,6 +25,7 @@ def cases():
     w = torch.randn(4096, 4096, device=dev).bfloat16()
     qa, sa = fastpath.quantize_fp8(x.float(), "tensorwise")
     qw, sw = fastpath.quantize_fp8(w.float(), "tensorwise")
+    qb, sb = fastpath.quantize_fp8(torch.randn(4096, 4096, device=dev), "tensorwise")  # the tiled path
     q = torch.randn(1, 32, 1, 128, device=dev).bfloat16()
     k = torch.randn(1, 8, 1024, 128, device=dev).bfloat16()
     v = torch.randn(1, 8, 1024, 128, device=dev).bfloat16()
@@ -35,6 +36,8 @@ def cases():
         ("linear 1x4096x4096", lambda: fastpath.linear(x, w), lambda: F.linear(x, w)),
         ("scaled_mm 1x4096x4096", lambda: fastpath.scaled_mm(qa, qw.t(), sa, tw, sw, tw),
          lambda: torch._scaled_mm(qa, qw.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)),
+        ("scaled_mm 4096^3", lambda: fastpath.scaled_mm(qb, qw.t(), sb, tw, sw, tw),
+         lambda: torch._scaled_mm(qb, qw.t(), scale_a=sb, scale_b=sw, out_dtype=torch.bfloat16)),
         ("sdpa decode 1K", lambda: fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True),
          lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
         ("rms_norm 4096", lambda: fastpath.rms_norm(h, g, 1e-6), lambda: F.rms_norm(h, (4096,), g, 1e-6)),

@@ -3,8 +3,8 @@ expert width 768, bf16).
 
 * ``grouped_mm gate_up``: the gate/up projection of the routed rows (sorted by expert,
   ``offs`` on the GPU): fastpath.grouped_mm against torch._grouped_mm, same inputs.
-* ``moe layer``: router matmul + routing + experts + weighted combine: fastpath.route +
-  fastpath.fused_experts against the same layer on torch ops and torch._grouped_mm
+* ``moe layer``: router matmul + routing + experts + weighted combine: fastpath.router
+  (the models' router: matmul and top-k in one launch up to 4 tokens) + fastpath.fused_experts against the same layer on torch ops and torch._grouped_mm
   (softmax, top-k, sort, grouped gate/up, silu * up, grouped down, index_add).
 * ``moe layer fp8``: the one-token layer with fp8 experts (per-row scales) against the
   bf16 fastpath layer (the issue's 1.6x).
@@ -76,11 +76,9 @@ def _layer_inputs(shape, dtype, device, seed, fp8=False):
     return (x, router, gate_up, down) + quantize_experts(gate_up) + quantize_experts(down)
 
 
-def _ours_layer(x, router, gate_up, down, k, gu_scale=None, d_scale=None):
-    import torch.nn.functional as F
-
-    from ..ops.moe import fused_experts, route
-    w, ids = route(F.linear(x, router), k, norm_topk_prob=True)
+def _ours_layer(x, router_w, gate_up, down, k, gu_scale=None, d_scale=None):
+    from ..ops.moe import fused_experts, router
+    w, ids = router(x, router_w, k, norm_topk_prob=True)  # one launch up to 4 tokens, else F.linear + route
     return fused_experts(x, ids, w, gate_up, down, gate_up_scale=gu_scale, down_scale=d_scale)
 
 

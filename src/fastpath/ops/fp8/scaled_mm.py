@@ -21,7 +21,7 @@ import torch
 from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, tma_on, triton, use_triton
 from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
-from ..._core.launch import cdiv
+from ..._core.launch import Launcher, cdiv
 from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .. import matvec
@@ -106,6 +106,12 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
               not BLOCKWISE, not BLOCKWISE, HAS_BIAS)
 
 
+#: The tiled kernel through fastpath's cached relaunch (Triton's own per-call binding of 30
+#: arguments and two tensor descriptors cost ~150 us of host time a call on the H200's host),
+#: so that eager calls are replayed by the launch memo too.
+_MM = Launcher(_mm_kernel)
+
+
 #: Tuning knobs (the interpreter uses small blocks so that tests cross block edges and tails).
 MV_MAX_M = 16  # M up to this takes the matrix-vector kernel
 
@@ -178,7 +184,7 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
         from triton.tools.tensor_descriptor import TensorDescriptor
         a_k = TensorDescriptor(a_k, [M, K], [a_k.stride(0), 1], [bm, bk])
         b_k = TensorDescriptor(b_k.t(), [N, K], [b_k.stride(1), 1], [bn, bk])
-    _mm_kernel[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
+    _MM[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
                      DOT_F32=INTERPRET, TMA=tma,
                      BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                      num_warps=4 if INTERPRET else MM_WARPS_STAGES[0],
@@ -365,7 +371,8 @@ def _checked_scaled_mm(mat_a, mat_b, scale_a, ra, scale_b, rb, bias, output_dtyp
     return _scaled_mm_op(mat_a, mat_b, scale_a, ra.value, scale_b, rb.value, bias, output_dtype)
 
 
-#: Eager calls with the properties of an earlier call replay its launch (fastpath._core.memo):
-#: the matrix-vector path (M <= 16); the tiled path launches its kernel directly and is never
-#: recorded.
+#: Eager calls with the properties of an earlier call replay their launch (fastpath._core.memo):
+#: the matrix-vector path (M <= 16) and the tiled one (its tensor descriptors are remade on the
+#: new tensors; with fp8 tensor cores only: the decoded path views the operands as uint8, a
+#: descriptor the memo does not take, and that call takes the normal path).
 _MEMO = LaunchMemo()
