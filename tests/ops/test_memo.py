@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from fastpath.ops import norm, softmax
+from tests.ops.test_fp8 import FP8_MMA_TOL
 from tests.ops.test_moe import experts64
 from tests.tolerances import assert_close
 
@@ -113,7 +114,10 @@ def test_scaled_mm_replay(recipe, rows):
         a = qa.double() * sa.double().reshape(-1, 1)
         w = qw.double() * sw.double().reshape(-1, 1)
         return a @ w.t()
-    _calls(ours, ref, make, importlib.import_module("fastpath.ops.fp8.scaled_mm")._MEMO, tol=1e-5)
+    mm = importlib.import_module("fastpath.ops.fp8.scaled_mm")
+    # the tiled path's fp8 tensor cores accumulate with fewer bits (a wrong replay is off by ~1)
+    tol = 2 * FP8_MMA_TOL if rows > mm.MV_MAX_M else 1e-5
+    _calls(ours, ref, make, mm._MEMO, tol=tol)
 
 
 @pytest.mark.parametrize("rows,args", [(1, (0.0, None, None)), (3, (0.7, 50, 0.9)), (2, (1.0, None, None))])
