@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (26-27: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
+# A session's first device calls (26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -259,19 +259,4 @@ case "${1:-1}" in
     | grep -v -i warn | tail -8
   timeout 100 env FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py --tokens 64 --dtypes bf16 2>&1 | grep -v -i warn \
     | tee "$OUT/moe64.log" ;;
-27)  # the thirty-fourth session: the decode kernels' token tiles compacted to the tokens routed to each expert
-     # (16-row tiles; moe_kernels.COMPACT), A/B in the moe layer bench (26: 64 tokens 378 us, down kernel 162 us
-     # for 396 MB, gate/up 210 us for 793 MB), kernel times at 64 and 32 tokens; compiled MoE decode and memo tests
-  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_memo.py tests/ops/test_moe.py \
-    -k "scaled_mm or decode or compacted or crowded or strided or fp8 or nan" > "$OUT/tests.log" 2>&1
-  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  for round in 1 2; do for c in True False; do
-    timeout 100 python3 -m fastpath.bench moe --only "moe layer" --graphs --set ops.moe_kernels.COMPACT=$c \
-      $([ $c = True ] && [ $round = 2 ] && echo --json "$OUT/bench.jsonl") 2>&1 | grep -v -i warn | grep "moe layer " \
-      | sed "s/^/COMPACT=$c /" | tee -a "$OUT/compact_ab.log"
-  done; done
-  for T in 64 32; do
-    timeout 100 env FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py --tokens $T 2>&1 | grep -v -i warn \
-      | tee -a "$OUT/moe_profile.log"
-  done ;;
 esac

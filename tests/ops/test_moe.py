@@ -290,25 +290,6 @@ def test_decode(T, E, k, dtype, p, path, device):
     assert_close(out, experts64(x, ids, w, gu, dn))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_decode_compacted_tiles(dtype, path, device):
-    """40 tokens: each expert's routed tokens in compacted 16-row tiles (``SCAN``), with experts
-    of 0, a few, and 33 tokens (three tiles, the last one partly empty), a token naming one
-    expert twice, and slots out of range."""
-    path("decode")
-    T, E, k = 40, 8, 2
-    assert MK.decode_plan(T, k, E, H, NI, torch.device(device), 2).scan == 64
-    x = randn(T, H, dtype=dtype, device=device)
-    gu, dn = make_experts(E, dtype, device)
-    w, ids = routing(T, E, k, device)
-    ids = torch.where(ids == 6, 5, ids)  # expert 6 gets no token
-    ids[:33, 0] = 3  # expert 3: tokens 0..32 (and any other slot naming it)
-    ids[35, 1] = ids[35, 0]  # one token routing twice to the same expert
-    ids[37, 1] = E  # out of range: contributes nothing
-    poison_workspaces(device, T, k, dtype)
-    assert_close(moe.fused_experts(x, ids, w, gu, dn), experts64(x, ids, w, gu, dn))
-
-
 @pytest.mark.parametrize("p", ["rows", "decode"])
 @pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
 def test_decode_activations(act, p, path, device):
@@ -331,10 +312,7 @@ def test_decode_plan_fills_h200(monkeypatch):
         assert active * math.ceil(768 / p.block_i) >= 264 and active * math.ceil(2048 / p.block_n) >= 264
         assert p.by_pair == (8 * T < 128) and p.block_t == 16
     p = MK.decode_plan(64, 8, 128, 2048, 768, torch.device("cuda"), 2)
-    assert (p.block_t, p.scan) == (16, 64) and not p.by_pair  # compacted tiles of the routed tokens
-    monkeypatch.setattr(MK, "COMPACT", False)
-    p = MK.decode_plan(64, 8, 128, 2048, 768, torch.device("cuda"), 2)
-    assert (p.block_t, p.scan) == (64, 0) and not p.by_pair
+    assert p.block_t == 64 and not p.by_pair
 
 
 # ---------------------------------------------------------------------------- fused_experts: prefill
@@ -532,7 +510,6 @@ def test_decode_widest_tiles(fp8, prescale, path, monkeypatch, device):
     apart in magnitude (one scale per row)."""
     path("decode")
     monkeypatch.setattr(MK, "num_sms", lambda dev: 1)
-    monkeypatch.setattr(MK, "COMPACT", False)  # 64-row tiles of every token
     monkeypatch.setattr(moe, "PRESCALE_MIN_BLOCK_T", 64 if prescale else 128)
     if not backend.INTERPRET and device.type == "cuda":
         p = MK.decode_plan(64, 2, 8, H, 80, device, 1 if fp8 else 2)

@@ -532,14 +532,14 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
         float(alpha), float(limit),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None,
         HAS_BIAS=gu_bias is not None, ACT=code, DT=TL_DTYPES[dt1], S16=int(s16_1), RNE=INTERPRET,
-        BLOCK_P=p.block_p, BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, SCAN=p.scan, num_warps=p.warps)
+        BLOCK_P=p.block_p, BLOCK_T=p.block_t, BLOCK_I=p.block_i, BLOCK_H=p.block_h, num_warps=p.warps)
     _DOWN[(n0, cdiv(H, p.block_n), n_tb)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, y,
         T, H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
         TOPK=k, BY_PAIR=p.by_pair, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None,
         HAS_BIAS=d_bias is not None, DT=TL_DTYPES[dt], BLOCK_P=p.block_p, BLOCK_T=p.block_t,
-        BLOCK_N=p.block_n, BLOCK_K=p.block_k, SCAN=p.scan, num_warps=p.warps)
+        BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps)
     _COMBINE[(T, cdiv(H, p.block_c))](
         y, ids, tw, dummy, out, H, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1), H,
         out.stride(0), out.stride(1), TOPK=k, GATHER=False, WEIGHTED=False, RNE=INTERPRET, BLOCK=p.block_c, num_warps=4)

@@ -6,8 +6,7 @@
   renormalisation and scaling. ``_router_kernel``: the router matmul and that routing.
 * Decode (9 to 64 tokens), no sort: ``_gate_up_kernel`` (grid: expert x block of I x block of
   tokens) finds the tokens routed to its expert, streams the expert's gate and up rows of
-  its I-block once with ``tl.dot`` on a token tile (above 16 tokens, 16-row tiles of the
-  tokens routed to the expert, compacted: ``SCAN``), applies the activation and
+  its I-block once with ``tl.dot`` on a 16..64-row token tile, applies the activation and
   writes ``h`` for each routed (token, slot) pair; ``_down_kernel`` (expert x block of H x
   block of tokens) does the same for ``down_proj`` and writes the weighted ``y`` of each
   pair in float32; ``_combine_kernel`` adds the k slots of each token in the fixed order
@@ -255,26 +254,13 @@ def _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK: tl.constexpr):
 
 @triton.jit
 def _routed_tile(ids_ptr, sit, sij, T, E, TOPK: tl.constexpr, BY_PAIR: tl.constexpr, BLOCK_P: tl.constexpr,
-                 BLOCK_T: tl.constexpr, SCAN: tl.constexpr):
+                 BLOCK_T: tl.constexpr):
     """This program's expert, its tile of tokens (and their mask), each token's slot routed
-    to the expert (-1: none), and whether the program has nothing to do. ``SCAN`` 0: tile
-    ``program_id(2)`` of the tokens in order; else the tokens (``SCAN`` >= T of them scanned)
-    routed to the expert, in order, compacted: tile ``program_id(2)`` of those, so that a
-    small tile serves many tokens spread over many experts."""
+    to the expert (-1: none), and whether the program has nothing to do."""
     e, skip = _expert_of_program(ids_ptr, sit, sij, E, TOPK, BY_PAIR, BLOCK_P)
-    if SCAN == 0:
-        offs_t = tl.program_id(2) * BLOCK_T + tl.arange(0, BLOCK_T)
-        tmask = offs_t < T
-        slot = _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK)
-    else:
-        ta = tl.arange(0, SCAN)
-        sa = _slots(ids_ptr, sit, sij, ta, ta < T, e, TOPK)
-        rank = tl.cumsum((sa >= 0).to(tl.int32), 0) - 1  # of each routed token among them
-        r = tl.program_id(2) * BLOCK_T + tl.arange(0, BLOCK_T)
-        sel = (rank[None, :] == r[:, None]) & (sa >= 0)[None, :]  # row r <- its token
-        offs_t = tl.sum(tl.where(sel, ta[None, :], 0), axis=1)
-        tmask = tl.sum(sel.to(tl.int32), axis=1) > 0
-        slot = tl.where(tmask, tl.sum(tl.where(sel, sa[None, :], 0), axis=1), -1)
+    offs_t = tl.program_id(2) * BLOCK_T + tl.arange(0, BLOCK_T)
+    tmask = offs_t < T
+    slot = _slots(ids_ptr, sit, sij, offs_t, tmask, e, TOPK)
     return e, offs_t, tmask, slot, skip | (tl.max(slot, axis=0) < 0)
 
 
@@ -348,10 +334,10 @@ def _gate_up_kernel(x_ptr, xs_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, T, H, NI
                     TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                     HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACT: tl.constexpr, DT: tl.constexpr,
                     S16: tl.constexpr, RNE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
-                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, SCAN: tl.constexpr = 0, PDL: tl.constexpr = 0):
+                    BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # h[t * TOPK + slot, i] = act(gate, up) for the tokens t of this tile routed to expert e.
-    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T, SCAN)
+    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
     if idle:
         return
     hit = slot >= 0
@@ -491,11 +477,11 @@ def _down_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, y_ptr, T, H, NI, E
                  TOPK: tl.constexpr, BY_PAIR: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
                  HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr,
                  BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 SCAN: tl.constexpr = 0, PDL: tl.constexpr = 0):
+                 PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # y[t * TOPK + j, n] = w[t, j] * (h[t * TOPK + slot] . D[e, n] + bias) for every slot j with
     # ids[t, j] == e (float32).
-    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T, SCAN)
+    e, offs_t, tmask, slot, idle = _routed_tile(ids_ptr, sit, sij, T, E, TOPK, BY_PAIR, BLOCK_P, BLOCK_T)
     if idle:
         return
     hit = slot >= 0
@@ -595,18 +581,11 @@ PROGRAMS_PER_SM = 2
 INTERPRET_BLOCKS = dict(block_i=16, block_h=16, block_n=16, block_k=16, block_c=32)
 
 
-#: The decode kernels' token tiles hold only the tokens routed to their expert (compacted, in
-#: tiles of MIN_BLOCK_T rows) where T > MIN_BLOCK_T, instead of 64-row tiles of every token,
-#: mostly masked (at 64 tokens, ~4 a Qwen3-30B-A3B expert).
-COMPACT = True
-
-
 @dataclass(frozen=True)
 class DecodePlan:
     by_pair: bool  # grid over (token, slot) pairs instead of experts
     block_p: int  # pairs a program scans for an earlier duplicate (BY_PAIR)
     block_t: int  # token rows of the tl.dot tile
-    scan: int  # tokens a program scans for those routed to its expert (0: none, tiles of every token)
     block_i: int  # gate/up kernel: I columns per program
     block_h: int  # gate/up kernel: H chunk of the reduction
     block_n: int  # down kernel: H columns per program
@@ -631,12 +610,9 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
     block_t = max(MIN_BLOCK_T, next_pow2(min(T, MAX_BLOCK_T)))
     by_pair = pairs < E and T <= block_t
     block_p = next_pow2(pairs) if by_pair else 1
-    scan = next_pow2(T) if COMPACT and not by_pair and T > MIN_BLOCK_T and T <= MAX_BLOCK_T else 0
-    if scan:
-        block_t = MIN_BLOCK_T
     if INTERPRET:
         b = INTERPRET_BLOCKS
-        return DecodePlan(by_pair, block_p, block_t, scan, b["block_i"], b["block_h"], b["block_n"], b["block_k"],
+        return DecodePlan(by_pair, block_p, block_t, b["block_i"], b["block_h"], b["block_n"], b["block_k"],
                           b["block_c"], 4)
     active = min(E, pairs)
     target = PROGRAMS_PER_SM * num_sms(device)
@@ -648,7 +624,7 @@ def decode_plan(T: int, k: int, E: int, H: int, NI: int, device: torch.device, w
     block_h = 256 if block_i <= 32 and block_t <= 32 and w_bytes <= 2 else 128
     block_k = 128 if block_n <= 64 else 64
     block_c = min(1024, max(128, next_pow2(H)))
-    return DecodePlan(by_pair, block_p, block_t, scan, block_i, block_h, block_n, block_k, block_c, 4)
+    return DecodePlan(by_pair, block_p, block_t, block_i, block_h, block_n, block_k, block_c, 4)
 
 
 #: Tokens up to which the decode runs the row kernels (``_gate_up_rows_kernel``, one program
