@@ -9,12 +9,12 @@
   cores, each of hundreds of programs streaming whole weight rows: gate/up + activation per
   (routed pair, few I columns), then down per (token, few outputs) over every slot, the
   slots added in a fixed order.
-* ``fused_experts``, decode (9 to ``MAX_DECODE_TOKENS`` tokens): three launches and no
+* ``fused_experts``, decode (9 to ``MAX_DECODE_TOKENS`` (16) tokens): three launches and no
   sort. Every program of the gate/up and down kernels owns one expert and one block of
   output features; it finds the tokens routed to its expert from ``topk_ids`` on the
   device, exits at once if there are none, and otherwise streams its block of the
-  expert's weights once for all of them (``tl.dot`` on a 16..64-row token tile, float32
-  accumulation). A third launch adds each token's k weighted slot outputs in the fixed
+  expert's weights once for all of them (``tl.dot`` on a 16-row token tile, float32
+  accumulation; called directly, the kernels take any number of tokens in 64-row tiles). A third launch adds each token's k weighted slot outputs in the fixed
   order j = 0..k-1. No host synchronisation: capturable in a CUDA graph.
 * ``fused_experts``, prefill: the T*k (token, slot) pairs are sorted by expert on the
   device, the rows gathered, and two grouped GEMMs (:func:`fastpath.ops.grouped_mm.grouped_mm`)
@@ -47,8 +47,13 @@ _ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _AL
                                     K._align_kernel, K._prescale_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
-#: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path.
-MAX_DECODE_TOKENS = 64
+#: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path. H200,
+#: Qwen3-30B-A3B shapes, experts in a CUDA graph (scripts/moe_path_ab.py, e2644aa), decode /
+#: grouped: bf16 12 tokens 168 / 173 us, 16 199-220 / 203, 24 265-286 / 252, 32 287 / 271, 48 374 / 305,
+#: 64 380 / 310; fp8 12 130-142 / 137, 16 148 / 159, 24 246-258 / 189, 32 248 / 210, 48 388-397 / 230,
+#: 64 394 / 233. (The grouped GEMM streams each expert's weights at ~95-100% of copy bandwidth from 8
+#: tokens up; the decode down kernel, with 64-row tiles, at ~57%.)
+MAX_DECODE_TOKENS = 16
 #: Tokens per prefill round (bounds the temporaries: rows of T*k pairs, float32 gate/up).
 PREFILL_CHUNK = 4096
 #: A prefill round sorts its (token, slot) pairs by expert in one kernel (``_align_kernel``, one
@@ -792,7 +797,7 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     Paths: up to ``moe_kernels.ROWS_MAX_T`` (8) tokens, two launches without tensor cores:
     gate/up and the activation over (routed pair, 16 columns of I), then the down projection
     over (token, 8 outputs) for every slot, added in a fixed order (no combine launch). Up to
-    ``MAX_DECODE_TOKENS`` (64) tokens, three Triton launches without a sort that read each
+    ``MAX_DECODE_TOKENS`` (16) tokens, three Triton launches without a sort that read each
     routed expert's weights once. Neither synchronises with the host (CUDA-graph capturable).
     FP8 weights against bfloat16 activations multiply in float16 on the tensor cores, the
     activations scaled per row by a power of two (exact; one conversion per fp8 pair), or
