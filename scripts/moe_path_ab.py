@@ -16,7 +16,29 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--tokens", default="12,16,24,32,48,64")
 ap.add_argument("--dtypes", default="bf16,fp8")
 ap.add_argument("--eager", action="store_true", help="also eager us and host us a call (round 2)")
+ap.add_argument("--fresh-capture", type=int, default=0, help="first: T tokens run eagerly three times, then "
+                "captured in a CUDA graph (the capture's path compiling there), replayed and checked")
 a = ap.parse_args()
+if a.fresh_capture:
+    T = a.fresh_capture
+    x, router, gu, dn, sc = inputs(T, False)
+    w, ids = moe.route(torch.nn.functional.linear(x, router), TOPK, norm_topk_prob=True)
+    ref = moe.reference_fused_experts(x, ids, w, gu, dn).float()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            moe.fused_experts(x, ids, w, gu, dn)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = moe.fused_experts(x, ids, w, gu, dn)
+    x.mul_(-1)
+    g.replay()
+    ref = -ref
+    torch.cuda.synchronize()
+    err = float((out.float() - ref).abs().max() / ref.abs().max())
+    print(f"fresh capture, {T} tokens: replay max rel err {err:.1e}", flush=True)
 for fp8 in [d == "fp8" for d in a.dtypes.split(",")]:
     for T in [int(t) for t in a.tokens.split(",")]:
         x, router, gu, dn, sc = inputs(T, fp8)

@@ -249,9 +249,9 @@ def test_static_cache_compiled_decode_keeps_fastpath(device):
 
 @fresh_stack
 def test_prefill_path(device):
-    """More than MAX_DECODE_TOKENS tokens: the sorted grouped-GEMM path (one MoE layer)."""
+    """More than MAX_DECODE_TOKENS_EAGER tokens: the sorted grouped-GEMM path (one MoE layer)."""
     model = build("qwen3_moe", device, num_hidden_layers=1)
-    ids = torch.randint(1, 128, (1, moe.MAX_DECODE_TOKENS + 3), device=device)
+    ids = torch.randint(1, 128, (1, moe.MAX_DECODE_TOKENS_EAGER + 3), device=device)
     ref = logits(model, ids, "eager")
     with KernelCalls(model) as calls:
         out = logits(model, ids, "fastpath")

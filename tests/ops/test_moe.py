@@ -315,6 +315,26 @@ def test_decode_plan_fills_h200(monkeypatch):
     assert p.block_t == 64 and not p.by_pair
 
 
+def test_decode_limit_by_capture(monkeypatch):
+    """The decode kernels take up to MAX_DECODE_TOKENS tokens while a CUDA graph is captured (GPU
+    time counts), MAX_DECODE_TOKENS_EAGER otherwise (host time counts); the grouped path more."""
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    assert moe._decode_max(cuda) == moe.MAX_DECODE_TOKENS
+    assert moe._decode_max(torch.device("cpu")) == moe.MAX_DECODE_TOKENS_EAGER  # nothing captured there
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    assert moe._decode_max(cuda) == moe.MAX_DECODE_TOKENS_EAGER > moe.MAX_DECODE_TOKENS
+    calls = []
+    monkeypatch.setattr(moe, "_launch_decode", lambda *a: calls.append("decode") or a[0])
+    monkeypatch.setattr(moe, "_launch_prefill", lambda *a: calls.append("grouped") or a[0])
+    monkeypatch.setattr(moe, "use_triton", lambda t: True)
+    gu, dn = make_experts(8, torch.float32, "cpu")
+    for T in (moe.MAX_DECODE_TOKENS_EAGER, moe.MAX_DECODE_TOKENS_EAGER + 1):
+        w, ids = routing(T, 8, 2, "cpu")
+        moe._fused_experts_op(randn(T, H), ids, w, gu, dn, None, None, None, None, 0, False, 1.0, 7.0)
+    assert calls == ["decode", "grouped"]
+
+
 # ---------------------------------------------------------------------------- fused_experts: prefill
 
 @pytest.mark.parametrize("T,k,dtype", [(80, 2, torch.bfloat16), (100, 1, torch.float32)])

@@ -9,7 +9,8 @@
   cores, each of hundreds of programs streaming whole weight rows: gate/up + activation per
   (routed pair, few I columns), then down per (token, few outputs) over every slot, the
   slots added in a fixed order.
-* ``fused_experts``, decode (9 to ``MAX_DECODE_TOKENS`` (16) tokens): three launches and no
+* ``fused_experts``, decode (9 to ``MAX_DECODE_TOKENS`` (16) tokens in a CUDA graph's capture,
+  to ``MAX_DECODE_TOKENS_EAGER`` (48) eager, where host time counts): three launches and no
   sort. Every program of the gate/up and down kernels owns one expert and one block of
   output features; it finds the tokens routed to its expert from ``topk_ids`` on the
   device, exits at once if there are none, and otherwise streams its block of the
@@ -47,13 +48,25 @@ _ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _AL
                                     K._align_kernel, K._prescale_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
-#: Tokens up to this take the decode kernels (no sort); more take the grouped-GEMM path. H200,
-#: Qwen3-30B-A3B shapes, experts in a CUDA graph (scripts/moe_path_ab.py, e2644aa), decode /
-#: grouped: bf16 12 tokens 168 / 173 us, 16 199-220 / 203, 24 265-286 / 252, 32 287 / 271, 48 374 / 305,
-#: 64 380 / 310; fp8 12 130-142 / 137, 16 148 / 159, 24 246-258 / 189, 32 248 / 210, 48 388-397 / 230,
-#: 64 394 / 233. (The grouped GEMM streams each expert's weights at ~95-100% of copy bandwidth from 8
-#: tokens up; the decode down kernel, with 64-row tiles, at ~57%.)
+#: Tokens up to this take the decode kernels (no sort) while a CUDA graph is captured, where only
+#: GPU time counts; more take the grouped-GEMM path. H200, Qwen3-30B-A3B shapes, the experts in a
+#: CUDA graph (scripts/moe_path_ab.py, e2644aa), decode / grouped: bf16 12 tokens 168 / 173 us, 16
+#: 199-220 / 203, 24 265-286 / 252, 32 287 / 271, 48 374 / 305, 64 380 / 310; fp8 12 130-142 / 137, 16
+#: 148 / 159, 24 246-258 / 189, 32 248 / 210, 48 388-397 / 230, 64 394 / 233. (The grouped GEMM
+#: streams each expert's weights at ~95-100% of copy bandwidth from 8 tokens up; the decode down
+#: kernel, with 64-row tiles, at ~57%.)
 MAX_DECODE_TOKENS = 16
+#: The same limit for eager calls: the grouped path's host time (a sort launch, a gather, two
+#: grouped GEMMs, the activation and the combine; not replayed by the launch memo) exceeds its GPU
+#: time at a few dozen tokens. H200 host, bf16 eager with a cold L2 (``moe_path_ab.py --eager``,
+#: fbb6f00), decode / grouped: 16 tokens 277 / 666 us, 24 265 / 394, 32 287 / 546, 64 380 / 317.
+MAX_DECODE_TOKENS_EAGER = 48
+
+
+def _decode_max(device: torch.device) -> int:
+    """The most tokens the decode kernels take: fewer while a CUDA graph is captured."""
+    capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+    return MAX_DECODE_TOKENS if capturing else MAX_DECODE_TOKENS_EAGER
 #: Tokens per prefill round (bounds the temporaries: rows of T*k pairs, float32 gate/up).
 PREFILL_CHUNK = 4096
 #: A prefill round sorts its (token, slot) pairs by expert in one kernel (``_align_kernel``, one
@@ -673,7 +686,7 @@ def _fused_experts_op(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_
         return res.copy_(out)
     args = (x, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias, gate_up_scale,
             down_scale, act, interleaved, alpha, limit)
-    path = FORCE_PATH or ("decode" if T <= MAX_DECODE_TOKENS else "prefill")
+    path = FORCE_PATH or ("decode" if T <= _decode_max(x.device) else "prefill")
     with torch.no_grad():  # inference only: grouped_mm must not record its autograd graph
         return _launch_decode(*args) if path == "decode" else _launch_prefill(*args)
 
@@ -797,7 +810,8 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     Paths: up to ``moe_kernels.ROWS_MAX_T`` (8) tokens, two launches without tensor cores:
     gate/up and the activation over (routed pair, 16 columns of I), then the down projection
     over (token, 8 outputs) for every slot, added in a fixed order (no combine launch). Up to
-    ``MAX_DECODE_TOKENS`` (16) tokens, three Triton launches without a sort that read each
+    16 tokens while a CUDA graph is captured, 48 eager (``MAX_DECODE_TOKENS``,
+    ``MAX_DECODE_TOKENS_EAGER``), three Triton launches without a sort that read each
     routed expert's weights once. Neither synchronises with the host (CUDA-graph capturable).
     FP8 weights against bfloat16 activations multiply in float16 on the tensor cores, the
     activations scaled per row by a power of two (exact; one conversion per fp8 pair), or
@@ -824,7 +838,7 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     tensors = (hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias,
                gate_up_scale, down_scale)
     if (not validate and FORCE_PATH is None and isinstance(hidden_states, torch.Tensor)
-            and hidden_states.dim() == 2 and hidden_states.shape[0] <= MAX_DECODE_TOKENS):
+            and hidden_states.dim() == 2 and hidden_states.shape[0] <= _decode_max(hidden_states.device)):
         # the decode path (allocations and Triton launches only): replayed by the launch memo
         return _MEMO.call(lambda: _checked_experts(*tensors, activation, interleaved, swiglu_alpha, swiglu_limit,
                                                    False), tensors,
