@@ -64,8 +64,10 @@ MAX_DECODE_TOKENS_EAGER = 48
 
 
 def _decode_max(device: torch.device) -> int:
-    """The most tokens the decode kernels take: fewer while a CUDA graph is captured."""
-    capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+    """The most tokens the decode kernels take: fewer while a CUDA graph is captured. (While
+    Dynamo traces the Python wrapper, the registered op decides at run time instead.)"""
+    capturing = (device.type == "cuda" and not torch.compiler.is_compiling()
+                 and torch.cuda.is_current_stream_capturing())
     return MAX_DECODE_TOKENS if capturing else MAX_DECODE_TOKENS_EAGER
 #: Tokens per prefill round (bounds the temporaries: rows of T*k pairs, float32 gate/up).
 PREFILL_CHUNK = 4096
