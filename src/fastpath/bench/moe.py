@@ -4,8 +4,9 @@ expert width 768, bf16).
 * ``grouped_mm gate_up``: the gate/up projection of the routed rows (sorted by expert,
   ``offs`` on the GPU): fastpath.grouped_mm against torch._grouped_mm, same inputs.
 * ``moe layer``: router matmul + routing + experts + weighted combine: fastpath.router
-  (the models' router: matmul and top-k in one launch up to 4 tokens) + fastpath.fused_experts against the same layer on torch ops and torch._grouped_mm
-  (softmax, top-k, sort, grouped gate/up, silu * up, grouped down, index_add).
+  (the models' router: matmul and top-k in one launch up to 4 tokens) + fastpath.fused_experts
+  against the same layer on torch ops and torch._grouped_mm (softmax, top-k, sort, grouped
+  gate/up, silu * up, grouped down, index_add).
 * ``moe layer fp8``: the one-token layer with fp8 experts (per-row scales) against the
   bf16 fastpath layer (the issue's 1.6x).
 

@@ -14,9 +14,10 @@
   sort. Every program of the gate/up and down kernels owns one expert and one block of
   output features; it finds the tokens routed to its expert from ``topk_ids`` on the
   device, exits at once if there are none, and otherwise streams its block of the
-  expert's weights once for all of them (``tl.dot`` on a 16-row token tile, float32
-  accumulation; called directly, the kernels take any number of tokens in 64-row tiles). A third launch adds each token's k weighted slot outputs in the fixed
-  order j = 0..k-1. No host synchronisation: capturable in a CUDA graph.
+  expert's weights once for all of them (``tl.dot`` on a 16..64-row token tile, float32
+  accumulation; forced, the kernels take any number of tokens in 64-row tiles). A third
+  launch adds each token's k weighted slot outputs in the fixed order j = 0..k-1. No host
+  synchronisation: capturable in a CUDA graph.
 * ``fused_experts``, prefill: the T*k (token, slot) pairs are sorted by expert on the
   device, the rows gathered, and two grouped GEMMs (:func:`fastpath.ops.grouped_mm.grouped_mm`)
   with the activation between them compute every expert's rows; a gather-combine kernel
@@ -69,6 +70,8 @@ def _decode_max(device: torch.device) -> int:
     capturing = (device.type == "cuda" and not torch.compiler.is_compiling()
                  and torch.cuda.is_current_stream_capturing())
     return MAX_DECODE_TOKENS if capturing else MAX_DECODE_TOKENS_EAGER
+
+
 #: Tokens per prefill round (bounds the temporaries: rows of T*k pairs, float32 gate/up).
 PREFILL_CHUNK = 4096
 #: A prefill round sorts its (token, slot) pairs by expert in one kernel (``_align_kernel``, one

@@ -185,10 +185,9 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
         a_k = TensorDescriptor(a_k, [M, K], [a_k.stride(0), 1], [bm, bk])
         b_k = TensorDescriptor(b_k.t(), [N, K], [b_k.stride(1), 1], [bn, bk])
     _MM[grid](a_k, b_k, sa, sb, bias_arg, out, M, N, K, *strides, out.stride(0), out.stride(1),
-                     DOT_F32=INTERPRET, TMA=tma,
-                     BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                     num_warps=4 if INTERPRET else MM_WARPS_STAGES[0],
-                     num_stages=1 if INTERPRET else MM_WARPS_STAGES[1], **flags)
+              DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+              num_warps=4 if INTERPRET else MM_WARPS_STAGES[0],
+              num_stages=1 if INTERPRET else MM_WARPS_STAGES[1], **flags)
     return out
 
 
