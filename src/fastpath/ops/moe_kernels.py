@@ -5,16 +5,16 @@
   arg-max, ties to the lowest expert index (a stable descending sort); optional
   renormalisation and scaling. ``_router_kernel``: the router matmul and that routing.
 * Decode (9 to 16-48 tokens by default, see ``moe.MAX_DECODE_TOKENS``), no sort:
-  ``_gate_up_kernel`` (grid: expert x block of I x block of tokens) finds the tokens routed
-  to its expert, streams the expert's gate and up rows of its I-block once with ``tl.dot``
-  on a 16..64-row token tile, applies the activation and writes ``h`` for each routed
-  (token, slot) pair; ``_down_kernel`` (expert x block of H x block of tokens) does the same for ``down_proj`` and writes the weighted ``y`` of each
-  pair in float32; ``_combine_kernel`` adds the k slots of each token in the fixed order
-  j = 0..k-1 (deterministic, no atomics). fp8 weights against bfloat16 x multiply in float16
-  with x scaled by a power of two per row: in every tile, or once by ``_prescale_kernel``.
-  When the pairs are fewer than the experts
-  (``BY_PAIR``) the grid runs over pairs instead: the first pair naming an expert computes
-  it for every token and the others exit at once, so no program is spent on idle experts.
+  ``_gate_up_kernel`` (grid: expert x block of I x block of tokens) finds the tokens routed to
+  its expert, streams the expert's gate and up rows of its I-block once with ``tl.dot`` on a
+  16..64-row token tile, applies the activation and writes ``h`` for each routed (token, slot)
+  pair; ``_down_kernel`` (expert x block of H x block of tokens) does the same for
+  ``down_proj`` and writes the weighted ``y`` of each pair in float32; ``_combine_kernel``
+  adds the k slots of each token in the fixed order j = 0..k-1 (deterministic, no atomics).
+  fp8 weights against bfloat16 x multiply in float16 with x scaled by a power of two per row:
+  in every tile, or once by ``_prescale_kernel``. When the pairs are fewer than the experts
+  (``BY_PAIR``) the grid runs over pairs instead: the first pair naming an expert computes it
+  for every token and the others exit at once, so no program is spent on idle experts.
 * Up to ``ROWS_MAX_T`` tokens: ``_gate_up_rows_kernel`` (grid: routed pair x block of I)
   streams the pair's gate and up rows whole, multiplies without tensor cores into a float32
   tile summed over H after the loop, and writes ``h``; ``_down_rows_kernel`` (block of H x token) streams the
