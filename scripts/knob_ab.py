@@ -5,7 +5,7 @@ separate processes differ by ~1%.
 
     PYTHONPATH=src python3 scripts/knob_ab.py --configs lfm2.5-8b-a1b,qwen3-30b-a3b:fp8 \
         --variant "fused:linear.FUSE_NORM=True" --variant "own kernel:linear.FUSE_NORM=False" \
-        [--rounds 2] [--json OUT]
+        [--rounds 2] [--json OUT] [--batch B] [--layers L] [--prompt-len N] [--new-tokens N]
 
 A variant is ``NAME:ASSIGNMENTS``, assignments ``module.ATTR=value`` separated by ``;``
 (modules under ``fastpath.ops``, or a full dotted path; values Python literals). Every knob
@@ -37,21 +37,23 @@ def parse(spec: str) -> tuple:
     return name, out
 
 
-def run(configs: list, variants: list, rounds: int = 2, json_path=None) -> list:
-    """Decode tok/s of every (config, round, variant); ``variants``: ``parse`` results."""
+def run(configs: list, variants: list, rounds: int = 2, json_path=None, layers: int = 0, **bench_kw) -> list:
+    """Decode tok/s of every (config, round, variant); ``variants``: ``parse`` results; ``layers``: cut
+    the configs to that many layers (0: all); ``bench_kw``: batch, prompt_len, new_tokens of the runs."""
     memo.ENABLED = False  # a replay of an eager call would keep the first variant's launches
     defaults = {(m, a): getattr(m, a) for _, sets in variants for m, a, _ in sets}
     rows = []
     for name in configs:
-        model = bench.random_model(named(name.split(":")[0]), device=torch.device("cuda"), dtype=torch.bfloat16,
-                                   fp8=name.endswith(":fp8"))
+        cfg = named(name.split(":")[0])
+        cfg = cfg.with_layers(layers) if layers else cfg
+        model = bench.random_model(cfg, device=torch.device("cuda"), dtype=torch.bfloat16, fp8=name.endswith(":fp8"))
         for rnd in range(rounds):
             for variant, sets in variants:
                 for (m, a), v in defaults.items():
                     setattr(m, a, v)
                 for m, a, v in sets:
                     setattr(m, a, v)
-                r = bench.run(model)
+                r = bench.run(model, **bench_kw)
                 rows.append(dict(config=name, variant=variant, round=rnd, decode_tps=r["decode_tps"]))
                 print(f"{name:20s} {variant:28s} decode {r['decode_tps']:6.1f} tok/s", flush=True)
                 if json_path:  # after every run: a call cut short keeps what it measured
@@ -70,8 +72,13 @@ def main():
     ap.add_argument("--variant", action="append", required=True, help="NAME:mod.ATTR=value;...")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--layers", type=int, default=0, help="cut each config to this many layers (0: all)")
+    ap.add_argument("--prompt-len", type=int, default=512)
+    ap.add_argument("--new-tokens", type=int, default=256)
     args = ap.parse_args()
-    run(args.configs.split(","), [parse(v) for v in args.variant], args.rounds, args.json)
+    run(args.configs.split(","), [parse(v) for v in args.variant], args.rounds, args.json, args.layers,
+        batch=args.batch, prompt_len=args.prompt_len, new_tokens=args.new_tokens)
 
 
 if __name__ == "__main__":
