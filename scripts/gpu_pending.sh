@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
+# A session's first device calls (27: for the thirty-fifth; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -259,4 +259,10 @@ case "${1:-1}" in
     | grep -v -i warn | tail -8
   timeout 100 env FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py --tokens 64 --dtypes bf16 2>&1 | grep -v -i warn \
     | tee "$OUT/moe64.log" ;;
+27)  # for the thirty-fifth session: the one-token MoE layer's spread between processes (the thirty-fourth measured
+     # 26.7-29.6 us for the same code in six processes; target 28), five fresh processes of the bench row
+  for i in 1 2 3 4 5; do
+    timeout 60 python3 -m fastpath.bench moe --only "moe layer" --graphs 2>&1 | grep -v -i warn \
+      | grep "moe layer  *1x2048x768x128x8 bfloat16 graph" | sed "s/^/process $i /" | tee -a "$OUT/one_token_spread.log"
+  done ;;
 esac
