@@ -262,7 +262,7 @@ case "${1:-1}" in
 27)  # for the thirty-fifth session: the one-token MoE layer's spread between processes (the thirty-fourth measured
      # 26.7-29.6 us for the same code in six processes; target 28), five fresh processes of the bench row
   for i in 1 2 3 4 5; do
-    timeout 60 python3 -m fastpath.bench moe --only "moe layer" --graphs 2>&1 | grep -v -i warn \
+    timeout 60 python3 -m fastpath.bench moe --only "moe layer" --quick --graphs 2>&1 | grep -v -i warn \
       | grep "moe layer  *1x2048x768x128x8 bfloat16 graph" | sed "s/^/process $i /" | tee -a "$OUT/one_token_spread.log"
   done ;;
 esac
