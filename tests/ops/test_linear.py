@@ -147,6 +147,29 @@ L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
 
 
 @needs_fp8
+@pytest.mark.parametrize("rows", [17, 40])  # two chunks of 16 rows and a tail of 1; three and a tail of 8
+@pytest.mark.parametrize("xdtype", [torch.float32, torch.bfloat16])
+def test_fp8_weight_only_row_chunks(rows, xdtype, monkeypatch, device):
+    """FP8 weights above MAX_GEMV_ROWS rows through the matrix-vector kernel in 16-row chunks
+    (``FP8_CHUNK_MAX_ROWS``); above the limit the dequantised cuBLAS path."""
+    monkeypatch.setattr(L, "FP8_CHUNK_MAX_ROWS", 40)
+    calls = []
+    launch = matvec.launch
+    monkeypatch.setattr(matvec, "launch", lambda a, *r, **kw: calls.append(a.t.shape[0]) or launch(a, *r, **kw))
+    w, q, s = _fp8_weight(67, 1000, device)
+    x = randn(rows, 1000, dtype=xdtype, device=device)
+    b = randn(67, dtype=xdtype, device=device)
+    out = L.linear(x, q, b, weight_scale=s)
+    assert calls == [16] * (rows // 16) + [rows % 16]
+    assert out.dtype == xdtype and out.shape == (rows, 67)
+    assert_close(out, ref64(x, q, b, s), tol=L_TOL[xdtype])
+    calls.clear()
+    x = randn(41, 1000, dtype=xdtype, device=device)
+    assert_close(L.linear(x, q, b, weight_scale=s), ref64(x, q, b, s), tol=L_TOL[xdtype])
+    assert calls == []
+
+
+@needs_fp8
 @pytest.mark.parametrize("decode", ["native", "bits"])
 def test_fp8_every_code(decode, split_k, monkeypatch, device):
     """Every one of the 256 e4m3fn bit patterns through the kernel's decoding (NaN included),

@@ -39,6 +39,12 @@ _FP8 = getattr(torch, "float8_e4m3fn", None)
 
 #: Rows (product of the leading dims of x) served by the GEMV kernel; more go to F.linear.
 MAX_GEMV_ROWS = 16
+#: FP8 weights with more rows, up to this many: the GEMV kernel in chunks of MAX_GEMV_ROWS rows,
+#: each chunk streaming the fp8 weight once (1 byte a weight a chunk), instead of the weight
+#: dequantised to x.dtype for cuBLAS (~5 bytes a weight moved: FP8 Qwen3-30B-A3B decoded batch 32
+#: at 0.54x of bf16 on the H200). Prepared, not yet timed on a GPU: MAX_GEMV_ROWS (off) until
+#: scripts/gpu_pending.sh 28 has measured it.
+FP8_CHUNK_MAX_ROWS = MAX_GEMV_ROWS
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -64,16 +70,18 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     if M == 0 or N == 0:
         return y.view(*x.shape[:-1], N)
     plain_norm = norm is not None and not (norm.deferred or norm.group)
-    plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
-                       b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
-                       group=norm.group if norm is not None else 0, glu=glu)
     w = Operand(weight.t())
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
-    matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
-                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0), bias=bias, glu=glu,
-                  norm=norm)
+    for r0 in range(0, M, MAX_GEMV_ROWS):  # one launch; chunks of rows only where _linear_op asks (FP8)
+        m = min(M - r0, MAX_GEMV_ROWS)
+        plan = matvec.plan(m, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
+                           b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
+                           group=norm.group if norm is not None else 0, glu=glu)
+        matvec.launch(Operand(x2[r0:r0 + m] if m < M else x2), w, y[r0:r0 + m] if m < M else y, plan=plan,
+                      sb=weight_scale, sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0),
+                      bias=bias, glu=glu, norm=norm)
     return y.view(*x.shape[:-1], N)
 
 
@@ -128,7 +136,8 @@ def _backward(ctx, grad):
 def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                weight_scale: Optional[torch.Tensor]) -> torch.Tensor:
     rows = x.numel() // max(x.shape[-1], 1) if x.dim() > 0 else 1
-    if (x.dim() < 1 or rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES):
+    limit = FP8_CHUNK_MAX_ROWS if weight_scale is not None else MAX_GEMV_ROWS
+    if (x.dim() < 1 or rows > limit or not use_triton(x) or x.dtype not in KERNEL_DTYPES):
         if weight_scale is None:
             return F.linear(x, weight, bias)
         if not use_triton(x) or x.dtype not in KERNEL_DTYPES:
