@@ -147,7 +147,7 @@ L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
 
 
 @needs_fp8
-@pytest.mark.parametrize("rows", [17, 40])  # two chunks of 16 rows and a tail of 1; three and a tail of 8
+@pytest.mark.parametrize("rows", [17, 40])  # a chunk of 16 rows and a tail of 1; two and a tail of 8
 @pytest.mark.parametrize("xdtype", [torch.float32, torch.bfloat16])
 def test_fp8_weight_only_row_chunks(rows, xdtype, monkeypatch, device):
     """FP8 weights above MAX_GEMV_ROWS rows through the matrix-vector kernel in 16-row chunks

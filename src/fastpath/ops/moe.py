@@ -51,7 +51,7 @@ from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
 #: Tokens up to this take the decode kernels (no sort) while a CUDA graph is captured, where only
 #: GPU time counts; more take the grouped-GEMM path. H200, Qwen3-30B-A3B shapes, the experts in a
-#: CUDA graph (scripts/moe_path_ab.py, e2644aa), decode / grouped: bf16 12 tokens 168 / 173 us, 16
+#: CUDA graph (scripts/moe_path_ab.py, 16ec6e8), decode / grouped: bf16 12 tokens 168 / 173 us, 16
 #: 199-220 / 203, 24 265-286 / 252, 32 287 / 271, 48 374 / 305, 64 380 / 310; fp8 12 130-142 / 137, 16
 #: 148 / 159, 24 246-258 / 189, 32 248 / 210, 48 388-397 / 230, 64 394 / 233. (The grouped GEMM
 #: streams each expert's weights at ~95-100% of copy bandwidth from 8 tokens up; the decode down
@@ -60,7 +60,8 @@ MAX_DECODE_TOKENS = 16
 #: The same limit for eager calls: the grouped path's host time (a sort launch, a gather, two
 #: grouped GEMMs, the activation and the combine; not replayed by the launch memo) exceeds its GPU
 #: time at a few dozen tokens. H200 host, bf16 eager with a cold L2 (``moe_path_ab.py --eager``,
-#: fbb6f00), decode / grouped: 16 tokens 277 / 666 us, 24 265 / 394, 32 287 / 546, 64 380 / 317.
+#: fbb6f00; 48 tokens at 8551915), decode / grouped: 16 tokens 277 / 666 us, 24 265 / 394, 32 287 / 546,
+#: 48 379 / 499, 64 380 / 317.
 MAX_DECODE_TOKENS_EAGER = 48
 
 
