@@ -268,9 +268,13 @@ case "${1:-1}" in
 28)  # for the thirty-fifth session: FP8 weights above 16 rows through the matrix-vector kernel in 16-row chunks
      # (linear.FP8_CHUNK_MAX_ROWS, prepared off) against the weight dequantised for cuBLAS, in the engine at batch
      # 32 and 48 (the thirty-fourth: FP8 Qwen3-30B-A3B at batch 32 decoded at 0.54x of bf16); then compiled tests
+  # (and one 32- / 64-row tile a program, linear.FP8_CHUNK_ROWS: the weight streamed once; scripts/fp8_rows_probe.py)
+  timeout 240 python3 scripts/fp8_rows_probe.py --json "$OUT/fp8_rows_probe.json" 2>&1 | grep -v -i warn \
+    | tee "$OUT/fp8_rows_probe.log"
   for b in 32 48; do
     timeout 200 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8 --layers 12 --batch $b \
       --prompt-len 64 --new-tokens 64 --variant "chunks to 64:linear.FP8_CHUNK_MAX_ROWS=64" \
+      --variant "64-row tiles:linear.FP8_CHUNK_MAX_ROWS=64;linear.FP8_CHUNK_ROWS=64" \
       --variant "dequantised:linear.FP8_CHUNK_MAX_ROWS=16" --json "$OUT/fp8_chunks_b$b.json" 2>&1 | grep -v -i warn
   done
   timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py -k fp8 \

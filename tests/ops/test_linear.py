@@ -147,12 +147,15 @@ L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
 
 
 @needs_fp8
-@pytest.mark.parametrize("rows", [17, 40])  # a chunk of 16 rows and a tail of 1; two and a tail of 8
+@pytest.mark.parametrize("rows", [17, 40])  # 16-row chunks: one and a tail of 1; two and a tail of 8
 @pytest.mark.parametrize("xdtype", [torch.float32, torch.bfloat16])
-def test_fp8_weight_only_row_chunks(rows, xdtype, monkeypatch, device):
-    """FP8 weights above MAX_GEMV_ROWS rows through the matrix-vector kernel in 16-row chunks
-    (``FP8_CHUNK_MAX_ROWS``); above the limit the dequantised cuBLAS path."""
+@pytest.mark.parametrize("chunk", [16, 64])  # 64: one launch of a 32- or 64-row tile
+def test_fp8_weight_only_row_chunks(rows, xdtype, chunk, monkeypatch, device):
+    """FP8 weights above MAX_GEMV_ROWS rows through the matrix-vector kernel in chunks of
+    ``FP8_CHUNK_ROWS`` rows (up to ``FP8_CHUNK_MAX_ROWS``); above the limit the dequantised
+    cuBLAS path."""
     monkeypatch.setattr(L, "FP8_CHUNK_MAX_ROWS", 40)
+    monkeypatch.setattr(L, "FP8_CHUNK_ROWS", chunk)
     calls = []
     launch = matvec.launch
     monkeypatch.setattr(matvec, "launch", lambda a, *r, **kw: calls.append(a.t.shape[0]) or launch(a, *r, **kw))
@@ -160,7 +163,7 @@ def test_fp8_weight_only_row_chunks(rows, xdtype, monkeypatch, device):
     x = randn(rows, 1000, dtype=xdtype, device=device)
     b = randn(67, dtype=xdtype, device=device)
     out = L.linear(x, q, b, weight_scale=s)
-    assert calls == [16] * (rows // 16) + [rows % 16]
+    assert calls == [chunk] * (rows // chunk) + [rows % chunk]
     assert out.dtype == xdtype and out.shape == (rows, 67)
     assert_close(out, ref64(x, q, b, s), tol=L_TOL[xdtype])
     calls.clear()

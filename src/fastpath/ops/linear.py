@@ -45,6 +45,9 @@ MAX_GEMV_ROWS = 16
 #: at 0.54x of bf16 on the H200). Prepared, not yet timed on a GPU: MAX_GEMV_ROWS (off) until
 #: scripts/gpu_pending.sh 28 has measured it.
 FP8_CHUNK_MAX_ROWS = MAX_GEMV_ROWS
+#: Rows a launch takes in that chunked FP8 path: MAX_GEMV_ROWS, or 32 / 64 (one 32- or 64-row dot
+#: tile a program, ``matvec.plan``: the fp8 weight streamed once for up to that many rows).
+FP8_CHUNK_ROWS = MAX_GEMV_ROWS
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -74,8 +77,9 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
-    for r0 in range(0, M, MAX_GEMV_ROWS):  # one launch; chunks of rows only where _linear_op asks (FP8)
-        m = min(M - r0, MAX_GEMV_ROWS)
+    step = FP8_CHUNK_ROWS if weight_scale is not None else MAX_GEMV_ROWS
+    for r0 in range(0, M, step):  # one launch; chunks of rows only where _linear_op asks (FP8)
+        m = min(M - r0, step)
         plan = matvec.plan(m, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
                            b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
                            group=norm.group if norm is not None else 0, glu=glu)

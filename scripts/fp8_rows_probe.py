@@ -1,0 +1,74 @@
+"""GPU probe: FP8 weight-only ``linear`` at 17 to 64 rows (batched decode), the ways it can run
+against bf16 ``F.linear`` in CUDA graphs with the weights rotated through more than 2x L2
+(cold): the weight dequantised for cuBLAS, the matrix-vector kernel in 16-row chunks (the fp8
+weight streamed once a chunk), and one 32- or 64-row dot tile a program (streamed once).
+
+    python scripts/fp8_rows_probe.py [--rows 17,32,48,64] [--json PATH]
+"""
+import argparse
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+
+from fastpath._core import memo
+from fastpath.bench.harness import Timer, knobs, measure_ceilings
+from fastpath.ops import linear as L, matvec
+from fastpath.ops.fp8 import quantize_fp8
+
+#: the issue's shapes (K, N) and Qwen3-30B-A3B's attention projections
+KN = [(4096, 4096), (4096, 14336), (14336, 4096), (2048, 4096), (4096, 2048), (2048, 5120)]
+
+VARIANTS = {
+    "dequantised": dict(FP8_CHUNK_MAX_ROWS=16),
+    "chunks16": dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=16),
+    "tiles32": dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=32),
+    "tiles64": dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=64),
+}
+#: matvec.FP8_VIA_FP16 (BLOCK_N, BLOCK_K at 16 rows, programs per SM) tried with the wide tiles
+BLOCKS = [(64, 256, 4), (64, 256, 2), (128, 256, 2), (32, 256, 4), (64, 512, 2)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", default="17,32,48,64")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    memo.ENABLED = False  # a replay would keep the first variant's launches
+    ceil = measure_ceilings()
+    timer = Timer(ceil["l2_bytes"])
+    recs = []
+    for M in (int(r) for r in args.rows.split(",")):
+        for K, N in KN:
+            g = torch.Generator(device="cuda").manual_seed(0)
+            n_sets = max(1, math.ceil(3 * ceil["l2_bytes"] / (N * K)))
+            sets = []
+            for _ in range(n_sets):
+                x = torch.randn(M, K, device="cuda", generator=g).bfloat16()
+                w = (torch.randn(N, K, device="cuda", generator=g) * K ** -0.5).bfloat16()
+                q, s = quantize_fp8(w, "rowwise")
+                sets.append((x, q, s, w))
+            x, q, s, _ = sets[0]
+            ref = x.double() @ (q.double() * s.double().reshape(-1, 1)).t()
+            est = 2 * N * K * 2 / ceil["copy_gbps"] / 1e6
+            t_bf16 = timer.graph_us(lambda x, q, s, w: F.linear(x, w), sets, est)
+            line = [f"{M:>2}x{K:>5}x{N:>5} bf16 {t_bf16:6.1f}"]
+            for name, kv in VARIANTS.items():
+                for blocks in (BLOCKS if name.startswith("tiles") else BLOCKS[:1]):
+                    with knobs(L, **kv), knobs(matvec, FP8_VIA_FP16=blocks):
+                        out = L.linear(x, q, weight_scale=s)
+                        err = ((out.double() - ref).norm() / ref.norm()).item()
+                        t = timer.graph_us(lambda x, q, s, w: L.linear(x, q, weight_scale=s), sets, est)
+                    tag = name if blocks == BLOCKS[0] else f"{name}{blocks}"
+                    ok = err < 1e-2
+                    line.append(f"{tag} {t:6.1f} x{t_bf16 / t:4.2f}{'' if ok else ' WRONG %.1e' % err}")
+                    recs.append(dict(M=M, K=K, N=N, variant=name, blocks=blocks, us=t, bf16_us=t_bf16, err=err))
+            print(" | ".join(line), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(recs, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
