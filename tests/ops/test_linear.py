@@ -147,6 +147,27 @@ L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
 
 
 @needs_fp8
+@pytest.mark.parametrize("rows", [17, 300])  # 300: (3, 100, K), ten 32-row tiles in the interpreter
+@pytest.mark.parametrize("xdtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("route", ["tiled", "dequantise"])
+def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
+    """FP8 weights above MAX_GEMV_ROWS rows: the tiled kernel's 16-bit-activation mode
+    (``scaled_mm.weight_mm``, K and N not multiples of its tiles, a non-contiguous input, bias)
+    or the weight dequantised for cuBLAS, both against the float64 product."""
+    monkeypatch.setattr(L, "FP8_MANY_ROWS", route)
+    calls, weight_mm = [], L.weight_mm
+    monkeypatch.setattr(L, "weight_mm", lambda *a: calls.append(a[0].shape) or weight_mm(*a))
+    w, q, s = _fp8_weight(67, 200, device)
+    x = randn(*_rows_shape(rows, 2 * 200), dtype=xdtype, device=device)[..., ::2]  # every other column
+    b = randn(67, dtype=xdtype, device=device)
+    out = L.linear(x, q, b, weight_scale=s)
+    assert calls == ([(rows, 200)] if route == "tiled" else [])
+    assert out.dtype == xdtype and out.shape == (*x.shape[:-1], 67)
+    assert_close(out, ref64(x, q, b, s), tol=L_TOL[xdtype])
+    assert sqnr_db(out, ref64(x, w, b)) >= 25
+
+
+@needs_fp8
 @pytest.mark.parametrize("rows", [17, 40])  # 16-row chunks: one and a tail of 1; two and a tail of 8
 @pytest.mark.parametrize("xdtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("chunk", [16, 64])  # 64: one launch of a 32- or 64-row tile

@@ -32,6 +32,7 @@ from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from . import matvec
 from .fp8.bits import fp8_load_mode
+from .fp8.scaled_mm import weight_mm
 from .matvec import Operand
 from .norm import _check as norm_check, _rows, rms_norm
 
@@ -45,6 +46,11 @@ MAX_GEMV_ROWS = 16
 #: at 0.54x of bf16 on the H200). Prepared, not yet timed on a GPU: MAX_GEMV_ROWS (off) until
 #: scripts/gpu_pending.sh 28 has measured it.
 FP8_CHUNK_MAX_ROWS = MAX_GEMV_ROWS
+#: FP8 weights, 16-bit activations, more rows than that: "tiled" (``scaled_mm.weight_mm``: each
+#: fp8 weight tile streamed once a row tile into a 16-bit tensor-core dot), or "dequantise" (the
+#: weight dequantised to x.dtype for cuBLAS, ~5 bytes moved a weight: 0.07-0.13x of bf16 F.linear
+#: on the H200 at 17-64 rows, scripts/fp8_rows_probe.py, 6ffd8e0).
+FP8_MANY_ROWS = "tiled"
 #: Rows a launch takes in that chunked FP8 path: MAX_GEMV_ROWS, or 32 / 64 (one 32- or 64-row dot
 #: tile a program, ``matvec.plan``: the fp8 weight streamed once for up to that many rows).
 FP8_CHUNK_ROWS = MAX_GEMV_ROWS
@@ -146,7 +152,9 @@ def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
             return F.linear(x, weight, bias)
         if not use_triton(x) or x.dtype not in KERNEL_DTYPES:
             return reference_linear(x, weight, bias, weight_scale=weight_scale)
-        # Many rows with an FP8 weight: dequantise once (a temporary N x K in x.dtype), cuBLAS.
+        if FP8_MANY_ROWS == "tiled" and x.dtype != torch.float32:
+            return weight_mm(_rows(x, x.shape[-1]), weight, weight_scale, bias).view(*x.shape[:-1], weight.shape[0])
+        # float32 activations: dequantise once (a temporary N x K in float32), cuBLAS.
         return F.linear(x, dequantize_weight(weight, weight_scale, x.dtype), bias)
     return _launch(x, weight, bias, weight_scale)
 

@@ -26,7 +26,7 @@ from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .. import matvec
 from ..matvec import _block_scales, _epilogue, _mm, _tile_order
-from .bits import _decode, _fp8_dtypes, _native_fp8
+from .bits import _decode, _fp8_dtypes, _native_fp8, fp8_hardware
 
 
 class ScalingType(enum.Enum):
@@ -60,10 +60,14 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
                sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son,
                BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
                A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+               A16: tl.constexpr = False):
     # One (BLOCK_M, BLOCK_N) output tile. TMA: a_ptr / b_ptr are tensor descriptors of a (M, K)
     # and of b's transpose (N, K), both K-contiguous (the hardware copies the tiles and
     # zero-fills past the edges); else masked pointer loads of any strides.
+    # A16 (fp8 weight-only linear): a holds 16-bit activations, used as they are (no scale_a);
+    # b's fp8 tiles convert to a's dtype (exact for e4m3) for a 16-bit dot (NATIVE: b is loaded
+    # as float8 and converted by the hardware; else decoded from its bits).
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = _tile_order(tl.program_id(0), grid_m, grid_n, GROUP_M)
@@ -84,26 +88,36 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
             b = b_ptr.load([pid_n * BLOCK_N, k0]).T
         else:
             kmask = (k0 + offs_k) < K
-            if NATIVE:  # (a float8 tensor takes a float `other`, the uint8 bits an int)
+            if NATIVE or A16:  # (a float8 or 16-bit tensor takes a float `other`, the uint8 bits an int)
                 a = tl.load(a_ptrs, mask=mmask[:, None] & kmask[None, :], other=0.0)
-                b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
             else:
                 a = tl.load(a_ptrs, mask=mmask[:, None] & kmask[None, :], other=0)
+            if NATIVE:
+                b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0.0)
+            else:
                 b = tl.load(b_ptrs, mask=kmask[:, None] & nmask[None, :], other=0)
             a_ptrs += BLOCK_K * sak
             b_ptrs += BLOCK_K * sbk
-        if not NATIVE:
-            a = _decode(a, A_E5M2)
-            b = _decode(b, B_E5M2)
-        if BLOCKWISE:
-            sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
-            acc += _tile_mm(a, b, NATIVE, DOT_F32) * sa[:, None] * sb[None, :]
-        elif NATIVE:
-            acc = tl.dot(a, b, acc)
+        if A16:
+            if not NATIVE:
+                b = _decode(b, B_E5M2)
+            if DOT_F32:
+                acc += _mm(a.to(tl.float32), b.to(tl.float32), tl.float32)
+            else:
+                acc = tl.dot(a, b.to(a.dtype), acc)
         else:
-            acc += _tile_mm(a, b, NATIVE, DOT_F32)
+            if not NATIVE:
+                a = _decode(a, A_E5M2)
+                b = _decode(b, B_E5M2)
+            if BLOCKWISE:
+                sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
+                acc += _tile_mm(a, b, NATIVE, DOT_F32) * sa[:, None] * sb[None, :]
+            elif NATIVE:
+                acc = tl.dot(a, b, acc)
+            else:
+                acc += _tile_mm(a, b, NATIVE, DOT_F32)
     _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              not BLOCKWISE, not BLOCKWISE, HAS_BIAS)
+              not (BLOCKWISE or A16), not BLOCKWISE, HAS_BIAS)
 
 
 #: The tiled kernel through fastpath's cached relaunch (Triton's own per-call binding of 30
@@ -129,6 +143,46 @@ MM_WARPS_STAGES = (8, 3)  # num_warps, num_stages of the compiled tiled kernel
 #: Tensor descriptors (TMA copies on NVIDIA capability 9.0+; the interpreter emulates them)
 #: when both operands are K-contiguous and 16-byte aligned.
 MM_TMA = True
+
+
+#: fp8 weights x 16-bit activations above the matrix-vector rows (``weight_mm``): (BLOCK_M,
+#: BLOCK_N, BLOCK_K, num_warps, num_stages) for up to 64 rows and for more.
+W8_BLOCKS_FEW = (64, 64, 128, 4, 4)
+W8_BLOCKS_MANY = (128, 128, 128, 8, 3)
+W8_FEW_ROWS = 64
+
+
+def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
+              bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``x @ (weight * weight_scale).T + bias`` for fp8 weight-only linear layers with many rows
+    (batched decode, prefill): ``x`` (M, K) bfloat16 / float16, ``weight`` (N, K) float8_e4m3fn,
+    ``weight_scale`` (N, 1) or (N,) float32, ``bias`` (N,) in x's dtype. The tiled kernel's
+    ``A16`` mode: each weight tile streams once a row tile, converts to x's dtype in registers
+    (exact) and meets the activations in a 16-bit tensor-core dot with a float32 accumulator; the
+    scale and bias are applied to the float32 sums, then one rounding to x's dtype. Arguments are
+    checked by the caller (:func:`fastpath.ops.linear.linear`)."""
+    M, K = x.shape
+    N = weight.shape[0]
+    out = alloc.empty(M, N, dtype=x.dtype, device=x.device)
+    if M == 0 or N == 0:
+        return out
+    native = fp8_hardware(x.device)
+    b = (weight if native else weight.view(torch.uint8)).t()
+    bm, bn, bk, warps, stages = W8_BLOCKS_FEW if M <= W8_FEW_ROWS else W8_BLOCKS_MANY
+    if INTERPRET:
+        bm, bn, bk, warps, stages = MM_BLOCKS + (4, 1)
+    a_k, b_k, tma = x, b, _tma_ok(x, b)
+    if tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        a_k = TensorDescriptor(x, [M, K], [x.stride(0), 1], [bm, bk])
+        b_k = TensorDescriptor(b.t(), [N, K], [b.stride(1), 1], [bn, bk])
+    grid = (cdiv(M, bm) * cdiv(N, bn),)
+    _MM[grid](a_k, b_k, out, weight_scale, bias if bias is not None else out, out, M, N, K,
+              x.stride(0), x.stride(1), b.stride(0), b.stride(1), 0, 0, 0, weight_scale.stride(0),
+              out.stride(0), out.stride(1), BLOCKWISE=False, HAS_BIAS=bias is not None, NATIVE=native,
+              A_E5M2=False, B_E5M2=False, DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+              GROUP_M=8, A16=True, num_warps=warps, num_stages=stages)
+    return out
 
 
 def _tma_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
