@@ -1,13 +1,15 @@
 """GPU probe: FP8 weight-only ``linear`` at 17 to 64 rows (batched decode), the ways it can run
 against bf16 ``F.linear`` in CUDA graphs with the weights rotated through more than 2x L2
 (cold): the weight dequantised for cuBLAS, the matrix-vector kernel in 16-row chunks (the fp8
-weight streamed once a chunk), and one 32- or 64-row dot tile a program (streamed once).
+weight streamed once a chunk) or in one 64-row dot tile a program, and the tiled kernel's
+16-bit-activation mode (scaled_mm.weight_mm) with several blocks.
 
-    python scripts/fp8_rows_probe.py [--rows 17,32,48,64] [--json PATH]
+    python scripts/fp8_rows_probe.py [--rows 17,32,64,128,512,2048] [--json PATH]
 """
 import argparse
 import json
 import math
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -17,22 +19,28 @@ from fastpath.bench.harness import Timer, knobs, measure_ceilings
 from fastpath.ops import linear as L, matvec
 from fastpath.ops.fp8 import quantize_fp8
 
+S = sys.modules["fastpath.ops.fp8.scaled_mm"]
+
 #: the issue's shapes (K, N) and Qwen3-30B-A3B's attention projections
 KN = [(4096, 4096), (4096, 14336), (14336, 4096), (2048, 4096), (4096, 2048), (2048, 5120)]
 
-VARIANTS = {
-    "dequantised": dict(FP8_CHUNK_MAX_ROWS=16),
-    "chunks16": dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=16),
-    "tiles32": dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=32),
-    "tiles64": dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=64),
+VARIANTS = {  # (linear knobs, matvec knobs, scaled_mm knobs); chunk variants only up to 64 rows
+    "dequantise": (dict(FP8_CHUNK_MAX_ROWS=16, FP8_MANY_ROWS="dequantise"), {}, {}),
+    "chunks16": (dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=16), {}, {}),
+    "tiles64": (dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=64), dict(FP8_VIA_FP16=(64, 256, 2)), {}),
 }
-#: matvec.FP8_VIA_FP16 (BLOCK_N, BLOCK_K at 16 rows, programs per SM) tried with the wide tiles
-BLOCKS = [(64, 256, 4), (64, 256, 2), (128, 256, 2), (32, 256, 4), (64, 512, 2)]
+#: scaled_mm.weight_mm's (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) tried up to 64 rows and above
+FEW = [(16, 64, 256, 4, 4), (32, 64, 256, 4, 4), (64, 64, 256, 4, 3), (16, 128, 128, 4, 4), (32, 128, 128, 4, 4),
+       (64, 128, 128, 8, 3), (16, 64, 128, 4, 5)]
+MANY = [(128, 128, 128, 8, 3), (64, 128, 128, 4, 4), (128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3)]
+for blocks in FEW + MANY:
+    VARIANTS[f"tiled{blocks}"] = (dict(FP8_CHUNK_MAX_ROWS=16, FP8_MANY_ROWS="tiled"), {},
+                                  dict(W8_BLOCKS_FEW=blocks, W8_BLOCKS_MANY=blocks, _few=blocks in FEW))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", default="17,32,48,64")
+    ap.add_argument("--rows", default="17,32,64,128,512,2048")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     memo.ENABLED = False  # a replay would keep the first variant's launches
@@ -54,16 +62,16 @@ def main():
             est = 2 * N * K * 2 / ceil["copy_gbps"] / 1e6
             t_bf16 = timer.graph_us(lambda x, q, s, w: F.linear(x, w), sets, est)
             line = [f"{M:>2}x{K:>5}x{N:>5} bf16 {t_bf16:6.1f}"]
-            for name, kv in VARIANTS.items():
-                for blocks in (BLOCKS if name.startswith("tiles") else BLOCKS[:1]):
-                    with knobs(L, **kv), knobs(matvec, FP8_VIA_FP16=blocks):
-                        out = L.linear(x, q, weight_scale=s)
-                        err = ((out.double() - ref).norm() / ref.norm()).item()
-                        t = timer.graph_us(lambda x, q, s, w: L.linear(x, q, weight_scale=s), sets, est)
-                    tag = name if blocks == BLOCKS[0] else f"{name}{blocks}"
-                    ok = err < 1e-2
-                    line.append(f"{tag} {t:6.1f} x{t_bf16 / t:4.2f}{'' if ok else ' WRONG %.1e' % err}")
-                    recs.append(dict(M=M, K=K, N=N, variant=name, blocks=blocks, us=t, bf16_us=t_bf16, err=err))
+            for name, (lk, mk, sk) in VARIANTS.items():
+                sk = dict(sk)
+                if sk.pop("_few", M <= 64) != (M <= 64) or (name.startswith(("chunks", "tiles")) and M > 64):
+                    continue
+                with knobs(L, **lk), knobs(matvec, **mk), knobs(S, **sk):
+                    out = L.linear(x, q, weight_scale=s)
+                    err = ((out.double() - ref).norm() / ref.norm()).item()
+                    t = timer.graph_us(lambda x, q, s, w: L.linear(x, q, weight_scale=s), sets, est)
+                line.append(f"{name} {t:6.1f} x{t_bf16 / t:4.2f}{'' if err < 1e-2 else ' WRONG %.1e' % err}")
+                recs.append(dict(M=M, K=K, N=N, variant=name, us=t, bf16_us=t_bf16, err=err))
             print(" | ".join(line), flush=True)
     if args.json:
         with open(args.json, "w") as f:

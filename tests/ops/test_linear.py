@@ -1,6 +1,7 @@
 """linear (GEMV path for <= 16 rows, F.linear beyond) and its FP8 weight-only variant, against
 float64 references, through the public API (compiled on a GPU, interpreted on the CPU)."""
 import math
+import sys
 
 import pytest
 import torch
@@ -149,19 +150,20 @@ L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
 @needs_fp8
 @pytest.mark.parametrize("rows", [17, 300])  # 300: (3, 100, K), ten 32-row tiles in the interpreter
 @pytest.mark.parametrize("xdtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("route", ["tiled", "dequantise"])
+@pytest.mark.parametrize("route", ["tiled", "tiled-unswapped", "dequantise"])
 def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
     """FP8 weights above MAX_GEMV_ROWS rows: the tiled kernel's 16-bit-activation mode
     (``scaled_mm.weight_mm``, K and N not multiples of its tiles, a non-contiguous input, bias)
     or the weight dequantised for cuBLAS, both against the float64 product."""
-    monkeypatch.setattr(L, "FP8_MANY_ROWS", route)
+    monkeypatch.setattr(L, "FP8_MANY_ROWS", route.split("-")[0])
+    monkeypatch.setattr(sys.modules["fastpath.ops.fp8.scaled_mm"], "W8_SWAP", route == "tiled")
     calls, weight_mm = [], L.weight_mm
     monkeypatch.setattr(L, "weight_mm", lambda *a: calls.append(a[0].shape) or weight_mm(*a))
     w, q, s = _fp8_weight(67, 200, device)
     x = randn(*_rows_shape(rows, 2 * 200), dtype=xdtype, device=device)[..., ::2]  # every other column
     b = randn(67, dtype=xdtype, device=device)
     out = L.linear(x, q, b, weight_scale=s)
-    assert calls == ([(rows, 200)] if route == "tiled" else [])
+    assert calls == ([(rows, 200)] if route != "dequantise" else [])
     assert out.dtype == xdtype and out.shape == (*x.shape[:-1], 67)
     assert_close(out, ref64(x, q, b, s), tol=L_TOL[xdtype])
     assert sqnr_db(out, ref64(x, w, b)) >= 25

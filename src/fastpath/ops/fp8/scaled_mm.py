@@ -61,13 +61,16 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
                BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
                A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-               A16: tl.constexpr = False):
+               A16: tl.constexpr = False, SWAP: tl.constexpr = False):
     # One (BLOCK_M, BLOCK_N) output tile. TMA: a_ptr / b_ptr are tensor descriptors of a (M, K)
     # and of b's transpose (N, K), both K-contiguous (the hardware copies the tiles and
     # zero-fills past the edges); else masked pointer loads of any strides.
     # A16 (fp8 weight-only linear): a holds 16-bit activations, used as they are (no scale_a);
     # b's fp8 tiles convert to a's dtype (exact for e4m3) for a 16-bit dot (NATIVE: b is loaded
-    # as float8 and converted by the hardware; else decoded from its bits).
+    # as float8 and converted by the hardware; else decoded from its bits). SWAP: the product is
+    # taken transposed, (b^T a^T)^T, so that the converted weight tile is the dot's first operand,
+    # which the tensor cores (sm_90 wgmma) read from registers: the weight tile is converted once
+    # in registers and never stored back to shared memory, and the loads stay pipelined.
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = _tile_order(tl.program_id(0), grid_m, grid_n, GROUP_M)
@@ -82,6 +85,7 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
         a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * sam + offs_k[None, :] * sak
         b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         if TMA:
             a = a_ptr.load([pid_m * BLOCK_M, k0])
@@ -101,7 +105,12 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
         if A16:
             if not NATIVE:
                 b = _decode(b, B_E5M2)
-            if DOT_F32:
+            if SWAP:
+                if DOT_F32:
+                    acc_t += _mm(tl.trans(b).to(tl.float32), tl.trans(a).to(tl.float32), tl.float32)
+                else:
+                    acc_t = tl.dot(tl.trans(b).to(a.dtype), tl.trans(a), acc_t)
+            elif DOT_F32:
                 acc += _mm(a.to(tl.float32), b.to(tl.float32), tl.float32)
             else:
                 acc = tl.dot(a, b.to(a.dtype), acc)
@@ -116,6 +125,8 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
                 acc = tl.dot(a, b, acc)
             else:
                 acc += _tile_mm(a, b, NATIVE, DOT_F32)
+    if SWAP and A16:
+        acc = tl.trans(acc_t)
     _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
               not (BLOCKWISE or A16), not BLOCKWISE, HAS_BIAS)
 
@@ -147,9 +158,12 @@ MM_TMA = True
 
 #: fp8 weights x 16-bit activations above the matrix-vector rows (``weight_mm``): (BLOCK_M,
 #: BLOCK_N, BLOCK_K, num_warps, num_stages) for up to 64 rows and for more.
-W8_BLOCKS_FEW = (64, 64, 128, 4, 4)
+W8_BLOCKS_FEW = (32, 64, 256, 4, 4)
 W8_BLOCKS_MANY = (128, 128, 128, 8, 3)
 W8_FEW_ROWS = 64
+#: The transposed product (the kernel's SWAP): H200 (scripts/fp8_rows_probe.py), untransposed
+#: every block ran ~1-1.8 us a K step whatever its size (0.1-0.9x of bf16 F.linear).
+W8_SWAP = True
 
 
 def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
@@ -181,7 +195,7 @@ def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
               x.stride(0), x.stride(1), b.stride(0), b.stride(1), 0, 0, 0, weight_scale.stride(0),
               out.stride(0), out.stride(1), BLOCKWISE=False, HAS_BIAS=bias is not None, NATIVE=native,
               A_E5M2=False, B_E5M2=False, DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-              GROUP_M=8, A16=True, num_warps=warps, num_stages=stages)
+              GROUP_M=8, A16=True, SWAP=W8_SWAP, num_warps=warps, num_stages=stages)
     return out
 
 
