@@ -30,13 +30,14 @@ VARIANTS = {  # (linear knobs, matvec knobs, scaled_mm knobs); chunk variants on
     "tiles64": (dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=64), dict(FP8_VIA_FP16=(64, 256, 2)), {}),
 }
 #: scaled_mm.weight_mm's (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) tried up to 64 rows and above
-FEW = [(16, 64, 256, 4, 4), (32, 64, 256, 4, 4), (64, 64, 256, 4, 3), (16, 128, 128, 4, 4), (32, 128, 128, 4, 4),
-       (64, 128, 128, 8, 3), (16, 64, 128, 4, 5)]
-MANY = [(128, 128, 128, 8, 3), (64, 128, 128, 4, 4), (128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3)]
+FEW = [(16, 64, 256, 4, 3), (32, 64, 256, 4, 3), (64, 64, 256, 4, 3), (32, 128, 128, 4, 3), (64, 128, 128, 8, 3),
+       (32, 64, 128, 4, 4), (16, 128, 256, 8, 3)]
+MANY = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 128, 8, 3), (64, 128, 128, 4, 4)]
 for blocks in FEW + MANY:
-    VARIANTS[f"tiled{blocks}"] = (dict(FP8_CHUNK_MAX_ROWS=16, FP8_MANY_ROWS="tiled"), {},
-                                  dict(W8_BLOCKS_FEW=blocks, W8_BLOCKS_MANY=blocks, _few=blocks in FEW))
-
+    for s16 in (True, False) if blocks in (FEW[1], FEW[4], MANY[0], MANY[2]) else (True,):
+        VARIANTS[f"tiled{'' if s16 else '-bf16'}{blocks}"] = (
+            dict(FP8_CHUNK_MAX_ROWS=16, FP8_MANY_ROWS="tiled"), {},
+            dict(W8_BLOCKS_FEW=blocks, W8_BLOCKS_MANY=blocks, W8_S16=s16, _few=blocks in FEW))
 
 def main():
     ap = argparse.ArgumentParser()

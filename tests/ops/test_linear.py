@@ -150,13 +150,14 @@ L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
 @needs_fp8
 @pytest.mark.parametrize("rows", [17, 300])  # 300: (3, 100, K), ten 32-row tiles in the interpreter
 @pytest.mark.parametrize("xdtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("route", ["tiled", "tiled-unswapped", "dequantise"])
+@pytest.mark.parametrize("route", ["tiled", "tiled-bf16", "tiled-unswapped", "dequantise"])
 def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
     """FP8 weights above MAX_GEMV_ROWS rows: the tiled kernel's 16-bit-activation mode
     (``scaled_mm.weight_mm``, K and N not multiples of its tiles, a non-contiguous input, bias)
     or the weight dequantised for cuBLAS, both against the float64 product."""
     monkeypatch.setattr(L, "FP8_MANY_ROWS", route.split("-")[0])
-    monkeypatch.setattr(sys.modules["fastpath.ops.fp8.scaled_mm"], "W8_SWAP", route == "tiled")
+    monkeypatch.setattr(sys.modules["fastpath.ops.fp8.scaled_mm"], "W8_SWAP", route != "tiled-unswapped")
+    monkeypatch.setattr(sys.modules["fastpath.ops.fp8.scaled_mm"], "W8_S16", route == "tiled")
     calls, weight_mm = [], L.weight_mm
     monkeypatch.setattr(L, "weight_mm", lambda *a: calls.append(a[0].shape) or weight_mm(*a))
     w, q, s = _fp8_weight(67, 200, device)

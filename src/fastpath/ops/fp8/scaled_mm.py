@@ -25,7 +25,7 @@ from ..._core.launch import Launcher, cdiv
 from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .. import matvec
-from ..matvec import _block_scales, _epilogue, _mm, _tile_order
+from ..matvec import _block_scales, _epilogue, _mm, _pow2_scale, _tile_order
 from .bits import _decode, _fp8_dtypes, _native_fp8, fp8_hardware
 
 
@@ -61,7 +61,7 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
                BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
                A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-               A16: tl.constexpr = False, SWAP: tl.constexpr = False):
+               A16: tl.constexpr = False, SWAP: tl.constexpr = False, S16: tl.constexpr = False):
     # One (BLOCK_M, BLOCK_N) output tile. TMA: a_ptr / b_ptr are tensor descriptors of a (M, K)
     # and of b's transpose (N, K), both K-contiguous (the hardware copies the tiles and
     # zero-fills past the edges); else masked pointer loads of any strides.
@@ -70,7 +70,10 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
     # as float8 and converted by the hardware; else decoded from its bits). SWAP: the product is
     # taken transposed, (b^T a^T)^T, so that the converted weight tile is the dot's first operand,
     # which the tensor cores (sm_90 wgmma) read from registers: the weight tile is converted once
-    # in registers and never stored back to shared memory, and the loads stay pipelined.
+    # in registers and never stored back to shared memory, and the loads stay pipelined. S16
+    # (SWAP, bfloat16 activations): the weight converts to float16 (one instruction a pair, where
+    # bfloat16 takes three) and each activation row of the tile is scaled by a power of two into
+    # float16's range (matvec's _pow2_scale), its sums scaled back.
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = _tile_order(tl.program_id(0), grid_m, grid_n, GROUP_M)
@@ -106,10 +109,19 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
             if not NATIVE:
                 b = _decode(b, B_E5M2)
             if SWAP:
-                if DOT_F32:
-                    acc_t += _mm(tl.trans(b).to(tl.float32), tl.trans(a).to(tl.float32), tl.float32)
+                w = tl.trans(b)
+                if S16:
+                    af = a.to(tl.float32)
+                    sc, rc = _pow2_scale(af)
+                    at = tl.trans((af * rc[:, None]).to(tl.float16))
+                    if DOT_F32:
+                        acc_t += _mm(w.to(tl.float32), at.to(tl.float32), tl.float32) * sc[None, :]
+                    else:
+                        acc_t += tl.dot(w.to(tl.float16), at) * sc[None, :]
+                elif DOT_F32:
+                    acc_t += _mm(w.to(tl.float32), tl.trans(a).to(tl.float32), tl.float32)
                 else:
-                    acc_t = tl.dot(tl.trans(b).to(a.dtype), tl.trans(a), acc_t)
+                    acc_t = tl.dot(w.to(a.dtype), tl.trans(a), acc_t)
             elif DOT_F32:
                 acc += _mm(a.to(tl.float32), b.to(tl.float32), tl.float32)
             else:
@@ -164,6 +176,8 @@ W8_FEW_ROWS = 64
 #: The transposed product (the kernel's SWAP): H200 (scripts/fp8_rows_probe.py), untransposed
 #: every block ran ~1-1.8 us a K step whatever its size (0.1-0.9x of bf16 F.linear).
 W8_SWAP = True
+#: bfloat16 activations through float16 (the kernel's S16; with W8_SWAP).
+W8_S16 = True
 
 
 def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
@@ -195,7 +209,8 @@ def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
               x.stride(0), x.stride(1), b.stride(0), b.stride(1), 0, 0, 0, weight_scale.stride(0),
               out.stride(0), out.stride(1), BLOCKWISE=False, HAS_BIAS=bias is not None, NATIVE=native,
               A_E5M2=False, B_E5M2=False, DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-              GROUP_M=8, A16=True, SWAP=W8_SWAP, num_warps=warps, num_stages=stages)
+              GROUP_M=8, A16=True, SWAP=W8_SWAP,
+              S16=W8_SWAP and W8_S16 and x.dtype == torch.bfloat16, num_warps=warps, num_stages=stages)
     return out
 
 
