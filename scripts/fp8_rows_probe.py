@@ -1,8 +1,7 @@
-"""GPU probe: FP8 weight-only ``linear`` at 17 to 64 rows (batched decode), the ways it can run
+"""GPU probe: FP8 weight-only ``linear`` above 16 rows (batched decode, prefill), the ways it can run
 against bf16 ``F.linear`` in CUDA graphs with the weights rotated through more than 2x L2
-(cold): the weight dequantised for cuBLAS, the matrix-vector kernel in 16-row chunks (the fp8
-weight streamed once a chunk) or in one 64-row dot tile a program, and the tiled kernel's
-16-bit-activation mode (scaled_mm.weight_mm) with several blocks.
+(cold): the weight dequantised for cuBLAS, and the tiled kernel's 16-bit-activation mode
+(scaled_mm.weight_mm) with several blocks, bfloat16 activations through float16 (S16) or not.
 
     python scripts/fp8_rows_probe.py [--rows 17,32,64,128,512,2048] [--json PATH]
 """
@@ -16,7 +15,7 @@ import torch.nn.functional as F
 
 from fastpath._core import memo
 from fastpath.bench.harness import Timer, knobs, measure_ceilings
-from fastpath.ops import linear as L, matvec
+from fastpath.ops import linear as L
 from fastpath.ops.fp8 import quantize_fp8
 
 S = sys.modules["fastpath.ops.fp8.scaled_mm"]
@@ -24,20 +23,19 @@ S = sys.modules["fastpath.ops.fp8.scaled_mm"]
 #: the issue's shapes (K, N) and Qwen3-30B-A3B's attention projections
 KN = [(4096, 4096), (4096, 14336), (14336, 4096), (2048, 4096), (4096, 2048), (2048, 5120)]
 
-VARIANTS = {  # (linear knobs, matvec knobs, scaled_mm knobs); chunk variants only up to 64 rows
-    "dequantise": (dict(FP8_CHUNK_MAX_ROWS=16, FP8_MANY_ROWS="dequantise"), {}, {}),
-    "chunks16": (dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=16), {}, {}),
-    "tiles64": (dict(FP8_CHUNK_MAX_ROWS=64, FP8_CHUNK_ROWS=64), dict(FP8_VIA_FP16=(64, 256, 2)), {}),
+VARIANTS = {  # (linear knobs, scaled_mm knobs)
+    "dequantise": (dict(FP8_MANY_ROWS="dequantise"), {}),
 }
 #: scaled_mm.weight_mm's (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) tried up to 64 rows and above
 FEW = [(16, 64, 256, 4, 3), (32, 64, 256, 4, 3), (64, 64, 256, 4, 3), (32, 128, 128, 4, 3), (64, 128, 128, 8, 3),
        (32, 64, 128, 4, 4), (16, 128, 256, 8, 3)]
 MANY = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 128, 8, 3), (64, 128, 128, 4, 4)]
 for blocks in FEW + MANY:
-    for s16 in (True, False) if blocks in (FEW[1], FEW[4], MANY[0], MANY[2]) else (True,):
+    for s16 in (True, False):
         VARIANTS[f"tiled{'' if s16 else '-bf16'}{blocks}"] = (
-            dict(FP8_CHUNK_MAX_ROWS=16, FP8_MANY_ROWS="tiled"), {},
-            dict(W8_BLOCKS_FEW=blocks, W8_BLOCKS_MANY=blocks, W8_S16=s16, _few=blocks in FEW))
+            dict(FP8_MANY_ROWS="tiled"),
+            dict(W8_BLOCKS_FEW=blocks, W8_BLOCKS_MANY=blocks, W8_S16=s16, W8_FEW_ROWS=1 << 30 if s16 else 64,
+                 _few=blocks in FEW))
 
 def main():
     ap = argparse.ArgumentParser()
@@ -63,11 +61,11 @@ def main():
             est = 2 * N * K * 2 / ceil["copy_gbps"] / 1e6
             t_bf16 = timer.graph_us(lambda x, q, s, w: F.linear(x, w), sets, est)
             line = [f"{M:>2}x{K:>5}x{N:>5} bf16 {t_bf16:6.1f}"]
-            for name, (lk, mk, sk) in VARIANTS.items():
+            for name, (lk, sk) in VARIANTS.items():
                 sk = dict(sk)
-                if sk.pop("_few", M <= 64) != (M <= 64) or (name.startswith(("chunks", "tiles")) and M > 64):
+                if sk.pop("_few", M <= 64) != (M <= 64):
                     continue
-                with knobs(L, **lk), knobs(matvec, **mk), knobs(S, **sk):
+                with knobs(L, **lk), knobs(S, **sk):
                     out = L.linear(x, q, weight_scale=s)
                     err = ((out.double() - ref).norm() / ref.norm()).item()
                     t = timer.graph_us(lambda x, q, s, w: L.linear(x, q, weight_scale=s), sets, est)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (27-28: for the thirty-fifth; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
+# A session's first device calls (27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -265,18 +265,12 @@ case "${1:-1}" in
     timeout 60 python3 -m fastpath.bench moe --only "moe layer" --quick --graphs 2>&1 | grep -v -i warn \
       | grep "moe layer  *1x2048x768x128x8 bfloat16 graph" | sed "s/^/process $i /" | tee -a "$OUT/one_token_spread.log"
   done ;;
-28)  # for the thirty-fifth session: FP8 weights above 16 rows through the matrix-vector kernel in 16-row chunks
-     # (linear.FP8_CHUNK_MAX_ROWS, prepared off) against the weight dequantised for cuBLAS, in the engine at batch
-     # 32 and 48 (the thirty-fourth: FP8 Qwen3-30B-A3B at batch 32 decoded at 0.54x of bf16); then compiled tests
-  # (and one 32- / 64-row tile a program, linear.FP8_CHUNK_ROWS: the weight streamed once; scripts/fp8_rows_probe.py)
-  timeout 240 python3 scripts/fp8_rows_probe.py --json "$OUT/fp8_rows_probe.json" 2>&1 | grep -v -i warn \
-    | tee "$OUT/fp8_rows_probe.log"
-  for b in 32 48; do
-    timeout 200 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8 --layers 12 --batch $b \
-      --prompt-len 64 --new-tokens 64 --variant "chunks to 64:linear.FP8_CHUNK_MAX_ROWS=64" \
-      --variant "64-row tiles:linear.FP8_CHUNK_MAX_ROWS=64;linear.FP8_CHUNK_ROWS=64" \
-      --variant "dequantised:linear.FP8_CHUNK_MAX_ROWS=16" --json "$OUT/fp8_chunks_b$b.json" 2>&1 | grep -v -i warn
-  done
+28)  # the thirty-fifth session: FP8 weight-only linear above 16 rows through the tiled kernel (scaled_mm.weight_mm)
+     # against the weight dequantised for cuBLAS, in the engine at batch 32 (the thirty-fourth: FP8 Qwen3-30B-A3B at
+     # batch 32 decoded at 0.54x of bf16); then the compiled tests
+  timeout 260 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8 --layers 12 --batch 32 \
+    --prompt-len 64 --new-tokens 64 --variant "tiled:linear.FP8_MANY_ROWS='tiled'" \
+    --variant "dequantised:linear.FP8_MANY_ROWS='dequantise'" --json "$OUT/fp8_many_rows_b32.json" 2>&1 | grep -v -i warn
   timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py -k fp8 \
     > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;

@@ -171,32 +171,6 @@ def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
 
 
 @needs_fp8
-@pytest.mark.parametrize("rows", [17, 40])  # 16-row chunks: one and a tail of 1; two and a tail of 8
-@pytest.mark.parametrize("xdtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("chunk", [16, 64])  # 64: one launch of a 32- or 64-row tile
-def test_fp8_weight_only_row_chunks(rows, xdtype, chunk, monkeypatch, device):
-    """FP8 weights above MAX_GEMV_ROWS rows through the matrix-vector kernel in chunks of
-    ``FP8_CHUNK_ROWS`` rows (up to ``FP8_CHUNK_MAX_ROWS``); above the limit the dequantised
-    cuBLAS path."""
-    monkeypatch.setattr(L, "FP8_CHUNK_MAX_ROWS", 40)
-    monkeypatch.setattr(L, "FP8_CHUNK_ROWS", chunk)
-    calls = []
-    launch = matvec.launch
-    monkeypatch.setattr(matvec, "launch", lambda a, *r, **kw: calls.append(a.t.shape[0]) or launch(a, *r, **kw))
-    w, q, s = _fp8_weight(67, 1000, device)
-    x = randn(rows, 1000, dtype=xdtype, device=device)
-    b = randn(67, dtype=xdtype, device=device)
-    out = L.linear(x, q, b, weight_scale=s)
-    assert calls == [chunk] * (rows // chunk) + [rows % chunk]
-    assert out.dtype == xdtype and out.shape == (rows, 67)
-    assert_close(out, ref64(x, q, b, s), tol=L_TOL[xdtype])
-    calls.clear()
-    x = randn(41, 1000, dtype=xdtype, device=device)
-    assert_close(L.linear(x, q, b, weight_scale=s), ref64(x, q, b, s), tol=L_TOL[xdtype])
-    assert calls == []
-
-
-@needs_fp8
 @pytest.mark.parametrize("decode", ["native", "bits"])
 def test_fp8_every_code(decode, split_k, monkeypatch, device):
     """Every one of the 256 e4m3fn bit patterns through the kernel's decoding (NaN included),

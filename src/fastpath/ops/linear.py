@@ -40,20 +40,14 @@ _FP8 = getattr(torch, "float8_e4m3fn", None)
 
 #: Rows (product of the leading dims of x) served by the GEMV kernel; more go to F.linear.
 MAX_GEMV_ROWS = 16
-#: FP8 weights with more rows, up to this many: the GEMV kernel in chunks of MAX_GEMV_ROWS rows,
-#: each chunk streaming the fp8 weight once (1 byte a weight a chunk), instead of the weight
-#: dequantised to x.dtype for cuBLAS (~5 bytes a weight moved: FP8 Qwen3-30B-A3B decoded batch 32
-#: at 0.54x of bf16 on the H200). Prepared, not yet timed on a GPU: MAX_GEMV_ROWS (off) until
-#: scripts/gpu_pending.sh 28 has measured it.
-FP8_CHUNK_MAX_ROWS = MAX_GEMV_ROWS
-#: FP8 weights, 16-bit activations, more rows than that: "tiled" (``scaled_mm.weight_mm``: each
-#: fp8 weight tile streamed once a row tile into a 16-bit tensor-core dot), or "dequantise" (the
-#: weight dequantised to x.dtype for cuBLAS, ~5 bytes moved a weight: 0.07-0.13x of bf16 F.linear
-#: on the H200 at 17-64 rows, scripts/fp8_rows_probe.py, 6ffd8e0).
+#: FP8 weights, 16-bit activations, more rows than that (batched decode, prefill): "tiled"
+#: (``scaled_mm.weight_mm``: each fp8 weight tile streamed once a row tile into a tensor-core dot),
+#: or "dequantise" (the weight dequantised to x.dtype for cuBLAS, ~5 bytes moved a weight). H200
+#: against bf16 F.linear, geometric means over six decode shapes (scripts/fp8_rows_probe.py,
+#: 200399d): 17 / 32 / 64 / 512 / 2048 rows 0.79 / 0.80 / 0.65 / 0.41 / 0.66x tiled, 0.10 / 0.10 /
+#: 0.10 / 0.18 / 0.48x dequantised. (The matrix-vector kernel in 16-row chunks, or one 64-row
+#: tile a program, measured 0.67 / 0.81x at 17 rows, 0.58x at 64: not kept.)
 FP8_MANY_ROWS = "tiled"
-#: Rows a launch takes in that chunked FP8 path: MAX_GEMV_ROWS, or 32 / 64 (one 32- or 64-row dot
-#: tile a program, ``matvec.plan``: the fp8 weight streamed once for up to that many rows).
-FP8_CHUNK_ROWS = MAX_GEMV_ROWS
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -83,15 +77,12 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
-    step = FP8_CHUNK_ROWS if weight_scale is not None else MAX_GEMV_ROWS
-    for r0 in range(0, M, step):  # one launch; chunks of rows only where _linear_op asks (FP8)
-        m = min(M - r0, step)
-        plan = matvec.plan(m, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
-                           b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
-                           group=norm.group if norm is not None else 0, glu=glu)
-        matvec.launch(Operand(x2[r0:r0 + m] if m < M else x2), w, y[r0:r0 + m] if m < M else y, plan=plan,
-                      sb=weight_scale, sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0),
-                      bias=bias, glu=glu, norm=norm)
+    plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
+                       b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
+                       group=norm.group if norm is not None else 0, glu=glu)
+    matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
+                  sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0),
+                  bias=bias, glu=glu, norm=norm)
     return y.view(*x.shape[:-1], N)
 
 
@@ -146,8 +137,7 @@ def _backward(ctx, grad):
 def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                weight_scale: Optional[torch.Tensor]) -> torch.Tensor:
     rows = x.numel() // max(x.shape[-1], 1) if x.dim() > 0 else 1
-    limit = FP8_CHUNK_MAX_ROWS if weight_scale is not None else MAX_GEMV_ROWS
-    if (x.dim() < 1 or rows > limit or not use_triton(x) or x.dtype not in KERNEL_DTYPES):
+    if (x.dim() < 1 or rows > MAX_GEMV_ROWS or not use_triton(x) or x.dtype not in KERNEL_DTYPES):
         if weight_scale is None:
             return F.linear(x, weight, bias)
         if not use_triton(x) or x.dtype not in KERNEL_DTYPES:

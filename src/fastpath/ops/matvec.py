@@ -438,7 +438,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     s16 = fill = False
     min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
-        dot, bm = (torch.float32, max(16, next_pow2(M))) if M > 8 else (None, next_pow2(M))
+        dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
         bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
         bn, per_sm = max(8, min(64, next_pow2(N), FMA_TILE // (bm * bk))), 4
     else:
@@ -455,9 +455,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             s16, dot_dtype, fill = dot_dtype == torch.bfloat16, torch.float16, FP8_VIA_FP16_FILL
             if glu and FP8_VIA_FP16_GLU_HALF:
                 per_sm = max(1, per_sm // 2)
-        dot, bm = (dot_dtype, max(16, next_pow2(M))) if use_dot else (None, next_pow2(M))
-        if bm > 16:  # (more than 16 rows: fp8 weights in linear.FP8_CHUNK_ROWS chunks) the activation
-            bk = max(64, bk * 16 // bm)  # tile stays at most 16 x BLOCK_K elements
+        dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None

@@ -169,14 +169,17 @@ MM_TMA = True
 
 
 #: fp8 weights x 16-bit activations above the matrix-vector rows (``weight_mm``): (BLOCK_M,
-#: BLOCK_N, BLOCK_K, num_warps, num_stages) for up to 64 rows and for more.
-W8_BLOCKS_FEW = (32, 64, 256, 4, 4)
-W8_BLOCKS_MANY = (128, 128, 128, 8, 3)
+#: BLOCK_N, BLOCK_K, num_warps, num_stages) up to W8_FEW_ROWS rows (bfloat16 activations through
+#: float16, the kernel's S16) and above (bfloat16 dots). H200 (scripts/fp8_rows_probe.py, 200399d,
+#: ratios to bf16 F.linear, geometric means over six decode shapes): 17 / 32 / 64 rows 0.79 / 0.80 /
+#: 0.65x (S16 off, 32 x 64 x 256: 0.54-0.61x of S16 on); 512 / 2048 rows 0.41 / 0.66x (S16 on:
+#: 0.30 / 0.39x). The transposed product (the kernel's SWAP) is what keeps the loads pipelined:
+#: without it every block ran ~1-1.8 us a K step whatever its size (0.1-0.9x, 9814d73's probe).
+W8_BLOCKS_FEW = (16, 64, 256, 4, 3)
+W8_BLOCKS_MANY = (128, 128, 64, 8, 3)
 W8_FEW_ROWS = 64
-#: The transposed product (the kernel's SWAP): H200 (scripts/fp8_rows_probe.py), untransposed
-#: every block ran ~1-1.8 us a K step whatever its size (0.1-0.9x of bf16 F.linear).
 W8_SWAP = True
-#: bfloat16 activations through float16 (the kernel's S16; with W8_SWAP).
+#: bfloat16 activations through float16 up to W8_FEW_ROWS rows (the kernel's S16; with W8_SWAP).
 W8_S16 = True
 
 
@@ -210,7 +213,7 @@ def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
               out.stride(0), out.stride(1), BLOCKWISE=False, HAS_BIAS=bias is not None, NATIVE=native,
               A_E5M2=False, B_E5M2=False, DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
               GROUP_M=8, A16=True, SWAP=W8_SWAP,
-              S16=W8_SWAP and W8_S16 and x.dtype == torch.bfloat16, num_warps=warps, num_stages=stages)
+              S16=W8_SWAP and W8_S16 and M <= W8_FEW_ROWS and x.dtype == torch.bfloat16, num_warps=warps, num_stages=stages)
     return out
 
 
