@@ -73,7 +73,7 @@ def test_lu_factor_noncontiguous(dtype, device):
 def panel(request, monkeypatch):
     """The blocked path's panel: as a (1, M, W) tile (the interpreter's default) or a thread a row
     (``_lu_panel_rows``, the GPU's default); the interpreter runs the row form 4-5x slower, so only
-    some blocked tests take both."""
+    some blocked tests take both, the row form on fewer matrices."""
     monkeypatch.setattr(L, "ROW_PANEL", request.param == "rows")
     return request.param
 
@@ -84,7 +84,8 @@ def test_lu_pivot_tie_blocked(dtype, device, panel):
     row in the interchanged order, not the first in memory. Column 0 (ones, 2 in row 5) swaps
     rows 0 and 5; column 1 is exact after the elimination (row 5 holds 0 there) and its largest
     |re| + |im| (7) is in rows 0 (now at place 5) and 3: pivot 4, 1-based, not 6."""
-    A = rand(2, 40, 40, dtype=dtype)
+    batch = 1 if panel == "rows" else 2
+    A = rand(batch, 40, 40, dtype=dtype)
     A[:, :, 0] = 1
     A[:, 5, 0] = 2
     A[:, :, 1] *= 0.1
@@ -93,7 +94,7 @@ def test_lu_pivot_tie_blocked(dtype, device, panel):
     A[:, 3, 1] = 7 if dtype == torch.float32 else complex(3.5, -3.5)
     LU, piv, info = L.lu_factor_ex(A.to(device))
     ref = torch.linalg.lu_factor_ex(_ref(A))
-    assert piv[:, :2].cpu().tolist() == ref.pivots[:, :2].tolist() == [[6, 4]] * 2
+    assert piv[:, :2].cpu().tolist() == ref.pivots[:, :2].tolist() == [[6, 4]] * batch
     assert torch.equal(piv.cpu(), ref.pivots)
     assert _reconstruct(LU, piv, A.to(device)) <= 8 * 40 * EPS[dtype]
 
@@ -142,7 +143,7 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     if rows:
         monkeypatch.setattr(L, "ROW_PANEL", True)
         monkeypatch.setattr(L, "PANEL_PACK", rows is True)
-    A = rand(2, m, n, dtype=dtype, device=device)
+    A = rand(1 if rows else 2, m, n, dtype=dtype, device=device)  # (the row panel: one matrix, its cost)
     LU, piv, info = L.lu_factor_ex(A)
     assert (info.cpu() == 0).all()
     assert torch.equal(piv.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
@@ -197,10 +198,12 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
 
 
 def test_lu_singular_blocked(device, panel):
-    A = _singular_batch(36, torch.complex64)[[0, 1, 3, 5]].to(device)
+    """Zero pivots in the blocked path (the row panel: two of the tile form's four matrices)."""
+    pick, infos = ([0, 1, 3, 5], [0, 3, 1, 4]) if panel == "tile" else ([0, 5], [0, 4])
+    A = _singular_batch(36, torch.complex64)[pick].to(device)
     LU, piv, info = L.lu_factor_ex(A)
     ref = torch.linalg.lu_factor_ex(_ref(A))
-    assert info.cpu().tolist() == ref.info.tolist() == [0, 3, 1, 4]
+    assert info.cpu().tolist() == ref.info.tolist() == infos
     assert torch.equal(piv.cpu(), ref.pivots)
     assert _reconstruct(LU, piv, A) <= 8 * 36 * EPS[torch.complex64]
     s, la = L.slogdet(A)
@@ -274,7 +277,8 @@ def test_det_slogdet(n, batch, dtype, device):
     _check_det(n, batch, dtype, device)
 
 
-def test_det_slogdet_blocked(device, panel):
+def test_det_slogdet_blocked(device):
+    """(The row panel's det / slogdet: test_lu_blocked_steps' square row-panel case.)"""
     _check_det(36, (2,), torch.complex64, device)
 
 
