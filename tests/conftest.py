@@ -35,11 +35,15 @@ def pytest_xdist_auto_num_workers(config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """With pytest-xdist installed (the ``test`` extra) and no ``-n`` given, run as ``-n auto``;
-    ``-n 0`` runs in one process, and without xdist the suite runs in one process as it is."""
+    """With pytest-xdist installed (the ``test`` extra) and no ``-n`` given, run as ``-n auto``,
+    tests handed out by work stealing (a worker that runs out takes queued tests from the other,
+    so minute-long interpreter tests near the end do not leave a core idle); ``-n 0`` runs in
+    one process, and without xdist the suite runs in one process as it is."""
     if (getattr(config.option, "numprocesses", 0) is None and config.pluginmanager.hasplugin("xdist")
             and not os.environ.get("PYTEST_XDIST_WORKER")):
         config.option.numprocesses = "auto"
+        if getattr(config.option, "dist", "no") == "no":
+            config.option.dist = "worksteal"
 
 
 # Each xdist worker's torch gets its share of the cores: OpenMP threads of two workers spinning

@@ -2,8 +2,9 @@
 row) and activations in bf16 / fp16 / fp32; ``quantize_`` swaps a model's ``nn.Linear``
 layers for it, on the module it is given.
 
-Weight-only FP8 halves the bytes a bf16 decode step reads for its weights; the matrix-vector
-kernel of :func:`fastpath.ops.linear.linear` dequantises in registers.
+Weight-only FP8 halves the bytes a bf16 decode step reads for its weights; the kernels of
+:func:`fastpath.ops.linear.linear` (matrix-vector up to 16 rows, tiled above) dequantise in
+registers.
 """
 from __future__ import annotations
 

@@ -220,7 +220,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     reads each weight byte once for all rows, splitting K over programs when N alone does
     not fill the GPU (deterministic, one launch). More than 16 rows call
     ``torch.nn.functional.linear`` (cuBLAS is the best bf16 matmul there); with an FP8 weight
-    the weight is first dequantised to ``x.dtype`` (a temporary ``N x K`` tensor). No host
+    and 16-bit ``x``, a tiled Triton matmul that converts the weight tiles in registers
+    (:func:`fastpath.ops.fp8.scaled_mm.weight_mm`; float32 ``x``: the weight dequantised to
+    float32 first, a temporary ``N x K`` tensor). No host
     synchronisation: capturable in a CUDA graph. Autograd (gradients of ``x``, ``bias`` and a
     non-FP8 ``weight``) and ``torch.compile(fullgraph=True)`` are supported. On devices
     Triton does not serve, and for float64, :func:`reference_linear` runs.

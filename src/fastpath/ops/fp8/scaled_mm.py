@@ -208,12 +208,12 @@ def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
         a_k = TensorDescriptor(x, [M, K], [x.stride(0), 1], [bm, bk])
         b_k = TensorDescriptor(b.t(), [N, K], [b.stride(1), 1], [bn, bk])
     grid = (cdiv(M, bm) * cdiv(N, bn),)
+    s16 = W8_SWAP and W8_S16 and M <= W8_FEW_ROWS and x.dtype == torch.bfloat16
     _MM[grid](a_k, b_k, out, weight_scale, bias if bias is not None else out, out, M, N, K,
               x.stride(0), x.stride(1), b.stride(0), b.stride(1), 0, 0, 0, weight_scale.stride(0),
               out.stride(0), out.stride(1), BLOCKWISE=False, HAS_BIAS=bias is not None, NATIVE=native,
               A_E5M2=False, B_E5M2=False, DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-              GROUP_M=8, A16=True, SWAP=W8_SWAP,
-              S16=W8_SWAP and W8_S16 and M <= W8_FEW_ROWS and x.dtype == torch.bfloat16, num_warps=warps, num_stages=stages)
+              GROUP_M=8, A16=True, SWAP=W8_SWAP, S16=s16, num_warps=warps, num_stages=stages)
     return out
 
 
