@@ -3,8 +3,9 @@ the fused gate/up projection and SwiGLU (``linear_swiglu``) against F.linear + s
 the FP8 weight-only path (fastpath.linear with ``weight_scale``) against bf16 F.linear.
 
 Shapes are M x K x N (rows x in_features x out_features): the Llama-3-8B / Qwen3 projections
-and lm_heads the issue names, at 1, 4 and 16 rows. Weight bytes dominate every row, so the
-% of copy column is the figure of merit.
+and lm_heads the issue names, at 1, 4 and 16 rows (fp8 weights also at 32 and 512 rows: batched
+decode and prefill). Weight bytes dominate the rows up to 16, so the % of copy column is the
+figure of merit there.
 """
 from __future__ import annotations
 
@@ -71,4 +72,11 @@ def cases() -> list:
                         native=lambda x, w, wq, s: F.linear(x, w),
                         check=sqnr_check("bf16 F.linear"), nbytes=_nbytes_fp8, cpu_shape=(1, 67, 13),
                         make=lambda *a: _inputs(*a, fp8=True), graphs=True, quick=(k == n)))
+    for m in (32, 512):  # batched decode and prefill: the tiled kernel (scaled_mm.weight_mm)
+        for k, n in KN[:3]:
+            out.append(Case(suite="linear", name="linear fp8 weights", shape=(m, k, n), dtype="bfloat16",
+                            ours=lambda x, w, wq, s: linear(x, wq, weight_scale=s),
+                            native=lambda x, w, wq, s: F.linear(x, w),
+                            check=sqnr_check("bf16 F.linear"), nbytes=_nbytes_fp8, cpu_shape=(20, 67, 13),
+                            make=lambda *a: _inputs(*a, fp8=True), graphs=True, quick=False))
     return out
