@@ -3,7 +3,7 @@ against bf16 ``F.linear`` in CUDA graphs with the weights rotated through more t
 (cold): the weight dequantised for cuBLAS, and the tiled kernel's 16-bit-activation mode
 (scaled_mm.weight_mm) with several blocks, bfloat16 activations through float16 (S16) or not.
 
-    python scripts/fp8_rows_probe.py [--rows 17,32,64,128,512,2048] [--json PATH]
+    python scripts/fp8_rows_probe.py [--rows 17,32,64,128,512,2048] [--blocks] [--json PATH]
 """
 import argparse
 import json
@@ -25,22 +25,26 @@ KN = [(4096, 4096), (4096, 14336), (14336, 4096), (2048, 4096), (4096, 2048), (2
 
 VARIANTS = {  # (linear knobs, scaled_mm knobs)
     "dequantise": (dict(FP8_MANY_ROWS="dequantise"), {}),
+    "tiled": (dict(FP8_MANY_ROWS="tiled"), dict(W8_DEQUANT_FROM=None)),
+    "dequant-kernel": (dict(FP8_MANY_ROWS="tiled"), dict(W8_DEQUANT_FROM=1)),
 }
+BLOCK_VARIANTS = {}
 #: scaled_mm.weight_mm's (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) tried up to 64 rows and above
 FEW = [(16, 64, 256, 4, 3), (32, 64, 256, 4, 3), (64, 64, 256, 4, 3), (32, 128, 128, 4, 3), (64, 128, 128, 8, 3),
        (32, 64, 128, 4, 4), (16, 128, 256, 8, 3)]
 MANY = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 128, 8, 3), (64, 128, 128, 4, 4)]
 for blocks in FEW + MANY:
     for s16 in (True, False):
-        VARIANTS[f"tiled{'' if s16 else '-bf16'}{blocks}"] = (
+        BLOCK_VARIANTS[f"tiled{'' if s16 else '-bf16'}{blocks}"] = (
             dict(FP8_MANY_ROWS="tiled"),
             dict(W8_BLOCKS_FEW=blocks, W8_BLOCKS_MANY=blocks, W8_S16=s16, W8_FEW_ROWS=1 << 30 if s16 else 64,
-                 _few=blocks in FEW))
+                 W8_DEQUANT_FROM=None, _few=blocks in FEW))
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="17,32,64,128,512,2048")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--blocks", action="store_true", help="also sweep weight_mm's blocks")
     args = ap.parse_args()
     memo.ENABLED = False  # a replay would keep the first variant's launches
     ceil = measure_ceilings()
@@ -61,7 +65,7 @@ def main():
             est = 2 * N * K * 2 / ceil["copy_gbps"] / 1e6
             t_bf16 = timer.graph_us(lambda x, q, s, w: F.linear(x, w), sets, est)
             line = [f"{M:>2}x{K:>5}x{N:>5} bf16 {t_bf16:6.1f}"]
-            for name, (lk, sk) in VARIANTS.items():
+            for name, (lk, sk) in (VARIANTS | BLOCK_VARIANTS if args.blocks else VARIANTS).items():
                 sk = dict(sk)
                 if sk.pop("_few", M <= 64) != (M <= 64):
                     continue

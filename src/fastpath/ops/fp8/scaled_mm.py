@@ -25,8 +25,9 @@ from ..._core.launch import Launcher, cdiv
 from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .. import matvec
-from ..matvec import _block_scales, _epilogue, _mm, _pow2_scale, _tile_order
-from .bits import _decode, _fp8_dtypes, _native_fp8, fp8_hardware
+from ..matvec import _block_scales, _epilogue, _load_as, _mm, _pow2_scale, _tile_order
+from ..norm import round_to
+from .bits import _decode, _fp8_dtypes, _native_fp8, fp8_hardware, fp8_load_mode
 
 
 class ScalingType(enum.Enum):
@@ -181,6 +182,8 @@ W8_FEW_ROWS = 64
 W8_SWAP = True
 #: bfloat16 activations through float16 up to W8_FEW_ROWS rows (the kernel's S16; with W8_SWAP).
 W8_S16 = True
+#: From this many rows on, the weight dequantised by one kernel, then cuBLAS (None: never).
+W8_DEQUANT_FROM: Optional[int] = None
 
 
 def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
@@ -191,9 +194,13 @@ def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
     ``A16`` mode: each weight tile streams once a row tile, converts to x's dtype in registers
     (exact) and meets the activations in a 16-bit tensor-core dot with a float32 accumulator; the
     scale and bias are applied to the float32 sums, then one rounding to x's dtype. Arguments are
-    checked by the caller (:func:`fastpath.ops.linear.linear`)."""
+    checked by the caller (:func:`fastpath.ops.linear.linear`). From ``W8_DEQUANT_FROM`` rows
+    on, the weight is dequantised to x's dtype by one kernel instead (a temporary ``N x K``:
+    ``weight * weight_scale`` in float32, rounded once) and cuBLAS takes the product."""
     M, K = x.shape
     N = weight.shape[0]
+    if W8_DEQUANT_FROM is not None and M >= W8_DEQUANT_FROM and M * N > 0:
+        return torch.nn.functional.linear(x, dequantize_rows(weight, weight_scale, x.dtype), bias)
     out = alloc.empty(M, N, dtype=x.dtype, device=x.device)
     if M == 0 or N == 0:
         return out
@@ -214,6 +221,37 @@ def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
               out.stride(0), out.stride(1), BLOCKWISE=False, HAS_BIAS=bias is not None, NATIVE=native,
               A_E5M2=False, B_E5M2=False, DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
               GROUP_M=8, A16=True, SWAP=W8_SWAP, S16=s16, num_warps=warps, num_stages=stages)
+    return out
+
+
+@triton.jit
+def _dequant_kernel(q_ptr, s_ptr, out_ptr, N, K, sqn, sqk, ssn, son, MODE: tl.constexpr,
+                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # out[n, k] = q[n, k] * s[n] in float32, rounded once to out's dtype
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    mask = (rows < N)[:, None] & (cols < K)[None, :]
+    r64 = rows.to(tl.int64)[:, None]
+    w = _load_as(q_ptr + r64 * sqn + cols[None, :] * sqk, mask, MODE, False, tl.float32)
+    sc = tl.load(s_ptr + rows * ssn, mask=rows < N, other=0.0)
+    tl.store(out_ptr + r64 * son + cols[None, :], round_to(w * sc[:, None], out_ptr.dtype.element_ty), mask=mask)
+
+
+_DEQUANT = Launcher(_dequant_kernel)
+
+
+def dequantize_rows(weight: torch.Tensor, weight_scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``(weight.float() * weight_scale.reshape(-1, 1)).to(dtype)`` in one pass: an fp8 (N, K) weight
+    with a float32 scale per row read once, the (N, K) result in ``dtype`` written once."""
+    N, K = weight.shape
+    out = alloc.empty(N, K, dtype=dtype, device=weight.device)
+    if N * K == 0:
+        return out
+    mode = fp8_load_mode(weight.device)
+    q = weight.view(torch.uint8) if mode == 2 else weight
+    bn, bk = (16, 32) if INTERPRET else (32, 256)
+    _DEQUANT[(cdiv(N, bn), cdiv(K, bk))](q, weight_scale, out, N, K, q.stride(0), q.stride(1),
+                                         weight_scale.stride(0), out.stride(0), MODE=mode, BLOCK_N=bn, BLOCK_K=bk)
     return out
 
 
