@@ -41,12 +41,14 @@ _FP8 = getattr(torch, "float8_e4m3fn", None)
 #: Rows (product of the leading dims of x) served by the GEMV kernel; more go to F.linear.
 MAX_GEMV_ROWS = 16
 #: FP8 weights, 16-bit activations, more rows than that (batched decode, prefill): "tiled"
-#: (``scaled_mm.weight_mm``: each fp8 weight tile streamed once a row tile into a tensor-core dot),
-#: or "dequantise" (the weight dequantised to x.dtype for cuBLAS, ~5 bytes moved a weight). H200
-#: against bf16 F.linear, geometric means over six decode shapes (scripts/fp8_rows_probe.py,
-#: 200399d): 17 / 32 / 64 / 512 / 2048 rows 0.79 / 0.80 / 0.65 / 0.41 / 0.66x tiled, 0.10 / 0.10 /
-#: 0.10 / 0.18 / 0.48x dequantised. (The matrix-vector kernel in 16-row chunks, or one 64-row
-#: tile a program, measured 0.67 / 0.81x at 17 rows, 0.58x at 64: not kept.)
+#: (``scaled_mm.weight_mm``: up to 64 rows each fp8 weight tile streamed once a row tile into a
+#: tensor-core dot, from 65 rows the weight dequantised to x.dtype by one kernel for cuBLAS), or
+#: "dequantise" (PyTorch ops through float32 temporaries). H200 against bf16
+#: F.linear over six decode shapes (scripts/fp8_rows_probe.py, 200399d and c105b05): 17 / 32 / 64
+#: rows 0.79 / 0.80 / 0.65x (geometric means), 512 rows 0.63-0.75x, 2048 rows 0.86-0.92x;
+#: "dequantise" 0.07-0.13x up to 128 rows, 0.16-0.21x at 512, 0.47-0.50x at 2048. (The
+#: matrix-vector kernel in 16-row chunks, or one 64-row tile a program: 0.67 / 0.81x at 17 rows,
+#: 0.58x at 64; not kept.)
 FP8_MANY_ROWS = "tiled"
 
 
@@ -220,9 +222,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     reads each weight byte once for all rows, splitting K over programs when N alone does
     not fill the GPU (deterministic, one launch). More than 16 rows call
     ``torch.nn.functional.linear`` (cuBLAS is the best bf16 matmul there); with an FP8 weight
-    and 16-bit ``x``, a tiled Triton matmul that converts the weight tiles in registers
-    (:func:`fastpath.ops.fp8.scaled_mm.weight_mm`; float32 ``x``: the weight dequantised to
-    float32 first, a temporary ``N x K`` tensor). No host
+    and 16-bit ``x`` (:func:`fastpath.ops.fp8.scaled_mm.weight_mm`), up to 64 rows a tiled
+    Triton matmul that converts the weight tiles in registers, from 65 rows the weight
+    dequantised to ``x.dtype`` by one kernel (a temporary ``N x K``), then cuBLAS; float32 ``x``:
+    the weight dequantised to float32 first. No host
     synchronisation: capturable in a CUDA graph. Autograd (gradients of ``x``, ``bias`` and a
     non-FP8 ``weight``) and ``torch.compile(fullgraph=True)`` are supported. On devices
     Triton does not serve, and for float64, :func:`reference_linear` runs.

@@ -171,7 +171,8 @@ MM_TMA = True
 
 #: fp8 weights x 16-bit activations above the matrix-vector rows (``weight_mm``): (BLOCK_M,
 #: BLOCK_N, BLOCK_K, num_warps, num_stages) up to W8_FEW_ROWS rows (bfloat16 activations through
-#: float16, the kernel's S16) and above (bfloat16 dots). H200 (scripts/fp8_rows_probe.py, 200399d,
+#: float16, the kernel's S16) and above (bfloat16 dots; by default those rows take W8_DEQUANT_FROM's
+#: path instead). H200 (scripts/fp8_rows_probe.py, 200399d,
 #: ratios to bf16 F.linear, geometric means over six decode shapes): 17 / 32 / 64 rows 0.79 / 0.80 /
 #: 0.65x (S16 off, 32 x 64 x 256: 0.54-0.61x of S16 on); 512 / 2048 rows 0.41 / 0.66x (S16 on:
 #: 0.30 / 0.39x). The transposed product (the kernel's SWAP) is what keeps the loads pipelined:
@@ -182,8 +183,12 @@ W8_FEW_ROWS = 64
 W8_SWAP = True
 #: bfloat16 activations through float16 up to W8_FEW_ROWS rows (the kernel's S16; with W8_SWAP).
 W8_S16 = True
-#: From this many rows on, the weight dequantised by one kernel, then cuBLAS (None: never).
-W8_DEQUANT_FROM: Optional[int] = None
+#: From this many rows on, the weight dequantised by one kernel, then cuBLAS (None: never). H200
+#: (scripts/fp8_rows_probe.py, c105b05), against bf16 F.linear over six decode shapes, tiled /
+#: dequantised by the kernel: 64 rows 0.61-0.69x / 0.40-0.64x; 128 rows 0.16-0.55x / 0.39-0.60x;
+#: 512 rows 0.28-0.61x / 0.63-0.75x; 2048 rows 0.64-0.67x / 0.86-0.92x (PyTorch's float32
+#: dequantisation: 0.07-0.50x). Llama-3-8B FP8 prefill of 512 tokens 18961 -> 25159 tok/s with 128.
+W8_DEQUANT_FROM: Optional[int] = W8_FEW_ROWS + 1
 
 
 def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
