@@ -149,7 +149,9 @@ def _decode_table(recs: list) -> list:
                                       r.get("engine", "fastpath"), r.get("batch", 1)))
     out = ["", "### decode (`fastpath bench-decode`)", "",
            "Batch 1 unless stated, random weights with the real shapes, 512-token prompt, 256 new tokens "
-           "(transformers: 32), greedy. *GB read / token*: the active weights (top-k experts only, the "
+           "(transformers: 32), greedy; fastpath's rows: one run to compile and capture, then one timed run "
+           "(records without `timed_runs`) or the medians of `timed_runs` (3 since the thirty-fifth session). "
+           "*GB read / token*: the active weights (top-k experts only, the "
            "whole LM head) and the KV cache at the mean context; *% of roofline*: decode tok/s over "
            "copy bandwidth (measured in the same run) / bytes per token. The last-but-one column is "
            "fastpath's decode tok/s over this row's, both measured in one run.", "",
