@@ -403,8 +403,10 @@ def test_family():
 
 @pytest.mark.launch_memo
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")
-@pytest.mark.parametrize("fp8", [False, True])
-@pytest.mark.parametrize("rows,k,n,bias", [(1, 4096, 1024, False), (3, 1000, 67, True), (16, 256, 4096, True)])
+@pytest.mark.parametrize("fp8,rows,k,n,bias", [
+    (fp8, *shape) for fp8 in (False, True)
+    for shape in ((1, 4096, 1024, False), (3, 1000, 67, True), (16, 256, 4096, True))
+] + [(True, 40, 1024, 4096, True)])  # 40 rows, fp8: the tiled kernel and its tensor descriptors (weight_mm)
 def test_eager_memo_replay(fp8, rows, k, n, bias):
     """Eager calls after the first with the same tensor properties replay its launch
     (``fastpath._core.memo``): fresh inputs give fresh, correct outputs."""
