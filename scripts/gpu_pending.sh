@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
+# A session's first device calls (29: for the thirty-sixth; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
 #      to end for every named model the README's table lists (records for docs/perf.md).
@@ -274,4 +274,16 @@ case "${1:-1}" in
   timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py -k fp8 \
     > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
+29)  # for the thirty-sixth session: the compiled FP8 many-row tests with the launch memo's replay of weight_mm (40
+     # rows), then LFM2.5 FP8's prefill A/B (the thirty-fifth measured 12,451-17,520 tok/s with the one-kernel
+     # dequantisation against 21,243 with PyTorch's, one prefill timed a process; bench-decode now takes medians of 3)
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py -k "fp8 or memo" \
+    > "$OUT/tests.log" 2>&1
+  grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  for round in 1 2; do
+    for k in "fp8.scaled_mm.W8_DEQUANT_FROM=65" "linear.FP8_MANY_ROWS='dequantise'" "fp8.scaled_mm.W8_DEQUANT_FROM=None"; do
+      timeout 60 python3 scripts/knob_decode.py "$k" -- --config lfm2.5-8b-a1b --fp8 --random-weights --new-tokens 32 \
+        --json "$OUT/lfm_prefill.jsonl" 2>&1 | grep "tok/s" | tail -1 | sed "s/^/$k /"
+    done
+  done ;;
 esac
