@@ -7,6 +7,7 @@ Knobs as ``module.ATTR=value`` under ``fastpath.ops`` (values Python literals), 
 """
 import ast
 import importlib
+import shlex
 import sys
 
 from fastpath.cli import main
@@ -21,4 +22,7 @@ if __name__ == "__main__":
         if not hasattr(mod, attr):
             raise SystemExit(f"{target}: {mod.__name__} has no {attr}")
         setattr(mod, attr, ast.literal_eval(value))
+    from fastpath.engine import commands
+    plain = commands.command_line  # the records name the knobs too
+    commands.command_line = lambda args: f"python scripts/knob_decode.py {shlex.quote(sets)} -- {plain(args)}"
     sys.exit(main(["bench-decode", *rest]))
