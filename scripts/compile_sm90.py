@@ -4,7 +4,8 @@ distinct (kernel, specialisation) is compiled with ``triton.compile`` for CUDA 9
 the interpreter accepts and the compiler rejects (a helper's default string argument, in
 triton 3.6, broke the blocked LU on the GPU while every CPU test passed).
 
-    PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py [linalg|batch_norm|all|tests:PATH]
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py \
+        [linalg|linalg-lu|linalg-rest|batch_norm|all|tests:PATH]
 
 (``tests:tests/ops``: every launch of that part of the test suite.)
 
@@ -82,8 +83,8 @@ def run_calls(which: str) -> None:
     import fastpath
     from fastpath.ops import batch_norm as bn
     g = torch.Generator().manual_seed(0)
-    if which in ("linalg", "all"):
-        la = fastpath.linalg
+    la = fastpath.linalg
+    if which in ("linalg", "linalg-lu", "all"):  # (linalg = linalg-lu + linalg-rest)
         for dt in (torch.float32, torch.complex64):
             A = torch.randn(9, 40, 40, generator=g, dtype=dt)
             LU, piv, _ = la.lu_factor_ex(A)
@@ -93,6 +94,8 @@ def run_calls(which: str) -> None:
             la.slogdet(torch.randn(9, 8, 8, generator=g, dtype=dt))
             T = torch.randn(9, 40, 40, generator=g, dtype=dt).triu() + 8 * torch.eye(40)
             la.solve_triangular(T, torch.randn(9, 40, 40, generator=g, dtype=dt), upper=True)
+    if which in ("linalg", "linalg-rest", "all"):
+        for dt in (torch.float32, torch.complex64):
             la.qr(torch.randn(9, 24, 16, generator=g, dtype=dt))
         for n in (3, 4, 16):
             la.inv(torch.randn(9, n, n, generator=g) + 4 * torch.eye(n))
@@ -163,6 +166,9 @@ def main() -> int:
     import tempfile
 
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if which not in ("linalg", "linalg-lu", "linalg-rest", "batch_norm", "all") and not which.startswith("tests:"):
+        raise SystemExit(f"which: expected linalg, linalg-lu, linalg-rest, batch_norm, all or tests:PATH, "
+                         f"got {which!r}")
     if os.environ.get("TRITON_INTERPRET") == "1":
         record(which, sys.argv[2])
         return 0

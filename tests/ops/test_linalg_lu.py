@@ -198,7 +198,8 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
 
 
 def test_lu_singular_blocked(device, panel):
-    """Zero pivots in the blocked path (the row panel: two of the tile form's four matrices)."""
+    """Zero pivots in the blocked path (the row panel: the tile form's last matrix, a zero pivot
+    that only the elimination makes exact, after a regular one)."""
     pick, infos = ([0, 1, 3, 5], [0, 3, 1, 4]) if panel == "tile" else ([0, 5], [0, 4])
     A = _singular_batch(36, torch.complex64)[pick].to(device)
     LU, piv, info = L.lu_factor_ex(A)
