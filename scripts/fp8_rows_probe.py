@@ -27,6 +27,8 @@ VARIANTS = {  # (linear knobs, scaled_mm knobs)
     "dequantise": (dict(FP8_MANY_ROWS="dequantise"), {}),
     "tiled": (dict(FP8_MANY_ROWS="tiled"), dict(W8_DEQUANT_FROM=None)),
     "dequant-kernel": (dict(FP8_MANY_ROWS="tiled"), dict(W8_DEQUANT_FROM=1)),
+    "tiled-split2": (dict(FP8_MANY_ROWS="tiled"), dict(W8_DEQUANT_FROM=None, W8_SPLIT_PER_SM=2)),
+    "tiled-split4": (dict(FP8_MANY_ROWS="tiled"), dict(W8_DEQUANT_FROM=None, W8_SPLIT_PER_SM=4)),
 }
 BLOCK_VARIANTS = {}
 #: scaled_mm.weight_mm's (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages) tried up to 64 rows and above
@@ -67,7 +69,7 @@ def main():
             line = [f"{M:>2}x{K:>5}x{N:>5} bf16 {t_bf16:6.1f}"]
             for name, (lk, sk) in (VARIANTS | BLOCK_VARIANTS if args.blocks else VARIANTS).items():
                 sk = dict(sk)
-                if sk.pop("_few", M <= 64) != (M <= 64):
+                if sk.pop("_few", M <= 64) != (M <= 64) or ("split" in name and M > 64):
                     continue
                 with knobs(L, **lk), knobs(S, **sk):
                     out = L.linear(x, q, weight_scale=s)

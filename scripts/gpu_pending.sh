@@ -275,11 +275,14 @@ case "${1:-1}" in
     > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log" ;;
 29)  # for the thirty-sixth session: the compiled FP8 many-row tests with the launch memo's replay of weight_mm (40
-     # rows), then LFM2.5 FP8's prefill A/B (the thirty-fifth measured 12,451-17,520 tok/s with the one-kernel
+     # rows) and its prepared split-K, the split-K probe, then LFM2.5 FP8's prefill A/B (the thirty-fifth measured 12,451-17,520 tok/s with the one-kernel
      # dequantisation against 21,243 with PyTorch's, one prefill timed a process; bench-decode now takes medians of 3)
   timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py -k "fp8 or memo" \
     > "$OUT/tests.log" 2>&1
   grep -E "FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  # weight_mm's split-K up to 64 rows (scaled_mm.W8_SPLIT_PER_SM, prepared off)
+  timeout 150 python3 scripts/fp8_rows_probe.py --rows 17,32,64 --json "$OUT/fp8_rows_split.json" 2>&1 \
+    | grep -v -i warn | tee "$OUT/fp8_rows_split.log"
   for round in 1 2; do
     for k in "fp8.scaled_mm.W8_DEQUANT_FROM=65" "linear.FP8_MANY_ROWS='dequantise'" "fp8.scaled_mm.W8_DEQUANT_FROM=None"; do
       timeout 60 python3 scripts/knob_decode.py "$k" -- --config lfm2.5-8b-a1b --fp8 --random-weights --new-tokens 32 \

@@ -150,7 +150,8 @@ L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
 @needs_fp8
 @pytest.mark.parametrize("rows", [17, 300])  # 300: (3, 100, K), ten 32-row tiles in the interpreter
 @pytest.mark.parametrize("xdtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("route", ["tiled", "tiled-bf16", "tiled-unswapped", "tiled-dequant", "dequantise"])
+@pytest.mark.parametrize("route", ["tiled", "tiled-bf16", "tiled-unswapped", "tiled-split", "tiled-dequant",
+                                   "dequantise"])
 def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
     """FP8 weights above MAX_GEMV_ROWS rows: the tiled kernel's 16-bit-activation mode
     (``scaled_mm.weight_mm``, K and N not multiples of its tiles, a non-contiguous input, bias),
@@ -161,6 +162,8 @@ def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
     monkeypatch.setattr(S, "W8_SWAP", route != "tiled-unswapped")
     monkeypatch.setattr(S, "W8_S16", route == "tiled")
     monkeypatch.setattr(S, "W8_DEQUANT_FROM", 17 if route == "tiled-dequant" else None)
+    # split: K = 200 in three 64-wide shares (two 32-wide tiles each, a tail of 8) up to 64 rows
+    monkeypatch.setattr(S, "W8_SPLIT_PER_SM", 2 if route == "tiled-split" else None)
     calls, weight_mm = [], L.weight_mm
     monkeypatch.setattr(L, "weight_mm", lambda *a: calls.append(a[0].shape) or weight_mm(*a))
     w, q, s = _fp8_weight(67, 200, device)
@@ -171,6 +174,8 @@ def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
     assert out.dtype == xdtype and out.shape == (*x.shape[:-1], 67)
     assert_close(out, ref64(x, q, b, s), tol=L_TOL[xdtype])
     assert sqnr_db(out, ref64(x, w, b)) >= 25
+    x2 = randn(*x.shape, dtype=xdtype, device=device)  # again: the split's counters are back at zero
+    assert_close(L.linear(x2, q, b, weight_scale=s), ref64(x2, q, b, s), tol=L_TOL[xdtype])
     if route == "tiled-dequant":  # the kernel's weight: PyTorch's float32 product, rounded once
         assert torch.equal(S.dequantize_rows(q, s, xdtype), L.dequantize_weight(q, s, xdtype))
         qt = q.t().contiguous().t()  # column-major storage

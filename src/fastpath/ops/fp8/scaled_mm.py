@@ -19,9 +19,9 @@ from typing import Optional
 import torch
 
 from ..._core import alloc
-from ..._core.backend import INTERPRET, tl, tma_on, triton, use_triton
+from ..._core.backend import INTERPRET, num_sms, tl, tma_on, triton, use_triton
 from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
-from ..._core.launch import Launcher, cdiv
+from ..._core.launch import Launcher, cdiv, workspace
 from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .. import matvec
@@ -62,7 +62,8 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
                BLOCKWISE: tl.constexpr, HAS_BIAS: tl.constexpr, NATIVE: tl.constexpr,
                A_E5M2: tl.constexpr, B_E5M2: tl.constexpr, DOT_F32: tl.constexpr, TMA: tl.constexpr,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-               A16: tl.constexpr = False, SWAP: tl.constexpr = False, S16: tl.constexpr = False):
+               A16: tl.constexpr = False, SWAP: tl.constexpr = False, S16: tl.constexpr = False,
+               ws_ptr=None, cnt_ptr=None, k_chunk=0, SPLIT: tl.constexpr = False):
     # One (BLOCK_M, BLOCK_N) output tile. TMA: a_ptr / b_ptr are tensor descriptors of a (M, K)
     # and of b's transpose (N, K), both K-contiguous (the hardware copies the tiles and
     # zero-fills past the edges); else masked pointer loads of any strides.
@@ -74,7 +75,10 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
     # in registers and never stored back to shared memory, and the loads stay pipelined. S16
     # (SWAP, bfloat16 activations): the weight converts to float16 (one instruction a pair, where
     # bfloat16 takes three) and each activation row of the tile is scaled by a power of two into
-    # float16's range (matvec's _pow2_scale), its sums scaled back.
+    # float16's range (matvec's _pow2_scale), its sums scaled back. SPLIT (A16): program (tile, s)
+    # takes K from s * k_chunk (a multiple of BLOCK_K) for k_chunk, writes its float32 partial to
+    # ws[s] and bumps cnt[tile]; the last of the tile's programs adds the partials in the order
+    # s = 0, 1, ... (deterministic), applies the epilogue and re-zeroes cnt[tile].
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = _tile_order(tl.program_id(0), grid_m, grid_n, GROUP_M)
@@ -83,19 +87,24 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
     offs_k = tl.arange(0, BLOCK_K)
     mmask = offs_m < M
     nmask = offs_n < N
+    k_lo = 0
+    k_hi = K
+    if SPLIT:
+        k_lo = tl.program_id(1) * k_chunk
+        k_hi = tl.minimum(K, k_lo + k_chunk)
     a_ptrs = a_ptr
     b_ptrs = b_ptr
     if not TMA:
-        a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * sam + offs_k[None, :] * sak
-        b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn
+        a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * sam + (k_lo + offs_k)[None, :] * sak
+        b_ptrs = b_ptr + (k_lo + offs_k)[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(k_lo, k_hi, BLOCK_K):
         if TMA:
             a = a_ptr.load([pid_m * BLOCK_M, k0])
             b = b_ptr.load([pid_n * BLOCK_N, k0]).T
         else:
-            kmask = (k0 + offs_k) < K
+            kmask = (k0 + offs_k) < k_hi
             if NATIVE or A16:  # (a float8 or 16-bit tensor takes a float `other`, the uint8 bits an int)
                 a = tl.load(a_ptrs, mask=mmask[:, None] & kmask[None, :], other=0.0)
             else:
@@ -140,8 +149,22 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
                 acc += _tile_mm(a, b, NATIVE, DOT_F32)
     if SWAP and A16:
         acc = tl.trans(acc_t)
-    _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
-              not (BLOCKWISE or A16), not BLOCKWISE, HAS_BIAS)
+    if SPLIT:
+        tile = tl.program_id(0)
+        idx = offs_m[:, None] * N + offs_n[None, :]
+        tmask = mmask[:, None] & nmask[None, :]
+        tl.store(ws_ptr + tl.program_id(1).to(tl.int64) * M * N + idx, acc, mask=tmask)
+        tl.debug_barrier()  # every thread's partial is written before the release below
+        if tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel") == tl.num_programs(1) - 1:
+            tl.atomic_xchg(cnt_ptr + tile, 0)
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            for sp in range(0, tl.num_programs(1)):
+                acc += tl.load(ws_ptr + sp * M * N + idx, mask=tmask, other=0.0, cache_modifier=".cg")
+            _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
+                      False, True, HAS_BIAS)
+    else:
+        _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_m, ssb_n, som, son,
+                  not (BLOCKWISE or A16), not BLOCKWISE, HAS_BIAS)
 
 
 #: The tiled kernel through fastpath's cached relaunch (Triton's own per-call binding of 30
@@ -183,6 +206,12 @@ W8_FEW_ROWS = 64
 W8_SWAP = True
 #: bfloat16 activations through float16 up to W8_FEW_ROWS rows (the kernel's S16; with W8_SWAP).
 W8_S16 = True
+#: Up to W8_FEW_ROWS rows, K split over programs so that about this many programs a multiprocessor
+#: run (each K share at least W8_SPLIT_MIN_K, a multiple of BLOCK_K; partials added by the tile's
+#: last program, deterministic); None: no split. Prepared, not yet timed on a GPU (narrow weights
+#: such as 4096 -> 2048 run 32 programs a 16-row tile unsplit: 0.65x of bf16).
+W8_SPLIT_PER_SM: Optional[int] = None
+W8_SPLIT_MIN_K = 64 if INTERPRET else 1024
 #: From this many rows on, the weight dequantised by one kernel, then cuBLAS (None: never). H200
 #: (scripts/fp8_rows_probe.py, c105b05), against bf16 F.linear over six decode shapes, tiled /
 #: dequantised by the kernel: 64 rows 0.61-0.69x / 0.40-0.64x; 128 rows 0.16-0.55x / 0.39-0.60x;
@@ -219,13 +248,23 @@ def weight_mm(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
         from triton.tools.tensor_descriptor import TensorDescriptor
         a_k = TensorDescriptor(x, [M, K], [x.stride(0), 1], [bm, bk])
         b_k = TensorDescriptor(b.t(), [N, K], [b.stride(1), 1], [bn, bk])
-    grid = (cdiv(M, bm) * cdiv(N, bn),)
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    split = 1
+    if W8_SPLIT_PER_SM is not None and M <= W8_FEW_ROWS:
+        split = max(1, min(W8_SPLIT_PER_SM * num_sms(x.device) // tiles, K // W8_SPLIT_MIN_K))
+    k_chunk = cdiv(cdiv(K, split), bk) * bk
+    split = cdiv(K, k_chunk)  # no empty splits
+    ws = cnt = out
+    if split > 1:
+        ws = workspace(x.device, "weight_mm.partials", split * M * N, torch.float32)
+        cnt = workspace(x.device, "weight_mm.counters", tiles, torch.int32, zeroed=True)
     s16 = W8_SWAP and W8_S16 and M <= W8_FEW_ROWS and x.dtype == torch.bfloat16
-    _MM[grid](a_k, b_k, out, weight_scale, bias if bias is not None else out, out, M, N, K,
-              x.stride(0), x.stride(1), b.stride(0), b.stride(1), 0, 0, 0, weight_scale.stride(0),
-              out.stride(0), out.stride(1), BLOCKWISE=False, HAS_BIAS=bias is not None, NATIVE=native,
-              A_E5M2=False, B_E5M2=False, DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-              GROUP_M=8, A16=True, SWAP=W8_SWAP, S16=s16, num_warps=warps, num_stages=stages)
+    _MM[(tiles, split)](a_k, b_k, out, weight_scale, bias if bias is not None else out, out, M, N, K,
+                        x.stride(0), x.stride(1), b.stride(0), b.stride(1), 0, 0, 0, weight_scale.stride(0),
+                        out.stride(0), out.stride(1), BLOCKWISE=False, HAS_BIAS=bias is not None, NATIVE=native,
+                        A_E5M2=False, B_E5M2=False, DOT_F32=INTERPRET, TMA=tma, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                        GROUP_M=8, A16=True, SWAP=W8_SWAP, S16=s16, ws_ptr=ws, cnt_ptr=cnt, k_chunk=k_chunk,
+                        SPLIT=split > 1, num_warps=warps, num_stages=stages)
     return out
 
 
