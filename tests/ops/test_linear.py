@@ -162,7 +162,7 @@ def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
     monkeypatch.setattr(S, "W8_SWAP", route != "tiled-unswapped")
     monkeypatch.setattr(S, "W8_S16", route == "tiled")
     monkeypatch.setattr(S, "W8_DEQUANT_FROM", 17 if route == "tiled-dequant" else None)
-    # split: K = 200 in three 64-wide shares (two 32-wide tiles each, a tail of 8) up to 64 rows
+    # split (up to 64 rows): K = 200 in two shares, 128 and 72 (32-wide tiles, a tail of 8)
     monkeypatch.setattr(S, "W8_SPLIT_PER_SM", 2 if route == "tiled-split" else None)
     calls, weight_mm = [], L.weight_mm
     monkeypatch.setattr(L, "weight_mm", lambda *a: calls.append(a[0].shape) or weight_mm(*a))
