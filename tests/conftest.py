@@ -46,6 +46,22 @@ def pytest_cmdline_main(config):
             config.option.dist = "worksteal"
 
 
+#: Tests of a minute or more in the interpreter (clean-clone CI, two cores): run first, so that none
+#: of them is the last test of a worker while the other worker has finished (xdist hands tests out
+#: in collection order).
+SLOW_FIRST = ("tests/test_compile_sm90.py::", "tests/ops/test_linalg_lu.py::test_lu_singular_blocked",
+              "tests/ops/test_linalg_lu.py::test_lu_blocked_steps")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests named in SLOW_FIRST first, each group in its collection order."""
+    rank = {p: i for i, p in enumerate(SLOW_FIRST)}
+
+    def key(item):
+        return next((rank[p] for p in SLOW_FIRST if item.nodeid.startswith(p)), len(SLOW_FIRST))
+    items.sort(key=key)  # (stable: the rest keep their order)
+
+
 # Each xdist worker's torch gets its share of the cores: OpenMP threads of two workers spinning
 # on the same cores slow both.
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
