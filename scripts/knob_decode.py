@@ -3,26 +3,21 @@ process per setting):
 
     python scripts/knob_decode.py "fp8.scaled_mm.W8_DEQUANT_FROM=128" -- --config llama-3-8b --fp8 --random-weights
 
-Knobs as ``module.ATTR=value`` under ``fastpath.ops`` (values Python literals), ``;``-separated.
+Knobs as in ``knob_ab.py``'s variants (``module.ATTR=value``, ``;``-separated, modules under
+``fastpath.ops`` or full dotted paths, values Python literals); the records name them too.
 """
-import ast
-import importlib
 import shlex
 import sys
 
+from knob_ab import parse
+
 from fastpath.cli import main
+from fastpath.engine import commands
 
 if __name__ == "__main__":
     sets, _, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
-    for a in filter(None, sets.split(";")):
-        target, _, value = a.partition("=")
-        mod_name, _, attr = target.rpartition(".")
-        importlib.import_module(f"fastpath.ops.{mod_name}")
-        mod = sys.modules[f"fastpath.ops.{mod_name}"]  # (not the package's attribute: a function may shadow it)
-        if not hasattr(mod, attr):
-            raise SystemExit(f"{target}: {mod.__name__} has no {attr}")
-        setattr(mod, attr, ast.literal_eval(value))
-    from fastpath.engine import commands
-    plain = commands.command_line  # the records name the knobs too
+    for mod, attr, value in parse(f"knobs:{sets}")[1]:
+        setattr(mod, attr, value)
+    plain = commands.command_line
     commands.command_line = lambda args: f"python scripts/knob_decode.py {shlex.quote(sets)} -- {plain(args)}"
     sys.exit(main(["bench-decode", *rest]))

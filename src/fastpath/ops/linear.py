@@ -32,7 +32,7 @@ from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from . import matvec
 from .fp8.bits import fp8_load_mode
-from .fp8.scaled_mm import weight_mm
+from .fp8.scaled_mm import dequantize_rows, weight_mm
 from .matvec import Operand
 from .norm import _check as norm_check, _rows, rms_norm
 
@@ -42,7 +42,8 @@ _FP8 = getattr(torch, "float8_e4m3fn", None)
 MAX_GEMV_ROWS = 16
 #: FP8 weights, 16-bit activations, more rows than that (batched decode, prefill): "tiled"
 #: (``scaled_mm.weight_mm``: up to 64 rows each fp8 weight tile streamed once a row tile into a
-#: tensor-core dot, from 65 rows the weight dequantised to x.dtype by one kernel for cuBLAS), or
+#: tensor-core dot, from 65 rows, and for float32 x, the weight dequantised to x.dtype by one
+#: kernel for cuBLAS), or
 #: "dequantise" (PyTorch ops through float32 temporaries). H200 against bf16
 #: F.linear over six decode shapes (scripts/fp8_rows_probe.py, 200399d and c105b05): 17 / 32 / 64
 #: rows 0.79 / 0.80 / 0.65x (geometric means), 512 rows 0.63-0.75x, 2048 rows 0.86-0.92x;
@@ -144,10 +145,11 @@ def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
             return F.linear(x, weight, bias)
         if not use_triton(x) or x.dtype not in KERNEL_DTYPES:
             return reference_linear(x, weight, bias, weight_scale=weight_scale)
-        if FP8_MANY_ROWS == "tiled" and x.dtype != torch.float32:
-            return weight_mm(_rows(x, x.shape[-1]), weight, weight_scale, bias).view(*x.shape[:-1], weight.shape[0])
-        # float32 activations: dequantise once (a temporary N x K in float32), cuBLAS.
-        return F.linear(x, dequantize_weight(weight, weight_scale, x.dtype), bias)
+        if FP8_MANY_ROWS == "dequantise":
+            return F.linear(x, dequantize_weight(weight, weight_scale, x.dtype), bias)
+        if x.dtype == torch.float32:  # dequantised in one pass (a temporary N x K in float32), cuBLAS
+            return F.linear(x, dequantize_rows(weight, weight_scale, x.dtype), bias)
+        return weight_mm(_rows(x, x.shape[-1]), weight, weight_scale, bias).view(*x.shape[:-1], weight.shape[0])
     return _launch(x, weight, bias, weight_scale)
 
 
@@ -224,8 +226,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     ``torch.nn.functional.linear`` (cuBLAS is the best bf16 matmul there); with an FP8 weight
     and 16-bit ``x`` (:func:`fastpath.ops.fp8.scaled_mm.weight_mm`), up to 64 rows a tiled
     Triton matmul that converts the weight tiles in registers, from 65 rows the weight
-    dequantised to ``x.dtype`` by one kernel (a temporary ``N x K``), then cuBLAS; float32 ``x``:
-    the weight dequantised to float32 first. No host
+    dequantised to ``x.dtype`` by one kernel (a temporary ``N x K``), then cuBLAS (float32 ``x``:
+    that at any row count). No host
     synchronisation: capturable in a CUDA graph. Autograd (gradients of ``x``, ``bias`` and a
     non-FP8 ``weight``) and ``torch.compile(fullgraph=True)`` are supported. On devices
     Triton does not serve, and for float64, :func:`reference_linear` runs.
