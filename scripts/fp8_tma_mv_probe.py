@@ -3,7 +3,7 @@ descriptors (TMA copies into shared memory, ``num_stages`` deep), so that each m
 keeps far more bytes in flight than its registers can hold; against the current one-row
 ``linear`` (matrix-vector kernel) and bf16 ``F.linear``, CUDA graphs, weights rotated past L2.
 
-    python scripts/fp8_tma_mv_probe.py [--configs BNxBKxSTAGESxWARPSxPER_SM,...] [--json PATH]
+    python scripts/fp8_tma_mv_probe.py [--configs BNxBKxSTAGESxWARPSxPER_SMxTMA,...] [--json PATH]
 """
 import argparse
 import json
@@ -25,8 +25,11 @@ KN = [(4096, 4096), (4096, 14336), (14336, 4096), (2048, 4096), (4096, 2048), (2
 
 
 @triton.jit
-def _mv1_tma_kernel(x_ptr, w_desc, s_ptr, out_ptr, ws_ptr, cnt_ptr, N, K, k_chunk,
-                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr, STAGES: tl.constexpr):
+def _mv1_tma_kernel(x_ptr, w_desc, s_ptr, out_ptr, ws_ptr, cnt_ptr, N, K, k_chunk, swn,
+                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr, STAGES: tl.constexpr,
+                    TMA: tl.constexpr):
+    # TMA: w_desc is a tensor descriptor of the (N, K) weight; else its pointer (row stride swn),
+    # read by masked loads that the loop's num_stages pipelines through shared memory (cp.async)
     pid_n = tl.program_id(0)
     k_lo = tl.program_id(1) * k_chunk
     k_hi = tl.minimum(K, k_lo + k_chunk)
@@ -34,7 +37,11 @@ def _mv1_tma_kernel(x_ptr, w_desc, s_ptr, out_ptr, ws_ptr, cnt_ptr, N, K, k_chun
     offs_k = tl.arange(0, BLOCK_K)
     acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=STAGES):
-        w = w_desc.load([pid_n * BLOCK_N, k0])
+        if TMA:
+            w = w_desc.load([pid_n * BLOCK_N, k0])
+        else:
+            w = tl.load(w_desc + offs_n.to(tl.int64)[:, None] * swn + (k0 + offs_k)[None, :],
+                        mask=(offs_n < N)[:, None] & (k0 + offs_k < k_hi)[None, :], other=0.0)
         xv = tl.load(x_ptr + k0 + offs_k, mask=k0 + offs_k < K, other=0.0).to(tl.float32)
         acc += tl.sum(w.to(tl.float32) * xv[None, :], axis=1)
     nmask = offs_n < N
@@ -59,7 +66,7 @@ _WS = {}
 def mv1_tma(x, q, s, cfg):
     """``x (1, K) @ (q * s).T``: q (N, K) float8_e4m3fn, s (N, 1) float32."""
     from triton.tools.tensor_descriptor import TensorDescriptor
-    bn, bk, stages, warps, per_sm = cfg
+    bn, bk, stages, warps, per_sm, tma = cfg
     N, K = q.shape
     nb = triton.cdiv(N, bn)
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
@@ -72,16 +79,18 @@ def mv1_tma(x, q, s, cfg):
                     torch.zeros(triton.cdiv(N, 16), device=x.device, dtype=torch.int32))
     ws, cnt = _WS[key]
     out = torch.empty(1, N, device=x.device, dtype=x.dtype)
-    desc = TensorDescriptor(q, [N, K], [q.stride(0), 1], [bn, bk])
-    _mv1_tma_kernel[(nb, split)](x, desc, s, out, ws, cnt, N, K, k_chunk, BLOCK_N=bn, BLOCK_K=bk,
-                                 SPLIT=split > 1, STAGES=stages, num_warps=warps, num_stages=stages)
+    desc = TensorDescriptor(q, [N, K], [q.stride(0), 1], [bn, bk]) if tma else q
+    _mv1_tma_kernel[(nb, split)](x, desc, s, out, ws, cnt, N, K, k_chunk, q.stride(0), BLOCK_N=bn, BLOCK_K=bk,
+                                 SPLIT=split > 1, STAGES=stages, TMA=bool(tma), num_warps=warps, num_stages=stages)
     return out
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--configs", default="32x256x4x4x1,64x256x4x4x1,64x256x3x4x2,128x256x4x8x1,32x256x6x4x1,"
-                    "64x128x6x4x1,16x256x4x4x2,64x256x6x8x1,128x128x6x8x1")
+    ap.add_argument("--configs", default="32x256x4x4x1x1,64x256x4x4x1x1,64x256x3x4x2x1,128x256x4x8x1x1,"
+                    "32x256x6x4x1x1,64x128x6x4x1x1,16x256x4x4x2x1,64x256x6x8x1x1,128x128x6x8x1x1,"
+                    "32x256x4x4x1x0,64x256x4x4x1x0,16x512x4x4x2x0,64x256x6x8x1x0",
+                    help="BLOCK_N x BLOCK_K x stages x warps x programs a multiprocessor x TMA (1) or cp.async (0)")
     ap.add_argument("--shapes", default=None, help="KxN,... (default: the issue's and the engine's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
