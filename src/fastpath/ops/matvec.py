@@ -177,11 +177,17 @@ def _b_tile(b_ptrs, bmask, raw, HAS_RAW: tl.constexpr, B_MODE: tl.constexpr, B_E
 @triton.jit
 def _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw, raw_up, HAS_RAW: tl.constexpr,
             B_MODE: tl.constexpr, B_E5M2: tl.constexpr, KD: tl.constexpr, GLU: tl.constexpr, DOT: tl.constexpr,
-            DT: tl.constexpr, S16A: tl.constexpr, BLOCK_K: tl.constexpr):
+            DT: tl.constexpr, S16A: tl.constexpr, BLOCK_K: tl.constexpr, KSUM: tl.constexpr = False):
     """One K tile of :func:`_mv_kernel` (no block scales) added into its accumulators: the
     weights at ``b_ptrs`` (GLU: and ``b_ptrs_up``) loaded here, or taken from ``raw``
-    (``raw_up``) loaded before (HAS_RAW)."""
-    if KD > 1:
+    (``raw_up``) loaded before (HAS_RAW). KSUM (one row, product-and-sum): the tile's products
+    are summed over K at once instead of kept per (k, n) until the end of the loop."""
+    if KD > 1 and KSUM:
+        a1 = tl.reshape(a, [BLOCK_K])[:, None]
+        acc += tl.sum(a1 * _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT), axis=0)[None, :]
+        if GLU:
+            acc_up += tl.sum(a1 * _b_tile(b_ptrs_up, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT), axis=0)[None, :]
+    elif KD > 1:
         a1 = tl.reshape(a, [BLOCK_K])[:, None]
         acc_k += a1 * _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT)
         if GLU:
@@ -203,7 +209,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                S16: tl.constexpr, GLU: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
-               GNORM: tl.constexpr = 0, W_FIRST: tl.constexpr = False,
+               GNORM: tl.constexpr = 0, W_FIRST: tl.constexpr = False, KSUM: tl.constexpr = False,
                PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
@@ -265,7 +271,8 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                             HAS_RES, False, NORM == 2, NORM_DT)
             a = a.to(tl.float32 if S16 else DT)
             acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw,
-                                                   raw_up, True, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K)
+                                                   raw_up, True, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K,
+                                                   KSUM)
             k_start = k_lo + BLOCK_K
     for k0 in range(k_start, k_hi, BLOCK_K):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
@@ -301,8 +308,9 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
             acc += d * sa[:, None] * sb[None, :]
         else:
             acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, 0, 0,
-                                                   False, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K)
-    if KD > 1:
+                                                   False, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K,
+                                                   KSUM)
+    if KD > 1 and not KSUM:
         acc = tl.sum(acc_k, axis=0)[None, :]
         acc_up = tl.sum(acc_k_up, axis=0)[None, :]
     if SPLIT:
@@ -397,6 +405,9 @@ FP8_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 #: (both: 2), 2048 -> 5120 6.12 at 1 (both: 1).
 FP8_ONE_ROW_FILL = True
 FP8_ONE_ROW_MIN_K = 64 if INTERPRET else 1024
+#: Its tiles summed over K as they come (``_mv_acc``'s KSUM) instead of products kept per (k, n)
+#: until the loop ends.
+FP8_ONE_ROW_KSUM = False
 #: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
 #: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
 #: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
@@ -413,6 +424,7 @@ class Plan:
     warps: int
     dot: Optional[torch.dtype]  # tl.dot on operands converted to this dtype; None: float32 FMA
     s16: bool = False  # bfloat16 activations through float16 (dot is float16; float32 when interpreted)
+    ksum: bool = False  # one-row product-and-sum: each tile summed over K at once (_mv_acc's KSUM)
 
 
 #: A row normalised in the kernel (``Norm``, one row only), 16-bit weights: (BLOCK_N, BLOCK_K,
@@ -435,7 +447,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
     ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``)."""
-    s16 = fill = False
+    s16 = fill = ksum = False
     min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
         dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
@@ -447,7 +459,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             use_dot, (bn, bk, per_sm) = True, FP8_DOT
         elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and N * K <= FP8_ONE_ROW_MAX_ELEMS:
             use_dot, (bn, bk, per_sm) = False, (norm and FP8_NORM_ONE_ROW_FMA) or FP8_ONE_ROW_FMA
-            fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
+            fill, min_k, ksum = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K), FP8_ONE_ROW_KSUM
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
@@ -472,7 +484,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
     split = max(1, cdiv(K, k_chunk))  # no empty splits
-    return Plan(bm, bn, bk, split, k_chunk, 4, dot, s16)
+    return Plan(bm, bn, bk, split, k_chunk, 4, dot, s16, ksum)
 
 
 @dataclass
@@ -562,5 +574,5 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
-        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, num_warps=p.warps, **nflags)
+        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, KSUM=p.ksum, num_warps=p.warps, **nflags)
     return out
