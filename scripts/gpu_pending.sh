@@ -305,4 +305,22 @@ case "${1:-1}" in
     --variant "ksum:matvec.FP8_ONE_ROW_KSUM=True" \
     --variant "ksum-all:matvec.FP8_ONE_ROW_KSUM=True;matvec.FP8_ONE_ROW_MAX_ELEMS=1099511627776" \
     --json "$OUT/ksum_ab.jsonl" 2>&1 | grep -v -i warn | tail -20 ;;
+31)  # thirty-sixth session: the fp8 one-row product-and-sum's K loop pipelined (matvec.FP8_ONE_ROW_STAGES), with KSUM,
+     # programs a multiprocessor, every weight size; then in the engine (batch 1)
+  SH=4096x4096x0x1,4096x14336x0x1,14336x4096x0x1,2048x4096x0x1,4096x2048x0x1,2048x151936x0x1,4096x128256x0x1
+  SH=$SH,2048x5120x0x1,2048x9216x0x1,4096x6144x0x1,4096x28672x1x1,2048x1536x1x1
+  B="FP8_ONE_ROW_MAX_ELEMS=1099511627776"
+  for sets in "FP8_ONE_ROW_STAGES=None" "FP8_ONE_ROW_STAGES=3" "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True" \
+      "FP8_ONE_ROW_STAGES=4 --set FP8_ONE_ROW_KSUM=True" "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True --set $B" \
+      "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True --set $B --set FP8_ONE_ROW_FMA=(16,512,2)" \
+      "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True --set $B --set FP8_ONE_ROW_FMA=(16,512,8)" \
+      "FP8_ONE_ROW_STAGES=4 --set FP8_ONE_ROW_KSUM=True --set $B --set FP8_ONE_ROW_FMA=(32,256,4)"; do
+    echo "== $sets"
+    timeout 120 python3 scripts/split_probe.py --shapes $SH --set $sets 2>&1 | grep -v -i warn
+  done 2>&1 | tee "$OUT/stages_probe.log"
+  timeout 300 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3.6-35b-a3b:fp8 --layers 12 \
+    --new-tokens 64 --prompt-len 64 --variant "off:matvec.FP8_ONE_ROW_STAGES=None" \
+    --variant "s3:matvec.FP8_ONE_ROW_STAGES=3;matvec.FP8_ONE_ROW_KSUM=True" \
+    --variant "s3-all:matvec.FP8_ONE_ROW_STAGES=3;matvec.FP8_ONE_ROW_KSUM=True;matvec.$B" \
+    --json "$OUT/stages_ab.jsonl" 2>&1 | grep -v -i warn | tail -20 ;;
 esac

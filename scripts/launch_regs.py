@@ -109,7 +109,7 @@ def compile_one(item, mode1: bool = False) -> str:
     smem = k.metadata.shared
     resident = min(by_regs, SMEM_PER_SM // smem if smem else by_regs)
     keep = {n: consts[(i,)] for i, n in enumerate(sig) if (i,) in consts
-            and n in ("BLOCK_N", "BLOCK_K", "DOT", "GLU", "SPLIT", "B_MODE", "NORM_DEFER")}
+            and n in ("BLOCK_N", "BLOCK_K", "DOT", "GLU", "SPLIT", "B_MODE", "NORM_DEFER", "STAGES")}
     return (f"{fname} {keep} warps {threads // 32}: {regs} registers, {spill} bytes spilled, "
             f"{smem // 1024} KB shared: {resident} programs a multiprocessor"
             + (f"; loops of {loops} instructions" if loops is not None else ""))

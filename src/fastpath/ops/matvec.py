@@ -210,7 +210,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
                GNORM: tl.constexpr = 0, W_FIRST: tl.constexpr = False, KSUM: tl.constexpr = False,
-               PDL: tl.constexpr = 0):
+               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
     # eps; with HAS_RES, of a + r, which the programs of column block 0 store into nr): every
@@ -226,6 +226,8 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     # GNORM (one row; a group size): a is RMS-normalised per group of GNORM columns, times the
     # weights nw (GNORM,) and silu(r) (r: the gate, of a's shape), as each K tile (whole groups)
     # is loaded; no prologue.
+    # STAGES (None: Triton's default, which pipelines only loads that feed a tl.dot): the K loop's
+    # loads issued that many tiles ahead through shared memory (cp.async), for the product-and-sum.
     # SPLIT: program (n, s) writes its float32 partial to ws[s] (an (n_split, M, N) buffer;
     # GLU: (n_split, 2, M, N)) and bumps cnt[n]; the last of the n_split programs of column
     # block n adds the partials in the order s = 0, 1, ... (deterministic), finishes the tile
@@ -274,7 +276,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                                                    raw_up, True, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K,
                                                    KSUM)
             k_start = k_lo + BLOCK_K
-    for k0 in range(k_start, k_hi, BLOCK_K):
+    for k0 in tl.range(k_start, k_hi, BLOCK_K, num_stages=STAGES):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         kmask = offs_k < k_hi
         if NORM_DEFER:
@@ -408,6 +410,9 @@ FP8_ONE_ROW_MIN_K = 64 if INTERPRET else 1024
 #: Its tiles summed over K as they come (``_mv_acc``'s KSUM) instead of products kept per (k, n)
 #: until the loop ends.
 FP8_ONE_ROW_KSUM = False
+#: Its K loop's loads pipelined this many tiles deep (``_mv_kernel``'s STAGES; None: not pipelined,
+#: Triton pipelines only loads that feed a tl.dot).
+FP8_ONE_ROW_STAGES: Optional[int] = None
 #: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
 #: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
 #: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
@@ -425,6 +430,7 @@ class Plan:
     dot: Optional[torch.dtype]  # tl.dot on operands converted to this dtype; None: float32 FMA
     s16: bool = False  # bfloat16 activations through float16 (dot is float16; float32 when interpreted)
     ksum: bool = False  # one-row product-and-sum: each tile summed over K at once (_mv_acc's KSUM)
+    stages: Optional[int] = None  # the K loop's software pipelining depth (None: Triton's default)
 
 
 #: A row normalised in the kernel (``Norm``, one row only), 16-bit weights: (BLOCK_N, BLOCK_K,
@@ -448,6 +454,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
     ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``)."""
     s16 = fill = ksum = False
+    stages = None
     min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
         dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
@@ -460,6 +467,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and N * K <= FP8_ONE_ROW_MAX_ELEMS:
             use_dot, (bn, bk, per_sm) = False, (norm and FP8_NORM_ONE_ROW_FMA) or FP8_ONE_ROW_FMA
             fill, min_k, ksum = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K), FP8_ONE_ROW_KSUM
+            stages = FP8_ONE_ROW_STAGES
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
@@ -484,7 +492,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
     split = max(1, cdiv(K, k_chunk))  # no empty splits
-    return Plan(bm, bn, bk, split, k_chunk, 4, dot, s16, ksum)
+    return Plan(bm, bn, bk, split, k_chunk, 4, dot, s16, ksum, None if INTERPRET else stages)
 
 
 @dataclass
@@ -574,5 +582,6 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         A_MODE=a.mode, B_MODE=b.mode, A_E5M2=a.e5m2, B_E5M2=b.e5m2, SCALE_A=sa is not None,
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
-        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, KSUM=p.ksum, num_warps=p.warps, **nflags)
+        BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, KSUM=p.ksum, STAGES=p.stages, num_warps=p.warps,
+        **nflags)
     return out
