@@ -323,4 +323,12 @@ case "${1:-1}" in
     --variant "s3:matvec.FP8_ONE_ROW_STAGES=3;matvec.FP8_ONE_ROW_KSUM=True" \
     --variant "s3-all:matvec.FP8_ONE_ROW_STAGES=3;matvec.FP8_ONE_ROW_KSUM=True;matvec.$B" \
     --json "$OUT/stages_ab.jsonl" 2>&1 | grep -v -i warn | tail -20 ;;
+32)  # thirty-sixth session: 16-bit weights at one row by the pipelined product-and-sum (matvec.W16_ONE_ROW_FMA)
+  SH=4096x4096x0x0,4096x14336x0x0,14336x4096x0x0,2048x4096x0x0,4096x2048x0x0,2048x151936x0x0,4096x128256x0x0
+  SH=$SH,2048x5120x0x0,4096x6144x0x0,4096x28672x1x0,2048x1536x1x0
+  for sets in "W16_ONE_ROW_FMA=None" "W16_ONE_ROW_FMA=(16,512,2,3)" "W16_ONE_ROW_FMA=(16,512,4,3)" \
+      "W16_ONE_ROW_FMA=(32,256,2,3)" "W16_ONE_ROW_FMA=(16,512,2,4)" "W16_ONE_ROW_FMA=(16,256,4,4)"; do
+    echo "== $sets"
+    timeout 120 python3 scripts/split_probe.py --shapes $SH --set $sets 2>&1 | grep -v -i warn
+  done 2>&1 | tee "$OUT/w16_probe.log" ;;
 esac

@@ -413,6 +413,10 @@ FP8_ONE_ROW_KSUM = False
 #: Its K loop's loads pipelined this many tiles deep (``_mv_kernel``'s STAGES; None: not pipelined,
 #: Triton pipelines only loads that feed a tl.dot).
 FP8_ONE_ROW_STAGES: Optional[int] = None
+#: 16-bit weights, one row, no norm: (BLOCK_N, BLOCK_K, programs per SM, pipelining stages) of the
+#: product-and-sum (tiles summed over K at once, loads ``stages`` tiles ahead) instead of the
+#: 16-row dot; None: the dot (TUNED).
+W16_ONE_ROW_FMA: Optional[tuple] = None
 #: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
 #: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
 #: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
@@ -468,6 +472,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             use_dot, (bn, bk, per_sm) = False, (norm and FP8_NORM_ONE_ROW_FMA) or FP8_ONE_ROW_FMA
             fill, min_k, ksum = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K), FP8_ONE_ROW_KSUM
             stages = FP8_ONE_ROW_STAGES
+        elif b_bytes == 2 and M == 1 and not norm and W16_ONE_ROW_FMA is not None:
+            use_dot, (bn, bk, per_sm, stages), ksum = False, W16_ONE_ROW_FMA, True
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
