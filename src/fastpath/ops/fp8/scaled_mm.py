@@ -209,7 +209,7 @@ W8_S16 = True
 #: Up to W8_FEW_ROWS rows, K split over programs so that about this many programs a multiprocessor
 #: run (each K share at least W8_SPLIT_MIN_K, a multiple of BLOCK_K; partials added by the tile's
 #: last program, deterministic); None: no split. H200 against bf16 F.linear (scripts/fp8_rows_probe.py
-#: --rows 17,32,64, 72867b7), geometric means over six shapes, unsplit / 2 / 4: 17 rows 0.79 / 0.91 /
+#: --rows 17,32,64, d92d185), geometric means over six shapes, unsplit / 2 / 4: 17 rows 0.79 / 0.91 /
 #: 0.86x, 32 rows 0.80 / 0.92 / 0.87x, 64 rows 0.65 / 0.66 / 0.56x (4096 -> 2048 at 17 rows: 13.6 ->
 #: 9.0 us, 14336 -> 4096: 41.4 -> 31.0).
 W8_SPLIT_PER_SM: Optional[int] = 2
