@@ -331,4 +331,18 @@ case "${1:-1}" in
     echo "== $sets"
     timeout 120 python3 scripts/split_probe.py --shapes $SH --set $sets 2>&1 | grep -v -i warn
   done 2>&1 | tee "$OUT/w16_probe.log" ;;
+33)  # thirty-sixth session: the pipelined one-row plans on (fp8 FP8_ONE_ROW_STAGES / FP8_NORM_ONE_ROW_STAGES /
+     # FP8_ONE_ROW_BIG, 16-bit W16_ONE_ROW_FMA), each turned off in the engine; then the linear bench rows
+  timeout 240 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3.6-35b-a3b:fp8,lfm2.5-8b-a1b:fp8 \
+    --layers 12 --new-tokens 64 --prompt-len 64 --variant "new:" \
+    --variant "off:matvec.FP8_ONE_ROW_STAGES=None;matvec.FP8_NORM_ONE_ROW_STAGES=None;matvec.FP8_ONE_ROW_BIG=False" \
+    --variant "no-norm-stages:matvec.FP8_NORM_ONE_ROW_STAGES=None" --variant "no-big:matvec.FP8_ONE_ROW_BIG=False" \
+    --json "$OUT/fp8_ab.jsonl" 2>&1 | grep -v -i warn | tail -32
+  timeout 150 python3 scripts/knob_ab.py --configs llama-3-8b,qwen3-8b,qwen3-30b-a3b --layers 12 --new-tokens 64 \
+    --prompt-len 64 --variant "new:" --variant "off:matvec.W16_ONE_ROW_FMA=None" \
+    --variant "deferred-too:matvec.W16_ONE_ROW_DEFERRED=True" --json "$OUT/w16_ab.jsonl" 2>&1 | grep -v -i warn | tail -18
+  timeout 100 python3 -m fastpath.bench linear --only "fp8 weights" --graphs --json "$OUT/bench.jsonl" 2>&1 \
+    | grep -E "graph" | head -20
+  timeout 100 python3 -m fastpath.bench linear --only "linear bf16" --graphs --json "$OUT/bench.jsonl" 2>&1 \
+    | grep -E "graph" | head -30 ;;
 esac

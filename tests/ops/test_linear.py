@@ -237,13 +237,22 @@ def test_fp8_one_row_plan(monkeypatch):
     monkeypatch.setattr(matvec, "INTERPRET", False)
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
     dev = torch.device("cuda")
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_BIG", False)
     small = matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1)
     assert small.dot is None and (small.block_n, small.block_k) == matvec.FP8_ONE_ROW_FMA[:2]
+    assert small.stages == matvec.FP8_ONE_ROW_STAGES and small.ksum == matvec.FP8_ONE_ROW_KSUM
     assert matvec.plan(1, 28672, 4096, dev, torch.bfloat16, b_bytes=1).s16
     assert matvec.plan(2, 5120, 2048, dev, torch.bfloat16, b_bytes=1).s16
+    # FP8_ONE_ROW_BIG: above the limit too (tiles summed over K at once), never with SwiGLU
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_BIG", True)
+    big = matvec.plan(1, 28672, 4096, dev, torch.bfloat16, b_bytes=1)
+    assert big.dot is None and big.ksum and big.stages == matvec.FP8_ONE_ROW_STAGES
+    assert matvec.plan(1, 28672, 4096, dev, torch.bfloat16, b_bytes=1, glu=True).s16
+    assert matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1) == small
     # a row normalised in the kernel: FP8_NORM_ONE_ROW_FMA when set, the plain plan's blocks otherwise
     normed = matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1, norm=True)
     assert (normed.block_n, normed.block_k) == matvec.FP8_ONE_ROW_FMA[:2]
+    assert normed.stages == matvec.FP8_NORM_ONE_ROW_STAGES
     monkeypatch.setattr(matvec, "FP8_NORM_ONE_ROW_FMA", (64, 256, 2))
     normed = matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1, norm=True)
     assert normed.dot is None and (normed.block_n, normed.block_k) == (64, 256)
@@ -279,6 +288,8 @@ def test_fp8_via_float16_split_rounds_down(monkeypatch):
     wanted); the 16-bit plans round up."""
     monkeypatch.setattr(matvec, "INTERPRET", False)
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_BIG", False)
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_FMA", None)
     dev = torch.device("cuda")
     p = matvec.plan(1, 14336, 4096, dev, torch.bfloat16, b_bytes=1)
     assert p.s16 and p.block_n == 64 and p.split == 2
@@ -290,6 +301,27 @@ def test_fp8_via_float16_split_rounds_down(monkeypatch):
     assert bf16.split == 3
     monkeypatch.setattr(matvec, "SPLIT_FILL_OVERRIDE", True)
     assert matvec.plan(1, 4096, 4096, dev, torch.bfloat16).split == 2
+
+
+def test_w16_one_row_plan(monkeypatch):
+    """16-bit weights, one row: the pipelined product-and-sum (W16_ONE_ROW_FMA) up to
+    W16_ONE_ROW_MAX_ELEMS weights, without SwiGLU, a row-first norm or (unless
+    W16_ONE_ROW_DEFERRED) a deferred one; the 16-row dot otherwise and for more rows."""
+    monkeypatch.setattr(matvec, "INTERPRET", False)
+    monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_FMA", (16, 512, 2, 3))
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_MAX_ELEMS", 32 * 2 ** 20)
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", False)
+    dev = torch.device("cuda")
+    p = matvec.plan(1, 4096, 4096, dev, torch.bfloat16)  # 256 column blocks, 264 wanted: no split
+    assert (p.dot, p.block_n, p.block_k, p.stages, p.ksum, p.split) == (None, 16, 512, 3, True, 1)
+    assert matvec.plan(1, 2048, 4096, dev, torch.float16).split == 2  # 128 blocks, 264 wanted
+    for kw in (dict(glu=True), dict(norm=True), dict(deferred=True)):
+        assert matvec.plan(1, 4096, 4096, dev, torch.bfloat16, **kw).dot is not None or kw.get("norm")
+    assert matvec.plan(1, 14336, 4096, dev, torch.bfloat16).dot is not None  # above the limit
+    assert matvec.plan(2, 4096, 4096, dev, torch.bfloat16).dot is not None
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", True)
+    assert matvec.plan(1, 4096, 4096, dev, torch.bfloat16, deferred=True) == p
 
 
 @needs_fp8

@@ -82,7 +82,8 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
         w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
     plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
                        b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
-                       group=norm.group if norm is not None else 0, glu=glu)
+                       group=norm.group if norm is not None else 0, glu=glu,
+                       deferred=norm is not None and norm.deferred)
     matvec.launch(Operand(x2), w, y, plan=plan, sb=weight_scale,
                   sb_strides=(weight_scale.stride(0) if weight_scale is not None else 0, 0),
                   bias=bias, glu=glu, norm=norm)
@@ -382,7 +383,7 @@ def _defer_fills(N: int, K: int, device: torch.device, dtype: torch.dtype, glu: 
     near-empty last one."""
     if device.type != "cuda" or N == 0 or K == 0:
         return True
-    p = matvec.plan(1, N, K, device, dtype if dtype != torch.float32 else None, glu=glu)
+    p = matvec.plan(1, N, K, device, dtype if dtype != torch.float32 else None, glu=glu, deferred=True)
     resident = DEFER_RESIDENT_PER_SM[bool(glu)] * num_sms(device)
     programs = cdiv(N, p.block_n) * p.split
     return programs <= resident or programs >= DEFER_MIN_WAVES * resident

@@ -412,11 +412,19 @@ FP8_ONE_ROW_MIN_K = 64 if INTERPRET else 1024
 FP8_ONE_ROW_KSUM = False
 #: Its K loop's loads pipelined this many tiles deep (``_mv_kernel``'s STAGES; None: not pipelined,
 #: Triton pipelines only loads that feed a tl.dot).
-FP8_ONE_ROW_STAGES: Optional[int] = None
-#: 16-bit weights, one row, no norm: (BLOCK_N, BLOCK_K, programs per SM, pipelining stages) of the
-#: product-and-sum (tiles summed over K at once, loads ``stages`` tiles ahead) instead of the
-#: 16-row dot; None: the dot (TUNED).
-W16_ONE_ROW_FMA: Optional[tuple] = None
+FP8_ONE_ROW_STAGES: Optional[int] = 3
+#: The same under the row-first fused norm (rms_norm_linear's fp8 form).
+FP8_NORM_ONE_ROW_STAGES: Optional[int] = 3
+#: fp8 weights above FP8_ONE_ROW_MAX_ELEMS, one row, no SwiGLU: the product-and-sum too, with
+#: KSUM and FP8_ONE_ROW_STAGES (False: the float16 dot, FP8_VIA_FP16).
+FP8_ONE_ROW_BIG = True
+#: 16-bit weights, one row, no SwiGLU, at most W16_ONE_ROW_MAX_ELEMS weights: (BLOCK_N, BLOCK_K,
+#: programs per SM, pipelining stages) of the product-and-sum (tiles summed over K at once, loads
+#: ``stages`` tiles ahead; split-K counts rounded down) instead of the 16-row dot; None: the dot
+#: (TUNED). W16_ONE_ROW_DEFERRED: also under a deferred norm.
+W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
+W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
+W16_ONE_ROW_DEFERRED = False
 #: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
 #: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
 #: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
@@ -451,12 +459,13 @@ NORM_W_FIRST = True
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
          b_bytes: int = 2, max_block_k: int = 128 * 1024, norm: bool = False, group: int = 0,
-         glu: bool = False) -> Plan:
+         glu: bool = False, deferred: bool = False) -> Plan:
     """Blocks and split-K for ``(M, K) @ (K, N)``, plain int math only. ``dot_dtype``: the
     16-bit dtype both operands convert to exactly for ``tl.dot`` (None: float32 operands);
     ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
-    ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``)."""
+    ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``); ``deferred``: under
+    a deferred norm (:class:`Norm`)."""
     s16 = fill = ksum = False
     stages = None
     min_k = MIN_K_PER_SPLIT
@@ -468,12 +477,15 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         use_dot, bn, bk, per_sm = TUNED[(min(b_bytes, 2), M == 1)]
         if dot_dtype.itemsize == 1:  # both operands fp8, fed to the tensor cores as they are
             use_dot, (bn, bk, per_sm) = True, FP8_DOT
-        elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and N * K <= FP8_ONE_ROW_MAX_ELEMS:
+        elif b_bytes == 1 and M == 1 and FP8_ONE_ROW_FMA is not None and (
+                N * K <= FP8_ONE_ROW_MAX_ELEMS or FP8_ONE_ROW_BIG and not glu):
             use_dot, (bn, bk, per_sm) = False, (norm and FP8_NORM_ONE_ROW_FMA) or FP8_ONE_ROW_FMA
-            fill, min_k, ksum = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K), FP8_ONE_ROW_KSUM
-            stages = FP8_ONE_ROW_STAGES
-        elif b_bytes == 2 and M == 1 and not norm and W16_ONE_ROW_FMA is not None:
-            use_dot, (bn, bk, per_sm, stages), ksum = False, W16_ONE_ROW_FMA, True
+            fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
+            ksum = FP8_ONE_ROW_KSUM or N * K > FP8_ONE_ROW_MAX_ELEMS
+            stages = FP8_NORM_ONE_ROW_STAGES if norm else FP8_ONE_ROW_STAGES
+        elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu)
+              and N * K <= W16_ONE_ROW_MAX_ELEMS and (W16_ONE_ROW_DEFERRED or not deferred)):
+            use_dot, (bn, bk, per_sm, stages), ksum, fill = False, W16_ONE_ROW_FMA, True, True
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
