@@ -414,7 +414,7 @@ FP8_ONE_ROW_KSUM = False
 #: Triton pipelines only loads that feed a tl.dot).
 FP8_ONE_ROW_STAGES: Optional[int] = 3
 #: The same under the row-first fused norm (rms_norm_linear's fp8 form).
-FP8_NORM_ONE_ROW_STAGES: Optional[int] = 3
+FP8_NORM_ONE_ROW_STAGES: Optional[int] = None
 #: fp8 weights above FP8_ONE_ROW_MAX_ELEMS, one row, no SwiGLU: the product-and-sum too, with
 #: KSUM and FP8_ONE_ROW_STAGES (False: the float16 dot, FP8_VIA_FP16).
 FP8_ONE_ROW_BIG = True
@@ -424,7 +424,7 @@ FP8_ONE_ROW_BIG = True
 #: (TUNED). W16_ONE_ROW_DEFERRED: also under a deferred norm.
 W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
-W16_ONE_ROW_DEFERRED = False
+W16_ONE_ROW_DEFERRED = True
 #: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
 #: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
 #: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
