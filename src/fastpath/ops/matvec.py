@@ -413,7 +413,8 @@ FP8_ONE_ROW_KSUM = False
 #: Its K loop's loads pipelined this many tiles deep (``_mv_kernel``'s STAGES; None: not pipelined,
 #: Triton pipelines only loads that feed a tl.dot).
 FP8_ONE_ROW_STAGES: Optional[int] = 3
-#: The same under the row-first fused norm (rms_norm_linear's fp8 form).
+#: The same under the row-first fused norm (rms_norm_linear's fp8 form) or a group norm
+#: (group_rms_norm_linear).
 FP8_NORM_ONE_ROW_STAGES: Optional[int] = None
 #: fp8 weights above FP8_ONE_ROW_MAX_ELEMS, one row, no SwiGLU: the product-and-sum too, with
 #: KSUM and FP8_ONE_ROW_STAGES (False: the float16 dot, FP8_VIA_FP16).
@@ -482,7 +483,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             use_dot, (bn, bk, per_sm) = False, (norm and FP8_NORM_ONE_ROW_FMA) or FP8_ONE_ROW_FMA
             fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
             ksum = FP8_ONE_ROW_KSUM or N * K > FP8_ONE_ROW_MAX_ELEMS
-            stages = FP8_NORM_ONE_ROW_STAGES if norm else FP8_ONE_ROW_STAGES
+            stages = FP8_NORM_ONE_ROW_STAGES if norm or group else FP8_ONE_ROW_STAGES
         elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu)
               and N * K <= W16_ONE_ROW_MAX_ELEMS and (W16_ONE_ROW_DEFERRED or not deferred)):
             use_dot, (bn, bk, per_sm, stages), ksum, fill = False, W16_ONE_ROW_FMA, True, True
