@@ -419,7 +419,7 @@ FP8_NORM_ONE_ROW_STAGES: Optional[int] = None
 #: fp8 weights above FP8_ONE_ROW_MAX_ELEMS, one row, no SwiGLU: the product-and-sum too, with
 #: KSUM and FP8_ONE_ROW_STAGES (False: the float16 dot, FP8_VIA_FP16).
 FP8_ONE_ROW_BIG = True
-#: 16-bit weights, one row, no SwiGLU, at most W16_ONE_ROW_MAX_ELEMS weights: (BLOCK_N, BLOCK_K,
+#: 16-bit weights, one row, no SwiGLU or group norm, at most W16_ONE_ROW_MAX_ELEMS weights: (BLOCK_N, BLOCK_K,
 #: programs per SM, pipelining stages) of the product-and-sum (tiles summed over K at once, loads
 #: ``stages`` tiles ahead; split-K counts rounded down) instead of the 16-row dot; None: the dot
 #: (TUNED). W16_ONE_ROW_DEFERRED: also under a deferred norm.
@@ -484,7 +484,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
             ksum = FP8_ONE_ROW_KSUM or N * K > FP8_ONE_ROW_MAX_ELEMS
             stages = FP8_NORM_ONE_ROW_STAGES if norm or group else FP8_ONE_ROW_STAGES
-        elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu)
+        elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu or group)
               and N * K <= W16_ONE_ROW_MAX_ELEMS and (W16_ONE_ROW_DEFERRED or not deferred)):
             use_dot, (bn, bk, per_sm, stages), ksum, fill = False, W16_ONE_ROW_FMA, True, True
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
