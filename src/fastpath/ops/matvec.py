@@ -460,13 +460,13 @@ NORM_W_FIRST = True
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
          b_bytes: int = 2, max_block_k: int = 128 * 1024, norm: bool = False, group: int = 0,
-         glu: bool = False, deferred: bool = False) -> Plan:
+         glu: bool = False, deferred: bool = False, w16_dot: bool = False) -> Plan:
     """Blocks and split-K for ``(M, K) @ (K, N)``, plain int math only. ``dot_dtype``: the
     16-bit dtype both operands convert to exactly for ``tl.dot`` (None: float32 operands);
     ``b_bytes``: bytes per element of ``b`` as stored; ``max_block_k`` keeps block-scale
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
     ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``); ``deferred``: under
-    a deferred norm (:class:`Norm`)."""
+    a deferred norm (:class:`Norm`); ``w16_dot``: 16-bit weights on the dot whatever W16_ONE_ROW_FMA."""
     s16 = fill = ksum = False
     stages = None
     min_k = MIN_K_PER_SPLIT
@@ -484,7 +484,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
             ksum = FP8_ONE_ROW_KSUM or N * K > FP8_ONE_ROW_MAX_ELEMS
             stages = FP8_NORM_ONE_ROW_STAGES if norm or group else FP8_ONE_ROW_STAGES
-        elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu or group)
+        elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu or group or w16_dot)
               and N * K <= W16_ONE_ROW_MAX_ELEMS and (W16_ONE_ROW_DEFERRED or not deferred)):
             use_dot, (bn, bk, per_sm, stages), ksum, fill = False, W16_ONE_ROW_FMA, True, True
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
