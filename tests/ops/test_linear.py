@@ -311,7 +311,7 @@ def test_w16_one_row_plan(monkeypatch):
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
     monkeypatch.setattr(matvec, "W16_ONE_ROW_FMA", (16, 512, 2, 3))
     monkeypatch.setattr(matvec, "W16_ONE_ROW_MAX_ELEMS", 32 * 2 ** 20)
-    monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", False)
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", None)
     dev = torch.device("cuda")
     p = matvec.plan(1, 4096, 4096, dev, torch.bfloat16)  # 256 column blocks, 264 wanted: no split
     assert (p.dot, p.block_n, p.block_k, p.stages, p.ksum, p.split) == (None, 16, 512, 3, True, 1)
@@ -320,8 +320,9 @@ def test_w16_one_row_plan(monkeypatch):
         assert matvec.plan(1, 4096, 4096, dev, torch.bfloat16, **kw).dot is not None or kw.get("norm")
     assert matvec.plan(1, 14336, 4096, dev, torch.bfloat16).dot is not None  # above the limit
     assert matvec.plan(2, 4096, 4096, dev, torch.bfloat16).dot is not None
-    monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", True)
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", 2)  # 256 column blocks: within 2 a multiprocessor
     assert matvec.plan(1, 4096, 4096, dev, torch.bfloat16, deferred=True) == p
+    assert matvec.plan(1, 5120, 4096, dev, torch.bfloat16, deferred=True).dot is not None  # 320 blocks
 
 
 @needs_fp8

@@ -422,10 +422,11 @@ FP8_ONE_ROW_BIG = True
 #: 16-bit weights, one row, no SwiGLU or group norm, at most W16_ONE_ROW_MAX_ELEMS weights: (BLOCK_N, BLOCK_K,
 #: programs per SM, pipelining stages) of the product-and-sum (tiles summed over K at once, loads
 #: ``stages`` tiles ahead; split-K counts rounded down) instead of the 16-row dot; None: the dot
-#: (TUNED). W16_ONE_ROW_DEFERRED: also under a deferred norm.
+#: (TUNED). W16_ONE_ROW_DEFERRED: also under a deferred norm where its column blocks are at most
+#: that many a multiprocessor (None: never).
 W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
-W16_ONE_ROW_DEFERRED = True
+W16_ONE_ROW_DEFERRED: Optional[int] = 3
 #: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
 #: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
 #: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
@@ -485,7 +486,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             ksum = FP8_ONE_ROW_KSUM or N * K > FP8_ONE_ROW_MAX_ELEMS
             stages = FP8_NORM_ONE_ROW_STAGES if norm or group else FP8_ONE_ROW_STAGES
         elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu or group or w16_dot)
-              and N * K <= W16_ONE_ROW_MAX_ELEMS and (W16_ONE_ROW_DEFERRED or not deferred)):
+              and N * K <= W16_ONE_ROW_MAX_ELEMS and (not deferred or W16_ONE_ROW_DEFERRED is not None and cdiv(
+                  N, W16_ONE_ROW_FMA[0]) <= W16_ONE_ROW_DEFERRED * num_sms(device))):
             use_dot, (bn, bk, per_sm, stages), ksum, fill = False, W16_ONE_ROW_FMA, True, True
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
