@@ -9,6 +9,8 @@ order and finishes the tile: deterministic, one launch.
 Two ways to reduce a tile: ``DOT`` pads the rows to 16 and calls ``tl.dot`` on 16-bit
 operands (tensor cores: large tiles at little register cost, for 2..16 rows), otherwise a
 float32 broadcast-multiply-and-sum (one row, or float32 inputs). Both accumulate in float32.
+Triton pipelines only loads that feed a ``tl.dot``; the one-row product-and-sum plans say how
+many K tiles ahead their loads go (``Plan.stages``: through shared memory, cp.async).
 
 Operands load as float (``MODE 0``), as fp8 converted by the hardware (``MODE 1``, NVIDIA
 capability 8.9+) or as ``uint8`` fp8 bits decoded exactly in registers (``MODE 2``: older
@@ -358,8 +360,8 @@ _MV = Launcher(_mv_kernel, pdl=True)
 
 #: Tuned on the H200 (scripts/linear_probe.py; docs/perf-notes.md): (tl.dot?, BLOCK_N,
 #: BLOCK_K, programs per SM to split K for) by weight bytes per element and one row or more.
-#: 16-bit weights: tl.dot on 16-row tiles even for one row; fp8 weights and one row: the
-#: float32 product-and-sum (it converts fewer elements per byte streamed).
+#: 16-bit weights: tl.dot on 16-row tiles (at one row where W16_ONE_ROW_FMA does not apply); fp8
+#: weights and one row: the float32 product-and-sum (it converts fewer elements per byte streamed).
 TUNED = {(2, True): (True, 32, 256, 2), (2, False): (True, 32, 256, 2),
          (1, True): (False, 32, 256, 4), (1, False): (True, 64, 64, 8)}
 FMA_TILE = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the float32 path (float32 weights)
@@ -397,7 +399,8 @@ FP8_VIA_FP16_GLU_HALF = True
 #: BLOCK_K, programs per SM) of the float32 product-and-sum instead (K summed after the loop).
 #: H200 (scripts/linear_probe.py --one-row, bec570f), against the float16 route: 2048 -> 5120
 #: 6.4 vs 8.2 us, 4096 -> 2048 6.9 vs 7.4, 4096 -> 6144 11.5 vs 12.7, 4096 -> 4096 9.2 vs 10.0;
-#: from 4096 x 28672 and 14336 x 4096 up the float16 route is faster. None: off.
+#: from 4096 x 28672 and 14336 x 4096 up the float16 route was faster before the loads were
+#: pipelined (FP8_ONE_ROW_STAGES; above the limit see FP8_ONE_ROW_BIG). None: off.
 FP8_ONE_ROW_FMA: Optional[tuple] = (16, 512, 4)
 FP8_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 #: Its split-K count: rounded down (at most its programs per SM: whole waves), each split at
@@ -408,29 +411,43 @@ FP8_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 FP8_ONE_ROW_FILL = True
 FP8_ONE_ROW_MIN_K = 64 if INTERPRET else 1024
 #: Its tiles summed over K as they come (``_mv_acc``'s KSUM) instead of products kept per (k, n)
-#: until the loop ends.
+#: until the loop ends: 117 -> 56 registers, but with pipelined loads mixed (scripts/split_probe.py,
+#: 4473e03: 4096 -> 4096 7.60 -> 7.77 us, 2048 -> 5120 4.61 -> 5.07, 2048 -> 9216 7.66 -> 6.74); off.
 FP8_ONE_ROW_KSUM = False
 #: Its K loop's loads pipelined this many tiles deep (``_mv_kernel``'s STAGES; None: not pipelined,
-#: Triton pipelines only loads that feed a tl.dot).
+#: Triton pipelines only loads that feed a tl.dot, so each program waited for one tile at a time).
+#: H200 (scripts/split_probe.py, 4473e03), None -> 3: 4096 -> 4096 9.31 -> 7.60 us, 2048 -> 4096
+#: 6.49 -> 5.75, 4096 -> 2048 6.42 -> 5.75, 2048 -> 5120 6.14 -> 4.61, 4096 -> 6144 11.20 -> 8.26,
+#: SwiGLU 2048 -> 2 x 768 5.34 -> 4.57 (4 stages: no better). Decode (knob_ab, 12 layers,
+#: b3a0de5, with FP8_ONE_ROW_BIG): Llama-3-8B FP8 +8.1%, LFM2.5 FP8 +2.2%, Qwen3-30B-A3B FP8 +1.9%.
 FP8_ONE_ROW_STAGES: Optional[int] = 3
 #: The same under the row-first fused norm (rms_norm_linear's fp8 form) or a group norm
-#: (group_rms_norm_linear).
+#: (group_rms_norm_linear): 3 cost Qwen3-30B-A3B FP8 1.8% and LFM2.5 FP8 1.4% (knob_ab, 12 layers,
+#: b3a0de5), and Qwen3.6 FP8 (its DeltaNet output projections under the group norm) decoded at 488.5
+#: tok/s with it, 518.9 without (full model, 3fb2b4f / 2b4b145, 495.8 with every plan off); None.
 FP8_NORM_ONE_ROW_STAGES: Optional[int] = None
 #: fp8 weights above FP8_ONE_ROW_MAX_ELEMS, one row, no SwiGLU: the product-and-sum too, with
-#: KSUM and FP8_ONE_ROW_STAGES (False: the float16 dot, FP8_VIA_FP16).
+#: KSUM and FP8_ONE_ROW_STAGES (False: the float16 dot, FP8_VIA_FP16). H200 (split_probe, 4473e03):
+#: 4096 -> 14336 21.60 -> 16.55 us, 14336 -> 4096 20.21 -> 17.21, 2048 -> 151936 79.7 -> 71.9, 4096
+#: -> 128256 132.5 -> 118.1 (SwiGLU 4096 -> 2 x 14336: 32.5 -> 39.2, hence not with SwiGLU).
 FP8_ONE_ROW_BIG = True
-#: 16-bit weights, one row, no SwiGLU or group norm, at most W16_ONE_ROW_MAX_ELEMS weights: (BLOCK_N, BLOCK_K,
-#: programs per SM, pipelining stages) of the product-and-sum (tiles summed over K at once, loads
-#: ``stages`` tiles ahead; split-K counts rounded down) instead of the 16-row dot; None: the dot
-#: (TUNED). W16_ONE_ROW_DEFERRED: also under a deferred norm where its column blocks are at most
-#: that many a multiprocessor (None: never).
-W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
-W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
-W16_ONE_ROW_DEFERRED: Optional[int] = 3
 #: The same with the row normalised in the kernel (rms_norm_linear's row-first form); None: as
 #: FP8_ONE_ROW_FMA. (Its 16-column tiles stream 8 KB of weights a K tile, to which the norm adds
 #: 3 KB of activations, residual and norm weights: scripts/norm_linear_probe.py --fp8-plans.)
 FP8_NORM_ONE_ROW_FMA: Optional[tuple] = None
+#: 16-bit weights, one row, no SwiGLU or group norm, at most W16_ONE_ROW_MAX_ELEMS weights: (BLOCK_N,
+#: BLOCK_K, programs per SM, pipelining stages) of the product-and-sum (tiles summed over K at once,
+#: loads ``stages`` tiles ahead; split-K counts rounded down) instead of the 16-row dot; None: the dot
+#: (TUNED). W16_ONE_ROW_DEFERRED: also under a deferred norm where its column blocks are at most
+#: that many a multiprocessor (None: never). H200 (scripts/split_probe.py, 3625294), dot -> this:
+#: 4096 -> 4096 12.08 -> 11.03 us, 2048 -> 4096 7.81 -> 6.56, 4096 -> 2048 7.99 -> 7.39, 2048 ->
+#: 5120 8.56 -> 7.64, 4096 -> 6144 15.55 -> 14.24, 4096 -> 14336 30.3 -> 35.4 (hence the limit),
+#: SwiGLU 4096 -> 2 x 14336 56.7 -> 59.4 (hence none). Decode (knob_ab, full models, 843b307):
+#: Llama-3-8B +1.8%, Qwen3-30B-A3B +3.9%, LFM2.5 +3.5%, Qwen3.6 +0.3% (-2.8% with its 576- and
+#: 772-block deferred projections on it, e1c9b8f).
+W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
+W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
+W16_ONE_ROW_DEFERRED: Optional[int] = 3
 
 
 @dataclass(frozen=True)
