@@ -19,6 +19,27 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/fastpath-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+# sweep LOG SHAPES SETTING...: scripts/split_probe.py on SHAPES once a SETTING (matvec knobs, several
+# joined by "--set"), into $OUT/LOG
+sweep() {
+  local log=$1 shapes=$2 sets
+  shift 2
+  for sets in "$@"; do
+    echo "== $sets"
+    timeout 120 python3 scripts/split_probe.py --shapes "$shapes" --set $sets 2>&1 | grep -v -i warn
+  done 2>&1 | tee "$OUT/$log"
+}
+# ab JSON CONFIGS VARIANT...: scripts/knob_ab.py on 12 layers of each config, 64-token prompt and decode
+ab() {
+  local json=$1 configs=$2 v args=()
+  shift 2
+  for v in "$@"; do args+=(--variant "$v"); done
+  timeout 300 python3 scripts/knob_ab.py --configs "$configs" --layers 12 --new-tokens 64 --prompt-len 64 "${args[@]}" \
+    --json "$OUT/$json" 2>&1 | grep -v -i warn | tail -32
+}
+# one row, fp8 weights: issue 3's shapes, then the engine's (the last two with SwiGLU)
+FP8_SH=4096x4096x0x1,4096x14336x0x1,14336x4096x0x1,2048x4096x0x1,4096x2048x0x1,2048x151936x0x1,4096x128256x0x1
+FP8_SH=$FP8_SH,2048x5120x0x1,2048x9216x0x1,4096x6144x0x1,4096x28672x1x1,2048x1536x1x1
 case "${1:-1}" in
 1)
   timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
@@ -292,56 +313,36 @@ case "${1:-1}" in
   done ;;
 30)  # thirty-sixth session: the fp8 one-row product-and-sum with each tile summed over K at once (matvec.FP8_ONE_ROW_KSUM),
      # its programs a multiprocessor, on every weight size; then in the engine (batch 1)
-  SH=4096x4096x0x1,4096x14336x0x1,14336x4096x0x1,2048x4096x0x1,4096x2048x0x1,2048x151936x0x1,4096x128256x0x1
-  SH=$SH,2048x5120x0x1,2048x9216x0x1,4096x6144x0x1,4096x28672x1x1,2048x1536x1x1
-  for sets in "FP8_ONE_ROW_KSUM=False" "FP8_ONE_ROW_KSUM=True" \
+  sweep ksum_probe.log $FP8_SH "FP8_ONE_ROW_KSUM=False" "FP8_ONE_ROW_KSUM=True" \
       "FP8_ONE_ROW_KSUM=True --set FP8_ONE_ROW_MAX_ELEMS=1099511627776" \
       "FP8_ONE_ROW_KSUM=True --set FP8_ONE_ROW_MAX_ELEMS=1099511627776 --set FP8_ONE_ROW_FMA=(16,512,2)" \
-      "FP8_ONE_ROW_KSUM=True --set FP8_ONE_ROW_MAX_ELEMS=1099511627776 --set FP8_ONE_ROW_FMA=(32,256,4)"; do
-    echo "== $sets"
-    timeout 120 python3 scripts/split_probe.py --shapes $SH --set $sets 2>&1 | grep -v -i warn
-  done 2>&1 | tee "$OUT/ksum_probe.log"
-  timeout 300 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3.6-35b-a3b:fp8 --layers 12 \
-    --new-tokens 64 --prompt-len 64 --variant "deferred:matvec.FP8_ONE_ROW_KSUM=False" \
-    --variant "ksum:matvec.FP8_ONE_ROW_KSUM=True" \
-    --variant "ksum-all:matvec.FP8_ONE_ROW_KSUM=True;matvec.FP8_ONE_ROW_MAX_ELEMS=1099511627776" \
-    --json "$OUT/ksum_ab.jsonl" 2>&1 | grep -v -i warn | tail -20 ;;
+      "FP8_ONE_ROW_KSUM=True --set FP8_ONE_ROW_MAX_ELEMS=1099511627776 --set FP8_ONE_ROW_FMA=(32,256,4)"
+  ab ksum_ab.jsonl qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3.6-35b-a3b:fp8 "deferred:matvec.FP8_ONE_ROW_KSUM=False" \
+    "ksum:matvec.FP8_ONE_ROW_KSUM=True" "ksum-all:matvec.FP8_ONE_ROW_KSUM=True;matvec.FP8_ONE_ROW_MAX_ELEMS=1099511627776" ;;
 31)  # thirty-sixth session: the fp8 one-row product-and-sum's K loop pipelined (matvec.FP8_ONE_ROW_STAGES), with KSUM,
      # programs a multiprocessor, every weight size; then in the engine (batch 1)
-  SH=4096x4096x0x1,4096x14336x0x1,14336x4096x0x1,2048x4096x0x1,4096x2048x0x1,2048x151936x0x1,4096x128256x0x1
-  SH=$SH,2048x5120x0x1,2048x9216x0x1,4096x6144x0x1,4096x28672x1x1,2048x1536x1x1
   B="FP8_ONE_ROW_MAX_ELEMS=1099511627776"
-  for sets in "FP8_ONE_ROW_STAGES=None" "FP8_ONE_ROW_STAGES=3" "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True" \
+  sweep stages_probe.log $FP8_SH "FP8_ONE_ROW_STAGES=None" "FP8_ONE_ROW_STAGES=3" \
+      "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True" \
       "FP8_ONE_ROW_STAGES=4 --set FP8_ONE_ROW_KSUM=True" "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True --set $B" \
       "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True --set $B --set FP8_ONE_ROW_FMA=(16,512,2)" \
       "FP8_ONE_ROW_STAGES=3 --set FP8_ONE_ROW_KSUM=True --set $B --set FP8_ONE_ROW_FMA=(16,512,8)" \
-      "FP8_ONE_ROW_STAGES=4 --set FP8_ONE_ROW_KSUM=True --set $B --set FP8_ONE_ROW_FMA=(32,256,4)"; do
-    echo "== $sets"
-    timeout 120 python3 scripts/split_probe.py --shapes $SH --set $sets 2>&1 | grep -v -i warn
-  done 2>&1 | tee "$OUT/stages_probe.log"
-  timeout 300 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3.6-35b-a3b:fp8 --layers 12 \
-    --new-tokens 64 --prompt-len 64 --variant "off:matvec.FP8_ONE_ROW_STAGES=None" \
-    --variant "s3:matvec.FP8_ONE_ROW_STAGES=3;matvec.FP8_ONE_ROW_KSUM=True" \
-    --variant "s3-all:matvec.FP8_ONE_ROW_STAGES=3;matvec.FP8_ONE_ROW_KSUM=True;matvec.$B" \
-    --json "$OUT/stages_ab.jsonl" 2>&1 | grep -v -i warn | tail -20 ;;
+      "FP8_ONE_ROW_STAGES=4 --set FP8_ONE_ROW_KSUM=True --set $B --set FP8_ONE_ROW_FMA=(32,256,4)"
+  ab stages_ab.jsonl qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3.6-35b-a3b:fp8 "off:matvec.FP8_ONE_ROW_STAGES=None" \
+    "s3:matvec.FP8_ONE_ROW_STAGES=3;matvec.FP8_ONE_ROW_KSUM=True" \
+    "s3-all:matvec.FP8_ONE_ROW_STAGES=3;matvec.FP8_ONE_ROW_KSUM=True;matvec.$B" ;;
 32)  # thirty-sixth session: 16-bit weights at one row by the pipelined product-and-sum (matvec.W16_ONE_ROW_FMA)
-  SH=4096x4096x0x0,4096x14336x0x0,14336x4096x0x0,2048x4096x0x0,4096x2048x0x0,2048x151936x0x0,4096x128256x0x0
-  SH=$SH,2048x5120x0x0,4096x6144x0x0,4096x28672x1x0,2048x1536x1x0
-  for sets in "W16_ONE_ROW_FMA=None" "W16_ONE_ROW_FMA=(16,512,2,3)" "W16_ONE_ROW_FMA=(16,512,4,3)" \
-      "W16_ONE_ROW_FMA=(32,256,2,3)" "W16_ONE_ROW_FMA=(16,512,2,4)" "W16_ONE_ROW_FMA=(16,256,4,4)"; do
-    echo "== $sets"
-    timeout 120 python3 scripts/split_probe.py --shapes $SH --set $sets 2>&1 | grep -v -i warn
-  done 2>&1 | tee "$OUT/w16_probe.log" ;;
+  sweep w16_probe.log "$(echo "$FP8_SH," | sed 's/x1,/x0,/g; s/,$//')" "W16_ONE_ROW_FMA=None" "W16_ONE_ROW_FMA=(16,512,2,3)" \
+      "W16_ONE_ROW_FMA=(16,512,4,3)" "W16_ONE_ROW_FMA=(32,256,2,3)" "W16_ONE_ROW_FMA=(16,512,2,4)" \
+      "W16_ONE_ROW_FMA=(16,256,4,4)" ;;
 33)  # thirty-sixth session: the pipelined one-row plans on (fp8 FP8_ONE_ROW_STAGES / FP8_NORM_ONE_ROW_STAGES /
      # FP8_ONE_ROW_BIG, 16-bit W16_ONE_ROW_FMA), each turned off in the engine; then the linear bench rows
-  timeout 240 python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3.6-35b-a3b:fp8,lfm2.5-8b-a1b:fp8 \
-    --layers 12 --new-tokens 64 --prompt-len 64 --variant "new:" \
-    --variant "off:matvec.FP8_ONE_ROW_STAGES=None;matvec.FP8_NORM_ONE_ROW_STAGES=None;matvec.FP8_ONE_ROW_BIG=False" \
-    --variant "no-norm-stages:matvec.FP8_NORM_ONE_ROW_STAGES=None" --variant "no-big:matvec.FP8_ONE_ROW_BIG=False" \
-    --json "$OUT/fp8_ab.jsonl" 2>&1 | grep -v -i warn | tail -32
-  timeout 150 python3 scripts/knob_ab.py --configs llama-3-8b,qwen3-8b,qwen3-30b-a3b --layers 12 --new-tokens 64 \
-    --prompt-len 64 --variant "new:" --variant "off:matvec.W16_ONE_ROW_FMA=None" \
-    --variant "deferred-too:matvec.W16_ONE_ROW_DEFERRED=True" --json "$OUT/w16_ab.jsonl" 2>&1 | grep -v -i warn | tail -18
+  # (as run at b3a0de5, where FP8_NORM_ONE_ROW_STAGES was 3 and W16_ONE_ROW_DEFERRED a bool, False)
+  ab fp8_ab.jsonl qwen3-30b-a3b:fp8,llama-3-8b:fp8,qwen3.6-35b-a3b:fp8,lfm2.5-8b-a1b:fp8 "new:" \
+    "off:matvec.FP8_ONE_ROW_STAGES=None;matvec.FP8_NORM_ONE_ROW_STAGES=None;matvec.FP8_ONE_ROW_BIG=False" \
+    "norm-stages:matvec.FP8_NORM_ONE_ROW_STAGES=3" "no-big:matvec.FP8_ONE_ROW_BIG=False"
+  ab w16_ab.jsonl llama-3-8b,qwen3-8b,qwen3-30b-a3b "new:" "off:matvec.W16_ONE_ROW_FMA=None" \
+    "no-deferred:matvec.W16_ONE_ROW_DEFERRED=None" "deferred-always:matvec.W16_ONE_ROW_DEFERRED=1000"
   timeout 100 python3 -m fastpath.bench linear --only "fp8 weights" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -E "graph" | head -20
   timeout 100 python3 -m fastpath.bench linear --only "linear bf16" --graphs --json "$OUT/bench.jsonl" 2>&1 \
