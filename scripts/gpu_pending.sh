@@ -37,6 +37,18 @@ ab() {
   timeout 300 python3 scripts/knob_ab.py --configs "$configs" --layers 12 --new-tokens 64 --prompt-len 64 "${args[@]}" \
     --json "$OUT/$json" 2>&1 | grep -v -i warn | tail -32
 }
+# LFM2.5 FP8's prefill, two rounds of three settings of the FP8 many-row path, a process each (the
+# thirty-fifth session measured 12,451-17,520 tok/s with the one-kernel dequantisation against 21,243 with
+# PyTorch's, one prefill timed a process; bench-decode now takes medians of 3)
+lfm_prefill_ab() {
+  local round k
+  for round in 1 2; do
+    for k in "fp8.scaled_mm.W8_DEQUANT_FROM=65" "linear.FP8_MANY_ROWS='dequantise'" "fp8.scaled_mm.W8_DEQUANT_FROM=None"; do
+      timeout 60 python3 scripts/knob_decode.py "$k" -- --config lfm2.5-8b-a1b --fp8 --random-weights --new-tokens 32 \
+        --json "$OUT/lfm_prefill.jsonl" 2>&1 | grep "tok/s" | tail -1 | sed "s/^/$k /"
+    done
+  done
+}
 # one row, fp8 weights: issue 3's shapes, then the engine's (the last two with SwiGLU)
 FP8_SH=4096x4096x0x1,4096x14336x0x1,14336x4096x0x1,2048x4096x0x1,4096x2048x0x1,2048x151936x0x1,4096x128256x0x1
 FP8_SH=$FP8_SH,2048x5120x0x1,2048x9216x0x1,4096x6144x0x1,4096x28672x1x1,2048x1536x1x1
@@ -305,12 +317,7 @@ case "${1:-1}" in
   # weight_mm's split-K up to 64 rows (scaled_mm.W8_SPLIT_PER_SM, prepared off)
   timeout 150 python3 scripts/fp8_rows_probe.py --rows 17,32,64 --json "$OUT/fp8_rows_split.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fp8_rows_split.log"
-  for round in 1 2; do
-    for k in "fp8.scaled_mm.W8_DEQUANT_FROM=65" "linear.FP8_MANY_ROWS='dequantise'" "fp8.scaled_mm.W8_DEQUANT_FROM=None"; do
-      timeout 60 python3 scripts/knob_decode.py "$k" -- --config lfm2.5-8b-a1b --fp8 --random-weights --new-tokens 32 \
-        --json "$OUT/lfm_prefill.jsonl" 2>&1 | grep "tok/s" | tail -1 | sed "s/^/$k /"
-    done
-  done ;;
+  lfm_prefill_ab ;;
 30)  # thirty-sixth session: the fp8 one-row product-and-sum with each tile summed over K at once (matvec.FP8_ONE_ROW_KSUM),
      # its programs a multiprocessor, on every weight size; then in the engine (batch 1)
   sweep ksum_probe.log $FP8_SH "FP8_ONE_ROW_KSUM=False" "FP8_ONE_ROW_KSUM=True" \
@@ -347,4 +354,17 @@ case "${1:-1}" in
     | grep -E "graph" | head -20
   timeout 100 python3 -m fastpath.bench linear --only "linear bf16" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -E "graph" | head -30 ;;
+34)  # for the thirty-seventh session: the dot plans' pipelining depth at 4 and 16 rows (matvec.DOT_STAGES, off:
+     # 2048 -> 4096 bf16 ran 0.86-0.87x of F.linear there), Qwen3.6 bf16's record at the final code, then entry 29's
+     # LFM2.5 FP8 prefill A/B
+  SH16="$(echo "$FP8_SH," | sed 's/x1,/x0,/g; s/,$//')"
+  for rows in 4 16; do
+    for st in None 4 5; do
+      echo "== rows $rows DOT_STAGES=$st"
+      timeout 100 python3 scripts/split_probe.py --rows $rows --shapes "$SH16" --set DOT_STAGES=$st 2>&1 | grep -v -i warn
+    done
+  done 2>&1 | tee "$OUT/dot_stages.log"
+  timeout 75 python3 -m fastpath bench-decode --config qwen3.6-35b-a3b --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+    | grep "tok/s" | tail -1
+  lfm_prefill_ab ;;
 esac

@@ -1,5 +1,5 @@
 """GPU probe of the matrix-vector kernel's split-K count: splits rounded up to the plan's
-programs per SM or down (``matvec.SPLIT_FILL_OVERRIDE``, for every plan), one row, bf16 and
+programs per SM or down (``matvec.SPLIT_FILL_OVERRIDE``, for every plan), one row (``--rows``), bf16 and
 fp8 weights, the issue's shapes and the decode engine's; CUDA graphs, weights rotated through
 more than 2x L2 (cold), the launch memo off, microseconds a call.
 
@@ -29,6 +29,7 @@ def main() -> None:
     ap.add_argument("--splits", default=None, help="e.g. 1,2,3,4: time these split counts (SPLIT_K_OVERRIDE) "
                     "instead of the two roundings, on --shapes")
     ap.add_argument("--shapes", default=None, help="e.g. 4096x14336x0x1 (K x N x swiglu x fp8), comma-separated")
+    ap.add_argument("--rows", type=int, default=1, help="rows of x (the matrix-vector kernel serves up to 16)")
     ap.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
                     help="a matvec knob for the whole run, e.g. FP8_VIA_FP16=(64,128,4)")
     args = ap.parse_args()
@@ -49,12 +50,12 @@ def main() -> None:
         w0, s0 = quantize_fp8(w0, recipe="rowwise") if fp8 else (w0.to(dt), None)
         s0 = s0.reshape(-1, 1) if s0 is not None else None
         copies = max(2, -(-3 * ceil["l2_bytes"] // (w0.numel() * w0.element_size())))
-        sets = [(torch.randn(1, K, device=dev, dtype=dt), w0.clone(), s0) for _ in range(copies)]
+        sets = [(torch.randn(args.rows, K, device=dev, dtype=dt), w0.clone(), s0) for _ in range(copies)]
         fn = L.linear_swiglu if swiglu else L.linear
 
         def call(x, w, s):
             return fn(x, w, weight_scale=s)
-        line = dict(K=K, N=N, swiglu=swiglu, fp8=fp8)
+        line = dict(M=args.rows, K=K, N=N, swiglu=swiglu, fp8=fp8)
         est = timer.estimate_ms(call, sets[0])
         if args.splits:
             for n in [int(v) for v in args.splits.split(",")] * 2:
@@ -62,7 +63,7 @@ def main() -> None:
                 line.setdefault(f"split={n}", []).append(timer.graph_us(call, sets, est))
             matvec.SPLIT_K_OVERRIDE = None
             rows.append(line)
-            print(f"1x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: " + ", ".join(
+            print(f"{args.rows}x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: " + ", ".join(
                 f"{k} {min(v):.2f}" for k, v in line.items() if k.startswith("split")), flush=True)
             continue
         for fill in (False, True, False, True):
@@ -71,7 +72,7 @@ def main() -> None:
         matvec.SPLIT_FILL_OVERRIDE = None
         rows.append(line)
         up, down = min(line["fill=False"]), min(line["fill=True"])
-        print(f"1x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: splits up {up:7.2f} us, "
+        print(f"{args.rows}x{K}x{N}{' swiglu' if swiglu else ''}{' fp8' if fp8 else ''}: splits up {up:7.2f} us, "
               f"down {down:7.2f} ({up / down:.3f}x)", flush=True)
     if args.json:
         with open(args.json, "w") as f:

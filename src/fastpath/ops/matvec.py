@@ -448,6 +448,10 @@ FP8_NORM_ONE_ROW_FMA: Optional[tuple] = None
 W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 W16_ONE_ROW_DEFERRED: Optional[int] = 3
+#: The tl.dot plans' K loop pipelining depth (None: the launch's num_stages, Triton's default 3).
+#: Not yet timed on a GPU (the 4- and 16-row 16-bit plans run 0.86-0.87x of F.linear on 2048 ->
+#: 4096; scripts/gpu_pending.sh 34).
+DOT_STAGES: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -514,6 +518,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             if glu and FP8_VIA_FP16_GLU_HALF:
                 per_sm = max(1, per_sm // 2)
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
+    if dot is not None and DOT_STAGES is not None:
+        stages = DOT_STAGES
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None
