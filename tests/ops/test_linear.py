@@ -325,6 +325,29 @@ def test_w16_one_row_plan(monkeypatch):
     assert matvec.plan(1, 5120, 4096, dev, torch.bfloat16, deferred=True).dot is not None  # 320 blocks
 
 
+@needs_fp8
+@pytest.mark.parametrize("split", [1, 3])
+@pytest.mark.parametrize("glu", [False, True])
+def test_fp8_one_row_ksum(glu, split, split_k, monkeypatch, device):
+    """The fp8 one-row product-and-sum with each K tile summed at once (``KSUM``: the plan above
+    FP8_ONE_ROW_MAX_ELEMS, or matvec.FP8_ONE_ROW_KSUM) against the float64 product, split over K
+    and with SwiGLU (gate and up summed alike)."""
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_KSUM", True)
+    split_k(split)
+    K, I = 1000, 13
+    N = 2 * I if glu else I
+    assert matvec.plan(1, I, K, device, torch.bfloat16, b_bytes=1, glu=glu).ksum
+    x = randn(1, K, dtype=torch.bfloat16, device=device)
+    _, q, s = _fp8_weight(N, K, device)
+    if glu:
+        g, u = ref64(x, q, None, s).to(torch.bfloat16).chunk(2, dim=-1)
+        ref = torch.nn.functional.silu(g.double()).to(torch.bfloat16).double() * u.double()
+        out = L.linear_swiglu(x, q, weight_scale=s)
+    else:
+        ref, out = ref64(x, q, None, s), L.linear(x, q, weight_scale=s)
+    assert_close(out, ref, tol=L_TOL[torch.bfloat16])
+
+
 def test_dot_stages_plan(monkeypatch):
     """DOT_STAGES sets the pipelining depth of the tl.dot plans only (None: the launch's)."""
     monkeypatch.setattr(matvec, "INTERPRET", False)
