@@ -316,8 +316,8 @@ def test_w16_one_row_plan(monkeypatch):
     p = matvec.plan(1, 4096, 4096, dev, torch.bfloat16)  # 256 column blocks, 264 wanted: no split
     assert (p.dot, p.block_n, p.block_k, p.stages, p.ksum, p.split) == (None, 16, 512, 3, True, 1)
     assert matvec.plan(1, 2048, 4096, dev, torch.float16).split == 2  # 128 blocks, 264 wanted
-    for kw in (dict(glu=True), dict(norm=True), dict(deferred=True)):
-        assert matvec.plan(1, 4096, 4096, dev, torch.bfloat16, **kw).dot is not None or kw.get("norm")
+    for kw in (dict(glu=True), dict(norm=True), dict(deferred=True), dict(group=128), dict(w16_dot=True)):
+        assert matvec.plan(1, 4096, 4096, dev, torch.bfloat16, **kw).stages is None, kw  # not this plan
     assert matvec.plan(1, 14336, 4096, dev, torch.bfloat16).dot is not None  # above the limit
     assert matvec.plan(2, 4096, 4096, dev, torch.bfloat16).dot is not None
     monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", 2)  # 256 column blocks: within 2 a multiprocessor

@@ -385,7 +385,7 @@ def _defer_fills(N: int, K: int, device: torch.device, dtype: torch.dtype, glu: 
     if device.type != "cuda" or N == 0 or K == 0:
         return True
     # (the dot's plan, whose residency DEFER_RESIDENT_PER_SM gives, whatever plan the launch then takes)
-    p = matvec.plan(1, N, K, device, dtype if dtype != torch.float32 else None, glu=glu, deferred=True, w16_dot=True)
+    p = matvec.plan(1, N, K, device, dtype if dtype != torch.float32 else None, glu=glu, w16_dot=True)
     resident = DEFER_RESIDENT_PER_SM[bool(glu)] * num_sms(device)
     programs = cdiv(N, p.block_n) * p.split
     return programs <= resident or programs >= DEFER_MIN_WAVES * resident

@@ -184,16 +184,20 @@ def _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw, raw_
     weights at ``b_ptrs`` (GLU: and ``b_ptrs_up``) loaded here, or taken from ``raw``
     (``raw_up``) loaded before (HAS_RAW). KSUM (one row, product-and-sum): the tile's products
     are summed over K at once instead of kept per (k, n) until the end of the loop."""
-    if KD > 1 and KSUM:
+    if KD > 1:
         a1 = tl.reshape(a, [BLOCK_K])[:, None]
-        acc += tl.sum(a1 * _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT), axis=0)[None, :]
+        p = a1 * _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT)
+        p_up = p
         if GLU:
-            acc_up += tl.sum(a1 * _b_tile(b_ptrs_up, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT), axis=0)[None, :]
-    elif KD > 1:
-        a1 = tl.reshape(a, [BLOCK_K])[:, None]
-        acc_k += a1 * _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT)
-        if GLU:
-            acc_k_up += a1 * _b_tile(b_ptrs_up, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT)
+            p_up = a1 * _b_tile(b_ptrs_up, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT)
+        if KSUM:
+            acc += tl.sum(p, axis=0)[None, :]
+            if GLU:
+                acc_up += tl.sum(p_up, axis=0)[None, :]
+        else:
+            acc_k += p
+            if GLU:
+                acc_k_up += p_up
     else:
         acc += _tile_dot(a, _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT, S16A)
         if GLU:
