@@ -367,4 +367,18 @@ case "${1:-1}" in
   timeout 75 python3 -m fastpath bench-decode --config qwen3.6-35b-a3b --random-weights --json "$OUT/decode.jsonl" 2>&1 \
     | grep "tok/s" | tail -1
   lfm_prefill_ab ;;
+35)  # thirty-seventh session: batch_norm's grid-wide plan with its loops pipelined through shared memory
+     # (ROWS_STAGES; tiles and stages swept), its compiled tests; then entry 34's dot-plan depth sweep
+  timeout 90 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/ops/test_batch_norm.py \
+    -k "large_gpu or rows or pipelined" > "$OUT/bn_tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/bn_tests.log" | head -10; tail -1 "$OUT/bn_tests.log"
+  timeout 200 python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 --budget 150 2>&1 | grep -v -i warn \
+    | tee "$OUT/bn_stages.log"
+  SH16="$(echo "$FP8_SH," | sed 's/x1,/x0,/g; s/,$//')"
+  for rows in 4 16; do
+    for st in None 4; do
+      echo "== rows $rows DOT_STAGES=$st"
+      timeout 60 python3 scripts/split_probe.py --rows $rows --shapes "$SH16" --set DOT_STAGES=$st 2>&1 | grep -v -i warn
+    done
+  done 2>&1 | tee "$OUT/dot_stages.log" ;;
 esac

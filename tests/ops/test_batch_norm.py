@@ -154,7 +154,8 @@ def test_errors():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="large sizes only on a GPU")
 @pytest.mark.parametrize("rows", [{"ROWS_2D": False, "ROWS_CL": False}, {"ROWS_2D": True, "ROWS_CL": True},
-                                  {"ROWS_2D": True, "ROWS_CL": True, "ROWS_COOP": False}])
+                                  {"ROWS_2D": True, "ROWS_CL": True, "ROWS_COOP": False},
+                                  {"ROWS_2D": True, "ROWS_CL": True, "ROWS_STAGES": 3}])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_large_gpu(knobs, dtype, rows):
     """GPU sizes (the fused single launches, their barriers); ``rows``: the grid-wide plan for the
@@ -214,6 +215,8 @@ MODES = {
     "grid-wide rows, channel blocks": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
                                        "COMBINE_ELEMS": 8},
     "grid-wide rows, whole rows": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 256, "ROWS_MAX_BC": 256},
+    "grid-wide rows, pipelined loops": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
+                                        "COMBINE_ELEMS": 8, "ROWS_STAGES": 3},
 }
 
 
@@ -279,7 +282,7 @@ def test_backward_variants(knobs):
     """Each subset of (dx, dweight, dbias), training and inference, one- and two-launch; the
     grid-wide modes on a 2-D input (the plan's case; NCHW takes the other plans)."""
     for mode in ("fused, chunks of several tiles", "two launches, one tile a program",
-                 "grid-wide rows, channel blocks", "grid-wide rows, cooperative"):
+                 "grid-wide rows, channel blocks", "grid-wide rows, cooperative", "grid-wide rows, pipelined loops"):
         knobs(**MODES[mode.replace("cooperative", "channel blocks")], ROWS_COOP=mode.endswith("cooperative"))
         shape = (37, 6) if mode.startswith("grid-wide") else (4, 3, 11)
         for training in (True, False):

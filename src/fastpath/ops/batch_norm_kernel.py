@@ -133,6 +133,10 @@ ROWS_TILE = 64 if INTERPRET else 8192
 ROWS_MAX_BC = 8 if INTERPRET else 1024
 ROWS_WARPS = 8
 ROWS_COOP = True
+#: The grid-wide plan's loops: 0 holds the next tile in registers (two tiles in flight); >= 2
+#: pipelines them through shared memory, STAGES - 1 tiles ahead (``tl.range(num_stages=...)``;
+#: shared memory: STAGES x tile bytes x (1 forward, 2 backward) must fit in 227 KB).
+ROWS_STAGES = 0
 #: The plan only where its row tiles fill every multiprocessor at least this many times (few
 #: rows of many channels, e.g. a BatchNorm1d batch of 64, keep the plans above, parallel over
 #: channels; not measured, a guard against one program doing a whole small batch).
@@ -165,7 +169,7 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_COOP", "ROWS_MIN_FILL")
+          "ROWS_COOP", "ROWS_STAGES", "ROWS_MIN_FILL")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -683,7 +687,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
     if fused and p.rows is not None:  # one launch; three in the interpreter (no barrier there)
         r = p.rows
         tail = (p.LA, C, *(st[0] for st in p.strides), float(R), eps, momentum, R / max(R - 1, 1))
-        kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps,
+        kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps, STAGES=ROWS_STAGES,
                   **({"launch_cooperative_grid": True} if ROWS_COOP and cooperative_launch() else {}),
                   **{n: flags[n] for n in ("BWD", "HAS_W", "HAS_B", "UPDATE", "STORE_DW", "STORE_DB")})
         return [(ROWS, (r.programs,), tail, dict(kw, PHASE=ph)) for ph in ((1, 2, 3) if INTERPRET else (0,))]

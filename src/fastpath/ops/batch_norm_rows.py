@@ -78,10 +78,12 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                     R, C, sx, sg, so, rf, eps, momentum, unbias, BR: tl.constexpr, BC: tl.constexpr,
                     CC: tl.constexpr, KB: tl.constexpr, BWD: tl.constexpr, PHASE: tl.constexpr,
                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_DW: tl.constexpr,
-                    STORE_DB: tl.constexpr, SPIN: tl.constexpr):
+                    STORE_DB: tl.constexpr, SPIN: tl.constexpr, STAGES: tl.constexpr = 0):
     """Pointers as ``_bn_kernel``'s (st: (4, C) mean, rstd, biased var, mean - pivot; ws: (2, C)
     backward sums then (3, C, P) partials; sync: three int32 counters). x, g, out: (R, C) with
-    row strides sx, sg, so and contiguous channels."""
+    row strides sx, sg, so and contiguous channels. STAGES 0: each loop holds the next tile's
+    loads in registers (two tiles in flight); >= 2: the loops are ``tl.range(..., num_stages=STAGES)``
+    (the compiler's copies through shared memory, STAGES - 1 tiles ahead)."""
     p = tl.program_id(0)
     P = tl.num_programs(0)
     fin_ptr = ws_ptr
@@ -101,17 +103,25 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
             if BWD:
                 rstd = tl.load(st_ptr + C + cols, mask=cmask, other=0.0)
                 shifted = tl.load(st_ptr + 3 * C + cols, mask=cmask, other=0.0)
-                gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
                 acc1 = tl.zeros([BR, BC], dtype=tl.float32)
                 acc2 = tl.zeros([BR, BC], dtype=tl.float32)
-                for i in range(0, nt):
-                    xv = xn.to(tl.float32)
-                    gv = gn.to(tl.float32)
-                    a, m = _rows(p + (i + 1) * P, R, cmask, BR)  # the next tile's loads go out first
-                    xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                if STAGES == 0:
                     gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
-                    acc1 += gv
-                    acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
+                    for i in range(0, nt):
+                        xv = xn.to(tl.float32)
+                        gv = gn.to(tl.float32)
+                        a, m = _rows(p + (i + 1) * P, R, cmask, BR)  # the next tile's loads go out first
+                        xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                        gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
+                        acc1 += gv
+                        acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
+                else:
+                    for i in tl.range(0, nt, num_stages=STAGES):
+                        a, m = _rows(p + i * P, R, cmask, BR)
+                        xv = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0).to(tl.float32)
+                        gv = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0).to(tl.float32)
+                        acc1 += gv
+                        acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
                 pp = part_ptr + cols.to(tl.int64) * P + p
                 tl.store(pp, tl.sum(acc1, axis=0), mask=cmask)
                 tl.store(pp + C * P, tl.sum(acc2, axis=0), mask=cmask)
@@ -121,17 +131,26 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 sk = tl.sum(d, axis=0) / (cnt * 1.0)
                 acc1 = tl.where(m, d - sk[None, :], 0.0)
                 acc2 = acc1 * acc1
-                a, m = _rows(p + P, R, cmask, BR)
-                xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
-                for i in range(1, nt):
-                    mc = m
-                    xv = xn.to(tl.float32)
-                    cnt += tl.minimum(R - (p + i * P) * BR, BR)
-                    a, m = _rows(p + (i + 1) * P, R, cmask, BR)
+                if STAGES == 0:
+                    a, m = _rows(p + P, R, cmask, BR)
                     xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
-                    e = tl.where(mc, (xv - pivot[None, :]) - sk[None, :], 0.0)
-                    acc1 += e
-                    acc2 += e * e
+                    for i in range(1, nt):
+                        mc = m
+                        xv = xn.to(tl.float32)
+                        cnt += tl.minimum(R - (p + i * P) * BR, BR)
+                        a, m = _rows(p + (i + 1) * P, R, cmask, BR)
+                        xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                        e = tl.where(mc, (xv - pivot[None, :]) - sk[None, :], 0.0)
+                        acc1 += e
+                        acc2 += e * e
+                else:
+                    for i in tl.range(1, nt, num_stages=STAGES):
+                        cnt += tl.minimum(R - (p + i * P) * BR, BR)
+                        a, m = _rows(p + i * P, R, cmask, BR)
+                        xv = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0).to(tl.float32)
+                        e = tl.where(m, (xv - pivot[None, :]) - sk[None, :], 0.0)
+                        acc1 += e
+                        acc2 += e * e
                 s1 = tl.sum(acc1, axis=0)
                 s2 = tl.sum(acc2, axis=0)
                 nf = cnt * 1.0
@@ -180,22 +199,31 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 shift = tl.load(b_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
             else:
                 shift = tl.zeros([BC], dtype=tl.float32)
-            a, m = _rows(p + (nt - 1) * P, R, cmask, BR)
-            xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
-            gn = xn
-            if BWD:
-                gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
-            for i in range(0, nt):
-                ac = a
-                mc = m
-                xv = xn
-                gv = gn
-                a, m = _rows(p + (nt - 2 - i) * P, R, cmask, BR)  # i = nt - 1: a negative tile, masked off
+            if STAGES == 0:
+                a, m = _rows(p + (nt - 1) * P, R, cmask, BR)
                 xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
                 gn = xn
                 if BWD:
                     gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
-                _out(o_ptr, xv, gv, ac, cols, mc, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True)
+                for i in range(0, nt):
+                    ac = a
+                    mc = m
+                    xv = xn
+                    gv = gn
+                    a, m = _rows(p + (nt - 2 - i) * P, R, cmask, BR)  # i = nt - 1: a negative tile, masked off
+                    xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                    gn = xn
+                    if BWD:
+                        gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
+                    _out(o_ptr, xv, gv, ac, cols, mc, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True)
+            else:
+                for i in tl.range(0, nt, num_stages=STAGES):
+                    a, m = _rows(p + (nt - 1 - i) * P, R, cmask, BR)
+                    xv = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                    gv = xv
+                    if BWD:
+                        gv = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
+                    _out(o_ptr, xv, gv, a, cols, m, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True)
 
     if PHASE == 0:  # the last program out returns the counters to zero for the next launch
         if tl.atomic_add(sync_ptr + 2, 1, sem="relaxed") == P - 1:
