@@ -381,4 +381,19 @@ case "${1:-1}" in
       timeout 60 python3 scripts/split_probe.py --rows $rows --shapes "$SH16" --set DOT_STAGES=$st 2>&1 | grep -v -i warn
     done
   done 2>&1 | tee "$OUT/dot_stages.log" ;;
+36)  # thirty-seventh session: the batch_norm bench rows (graphs) under ROWS_STAGES / ROWS_TILE, two rounds; then
+     # entry 34's Qwen3.6 bf16 record and LFM2.5 FP8 prefill A/B
+  K=ops.batch_norm_kernel
+  for round in 1 2; do
+    for v in "" "ROWS_STAGES=3" "ROWS_STAGES=4" "ROWS_STAGES=3 ROWS_TILE=4096" "ROWS_STAGES=4 ROWS_TILE=4096" \
+        "ROWS_STAGES=5 ROWS_TILE=4096"; do
+      sets=(); for kv in $v; do sets+=(--set "$K.$kv"); done
+      echo "== round $round: ${v:-default}"
+      timeout 100 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs "${sets[@]}" \
+        --json "$OUT/bn_bench.jsonl" 2>&1 | grep -E "graph" | grep -E "8192x1024|NHWC"
+    done
+  done 2>&1 | tee "$OUT/bn_bench.log"
+  timeout 75 python3 -m fastpath bench-decode --config qwen3.6-35b-a3b --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+    | grep "tok/s" | tail -1
+  lfm_prefill_ab ;;
 esac

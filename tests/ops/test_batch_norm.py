@@ -213,10 +213,11 @@ MODES = {
                                                      "CHUNK_TILES": 2, "LOOP_TILE_BYTES": 128, "WAVES": 0,
                                                      "MAX_BC_TWO": 16, "COMBINE_BC": 2, "COMBINE_ELEMS": 8, **_RED},
     "grid-wide rows, channel blocks": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
-                                       "COMBINE_ELEMS": 8},
-    "grid-wide rows, whole rows": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 256, "ROWS_MAX_BC": 256},
+                                       "COMBINE_ELEMS": 8, "ROWS_MIN_FILL": 0},
+    "grid-wide rows, whole rows": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 256, "ROWS_MAX_BC": 256,
+                                   "ROWS_MIN_FILL": 0},
     "grid-wide rows, pipelined loops": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
-                                        "COMBINE_ELEMS": 8, "ROWS_STAGES": 3},
+                                        "COMBINE_ELEMS": 8, "ROWS_STAGES": 3, "ROWS_MIN_FILL": 0},
 }
 
 
