@@ -155,7 +155,7 @@ def test_errors():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="large sizes only on a GPU")
 @pytest.mark.parametrize("rows", [{"ROWS_2D": False, "ROWS_CL": False}, {"ROWS_2D": True, "ROWS_CL": True},
                                   {"ROWS_2D": True, "ROWS_CL": True, "ROWS_COOP": False},
-                                  {"ROWS_2D": True, "ROWS_CL": True, "ROWS_STAGES": 3}])
+                                  {"ROWS_2D": True, "ROWS_CL": True, "ROWS_STAGES": 0}])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_large_gpu(knobs, dtype, rows):
     """GPU sizes (the fused single launches, their barriers); ``rows``: the grid-wide plan for the
@@ -216,8 +216,8 @@ MODES = {
                                        "COMBINE_ELEMS": 8, "ROWS_MIN_FILL": 0},
     "grid-wide rows, whole rows": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 256, "ROWS_MAX_BC": 256,
                                    "ROWS_MIN_FILL": 0},
-    "grid-wide rows, pipelined loops": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
-                                        "COMBINE_ELEMS": 8, "ROWS_STAGES": 3, "ROWS_MIN_FILL": 0},
+    "grid-wide rows, next tile in registers": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
+                                               "COMBINE_ELEMS": 8, "ROWS_STAGES": 0, "ROWS_MIN_FILL": 0},
 }
 
 
@@ -272,9 +272,12 @@ def test_rows_plan(knobs, monkeypatch):
     assert r.bc == 4 and r.br == 4 and r.programs == 5 and r.cc * r.programs >= 20 and r.kb < r.programs
     assert bnk._make_plan(3, 5, 63, ((315, 63, 1),) * 3, 4, DEVICE).rows is None  # NCHW
     assert bnk._make_plan(3, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).rows.programs == 1  # one tile of 3 rows
-    knobs(**MODES["grid-wide rows, channel blocks"], ROWS_MIN_FILL=3)  # 18 tiles of 4 rows fill 5 SMs 3 times
+    knobs(**{**MODES["grid-wide rows, channel blocks"], "ROWS_MIN_FILL": 3})  # 18 tiles of 4 rows fill 5 SMs 3 times
     assert bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).rows.programs == 5
     assert bnk._make_plan(56, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).rows is None  # 14 tiles
+    knobs(**MODES["grid-wide rows, channel blocks"], ROWS_TILE_BYTES=32)  # tiles of 8 float32, 16 bfloat16
+    assert bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 4, DEVICE).rows.br == 2
+    assert bnk._make_plan(70, 20, 1, ((20, 1, 1),) * 3, 2, DEVICE).rows.br == 4
     knobs(**{**MODES["grid-wide rows, whole rows"], "ROWS_CL": False})
     assert bnk._make_plan(3, 4, 10, ((40, 1, 4),) * 3, 2, DEVICE).rows is None
 
@@ -283,7 +286,8 @@ def test_backward_variants(knobs):
     """Each subset of (dx, dweight, dbias), training and inference, one- and two-launch; the
     grid-wide modes on a 2-D input (the plan's case; NCHW takes the other plans)."""
     for mode in ("fused, chunks of several tiles", "two launches, one tile a program",
-                 "grid-wide rows, channel blocks", "grid-wide rows, cooperative", "grid-wide rows, pipelined loops"):
+                 "grid-wide rows, channel blocks", "grid-wide rows, cooperative",
+                 "grid-wide rows, next tile in registers"):
         knobs(**MODES[mode.replace("cooperative", "channel blocks")], ROWS_COOP=mode.endswith("cooperative"))
         shape = (37, 6) if mode.startswith("grid-wide") else (4, 3, 11)
         for training in (True, False):

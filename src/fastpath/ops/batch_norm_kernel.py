@@ -130,13 +130,20 @@ SPREAD = True
 ROWS_2D = True
 ROWS_CL = True
 ROWS_TILE = 64 if INTERPRET else 8192
+#: ... and at most this many bytes (None: no cap): with ROWS_STAGES, 16 KB tiles 4 deep won on
+#: both bench rows (fp32 tiles of 4096, bf16 of 8192; thirty-seventh session, below).
+ROWS_TILE_BYTES = None if INTERPRET else 16384
 ROWS_MAX_BC = 8 if INTERPRET else 1024
 ROWS_WARPS = 8
 ROWS_COOP = True
-#: The grid-wide plan's loops: 0 holds the next tile in registers (two tiles in flight); >= 2
-#: pipelines them through shared memory, STAGES - 1 tiles ahead (``tl.range(num_stages=...)``;
-#: shared memory: STAGES x tile bytes x (1 forward, 2 backward) must fit in 227 KB).
-ROWS_STAGES = 0
+#: The grid-wide plan's loops: 0 holds the next tile in registers (the next tile's loads issued
+#: before the current one is used); >= 2 pipelines them through shared memory, STAGES - 1 tiles
+#: ahead (``tl.range(num_stages=...)``; shared memory: (STAGES - 1) x tile bytes x (1 forward, 2
+#: backward) must fit in 227 KB). H200 (bench graphs, two rounds, docs/perf-notes.md): NHWC bf16
+#: 32x256x56x56 136.8 -> 124.1-124.4 us with 4 (8192-element tiles; 3: 126.9-127.2), 2-D fp32
+#: 8192x1024 82.7-83.1 -> 81.5-82.1 with 4 or 5 on 4096-element tiles (8192-element fp32 tiles
+#: 83.3-83.9: 255 registers, they spill from 3 on).
+ROWS_STAGES = 4
 #: The plan only where its row tiles fill every multiprocessor at least this many times (few
 #: rows of many channels, e.g. a BatchNorm1d batch of 64, keep the plans above, parallel over
 #: channels; not measured, a guard against one program doing a whole small batch).
@@ -169,7 +176,7 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_COOP", "ROWS_STAGES", "ROWS_MIN_FILL")
+          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -640,7 +647,8 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
         split = (bc, max(1, min(next_pow2(red.k), COMBINE_ELEMS // bc)))
     rows = None
     if not nchw and (ROWS_2D if S == 1 else ROWS_CL):
-        rows = rows_grid(LA, C, sms, ROWS_TILE, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
+        tile = ROWS_TILE if ROWS_TILE_BYTES is None else max(1, min(ROWS_TILE, ROWS_TILE_BYTES // itemsize))
+        rows = rows_grid(LA, C, sms, tile, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
         if cdiv(LA, rows.br) < ROWS_MIN_FILL * sms:
             rows = None
     return _Plan(nchw, LA, LB, strides, fused, two, red, split, rows)
