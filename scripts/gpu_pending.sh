@@ -396,4 +396,17 @@ case "${1:-1}" in
   timeout 75 python3 -m fastpath bench-decode --config qwen3.6-35b-a3b --random-weights --json "$OUT/decode.jsonl" 2>&1 \
     | grep "tok/s" | tail -1
   lfm_prefill_ab ;;
+37)  # thirty-seventh session: 16-bit weights at 2-8 rows by the product-and-sum (matvec.W16_FEW_ROWS_FMA) against
+     # the 16-row dot and F.linear in one process; the batch_norm bench rows at the new default (records)
+  SH="4096x4096x0x0,4096x14336x0x0,14336x4096x0x0,2048x4096x0x0,4096x2048x0x0,2048x151936x0x0,4096x6144x0x0"
+  SH=$SH,2048x5120x0x0,2048x9216x0x0,2048x1536x0x0
+  for rows in 2 4 8; do
+    echo "== rows $rows"
+    timeout 150 python3 scripts/split_probe.py --rows $rows --shapes "$SH" --variant "dot:" \
+      --variant "16x128s4:W16_FEW_ROWS_FMA=(16,128,2,4,8)" --variant "16x256s3:W16_FEW_ROWS_FMA=(16,256,2,3,8)" \
+      --variant "32x128s4:W16_FEW_ROWS_FMA=(32,128,2,4,8)" --variant "16x64s6:W16_FEW_ROWS_FMA=(16,64,4,6,8)" \
+      --variant "8x256s4:W16_FEW_ROWS_FMA=(8,256,4,4,8)" 2>&1 | grep -v -i warn
+  done 2>&1 | tee "$OUT/few_rows.log"
+  timeout 100 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs --json "$OUT/bench.jsonl" 2>&1 \
+    | grep -E "batch_norm" ;;
 esac

@@ -4,6 +4,11 @@ fp8 weights, the issue's shapes and the decode engine's; CUDA graphs, weights ro
 more than 2x L2 (cold), the launch memo off, microseconds a call.
 
     PYTHONPATH=src python3 scripts/split_probe.py [--json PATH] [--splits 1,2,3,4 --shapes 4096x14336x0x1]
+        [--rows 4 --variant "name:KNOB=VALUE;KNOB=VALUE" ...]
+
+``--variant`` (repeatable): instead of the roundings, each shape under each variant's matvec knobs (its
+plan's own rounding; "name:" alone is the defaults), two interleaved rounds, and ``F.linear`` (16-bit
+weights, no SwiGLU) on the same inputs: the ratio torch / ours per variant.
 """
 import argparse
 import ast
@@ -30,6 +35,8 @@ def main() -> None:
                     "instead of the two roundings, on --shapes")
     ap.add_argument("--shapes", default=None, help="e.g. 4096x14336x0x1 (K x N x swiglu x fp8), comma-separated")
     ap.add_argument("--rows", type=int, default=1, help="rows of x (the matrix-vector kernel serves up to 16)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:ATTR=VALUE;...",
+                    help="compare knob settings in one process, with F.linear beside them")
     ap.add_argument("--set", action="append", default=[], metavar="ATTR=VALUE",
                     help="a matvec knob for the whole run, e.g. FP8_VIA_FP16=(64,128,4)")
     args = ap.parse_args()
@@ -57,6 +64,10 @@ def main() -> None:
             return fn(x, w, weight_scale=s)
         line = dict(M=args.rows, K=K, N=N, swiglu=swiglu, fp8=fp8)
         est = timer.estimate_ms(call, sets[0])
+        if args.variant:
+            line.update(_variants(args.variant, timer, call, sets, est, not (fp8 or swiglu)))
+            rows.append(line)
+            continue
         if args.splits:
             for n in [int(v) for v in args.splits.split(",")] * 2:
                 matvec.SPLIT_K_OVERRIDE = n
@@ -77,6 +88,34 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+
+
+def _variants(variants, timer, call, sets, est, native: bool) -> dict:
+    """{variant: [us, us], "torch": [us, us]}: each variant's knobs set (then restored) around its
+    timing, two interleaved rounds; printed as the best of each and torch / ours."""
+    out = {}
+    for _ in range(2):
+        if native:
+            out.setdefault("torch", []).append(timer.graph_us(lambda x, w, s: torch.nn.functional.linear(x, w), sets,
+                                                              est))
+        for v in variants:
+            name, _, knobs = v.partition(":")
+            saved = {}
+            for kv in filter(None, (k.strip() for k in knobs.split(";"))):
+                attr, _, value = kv.partition("=")
+                saved[attr.strip()] = getattr(matvec, attr.strip())
+                setattr(matvec, attr.strip(), ast.literal_eval(value.strip()))
+            try:
+                out.setdefault(name, []).append(timer.graph_us(call, sets, est))
+            finally:
+                for attr, value in saved.items():
+                    setattr(matvec, attr, value)
+    x, w, s = sets[0]
+    tag = f"{x.shape[0]}x{w.shape[1]}x{w.shape[0]}"
+    t = min(out["torch"]) if "torch" in out else None
+    print(tag + ": " + ", ".join(f"{k} {min(v):.2f} us" + (f" ({t / min(v):.2f}x)" if t and k != "torch" else "")
+                                 for k, v in out.items()), flush=True)
+    return out
 
 
 if __name__ == "__main__":
