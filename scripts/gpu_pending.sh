@@ -409,4 +409,17 @@ case "${1:-1}" in
   done 2>&1 | tee "$OUT/few_rows.log"
   timeout 100 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -E "batch_norm" ;;
+38)  # thirty-seventh session: the 16-bit 2-16-row dot plan's blocks (matvec.TUNED[(2, False)]) and split rounding,
+     # against F.linear in one process (37 found the product-and-sum 2-10x slower there)
+  SH="4096x4096x0x0,4096x14336x0x0,14336x4096x0x0,2048x4096x0x0,4096x2048x0x0,4096x6144x0x0,2048x5120x0x0"
+  SH=$SH,2048x9216x0x0,2048x1536x0x0
+  T() { echo "$1:TUNED={(2, True): (True, 32, 256, 2), (2, False): ($2), (1, True): (False, 32, 256, 4), (1, False): (True, 64, 64, 8)}"; }
+  for rows in 4 16; do
+    echo "== rows $rows"
+    timeout 200 python3 scripts/split_probe.py --rows $rows --shapes "$SH" --variant "dot:" --variant "down:SPLIT_FILL_OVERRIDE=True" \
+      --variant "$(T 16x256x2 "True, 16, 256, 2")" --variant "$(T 16x256x4 "True, 16, 256, 4")" \
+      --variant "$(T 32x128x4 "True, 32, 128, 4")" --variant "$(T 64x128x2 "True, 64, 128, 2")" \
+      --variant "$(T 16x512x2 "True, 16, 512, 2")" --variant "$(T 32x256x3 "True, 32, 256, 3")" \
+      --variant "$(T 32x64x4 "True, 32, 64, 4")" 2>&1 | grep -v -i warn
+  done 2>&1 | tee "$OUT/rows_dot.log" ;;
 esac

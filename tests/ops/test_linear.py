@@ -503,32 +503,3 @@ def test_eager_memo_replay(fp8, rows, k, n, bias):
     assert len({o.data_ptr() for o in outs}) == 3
     assert any(v is not None for v in L._MEMO.entries.values())  # recorded, then replayed
 
-
-def test_w16_few_rows_plan(monkeypatch):
-    """W16_FEW_ROWS_FMA: 16-bit weights at 2 to ROWS rows take the product-and-sum on
-    next_pow2(M)-row tiles (split-K rounded down); one row, more rows, SwiGLU and fp8 weights
-    keep their plans."""
-    monkeypatch.setattr(matvec, "INTERPRET", False)
-    monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
-    monkeypatch.setattr(matvec, "W16_FEW_ROWS_FMA", (16, 128, 2, 4, 4))
-    dev = torch.device("cuda")
-    p = matvec.plan(3, 4096, 2048, dev, torch.bfloat16)  # 256 column blocks, 264 wanted: rounded down, 1
-    assert (p.dot, p.block_m, p.block_n, p.block_k, p.stages, p.split) == (None, 4, 16, 128, 4, 1)
-    assert matvec.plan(2, 2048, 4096, dev, torch.float16).split == 2  # 128 blocks
-    assert matvec.plan(5, 4096, 2048, dev, torch.bfloat16).dot is not None
-    assert matvec.plan(1, 4096, 2048, dev, torch.bfloat16).block_k != 128
-    assert matvec.plan(3, 4096, 2048, dev, torch.bfloat16, glu=True).dot is not None
-    assert matvec.plan(3, 4096, 2048, dev, torch.bfloat16, b_bytes=1).stages != 4
-
-
-@pytest.mark.parametrize("rows", [2, 3])
-def test_w16_few_rows_values(rows, split_k, monkeypatch, device):
-    """The few-rows product-and-sum against the float64 product (bias, split over K)."""
-    monkeypatch.setattr(matvec, "W16_FEW_ROWS_FMA", (16, 128, 2, 4, 4))
-    split_k(3)
-    K, N = 1000, 37
-    assert matvec.plan(rows, N, K, device, torch.bfloat16).dot is None
-    x = randn(rows, K, dtype=torch.bfloat16, device=device)
-    w = randn(N, K, dtype=torch.bfloat16, device=device)
-    b = randn(N, dtype=torch.bfloat16, device=device)
-    assert_close(L.linear(x, w, b), ref64(x, w, b), tol=L_TOL[torch.bfloat16])

@@ -452,10 +452,6 @@ FP8_NORM_ONE_ROW_FMA: Optional[tuple] = None
 W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 W16_ONE_ROW_DEFERRED: Optional[int] = 3
-#: 16-bit weights, 2 to ROWS rows, no SwiGLU: (BLOCK_N, BLOCK_K, programs per SM, pipelining stages,
-#: ROWS) of the float32 product-and-sum on next_pow2(M)-row tiles (split-K counts rounded down)
-#: instead of the 16-row dot; None: the dot.
-W16_FEW_ROWS_FMA: Optional[tuple] = None
 #: The tl.dot plans' K loop pipelining depth (None: the launch's num_stages, Triton's default 3).
 #: H200 (scripts/split_probe.py --rows 4 / 16, 4a19164): 4 gained nowhere and lost up to 25%
 #: (4096 -> 14336 31.0 -> 40.0 us); 2048 -> 4096 8.2 / 8.2 us either way.
@@ -518,9 +514,6 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
               and N * K <= W16_ONE_ROW_MAX_ELEMS and (not deferred or W16_ONE_ROW_DEFERRED is not None and cdiv(
                   N, W16_ONE_ROW_FMA[0]) <= W16_ONE_ROW_DEFERRED * num_sms(device))):
             use_dot, (bn, bk, per_sm, stages), ksum, fill = False, W16_ONE_ROW_FMA, True, True
-        elif (b_bytes == 2 and W16_FEW_ROWS_FMA is not None and 1 < M <= W16_FEW_ROWS_FMA[4]
-              and not (norm or glu or group or w16_dot)):
-            use_dot, (bn, bk, per_sm, stages), fill = False, W16_FEW_ROWS_FMA[:4], True
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
