@@ -377,6 +377,12 @@ SPLIT_K_OVERRIDE: Optional[int] = None
 #: The split count's rounding for every plan (True: down, False: up; scripts/split_probe.py);
 #: None: each plan's own (FP8_VIA_FP16_FILL, FP8_ONE_ROW_FILL; up for the others).
 SPLIT_FILL_OVERRIDE: Optional[bool] = None
+#: 16-bit weights on the 16-row dot at 2-16 rows: split counts rounded down (True) or up. H200
+#: (scripts/split_probe.py --variant, f1837eb, against F.linear in one process), up -> down: 4 / 16
+#: rows 2048 -> 4096 8.11 -> 7.79 / 8.30 -> 7.93 us (F.linear 6.79 / 6.99), 2048 -> 5120 9.18 ->
+#: 8.75 / 9.27 -> 8.63, 4096 -> 4096 12.27 -> 11.93 / 12.53 -> 12.27, the rest within 1% (other
+#: blocks for this plan, 16-64 columns x 64-512 K, lost or tied: same log).
+W16_ROWS_FILL = True
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
 FP8_DOT: Optional[tuple] = (32, 256, 2)
@@ -522,6 +528,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             if glu and FP8_VIA_FP16_GLU_HALF:
                 per_sm = max(1, per_sm // 2)
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
+        if use_dot and M > 1 and b_bytes == 2 and dot_dtype.itemsize == 2:
+            fill = W16_ROWS_FILL
     if dot is not None and DOT_STAGES is not None:
         stages = DOT_STAGES
     if INTERPRET:
