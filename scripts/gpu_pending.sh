@@ -422,4 +422,12 @@ case "${1:-1}" in
       --variant "$(T 16x512x2 "True, 16, 512, 2")" --variant "$(T 32x256x3 "True, 32, 256, 3")" \
       --variant "$(T 32x64x4 "True, 32, 64, 4")" 2>&1 | grep -v -i warn
   done 2>&1 | tee "$OUT/rows_dot.log" ;;
+39)  # thirty-seventh session: routing inside the gate/up row kernel (moe.ROUTE_IN_EXPERTS): compiled tests, then
+     # the full models in one process each, on and off
+  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
+    tests/ops/test_moe.py tests/models tests/engine > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 330 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8 --new-tokens 64 --prompt-len 64 \
+    --variant "new:" --variant "off:moe.ROUTE_IN_EXPERTS=False" --json "$OUT/route_ab.jsonl" 2>&1 | grep -v -i warn \
+    | tail -12 ;;
 esac

@@ -1,7 +1,8 @@
 """A decoder layer's RMSNorm inside the kernel that reads its output: ``rms_norm_linear`` (the
-matrix-vector kernel normalises its rows as it streams the weights) and ``rms_norm_router`` (the
-one-launch router), against PyTorch's norm (transformers' roundings) followed by a float64
-projection / routing. Compiled on a GPU, interpreted on the CPU."""
+matrix-vector kernel normalises its rows as it streams the weights), ``rms_norm_router`` (the
+one-launch router) and ``rms_norm_moe`` (with the experts routing each token themselves),
+against PyTorch's norm (transformers' roundings) followed by a float64 projection / routing.
+Compiled on a GPU, interpreted on the CPU."""
 import pytest
 import torch
 
@@ -11,7 +12,7 @@ from fastpath.ops.fp8 import quantize_fp8
 from fastpath.ops.linear import rms_norm_linear
 from fastpath.ops.norm import reference_rms_norm
 from tests.conftest import noncontig, randn
-from tests.ops.test_moe import route64
+from tests.ops.test_moe import experts64, route64
 from tests.tolerances import assert_close
 
 
@@ -222,3 +223,70 @@ def test_deferred_norm_only_where_it_fills_the_gpu(monkeypatch):
     assert L._defer_fills(128256, 4096, cuda, bf16)  # an LM head, 4008 programs
     assert L._defer_fills(0, 4096, cuda, bf16) and L._defer_fills(64, 0, cuda, bf16)
     assert L._defer_fills(14336, 4096, torch.device("cpu"), bf16)
+
+
+MOE_CASES = {  # scoring, norm_topk_prob, expert bias, stacked shared expert, scaling factor
+    "softmax, renormalised": ("softmax", True, False, False, 1.0),
+    "softmax, a stacked shared expert": ("softmax", False, False, True, 1.0),
+    "sigmoid, expert bias, scaled": ("sigmoid", True, True, False, 2.5),
+}
+
+
+@pytest.mark.parametrize("case", list(MOE_CASES))
+@pytest.mark.parametrize("T", [1, 3, 6])  # 6: past ROUTER_MAX_T, the two calls
+@pytest.mark.parametrize("fp8", [False, True])
+def test_rms_norm_moe(case, T, fp8, monkeypatch, device):
+    """The norm, router and experts with the routing in the gate/up programs: equal to
+    ``rms_norm_router`` then ``fused_experts`` (bit for bit: the same arithmetic), and, float32,
+    close to the float64 norm, routing and experts; twice (nothing left over between calls).
+    ``moe_layer`` (no norm) equals ``router`` then ``fused_experts``."""
+    scoring, norm, has_bias, shared, scale = MOE_CASES[case]
+    H, I, E, k = 40, 24, 9, 3
+    x = randn(T, H, device=device, scale=3.0)
+    r = randn(T, H, device=device)
+    nw = randn(H, device=device)
+    W = randn(E + shared, H, device=device, scale=H ** -0.5)
+    bias = randn(E, device=device) if has_bias else None
+    gu = randn(E + shared, 2 * I, H, device=device, scale=H ** -0.5)
+    dn = randn(E + shared, H, I, device=device, scale=I ** -0.5)
+    gs = ds = None
+    if fp8:
+        (gu, gs), (dn, ds) = moe.quantize_experts(gu), moe.quantize_experts(dn)
+    kw = dict(norm_topk_prob=norm, expert_bias=bias, routed_scaling_factor=scale)
+    xkw = dict(gate_up_scale=gs, down_scale=ds)
+    w2, ids2, xn2, h2 = moe.rms_norm_router(x, nw, 1e-6, W, k, scoring, residual=r, shared_gate=shared, **kw)
+    ref = moe.fused_experts(xn2, ids2, w2, gu, dn, **xkw)
+    for _ in range(2):
+        out, h = moe.rms_norm_moe(x, nw, 1e-6, W, k, gu, dn, scoring, residual=r, shared_gate=shared, **kw, **xkw)
+        assert torch.equal(out, ref) and torch.equal(h, h2)
+    w3, ids3 = moe.router(x, W, k, scoring, shared_gate=shared, **kw)  # moe_layer: no norm
+    assert torch.equal(moe.moe_layer(x, W, k, gu, dn, scoring, shared_gate=shared, **kw, **xkw),
+                       moe.fused_experts(x, ids3, w3, gu, dn, **xkw))
+    xn64, h64 = normed_ref(x, nw, 1e-6, r, False)
+    logits = xn64.double() @ W.double().T
+    rw, rids = route64(logits[:, :E], k, scoring, norm=norm, bias=bias, scale=scale)
+    if shared:
+        rw = torch.cat([rw, torch.sigmoid(logits[:, E:])], 1)
+        rids = torch.cat([rids, torch.full((T, 1), E, device=rids.device)], 1)
+    gud = gu.double() * gs.double()[..., None] if fp8 else gu
+    dnd = dn.double() * ds.double()[..., None] if fp8 else dn
+    assert_close(out, experts64(xn64, rids, rw, gud, dnd), torch.float32)
+    assert torch.equal(h, h64)
+
+
+def test_rms_norm_moe_routing_off_and_errors(monkeypatch, device):
+    """``ROUTE_IN_EXPERTS`` off gives the same values (the two calls); a bad expert stack is
+    reported before any launch, naming the argument."""
+    T, H, I, E, k = 2, 40, 24, 9, 3
+    x, nw = randn(T, H, device=device), randn(H, device=device)
+    W = randn(E, H, device=device, scale=H ** -0.5)
+    gu, dn = randn(E, 2 * I, H, device=device), randn(E, H, I, device=device)
+    out, h = moe.rms_norm_moe(x, nw, 1e-6, W, k, gu, dn)
+    monkeypatch.setattr(moe, "ROUTE_IN_EXPERTS", False)
+    out2, h2 = moe.rms_norm_moe(x, nw, 1e-6, W, k, gu, dn)
+    assert torch.equal(out, out2) and torch.equal(h, h2)
+    monkeypatch.setattr(moe, "ROUTE_IN_EXPERTS", True)
+    with pytest.raises(ValueError, match="down_proj"):
+        moe.rms_norm_moe(x, nw, 1e-6, W, k, gu, randn(E, H, I + 1, device=device))
+    with pytest.raises(TypeError, match="gate_up_proj"):
+        moe.rms_norm_moe(x, nw, 1e-6, W, k, gu.double(), dn)

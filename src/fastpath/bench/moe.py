@@ -78,9 +78,8 @@ def _layer_inputs(shape, dtype, device, seed, fp8=False):
 
 
 def _ours_layer(x, router_w, gate_up, down, k, gu_scale=None, d_scale=None):
-    from ..ops.moe import fused_experts, router
-    w, ids = router(x, router_w, k, norm_topk_prob=True)  # one launch up to 4 tokens, else F.linear + route
-    return fused_experts(x, ids, w, gate_up, down, gate_up_scale=gu_scale, down_scale=d_scale)
+    from ..ops.moe import moe_layer  # router + fused_experts; up to 4 tokens the experts route
+    return moe_layer(x, router_w, k, gate_up, down, norm_topk_prob=True, gate_up_scale=gu_scale, down_scale=d_scale)
 
 
 def _torch_layer(x, router, gate_up, down, k):

@@ -20,7 +20,7 @@ from torch import nn
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
 from ..ops.linear import group_rms_norm_linear, linear, linear_swiglu, rms_norm_linear
-from ..ops.moe import fused_experts, rms_norm_router, route, router
+from ..ops.moe import fused_experts, rms_norm_moe, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
@@ -135,10 +135,11 @@ class MoE(nn.Module):
             return self(x), h
         H = d.shape[-1]
         kw = dict(norm_topk_prob=self.norm, expert_bias=self.expert_bias, routed_scaling_factor=self.scaling)
-        w, ids, x2, h2 = rms_norm_router(d.reshape(-1, H), norm, eps, self.router, self.top_k, self.scoring,
-                                         residual=h.reshape(-1, H) if h is not None else None,
-                                         zero_centered=zero_centered, shared_gate=self.stacked, **kw)
-        return self._experts(x2, ids, w).reshape(d.shape), h2.reshape(d.shape)
+        out, h2 = rms_norm_moe(d.reshape(-1, H), norm, eps, self.router, self.top_k, self.gate_up, self.down,
+                               self.scoring, residual=h.reshape(-1, H) if h is not None else None,
+                               zero_centered=zero_centered, shared_gate=self.stacked, gate_up_scale=self.gate_up_scale,
+                               down_scale=self.down_scale, **kw)
+        return out.reshape(d.shape), h2.reshape(d.shape)
 
     def _experts(self, x2: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         return fused_experts(x2, ids, w, self.gate_up, self.down, gate_up_scale=self.gate_up_scale,

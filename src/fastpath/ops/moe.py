@@ -294,15 +294,17 @@ def _router_kernel_ok(x, weight, expert_bias, shared) -> bool:
             and (expert_bias is None or expert_bias.dtype in KERNEL_DTYPES))
 
 
-def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared, rms=None):
+def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, shared, rms=None, route=True,
+                   out=None):
     """The one-launch router; ``rms``: ``(norm weight, eps, residual or None, zero_centered,
     xn, h)``, x normalised in the kernel, which stores the normalised rows into ``xn`` (and
-    ``x + residual`` into ``h``)."""
+    ``x + residual`` into ``h``). ``route`` False: the logits only (the weights and ids are
+    left for the gate/up row kernel to write); returns ``(w, ids, logits)`` then. ``out``: the
+    ``(w, ids)`` to write ((T, top_k + shared) float32 and int64, contiguous)."""
     T, H = x.shape
     E = weight.shape[0] - shared
     k = top_k + shared
-    w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
-    ids = alloc.empty(T, k, dtype=torch.int64, device=x.device)
+    w, ids = out if out is not None else _route_outputs(x, k)
     block_e, block_k, bitonic = K.topk_blocks(E, k)
     lg = workspace(x.device, "moe.router.logits", T * (E + shared), torch.float32)
     cnt = workspace(x.device, "moe.router.ticket", 1, torch.int32, zeroed=True)
@@ -323,8 +325,9 @@ def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, sha
         weight.stride(0), weight.stride(1), w.stride(0), ids.stride(0), float(scale), float(eps), *rargs,
         TOPK=top_k, SIGMOID=sigmoid, HAS_BIAS=expert_bias is not None, NORM=norm, SHARED=shared, RNE=INTERPRET,
         BLOCK_T=block_t, BLOCK_N=block_n, BLOCK_H=block_h, BLOCK_E=block_e, BLOCK_K=block_k,
-        BITONIC=bitonic, W_FIRST=ROUTER_W_FIRST and block_h >= H, num_warps=4 if block_e <= 4096 else 8, **rflags)
-    return w, ids
+        BITONIC=bitonic, W_FIRST=ROUTER_W_FIRST and block_h >= H, num_warps=4 if block_e <= 4096 else 8,
+        ROUTE=route, **rflags)
+    return (w, ids) if route else (w, ids, lg)
 
 
 def router(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, scoring: str = "softmax",
@@ -413,6 +416,112 @@ def rms_norm_router(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps:
                             float(routed_scaling_factor), _norm_eps(scoring, None), bool(shared_gate),
                             rms=(norm_weight, eps, residual, bool(zero_centered), xn, h))
     return w, ids, xn, h
+
+
+#: moe_layer / rms_norm_moe at up to ROUTER_MAX_T tokens: the router's launch ends with the logits
+#: and each gate/up row program routes its own token (False: the router routes, then the experts
+#: run; an A/B knob).
+ROUTE_IN_EXPERTS = True
+
+
+def _route_outputs(x: torch.Tensor, k: int) -> tuple:
+    """Routing weights (float32) and ids (int64), (T, k)."""
+    T = x.shape[0]
+    return (alloc.empty(T, k, dtype=torch.float32, device=x.device),
+            alloc.empty(T, k, dtype=torch.int64, device=x.device))
+
+
+def moe_layer(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, gate_up_proj: torch.Tensor,
+              down_proj: torch.Tensor, scoring: str = "softmax", norm_topk_prob: bool = False,
+              expert_bias: Optional[torch.Tensor] = None, routed_scaling_factor: float = 1.0, *,
+              shared_gate: bool = False, gate_up_scale: Optional[torch.Tensor] = None,
+              down_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """A MoE layer's router and routed SwiGLU experts: ``w, ids = router(hidden_states, weight,
+    top_k, ...)``, then ``fused_experts(hidden_states, ids, w, gate_up_proj, down_proj,
+    gate_up_scale=..., down_scale=...)``, the same values. Up to ``ROUTER_MAX_T`` (4) tokens
+    (decode), three launches: the router's ends with the logits (no ticket, no program that
+    routes after all the others) and every program of the gate/up row kernel routes its own
+    token from them before its weight loads; one of each token's programs stores the ids and
+    weights the down kernel reads. Otherwise (more tokens, other devices, ``ROUTE_IN_EXPERTS``
+    off) the two calls. Arguments and errors as :func:`router` and :func:`fused_experts`. No
+    host synchronisation; no autograd.
+
+    Example
+    -------
+    >>> y = fastpath.ops.moe.moe_layer(x, router_w, 8, gate_up, down, norm_topk_prob=True)
+    """
+    kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
+              routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
+    done = _moe_fused(hidden_states, None, weight, top_k, gate_up_proj, down_proj, gate_up_scale, down_scale, kw)
+    if done is not None:
+        return done[0]
+    w, ids = router(hidden_states, weight, top_k, **kw)
+    return fused_experts(hidden_states, ids, w, gate_up_proj, down_proj, gate_up_scale=gate_up_scale,
+                         down_scale=down_scale)
+
+
+def rms_norm_moe(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
+                 top_k: int, gate_up_proj: torch.Tensor, down_proj: torch.Tensor, scoring: str = "softmax",
+                 norm_topk_prob: bool = False, expert_bias: Optional[torch.Tensor] = None,
+                 routed_scaling_factor: float = 1.0, *, residual: Optional[torch.Tensor] = None,
+                 zero_centered: bool = False, shared_gate: bool = False,
+                 gate_up_scale: Optional[torch.Tensor] = None,
+                 down_scale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """:func:`moe_layer` of ``rms_norm(hidden_states, norm_weight, eps, residual=residual,
+    zero_centered=...)``, the norm inside the router's launch as in :func:`rms_norm_router`:
+    returns ``(out, h)`` (``h`` the residual stream, ``hidden_states`` itself without a
+    residual), the values of ``rms_norm_router`` then ``fused_experts``. Arguments and errors as
+    those two.
+
+    Example
+    -------
+    >>> out, h = fastpath.ops.moe.rms_norm_moe(d, norm_w, 1e-6, router_w, 8, gate_up, down,
+    ...                                        norm_topk_prob=True, residual=h)
+    """
+    kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
+              routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
+    x = hidden_states
+    if isinstance(norm_weight, torch.Tensor) and norm_weight.dtype in KERNEL_DTYPES:
+        done = _moe_fused(x, (norm_weight, eps, residual, bool(zero_centered)), weight, top_k, gate_up_proj,
+                          down_proj, gate_up_scale, down_scale, kw)
+        if done is not None:
+            return done
+    w, ids, xn, h = rms_norm_router(x, norm_weight, eps, weight, top_k, residual=residual,
+                                    zero_centered=zero_centered, **kw)
+    return fused_experts(xn, ids, w, gate_up_proj, down_proj, gate_up_scale=gate_up_scale,
+                         down_scale=down_scale), h
+
+
+def _moe_fused(x, rms, weight, top_k, gate_up_proj, down_proj, gate_up_scale, down_scale, kw):
+    """``(out, h)`` of :func:`moe_layer` / :func:`rms_norm_moe` (``rms``: ``(norm weight, eps,
+    residual, zero_centered)`` or None) by the three launches, after every check; None where
+    they do not apply (the caller then makes the two calls)."""
+    if not (ROUTE_IN_EXPERTS and FORCE_PATH is None and isinstance(x, torch.Tensor) and x.dim() == 2
+            and 0 < x.shape[0] <= min(ROUTER_MAX_T, K.ROWS_MAX_T) and use_triton(x) and x.dtype in KERNEL_DTYPES
+            and (rms is None or FUSE_NORM)):
+        return None
+    scoring, shared = kw["scoring"], bool(kw["shared_gate"])
+    if rms is not None:
+        norm_check(x, rms[0], rms[2], None, "silu", rms[1], "hidden_states", "norm_weight")
+    bias = _check_router(x, weight, top_k, scoring, kw["expert_bias"], shared)
+    w, ids = _route_outputs(x, top_k + shared)
+    _check_experts(x, ids, w, gate_up_proj, down_proj, None, None, gate_up_scale, down_scale)
+    if not (_router_kernel_ok(x, weight, bias, shared) and x.shape[1] > 0 and gate_up_proj.shape[1] > 0):
+        return None
+    xn, h = x, x
+    if rms is not None:
+        xn = alloc.empty(x.shape, dtype=x.dtype, device=x.device)
+        h = alloc.empty(x.shape, dtype=x.dtype, device=x.device) if rms[2] is not None else x
+        rms = (*rms, xn, h)
+    sigmoid, norm, scale = scoring == "sigmoid", bool(kw["norm_topk_prob"]), float(kw["routed_scaling_factor"])
+    reps = _norm_eps(scoring, None)
+    _, _, lg = _router_launch(x, weight, top_k, sigmoid, norm, bias, scale, reps, shared, rms=rms, route=False,
+                              out=(w, ids))
+    with torch.no_grad():
+        out = _launch_rows(xn, ids, w, gate_up_proj, down_proj, None, None, gate_up_scale, down_scale,
+                           K.ACTIVATIONS["silu"], False, 1.702, 7.0,
+                           route=(lg, bias, sigmoid, norm, scale, reps, int(shared)))
+    return out, h
 
 
 def _norm_then_router(x, norm_weight, eps, weight, top_k, residual, zero_centered, kw):
@@ -571,23 +680,32 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
 
 
 def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
-                 alpha, limit) -> torch.Tensor:
+                 alpha, limit, route=None) -> torch.Tensor:
     """Up to ROWS_MAX_T tokens: every program streams whole weight rows without tensor cores,
-    gate/up over (pair, few I columns), then down over (token, few outputs) adding the slots."""
+    gate/up over (pair, few I columns), then down over (token, few outputs) adding the slots.
+    ``route``: ``(logits, expert_bias, sigmoid, norm, scale, eps, shared)``: the gate/up
+    programs route each token from the router's logits and write ``ids`` and ``tw``."""
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
         x, ids, gate_up, down, gu_scale, d_scale)
     p = K.rows_plan(k, NI, wb)
     h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
     dummy = out
     row_mul, up_off = (2, 1) if interleaved else (1, NI)
+    rargs, rflags = (dummy, dummy, dummy, 0, 1.0, 0.0), {}
+    if route is not None:
+        lg, rbias, sigmoid, norm, scale, eps, shared = route
+        block_e, _, bitonic = K.topk_blocks(E - shared, k)
+        rargs = (lg, rbias if rbias is not None else dummy, tw, tw.stride(0), float(scale), float(eps))
+        rflags = dict(ROUTE=True, SIGMOID=sigmoid, HAS_RBIAS=rbias is not None, RNORM=norm, SHARED=shared,
+                      BLOCK_E=block_e, BITONIC=bitonic)
     _GATE_UP_ROWS[(T * k, cdiv(NI, p.block_i))](
         x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
         H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),
         w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
-        float(alpha), float(limit),
+        float(alpha), float(limit), *rargs,
         TOPK=k, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None, HAS_BIAS=gu_bias is not None, ACT=code,
         RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h, STAGES=p.stages,
-        num_warps=p.warps)
+        num_warps=p.warps, **rflags)
     _DOWN_ROWS[(cdiv(H, p.block_n), T)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
         H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),

@@ -79,10 +79,23 @@ def _bitonic_topk(c, offs, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
 def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
                TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
                SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, BITONIC: tl.constexpr):
+    """Route token ``t`` (:func:`_route_vals`) and store its weights and ids."""
+    iv, wv, kmask = _route_vals(x_ptr, t, sxt, sxe, bias_ptr, E, scale, eps, TOPK, SIGMOID, HAS_BIAS, NORM, SHARED,
+                                BLOCK_E, BLOCK_K, BITONIC)
+    kk = tl.arange(0, BLOCK_K)
+    tl.store(w_ptr + t * swt + kk, wv, mask=kmask)
+    tl.store(ids_ptr + t * sit + kk, iv.to(ids_ptr.dtype.element_ty), mask=kmask)
+
+
+@triton.jit
+def _route_vals(x_ptr, t, sxt, sxe, bias_ptr, E, scale, eps,
+                TOPK: tl.constexpr, SIGMOID: tl.constexpr, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
+                SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr, BITONIC: tl.constexpr):
     """Route token ``t`` from its E logits at ``x_ptr + t * sxt``: softmax or sigmoid in float32,
     top-k (ties to the lowest expert index, as a stable sort; :func:`_bitonic_topk` or TOPK
     rounds of arg-max), optional renormalisation and scaling. SHARED: logit E is a shared
-    expert's gate; slot TOPK gets (id E, sigmoid(logit E))."""
+    expert's gate; slot TOPK gets (id E, sigmoid(logit E)). Returns (ids, weights, the slots'
+    mask), BLOCK_K each."""
     offs = tl.arange(0, BLOCK_E)
     emask = offs < E
     x = tl.load(x_ptr + t * sxt + offs * sxe, mask=emask, other=-float("inf"), cache_modifier=".cg").to(tl.float32)
@@ -121,8 +134,7 @@ def _route_row(x_ptr, t, sxt, sxe, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale,
         wv = tl.where(kk == TOPK, 1.0 / (1.0 + tl.exp(-g)), wv)
         iv = tl.where(kk == TOPK, E, iv)
         kmask = kk <= TOPK
-    tl.store(w_ptr + t * swt + kk, wv, mask=kmask)
-    tl.store(ids_ptr + t * sit + kk, iv.to(ids_ptr.dtype.element_ty), mask=kmask)
+    return iv, wv, kmask
 
 
 @triton.jit
@@ -145,8 +157,9 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
                    BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr,
                    BITONIC: tl.constexpr, RMS: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                    RMS_DT: tl.constexpr = tl.float32, RMS_K: tl.constexpr = 16, W_FIRST: tl.constexpr = False,
-                   PDL: tl.constexpr = 0):
+                   ROUTE: tl.constexpr = True, PDL: tl.constexpr = 0):
     pdl_start(PDL)
+    # ROUTE False: the logits only (the gate/up row kernel routes each token itself).
     # The router matmul and the routing in one launch, for a few tokens. Program p computes the
     # logits x_t . R[n] of its BLOCK_N router rows in float32, rounded to x's dtype (as
     # F.linear returns them), into lg ((T, E + SHARED) float32); the last program to take a
@@ -187,12 +200,13 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
         acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
     acc = _cast(acc, x_ptr.dtype.element_ty, RNE).to(tl.float32)
     tl.store(lg_ptr + offs_t[:, None] * NE + offs_n[None, :], acc, mask=tmask[:, None] & nmask[None, :])
-    tl.debug_barrier()  # every thread's logits are written before the release below
-    if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == tl.num_programs(0) - 1:
-        tl.atomic_xchg(cnt_ptr, 0)
-        for t in range(0, T):
-            _route_row(lg_ptr, t, NE, 1, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
-                       TOPK, SIGMOID, HAS_BIAS, NORM, SHARED, BLOCK_E, BLOCK_K, BITONIC)
+    if ROUTE:
+        tl.debug_barrier()  # every thread's logits are written before the release below
+        if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == tl.num_programs(0) - 1:
+            tl.atomic_xchg(cnt_ptr, 0)
+            for t in range(0, T):
+                _route_row(lg_ptr, t, NE, 1, bias_ptr, w_ptr, ids_ptr, E, swt, sit, scale, eps,
+                           TOPK, SIGMOID, HAS_BIAS, NORM, SHARED, BLOCK_E, BLOCK_K, BITONIC)
 
 
 # ---------------------------------------------------------------------------- experts
@@ -380,21 +394,37 @@ def _entry(v, q, j):
 @triton.jit
 def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
+                         lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps,
                          TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
                          HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr,
                          BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr,
-                         PDL: tl.constexpr = 0):
+                         ROUTE: tl.constexpr = False, SIGMOID: tl.constexpr = False, HAS_RBIAS: tl.constexpr = False,
+                         RNORM: tl.constexpr = False, SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
+                         BITONIC: tl.constexpr = False, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # One (token t, slot j) pair and BLOCK_I columns of I, no tensor cores: the pair's gate
     # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
     # are summed over H at the end; h[t * TOPK + j, i] = act(gate_i, up_i), rounded to h's
     # dtype. The last slot of t naming an expert computes it; the other slots and ids
     # outside [0, E) exit at once.
+    # ROUTE: the ids come from routing t's router logits (lg, rows of E float32: E - SHARED
+    # routed experts, then a stacked shared expert's gate; rb the expert bias, rscale / reps the
+    # routing's scale and eps) here, as the router kernel would (_route_vals, TOPK - SHARED
+    # routed slots); the program of slot 0 and column block 0 stores t's ids and weights (ids,
+    # tw) for the down kernel.
     pair = tl.program_id(0)
     t = (pair // TOPK).to(tl.int64)
     j = pair % TOPK
     q = tl.arange(0, BLOCK_K8)
-    idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1)
+    if ROUTE:
+        iv, wv, kmask = _route_vals(lg_ptr, t, E, 1, rb_ptr, E - SHARED, rscale, reps, TOPK - SHARED, SIGMOID,
+                                    HAS_RBIAS, RNORM, SHARED, BLOCK_E, BLOCK_K8, BITONIC)
+        idq = tl.where(kmask, iv, -1).to(ids_ptr.dtype.element_ty)
+        if (j == 0) & (tl.program_id(1) == 0):
+            tl.store(tw_ptr + t * stw + q, wv, mask=kmask)
+            tl.store(ids_ptr + t * sit + q * sij, idq, mask=kmask)
+    else:
+        idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1)
     e = _entry(idq, q, j).to(tl.int64)
     later = tl.sum(((idq == e) & (q > j)).to(tl.int32), axis=0)
     if (later > 0) | (e < 0) | (e >= E):
