@@ -417,12 +417,12 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     j = pair % TOPK
     q = tl.arange(0, BLOCK_K8)
     if ROUTE:
-        iv, wv, kmask = _route_vals(lg_ptr, t, E, 1, rb_ptr, E - SHARED, rscale, reps, TOPK - SHARED, SIGMOID,
+        iv, wv, slots = _route_vals(lg_ptr, t, E, 1, rb_ptr, E - SHARED, rscale, reps, TOPK - SHARED, SIGMOID,
                                     HAS_RBIAS, RNORM, SHARED, BLOCK_E, BLOCK_K8, BITONIC)
-        idq = tl.where(kmask, iv, -1).to(ids_ptr.dtype.element_ty)
+        idq = tl.where(slots, iv, -1).to(ids_ptr.dtype.element_ty)
         if (j == 0) & (tl.program_id(1) == 0):
-            tl.store(tw_ptr + t * stw + q, wv, mask=kmask)
-            tl.store(ids_ptr + t * sit + q * sij, idq, mask=kmask)
+            tl.store(tw_ptr + t * stw + q, wv, mask=slots)
+            tl.store(ids_ptr + t * sit + q * sij, idq, mask=slots)
     else:
         idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1)
     e = _entry(idq, q, j).to(tl.int64)
