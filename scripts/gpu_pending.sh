@@ -430,4 +430,11 @@ case "${1:-1}" in
   timeout 330 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8 --new-tokens 64 --prompt-len 64 \
     --variant "new:" --variant "off:moe.ROUTE_IN_EXPERTS=False" --json "$OUT/route_ab.jsonl" 2>&1 | grep -v -i warn \
     | tail -12 ;;
+40)  # thirty-seventh session, at the final code: the MoE layer bench rows, then the MoE models' decode records
+  timeout 120 python3 -m fastpath.bench moe --only "moe layer" --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -E "graph"
+  for cfg in "qwen3-30b-a3b" "qwen3-30b-a3b --fp8" "lfm2.5-8b-a1b" "lfm2.5-8b-a1b --fp8" "qwen3.6-35b-a3b --fp8" \
+      "qwen3.6-35b-a3b"; do
+    timeout 75 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done ;;
 esac
