@@ -437,4 +437,11 @@ case "${1:-1}" in
     timeout 75 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;
+41)  # thirty-seventh session: moe_layer / rms_norm_moe through the launch memo (eager host time): compiled tests,
+     # the MoE layer bench rows
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py -k moe \
+    > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 120 python3 -m fastpath.bench moe --only "moe layer" --graphs --json "$OUT/bench.jsonl" 2>&1 \
+    | grep -E "eager|graph" ;;
 esac

@@ -290,3 +290,25 @@ def test_rms_norm_moe_routing_off_and_errors(monkeypatch, device):
         moe.rms_norm_moe(x, nw, 1e-6, W, k, gu, randn(E, H, I + 1, device=device))
     with pytest.raises(TypeError, match="gate_up_proj"):
         moe.rms_norm_moe(x, nw, 1e-6, W, k, gu.double(), dn)
+
+
+@pytest.mark.launch_memo
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")
+def test_moe_layer_memo_replay():
+    """Eager ``moe_layer`` / ``rms_norm_moe`` calls after the first replay its launches (the
+    routing and normalised rows in workspaces): fresh inputs give the two calls' values."""
+    dev = torch.device("cuda")
+    T, H, I, E, k = 2, 256, 64, 16, 4
+    W = randn(E, H, dtype=torch.bfloat16, device=dev, scale=H ** -0.5)
+    gu = randn(E, 2 * I, H, dtype=torch.bfloat16, device=dev, scale=H ** -0.5)
+    dn = randn(E, H, I, dtype=torch.bfloat16, device=dev, scale=I ** -0.5)
+    nw = randn(H, dtype=torch.bfloat16, device=dev)
+    moe._LAYER_MEMO.entries.clear()
+    for _ in range(3):
+        x, r = randn(T, H, dtype=torch.bfloat16, device=dev), randn(T, H, dtype=torch.bfloat16, device=dev)
+        w, ids = moe.router(x, W, k, norm_topk_prob=True)
+        assert torch.equal(moe.moe_layer(x, W, k, gu, dn, norm_topk_prob=True), moe.fused_experts(x, ids, w, gu, dn))
+        w, ids, xn, h = moe.rms_norm_router(x, nw, 1e-6, W, k, norm_topk_prob=True, residual=r)
+        out, h2 = moe.rms_norm_moe(x, nw, 1e-6, W, k, gu, dn, norm_topk_prob=True, residual=r)
+        assert torch.equal(out, moe.fused_experts(xn, ids, w, gu, dn)) and torch.equal(h2, h)
+    assert sum(v is not None for v in moe._LAYER_MEMO.entries.values()) == 2  # both recorded, then replayed

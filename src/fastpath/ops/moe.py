@@ -452,12 +452,40 @@ def moe_layer(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, gat
     """
     kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
               routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
-    done = _moe_fused(hidden_states, None, weight, top_k, gate_up_proj, down_proj, gate_up_scale, down_scale, kw)
+    tensors = (hidden_states, weight, gate_up_proj, down_proj, expert_bias, gate_up_scale, down_scale)
+    return _LAYER_MEMO.call(lambda: _moe_layer(hidden_states, weight, top_k, gate_up_proj, down_proj, gate_up_scale,
+                                               down_scale, kw), tensors, (top_k, *_kw_key(kw)))
+
+
+def _kw_key(kw) -> tuple:
+    """The routing options as a launch-memo key (the bias is one of the call's tensors)."""
+    return tuple(v for n, v in kw.items() if n != "expert_bias")
+
+
+def _moe_layer(x, weight, top_k, gate_up_proj, down_proj, gate_up_scale, down_scale, kw):
+    done = _moe_fused(x, None, weight, top_k, gate_up_proj, down_proj, gate_up_scale, down_scale, kw)
     if done is not None:
         return done[0]
-    w, ids = router(hidden_states, weight, top_k, **kw)
-    return fused_experts(hidden_states, ids, w, gate_up_proj, down_proj, gate_up_scale=gate_up_scale,
-                         down_scale=down_scale)
+    w, ids = router(x, weight, top_k, **kw)
+    return fused_experts(x, ids, w, gate_up_proj, down_proj, gate_up_scale=gate_up_scale, down_scale=down_scale)
+
+
+def _rms_norm_moe(x, norm_weight, eps, weight, top_k, gate_up_proj, down_proj, residual, zero_centered,
+                  gate_up_scale, down_scale, kw):
+    if isinstance(norm_weight, torch.Tensor) and norm_weight.dtype in KERNEL_DTYPES:
+        done = _moe_fused(x, (norm_weight, eps, residual, bool(zero_centered)), weight, top_k, gate_up_proj,
+                          down_proj, gate_up_scale, down_scale, kw)
+        if done is not None:
+            return done
+    w, ids, xn, h = rms_norm_router(x, norm_weight, eps, weight, top_k, residual=residual,
+                                    zero_centered=zero_centered, **kw)
+    return fused_experts(xn, ids, w, gate_up_proj, down_proj, gate_up_scale=gate_up_scale,
+                         down_scale=down_scale), h
+
+
+#: Eager calls with the properties of an earlier call replay its launches (fastpath._core.memo):
+#: the routing, normalised rows and h between the launches live in workspaces for that.
+_LAYER_MEMO = LaunchMemo()
 
 
 def rms_norm_moe(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps: float, weight: torch.Tensor,
@@ -480,16 +508,12 @@ def rms_norm_moe(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps: fl
     """
     kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
               routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
-    x = hidden_states
-    if isinstance(norm_weight, torch.Tensor) and norm_weight.dtype in KERNEL_DTYPES:
-        done = _moe_fused(x, (norm_weight, eps, residual, bool(zero_centered)), weight, top_k, gate_up_proj,
-                          down_proj, gate_up_scale, down_scale, kw)
-        if done is not None:
-            return done
-    w, ids, xn, h = rms_norm_router(x, norm_weight, eps, weight, top_k, residual=residual,
-                                    zero_centered=zero_centered, **kw)
-    return fused_experts(xn, ids, w, gate_up_proj, down_proj, gate_up_scale=gate_up_scale,
-                         down_scale=down_scale), h
+    tensors = (hidden_states, norm_weight, weight, gate_up_proj, down_proj, residual, expert_bias, gate_up_scale,
+               down_scale)
+    return _LAYER_MEMO.call(
+        lambda: _rms_norm_moe(hidden_states, norm_weight, eps, weight, top_k, gate_up_proj, down_proj, residual,
+                              zero_centered, gate_up_scale, down_scale, kw),
+        tensors, ("norm", eps, bool(zero_centered), top_k, *_kw_key(kw)))
 
 
 def _moe_fused(x, rms, weight, top_k, gate_up_proj, down_proj, gate_up_scale, down_scale, kw):
@@ -504,13 +528,16 @@ def _moe_fused(x, rms, weight, top_k, gate_up_proj, down_proj, gate_up_scale, do
     if rms is not None:
         norm_check(x, rms[0], rms[2], None, "silu", rms[1], "hidden_states", "norm_weight")
     bias = _check_router(x, weight, top_k, scoring, kw["expert_bias"], shared)
-    w, ids = _route_outputs(x, top_k + shared)
+    T, H = x.shape
+    k = top_k + shared
+    w = workspace(x.device, "moe.route.w", T * k, torch.float32)[:T * k].view(T, k)
+    ids = workspace(x.device, "moe.route.ids", T * k, torch.int64)[:T * k].view(T, k)
     _check_experts(x, ids, w, gate_up_proj, down_proj, None, None, gate_up_scale, down_scale)
-    if not (_router_kernel_ok(x, weight, bias, shared) and x.shape[1] > 0 and gate_up_proj.shape[1] > 0):
+    if not (_router_kernel_ok(x, weight, bias, shared) and H > 0 and gate_up_proj.shape[1] > 0):
         return None
     xn, h = x, x
     if rms is not None:
-        xn = alloc.empty(x.shape, dtype=x.dtype, device=x.device)
+        xn = workspace(x.device, f"moe.xn.{x.dtype}", T * H, x.dtype)[:T * H].view(T, H)
         h = alloc.empty(x.shape, dtype=x.dtype, device=x.device) if rms[2] is not None else x
         rms = (*rms, xn, h)
     sigmoid, norm, scale = scoring == "sigmoid", bool(kw["norm_topk_prob"]), float(kw["routed_scaling_factor"])
