@@ -275,8 +275,9 @@ def test_rms_norm_moe(case, T, fp8, monkeypatch, device):
 
 
 def test_rms_norm_moe_routing_off_and_errors(monkeypatch, device):
-    """``ROUTE_IN_EXPERTS`` off gives the same values (the two calls); a bad expert stack is
-    reported before any launch, naming the argument."""
+    """``ROUTE_IN_EXPERTS`` off gives the same values (the two calls); a router over more experts
+    than the stack holds takes the two calls' semantics (ids past the stack add nothing); a bad
+    expert stack is reported before any launch, naming the argument."""
     T, H, I, E, k = 2, 40, 24, 9, 3
     x, nw = randn(T, H, device=device), randn(H, device=device)
     W = randn(E, H, device=device, scale=H ** -0.5)
@@ -286,6 +287,9 @@ def test_rms_norm_moe_routing_off_and_errors(monkeypatch, device):
     out2, h2 = moe.rms_norm_moe(x, nw, 1e-6, W, k, gu, dn)
     assert torch.equal(out, out2) and torch.equal(h, h2)
     monkeypatch.setattr(moe, "ROUTE_IN_EXPERTS", True)
+    W2 = randn(E + 3, H, device=device, scale=H ** -0.5)  # a router over 3 experts the stack lacks
+    w2, ids2 = moe.router(x, W2, k)
+    assert torch.equal(moe.moe_layer(x, W2, k, gu, dn), moe.fused_experts(x, ids2, w2, gu, dn))
     with pytest.raises(ValueError, match="down_proj"):
         moe.rms_norm_moe(x, nw, 1e-6, W, k, gu, randn(E, H, I + 1, device=device))
     with pytest.raises(TypeError, match="gate_up_proj"):

@@ -542,7 +542,8 @@ def _moe_fused(x, rms, weight, top_k, gate_up_proj, down_proj, gate_up_scale, do
     w = workspace(x.device, "moe.route.w", T * k, torch.float32)[:T * k].view(T, k)
     ids = workspace(x.device, "moe.route.ids", T * k, torch.int64)[:T * k].view(T, k)
     _check_experts(x, ids, w, gate_up_proj, down_proj, None, None, gate_up_scale, down_scale)
-    if not (_router_kernel_ok(x, weight, bias, shared) and H > 0 and gate_up_proj.shape[1] > 0):
+    if not (_router_kernel_ok(x, weight, bias, shared) and H > 0 and gate_up_proj.shape[1] > 0
+            and weight.shape[0] == gate_up_proj.shape[0]):  # (a router over more experts: the two calls)
         return None
     xn, h = x, x
     if rms is not None:
