@@ -459,7 +459,7 @@ W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 W16_ONE_ROW_DEFERRED: Optional[int] = 3
 #: The tl.dot plans' K loop pipelining depth (None: the launch's num_stages, Triton's default 3).
-#: H200 (scripts/split_probe.py --rows 4 / 16, 4a19164): 4 gained nowhere and lost up to 25%
+#: H200 (scripts/split_probe.py --rows 4 / 16, 4a19164): 4 gained nowhere and took up to 29% longer
 #: (4096 -> 14336 31.0 -> 40.0 us); 2048 -> 4096 8.2 / 8.2 us either way.
 DOT_STAGES: Optional[int] = None
 
