@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
