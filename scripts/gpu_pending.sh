@@ -357,30 +357,18 @@ case "${1:-1}" in
 34)  # for the thirty-seventh session: the dot plans' pipelining depth at 4 and 16 rows (matvec.DOT_STAGES, off:
      # 2048 -> 4096 bf16 ran 0.86-0.87x of F.linear there), Qwen3.6 bf16's record at the final code, then entry 29's
      # LFM2.5 FP8 prefill A/B
-  SH16="$(echo "$FP8_SH," | sed 's/x1,/x0,/g; s/,$//')"
-  for rows in 4 16; do
-    for st in None 4 5; do
-      echo "== rows $rows DOT_STAGES=$st"
-      timeout 100 python3 scripts/split_probe.py --rows $rows --shapes "$SH16" --set DOT_STAGES=$st 2>&1 | grep -v -i warn
-    done
-  done 2>&1 | tee "$OUT/dot_stages.log"
+  # (its DOT_STAGES sweep ran in entry 35; the knob is gone since: no gain)
   timeout 75 python3 -m fastpath bench-decode --config qwen3.6-35b-a3b --random-weights --json "$OUT/decode.jsonl" 2>&1 \
     | grep "tok/s" | tail -1
   lfm_prefill_ab ;;
 35)  # thirty-seventh session: batch_norm's grid-wide plan with its loops pipelined through shared memory
-     # (ROWS_STAGES; tiles and stages swept), its compiled tests; then entry 34's dot-plan depth sweep
+     # (ROWS_STAGES; tiles and stages swept), its compiled tests
   timeout 90 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/ops/test_batch_norm.py \
     -k "large_gpu or rows or pipelined" > "$OUT/bn_tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/bn_tests.log" | head -10; tail -1 "$OUT/bn_tests.log"
   timeout 200 python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 --budget 150 2>&1 | grep -v -i warn \
     | tee "$OUT/bn_stages.log"
-  SH16="$(echo "$FP8_SH," | sed 's/x1,/x0,/g; s/,$//')"
-  for rows in 4 16; do
-    for st in None 4; do
-      echo "== rows $rows DOT_STAGES=$st"
-      timeout 60 python3 scripts/split_probe.py --rows $rows --shapes "$SH16" --set DOT_STAGES=$st 2>&1 | grep -v -i warn
-    done
-  done 2>&1 | tee "$OUT/dot_stages.log" ;;
+  ;;  # (then matvec.DOT_STAGES swept at 4 and 16 rows, 4a19164; the knob is gone since: no gain)
 36)  # thirty-seventh session: the batch_norm bench rows (graphs) under ROWS_STAGES / ROWS_TILE, two rounds; then
      # entry 34's Qwen3.6 bf16 record and LFM2.5 FP8 prefill A/B
   K=ops.batch_norm_kernel

@@ -353,19 +353,6 @@ def test_fp8_one_row_ksum(glu, split, split_k, monkeypatch, device):
     assert_close(out, ref, tol=L_TOL[torch.bfloat16])
 
 
-def test_dot_stages_plan(monkeypatch):
-    """DOT_STAGES sets the pipelining depth of the tl.dot plans only (None: the launch's)."""
-    monkeypatch.setattr(matvec, "INTERPRET", False)
-    monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
-    dev = torch.device("cuda")
-    assert matvec.plan(4, 4096, 2048, dev, torch.bfloat16).stages is None
-    monkeypatch.setattr(matvec, "DOT_STAGES", 5)
-    p = matvec.plan(4, 4096, 2048, dev, torch.bfloat16)
-    assert p.dot is not None and p.stages == 5
-    one = matvec.plan(1, 4096, 2048, dev, torch.bfloat16, b_bytes=1)  # the fp8 product-and-sum keeps its own
-    assert one.dot is None and one.stages == matvec.FP8_ONE_ROW_STAGES
-
-
 @needs_fp8
 def test_fp8_via_float16_nonfinite(monkeypatch, device):
     """An inf activation makes its row inf / NaN as the float32 path does; other rows are

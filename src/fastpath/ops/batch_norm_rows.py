@@ -99,7 +99,8 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
             cmask = cols < C
             pivot = tl.load(x_ptr + cols, mask=cmask, other=0.0).to(tl.float32)  # x[0, c]
             a, m = _rows(p, R, cmask, BR)
-            xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+            if (not BWD) or STAGES == 0:  # the first tile (the pipelined backward loads its own)
+                xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
             if BWD:
                 rstd = tl.load(st_ptr + C + cols, mask=cmask, other=0.0)
                 shifted = tl.load(st_ptr + 3 * C + cols, mask=cmask, other=0.0)

@@ -458,10 +458,6 @@ FP8_NORM_ONE_ROW_FMA: Optional[tuple] = None
 W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 W16_ONE_ROW_DEFERRED: Optional[int] = 3
-#: The tl.dot plans' K loop pipelining depth (None: the launch's num_stages, Triton's default 3).
-#: H200 (scripts/split_probe.py --rows 4 / 16, 4a19164): 4 gained nowhere and took up to 29% longer
-#: (4096 -> 14336 31.0 -> 40.0 us); 2048 -> 4096 8.2 / 8.2 us either way.
-DOT_STAGES: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -530,8 +526,6 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
         if use_dot and M > 1 and b_bytes == 2 and dot_dtype.itemsize == 2:
             fill = W16_ROWS_FILL
-    if dot is not None and DOT_STAGES is not None:
-        stages = DOT_STAGES
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None

@@ -304,7 +304,8 @@ def _router_launch(x, weight, top_k, sigmoid, norm, expert_bias, scale, eps, sha
     T, H = x.shape
     E = weight.shape[0] - shared
     k = top_k + shared
-    w, ids = out if out is not None else _route_outputs(x, k)
+    w, ids = out if out is not None else (alloc.empty(T, k, dtype=torch.float32, device=x.device),
+                                          alloc.empty(T, k, dtype=torch.int64, device=x.device))
     block_e, block_k, bitonic = K.topk_blocks(E, k)
     lg = workspace(x.device, "moe.router.logits", T * (E + shared), torch.float32)
     cnt = workspace(x.device, "moe.router.ticket", 1, torch.int32, zeroed=True)
@@ -422,13 +423,6 @@ def rms_norm_router(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps:
 #: and each gate/up row program routes its own token (False: the router routes, then the experts
 #: run; an A/B knob).
 ROUTE_IN_EXPERTS = True
-
-
-def _route_outputs(x: torch.Tensor, k: int) -> tuple:
-    """Routing weights (float32) and ids (int64), (T, k)."""
-    T = x.shape[0]
-    return (alloc.empty(T, k, dtype=torch.float32, device=x.device),
-            alloc.empty(T, k, dtype=torch.int64, device=x.device))
 
 
 def moe_layer(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, gate_up_proj: torch.Tensor,
