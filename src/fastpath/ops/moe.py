@@ -750,7 +750,8 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
             *gu_args, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
             sync, T, tw.stride(1), w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
             out.stride(0), out.stride(1), MODE2=mode2, E5M2_2=e5m2_2, HAS_SCALE2=d_scale is not None,
-            HAS_BIAS2=d_bias is not None, BLOCK_N=bn, BLOCK_K=bk, SPIN=K.FUSED_SPIN, MAX_T=K.FUSED_MAX_T, **gu_kw)
+            HAS_BIAS2=d_bias is not None, BLOCK_N=bn, BLOCK_K=bk, SPIN=K.FUSED_SPIN, MAX_T=K.FUSED_MAX_T,
+            TICKET=K.FUSED_TICKET, FENCE=not INTERPRET, **gu_kw)
         return out
     _GATE_UP_ROWS[(T * k, cdiv(NI, p.block_i))](*gu_args, **gu_kw)
     _DOWN_ROWS[(cdiv(H, p.block_n), T)](

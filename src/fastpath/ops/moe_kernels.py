@@ -526,22 +526,28 @@ def _experts_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr,
                          MODE2: tl.constexpr, E5M2_2: tl.constexpr, HAS_SCALE2: tl.constexpr, HAS_BIAS2: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPIN: tl.constexpr, MAX_T: tl.constexpr,
-                         ROUTE: tl.constexpr = False, SIGMOID: tl.constexpr = False, HAS_RBIAS: tl.constexpr = False,
-                         RNORM: tl.constexpr = False, SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
+                         TICKET: tl.constexpr, FENCE: tl.constexpr, ROUTE: tl.constexpr = False,
+                         SIGMOID: tl.constexpr = False, HAS_RBIAS: tl.constexpr = False, RNORM: tl.constexpr = False,
+                         SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
                          BITONIC: tl.constexpr = False, PDL: tl.constexpr = 0):
     # Both row kernels in one launch, the down work overlapping the gate/up work's tail. A
-    # program's role comes from a ticket (sync[2 * MAX_T]), taken before the PDL wait, not from
-    # its id: the first T * TOPK * nib tickets are gate/up programs (_gate_up_rows_part, pair
-    # and I block), each of which then counts itself in sync[t]; the rest are down programs
-    # (_down_wait_part) of a token t and BLOCK_N outputs, which load their weights, wait until
-    # sync[t] counts all of t's gate/up programs, then read h. Tickets go to running programs
-    # only, so a waiting program never waits on one that cannot start.
-    ticket = tl.atomic_add(sync_ptr + 2 * MAX_T, 1, sem="relaxed")
+    # program's role comes from a ticket (sync[2 * MAX_T], TICKET), taken before the PDL wait, or
+    # from its id (the hardware starts programs in id order): the first T * TOPK * nib tickets
+    # are gate/up programs (_gate_up_rows_part, pair and I block), each of which then counts
+    # itself in sync[t]; the rest are down programs (_down_wait_part) of a token t and BLOCK_N
+    # outputs, which load their weights, wait until sync[t] counts all of t's gate/up programs,
+    # then read h. Tickets go to running programs
+    # only, so a waiting program never waits on one that cannot start; without them a wait
+    # that never ends gives up after SPIN polls and writes NaN.
     nib = tl.cdiv(NI, BLOCK_I)
     n_gu = T * TOPK * nib
     nb = tl.cdiv(H, BLOCK_N)
-    if ticket == n_gu + T * nb - 1:  # the last ticket of the launch: the next launch starts from 0
-        tl.atomic_xchg(sync_ptr + 2 * MAX_T, 0, sem="relaxed")
+    if TICKET:
+        ticket = tl.atomic_add(sync_ptr + 2 * MAX_T, 1, sem="relaxed")
+        if ticket == n_gu + T * nb - 1:  # the last ticket of the launch: the next launch starts from 0
+            tl.atomic_xchg(sync_ptr + 2 * MAX_T, 0, sem="relaxed")
+    else:
+        ticket = tl.program_id(0)
     pdl_start(PDL)
     if ticket < n_gu:
         pair = ticket % (T * TOPK)  # pairs first, as the two-launch grid
@@ -557,7 +563,8 @@ def _experts_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
         _down_wait_part(d // nb, d % nb, nb, TOPK * nib, h_ptr, ids_ptr, tw_ptr, w2_ptr, s2_ptr, b2_ptr, out_ptr,
                         sync_ptr, H, NI, E, sit, sij, stw, stwj, s2e, s2n, s2k, s2se, s2sn, s2be, s2bn, sot, soh,
                         lg_ptr, rb_ptr, rscale, reps, TOPK, MODE2, E5M2_2, HAS_SCALE2, HAS_BIAS2, RNE, BLOCK_K8,
-                        BLOCK_N, BLOCK_K, SPIN, MAX_T, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
+                        BLOCK_N, BLOCK_K, SPIN, MAX_T, FENCE, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E,
+                        BITONIC)
 
 
 @triton.jit
@@ -565,14 +572,14 @@ def _down_wait_part(t, nblk, nb, need, h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_p
                     sit, sij, stw, stwj, swe, swn, swk, sse, ssn, sbe, sbn, sot, soh, lg_ptr, rb_ptr, rscale, reps,
                     TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
                     HAS_BIAS: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr,
-                    BLOCK_K: tl.constexpr, SPIN: tl.constexpr, MAX_T: tl.constexpr, ROUTE: tl.constexpr,
-                    SIGMOID: tl.constexpr, HAS_RBIAS: tl.constexpr, RNORM: tl.constexpr, SHARED: tl.constexpr,
-                    BLOCK_E: tl.constexpr, BITONIC: tl.constexpr):
+                    BLOCK_K: tl.constexpr, SPIN: tl.constexpr, MAX_T: tl.constexpr, FENCE: tl.constexpr,
+                    ROUTE: tl.constexpr, SIGMOID: tl.constexpr, HAS_RBIAS: tl.constexpr, RNORM: tl.constexpr,
+                    SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BITONIC: tl.constexpr):
     # Token t, outputs nblk * BLOCK_N..., every slot at once: out[t, n] = sum_j w_j * (s[e_j, n] *
     # (D[e_j, n] . h[t * TOPK + o_j]) + bias[e_j, n]) (o_j the last slot naming e_j, whose gate/up
     # program wrote h). The routing (as the gate/up programs route) and the first BLOCK_K
     # columns of the (slot, output) weight rows load before the wait on sync[t] (need: t's
-    # gate/up programs); the last of t's nb down programs past the wait resets sync[t].
+    # gate/up programs); the last of t's nb down programs to finish resets sync[t].
     t = t.to(tl.int64)
     offs_n = nblk * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = offs_n < H
@@ -601,15 +608,9 @@ def _down_wait_part(t, nblk, nb, need, h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_p
     if HAS_BIAS:
         extra = tl.sum(tl.load(b_ptr + e[:, None] * sbe + offs_n[None, :] * sbn, mask=m2, other=0.0).to(tl.float32)
                        * twq[:, None], axis=0)
-    seen = tl.atomic_add(sync_ptr + t, 0, sem="acquire")
-    spins = 0
-    while (seen < need) & (spins < SPIN):
-        seen = tl.atomic_add(sync_ptr + t, 0, sem="acquire")
-        spins += 1
-    if tl.atomic_add(sync_ptr + MAX_T + t, 1, sem="acq_rel") == nb - 1:  # t's last down program past the wait
-        tl.atomic_xchg(sync_ptr + t, 0, sem="relaxed")
-        tl.atomic_xchg(sync_ptr + MAX_T + t, 0, sem="relaxed")
+    ok = _wait_count(sync_ptr + t, need, SPIN, FENCE)
     hrows = h_ptr + (t * TOPK + owner)[:, None] * NI
+    valid = (idq >= 0) & (idq < tl.where(ok, E, 0))  # the h loads depend on the fence's result: none issue before it
     hk = tl.load(hrows + offs_k[None, :], mask=valid[:, None] & (offs_k < NI)[None, :], other=0.0,
                  cache_modifier=".cg").to(tl.float32)
     acc = tl.sum(_convert(raw, w_ptr.dtype.element_ty, MODE, E5M2, tl.float32) * hk[:, None, :], axis=2)
@@ -620,8 +621,30 @@ def _down_wait_part(t, nblk, nb, need, h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_p
                      cache_modifier=".cg").to(tl.float32)
         acc += tl.sum(_convert(raw, w_ptr.dtype.element_ty, MODE, E5M2, tl.float32) * hk[:, None, :], axis=2)
     res = tl.sum(acc * twn, axis=0) + extra
-    res = tl.where(seen >= need, res, float("nan"))  # a wait that gave up: NaN, never silently wrong values
+    res = tl.where(ok, res, float("nan"))  # a wait that gave up: NaN, never silently wrong values
     tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
+    if tl.atomic_add(sync_ptr + MAX_T + t, 1, sem="relaxed") == nb - 1:  # t's last down program resets
+        tl.atomic_xchg(sync_ptr + t, 0, sem="relaxed")
+        tl.atomic_xchg(sync_ptr + MAX_T + t, 0, sem="relaxed")
+
+
+@triton.jit
+def _wait_count(ptr, need, SPIN: tl.constexpr, FENCE: tl.constexpr):
+    """Poll the counter at ``ptr`` until it reaches ``need``, then acquire: False if it gave up
+    after ``SPIN`` polls. The polls are plain volatile loads, not atomics, so the arrivals (atomics
+    on the same word) do not queue behind hundreds of programs' polls. ``FENCE``: the acquire as a
+    fence (inline PTX); else one acquiring atomic (Triton's interpreter)."""
+    seen = tl.load(ptr, volatile=True)
+    spins = 0
+    while (seen < need) & (spins < SPIN):
+        seen = tl.load(ptr, volatile=True)
+        spins += 1
+    if FENCE:
+        seen = tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.b32 $0, $1;", "=r,r", [seen], dtype=tl.int32,
+                                         is_pure=False, pack=1)
+    else:
+        seen = tl.atomic_add(ptr, 0, sem="acquire")
+    return seen >= need
 
 
 @triton.jit
@@ -826,9 +849,11 @@ FUSED_MAX_T = 8
 #: The fused launch's down programs: (outputs a program, elements of the (slot, output, I
 #: column) weight tile loaded before the wait) by weight bytes. Not yet measured.
 FUSED_TUNED = {1: (4, 8192), 2: (2, 8192), 4: (2, 4096)}
-#: Polls of a down program's wait before it gives up (writes NaN; never expected: tickets go to
-#: running programs in order).
-FUSED_SPIN = 1 << 22
+#: Polls of a down program's wait before it gives up (writes NaN; never expected). Triton's
+#: interpreter runs the programs one after another: there the first poll sees the count.
+FUSED_SPIN = 1 if INTERPRET else 1 << 22
+#: The fused launch's roles by tickets (True) or by program id (False).
+FUSED_TICKET = True
 
 
 def fused_down_blocks(k8: int, NI: int, w_bytes: int) -> tuple:
