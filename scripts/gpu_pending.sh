@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (42-43: the thirty-eighth session's one-launch MoE row kernels; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (42-44: the thirty-eighth session's one-launch MoE row kernels; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -460,4 +460,16 @@ case "${1:-1}" in
   timeout 330 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8 --new-tokens 64 --prompt-len 64 \
     --variant "ticket:moe.ROWS_FUSED=True" --variant "by id:moe_kernels.FUSED_TICKET=False" \
     --variant "two launches:moe.ROWS_FUSED=False" --json "$OUT/fused_ab.jsonl" 2>&1 | grep -v -i warn | tail -14 ;;
+44)  # thirty-eighth session: the one-launch MoE rows with fewer down programs (one wave) or fewer gate/up programs
+     # (room for the down programs from the start), against two launches with the same gate/up blocks
+  R32="ops.moe_kernels.ROWS_TUNED={1:(32,128,8,1024,4,3),2:(32,128,8,1024,4,3),4:(8,256,4,1024,4,3)}"
+  for sets in "ops.moe_kernels.FUSED_TICKET=False --set ops.moe_kernels.FUSED_TUNED={1:(4,8192),2:(8,8192)}" \
+      "ops.moe.ROWS_FUSED=False --set $R32" \
+      "ops.moe_kernels.FUSED_TICKET=False --set $R32 --set ops.moe_kernels.FUSED_TUNED={1:(4,8192),2:(4,8192)}" \
+      "ops.moe_kernels.FUSED_TICKET=False --set $R32 --set ops.moe_kernels.FUSED_TUNED={1:(8,8192),2:(8,8192)}" \
+      "ops.moe_kernels.FUSED_TICKET=False --set $R32 --set ops.moe_kernels.FUSED_TUNED={1:(2,8192),2:(2,8192)}"; do
+    echo "== $sets"
+    timeout 90 python3 -m fastpath.bench moe --only "moe layer" --graphs --set $sets --json "$OUT/bench.jsonl" 2>&1 \
+      | grep -E "graph" | grep -v -E "^moe +moe layer +(64|4096)x"
+  done ;;
 esac
