@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (42-44: the thirty-eighth session's one-launch MoE row kernels; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -432,44 +432,4 @@ case "${1:-1}" in
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 120 python3 -m fastpath.bench moe --only "moe layer" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -E "eager|graph" ;;
-42)  # thirty-eighth session: the MoE row kernels as one launch (moe.ROWS_FUSED): compiled tests, the MoE layer
-     # bench fused / two launches / down blocks (a process each), then Qwen3-30B-A3B bf16 and FP8 A/B
-  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
-    tests/ops/test_moe.py tests/models > "$OUT/tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  for set in "ops.moe.ROWS_FUSED=True" "ops.moe.ROWS_FUSED=False" "ops.moe_kernels.FUSED_TUNED={1:(2,8192),2:(2,8192)}" \
-      "ops.moe_kernels.FUSED_TUNED={1:(8,8192),2:(4,8192)}" "ops.moe_kernels.FUSED_TUNED={1:(4,4096),2:(2,4096)}"; do
-    echo "== $set"
-    timeout 90 python3 -m fastpath.bench moe --only "moe layer" --graphs --set "$set" --json "$OUT/bench.jsonl" 2>&1 \
-      | grep -E "graph"
-  done
-  timeout 330 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8 --new-tokens 64 --prompt-len 64 \
-    --variant "fused:moe.ROWS_FUSED=True" --variant "two launches:moe.ROWS_FUSED=False" --json "$OUT/fused_ab.jsonl" \
-    2>&1 | grep -v -i warn | tail -12 ;;
-43)  # thirty-eighth session: the one-launch MoE row kernels with polls by plain loads, roles by ticket or id
-     # (moe_kernels.FUSED_TICKET), down blocks; compiled tests, MoE layer bench (a process each), Qwen3-30B-A3B A/B
-  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
-    tests/ops/test_moe.py tests/models > "$OUT/tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  for set in "ops.moe.ROWS_FUSED=True" "ops.moe_kernels.FUSED_TICKET=False" "ops.moe.ROWS_FUSED=False" \
-      "ops.moe_kernels.FUSED_TUNED={1:(8,8192),2:(4,8192)}" "ops.moe_kernels.FUSED_TUNED={1:(8,16384),2:(4,16384)}"; do
-    echo "== $set"
-    timeout 90 python3 -m fastpath.bench moe --only "moe layer" --graphs --set "$set" --json "$OUT/bench.jsonl" 2>&1 \
-      | grep -E "graph" | grep -v -E "^moe +moe layer +(64|4096)x"
-  done
-  timeout 330 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8 --new-tokens 64 --prompt-len 64 \
-    --variant "ticket:moe.ROWS_FUSED=True" --variant "by id:moe_kernels.FUSED_TICKET=False" \
-    --variant "two launches:moe.ROWS_FUSED=False" --json "$OUT/fused_ab.jsonl" 2>&1 | grep -v -i warn | tail -14 ;;
-44)  # thirty-eighth session: the one-launch MoE rows with fewer down programs (one wave) or fewer gate/up programs
-     # (room for the down programs from the start), against two launches with the same gate/up blocks
-  R32="ops.moe_kernels.ROWS_TUNED={1:(32,128,8,1024,4,3),2:(32,128,8,1024,4,3),4:(8,256,4,1024,4,3)}"
-  for sets in "ops.moe_kernels.FUSED_TICKET=False --set ops.moe_kernels.FUSED_TUNED={1:(4,8192),2:(8,8192)}" \
-      "ops.moe.ROWS_FUSED=False --set $R32" \
-      "ops.moe_kernels.FUSED_TICKET=False --set $R32 --set ops.moe_kernels.FUSED_TUNED={1:(4,8192),2:(4,8192)}" \
-      "ops.moe_kernels.FUSED_TICKET=False --set $R32 --set ops.moe_kernels.FUSED_TUNED={1:(8,8192),2:(8,8192)}" \
-      "ops.moe_kernels.FUSED_TICKET=False --set $R32 --set ops.moe_kernels.FUSED_TUNED={1:(2,8192),2:(2,8192)}"; do
-    echo "== $sets"
-    timeout 90 python3 -m fastpath.bench moe --only "moe layer" --graphs --set $sets --json "$OUT/bench.jsonl" 2>&1 \
-      | grep -E "graph" | grep -v -E "^moe +moe layer +(64|4096)x"
-  done ;;
 esac

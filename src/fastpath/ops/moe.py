@@ -43,10 +43,10 @@ from .grouped_mm import grouped_mm
 from .linear import linear
 from .norm import _check as norm_check, rms_norm
 
-_ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _ALIGN, _PRESCALE, _EXPERTS_ROWS = (
+_ROUTER, _ROUTE, _GATE_UP, _DOWN, _COMBINE, _ACT, _GATE_UP_ROWS, _DOWN_ROWS, _ALIGN, _PRESCALE = (
     Launcher(k, pdl=True) for k in (K._router_kernel, K._route_kernel, K._gate_up_kernel, K._down_kernel,
                                     K._combine_kernel, K._act_kernel, K._gate_up_rows_kernel, K._down_rows_kernel,
-                                    K._align_kernel, K._prescale_kernel, K._experts_rows_kernel))
+                                    K._align_kernel, K._prescale_kernel))
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 
 #: Tokens up to this take the decode kernels (no sort) while a CUDA graph is captured, where only
@@ -419,11 +419,6 @@ def rms_norm_router(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps:
     return w, ids, xn, h
 
 
-#: The row kernels (up to ``moe_kernels.FUSED_MAX_T`` tokens) as one launch: the down programs
-#: load their weights while the gate/up programs run, then wait for their token's h (False:
-#: two launches; an A/B knob).
-ROWS_FUSED = True
-
 #: moe_layer / rms_norm_moe at up to ROUTER_MAX_T tokens: the router's launch ends with the logits
 #: and each gate/up row program routes its own token (False: the router routes, then the experts
 #: run; an A/B knob).
@@ -718,8 +713,7 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
 def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                  alpha, limit, route=None) -> torch.Tensor:
     """Up to ROWS_MAX_T tokens: every program streams whole weight rows without tensor cores,
-    gate/up over (pair, few I columns), then down over (token, few outputs) adding the slots;
-    up to ``FUSED_MAX_T`` tokens both in one launch (``ROWS_FUSED``).
+    gate/up over (pair, few I columns), then down over (token, few outputs) adding the slots.
     ``route``: ``(logits, expert_bias, sigmoid, norm, scale, eps, shared)``: the gate/up
     programs route each token from the router's logits and write ``ids`` and ``tw``."""
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
@@ -728,32 +722,21 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
     h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
     dummy = out
     row_mul, up_off = (2, 1) if interleaved else (1, NI)
-    rargs, rflags = (dummy, dummy, tw, tw.stride(0), 1.0, 0.0), {}
+    rargs, rflags = (dummy, dummy, dummy, 0, 1.0, 0.0), {}
     if route is not None:
         lg, rbias, sigmoid, norm, scale, eps, shared = route
         block_e, _, bitonic = K.topk_blocks(E - shared, k)
         rargs = (lg, rbias if rbias is not None else dummy, tw, tw.stride(0), float(scale), float(eps))
         rflags = dict(ROUTE=True, SIGMOID=sigmoid, HAS_RBIAS=rbias is not None, RNORM=norm, SHARED=shared,
                       BLOCK_E=block_e, BITONIC=bitonic)
-    gu_args = (x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
-               H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),
-               w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
-               float(alpha), float(limit), *rargs)
-    gu_kw = dict(TOPK=k, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None, HAS_BIAS=gu_bias is not None,
-                 ACT=code, RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h, STAGES=p.stages,
-                 num_warps=p.warps, **rflags)
-    if ROWS_FUSED and T <= K.FUSED_MAX_T:
-        # one launch: gate/up programs, then down programs that wait for their token's h
-        bn, bk = K.fused_down_blocks(p.block_k8, NI, wb)
-        sync = workspace(x.device, "moe.rows.sync", 2 * K.FUSED_MAX_T + 1, torch.int32, zeroed=True)
-        _EXPERTS_ROWS[(T * k * cdiv(NI, p.block_i) + T * cdiv(H, bn),)](
-            *gu_args, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
-            sync, T, tw.stride(1), w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias),
-            out.stride(0), out.stride(1), MODE2=mode2, E5M2_2=e5m2_2, HAS_SCALE2=d_scale is not None,
-            HAS_BIAS2=d_bias is not None, BLOCK_N=bn, BLOCK_K=bk, SPIN=K.FUSED_SPIN, MAX_T=K.FUSED_MAX_T,
-            TICKET=K.FUSED_TICKET, FENCE=not INTERPRET, **gu_kw)
-        return out
-    _GATE_UP_ROWS[(T * k, cdiv(NI, p.block_i))](*gu_args, **gu_kw)
+    _GATE_UP_ROWS[(T * k, cdiv(NI, p.block_i))](
+        x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
+        H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),
+        w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
+        float(alpha), float(limit), *rargs,
+        TOPK=k, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None, HAS_BIAS=gu_bias is not None, ACT=code,
+        RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h, STAGES=p.stages,
+        num_warps=p.warps, **rflags)
     _DOWN_ROWS[(cdiv(H, p.block_n), T)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
         H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),

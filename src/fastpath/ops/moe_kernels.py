@@ -36,7 +36,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _convert, _dot16, _load_as, _load_raw, _mm, _pow2_of_amax
+from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
 from .norm import normed_rows, rows_rstd
 
 #: Activation codes of the kernels (``ACT``).
@@ -402,32 +402,17 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          RNORM: tl.constexpr = False, SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
                          BITONIC: tl.constexpr = False, PDL: tl.constexpr = 0):
     pdl_start(PDL)
-    # One (token t, slot j) pair and BLOCK_I columns of I: _gate_up_rows_part.
-    _gate_up_rows_part(tl.program_id(0), tl.program_id(1), x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
-                       sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                       lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps, TOPK, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, RNE,
-                       BLOCK_K8, BLOCK_I, BLOCK_H, STAGES, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
-
-
-@triton.jit
-def _gate_up_rows_part(pair, iblk, x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
-                       sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                       lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps,
-                       TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
-                       HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr,
-                       BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr,
-                       ROUTE: tl.constexpr, SIGMOID: tl.constexpr, HAS_RBIAS: tl.constexpr,
-                       RNORM: tl.constexpr, SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BITONIC: tl.constexpr):
-    # One (token t, slot j) pair and BLOCK_I columns of I (block iblk), no tensor cores: the
-    # pair's gate and up rows stream once, as whole contiguous rows, into float32 products with
-    # x_t that are summed over H at the end; h[t * TOPK + j, i] = act(gate_i, up_i), rounded to
-    # h's dtype. The last slot of t naming an expert computes it; the other slots and ids
-    # outside [0, E) skip the work.
+    # One (token t, slot j) pair and BLOCK_I columns of I, no tensor cores: the pair's gate
+    # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
+    # are summed over H at the end; h[t * TOPK + j, i] = act(gate_i, up_i), rounded to h's
+    # dtype. The last slot of t naming an expert computes it; the other slots and ids
+    # outside [0, E) exit at once.
     # ROUTE: the ids come from routing t's router logits (lg, rows of E float32: E - SHARED
     # routed experts, then a stacked shared expert's gate; rb the expert bias, rscale / reps the
     # routing's scale and eps) here, as the router kernel would (_route_vals, TOPK - SHARED
     # routed slots); the program of slot 0 and column block 0 stores t's ids and weights (ids,
     # tw) for the down kernel.
+    pair = tl.program_id(0)
     t = (pair // TOPK).to(tl.int64)
     j = pair % TOPK
     q = tl.arange(0, BLOCK_K8)
@@ -435,33 +420,34 @@ def _gate_up_rows_part(pair, iblk, x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H
         iv, wv, slots = _route_vals(lg_ptr, t, E, 1, rb_ptr, E - SHARED, rscale, reps, TOPK - SHARED, SIGMOID,
                                     HAS_RBIAS, RNORM, SHARED, BLOCK_E, BLOCK_K8, BITONIC)
         idq = tl.where(slots, iv, -1).to(ids_ptr.dtype.element_ty)
-        if (j == 0) & (iblk == 0):
+        if (j == 0) & (tl.program_id(1) == 0):
             tl.store(tw_ptr + t * stw + q, wv, mask=slots)
             tl.store(ids_ptr + t * sit + q * sij, idq, mask=slots)
     else:
         idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1)
     e = _entry(idq, q, j).to(tl.int64)
     later = tl.sum(((idq == e) & (q > j)).to(tl.int32), axis=0)
-    if (later == 0) & (e >= 0) & (e < E):
-        offs_i = iblk * BLOCK_I + tl.arange(0, BLOCK_I)
-        imask = offs_i < NI
-        rows_g = (offs_i * row_mul).to(tl.int64)
-        rows_u = rows_g + up_off
-        w_e = w_ptr + e * swe
-        acc_g = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
-        acc_u = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
-        for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
-            offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
-            kmask = offs_k < H
-            x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
-            wmask = imask[:, None] & kmask[None, :]
-            wk = w_e + offs_k[None, :] * swk
-            acc_g += _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
-            acc_u += _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
-        h = _gate_up_finish(tl.sum(acc_g, axis=1)[None, :], tl.sum(acc_u, axis=1)[None, :], s_ptr, b_ptr, e, rows_g,
-                            rows_u, imask, sse, ssn, sbe, sbn, alpha, limit, HAS_SCALE, HAS_BIAS, ACT)
-        tl.store(h_ptr + pair.to(tl.int64) * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
-                 mask=imask[None, :])
+    if (later > 0) | (e < 0) | (e >= E):
+        return
+    offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    imask = offs_i < NI
+    rows_g = (offs_i * row_mul).to(tl.int64)
+    rows_u = rows_g + up_off
+    w_e = w_ptr + e * swe
+    acc_g = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
+    for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
+        offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
+        kmask = offs_k < H
+        x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
+        wmask = imask[:, None] & kmask[None, :]
+        wk = w_e + offs_k[None, :] * swk
+        acc_g += _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        acc_u += _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+    h = _gate_up_finish(tl.sum(acc_g, axis=1)[None, :], tl.sum(acc_u, axis=1)[None, :], s_ptr, b_ptr, e, rows_g,
+                        rows_u, imask, sse, ssn, sbe, sbn, alpha, limit, HAS_SCALE, HAS_BIAS, ACT)
+    tl.store(h_ptr + pair.to(tl.int64) * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
+             mask=imask[None, :])
 
 
 @triton.jit
@@ -513,138 +499,6 @@ def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, N
             extra += wj * bias
     res = tl.sum(acc, axis=1) + extra
     tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
-
-
-@triton.jit
-def _experts_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
-                         sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                         lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps,
-                         w2_ptr, s2_ptr, b2_ptr, out_ptr, sync_ptr, T, stwj, s2e, s2n, s2k, s2se, s2sn, s2be, s2bn,
-                         sot, soh,
-                         TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
-                         HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr,
-                         BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr,
-                         MODE2: tl.constexpr, E5M2_2: tl.constexpr, HAS_SCALE2: tl.constexpr, HAS_BIAS2: tl.constexpr,
-                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPIN: tl.constexpr, MAX_T: tl.constexpr,
-                         TICKET: tl.constexpr, FENCE: tl.constexpr, ROUTE: tl.constexpr = False,
-                         SIGMOID: tl.constexpr = False, HAS_RBIAS: tl.constexpr = False, RNORM: tl.constexpr = False,
-                         SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
-                         BITONIC: tl.constexpr = False, PDL: tl.constexpr = 0):
-    # Both row kernels in one launch, the down work overlapping the gate/up work's tail. A
-    # program's role comes from a ticket (sync[2 * MAX_T], TICKET), taken before the PDL wait, or
-    # from its id (the hardware starts programs in id order): the first T * TOPK * nib tickets
-    # are gate/up programs (_gate_up_rows_part, pair and I block), each of which then counts
-    # itself in sync[t]; the rest are down programs (_down_wait_part) of a token t and BLOCK_N
-    # outputs, which load their weights, wait until sync[t] counts all of t's gate/up programs,
-    # then read h. Tickets go to running programs
-    # only, so a waiting program never waits on one that cannot start; without them a wait
-    # that never ends gives up after SPIN polls and writes NaN.
-    nib = tl.cdiv(NI, BLOCK_I)
-    n_gu = T * TOPK * nib
-    nb = tl.cdiv(H, BLOCK_N)
-    if TICKET:
-        ticket = tl.atomic_add(sync_ptr + 2 * MAX_T, 1, sem="relaxed")
-        if ticket == n_gu + T * nb - 1:  # the last ticket of the launch: the next launch starts from 0
-            tl.atomic_xchg(sync_ptr + 2 * MAX_T, 0, sem="relaxed")
-    else:
-        ticket = tl.program_id(0)
-    pdl_start(PDL)
-    if ticket < n_gu:
-        pair = ticket % (T * TOPK)  # pairs first, as the two-launch grid
-        _gate_up_rows_part(pair, ticket // (T * TOPK), x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
-                           sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                           lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps, TOPK, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT,
-                           RNE, BLOCK_K8, BLOCK_I, BLOCK_H, STAGES, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED,
-                           BLOCK_E, BITONIC)
-        tl.debug_barrier()  # every thread's h stores before the release below
-        tl.atomic_add(sync_ptr + pair // TOPK, 1, sem="release")
-    else:
-        d = ticket - n_gu
-        _down_wait_part(d // nb, d % nb, nb, TOPK * nib, h_ptr, ids_ptr, tw_ptr, w2_ptr, s2_ptr, b2_ptr, out_ptr,
-                        sync_ptr, H, NI, E, sit, sij, stw, stwj, s2e, s2n, s2k, s2se, s2sn, s2be, s2bn, sot, soh,
-                        lg_ptr, rb_ptr, rscale, reps, TOPK, MODE2, E5M2_2, HAS_SCALE2, HAS_BIAS2, RNE, BLOCK_K8,
-                        BLOCK_N, BLOCK_K, SPIN, MAX_T, FENCE, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E,
-                        BITONIC)
-
-
-@triton.jit
-def _down_wait_part(t, nblk, nb, need, h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, sync_ptr, H, NI, E,
-                    sit, sij, stw, stwj, swe, swn, swk, sse, ssn, sbe, sbn, sot, soh, lg_ptr, rb_ptr, rscale, reps,
-                    TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
-                    HAS_BIAS: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr,
-                    BLOCK_K: tl.constexpr, SPIN: tl.constexpr, MAX_T: tl.constexpr, FENCE: tl.constexpr,
-                    ROUTE: tl.constexpr, SIGMOID: tl.constexpr, HAS_RBIAS: tl.constexpr, RNORM: tl.constexpr,
-                    SHARED: tl.constexpr, BLOCK_E: tl.constexpr, BITONIC: tl.constexpr):
-    # Token t, outputs nblk * BLOCK_N..., every slot at once: out[t, n] = sum_j w_j * (s[e_j, n] *
-    # (D[e_j, n] . h[t * TOPK + o_j]) + bias[e_j, n]) (o_j the last slot naming e_j, whose gate/up
-    # program wrote h). The routing (as the gate/up programs route) and the first BLOCK_K
-    # columns of the (slot, output) weight rows load before the wait on sync[t] (need: t's
-    # gate/up programs); the last of t's nb down programs to finish resets sync[t].
-    t = t.to(tl.int64)
-    offs_n = nblk * BLOCK_N + tl.arange(0, BLOCK_N)
-    nmask = offs_n < H
-    q = tl.arange(0, BLOCK_K8)
-    if ROUTE:
-        iv, twq, slots = _route_vals(lg_ptr, t, E, 1, rb_ptr, E - SHARED, rscale, reps, TOPK - SHARED, SIGMOID,
-                                     HAS_RBIAS, RNORM, SHARED, BLOCK_E, BLOCK_K8, BITONIC)
-        idq = tl.where(slots, iv, -1).to(tl.int64)
-    else:
-        idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1).to(tl.int64)
-        twq = tl.load(tw_ptr + t * stw + q * stwj, mask=q < TOPK, other=0.0).to(tl.float32)
-    valid = (idq >= 0) & (idq < E)
-    e = tl.where(valid, idq, 0)
-    twq = tl.where(valid, twq, 0.0)
-    owner = tl.max(tl.where(idq[None, :] == idq[:, None], q[None, :], -1), axis=1)
-    offs_k = tl.arange(0, BLOCK_K)
-    wrows = (w_ptr + e[:, None, None] * swe + offs_n.to(tl.int64)[None, :, None] * swn)
-    wmask = valid[:, None, None] & nmask[None, :, None]
-    raw = _load_raw(wrows + offs_k[None, None, :] * swk, wmask & (offs_k < NI)[None, None, :], MODE)
-    m2 = valid[:, None] & nmask[None, :]
-    if HAS_SCALE:
-        twn = tl.load(s_ptr + e[:, None] * sse + offs_n[None, :] * ssn, mask=m2, other=0.0) * twq[:, None]
-    else:
-        twn = tl.zeros([BLOCK_K8, BLOCK_N], dtype=tl.float32) + twq[:, None]
-    extra = tl.zeros([BLOCK_N], dtype=tl.float32)
-    if HAS_BIAS:
-        extra = tl.sum(tl.load(b_ptr + e[:, None] * sbe + offs_n[None, :] * sbn, mask=m2, other=0.0).to(tl.float32)
-                       * twq[:, None], axis=0)
-    ok = _wait_count(sync_ptr + t, need, SPIN, FENCE)
-    hrows = h_ptr + (t * TOPK + owner)[:, None] * NI
-    valid = (idq >= 0) & (idq < tl.where(ok, E, 0))  # the h loads depend on the fence's result: none issue before it
-    hk = tl.load(hrows + offs_k[None, :], mask=valid[:, None] & (offs_k < NI)[None, :], other=0.0,
-                 cache_modifier=".cg").to(tl.float32)
-    acc = tl.sum(_convert(raw, w_ptr.dtype.element_ty, MODE, E5M2, tl.float32) * hk[:, None, :], axis=2)
-    for k0 in tl.range(BLOCK_K, NI, BLOCK_K):
-        kmask = (k0 + offs_k) < NI
-        raw = _load_raw(wrows + (k0 + offs_k)[None, None, :] * swk, wmask & kmask[None, None, :], MODE)
-        hk = tl.load(hrows + k0 + offs_k[None, :], mask=valid[:, None] & kmask[None, :], other=0.0,
-                     cache_modifier=".cg").to(tl.float32)
-        acc += tl.sum(_convert(raw, w_ptr.dtype.element_ty, MODE, E5M2, tl.float32) * hk[:, None, :], axis=2)
-    res = tl.sum(acc * twn, axis=0) + extra
-    res = tl.where(ok, res, float("nan"))  # a wait that gave up: NaN, never silently wrong values
-    tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
-    if tl.atomic_add(sync_ptr + MAX_T + t, 1, sem="relaxed") == nb - 1:  # t's last down program resets
-        tl.atomic_xchg(sync_ptr + t, 0, sem="relaxed")
-        tl.atomic_xchg(sync_ptr + MAX_T + t, 0, sem="relaxed")
-
-
-@triton.jit
-def _wait_count(ptr, need, SPIN: tl.constexpr, FENCE: tl.constexpr):
-    """Poll the counter at ``ptr`` until it reaches ``need``, then acquire: False if it gave up
-    after ``SPIN`` polls. The polls are plain volatile loads, not atomics, so the arrivals (atomics
-    on the same word) do not queue behind hundreds of programs' polls. ``FENCE``: the acquire as a
-    fence (inline PTX); else one acquiring atomic (Triton's interpreter)."""
-    seen = tl.load(ptr, volatile=True)
-    spins = 0
-    while (seen < need) & (spins < SPIN):
-        seen = tl.load(ptr, volatile=True)
-        spins += 1
-    if FENCE:
-        seen = tl.inline_asm_elementwise("fence.acq_rel.gpu; mov.b32 $0, $1;", "=r,r", [seen], dtype=tl.int32,
-                                         is_pure=False, pack=1)
-    else:
-        seen = tl.atomic_add(ptr, 0, sem="acquire")
-    return seen >= need
 
 
 @triton.jit
@@ -840,25 +694,3 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
         return RowsPlan(16, 16, 16, 16, k8, 4, 1)  # tests: H 40, I 24: several blocks and masked tails
     bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
     return RowsPlan(bi, bh, bn, min(bk, max(16, next_pow2(NI))), k8, warps, stages)
-
-
-#: Up to FUSED_MAX_T tokens (and ROWS_MAX_T) the two row kernels run as one launch,
-#: ``_experts_rows_kernel`` (the sync workspace has counters for this many tokens); 0 or
-#: ``moe.ROWS_FUSED = False``: two launches.
-FUSED_MAX_T = 8
-#: The fused launch's down programs: (outputs a program, elements of the (slot, output, I
-#: column) weight tile loaded before the wait) by weight bytes. Not yet measured.
-FUSED_TUNED = {1: (4, 8192), 2: (2, 8192), 4: (2, 4096)}
-#: Polls of a down program's wait before it gives up (writes NaN; never expected). Triton's
-#: interpreter runs the programs one after another: there the first poll sees the count.
-FUSED_SPIN = 1 if INTERPRET else 1 << 22
-#: The fused launch's roles by tickets (True) or by program id (False).
-FUSED_TICKET = True
-
-
-def fused_down_blocks(k8: int, NI: int, w_bytes: int) -> tuple:
-    """``(BLOCK_N, BLOCK_K)`` of the fused launch's down programs (plain int math)."""
-    if INTERPRET:
-        return 4, 16  # tests: several I chunks, masked tails
-    bn, elems = FUSED_TUNED[w_bytes]
-    return bn, max(16, min(next_pow2(NI), elems // (k8 * bn)))
