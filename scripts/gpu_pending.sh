@@ -354,10 +354,8 @@ case "${1:-1}" in
     | grep -E "graph" | head -20
   timeout 100 python3 -m fastpath.bench linear --only "linear bf16" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -E "graph" | head -30 ;;
-34)  # for the thirty-seventh session: the dot plans' pipelining depth at 4 and 16 rows (matvec.DOT_STAGES, off:
-     # 2048 -> 4096 bf16 ran 0.86-0.87x of F.linear there), Qwen3.6 bf16's record at the final code, then entry 29's
-     # LFM2.5 FP8 prefill A/B
-  # (its DOT_STAGES sweep ran in entry 35; the knob is gone since: no gain)
+34)  # for the thirty-seventh session: Qwen3.6 bf16's record at the final code, then entry 29's LFM2.5 FP8 prefill
+     # A/B (its matvec.DOT_STAGES sweep ran in entry 35; the knob is gone since: no gain)
   timeout 75 python3 -m fastpath bench-decode --config qwen3.6-35b-a3b --random-weights --json "$OUT/decode.jsonl" 2>&1 \
     | grep "tok/s" | tail -1
   lfm_prefill_ab ;;
