@@ -7,7 +7,8 @@ triton 3.6, broke the blocked LU on the GPU while every CPU test passed).
     PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py \
         [linalg|linalg-lu|linalg-rest|batch_norm|all|tests:PATH]
 
-(``tests:tests/ops``: every launch of that part of the test suite.)
+(``tests:tests/ops``: every launch of that part of the test suite. ``COMPILE_PDL=N``: kernels
+with a ``PDL`` constexpr compile with that PDL mode, where the interpreter records 0.)
 
 (It runs itself again with TRITON_INTERPRET=1 to record the launches, then compiles them;
 ``RECORD_PYTHONPATH`` replaces PYTHONPATH for that run, e.g. ``src`` to record with the
@@ -144,11 +145,14 @@ TIMEOUT_S = 120
 def _compile_one(item):
     """(Worker) compile one recorded variant for sm_90: None, or the error."""
     import importlib
+    import os
 
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     name, sig, consts, attrs, opts = item
+    if os.environ.get("COMPILE_PDL") and "PDL" in sig:  # the GPU's PDL mode, not the interpreter's 0
+        consts = {**consts, (list(sig).index("PDL"),): int(os.environ["COMPILE_PDL"])}
     mod, fname = name.rsplit(".", 1)
     fn = getattr(importlib.import_module(mod), fname)
     try:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (45: the thirty-ninth session's late PDL triggers; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -430,4 +430,17 @@ case "${1:-1}" in
   grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
   timeout 120 python3 -m fastpath.bench moe --only "moe layer" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -E "eager|graph" ;;
+45)  # thirty-ninth session: late PDL triggers (FASTPATH_PDL=3: a kernel lets its successor launch as its
+     # programs leave their main loops) and the matrix-vector kernel's first weight tile before its wait
+     # (matvec.PRE_W): compiled decode-path tests under PDL 3, then A/B in one process a config set
+  FASTPATH_PDL=3 timeout 240 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
+    tests/ops/test_linear.py tests/ops/test_moe.py tests/ops/test_attention.py tests/ops/test_rope.py \
+    tests/ops/test_norm.py tests/models tests/engine > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  P=fastpath._core.backend.PDL
+  for cfgs in qwen3-8b qwen3-30b-a3b,qwen3-30b-a3b:fp8; do
+    ab "pdl_ab_${cfgs//[,:]/_}.json" "$cfgs" "exit:$P=1;matvec.PRE_W=False" "exit, first tile:$P=1" \
+      "late:$P=3;matvec.PRE_W=False" "late, tile before wait:$P=3"
+  done
+  ab pdl_ab_hybrids.json lfm2.5-8b-a1b,qwen3.6-35b-a3b "exit:$P=1;matvec.PRE_W=False" "late, tile before wait:$P=3" ;;
 esac

@@ -113,13 +113,15 @@ def capability(index: int) -> tuple:
 #: kernel before them in the stream finishes, then wait for it (``griddepcontrol.wait``)
 #: before touching memory, so the launch latency and the gap between kernels overlap the
 #: first one's tail. ``FASTPATH_PDL``: 0 off; 1 the kernel lets its successor launch only
-#: as its own programs exit; 2 as soon as all its programs have started.
+#: as its own programs exit; 2 as soon as all its programs have started; 3 as its programs
+#: leave their main loops (:func:`pdl_trigger`), and the matrix-vector kernel loads its first
+#: weight tile before its wait (weights are never written by the kernel before it).
 def _pdl_mode(value: str) -> int:
     v = value.strip().lower()
     named = {"": 0, "false": 0, "no": 0, "off": 0, "true": 1, "yes": 1, "on": 1}
-    if v in named or v in ("0", "1", "2"):
+    if v in named or v in ("0", "1", "2", "3"):
         return named[v] if v in named else int(v)
-    raise ValueError(f"FASTPATH_PDL: expected 0, 1 or 2, got {value!r}")
+    raise ValueError(f"FASTPATH_PDL: expected 0, 1, 2 or 3, got {value!r}")
 
 
 PDL = _pdl_mode(os.environ.get("FASTPATH_PDL", "1"))
@@ -155,7 +157,16 @@ def pdl_start(PDL: tl.constexpr):
     its predecessors complete). Nothing when ``PDL`` is 0."""
     if PDL > 0:
         tl.extra.cuda.gdc_wait()
-    if PDL > 1:
+    if PDL == 2:
+        tl.extra.cuda.gdc_launch_dependents()
+
+
+@triton.jit
+def pdl_trigger(PDL: tl.constexpr):
+    """``PDL`` 3: let the next kernel of the stream launch now (placed after a kernel's main
+    loop: its programs then start on the slots this kernel's finished programs leave, and wait
+    in :func:`pdl_start` for this kernel to end). Nothing otherwise."""
+    if PDL == 3:
         tl.extra.cuda.gdc_launch_dependents()
 
 

@@ -9,7 +9,8 @@ import threading
 
 import torch
 
-from .backend import INTERPRET, PDL, pdl_on
+from . import backend
+from .backend import INTERPRET, pdl_on
 
 #: :class:`Launcher`'s cached relaunch, on by default since it passed ``scripts/launch_check.py``
 #: on the H200 (every op's second launch equal to its first); ``FASTPATH_FAST_LAUNCH=0`` turns
@@ -113,7 +114,7 @@ class Launcher:
         dev = None if INTERPRET or torch.compiler.is_compiling() else torch.cuda.current_device()
         if self.pdl:
             on = dev is not None and pdl_on(dev)
-            kwargs = {**kwargs, "PDL": PDL if on else 0, **({"launch_pdl": True} if on else {})}
+            kwargs = {**kwargs, "PDL": backend.PDL if on else 0, **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
             records = getattr(RECORDING, "records", None)
             if records is not None:

@@ -31,7 +31,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, pdl_trigger, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
@@ -169,6 +169,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
                          mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
         acc = acc * alpha[:, None] + _mm(p, vt, DT)
         m_i = m_new
+    pdl_trigger(PDL)
 
     if SPLIT:
         STRIDE: tl.constexpr = BLOCK_R * (BLOCK_DV + 2)
@@ -215,6 +216,7 @@ def _decode_combine_kernel(ws_ptr, out_ptr, g_ptr, Hkv, G, Lq, n_rb, n_split, DV
                          other=float("-inf"))
             jmask = (tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.int32) + j) < n_split
             acc += tl.load(first + j * STRIDE + tile, mask=jmask, other=0.0) * tl.exp2(mj - big)[:, None]
+    pdl_trigger(PDL)
     _finish(acc, l_i, out_ptr, b, head, tok, rmask, offs_c, DV, sob, soh, sol, sod,
             g_ptr, sgb, sgh, sgl, sgd, GATED)
 

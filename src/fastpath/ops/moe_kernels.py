@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton
+from .._core.backend import INTERPRET, num_sms, pdl_start, pdl_trigger, tl, triton
 from .._core.launch import cdiv, next_pow2
 from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
 from .norm import normed_rows, rows_rstd
@@ -198,6 +198,7 @@ def _router_kernel(x_ptr, r_ptr, bias_ptr, lg_ptr, cnt_ptr, w_ptr, ids_ptr, T, H
             b = tl.load(r_cols + offs_k[:, None] * srh, mask=kmask[:, None] & nmask[None, :],
                         other=0.0).to(tl.float32)
         acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    pdl_trigger(PDL)
     acc = _cast(acc, x_ptr.dtype.element_ty, RNE).to(tl.float32)
     tl.store(lg_ptr + offs_t[:, None] * NE + offs_n[None, :], acc, mask=tmask[:, None] & nmask[None, :])
     if ROUTE:
@@ -444,6 +445,7 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
         wk = w_e + offs_k[None, :] * swk
         acc_g += _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
         acc_u += _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+    pdl_trigger(PDL)
     h = _gate_up_finish(tl.sum(acc_g, axis=1)[None, :], tl.sum(acc_u, axis=1)[None, :], s_ptr, b_ptr, e, rows_g,
                         rows_u, imask, sse, ssn, sbe, sbn, alpha, limit, HAS_SCALE, HAS_BIAS, ACT)
     tl.store(h_ptr + pair.to(tl.int64) * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
@@ -497,6 +499,7 @@ def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, N
             bias = tl.load(b_ptr + e * sbe + offs_n * sbn, mask=offs_n < tl.where(k0 == 0, n_lim, 0),
                            other=0.0).to(tl.float32)
             extra += wj * bias
+    pdl_trigger(PDL)
     res = tl.sum(acc, axis=1) + extra
     tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
 

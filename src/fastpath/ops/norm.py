@@ -25,7 +25,7 @@ from typing import Optional, Tuple
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, pdl_start, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, pdl_start, pdl_trigger, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.memo import LaunchMemo
@@ -190,11 +190,13 @@ def _rms_norm_kernel(x_ptr, r_ptr, g_ptr, w_ptr, y_ptr, nr_ptr, n_rows, N, eps,
         mask = rmask[:, None] & cmask[None, :]
         h = _load_rows(x_ptr, r_ptr, nr_ptr, rows64, cols, mask, sxr, sxn, srr, srn, snr, HAS_RES, True)
         rstd = tl.rsqrt(tl.sum(h * h, axis=1) / N + eps)
+        pdl_trigger(PDL)
         _finish(h, rstd, w_ptr, g_ptr, y_ptr, rows64, cols, mask, cmask, sw, sgr, sgn, syr,
                 ZERO_CENTERED, PROD_DT, HAS_GATE, ACT)
     else:
         rstd = rows_rstd(x_ptr, r_ptr, nr_ptr, rows64, rmask, N, sxr, sxn, srr, srn, snr, eps, HAS_RES, True,
                          BLOCK_M, BLOCK_N)
+        pdl_trigger(PDL)
         for start in range(0, N, BLOCK_N):  # x + residual is recomputed: no read of our own writes
             cols = start + tl.arange(0, BLOCK_N)
             cmask = cols < N

@@ -10,7 +10,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import pdl_start, tl, triton, triton_reason, use_triton
+from .._core.backend import pdl_start, pdl_trigger, tl, triton, triton_reason, use_triton
 from .._core.errors import check_tensor
 from .._core.launch import Launcher
 
@@ -30,6 +30,7 @@ def _qkv_rope_kernel(x_ptr, pos_ptr, invf_ptr, qw_ptr, kw_ptr, q_ptr, ck_ptr, cv
     src = x_ptr + b.to(tl.int64) * sxb + t.to(tl.int64) * sxt + h * (2 * HALF)
     x1 = tl.load(src + i)
     x2 = tl.load(src + HALF + i)
+    pdl_trigger(PDL)
     dt = x1.dtype
     if h >= NH + NKV:  # a value head: copied into the cache as it is
         dst = cv_ptr + b.to(tl.int64) * svb + pos * svs + (h - NH - NKV) * svh
