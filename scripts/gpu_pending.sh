@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (45: the thirty-ninth session's late PDL triggers; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (45-46: the thirty-ninth session's late PDL triggers; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -443,4 +443,15 @@ case "${1:-1}" in
       "late:$P=3;matvec.PRE_W=False" "late, tile before wait:$P=3"
   done
   ab pdl_ab_hybrids.json lfm2.5-8b-a1b,qwen3.6-35b-a3b "exit:$P=1;matvec.PRE_W=False" "late, tile before wait:$P=3" ;;
+46)  # thirty-ninth session: late triggers by kernel module (backend.PDL_LATE): compiled tests of the kernels that
+     # took one since 45 (gated delta step, conv1d) and the models under PDL 3, then A/B in one process a config set
+  FASTPATH_PDL=3 timeout 200 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short tests/ops/test_gated_delta.py \
+    tests/ops/test_gated_delta_conv.py tests/ops/test_linear.py tests/models tests/engine > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  P=fastpath._core.backend.PDL L=fastpath._core.backend.PDL_LATE
+  for cfgs in qwen3-8b qwen3-30b-a3b,qwen3-30b-a3b:fp8 lfm2.5-8b-a1b,qwen3.6-35b-a3b; do
+    ab "pdl_late_ab_${cfgs//[,:]/_}.json" "$cfgs" "exit:$P=1" "late:$P=3" \
+      "late, not matvec:$P=3;$L={'attention','moe_kernels','norm','rope','gated_delta','conv1d'}" \
+      "late, matvec only:$P=3;$L={'matvec'}"
+  done ;;
 esac

@@ -114,8 +114,8 @@ def capability(index: int) -> tuple:
 #: before touching memory, so the launch latency and the gap between kernels overlap the
 #: first one's tail. ``FASTPATH_PDL``: 0 off; 1 the kernel lets its successor launch only
 #: as its own programs exit; 2 as soon as all its programs have started; 3 as its programs
-#: leave their main loops (:func:`pdl_trigger`), and the matrix-vector kernel loads its first
-#: weight tile before its wait (weights are never written by the kernel before it).
+#: leave their main loops (:func:`pdl_trigger`), for the kernels of the modules PDL_LATE names
+#: (the others as in mode 1).
 def _pdl_mode(value: str) -> int:
     v = value.strip().lower()
     named = {"": 0, "false": 0, "no": 0, "off": 0, "true": 1, "yes": 1, "on": 1}
@@ -125,6 +125,13 @@ def _pdl_mode(value: str) -> int:
 
 
 PDL = _pdl_mode(os.environ.get("FASTPATH_PDL", "1"))
+#: Kernel modules (the last part of the module's name) whose kernels trigger late in mode 3.
+PDL_LATE = frozenset({"matvec", "attention", "moe_kernels", "norm", "rope", "gated_delta", "conv1d"})
+
+
+def pdl_value(module: str) -> int:
+    """The ``PDL`` constexpr a PDL-launched kernel of ``module`` gets (mode 3 only for PDL_LATE's)."""
+    return 1 if PDL == 3 and module.rsplit(".", 1)[-1] not in PDL_LATE else PDL
 
 
 @functools.lru_cache(maxsize=None)

@@ -98,6 +98,7 @@ class Launcher:
 
     def __init__(self, fn, *, pdl: bool = False):
         self.fn, self.pdl = fn, pdl
+        self.module = getattr(getattr(fn, "fn", fn), "__module__", None) or ""
         self.kernels: dict = {}
         params = getattr(fn, "params", None)
         self.names = [p.name for p in params] if params is not None and not INTERPRET else None
@@ -114,7 +115,7 @@ class Launcher:
         dev = None if INTERPRET or torch.compiler.is_compiling() else torch.cuda.current_device()
         if self.pdl:
             on = dev is not None and pdl_on(dev)
-            kwargs = {**kwargs, "PDL": backend.PDL if on else 0, **({"launch_pdl": True} if on else {})}
+            kwargs = {**kwargs, "PDL": backend.pdl_value(self.module) if on else 0, **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
             records = getattr(RECORDING, "records", None)
             if records is not None:

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import INTERPRET, pdl_start, tl, triton, use_triton
+from .._core.backend import INTERPRET, pdl_start, pdl_trigger, tl, triton, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
@@ -69,6 +69,7 @@ def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
             v += tl.load(sc + (p + S).to(tl.int64)[:, None] * ssl, mask=m & hist[:, None], other=0.0)
         wj = tl.load(w_ptr + offs_c * swc + j * swk, mask=cmask, other=0.0).to(tl.float32)
         acc += v.to(tl.float32) * wj[None, :]
+    pdl_trigger(PDL)
     if HAS_BIAS:
         acc += tl.load(b_ptr + offs_c, mask=cmask, other=0.0).to(tl.float32)[None, :]
     if SILU:

@@ -38,7 +38,7 @@ from typing import Optional, Tuple
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, num_sms, pdl_start, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, num_sms, pdl_start, pdl_trigger, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
@@ -157,6 +157,7 @@ def _recurrent_kernel(q_ptr, k_ptr, v_ptr, g_ptr, b_ptr, o_ptr, si_ptr, so_ptr, 
                     mask=smask, other=0.0).to(tl.float32)
     else:
         S = tl.zeros([BK, BV], dtype=tl.float32)
+    pdl_trigger(PDL)
     decay = 0.0
     dtb = 0.0
     if RAW_GATES:  # Qwen3.5's gating from the raw projections: g = -exp(A_log) softplus(a + dt_bias)

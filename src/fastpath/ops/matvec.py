@@ -206,22 +206,6 @@ def _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw, raw_
 
 
 @triton.jit
-def _first_tile(b_cols, k_lo, k_hi, nmask, sbk, sbn, n_up, B_MODE: tl.constexpr, GLU: tl.constexpr,
-                BLOCK_K: tl.constexpr):
-    """The first K tile's raw weights (and the SwiGLU up half's) with its offsets and masks."""
-    offs_k = (k_lo + tl.arange(0, BLOCK_K)).to(tl.int64)
-    kmask = offs_k < k_hi
-    bmask = kmask[:, None] & nmask[None, :]
-    b_ptrs = b_cols + offs_k[:, None] * sbk
-    b_ptrs_up = b_cols + n_up * sbn + offs_k[:, None] * sbk
-    raw = _load_raw(b_ptrs, bmask, B_MODE)
-    raw_up = raw
-    if GLU:
-        raw_up = _load_raw(b_ptrs_up, bmask, B_MODE)
-    return raw, raw_up, offs_k, kmask, bmask, b_ptrs, b_ptrs_up
-
-
-@triton.jit
 def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr, M, N, K, k_chunk, n_split,
                sam, sak, sbk, sbn, ssa_m, ssa_k, ssb_k, ssb_n, som, son, n_up,
                r_ptr, nw_ptr, nr_ptr, srm, srk, snm, snw, eps,
@@ -232,7 +216,8 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
                GNORM: tl.constexpr = 0, W_FIRST: tl.constexpr = False, KSUM: tl.constexpr = False,
-               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0, PRE_W: tl.constexpr = False):
+               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0):
+    pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
     # eps; with HAS_RES, of a + r, which the programs of column block 0 store into nr): every
     # program first reads the row whole for its rstd (NORM_K columns at a time), then each K
@@ -243,10 +228,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     # program of the column block adds them up).
     # W_FIRST (NORM without NORM_DEFER, no block scales): the first K tile's weights are loaded
     # before the row's sum of squares, so their memory latency overlaps it; that tile is then
-    # taken before the loop, which starts one tile later. PRE_W (no norm of either kind and no
-    # block scales, or W_FIRST): the first tile is taken the same way, and with PDL 3 loaded
-    # before the PDL wait, while the kernel before this one finishes (weights are never what that
-    # kernel writes). PDL 3: the main loop ends with pdl_trigger.
+    # taken before the loop, which starts one tile later.
     # GNORM (one row; a group size): a is RMS-normalised per group of GNORM columns, times the
     # weights nw (GNORM,) and silu(r) (r: the gate, of a's shape), as each K tile (whole groups)
     # is loaded; no prologue.
@@ -278,25 +260,20 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
     row0 = tl.arange(0, 1)  # the deferred norm's row
     ss = tl.zeros([1], dtype=tl.float32)
     k_start = k_lo
-    FIRST: tl.constexpr = (NORM > 0 and W_FIRST and not NORM_DEFER) or (
-        PRE_W and NORM == 0 and GNORM == 0 and not NORM_DEFER and not BLOCKWISE)
-    if PRE_W and PDL == 3 and FIRST:
-        raw, raw_up, offs_k, kmask, bmask, b_ptrs, b_ptrs_up = _first_tile(b_cols, k_lo, k_hi, nmask, sbk, sbn, n_up,
-                                                                           B_MODE, GLU, BLOCK_K)
-    pdl_start(PDL)
-    if FIRST and not (PRE_W and PDL == 3):
-        raw, raw_up, offs_k, kmask, bmask, b_ptrs, b_ptrs_up = _first_tile(b_cols, k_lo, k_hi, nmask, sbk, sbn, n_up,
-                                                                           B_MODE, GLU, BLOCK_K)
-    if FIRST and NORM == 0:  # the first tile taken before the loop (a plain row)
-        a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], A_MODE, A_E5M2,
-                     tl.float32 if S16 else DT)
-        acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw,
-                                               raw_up, True, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K, KSUM)
-        k_start = k_lo + BLOCK_K
     if NORM and not NORM_DEFER:  # (BLOCK_M is 1)
+        if W_FIRST:
+            offs_k = (k_lo + tl.arange(0, BLOCK_K)).to(tl.int64)
+            kmask = offs_k < k_hi
+            bmask = kmask[:, None] & nmask[None, :]
+            b_ptrs = b_cols + offs_k[:, None] * sbk
+            b_ptrs_up = b_cols + n_up * sbn + offs_k[:, None] * sbk
+            raw = _load_raw(b_ptrs, bmask, B_MODE)
+            raw_up = raw
+            if GLU:
+                raw_up = _load_raw(b_ptrs_up, bmask, B_MODE)
         rstd = rows_rstd(a_ptr, r_ptr, nr_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, snm, eps, HAS_RES,
                          False, BLOCK_M, NORM_K)
-        if FIRST:
+        if W_FIRST:
             a = normed_rows(a_ptr, r_ptr, nw_ptr, nr_ptr, nr_ptr, offs_m.to(tl.int64), offs_k,
                             mmask[:, None] & kmask[None, :], kmask, rstd, sam, sak, srm, srk, snm, snw, pid_n == 0,
                             HAS_RES, False, NORM == 2, NORM_DT)
@@ -508,10 +485,6 @@ NORM_ONE_ROW_FMA = (16, 512, 2)
 #: ``rstd``, so the two memory latencies overlap instead of adding up. H200 (knob_ab, 6630a96, with
 #: moe.ROUTER_W_FIRST): Qwen3-30B-A3B FP8 432.7 -> 437.0 tok/s, LFM2.5 FP8 912.0 -> 916.5.
 NORM_W_FIRST = True
-#: Each program takes its first weight tile before its loop; with ``FASTPATH_PDL=3`` (late
-#: triggers) it loads it before its PDL wait, while the kernel before it finishes
-#: (``_mv_kernel``'s PRE_W).
-PRE_W = True
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
@@ -661,5 +634,5 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, KSUM=p.ksum, STAGES=p.stages, num_warps=p.warps,
-        PRE_W=PRE_W, **nflags)
+        **nflags)
     return out
