@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (45-46: the thirty-ninth session's late PDL triggers; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (45-47: the thirty-ninth session's late PDL triggers; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -453,5 +453,14 @@ case "${1:-1}" in
     ab "pdl_late_ab_${cfgs//[,:]/_}.json" "$cfgs" "exit:$P=1" "late:$P=3" \
       "late, not matvec:$P=3;$L={'attention','moe_kernels','norm','rope','gated_delta','conv1d'}" \
       "late, matvec only:$P=3;$L={'matvec'}"
+  done ;;
+47)  # thirty-ninth session: late triggers without the gated delta step's and SwiGLU projections' (matvec.LATE_GLU)
+  P=fastpath._core.backend.PDL L=fastpath._core.backend.PDL_LATE
+  FASTPATH_PDL=3 timeout 100 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py \
+    -k "swiglu or glu" > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  for cfgs in qwen3-8b qwen3-30b-a3b,qwen3-30b-a3b:fp8 lfm2.5-8b-a1b,qwen3.6-35b-a3b; do
+    ab "pdl_late2_ab_${cfgs//[,:]/_}.json" "$cfgs" "exit:$P=1" "late:$P=3" "late, SwiGLU too:$P=3;matvec.LATE_GLU=True" \
+      "late, not matvec:$P=3;$L={'attention','moe_kernels','norm','rope','conv1d'}"
   done ;;
 esac

@@ -126,7 +126,7 @@ def _pdl_mode(value: str) -> int:
 
 PDL = _pdl_mode(os.environ.get("FASTPATH_PDL", "1"))
 #: Kernel modules (the last part of the module's name) whose kernels trigger late in mode 3.
-PDL_LATE = frozenset({"matvec", "attention", "moe_kernels", "norm", "rope", "gated_delta", "conv1d"})
+PDL_LATE = frozenset({"matvec", "attention", "moe_kernels", "norm", "rope", "conv1d"})
 
 
 def pdl_value(module: str) -> int:

@@ -216,7 +216,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
                GNORM: tl.constexpr = 0, W_FIRST: tl.constexpr = False, KSUM: tl.constexpr = False,
-               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0):
+               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0, LATE: tl.constexpr = True):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
     # eps; with HAS_RES, of a + r, which the programs of column block 0 store into nr): every
@@ -318,7 +318,8 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
             acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, 0, 0,
                                                    False, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K,
                                                    KSUM)
-    pdl_trigger(PDL)
+    if LATE:  # (PDL 3: the next kernel may launch now)
+        pdl_trigger(PDL)
     if KD > 1 and not KSUM:
         acc = tl.sum(acc_k, axis=0)[None, :]
         acc_up = tl.sum(acc_k_up, axis=0)[None, :]
@@ -485,6 +486,9 @@ NORM_ONE_ROW_FMA = (16, 512, 2)
 #: ``rstd``, so the two memory latencies overlap instead of adding up. H200 (knob_ab, 6630a96, with
 #: moe.ROUTER_W_FIRST): Qwen3-30B-A3B FP8 432.7 -> 437.0 tok/s, LFM2.5 FP8 912.0 -> 916.5.
 NORM_W_FIRST = True
+#: With ``FASTPATH_PDL=3``: whether a SwiGLU projection (whose next kernel is its down projection)
+#: lets the next kernel launch as its programs leave their loops, like the other projections.
+LATE_GLU = False
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
@@ -634,5 +638,5 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, KSUM=p.ksum, STAGES=p.stages, num_warps=p.warps,
-        **nflags)
+        LATE=LATE_GLU or not glu, **nflags)
     return out
