@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (45-47: the thirty-ninth session's late PDL triggers; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (45-48: the thirty-ninth session's late PDL triggers; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -463,4 +463,8 @@ case "${1:-1}" in
     ab "pdl_late2_ab_${cfgs//[,:]/_}.json" "$cfgs" "exit:$P=1" "late:$P=3" "late, SwiGLU too:$P=3;matvec.LATE_GLU=True" \
       "late, not matvec:$P=3;$L={'attention','moe_kernels','norm','rope','conv1d'}"
   done ;;
+48)  # thirty-ninth session: the projections' late triggers by split (matvec.LATE_SPLIT) on the dense model
+  P=fastpath._core.backend.PDL L=fastpath._core.backend.PDL_LATE
+  ab pdl_split_ab.json qwen3-8b,qwen3-30b-a3b "exit:$P=1" "late, not matvec:$P=3;$L={'attention','moe_kernels','norm','rope','conv1d'}" \
+      "late, split matvec only:$P=3;matvec.LATE_SPLIT=True" "late, unsplit matvec only:$P=3;matvec.LATE_SPLIT=False" ;;
 esac

@@ -489,6 +489,8 @@ NORM_W_FIRST = True
 #: With ``FASTPATH_PDL=3``: whether a SwiGLU projection (whose next kernel is its down projection)
 #: lets the next kernel launch as its programs leave their loops, like the other projections.
 LATE_GLU = False
+#: ... and which plans do: None all, True split-K ones only, False unsplit ones only.
+LATE_SPLIT: Optional[bool] = None
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
@@ -638,5 +640,5 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, KSUM=p.ksum, STAGES=p.stages, num_warps=p.warps,
-        LATE=LATE_GLU or not glu, **nflags)
+        LATE=(LATE_GLU or not glu) and LATE_SPLIT in (None, p.split > 1), **nflags)
     return out
