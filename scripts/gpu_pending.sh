@@ -465,6 +465,6 @@ case "${1:-1}" in
   done ;;
 48)  # thirty-ninth session: the projections' late triggers by split (matvec.LATE_SPLIT) on the dense model
   P=fastpath._core.backend.PDL L=fastpath._core.backend.PDL_LATE
-  ab pdl_split_ab.json qwen3-8b,qwen3-30b-a3b "exit:$P=1" "late, not matvec:$P=3;$L={'attention','moe_kernels','norm','rope','conv1d'}" \
+  ab pdl_split_ab.json qwen3-8b,llama-3-8b,qwen3-30b-a3b "exit:$P=1" "late, not matvec:$P=3;$L={'attention','moe_kernels','norm','rope','conv1d'}" \
       "late, split matvec only:$P=3;matvec.LATE_SPLIT=True" "late, unsplit matvec only:$P=3;matvec.LATE_SPLIT=False" ;;
 esac
