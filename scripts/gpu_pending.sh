@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (45-48: the thirty-ninth session's late PDL triggers; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (45-50: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -467,4 +467,20 @@ case "${1:-1}" in
   P=fastpath._core.backend.PDL L=fastpath._core.backend.PDL_LATE
   ab pdl_split_ab.json qwen3-8b,llama-3-8b,qwen3-30b-a3b "exit:$P=1" "late, not matvec:$P=3;$L={'attention','moe_kernels','norm','rope','conv1d'}" \
       "late, split matvec only:$P=3;matvec.LATE_SPLIT=True" "late, unsplit matvec only:$P=3;matvec.LATE_SPLIT=False" ;;
+49)  # thirty-ninth session, the new default (FASTPATH_PDL=3, late triggers): compiled decode-path tests, the MoE
+     # layer bench rows, then the decode records of the MoE models
+  timeout 200 python3 -m pytest -q -n 12 -p no:cacheprovider -rf --tb=short tests/ops/test_norm_fused.py \
+    tests/ops/test_linear.py tests/ops/test_moe.py tests/ops/test_attention.py tests/ops/test_rope.py tests/ops/test_norm.py \
+    tests/ops/test_gated_delta.py tests/ops/test_gated_delta_conv.py tests/models tests/engine > "$OUT/tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  timeout 120 python3 -m fastpath.bench moe --only "moe layer" --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -E "graph"
+  for cfg in "qwen3-30b-a3b" "qwen3-30b-a3b --fp8" "qwen3.6-35b-a3b" "qwen3.6-35b-a3b --fp8" ${EXTRA_CONFIGS:-}; do
+    timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done ;;
+50)  # thirty-ninth session, the new default: the decode records of the other named models
+  for cfg in "lfm2.5-8b-a1b" "lfm2.5-8b-a1b --fp8" "qwen3-8b" "llama-3-8b" "llama-3-8b --fp8" ${EXTRA_CONFIGS:-}; do
+    timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done ;;
 esac

@@ -124,8 +124,11 @@ def _pdl_mode(value: str) -> int:
     raise ValueError(f"FASTPATH_PDL: expected 0, 1, 2 or 3, got {value!r}")
 
 
-PDL = _pdl_mode(os.environ.get("FASTPATH_PDL", "1"))
-#: Kernel modules (the last part of the module's name) whose kernels trigger late in mode 3.
+PDL = _pdl_mode(os.environ.get("FASTPATH_PDL", "3"))
+#: Kernel modules (the last part of the module's name) whose kernels trigger late in mode 3. H200,
+#: decode A/B (scripts/knob_ab.py, 12 layers, gpu_pending 46-48): against mode 1, Qwen3-30B-A3B
+#: +1.5-2.2%, LFM2.5 / Qwen3.6 +0.9-1.3%, the 8B dense models +0.4% (the projections' trigger only
+#: where they do not split K: with it, -1.8%); the gated delta step's trigger cost Qwen3.6 2%.
 PDL_LATE = frozenset({"matvec", "attention", "moe_kernels", "norm", "rope", "conv1d"})
 
 

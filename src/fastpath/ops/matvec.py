@@ -489,8 +489,9 @@ NORM_W_FIRST = True
 #: With ``FASTPATH_PDL=3``: whether a SwiGLU projection (whose next kernel is its down projection)
 #: lets the next kernel launch as its programs leave their loops, like the other projections.
 LATE_GLU = False
-#: ... and which plans do: None all, True split-K ones only, False unsplit ones only.
-LATE_SPLIT: Optional[bool] = None
+#: ... and which plans do: None all, True split-K ones only, False unsplit ones only (H200,
+#: gpu_pending 48: split-K ones triggering late cost the 8B dense models 1.8%).
+LATE_SPLIT: Optional[bool] = False
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
