@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (45-50: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (45-51: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -483,4 +483,8 @@ case "${1:-1}" in
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;
+51)  # thirty-ninth session: split-K projections' trigger in the last program, as it combines (matvec.LATE_SPLIT)
+  P=fastpath._core.backend.PDL
+  ab pdl_last_ab.json qwen3-8b,llama-3-8b,qwen3-30b-a3b,qwen3-30b-a3b:fp8 "exit:$P=1" "late (default):" \
+    "late, split-K in the last program:matvec.LATE_SPLIT='last'" ;;
 esac
