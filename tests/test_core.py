@@ -222,18 +222,20 @@ class _FakePdlJit(_FakeJit):
     params = [_FakeParam(n) for n in ("x_ptr", "n", "BLOCK", "PDL")]
 
 
-@pytest.mark.parametrize("mode,cap,hip,expect", [(1, (9, 0), None, 1), (2, (10, 0), None, 2), (1, (8, 9), None, 0),
-                                                 (0, (9, 0), None, 0), (1, (9, 0), "6.2", 0)])
-def test_pdl_launch_only_where_the_gpu_has_it(monkeypatch, mode, cap, hip, expect):
+@pytest.mark.parametrize("mode,cap,hip,late,expect", [
+    (1, (9, 0), None, True, 1), (2, (10, 0), None, True, 2), (1, (8, 9), None, True, 0), (0, (9, 0), None, True, 0),
+    (1, (9, 0), "6.2", True, 0), (3, (9, 0), None, True, 3), (3, (9, 0), None, False, 1), (3, (8, 9), None, True, 0)])
+def test_pdl_launch_only_where_the_gpu_has_it(monkeypatch, mode, cap, hip, late, expect):
     """``Launcher(fn, pdl=True)``: PDL=mode and launch_pdl on NVIDIA capability 9.0+, PDL=0 and
-    a plain launch elsewhere (older GPUs, ROCm, FASTPATH_PDL=0); the fast relaunch passes the
-    same PDL value as the first, compiling launch."""
+    a plain launch elsewhere (older GPUs, ROCm, FASTPATH_PDL=0); mode 3 only for kernels of the
+    modules PDL_LATE names (mode 1 for the others); the fast relaunch passes the same PDL value
+    as the first, compiling launch."""
     from fastpath._core import backend, launch
     monkeypatch.setattr(launch, "INTERPRET", False)
     monkeypatch.setattr(backend, "INTERPRET", False)
     monkeypatch.setattr(launch, "FAST_LAUNCH", True)
-    monkeypatch.setattr(launch, "PDL", mode)
     monkeypatch.setattr(backend, "PDL", mode)
+    monkeypatch.setattr(backend, "PDL_LATE", frozenset({"test_core"} if late else {"matvec"}))
     monkeypatch.setattr(backend, "capability", lambda index: cap)
     monkeypatch.setattr(backend, "triton_reason", lambda device: None)
     monkeypatch.setattr(torch.version, "hip", hip)
@@ -271,9 +273,9 @@ def test_pdl_reason_for_info(monkeypatch, mode, cap, hip, expect):
 
 def test_pdl_mode_from_the_environment():
     from fastpath._core.backend import _pdl_mode
-    assert [_pdl_mode(v) for v in ("0", "1", "2", " 2 ", "no", "Yes", "")] == [0, 1, 2, 2, 0, 1, 0]
-    with pytest.raises(ValueError, match="FASTPATH_PDL: expected 0, 1 or 2, got '3'"):
-        _pdl_mode("3")
+    assert [_pdl_mode(v) for v in ("0", "1", "2", " 2 ", "3", "no", "Yes", "")] == [0, 1, 2, 2, 3, 0, 1, 0]
+    with pytest.raises(ValueError, match="FASTPATH_PDL: expected 0, 1, 2 or 3, got '4'"):
+        _pdl_mode("4")
 
 
 def test_workspace_outlives_inference_mode():
