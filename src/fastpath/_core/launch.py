@@ -115,7 +115,8 @@ class Launcher:
         dev = None if INTERPRET or torch.compiler.is_compiling() else torch.cuda.current_device()
         if self.pdl:
             on = dev is not None and pdl_on(dev)
-            kwargs = {**kwargs, "PDL": backend.pdl_value(self.module) if on else 0, **({"launch_pdl": True} if on else {})}
+            kwargs = {**kwargs, "PDL": backend.pdl_value(self.module) if on else 0,
+                      **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
             records = getattr(RECORDING, "records", None)
             if records is not None:
