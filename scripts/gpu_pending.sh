@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (45-51: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -487,4 +487,9 @@ case "${1:-1}" in
   P=fastpath._core.backend.PDL
   ab pdl_last_ab.json qwen3-8b,llama-3-8b,qwen3-30b-a3b,qwen3-30b-a3b:fp8 "exit:$P=1" "late (default):" \
     "late, split-K in the last program:matvec.LATE_SPLIT='last'" ;;
+52)  # thirty-ninth session: two projections back to back in a graph under the late-trigger settings
+  P=fastpath._core.backend.PDL
+  timeout 240 python3 scripts/pdl_pair_probe.py --rounds 3 --variant "exit:$P=1" --variant "late (default):" \
+    --variant "late, split-K too:matvec.LATE_SPLIT=None" --variant "late, split-K in the last program:matvec.LATE_SPLIT='last'" \
+    2>&1 | grep -v -i warn | tee "$OUT/pdl_pair_probe.log" ;;
 esac

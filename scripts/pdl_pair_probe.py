@@ -1,0 +1,83 @@
+"""Two one-row projections back to back in a CUDA graph, timed under settings of the late PDL
+trigger (``FASTPATH_PDL=3``): does a projection that lets its successor launch early slow that
+successor down? (The thirty-ninth session's guess: a split-K projection's successor crowds the
+multiprocessors its first finished programs free.)
+
+    PYTHONPATH=src python3 scripts/pdl_pair_probe.py [--pairs 12288x4096:4096x6144,...] [--rounds 3]
+        [--variant "name:module.KNOB=value;..."]...
+
+A pair ``K1xN1:K2xN2`` runs ``y = linear(x, W1)`` (W1 N1 x K1) then ``linear(y or x2, W2)`` (the
+first output feeds the second when K2 == N1), bf16, 20 pairs a graph replay; prints us a pair,
+variants alternated round by round (knobs as in scripts/knob_ab.py).
+"""
+import argparse
+
+import torch
+
+from fastpath._core import memo
+from fastpath.ops.linear import linear
+from knob_ab import parse
+
+DEFAULT_PAIRS = "12288x4096:4096x6144,4096x4096:4096x24576,4096x2048:2048x5120,12288x4096:4096x4096"
+
+
+def pair_us(k1: int, n1: int, k2: int, n2: int, reps: int = 20, replays: int = 20) -> float:
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(0)
+    x = torch.randn(1, k1, device=dev, generator=g).bfloat16()
+    w1 = (torch.randn(n1, k1, device=dev, generator=g) / k1 ** 0.5).bfloat16()
+    w2 = (torch.randn(n2, k2, device=dev, generator=g) / k2 ** 0.5).bfloat16()
+    x2 = torch.randn(1, k2, device=dev, generator=g).bfloat16()
+
+    def step():
+        y = linear(x, w1)
+        return linear(y if k2 == n1 else x2, w2)
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(reps):
+            step()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / reps)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pairs", default=DEFAULT_PAIRS)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--variant", action="append", default=[])
+    args = p.parse_args()
+    memo.ENABLED = False  # a replayed eager call would keep the first variant's launches
+    variants = [parse(v) for v in args.variant] or [parse("default:")]
+    defaults = {(m, a): getattr(m, a) for _, sets in variants for m, a, _ in sets}
+    for spec in args.pairs.split(","):
+        (k1, n1), (k2, n2) = [tuple(int(v) for v in part.split("x")) for part in spec.split(":")]
+        for rnd in range(args.rounds):
+            for name, sets in variants:
+                for (m, a), v in defaults.items():
+                    setattr(m, a, v)
+                for m, a, v in sets:
+                    setattr(m, a, v)
+                print(f"{spec:24s} round {rnd} {name:28s} {pair_us(k1, n1, k2, n2):8.2f} us a pair", flush=True)
+    for (m, a), v in defaults.items():
+        setattr(m, a, v)
+
+
+if __name__ == "__main__":
+    main()
