@@ -8,7 +8,8 @@ multiprocessors its first finished programs free.)
 
 A pair ``K1xN1:K2xN2`` runs ``y = linear(x, W1)`` (W1 N1 x K1) then ``linear(y or x2, W2)`` (the
 first output feeds the second when K2 == N1), bf16, 20 pairs a graph replay; prints us a pair,
-variants alternated round by round (knobs as in scripts/knob_ab.py).
+variants alternated round by round (knobs as in scripts/knob_ab.py; the graph timed as in
+scripts/tune_batch_norm.py, median of 20 replays).
 """
 import argparse
 
@@ -17,6 +18,7 @@ import torch
 from fastpath._core import memo
 from fastpath.ops.linear import linear
 from knob_ab import parse
+from tune_batch_norm import graph_us
 
 DEFAULT_PAIRS = "12288x4096:4096x6144,4096x4096:4096x24576,4096x2048:2048x5120,12288x4096:4096x4096"
 
@@ -29,32 +31,12 @@ def pair_us(k1: int, n1: int, k2: int, n2: int, reps: int = 20, replays: int = 2
     w2 = (torch.randn(n2, k2, device=dev, generator=g) / k2 ** 0.5).bfloat16()
     x2 = torch.randn(1, k2, device=dev, generator=g).bfloat16()
 
-    def step():
-        y = linear(x, w1)
-        return linear(y if k2 == n1 else x2, w2)
-
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    def pairs():
         for _ in range(reps):
-            step()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        graph.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / reps)
-    times.sort()
-    return times[len(times) // 2]
+            y = linear(x, w1)
+            linear(y if k2 == n1 else x2, w2)
+
+    return graph_us(pairs, None, replays) / reps
 
 
 def main() -> None:
