@@ -483,7 +483,8 @@ case "${1:-1}" in
     timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
       | grep "tok/s" | tail -1
   done ;;
-51)  # thirty-ninth session: split-K projections' trigger in the last program, as it combines (matvec.LATE_SPLIT)
+51)  # thirty-ninth session: split-K projections' trigger in the last program, as it combines (matvec.LATE_SPLIT='last',
+     # as at 03fc294; removed after this run: slower on the dense models)
   P=fastpath._core.backend.PDL
   ab pdl_last_ab.json qwen3-8b,llama-3-8b,qwen3-30b-a3b,qwen3-30b-a3b:fp8 "exit:$P=1" "late (default):" \
     "late, split-K in the last program:matvec.LATE_SPLIT='last'" ;;

@@ -216,7 +216,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
                GNORM: tl.constexpr = 0, W_FIRST: tl.constexpr = False, KSUM: tl.constexpr = False,
-               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0, LATE: tl.constexpr = 1):
+               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0, LATE: tl.constexpr = True):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
     # eps; with HAS_RES, of a + r, which the programs of column block 0 store into nr): every
@@ -318,7 +318,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
             acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, 0, 0,
                                                    False, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K,
                                                    KSUM)
-    if LATE == 1:  # (PDL 3: the next kernel may launch now; LATE 2: once split-K's last program combines)
+    if LATE:  # (PDL 3: the next kernel may launch now)
         pdl_trigger(PDL)
     if KD > 1 and not KSUM:
         acc = tl.sum(acc_k, axis=0)[None, :]
@@ -336,8 +336,6 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
         tl.debug_barrier()  # every thread's partial is written before the release below
         if tl.atomic_add(cnt_ptr + pid_n, 1, sem="acq_rel") == n_split - 1:
             tl.atomic_xchg(cnt_ptr + pid_n, 0)
-            if LATE == 2:
-                pdl_trigger(PDL)
             acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
             acc_up = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
             ss = tl.zeros([1], dtype=tl.float32)
@@ -492,18 +490,10 @@ NORM_W_FIRST = True
 #: lets the next kernel launch as its programs leave their loops, like the other projections.
 LATE_GLU = False
 #: ... and which plans do: None all, True split-K ones only, False unsplit ones only (H200,
-#: gpu_pending 48: split-K ones triggering late cost the 8B dense models 1.8%); "last": unsplit
-#: ones after their loops, split-K ones in the last program of a column block, as it combines.
-LATE_SPLIT: Optional[object] = False
-
-
-def _late(glu: bool, split: bool) -> int:
-    """``_mv_kernel``'s LATE: 0 no trigger, 1 after the main loop, 2 in split-K's last program."""
-    if glu and not LATE_GLU:
-        return 0
-    if LATE_SPLIT == "last":
-        return 2 if split else 1
-    return int(LATE_SPLIT is None or LATE_SPLIT == split)
+#: gpu_pending 48: split-K ones triggering late cost the 8B dense models 1.8%, the loss their
+#: successor's: scripts/pdl_pair_probe.py; placed in the last program of a column block, as it
+#: combines, still 0.9%: gpu_pending 51).
+LATE_SPLIT: Optional[bool] = False
 
 
 def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch.dtype],
@@ -653,5 +643,5 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, KSUM=p.ksum, STAGES=p.stages, num_warps=p.warps,
-        LATE=_late(glu, p.split > 1), **nflags)
+        LATE=(LATE_GLU or not glu) and LATE_SPLIT in (None, p.split > 1), **nflags)
     return out
