@@ -37,11 +37,24 @@ def parse(spec: str) -> tuple:
     return name, out
 
 
+def knob_defaults(variants: list) -> dict:
+    """The current value of every knob any of ``variants`` (``parse`` results) sets."""
+    return {(m, a): getattr(m, a) for _, sets in variants for m, a, _ in sets}
+
+
+def apply(defaults: dict, sets=()) -> None:
+    """Every knob back to ``defaults``, then ``sets`` (one variant's assignments) on top."""
+    for (m, a), v in defaults.items():
+        setattr(m, a, v)
+    for m, a, v in sets:
+        setattr(m, a, v)
+
+
 def run(configs: list, variants: list, rounds: int = 2, json_path=None, layers: int = 0, **bench_kw) -> list:
     """Decode tok/s of every (config, round, variant); ``variants``: ``parse`` results; ``layers``: cut
     the configs to that many layers (0: all); ``bench_kw``: batch, prompt_len, new_tokens of the runs."""
     memo.ENABLED = False  # a replay of an eager call would keep the first variant's launches
-    defaults = {(m, a): getattr(m, a) for _, sets in variants for m, a, _ in sets}
+    defaults = knob_defaults(variants)
     rows = []
     for name in configs:
         cfg = named(name.split(":")[0])
@@ -49,18 +62,14 @@ def run(configs: list, variants: list, rounds: int = 2, json_path=None, layers: 
         model = bench.random_model(cfg, device=torch.device("cuda"), dtype=torch.bfloat16, fp8=name.endswith(":fp8"))
         for rnd in range(rounds):
             for variant, sets in variants:
-                for (m, a), v in defaults.items():
-                    setattr(m, a, v)
-                for m, a, v in sets:
-                    setattr(m, a, v)
+                apply(defaults, sets)
                 r = bench.run(model, repeats=1, **bench_kw)  # (rounds alternate the variants instead)
                 rows.append(dict(config=name, variant=variant, round=rnd, decode_tps=r["decode_tps"]))
                 print(f"{name:20s} {variant:28s} decode {r['decode_tps']:6.1f} tok/s", flush=True)
                 if json_path:  # after every run: a call cut short keeps what it measured
                     with open(json_path, "w") as f:
                         json.dump(rows, f, indent=1)
-        for (m, a), v in defaults.items():
-            setattr(m, a, v)
+        apply(defaults)
         model = None
         torch.cuda.empty_cache()
     return rows

@@ -17,7 +17,7 @@ import torch
 
 from fastpath._core import memo
 from fastpath.ops.linear import linear
-from knob_ab import parse
+from knob_ab import apply, knob_defaults, parse
 from tune_batch_norm import graph_us
 
 DEFAULT_PAIRS = "12288x4096:4096x6144,4096x4096:4096x24576,4096x2048:2048x5120,12288x4096:4096x4096"
@@ -47,18 +47,14 @@ def main() -> None:
     args = p.parse_args()
     memo.ENABLED = False  # a replayed eager call would keep the first variant's launches
     variants = [parse(v) for v in args.variant] or [parse("default:")]
-    defaults = {(m, a): getattr(m, a) for _, sets in variants for m, a, _ in sets}
+    defaults = knob_defaults(variants)
     for spec in args.pairs.split(","):
         (k1, n1), (k2, n2) = [tuple(int(v) for v in part.split("x")) for part in spec.split(":")]
         for rnd in range(args.rounds):
             for name, sets in variants:
-                for (m, a), v in defaults.items():
-                    setattr(m, a, v)
-                for m, a, v in sets:
-                    setattr(m, a, v)
+                apply(defaults, sets)
                 print(f"{spec:24s} round {rnd} {name:28s} {pair_us(k1, n1, k2, n2):8.2f} us a pair", flush=True)
-    for (m, a), v in defaults.items():
-        setattr(m, a, v)
+    apply(defaults)
 
 
 if __name__ == "__main__":

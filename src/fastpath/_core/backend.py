@@ -126,9 +126,10 @@ def _pdl_mode(value: str) -> int:
 
 PDL = _pdl_mode(os.environ.get("FASTPATH_PDL", "3"))
 #: Kernel modules (the last part of the module's name) whose kernels trigger late in mode 3. H200,
-#: decode A/B (scripts/knob_ab.py, 12 layers, gpu_pending 46-48): against mode 1, Qwen3-30B-A3B
-#: +1.5-2.2%, LFM2.5 / Qwen3.6 +0.9-1.3%, the 8B dense models +0.4% (the projections' trigger only
-#: where they do not split K: with it, -1.8%); the gated delta step's trigger cost Qwen3.6 2%.
+#: decode A/B (scripts/knob_ab.py, 12 layers, gpu_pending 47-51): against mode 1, Qwen3-30B-A3B
+#: +1.5-2.0%, the 8B dense models +0.4-0.7% (the projections' trigger only where they do not split
+#: K: with it, -1.8%), LFM2.5 / Qwen3.6 +1.2-1.3% (split-K ones too); the gated delta step's
+#: trigger (kept in its kernel, off here) cost Qwen3.6 2%.
 PDL_LATE = frozenset({"matvec", "attention", "moe_kernels", "norm", "rope", "conv1d"})
 
 
