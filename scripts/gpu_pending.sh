@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (53: the fortieth session's L2 prefetch on a side stream; 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (54: the fortieth session's split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -493,11 +493,11 @@ case "${1:-1}" in
   timeout 240 python3 scripts/pdl_pair_probe.py --rounds 3 --variant "exit:$P=1" --variant "late (default):" \
     --variant "late, split-K too:matvec.LATE_SPLIT=None" --variant "late, split-K in the last program:matvec.LATE_SPLIT='last'" \
     2>&1 | grep -v -i warn | tee "$OUT/pdl_pair_probe.log" ;;
-53)  # fortieth session: the output projection's weights asked into L2 on a side stream during rotary / attention
-  timeout 150 python3 -m pytest -q -n 4 -p no:cacheprovider -rf --tb=short tests/engine/test_engine.py \
-    > "$OUT/tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-  T=fastpath.models.transformer.L2_PREFETCH=True
-  ab l2_prefetch_ab.json qwen3-8b,llama-3-8b,qwen3-30b-a3b,qwen3-30b-a3b:fp8 "off:" "bulk 32:$T" \
-    "bulk 128:$T;fastpath._core.prefetch.PROGRAMS=128" "loads 128:$T;fastpath._core.prefetch.MODE=2;fastpath._core.prefetch.PROGRAMS=128" ;;
+54)  # fortieth session: the split-K trigger's successor loss against the successor's programs a multiprocessor
+  P=fastpath._core.backend.PDL; S="matvec.LATE_SPLIT=None"; W=matvec.W16_ONE_ROW_FMA
+  timeout 300 python3 scripts/pdl_pair_probe.py --rounds 2 --resources --pairs 12288x4096:4096x6144,12288x4096:4096x4096 \
+    --variant "late (default):" --variant "late, split-K too:$S" \
+    --variant "5 stages:$W=(16,512,2,5)" --variant "5 stages, split-K too:$W=(16,512,2,5);$S" \
+    --variant "4 a SM:$W=(16,512,4,3)" --variant "4 a SM, split-K too:$W=(16,512,4,3);$S" \
+    2>&1 | grep -v -i warn | tee "$OUT/pdl_pair_probe.log" ;;
 esac

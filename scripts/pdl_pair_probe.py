@@ -17,6 +17,7 @@ import torch
 
 from fastpath._core import memo
 from fastpath.ops.linear import linear
+from fastpath.ops.matvec import _MV
 from knob_ab import apply, knob_defaults, parse
 from tune_batch_norm import graph_us
 
@@ -39,11 +40,22 @@ def pair_us(k1: int, n1: int, k2: int, n2: int, reps: int = 20, replays: int = 2
     return graph_us(pairs, None, replays) / reps
 
 
+def resources() -> None:
+    """Each compiled matrix-vector kernel's blocks, stages, warps, registers a thread and shared
+    memory a program (what bounds its programs a multiprocessor)."""
+    for key, (kernel, _) in _MV.kernels.items():
+        kw = dict(item for item in key[2] if isinstance(item, tuple) and len(item) == 2)
+        blocks = {k: kw.get(k) for k in ("BLOCK_N", "BLOCK_K", "STAGES", "SPLIT", "num_warps")}
+        print(f"    {blocks} registers {getattr(kernel, 'n_regs', '?')} shared {kernel.metadata.shared} B", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pairs", default=DEFAULT_PAIRS)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--variant", action="append", default=[])
+    p.add_argument("--resources", action="store_true",
+                   help="after each variant's first pair: registers, shared memory and blocks of every matvec kernel compiled")
     args = p.parse_args()
     memo.ENABLED = False  # a replayed eager call would keep the first variant's launches
     variants = [parse(v) for v in args.variant] or [parse("default:")]
@@ -54,6 +66,8 @@ def main() -> None:
             for name, sets in variants:
                 apply(defaults, sets)
                 print(f"{spec:24s} round {rnd} {name:28s} {pair_us(k1, n1, k2, n2):8.2f} us a pair", flush=True)
+                if args.resources and rnd == 0:
+                    resources()
     apply(defaults)
 
 

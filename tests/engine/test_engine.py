@@ -189,31 +189,3 @@ def test_cli_bench_decode_on_a_checkpoint(capsys, tmp_path, reference_paths):
     assert rec["model"] == "default" and rec["decode_tps"] > 0 and rec["new_tokens"] == 4
     if DEVICE.type == "cuda":  # with the roofline fraction
         assert 0 < rec["pct_roofline"]
-
-
-def test_l2_prefetch_leaves_tokens_and_logits_alone(monkeypatch, reference_paths):
-    """The output projections' L2 prefetch on a side stream (``transformer.L2_PREFETCH``; on a
-    GPU of compute capability 9.0+ it forks and joins inside the captured step, elsewhere it is
-    inert): greedy tokens equal transformers' step-by-step ones, each decode's logits those
-    of the same model without the prefetch."""
-    from fastpath._core import prefetch
-    from fastpath.models import transformer
-    model = load(DEFAULT_MODEL, device=DEVICE, dtype=torch.float32, progress=False)
-    prompt = [5, 17, 99, 3]
-    monkeypatch.setattr(transformer, "L2_PREFETCH", True)
-    for mode in (1, 2):
-        monkeypatch.setattr(prefetch, "MODE", mode)
-        got = [r[0] for r in Engine(model, max_seq=48).generate_step([prompt], 20)]
-        hf = transformers.AutoModelForCausalLM.from_pretrained(DEFAULT_MODEL, dtype=torch.float32).eval()
-        ids = list(prompt)
-        with torch.no_grad():
-            for _ in range(20):
-                ids.append(int(hf(torch.tensor([ids])).logits[0, -1].argmax()))
-        assert got == ids[len(prompt):], f"MODE {mode}"
-    model.setup_cache(1, 16)
-    tok, pos = torch.tensor([7], device=DEVICE), torch.tensor([0], device=DEVICE)
-    on = model.decode(tok, pos)
-    model.setup_cache(1, 16)
-    monkeypatch.setattr(transformer, "L2_PREFETCH", False)
-    torch.testing.assert_close(on, model.decode(tok, pos), rtol=0, atol=0)
-    assert model._prefetcher().active == prefetch.prefetch_on(DEVICE)

@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._core.prefetch import Prefetcher
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.attention_prefill import prefill_attention
 from ..ops.linear import group_rms_norm_linear, linear, linear_swiglu, rms_norm_linear
@@ -25,10 +24,6 @@ from ..ops.moe import fused_experts, rms_norm_moe, route, router
 from ..ops.norm import rms_norm as fused_rms_norm
 from ..ops.rope import qkv_rope
 from .config import ModelConfig, rope_inv_freq
-
-#: Decode: the output projection's weights asked into L2 on a side stream while rotary and
-#: attention run (:class:`~fastpath._core.prefetch.Prefetcher`).
-L2_PREFETCH = False
 
 
 def _buf(module: nn.Module, name: str, shape, dtype, device) -> None:
@@ -196,13 +191,6 @@ class CachedLM(nn.Module):
     batch = max_seq = 0
     zero_centered = False  # RMSNorm weights stored around 0 (``y = n * (1 + w)``)
 
-    def _prefetcher(self) -> Prefetcher:
-        """This model's :class:`~fastpath._core.prefetch.Prefetcher` (made on first use)."""
-        pf = getattr(self, "_pf", None)
-        if pf is None:
-            pf = self._pf = Prefetcher(self.device)
-        return pf
-
     def _normed_head(self, d: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """The logits of ``rms_norm(d + h)``: the final norm inside the LM head's kernel."""
         eps, zc = self.cfg.rms_norm_eps, self.zero_centered
@@ -294,18 +282,13 @@ class Transformer(CachedLM):
         if kv_len is None:
             kv_len = (pos + 1).to(torch.int32)
         pos2 = pos[:, None]
-        pf = self._prefetcher() if L2_PREFETCH else None
 
         def attend(i, layer, d, h):
             ck, cv = self.cache_k[i][:B], self.cache_v[i][:B]
             q, h = layer.project(d, h, pos2, self.inv_freq, ck, cv)
-            if pf is not None:
-                pf.fetch(layer.o.weight)
             a = scaled_dot_product_attention(q.transpose(1, 2), ck.transpose(1, 2), cv.transpose(1, 2),
                                              enable_gqa=True, kv_len=kv_len, window=self.cfg.sliding_window)
             return a.reshape(B, 1, -1), h
 
         d, h = self._layers(F.embedding(tokens[:, None], self.embed), attend)
-        if pf is not None:
-            pf.join()
         return self._normed_head(d[:, 0], h[:, 0])
