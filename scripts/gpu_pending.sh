@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (54: the fortieth session's split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (55: the fortieth session's grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -500,4 +500,6 @@ case "${1:-1}" in
     --variant "5 stages:$W=(16,512,2,5)" --variant "5 stages, split-K too:$W=(16,512,2,5);$S" \
     --variant "4 a SM:$W=(16,512,4,3)" --variant "4 a SM, split-K too:$W=(16,512,4,3);$S" \
     2>&1 | grep -v -i warn | tee "$OUT/pdl_pair_probe.log" ;;
+55)  # fortieth session: grouped_mm's decode-like plan swept (issue 4's one-token gate/up, 13 us)
+  timeout 300 python3 scripts/tune_grouped_mm.py --tokens 1,8 --rounds 2 2>&1 | grep -v -i warn | tee "$OUT/tune_grouped_mm.log" ;;
 esac

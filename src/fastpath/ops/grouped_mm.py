@@ -133,6 +133,9 @@ BLOCKS_OVERRIDE: Optional[tuple] = None
 #: Tests set this: force the fp8 decoding ("native" loads float8, "bits" decodes uint8).
 FP8_DECODE: Optional[str] = None
 GROUP_M = 8
+#: (BLOCK_N, BLOCK_K, warps, stages) where groups hold at most 32 rows on average (decode-like:
+#: weight streaming, narrow column tiles for more programs).
+DECODE_PLAN = (64, 128, 4, 4)
 
 
 def blocks(rows_per_group: int, dtype: torch.dtype) -> tuple:
@@ -140,7 +143,7 @@ def blocks(rows_per_group: int, dtype: torch.dtype) -> tuple:
     (a function of the shapes, not of ``offs``) and the ``tl.dot`` operand dtype."""
     bm = min(128, max(16, next_pow2(rows_per_group)))
     if bm <= 32:  # decode-like: weight streaming; narrower column tiles, more programs
-        bn, bk, warps, stages = 64, 128, 4, 4
+        bn, bk, warps, stages = DECODE_PLAN
     elif bm == 64:
         bn, bk, warps, stages = 128, 64, 4, 4
     else:
