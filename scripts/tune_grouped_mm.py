@@ -1,9 +1,10 @@
-"""GPU sweep of ``grouped_mm``'s decode-like plan (``grouped_mm.DECODE_PLAN``: BLOCK_N, BLOCK_K,
-warps, stages) on the moe bench's ``grouped_mm gate_up`` inputs (Qwen3-30B-A3B: 128 experts,
+"""GPU sweep of ``grouped_mm``'s decode-like plans (``--knob DECODE_PLAN``, the tiled kernel's, or
+``ROWS_PLAN``, its one-row mode, switched on by ``ROWS_MAX``: BLOCK_N, BLOCK_K, warps, stages) on the moe bench's ``grouped_mm gate_up`` inputs (Qwen3-30B-A3B: 128 experts,
 top-8, hidden 2048, expert width 768, bf16), one CUDA graph a call, L2 flushed before each
 replay; ``torch._grouped_mm`` in the same run for the ratio.
 
     PYTHONPATH=src python3 scripts/tune_grouped_mm.py [--tokens 1,8] [--plans "[(64,128,4,4),...]"] [--rounds 2]
+        [--knob ROWS_PLAN]
 """
 import argparse
 import ast
@@ -26,12 +27,14 @@ def main() -> None:
     p.add_argument("--tokens", default="1,8")
     p.add_argument("--plans", default=None)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--knob", default="DECODE_PLAN", choices=["DECODE_PLAN", "ROWS_PLAN"])
     args = p.parse_args()
     memo.ENABLED = False
     dev = torch.device("cuda")
     flush = _flush_buffer(dev)
     plans = ast.literal_eval(args.plans) if args.plans else PLANS
-    default = G.DECODE_PLAN
+    default, rows_max = getattr(G, args.knob), G.ROWS_MAX
+    G.ROWS_MAX = 1e9 if args.knob == "ROWS_PLAN" else None
     for T in (int(t) for t in args.tokens.split(",")):
         a, b, offs = _gmm_inputs((T,) + QWEN3_30B, "bfloat16", dev, 0)
         ref = torch._grouped_mm(a, b, offs=offs)
@@ -39,15 +42,16 @@ def main() -> None:
             torch_us = graph_us(lambda: torch._grouped_mm(a, b, offs=offs), lambda: flush.sum(), 50)
             print(f"tokens {T} round {rnd} torch._grouped_mm {torch_us:7.2f} us", flush=True)
             for plan in plans:
-                G.DECODE_PLAN = plan
+                setattr(G, args.knob, plan)
                 try:
                     err = (G.grouped_mm(a, b, offs=offs).float() - ref.float()).abs().max().item()
                     us = graph_us(lambda: G.grouped_mm(a, b, offs=offs), lambda: flush.sum(), 50)
-                    print(f"tokens {T} round {rnd} plan {str(plan):20s} {us:7.2f} us  {torch_us / us:5.2f}x"
+                    print(f"tokens {T} round {rnd} {args.knob} {str(plan):20s} {us:7.2f} us  {torch_us / us:5.2f}x"
                           f"  max |diff| {err:.3g}", flush=True)
                 except Exception as exc:  # noqa: BLE001 - a plan that does not compile is reported
                     print(f"tokens {T} round {rnd} plan {plan}: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
-    G.DECODE_PLAN = default
+    setattr(G, args.knob, default)
+    G.ROWS_MAX = rows_max
 
 
 if __name__ == "__main__":

@@ -73,14 +73,28 @@ def _gmm_kernel(a_ptr, b_ptr, out_ptr, offs_ptr, scale_ptr, bias_ptr,
                 sag, sam, sak, sbg, sbk, sbn, sog, som, son, ssg, ssn, sxg, sxn,
                 JAG: tl.constexpr, B_MODE: tl.constexpr, B_E5M2: tl.constexpr,
                 HAS_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, DT: tl.constexpr, GP: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                ROWS: tl.constexpr = False):
     # out[g][rows, cols] = a[g][rows, k_lo:k_hi] @ b[g][k_lo:k_hi, cols] (* scale[g]) (+ bias[g]).
     # JAG=1: M is the total of the jagged rows, a / out have no group stride; JAG=2: K is
     # the total of the jagged K, b has no group stride; JAG=0: M rows in every group.
+    # ROWS (JAG=1, BLOCK_M=1): a program per (row, column block), float32 products kept per
+    # (k, n) and summed after the K loop (decode: each row streams its group's columns).
     pid = tl.program_id(0)
     grid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = _tile_order(pid, grid_m, grid_n, GROUP_M)
-    if JAG == 1:
+    if ROWS:
+        pid_m = pid // grid_n
+        pid_n = pid % grid_n
+    else:
+        pid_m, pid_n = _tile_order(pid, grid_m, grid_n, GROUP_M)
+    if ROWS:
+        idx, starts, ends = _segments(offs_ptr, s_offs, G, M, GP)
+        g = tl.sum((ends <= pid_m).to(tl.int32), 0)  # G: the tail (zeros)
+        row0 = pid_m
+        row_end = M
+        k_lo = 0
+        k_hi = tl.where(g < G, K, 0)
+    elif JAG == 1:
         idx, starts, ends = _segments(offs_ptr, s_offs, G, M, GP)
         tiles = (ends - starts + (BLOCK_M - 1)) // BLOCK_M
         cum = tl.cumsum(tiles, 0)
@@ -108,13 +122,24 @@ def _gmm_kernel(a_ptr, b_ptr, out_ptr, offs_ptr, scale_ptr, bias_ptr,
     nmask = offs_n < N
     a_rows = a_ptr + g64 * sag + offs_m.to(tl.int64)[:, None] * sam
     b_cols = b_ptr + g64 * sbg + offs_n.to(tl.int64)[None, :] * sbn
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
-        offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
-        kmask = offs_k < k_hi
-        a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], 0, False, DT)
-        b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
-        acc += _mm(a, b, DT)
+    if ROWS:
+        acc_kn = tl.zeros([BLOCK_K, BLOCK_N], dtype=tl.float32)
+        for k0 in range(k_lo, k_hi, BLOCK_K):
+            offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
+            kmask = offs_k < k_hi
+            a = tl.sum(_load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], 0, False,
+                                tl.float32), 0)
+            b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, tl.float32)
+            acc_kn += a[:, None] * b
+        acc = tl.sum(acc_kn, 0)[None, :]
+    else:
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for k0 in range(k_lo, k_hi, BLOCK_K):
+            offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
+            kmask = offs_k < k_hi
+            a = _load_as(a_rows + offs_k[None, :] * sak, mmask[:, None] & kmask[None, :], 0, False, DT)
+            b = _load_as(b_cols + offs_k[:, None] * sbk, kmask[:, None] & nmask[None, :], B_MODE, B_E5M2, DT)
+            acc += _mm(a, b, DT)
     live = nmask & (tl.zeros_like(offs_n) + g < G)  # the tail segment stores zeros
     if HAS_SCALE:
         acc = acc * tl.load(scale_ptr + g64 * ssg + offs_n * ssn, mask=live, other=0.0)[None, :]
@@ -136,6 +161,11 @@ GROUP_M = 8
 #: (BLOCK_N, BLOCK_K, warps, stages) where groups hold at most 32 rows on average (decode-like:
 #: weight streaming, narrow column tiles for more programs).
 DECODE_PLAN = (64, 128, 4, 4)
+#: Jagged rows (2D x 3D) with at most ROWS_MAX rows per group on average (the shapes' mean):
+#: the kernel's ROWS mode, a program per (row, BLOCK_N columns), (BLOCK_N, BLOCK_K, warps,
+#: stages) ROWS_PLAN. None: off.
+ROWS_MAX: Optional[float] = None
+ROWS_PLAN = (16, 512, 4, 3)
 
 
 def blocks(rows_per_group: int, dtype: torch.dtype) -> tuple:
@@ -174,9 +204,14 @@ def _run(jag: int, a, sa, b, sb, out, so, offs, G: int, M: int, N: int, K: int,
         return
     bk_t, mode, e5m2 = _b_mode(b)
     dt = torch.float32 if INTERPRET else dot_dtype
-    bm, bn, bk, warps, stages = blocks(rows_per_group, dt)
-    # jagged rows: an upper bound on the row tiles of G groups and the tail, from shapes only
-    grid_m = min(cdiv(M, bm) + G, M) if jag == 1 else G * cdiv(M, bm)
+    rows = jag == 1 and ROWS_MAX is not None and M <= ROWS_MAX * max(G, 1)
+    if rows:  # a program per row: its group from offs
+        bn, bk, warps, stages = INTERPRET_BLOCKS[1:] + (4, 1) if INTERPRET else ROWS_PLAN
+        bm, grid_m = 1, M
+    else:
+        bm, bn, bk, warps, stages = blocks(rows_per_group, dt)
+        # jagged rows: an upper bound on the row tiles of G groups and the tail, from shapes only
+        grid_m = min(cdiv(M, bm) + G, M) if jag == 1 else G * cdiv(M, bm)
     if grid_m == 0:
         return
     ss = (scale_b.stride(0), scale_b.stride(1)) if scale_b is not None else (0, 0)
@@ -193,7 +228,7 @@ def _run(jag: int, a, sa, b, sb, out, so, offs, G: int, M: int, N: int, K: int,
         *sa, *sb, *so, *ss, *sx,
         JAG=jag, B_MODE=mode, B_E5M2=e5m2, HAS_SCALE=scale_b is not None, HAS_BIAS=bias is not None,
         DT=TL_DTYPES[dt], GP=max(16, next_pow2(G + 1)), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
-        num_warps=warps, num_stages=stages)
+        ROWS=rows, num_warps=warps, num_stages=stages)
 
 
 def _launch(mat_a, mat_b, offs, bias, scale_b, out_dtype) -> torch.Tensor:
