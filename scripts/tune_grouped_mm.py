@@ -1,5 +1,5 @@
 """GPU sweep of ``grouped_mm``'s decode-like plans (``--knob DECODE_PLAN``, the tiled kernel's, or
-``ROWS_PLAN``, its one-row mode, switched on by ``ROWS_MAX``: BLOCK_N, BLOCK_K, warps, stages) on the moe bench's ``grouped_mm gate_up`` inputs (Qwen3-30B-A3B: 128 experts,
+``ROWS_PLAN``, its one-row mode, switched on by ``ROWS_UP_TO``: BLOCK_N, BLOCK_K, warps, stages) on the moe bench's ``grouped_mm gate_up`` inputs (Qwen3-30B-A3B: 128 experts,
 top-8, hidden 2048, expert width 768, bf16), one CUDA graph a call, L2 flushed before each
 replay; ``torch._grouped_mm`` in the same run for the ratio.
 
@@ -33,8 +33,8 @@ def main() -> None:
     dev = torch.device("cuda")
     flush = _flush_buffer(dev)
     plans = ast.literal_eval(args.plans) if args.plans else PLANS
-    default, rows_max = getattr(G, args.knob), G.ROWS_MAX
-    G.ROWS_MAX = 1e9 if args.knob == "ROWS_PLAN" else None
+    default, rows_up_to = getattr(G, args.knob), G.ROWS_UP_TO
+    G.ROWS_UP_TO = 10 ** 6 if args.knob == "ROWS_PLAN" else None
     for T in (int(t) for t in args.tokens.split(",")):
         a, b, offs = _gmm_inputs((T,) + QWEN3_30B, "bfloat16", dev, 0)
         ref = torch._grouped_mm(a, b, offs=offs)
@@ -51,7 +51,7 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001 - a plan that does not compile is reported
                     print(f"tokens {T} round {rnd} plan {plan}: {type(exc).__name__}: {str(exc)[:120]}", flush=True)
     setattr(G, args.knob, default)
-    G.ROWS_MAX = rows_max
+    G.ROWS_UP_TO = rows_up_to
 
 
 if __name__ == "__main__":

@@ -148,9 +148,9 @@ def test_2d3d_decode_routing(device):
 @pytest.mark.parametrize("case", ["decode", "mixed", "tail", "empty_first_last", "all_empty"])
 def test_2d3d_rows_mode(case, monkeypatch, device):
     """The kernel's ROWS mode (a program per row and column block, its group looked up in
-    offs; ``ROWS_MAX`` forced): decode routing (3 tokens x top-8 of 64 experts, transposed
+    offs; ``ROWS_UP_TO`` raised to every size here): decode routing (3 tokens x top-8 of 64 experts, transposed
     weights, bias), empty groups, rows past offs[-1] (zeros), no rows in any group."""
-    monkeypatch.setattr(GM, "ROWS_MAX", 1e9)
+    monkeypatch.setattr(GM, "ROWS_UP_TO", 10 ** 6)
     if case == "decode":
         E, top, tokens = 64, 8, 3
         experts = torch.stack([torch.randperm(E)[:top] for _ in range(tokens)]).flatten()
@@ -168,7 +168,7 @@ def test_2d3d_rows_mode(case, monkeypatch, device):
 
 @needs_fp8
 def test_2d3d_rows_mode_fp8(monkeypatch, device):
-    monkeypatch.setattr(GM, "ROWS_MAX", 1e9)
+    monkeypatch.setattr(GM, "ROWS_UP_TO", 10 ** 6)
     w, q, s = _fp8_experts(5, 40, 100, device)
     a = randn(50, 100, dtype=torch.bfloat16, device=device)
     ends = ENDS_50["mixed"]

@@ -161,11 +161,13 @@ GROUP_M = 8
 #: (BLOCK_N, BLOCK_K, warps, stages) where groups hold at most 32 rows on average (decode-like:
 #: weight streaming, narrow column tiles for more programs).
 DECODE_PLAN = (64, 128, 4, 4)
-#: Jagged rows (2D x 3D) with at most ROWS_MAX rows per group on average (the shapes' mean):
-#: the kernel's ROWS mode, a program per (row, BLOCK_N columns), (BLOCK_N, BLOCK_K, warps,
-#: stages) ROWS_PLAN. None: off.
-ROWS_MAX: Optional[float] = None
-ROWS_PLAN = (16, 512, 4, 3)
+#: Jagged rows (2D x 3D) of at most ROWS_UP_TO rows in all (a decode step's top-k of one or
+#: two tokens): the kernel's ROWS mode, a program per (row, BLOCK_N columns), (BLOCK_N,
+#: BLOCK_K, warps, stages) ROWS_PLAN. None: off. H200 (scripts/tune_grouped_mm.py, a2b8eb7,
+#: Qwen3-30B-A3B's gate/up, cold L2): 8 rows 17.7 against the tiled plan's 18.5 us; 64 rows
+#: 83.9 against 81.0 (so not there).
+ROWS_UP_TO: Optional[int] = 16
+ROWS_PLAN = (16, 256, 4, 4)
 
 
 def blocks(rows_per_group: int, dtype: torch.dtype) -> tuple:
@@ -204,7 +206,7 @@ def _run(jag: int, a, sa, b, sb, out, so, offs, G: int, M: int, N: int, K: int,
         return
     bk_t, mode, e5m2 = _b_mode(b)
     dt = torch.float32 if INTERPRET else dot_dtype
-    rows = jag == 1 and ROWS_MAX is not None and M <= ROWS_MAX * max(G, 1)
+    rows = jag == 1 and ROWS_UP_TO is not None and M <= ROWS_UP_TO
     if rows:  # a program per row: its group from offs
         bn, bk, warps, stages = INTERPRET_BLOCKS[1:] + (4, 1) if INTERPRET else ROWS_PLAN
         bm, grid_m = 1, M
