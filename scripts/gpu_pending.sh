@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (57: the fortieth session's grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (58: the fortieth session's one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -514,4 +514,13 @@ case "${1:-1}" in
     2>&1 | tail -3
   timeout 200 python3 -m fastpath.bench moe --only "grouped_mm gate_up" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -v -i warn | tail -12 ;;
+58)  # fortieth session: scaled_mm at one row on the product-and-sum plan (fp8.scaled_mm.ONE_ROW_FMA), tests then A/B twice
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_fp8.py 2>&1 | tail -3
+  for round in 1 2; do
+    for v in False True; do
+      echo "== ONE_ROW_FMA=$v round $round"
+      timeout 100 python3 -m fastpath.bench fp8 --only "scaled_mm" --graphs --set ops.fp8.scaled_mm.ONE_ROW_FMA=$v \
+        --json "$OUT/scaled_mm_fma_$v.jsonl" 2>&1 | grep -E "^fp8 .*(1x|16x)" | grep graph
+    done
+  done 2>&1 | tee "$OUT/scaled_mm_fma_ab.log" ;;
 esac

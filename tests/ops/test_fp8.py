@@ -205,7 +205,8 @@ def make_mm(name, M, N, K, device, a_dtype=E4, b_dtype=E4):
     sb = sw if name == "tensorwise" else sw.t()
     deq_a = dequant(qa, sa, ra, ba)
     deq_b = dequant(qw, sw, rb, bb).t()
-    return dict(x=x, w=w, qa=qa, qb=qw.t(), sa=sa, sb=sb, ta=sa_t, tb=sb_t, deq_a=deq_a, deq_b=deq_b)
+    return dict(x=x, w=w, qa=qa, qb=qw.t(), sa=sa, sb=sb, ta=sa_t, tb=sb_t, deq_a=deq_a, deq_b=deq_b,
+                blockwise=name == "blockwise")
 
 
 #: Hopper's fp8 tensor-core instructions (capability 8.9+, both operands of one fp8 dtype)
@@ -214,15 +215,18 @@ def make_mm(name, M, N, K, device, a_dtype=E4, b_dtype=E4):
 FP8_MMA_TOL = 3e-4
 
 
-def _fp8_mma(qa, qb):
+def _fp8_mma(qa, qb, blockwise=False):
     """True where scaled_mm feeds these operands to fp8 tensor cores (tiled path, or the
-    matrix-vector path's native fp8 dot)."""
-    return F8.bits._native_fp8(qa, qb) and (qa.shape[0] > MM.MV_MAX_M or matvec.FP8_DOT is not None)
+    matrix-vector path's native fp8 dot; not one row under ``ONE_ROW_FMA``)."""
+    M = qa.shape[0]
+    if M == 1 and MM.ONE_ROW_FMA and not blockwise:
+        return False
+    return F8.bits._native_fp8(qa, qb) and (M > MM.MV_MAX_M or matvec.FP8_DOT is not None)
 
 
 def check_mm(d, out, bias, out_dtype):
     ref = d["deq_a"] @ d["deq_b"]
-    mma = _fp8_mma(d["qa"], d["qb"])
+    mma = _fp8_mma(d["qa"], d["qb"], d.get("blockwise", False))
     exact = d["x"].double().cpu() @ d["w"].double().cpu().t()
     if bias is not None:
         ref = ref + bias.double().cpu()
@@ -240,6 +244,19 @@ def test_scaled_mm(name, M, N, device):
     """M <= 16 takes the matrix-vector kernel (split over K when N is small), larger M the
     tiled kernel; K = 200 and N cross block edges with masked tails."""
     d = make_mm(name, M, N, 200, device)
+    bias = randn(N, device=device)
+    out = scaled_mm(d["qa"], d["qb"], d["sa"], d["ta"], d["sb"], d["tb"], bias=bias, output_dtype=torch.float32)
+    check_mm(d, out, bias, torch.float32)
+
+
+@pytest.mark.parametrize("fma", [False, True])
+@pytest.mark.parametrize("name", MM_RECIPES)
+@pytest.mark.parametrize("N", [300, 4100])
+def test_scaled_mm_one_row(name, N, fma, monkeypatch, device):
+    """One row both ways (``ONE_ROW_FMA``: the product-and-sum plan or the fp8 dot; blockwise
+    keeps the dot), K = 1100 (split over K, a masked K tail)."""
+    monkeypatch.setattr(MM, "ONE_ROW_FMA", fma)
+    d = make_mm(name, 1, N, 1100, device)
     bias = randn(N, device=device)
     out = scaled_mm(d["qa"], d["qb"], d["sa"], d["ta"], d["sb"], d["tb"], bias=bias, output_dtype=torch.float32)
     check_mm(d, out, bias, torch.float32)

@@ -175,6 +175,10 @@ _MM = Launcher(_mm_kernel)
 
 #: Tuning knobs (the interpreter uses small blocks so that tests cross block edges and tails).
 MV_MAX_M = 16  # M up to this takes the matrix-vector kernel
+#: One row, tensorwise or rowwise scales: the matrix-vector kernel's float32 product-and-sum
+#: (matvec.FP8_ONE_ROW_FMA, the plan of fp8 weight-only one-row linears) instead of the native
+#: fp8 tensor-core dot on 16-row tiles (matvec.FP8_DOT).
+ONE_ROW_FMA = False
 
 
 MM_BLOCKS = (32, 32, 32) if INTERPRET else (128, 128, 64)  # M, N, K
@@ -340,7 +344,8 @@ def _mm_launch(a, b, sa, sb, bias, out_dtype, blockwise: bool) -> torch.Tensor:
     strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), ssa_m, ssa_k, ssb_k, ssb_n)
     if M <= MV_MAX_M:
         # block scales: BLOCK_K divides 128, so one scale pair covers a tile
-        dot = a.dtype if (native and matvec.FP8_DOT is not None) else torch.bfloat16
+        fma = ONE_ROW_FMA and M == 1 and not blockwise
+        dot = a.dtype if (native and matvec.FP8_DOT is not None and not fma) else torch.bfloat16
         plan = matvec.plan(M, N, K, a.device, dot, b_bytes=1, max_block_k=128 if blockwise else 1 << 20)
         mode = 1 if native else 2
         return matvec.launch(
