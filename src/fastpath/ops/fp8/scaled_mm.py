@@ -177,8 +177,10 @@ _MM = Launcher(_mm_kernel)
 MV_MAX_M = 16  # M up to this takes the matrix-vector kernel
 #: One row, tensorwise or rowwise scales: the matrix-vector kernel's float32 product-and-sum
 #: (matvec.FP8_ONE_ROW_FMA, the plan of fp8 weight-only one-row linears) instead of the native
-#: fp8 tensor-core dot on 16-row tiles (matvec.FP8_DOT).
-ONE_ROW_FMA = False
+#: fp8 tensor-core dot on 16-row tiles (matvec.FP8_DOT). H200 (python -m fastpath.bench fp8 --only
+#: scaled_mm --graphs, False / True alternated twice, 9f48955): 1x4096x14336 17.1-17.9 -> 16.3-16.7 us,
+#: 1x4096x4096 8.3-8.4 -> 7.4-7.6 us, tensorwise and rowwise alike.
+ONE_ROW_FMA = True
 
 
 MM_BLOCKS = (32, 32, 32) if INTERPRET else (128, 128, 64)  # M, N, K
