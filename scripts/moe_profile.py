@@ -92,7 +92,7 @@ def with_plan(fn, plan, gu_opts, dn_opts):
         K.decode_plan, moe._GATE_UP, moe._DOWN, K.ROWS_MAX_T = orig
 
 
-def rows_sweep():
+def rows_sweep(dtypes=("fp8", "bf16")):
     """One token, R calls with different experts back to back in one CUDA graph (the way a
     decode step runs them; scripts/stream_probe.py): the row kernels' default plan against
     the three kernels, then the row kernels' blocks, warps and stages,
@@ -102,7 +102,7 @@ def rows_sweep():
     gen = torch.Generator().manual_seed(1)
     ids_all = torch.stack([torch.randperm(E, generator=gen)[:TOPK] for _ in range(R)]).to(dev)
     w = torch.full((1, TOPK), 1.0 / TOPK, device=dev)
-    for fp8 in (True, False):
+    for fp8 in (d == "fp8" for d in dtypes):
         tag = "fp8" if fp8 else "bf16"
         x, router, gu, dn, sc = inputs(1, fp8)
         calls = [lambda r=r: moe.fused_experts(x, ids_all[r:r + 1], w, gu, dn, gate_up_scale=sc[0],
@@ -215,14 +215,14 @@ def main():
     ap.add_argument("--rows-t", action="store_true", help="row kernels against the three kernels by token "
                     "count, then stop")
     ap.add_argument("--tokens", type=int, default=1, help="tokens of the default profile and sweep (1)")
-    ap.add_argument("--dtypes", default="bf16,fp8", help="experts of the default profile and sweep")
+    ap.add_argument("--dtypes", default="bf16,fp8", help="experts of the default profile and sweeps")
     ap.add_argument("--budget", type=float, default=100, help="seconds of each kernel's sweep (100)")
     ap.add_argument("--json")
     a = ap.parse_args()
     T = a.tokens
     rec = {}
     if a.router or a.rows or a.rows_t:
-        rec.update(router_times() if a.router else rows_sweep() if a.rows else rows_by_tokens())
+        rec.update(router_times() if a.router else rows_sweep(a.dtypes.split(",")) if a.rows else rows_by_tokens())
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(rec, f, indent=1)
