@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (59: the fortieth session's fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (60: the fortieth session's attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -526,4 +526,10 @@ case "${1:-1}" in
 59)  # fortieth session: the one-token fp8 expert row kernels' blocks swept again (last at e30c2f8, before routing moved in)
   FASTPATH_LAUNCH_MEMO=0 timeout 240 python3 scripts/moe_profile.py --rows --dtypes fp8 --json "$OUT/moe_rows_fp8.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/moe_rows_fp8.log" ;;
+60)  # fortieth session: decode attention's KV splits in the engine at the records' cache (512-token prompt, 256 new)
+  A=attention
+  timeout 400 python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-8b --layers 12 --prompt-len 512 --new-tokens 256 \
+    --variant "default:" --variant "2 splits:$A.SPLIT_OVERRIDE=2" --variant "3 splits:$A.SPLIT_OVERRIDE=3" \
+    --variant "12 splits:$A.SPLIT_OVERRIDE=12" --variant "64 keys a split:$A.MIN_KV_PER_SPLIT=64" \
+    --variant "64-key tiles:$A.BLOCK_N=64" --json "$OUT/attention_splits_ab.json" 2>&1 | grep -v -i warn | tail -26 ;;
 esac
