@@ -55,7 +55,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--variant", action="append", default=[])
     p.add_argument("--resources", action="store_true",
-                   help="after each variant's first pair: registers, shared memory and blocks of every matvec kernel compiled")
+                   help="after each variant's first pair: registers, shared memory and blocks of every "
+                   "matvec kernel compiled")
     args = p.parse_args()
     memo.ENABLED = False  # a replayed eager call would keep the first variant's launches
     variants = [parse(v) for v in args.variant] or [parse("default:")]

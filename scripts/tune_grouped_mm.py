@@ -1,7 +1,8 @@
 """GPU sweep of ``grouped_mm``'s decode-like plans (``--knob DECODE_PLAN``, the tiled kernel's, or
-``ROWS_PLAN``, its one-row mode, switched on by ``ROWS_UP_TO``: BLOCK_N, BLOCK_K, warps, stages) on the moe bench's ``grouped_mm gate_up`` inputs (Qwen3-30B-A3B: 128 experts,
-top-8, hidden 2048, expert width 768, bf16), one CUDA graph a call, L2 flushed before each
-replay; ``torch._grouped_mm`` in the same run for the ratio.
+``ROWS_PLAN``, its one-row mode, switched on by ``ROWS_UP_TO``: BLOCK_N, BLOCK_K, warps, stages)
+on the moe bench's ``grouped_mm gate_up`` inputs (Qwen3-30B-A3B: 128 experts, top-8, hidden
+2048, expert width 768, bf16), one CUDA graph a call, L2 flushed before each replay;
+``torch._grouped_mm`` in the same run for the ratio.
 
     PYTHONPATH=src python3 scripts/tune_grouped_mm.py [--tokens 1,8] [--plans "[(64,128,4,4),...]"] [--rounds 2]
         [--knob ROWS_PLAN]

@@ -10,7 +10,10 @@ One tiled ``tl.dot`` kernel, ``_gmm_kernel``, serves the four forms through ``JA
   its own group and tile with a prefix sum. Programs past the last tile read nothing else
   and store nothing. Rows past ``offs[-1]`` form one more segment whose tiles store zeros. No
   host synchronisation and no data-dependent shape: capturable in a CUDA graph.
-  3D x 2D (jagged columns) runs as the same kernel on transposed views:
+  Up to ``ROWS_UP_TO`` rows in all (a decode step's routed rows), ``ROWS`` mode instead: a
+  program per (row, column block) finds its row's group by counting the ends at or below it
+  and keeps float32 products per (k, n) until the K loop ends, no ``tl.dot`` on mostly empty
+  16-row tiles. 3D x 2D (jagged columns) runs as the same kernel on transposed views:
   ``out.T = mat_b.T @ mat_a[g].T`` per group (strides are free, nothing is copied).
 * ``JAG=2`` jagged K (2D x 2D): one program per (group, row tile, column tile); each
   reduces over its group's slice of K (an empty group stores zeros, as PyTorch does).
@@ -83,8 +86,7 @@ def _gmm_kernel(a_ptr, b_ptr, out_ptr, offs_ptr, scale_ptr, bias_ptr,
     pid = tl.program_id(0)
     grid_n = tl.cdiv(N, BLOCK_N)
     if ROWS:
-        pid_m = pid // grid_n
-        pid_n = pid % grid_n
+        pid_m, pid_n = pid // grid_n, pid % grid_n
     else:
         pid_m, pid_n = _tile_order(pid, grid_m, grid_n, GROUP_M)
     if ROWS:
