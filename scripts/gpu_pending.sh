@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (60: the fortieth session's attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (61: the fortieth session's fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -532,4 +532,9 @@ case "${1:-1}" in
     --variant "default:" --variant "2 splits:$A.SPLIT_OVERRIDE=2" --variant "3 splits:$A.SPLIT_OVERRIDE=3" \
     --variant "12 splits:$A.SPLIT_OVERRIDE=12" --variant "64 keys a split:$A.MIN_KV_PER_SPLIT=64" \
     --variant "64-key tiles:$A.BLOCK_N=64" --json "$OUT/attention_splits_ab.json" 2>&1 | grep -v -i warn | tail -26 ;;
+61)  # fortieth session: the fp8 one-row product-and-sum plan's column blocks on issue 3's shapes (no split-K combine at 8 columns)
+  timeout 300 python3 scripts/split_probe.py --shapes 4096x4096x0x1,2048x4096x0x1,4096x2048x0x1,4096x14336x0x1,14336x4096x0x1 \
+    --variant "default:" --variant "8 columns:FP8_ONE_ROW_FMA=(8,512,4)" --variant "8 columns, 8 a SM:FP8_ONE_ROW_FMA=(8,512,8)" \
+    --variant "8 x 1024:FP8_ONE_ROW_FMA=(8,1024,4)" --variant "no split:SPLIT_K_OVERRIDE=1" 2>&1 | grep -v -i warn \
+    | tee "$OUT/fp8_one_row_cols.log" ;;
 esac
