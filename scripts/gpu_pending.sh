@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (61: the fortieth session's fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (62: the fortieth session's fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -537,4 +537,11 @@ case "${1:-1}" in
     --variant "default:" --variant "8 columns:FP8_ONE_ROW_FMA=(8,512,4)" --variant "8 columns, 8 a SM:FP8_ONE_ROW_FMA=(8,512,8)" \
     --variant "8 x 1024:FP8_ONE_ROW_FMA=(8,1024,4)" --variant "no split:SPLIT_K_OVERRIDE=1" 2>&1 | grep -v -i warn \
     | tee "$OUT/fp8_one_row_cols.log" ;;
+62)  # fortieth session: fp8 one-row narrow unsplit blocks (matvec.FP8_ONE_ROW_NARROW): compiled tests, engine A/B, records
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py tests/ops/test_norm_fused.py \
+    2>&1 | tail -3
+  ab fp8_narrow_ab.json llama-3-8b:fp8,qwen3-8b:fp8,qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8,qwen3.6-35b-a3b:fp8 \
+    "narrow (default):" "16 columns, split:matvec.FP8_ONE_ROW_NARROW=None"
+  timeout 120 python3 -m fastpath.bench linear --only "linear fp8 weights" --graphs --json "$OUT/bench.jsonl" 2>&1 \
+    | grep -v -i warn | grep " 1x" ;;
 esac

@@ -238,6 +238,7 @@ def test_fp8_one_row_plan(monkeypatch):
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
     dev = torch.device("cuda")
     monkeypatch.setattr(matvec, "FP8_ONE_ROW_BIG", False)
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_NARROW", None)
     small = matvec.plan(1, 5120, 2048, dev, torch.bfloat16, b_bytes=1)
     assert small.dot is None and (small.block_n, small.block_k) == matvec.FP8_ONE_ROW_FMA[:2]
     assert small.stages == matvec.FP8_ONE_ROW_STAGES and small.ksum == matvec.FP8_ONE_ROW_KSUM
@@ -268,6 +269,7 @@ def test_fp8_one_row_splits(monkeypatch):
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
     monkeypatch.setattr(matvec, "MIN_K_PER_SPLIT", 512)
     monkeypatch.setattr(matvec, "FP8_ONE_ROW_MIN_K", 1024)
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_NARROW", None)
     dev = torch.device("cuda")
     bn, bk, per_sm = matvec.FP8_ONE_ROW_FMA
     for fill in (True, False):
@@ -280,6 +282,34 @@ def test_fp8_one_row_splits(monkeypatch):
             p = matvec.plan(1, N, K, dev, torch.bfloat16, b_bytes=1)
             assert (p.dot, p.block_n, p.split, p.k_chunk) == (None, bn, -(-K // chunk), chunk), (K, N, fill)
             assert p.split * blocks <= target or p.split == 1 or not fill
+
+
+def test_fp8_one_row_narrow_plan(monkeypatch):
+    """FP8_ONE_ROW_NARROW on a 132-SM GPU: where the product-and-sum plan's column blocks do not
+    fill the GPU, narrower blocks and no split-K; where they do, and with SwiGLU, the plan as before."""
+    monkeypatch.setattr(matvec, "INTERPRET", False)
+    monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_NARROW", (8, 1024))
+    dev = torch.device("cuda")
+    bn, _, per_sm = matvec.FP8_ONE_ROW_FMA
+    for K, N in ((4096, 4096), (2048, 4096), (4096, 2048), (14336, 4096), (4096, 14336), (2048, 151936)):
+        p = matvec.plan(1, N, K, dev, torch.bfloat16, b_bytes=1)
+        if -(-N // bn) < per_sm * 132:
+            assert (p.dot, p.block_n, p.block_k, p.split) == (None, 8, 1024, 1), (K, N)
+        else:
+            assert p.block_n == bn, (K, N)
+    assert matvec.plan(1, 1536, 2048, dev, torch.bfloat16, b_bytes=1, glu=True).block_n == bn
+
+
+@needs_fp8
+@pytest.mark.parametrize("k,n", [(1000, 13), (2100, 67)])
+def test_fp8_one_row_narrow(k, n, monkeypatch, device):
+    """One row of fp8 weights under FP8_ONE_ROW_NARROW (no split-K; on a GPU 8 x 1024 blocks)."""
+    monkeypatch.setattr(matvec, "FP8_ONE_ROW_NARROW", (8, 1024))
+    w, q, s = _fp8_weight(n, k, device, "col")
+    x = randn(1, k, dtype=torch.bfloat16, device=device)
+    b = randn(n, dtype=torch.bfloat16, device=device)
+    assert_close(L.linear(x, q, b, weight_scale=s), ref64(x, q, b, s), tol=L_TOL[torch.bfloat16])
 
 
 def test_fp8_via_float16_split_rounds_down(monkeypatch):

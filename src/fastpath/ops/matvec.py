@@ -422,6 +422,13 @@ FP8_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 #: (both: 2), 2048 -> 5120 6.12 at 1 (both: 1).
 FP8_ONE_ROW_FILL = True
 FP8_ONE_ROW_MIN_K = 64 if INTERPRET else 1024
+#: Where its BLOCK_N-column blocks would not fill the GPU (fewer than its programs per SM times
+#: the SMs, no SwiGLU): (BLOCK_N, BLOCK_K) of narrower column blocks instead, and no split-K (its
+#: partials and last-program combine cost more than the K they share). H200 (split_probe.py
+#: --variant, 7f756bd), default -> (8, 1024): 4096 -> 4096 7.62 -> 6.17 us, 2048 -> 4096 5.71 ->
+#: 4.22, 14336 -> 4096 17.59 -> 16.47 (4096 -> 2048: 5.75 -> 5.17 unsplit at 16 columns).
+#: None: off (the interpreter's default, so that its tests keep split-K).
+FP8_ONE_ROW_NARROW: Optional[tuple] = None if INTERPRET else (8, 1024)
 #: Its tiles summed over K as they come (``_mv_acc``'s KSUM) instead of products kept per (k, n)
 #: until the loop ends: 117 -> 56 registers, but with pipelined loads mixed (scripts/split_probe.py,
 #: 4473e03: 4096 -> 4096 7.60 -> 7.77 us, 2048 -> 5120 4.61 -> 5.07, 2048 -> 9216 7.66 -> 6.74); off.
@@ -505,7 +512,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
     ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``); ``deferred``: under
     a deferred norm (:class:`Norm`); ``w16_dot``: 16-bit weights on the dot whatever W16_ONE_ROW_FMA."""
-    s16 = fill = ksum = False
+    s16 = fill = ksum = unsplit = False
     stages = None
     min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
@@ -522,6 +529,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
             ksum = FP8_ONE_ROW_KSUM or N * K > FP8_ONE_ROW_MAX_ELEMS
             stages = FP8_NORM_ONE_ROW_STAGES if norm or group else FP8_ONE_ROW_STAGES
+            if FP8_ONE_ROW_NARROW is not None and not glu and cdiv(N, bn) < per_sm * num_sms(device):
+                (bn, bk), unsplit = FP8_ONE_ROW_NARROW, True
         elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu or group or w16_dot)
               and N * K <= W16_ONE_ROW_MAX_ELEMS and (not deferred or W16_ONE_ROW_DEFERRED is not None and cdiv(
                   N, W16_ONE_ROW_FMA[0]) <= W16_ONE_ROW_DEFERRED * num_sms(device))):
@@ -544,6 +553,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     n_blocks = cdiv(N, bn)
     if SPLIT_K_OVERRIDE is not None:
         split = SPLIT_K_OVERRIDE
+    elif unsplit:
+        split = 1
     else:
         target = per_sm * num_sms(device)
         fill = fill if SPLIT_FILL_OVERRIDE is None else SPLIT_FILL_OVERRIDE
