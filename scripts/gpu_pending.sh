@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (62: the fortieth session's fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (63: the fortieth session's FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -544,4 +544,13 @@ case "${1:-1}" in
     "narrow (default):" "16 columns, split:matvec.FP8_ONE_ROW_NARROW=None"
   timeout 120 python3 -m fastpath.bench linear --only "linear fp8 weights" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -v -i warn | grep " 1x" ;;
+63)  # fortieth session: the narrow fp8 blocks under Qwen3.6's group norm, then the FP8 decode records
+  ab fp8_narrow_group_ab.json qwen3.6-35b-a3b:fp8 "narrow (default):" "not under a group norm:matvec.FP8_ONE_ROW_NARROW_GROUP=False" \
+    "16 columns, split:matvec.FP8_ONE_ROW_NARROW=None"
+  for cfg in "llama-3-8b --fp8" "qwen3-8b --fp8" "qwen3-30b-a3b --fp8" "lfm2.5-8b-a1b --fp8" "qwen3.6-35b-a3b --fp8"; do
+    timeout 80 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 \
+      | grep "tok/s" | tail -1
+  done
+  timeout 80 python3 scripts/knob_decode.py "matvec.FP8_ONE_ROW_NARROW_GROUP=False" -- --config qwen3.6-35b-a3b --fp8 \
+    --random-weights --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1 ;;
 esac

@@ -427,8 +427,12 @@ FP8_ONE_ROW_MIN_K = 64 if INTERPRET else 1024
 #: partials and last-program combine cost more than the K they share). H200 (split_probe.py
 #: --variant, 7f756bd), default -> (8, 1024): 4096 -> 4096 7.62 -> 6.17 us, 2048 -> 4096 5.71 ->
 #: 4.22, 14336 -> 4096 17.59 -> 16.47 (4096 -> 2048: 5.75 -> 5.17 unsplit at 16 columns).
-#: None: off (the interpreter's default, so that its tests keep split-K).
+#: None: off (the interpreter's default, so that its tests keep split-K). Decode (knob_ab, 12
+#: layers, 0906464): Llama-3-8B FP8 +1.9%, Qwen3-8B FP8 +1.8%, LFM2.5 FP8 +1.3%, Qwen3-30B-A3B
+#: FP8 +0.5%, Qwen3.6 FP8 -0.3%.
 FP8_ONE_ROW_NARROW: Optional[tuple] = None if INTERPRET else (8, 1024)
+#: The same under a group norm (Qwen3.5/3.6's gated norm inside the DeltaNet output projection).
+FP8_ONE_ROW_NARROW_GROUP = True
 #: Its tiles summed over K as they come (``_mv_acc``'s KSUM) instead of products kept per (k, n)
 #: until the loop ends: 117 -> 56 registers, but with pipelined loads mixed (scripts/split_probe.py,
 #: 4473e03: 4096 -> 4096 7.60 -> 7.77 us, 2048 -> 5120 4.61 -> 5.07, 2048 -> 9216 7.66 -> 6.74); off.
@@ -529,7 +533,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
             ksum = FP8_ONE_ROW_KSUM or N * K > FP8_ONE_ROW_MAX_ELEMS
             stages = FP8_NORM_ONE_ROW_STAGES if norm or group else FP8_ONE_ROW_STAGES
-            if FP8_ONE_ROW_NARROW is not None and not glu and cdiv(N, bn) < per_sm * num_sms(device):
+            if (FP8_ONE_ROW_NARROW is not None and not glu and (FP8_ONE_ROW_NARROW_GROUP or not group)
+                    and cdiv(N, bn) < per_sm * num_sms(device)):
                 (bn, bk), unsplit = FP8_ONE_ROW_NARROW, True
         elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu or group or w16_dot)
               and N * K <= W16_ONE_ROW_MAX_ELEMS and (not deferred or W16_ONE_ROW_DEFERRED is not None and cdiv(
