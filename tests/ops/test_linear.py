@@ -299,6 +299,9 @@ def test_fp8_one_row_narrow_plan(monkeypatch):
         else:
             assert p.block_n == bn, (K, N)
     assert matvec.plan(1, 1536, 2048, dev, torch.bfloat16, b_bytes=1, glu=True).block_n == bn
+    for on in (False, True):  # under a group norm only with FP8_ONE_ROW_NARROW_GROUP
+        monkeypatch.setattr(matvec, "FP8_ONE_ROW_NARROW_GROUP", on)
+        assert matvec.plan(1, 2048, 4096, dev, torch.bfloat16, b_bytes=1, group=128).block_n == (8 if on else bn)
 
 
 @needs_fp8

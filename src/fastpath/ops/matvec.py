@@ -431,8 +431,10 @@ FP8_ONE_ROW_MIN_K = 64 if INTERPRET else 1024
 #: layers, 0906464): Llama-3-8B FP8 +1.9%, Qwen3-8B FP8 +1.8%, LFM2.5 FP8 +1.3%, Qwen3-30B-A3B
 #: FP8 +0.5%, Qwen3.6 FP8 -0.3%.
 FP8_ONE_ROW_NARROW: Optional[tuple] = None if INTERPRET else (8, 1024)
-#: The same under a group norm (Qwen3.5/3.6's gated norm inside the DeltaNet output projection).
-FP8_ONE_ROW_NARROW_GROUP = True
+#: The same under a group norm (Qwen3.5/3.6's gated norm inside the DeltaNet output projection):
+#: off. Qwen3.6 FP8 (knob_ab, 12 layers, 9c6445d): 1536.9-1540.1 tok/s with, 1553.4-1554.0 without,
+#: 1542.2-1545.7 with no narrow blocks at all.
+FP8_ONE_ROW_NARROW_GROUP = False
 #: Its tiles summed over K as they come (``_mv_acc``'s KSUM) instead of products kept per (k, n)
 #: until the loop ends: 117 -> 56 registers, but with pipelined loads mixed (scripts/split_probe.py,
 #: 4473e03: 4096 -> 4096 7.60 -> 7.77 us, 2048 -> 5120 4.61 -> 5.07, 2048 -> 9216 7.66 -> 6.74); off.
