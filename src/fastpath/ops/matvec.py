@@ -472,6 +472,9 @@ FP8_NORM_ONE_ROW_FMA: Optional[tuple] = None
 #: 772-block deferred projections on it, e1c9b8f).
 W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
+#: Its FP8_ONE_ROW_NARROW: (BLOCK_N, BLOCK_K) unsplit where its column blocks do not fill the GPU;
+#: None: off.
+W16_ONE_ROW_NARROW: Optional[tuple] = None
 W16_ONE_ROW_DEFERRED: Optional[int] = 3
 
 
@@ -542,6 +545,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
               and N * K <= W16_ONE_ROW_MAX_ELEMS and (not deferred or W16_ONE_ROW_DEFERRED is not None and cdiv(
                   N, W16_ONE_ROW_FMA[0]) <= W16_ONE_ROW_DEFERRED * num_sms(device))):
             use_dot, (bn, bk, per_sm, stages), ksum, fill = False, W16_ONE_ROW_FMA, True, True
+            if W16_ONE_ROW_NARROW is not None and cdiv(N, bn) < per_sm * num_sms(device):
+                (bn, bk), unsplit = W16_ONE_ROW_NARROW, True
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
