@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (64: the fortieth session's 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (65: the fortieth session's bf16 records, 64 its 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -559,4 +559,9 @@ case "${1:-1}" in
     --variant "default:" --variant "8 x 512:$N=(8,512)" --variant "8 x 1024:$N=(8,1024)" --variant "no split:SPLIT_K_OVERRIDE=1" \
     2>&1 | grep -v -i warn | tee "$OUT/w16_narrow.log"
   ab w16_narrow_ab.json qwen3-8b,llama-3-8b,qwen3-30b-a3b "default:" "8 x 512:matvec.$N=(8,512)" "8 x 1024:matvec.$N=(8,1024)" ;;
+65)  # fortieth session: 16-bit narrow blocks on by default: compiled linear tests, the bf16 decode records
+  timeout 60 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py -k "narrow or one_row" 2>&1 | tail -1
+  for cfg in qwen3-8b llama-3-8b qwen3-30b-a3b; do
+    timeout 60 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
+  done ;;
 esac

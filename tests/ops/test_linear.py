@@ -350,6 +350,7 @@ def test_w16_one_row_plan(monkeypatch):
     monkeypatch.setattr(matvec, "W16_ONE_ROW_FMA", (16, 512, 2, 3))
     monkeypatch.setattr(matvec, "W16_ONE_ROW_MAX_ELEMS", 32 * 2 ** 20)
     monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", None)
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_NARROW", None)
     dev = torch.device("cuda")
     p = matvec.plan(1, 4096, 4096, dev, torch.bfloat16)  # 256 column blocks, 264 wanted: no split
     assert (p.dot, p.block_n, p.block_k, p.stages, p.ksum, p.split) == (None, 16, 512, 3, True, 1)
@@ -361,6 +362,20 @@ def test_w16_one_row_plan(monkeypatch):
     monkeypatch.setattr(matvec, "W16_ONE_ROW_DEFERRED", 2)  # 256 column blocks: within 2 a multiprocessor
     assert matvec.plan(1, 4096, 4096, dev, torch.bfloat16, deferred=True) == p
     assert matvec.plan(1, 5120, 4096, dev, torch.bfloat16, deferred=True).dot is not None  # 320 blocks
+    # W16_ONE_ROW_NARROW: 8-column blocks, unsplit, where 16-column ones are fewer than 264
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_NARROW", (8, 512))
+    q = matvec.plan(1, 2048, 4096, dev, torch.float16)
+    assert (q.dot, q.block_n, q.block_k, q.split) == (None, 8, 512, 1)
+    assert matvec.plan(1, 6144, 4096, dev, torch.bfloat16).block_n == 16  # 384 blocks: as before
+
+
+@pytest.mark.parametrize("k,n", [(1000, 13), (2100, 67)])
+def test_w16_one_row_narrow(k, n, monkeypatch, device):
+    """One bf16 row under W16_ONE_ROW_NARROW (no split-K; on a GPU 8 x 512 blocks)."""
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_NARROW", (8, 512))
+    w = randn(n, k, dtype=torch.bfloat16, device=device, scale=k ** -0.5)
+    x = randn(1, k, dtype=torch.bfloat16, device=device)
+    assert_close(L.linear(x, w), ref64(x, w, None), tol=L_TOL[torch.bfloat16])
 
 
 @needs_fp8

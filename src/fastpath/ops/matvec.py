@@ -473,8 +473,11 @@ FP8_NORM_ONE_ROW_FMA: Optional[tuple] = None
 W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
 #: Its FP8_ONE_ROW_NARROW: (BLOCK_N, BLOCK_K) unsplit where its column blocks do not fill the GPU;
-#: None: off.
-W16_ONE_ROW_NARROW: Optional[tuple] = None
+#: None: off (the interpreter's default). H200 (split_probe.py --variant, 5a4454e), against F.linear
+#: in the same run, default -> (8, 512) [(8, 1024)]: 4096 -> 4096 1.15x -> 1.20x [1.12x], 2048 -> 4096
+#: 1.10x -> 1.18x [1.03x], 4096 -> 2048 1.15x -> 1.23x [1.31x]; decode (knob_ab, 12 layers): Qwen3-8B
+#: +0.4% [0], Llama-3-8B +0.4% [0], Qwen3-30B-A3B +1.0% [+1.4%].
+W16_ONE_ROW_NARROW: Optional[tuple] = None if INTERPRET else (8, 512)
 W16_ONE_ROW_DEFERRED: Optional[int] = 3
 
 
