@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (65: the fortieth session's bf16 records, 64 its 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (65-66 wait for the forty-first session: 65 the bf16 records and compiled tests at the 16-bit narrow blocks, 66 the 16-row dot's split; 64: the fortieth session's 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -564,4 +564,11 @@ case "${1:-1}" in
   for cfg in qwen3-8b llama-3-8b qwen3-30b-a3b; do
     timeout 60 python3 -m fastpath bench-decode --config $cfg --random-weights --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
   done ;;
+66)  # for the forty-first session: the 16-row dot's split-K at 4 and 16 rows (issue 3's 2048 -> 4096 at 0.91x), as the
+     # one-row plans' (gpu_pending 61/64: unsplit narrow blocks won there)
+  for rows in 4 16; do
+    timeout 150 python3 scripts/split_probe.py --rows $rows --shapes 4096x2048x0x0,4096x4096x0x0,2048x4096x0x0,4096x14336x0x0 \
+      --variant "default:" --variant "no split:SPLIT_K_OVERRIDE=1" --variant "16 columns, unsplit:TUNED={(2,True):(True,32,256,2),(2,False):(True,16,256,2),(1,True):(False,32,256,4),(1,False):(True,64,64,8)};SPLIT_K_OVERRIDE=1" \
+      --variant "16 columns:TUNED={(2,True):(True,32,256,2),(2,False):(True,16,256,2),(1,True):(False,32,256,4),(1,False):(True,64,64,8)}" 2>&1 | grep -v -i warn
+  done | tee "$OUT/rows_split.log" ;;
 esac
