@@ -226,7 +226,7 @@ def _fp8_mma(qa, qb, blockwise=False):
 
 def check_mm(d, out, bias, out_dtype):
     ref = d["deq_a"] @ d["deq_b"]
-    mma = _fp8_mma(d["qa"], d["qb"], d.get("blockwise", False))
+    mma = _fp8_mma(d["qa"], d["qb"], d["blockwise"])
     exact = d["x"].double().cpu() @ d["w"].double().cpu().t()
     if bias is not None:
         ref = ref + bias.double().cpu()

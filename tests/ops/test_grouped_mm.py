@@ -148,8 +148,9 @@ def test_2d3d_decode_routing(device):
 @pytest.mark.parametrize("case", ["decode", "mixed", "tail", "empty_first_last", "all_empty"])
 def test_2d3d_rows_mode(case, monkeypatch, device):
     """The kernel's ROWS mode (a program per row and column block, its group looked up in
-    offs; ``ROWS_UP_TO`` raised to every size here): decode routing (3 tokens x top-8 of 64 experts, transposed
-    weights, bias), empty groups, rows past offs[-1] (zeros), no rows in any group."""
+    offs; ``ROWS_UP_TO`` raised to every size here): decode routing (3 tokens x top-8 of 64
+    experts, transposed weights, bias), empty groups, rows past offs[-1] (zeros), no rows in any
+    group."""
     monkeypatch.setattr(GM, "ROWS_UP_TO", 10 ** 6)
     if case == "decode":
         E, top, tokens = 64, 8, 3

@@ -472,7 +472,7 @@ FP8_NORM_ONE_ROW_FMA: Optional[tuple] = None
 #: 772-block deferred projections on it, e1c9b8f).
 W16_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 W16_ONE_ROW_MAX_ELEMS = 32 * 2 ** 20
-#: Its FP8_ONE_ROW_NARROW: (BLOCK_N, BLOCK_K) unsplit where its column blocks do not fill the GPU;
+#: FP8_ONE_ROW_NARROW for this plan: (BLOCK_N, BLOCK_K) unsplit where its column blocks do not fill the GPU;
 #: None: off (the interpreter's default). H200 (split_probe.py --variant, 5a4454e), against F.linear
 #: in the same run, default -> (8, 512) [(8, 1024)]: 4096 -> 4096 1.15x -> 1.20x [1.12x], 2048 -> 4096
 #: 1.10x -> 1.18x [1.03x], 4096 -> 2048 1.15x -> 1.23x [1.31x]; decode (knob_ab, 12 layers): Qwen3-8B
@@ -525,7 +525,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``); ``deferred``: under
     a deferred norm (:class:`Norm`); ``w16_dot``: 16-bit weights on the dot whatever W16_ONE_ROW_FMA."""
     s16 = fill = ksum = unsplit = False
-    stages = None
+    stages = narrow = None
     min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
         dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
@@ -541,15 +541,12 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             fill, min_k = FP8_ONE_ROW_FILL, max(MIN_K_PER_SPLIT, FP8_ONE_ROW_MIN_K)
             ksum = FP8_ONE_ROW_KSUM or N * K > FP8_ONE_ROW_MAX_ELEMS
             stages = FP8_NORM_ONE_ROW_STAGES if norm or group else FP8_ONE_ROW_STAGES
-            if (FP8_ONE_ROW_NARROW is not None and not glu and (FP8_ONE_ROW_NARROW_GROUP or not group)
-                    and cdiv(N, bn) < per_sm * num_sms(device)):
-                (bn, bk), unsplit = FP8_ONE_ROW_NARROW, True
+            narrow = FP8_ONE_ROW_NARROW if not glu and (FP8_ONE_ROW_NARROW_GROUP or not group) else None
         elif (b_bytes == 2 and M == 1 and W16_ONE_ROW_FMA is not None and not (norm or glu or group or w16_dot)
               and N * K <= W16_ONE_ROW_MAX_ELEMS and (not deferred or W16_ONE_ROW_DEFERRED is not None and cdiv(
                   N, W16_ONE_ROW_FMA[0]) <= W16_ONE_ROW_DEFERRED * num_sms(device))):
             use_dot, (bn, bk, per_sm, stages), ksum, fill = False, W16_ONE_ROW_FMA, True, True
-            if W16_ONE_ROW_NARROW is not None and cdiv(N, bn) < per_sm * num_sms(device):
-                (bn, bk), unsplit = W16_ONE_ROW_NARROW, True
+            narrow = W16_ONE_ROW_NARROW
         elif norm:  # one row, normalised in the kernel: never the 16-row dot
             use_dot, (bn, bk, per_sm) = False, (FP8_ONE_ROW_FMA if b_bytes == 1 else None) or NORM_ONE_ROW_FMA
         elif b_bytes == 1 and FP8_VIA_FP16 is not None:  # fp8 weights, 16-bit activations
@@ -557,6 +554,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             s16, dot_dtype, fill = dot_dtype == torch.bfloat16, torch.float16, FP8_VIA_FP16_FILL
             if glu and FP8_VIA_FP16_GLU_HALF:
                 per_sm = max(1, per_sm // 2)
+        if narrow is not None and cdiv(N, bn) < per_sm * num_sms(device):  # the one-row plans' columns
+            (bn, bk), unsplit = narrow, True  # do not fill the GPU: narrower blocks, K whole
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
         if use_dot and M > 1 and b_bytes == 2 and dot_dtype.itemsize == 2:
             fill = W16_ROWS_FILL
