@@ -127,6 +127,7 @@ def main():
     small_mod = importlib.import_module("fastpath.ops.linalg.small")
     svd_mod = importlib.import_module("fastpath.ops.linalg.svd")
     a3, p8 = torch.randn(1000, 3, 3), torch.randn(1000, 8, 8)
+    vals = torch.randint(0, 1000, (1 << 16,))
 
     def inv3():
         return fastpath.linalg.inv_ex(a3)
@@ -169,6 +170,8 @@ def main():
              "fastpath.pad 1x16x1x60x104 causal": lambda: fastpath.pad(vid, (1, 1, 1, 1, 2, 0)),
              "fastpath.pad 1x16x1x60x104 causal, a replay of the launch memo": (
                  lambda: on_cpu(pad_mod._MEMO, lambda: fastpath.pad(vid, (1, 1, 1, 1, 2, 0)))),
+             "fastpath.bincount 64K values, minlength 1000, validate=False": (
+                 lambda: fastpath.bincount(vals, minlength=1000, validate=False)),
              "fastpath.linalg.inv_ex 1000x3x3": lambda: fastpath.linalg.inv_ex(a3),
              "fastpath.linalg.inv_ex 1000x3x3, a replay of the launch memo": lambda: on_cpu(small_mod._INV_MEMO, inv3),
              "fastpath.linalg.pinv 1000x8x8": lambda: fastpath.linalg.pinv(p8),

@@ -318,7 +318,8 @@ def test_fp8_one_row_narrow(k, n, monkeypatch, device):
 def test_fp8_via_float16_split_rounds_down(monkeypatch):
     """The float16 route's split-K count stays at or under its programs per SM (4096 -> 14336:
     224 column blocks of 64, 528 programs wanted: 2 splits, not 3; with SwiGLU half as many
-    wanted); the 16-bit one-row plans round up, the 16-bit dot at 2-16 rows down."""
+    wanted); the 16-bit one-row plans round up, the 16-bit dot at 2-16 rows down (and leaves
+    two splits of a short K unsplit)."""
     monkeypatch.setattr(matvec, "INTERPRET", False)
     monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
     monkeypatch.setattr(matvec, "FP8_ONE_ROW_BIG", False)
@@ -337,6 +338,11 @@ def test_fp8_via_float16_split_rounds_down(monkeypatch):
     monkeypatch.setattr(matvec, "SPLIT_FILL_OVERRIDE", None)
     # 2-16 rows on the 16-bit dot: down (W16_ROWS_FILL), 128 blocks of 32 -> 2 splits; up: 3
     assert [matvec.plan(m, 4096, 4096, dev, torch.bfloat16).split for m in (4, 16)] == [2, 2]
+    # ... but not 2 splits of K <= W16_ROWS_UNSPLIT_K (2048 -> 4096); 4 splits stay (2048 -> 2048)
+    assert [matvec.plan(m, 4096, 2048, dev, torch.bfloat16).split for m in (2, 16)] == [1, 1]
+    assert matvec.plan(4, 2048, 2048, dev, torch.bfloat16).split == 4
+    monkeypatch.setattr(matvec, "W16_ROWS_UNSPLIT_K", None)
+    assert matvec.plan(4, 4096, 2048, dev, torch.bfloat16).split == 2
     monkeypatch.setattr(matvec, "W16_ROWS_FILL", False)
     assert matvec.plan(4, 4096, 4096, dev, torch.bfloat16).split == 3
 

@@ -385,6 +385,13 @@ SPLIT_FILL_OVERRIDE: Optional[bool] = None
 #: 8.75 / 9.27 -> 8.63, 4096 -> 4096 12.27 -> 11.93 / 12.53 -> 12.27, the rest within 1% (other
 #: blocks for this plan, 16-64 columns x 64-512 K, lost or tied: same log).
 W16_ROWS_FILL = True
+#: ... and no split-K where that rule gives 2 splits and K is at most this (None: never): the column
+#: blocks then already fill more than a third of the slots, and two halves of a short K do not pay
+#: for the partials and the last program's combine. H200 (scripts/split_probe.py --rows 2/4/8/16,
+#: 8b2e143, against F.linear in one process), 2 splits -> none at 16 rows: 1024 -> 4096 6.09 ->
+#: 4.68 us, 1536 -> 4096 7.04 -> 6.01, 2048 -> 4096 8.00 -> 7.31, 1024 -> 2048 5.00 -> 3.91 (2-8 rows
+#: alike); 3072 -> 4096 and 4096 -> 4096 lost or tied unsplit, 2048 -> 2048 (4 splits) lost.
+W16_ROWS_UNSPLIT_K: Optional[int] = 2048
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
 FP8_DOT: Optional[tuple] = (32, 256, 2)
@@ -524,7 +531,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
     ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``); ``deferred``: under
     a deferred norm (:class:`Norm`); ``w16_dot``: 16-bit weights on the dot whatever W16_ONE_ROW_FMA."""
-    s16 = fill = ksum = unsplit = False
+    s16 = fill = ksum = unsplit = rows16 = False
     stages = narrow = None
     min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
@@ -558,7 +565,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             (bn, bk), unsplit = narrow, True  # do not fill the GPU: narrower blocks, K whole
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
         if use_dot and M > 1 and b_bytes == 2 and dot_dtype.itemsize == 2:
-            fill = W16_ROWS_FILL
+            fill, rows16 = W16_ROWS_FILL, True
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None
@@ -574,6 +581,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         fill = fill if SPLIT_FILL_OVERRIDE is None else SPLIT_FILL_OVERRIDE
         want = max(1, target // n_blocks) if fill else cdiv(target, n_blocks)
         split = min(want, max(1, K // min_k)) if n_blocks < target else 1
+        if rows16 and split == 2 and W16_ROWS_UNSPLIT_K is not None and K <= W16_ROWS_UNSPLIT_K:
+            split = 1
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
     split = max(1, cdiv(K, k_chunk))  # no empty splits
