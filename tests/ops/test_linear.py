@@ -375,6 +375,44 @@ def test_w16_one_row_plan(monkeypatch):
     assert matvec.plan(1, 6144, 4096, dev, torch.bfloat16).block_n == 16  # 384 blocks: as before
 
 
+def test_w16_dot_plan_waves(monkeypatch):
+    """The plain 16-bit dot: 4 pipeline stages (W16_DOT_FEW) where the grid has at most 1.5
+    programs a multiprocessor, 64 x 128 blocks (W16_DOT_WIDE) where 32-column blocks would make
+    between one and 1.5 waves of W16_DOT_RESIDENT; neither under SwiGLU."""
+    monkeypatch.setattr(matvec, "INTERPRET", False)
+    monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_FMA", None)
+    dev, bf = torch.device("cuda"), torch.bfloat16
+
+    def shape(m, n, k, **kw):
+        p = matvec.plan(m, n, k, dev, bf, **kw)
+        return p.block_n, p.block_k, p.split, p.stages
+
+    assert shape(4, 14336, 4096) == (64, 128, 1, None)  # 448 blocks of 32 > 396 slots: 224 of 64
+    assert shape(1, 14336, 4096)[:2] == (64, 128)
+    assert shape(4, 12288, 4096) == (32, 256, 1, None)  # 384 blocks: one wave
+    assert shape(16, 4096, 2048) == (32, 256, 1, 4)  # 128 programs
+    assert shape(4, 6144, 4096) == (32, 256, 1, 4)  # 192 programs
+    assert shape(4, 4096, 4096) == (32, 256, 2, None)  # 256 programs
+    assert shape(4, 14336, 4096, glu=True)[:2] == (32, 256) and shape(4, 4096, 2048, glu=True)[3] is None
+    monkeypatch.setattr(matvec, "W16_DOT_WIDE", None)
+    monkeypatch.setattr(matvec, "W16_DOT_FEW", None)
+    assert shape(4, 14336, 4096)[:2] == (32, 256) and shape(16, 4096, 2048)[3] is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="compiled blocks: the interpreter takes its own small ones")
+@pytest.mark.parametrize("rows", [1, 4])
+def test_w16_dot_wide_blocks(rows, monkeypatch, device):
+    """bf16 rows on the 16-bit dot in W16_DOT_WIDE's blocks (one program a multiprocessor as the
+    residency, so that 5000 columns take them on the H200's 132 multiprocessors)."""
+    monkeypatch.setattr(matvec, "W16_DOT_RESIDENT", 1)
+    monkeypatch.setattr(matvec, "W16_ONE_ROW_FMA", None)
+    w = randn(5000, 100, dtype=torch.bfloat16, device=device, scale=0.1)
+    x = randn(rows, 100, dtype=torch.bfloat16, device=device)
+    b = randn(5000, dtype=torch.bfloat16, device=device)
+    assert_close(L.linear(x, w, b), ref64(x, w, b), tol=L_TOL[torch.bfloat16])
+
+
 @pytest.mark.parametrize("k,n", [(1000, 13), (2100, 67)])
 def test_w16_one_row_narrow(k, n, monkeypatch, device):
     """One bf16 row under W16_ONE_ROW_NARROW (no split-K; on a GPU 8 x 512 blocks)."""

@@ -392,6 +392,21 @@ W16_ROWS_FILL = True
 #: 4.68 us, 1536 -> 4096 7.04 -> 6.01, 2048 -> 4096 8.00 -> 7.31, 1024 -> 2048 5.00 -> 3.91 (2-8 rows
 #: alike); 3072 -> 4096 and 4096 -> 4096 lost or tied unsplit, 2048 -> 2048 (4 splits) lost.
 W16_ROWS_UNSPLIT_K: Optional[int] = 2048
+#: Software pipelining depth of the 16-bit dot plans (None: Triton's default, 3, or W16_DOT_FEW's).
+W16_DOT_STAGES: Optional[int] = None
+#: Plain 16-bit dot plans (no SwiGLU or norm) whose grid has at most 1.5 programs a multiprocessor:
+#: this pipelining depth (None: W16_DOT_STAGES). H200 (scripts/split_probe.py, 4 / 16 rows, 1ef4d75),
+#: 3 -> 4 stages: 2048 -> 4096 unsplit 7.41 -> 6.76 / 7.23 -> 6.57 us, 1536 -> 4096 6.17 -> 5.73 /
+#: 5.95 -> 5.41, 4096 -> 6144 (192 programs) 15.68 -> 15.04 / 15.64 -> 15.16; with 2 programs a
+#: multiprocessor (4096 -> 4096, 4096 -> 2048) 1-2% slower, with more (4096 -> 14336) 20% slower.
+W16_DOT_FEW: Optional[int] = 4
+#: ... and the (BLOCK_N, BLOCK_K) they take where 32-column blocks would make more than one wave of
+#: W16_DOT_RESIDENT programs a multiprocessor but at most 1.5 (the second wave's tail); None: never.
+#: H200 (same run), 4096 -> 14336 (448 blocks of 32, 224 of 64): 4 / 16 rows 32.60 -> 30.50 / 32.80 ->
+#: 30.64 us (F.linear 30.61 / 30.61), one row 31.91 -> 31.77; 4096 -> 12288 (384 blocks, one wave)
+#: would lose 4% with them, so it keeps 32 columns.
+W16_DOT_WIDE: Optional[tuple] = (64, 128)
+W16_DOT_RESIDENT = 3
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
 #: native fp8 tl.dot on 16-row tiles; None: convert to bfloat16 as for 16-bit operands.
 FP8_DOT: Optional[tuple] = (32, 256, 2)
@@ -531,7 +546,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     tiles whole; ``group`` (a power of two): K tiles of whole groups (:class:`Norm`'s ``group``);
     ``glu``: ``N`` output columns of gate and up weights (``launch``'s ``glu``); ``deferred``: under
     a deferred norm (:class:`Norm`); ``w16_dot``: 16-bit weights on the dot whatever W16_ONE_ROW_FMA."""
-    s16 = fill = ksum = unsplit = rows16 = False
+    s16 = fill = ksum = unsplit = rows16 = few = False
     stages = narrow = None
     min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
@@ -564,8 +579,15 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         if narrow is not None and cdiv(N, bn) < per_sm * num_sms(device):  # the one-row plans' columns
             (bn, bk), unsplit = narrow, True  # do not fill the GPU: narrower blocks, K whole
         dot, bm = (dot_dtype, 16) if use_dot else (None, next_pow2(M))
-        if use_dot and M > 1 and b_bytes == 2 and dot_dtype.itemsize == 2:
-            fill, rows16 = W16_ROWS_FILL, True
+        if use_dot and b_bytes == 2 and dot_dtype.itemsize == 2:
+            stages = W16_DOT_STAGES
+            if M > 1:
+                fill, rows16 = W16_ROWS_FILL, True
+            if not (glu or norm or group or deferred):
+                few = W16_DOT_FEW is not None
+                slots = W16_DOT_RESIDENT * num_sms(device)
+                if W16_DOT_WIDE is not None and slots < cdiv(N, bn) <= slots * 3 // 2:
+                    bn, bk = W16_DOT_WIDE
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None
@@ -586,6 +608,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     split = max(1, min(split, cdiv(K, bk)))
     k_chunk = cdiv(cdiv(K, split), bk) * bk if K > 0 else bk
     split = max(1, cdiv(K, k_chunk))  # no empty splits
+    if few and 2 * n_blocks * split <= 3 * num_sms(device):
+        stages = W16_DOT_FEW
     return Plan(bm, bn, bk, split, k_chunk, 4, dot, s16, ksum, None if INTERPRET else stages)
 
 
