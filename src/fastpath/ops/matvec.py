@@ -400,11 +400,13 @@ W16_DOT_STAGES: Optional[int] = None
 #: 5.95 -> 5.41, 4096 -> 6144 (192 programs) 15.68 -> 15.04 / 15.64 -> 15.16; with 2 programs a
 #: multiprocessor (4096 -> 4096, 4096 -> 2048) 1-2% slower, with more (4096 -> 14336) 20% slower.
 W16_DOT_FEW: Optional[int] = 4
-#: ... and the (BLOCK_N, BLOCK_K) they take where 32-column blocks would make more than one wave of
-#: W16_DOT_RESIDENT programs a multiprocessor but at most 1.5 (the second wave's tail); None: never.
-#: H200 (same run), 4096 -> 14336 (448 blocks of 32, 224 of 64): 4 / 16 rows 32.60 -> 30.50 / 32.80 ->
-#: 30.64 us (F.linear 30.61 / 30.61), one row 31.91 -> 31.77; 4096 -> 12288 (384 blocks, one wave)
-#: would lose 4% with them, so it keeps 32 columns.
+#: ... and the (BLOCK_N, BLOCK_K) they take, K unsplit, where 32-column blocks would make more than
+#: one wave of W16_DOT_RESIDENT programs a multiprocessor but at most 1.5 (the second wave's tail);
+#: None: never. H200 (same run), 4096 -> 14336 (448 blocks of 32, 224 of 64): 4 / 16 rows 32.60 ->
+#: 30.50 / 32.80 -> 30.64 us (F.linear 30.61 / 30.61); 4096 -> 18944 (592 blocks) 50.98 -> 38.12 /
+#: 50.06 -> 38.45 (F.linear 40.96 / 41.71; 15d0ac8); 4096 -> 12288 (384 blocks, one wave) would lose
+#: 4% with them, so it keeps 32 columns. (At one row, split in two, they lost 1-3% on 14336 and 16384
+#: columns: hence unsplit.)
 W16_DOT_WIDE: Optional[tuple] = (64, 128)
 W16_DOT_RESIDENT = 3
 #: fp8 x fp8 (small-M scaled_mm on fp8 hardware): (BLOCK_N, BLOCK_K, programs per SM) of the
@@ -587,7 +589,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
                 few = W16_DOT_FEW is not None
                 slots = W16_DOT_RESIDENT * num_sms(device)
                 if W16_DOT_WIDE is not None and slots < cdiv(N, bn) <= slots * 3 // 2:
-                    bn, bk = W16_DOT_WIDE
+                    (bn, bk), unsplit = W16_DOT_WIDE, True
     if INTERPRET:
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None
