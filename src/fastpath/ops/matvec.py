@@ -10,7 +10,10 @@ Two ways to reduce a tile: ``DOT`` pads the rows to 16 and calls ``tl.dot`` on 1
 operands (tensor cores: large tiles at little register cost, for 2..16 rows), otherwise a
 float32 broadcast-multiply-and-sum (one row, or float32 inputs). Both accumulate in float32.
 Triton pipelines only loads that feed a ``tl.dot``; the one-row product-and-sum plans say how
-many K tiles ahead their loads go (``Plan.stages``: through shared memory, cp.async).
+many K tiles ahead their loads go (``Plan.stages``: through shared memory, cp.async). The
+16-bit dot plans look at the grid as waves of resident programs: a grid of at most 1.5
+programs a multiprocessor loads one tile deeper (``W16_DOT_FEW``), and 32-column blocks that
+would spill into a short second wave become one wave of wider ones (``W16_DOT_WIDE``).
 
 Operands load as float (``MODE 0``), as fp8 converted by the hardware (``MODE 1``, NVIDIA
 capability 8.9+) or as ``uint8`` fp8 bits decoded exactly in registers (``MODE 2``: older
