@@ -16,6 +16,60 @@ import pytest  # noqa: E402
 
 from fastpath._core import alloc, memo  # noqa: E402
 
+
+class _NoPatch:
+    def restore(self) -> None:
+        pass
+
+
+def _quick_helper_calls() -> None:
+    """Triton's interpreter patches ``triton.language`` (``inspect.getmembers`` over four modules,
+    ~0.4 ms) at every call of a ``@triton.jit`` helper inside a kernel, although the kernel's
+    launch has patched the same modules for its whole run and a helper's patch then changes
+    nothing (the builtins are already replaced; the rest is set again to the same behaviour).
+    A quarter of some tests' time went there (the LU row panel's helpers in its column loop).
+    Here a helper's patch is skipped while a launch's patch is live and covers the modules the
+    helper sees; anything else (another Triton whose internals differ, a helper that sees other
+    modules) takes Triton's own path."""
+    try:
+        from triton.runtime import interpreter as interp
+        original, lang = interp._patch_lang, interp.tl
+        cores = (lang, lang.core)
+    except (ImportError, AttributeError):
+        return
+    live: list = []  # the language modules of the launch whose patch is live
+    seen: dict = {}
+
+    def modules(fn) -> frozenset:
+        g = fn.__globals__
+        mods = seen.get(id(g))
+        if mods is None:
+            mods = seen[id(g)] = frozenset(id(v) for v in list(g.values()) if any(v is c for c in cores))
+        return mods
+
+    def patch_lang(fn):
+        mods = modules(fn)
+        if live:
+            return _NoPatch() if mods <= live[-1] else original(fn)
+        scope = original(fn)  # a launch: its patch lives until GridExecutor restores it
+        live.append(mods)
+        restore = scope.restore
+
+        def done() -> None:
+            try:
+                restore()
+            finally:
+                live.pop()
+
+        scope.restore = done
+        return scope
+
+    interp._patch_lang = patch_lang
+
+
+if os.environ.get("TRITON_INTERPRET") == "1":
+    _quick_helper_calls()
+
 #: Most pytest-xdist workers ``-n auto`` starts (each imports torch, transformers and diffusers).
 MAX_WORKERS = 4
 
