@@ -7,8 +7,8 @@ from registers (64K a multiprocessor) and shared memory (228 KB). Hand-built ker
 wrong (perf-notes, twenty-sixth session); recorded launches do not. Caveat: fp8 weights take
 the CPU's load mode (bytes reinterpreted, ``B_MODE`` 2), not necessarily the GPU's.
 
-    PYTHONPATH=src python scripts/launch_regs.py [--mode1] 4096x28672x1x1 2048x5120x0x0x1
-        (K x N x swiglu x fp8 [x norm]: rms_norm_linear with a residual)
+    PYTHONPATH=src [ROWS=4] python scripts/launch_regs.py [--mode1] 4096x28672x1x1 2048x5120x0x0x1
+        (K x N x swiglu x fp8 [x norm]: rms_norm_linear with a residual; ROWS: rows of x, 1 by default)
 
 ``--mode1``: fp8 weights compiled in the load mode the H200 takes (``B_MODE`` 1, float8 pointers)
 instead of the CPU's, and each loop's SASS instruction count printed: compare two trees (e.g. a
@@ -41,7 +41,7 @@ def record(K: int, N: int, swiglu: int, fp8: int, norm: int = 0) -> list:
     matvec.INTERPRET, matvec.num_sms, L.num_sms = False, (lambda dev: SMS), (lambda dev: SMS)
     C._ORIG, LA.Launcher.launch = (lambda self, grid, args, kwargs: None), C._record
     try:
-        x = torch.randn(1, K, dtype=torch.bfloat16)
+        x = torch.randn(int(os.environ.get("ROWS", "1")), K, dtype=torch.bfloat16)
         rows = 2 * N if swiglu else N
         w = torch.zeros(rows, K).to(torch.float8_e4m3fn if fp8 else torch.bfloat16)
         s = torch.ones(rows, 1) if fp8 else None
