@@ -24,20 +24,21 @@ class _NoPatch:
 
 def _quick_helper_calls() -> None:
     """Triton's interpreter patches ``triton.language`` (``inspect.getmembers`` over four modules,
-    ~0.4 ms) at every call of a ``@triton.jit`` helper inside a kernel, although the kernel's
-    launch has patched the same modules for its whole run and a helper's patch then changes
-    nothing (the builtins are already replaced; the rest is set again to the same behaviour).
-    A quarter of some tests' time went there (the LU row panel's helpers in its column loop).
-    Here a helper's patch is skipped while a launch's patch is live and covers the modules the
-    helper sees; anything else (another Triton whose internals differ, a helper that sees other
-    modules) takes Triton's own path."""
+    ~0.4 ms) at every kernel launch and again at every call of a ``@triton.jit`` helper inside a
+    kernel, and undoes the launch's patch when the kernel returns; a helper's patch inside a
+    patched launch changes nothing (the builtins are already replaced; the rest is set again to
+    the same behaviour). A quarter of some tests' time went there (the LU row panel's helpers in
+    its column loop, batch_norm's many small launches). In the test process everything Triton
+    runs is interpreted (the sm_90 compile test runs in a subprocess), so here the language
+    modules stay patched once a launch or helper has patched them, and later patches of modules
+    already patched are skipped; another Triton whose internals differ takes its own path."""
     try:
         from triton.runtime import interpreter as interp
         original, lang = interp._patch_lang, interp.tl
         cores = (lang, lang.core)
     except (ImportError, AttributeError):
         return
-    live: list = []  # the language modules of the launch whose patch is live
+    patched: set = set()  # ids of the language modules patched for the rest of the process
     seen: dict = {}
 
     def modules(fn) -> frozenset:
@@ -49,20 +50,10 @@ def _quick_helper_calls() -> None:
 
     def patch_lang(fn):
         mods = modules(fn)
-        if live:
-            return _NoPatch() if mods <= live[-1] else original(fn)
-        scope = original(fn)  # a launch: its patch lives until GridExecutor restores it
-        live.append(mods)
-        restore = scope.restore
-
-        def done() -> None:
-            try:
-                restore()
-            finally:
-                live.pop()
-
-        scope.restore = done
-        return scope
+        if not mods <= patched:
+            original(fn)  # its scope is dropped: never undone
+            patched.update(mods)
+        return _NoPatch()
 
     interp._patch_lang = patch_lang
 
