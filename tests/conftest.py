@@ -22,7 +22,7 @@ class _NoPatch:
         pass
 
 
-def _quick_helper_calls() -> None:
+def _patch_language_once() -> None:
     """Triton's interpreter patches ``triton.language`` (``inspect.getmembers`` over four modules,
     ~0.4 ms) at every kernel launch and again at every call of a ``@triton.jit`` helper inside a
     kernel, and undoes the launch's patch when the kernel returns; a helper's patch inside a
@@ -59,7 +59,7 @@ def _quick_helper_calls() -> None:
 
 
 if os.environ.get("TRITON_INTERPRET") == "1":
-    _quick_helper_calls()
+    _patch_language_once()
 
 #: Most pytest-xdist workers ``-n auto`` starts (each imports torch, transformers and diffusers).
 MAX_WORKERS = 4
