@@ -1,8 +1,10 @@
 """Compile, for the H200 (sm_90) and without a GPU, every Triton kernel that some fastpath calls
 launch: the calls run in Triton's interpreter, each launch's arguments are recorded, and each
-distinct (kernel, specialisation) is compiled with ``triton.compile`` for CUDA 9.0. Catches what
-the interpreter accepts and the compiler rejects (a helper's default string argument, in
-triton 3.6, broke the blocked LU on the GPU while every CPU test passed).
+distinct (kernel, specialisation) is compiled for CUDA 9.0 with Triton's pipeline: the first
+variant of each kernel to a cubin (``triton.compile``), the others through the front end and the
+GPU layout passes (TTGIR; ``COMPILE_FULL=1``: every one to a cubin). Catches what the
+interpreter accepts and the compiler rejects (a helper's default string argument, in triton 3.6,
+broke the blocked LU on the GPU while every CPU test passed).
 
     PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py \
         [linalg|linalg-lu|linalg-rest|batch_norm|all|tests:PATH]
@@ -17,6 +19,7 @@ installed Triton's interpreter and compile with another Triton.)
 The interpreter's plans use small tiles, so the compiled variants are the GPU code paths
 (constexpr branches) at other tile sizes.
 """
+import os
 import sys
 import time
 
@@ -69,16 +72,24 @@ def _record(self, grid, args, kwargs):
     opts = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
     name = f"{fn.__module__}.{fn.__name__}"
     _SEEN.setdefault((name, tuple(key), tuple(opts.items())), (name, sig, consts, attrs, opts))
-    return _ORIG(self, grid, args, kwargs)
+    if RUN_KERNELS:
+        return _ORIG(self, grid, args, kwargs)
+    return None
 
 
 _ORIG = L.Launcher.launch
+#: Whether recorded launches also run (in the interpreter). They need not: which kernels launch,
+#: with which constexprs, dtypes and alignments, never depends on the data in these calls, and
+#: running them was nine tenths of this script's time (``COMPILE_RUN_KERNELS=1`` runs them).
+RUN_KERNELS = os.environ.get("COMPILE_RUN_KERNELS") == "1"
 
 
 def run_calls(which: str) -> None:
     """The fastpath calls whose launches are compiled; ``tests:PATH`` runs pytest on PATH."""
+    global RUN_KERNELS
     if which.startswith("tests:"):
         import pytest
+        RUN_KERNELS = True  # tests read results back and branch on them
         pytest.main([*which[len("tests:"):].split(), "-q", "-p", "no:cacheprovider"])
         return
     import fastpath
@@ -98,11 +109,13 @@ def run_calls(which: str) -> None:
     if which in ("linalg", "linalg-rest", "all"):
         for dt in (torch.float32, torch.complex64):
             la.qr(torch.randn(9, 24, 16, generator=g, dtype=dt))
+        RUN_KERNELS = True  # inv and solve read their info back and raises on a singular (garbage) result
         for n in (3, 4, 16):
             la.inv(torch.randn(9, n, n, generator=g) + 4 * torch.eye(n))
         C = torch.complex(torch.randn(9, 6, 6, generator=g), torch.randn(9, 6, 6, generator=g)) + 4 * torch.eye(6)
         la.inv(C)
         la.solve(C, torch.randn(9, 6, 2, generator=g, dtype=torch.complex64))
+        RUN_KERNELS = os.environ.get("COMPILE_RUN_KERNELS") == "1"
         la.pinv(torch.randn(9, 8, 8, generator=g))
         # blocked QR as the GPU runs it (several programs a panel: the interpreter's results are
         # garbage here, one poll of the barrier, but the launches are the GPU's variants)
@@ -142,8 +155,32 @@ def record(which: str, path: str) -> None:
 TIMEOUT_S = 120
 
 
-def _compile_one(item):
-    """(Worker) compile one recorded variant for sm_90: None, or the error."""
+def _lower(src, target, opts, last: str) -> None:
+    """Triton's own pipeline for ``src`` up to and including stage ``last`` (``ttgir``: the
+    front end and the GPU layout passes, where the interpreter's and the compiler's accepted
+    code differ; LLVM and ptxas are three quarters of a compile's time)."""
+    from triton._C.libtriton import ir
+    from triton.compiler import compiler as tc
+    backend = tc.make_backend(target)
+    options = backend.parse_options(opts)
+    stages: dict = {}
+    backend.add_stages(stages, options, src.language)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
+                         context)
+    metadata: dict = {}
+    for name, stage in stages.items():
+        module = stage(module, metadata)
+        if name == last:
+            return
+    raise ValueError(f"stage {last!r} not in {list(stages)}")
+
+
+def _compile_one(item, full: bool = True):
+    """(Worker) compile one recorded variant for sm_90 (``full``: to a cubin, else to TTGIR):
+    None, or the error."""
     import importlib
     import os
 
@@ -155,9 +192,12 @@ def _compile_one(item):
         consts = {**consts, (list(sig).index("PDL"),): int(os.environ["COMPILE_PDL"])}
     mod, fname = name.rsplit(".", 1)
     fn = getattr(importlib.import_module(mod), fname)
+    src, target = ASTSource(fn, sig, constexprs=consts, attrs=attrs), GPUTarget("cuda", 90, 32)
     try:
-        triton.compile(ASTSource(fn, sig, constexprs=consts, attrs=attrs), target=GPUTarget("cuda", 90, 32),
-                       options=opts)
+        if full:
+            triton.compile(src, target=target, options=opts)
+        else:
+            _lower(src, target, opts, "ttgir")
     except Exception as exc:  # noqa: BLE001 - reported by the parent
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}"
     return None
@@ -189,11 +229,15 @@ def main() -> int:
     bad = 0
     ctx = mp.get_context("spawn")
     pool = ctx.Pool(1)
+    full_all = os.environ.get("COMPILE_FULL") == "1"
+    compiled: set = set()  # kernels one variant of which went through to a cubin
     for item in seen:
         name = item[0]
+        full = full_all or name not in compiled
+        compiled.add(name)
         t0 = time.perf_counter()
         try:
-            err = pool.apply_async(_compile_one, (item,)).get(timeout=TIMEOUT_S)
+            err = pool.apply_async(_compile_one, (item, full)).get(timeout=TIMEOUT_S)
         except mp.TimeoutError:  # Triton's passes can loop on a shape: report it, go on
             pool.terminate()
             pool = ctx.Pool(1)
@@ -202,7 +246,7 @@ def main() -> int:
             bad += 1
             print(f"FAIL  {name}: {err}", flush=True)
         else:
-            print(f"ok    {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
+            print(f"ok    {name} ({'cubin' if full else 'ttgir'}, {time.perf_counter() - t0:.1f} s)", flush=True)
     pool.terminate()
     print(f"triton {triton.__version__}: {len(seen) - bad}/{len(seen)} kernel variants compile for sm_90")
     return 1 if bad else 0
