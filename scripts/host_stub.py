@@ -70,6 +70,7 @@ def main():
     _stub_everything(stub)
     x = torch.randn(1, 4096).bfloat16()
     w = torch.randn(4096, 4096).bfloat16()
+    x4, w4 = torch.randn(4, 14336).bfloat16(), torch.randn(4096, 14336).bfloat16()
     q = torch.randn(1, 32, 1, 128).bfloat16()
     k = torch.randn(1, 8, 1024, 128).bfloat16()
     v = torch.randn(1, 8, 1024, 128).bfloat16()
@@ -142,15 +143,13 @@ def main():
         finally:
             memo.device_types = ("cuda",)
 
-    def linear_memo():  # the launch memo (fastpath._core.memo) replaying: allowed on these CPU stand-ins
-        linear_mod._MEMO.device_types = ("cpu",)
-        try:
-            return fastpath.linear(x, w)
-        finally:
-            linear_mod._MEMO.device_types = ("cuda",)
+    def linear_memo(x=x, w=w):  # the launch memo (fastpath._core.memo) replaying: allowed on these CPU stand-ins
+        return on_cpu(linear_mod._MEMO, lambda: fastpath.linear(x, w))
 
     cases = {"fastpath.linear 1x4096x4096": lambda: fastpath.linear(x, w),
              "fastpath.linear 1x4096x4096, a replay of the launch memo": linear_memo,
+             "fastpath.linear 4x14336x4096": lambda: fastpath.linear(x4, w4),
+             "fastpath.linear 4x14336x4096, a replay of the launch memo": lambda: linear_memo(x4, w4),
              "fastpath.scaled_dot_product_attention decode 1K": (
                  lambda: fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
              "fastpath.scaled_dot_product_attention decode 1K, a replay of the launch memo": (
