@@ -36,7 +36,7 @@ def split_k(monkeypatch):
 
 
 def _rows_shape(rows, k):
-    return {1: (1, 1, k), 3: (3, 1, k), 16: (16, k), 17: (17, k), 300: (3, 100, k)}[rows]
+    return {1: (1, 1, k), 3: (3, 1, k), 16: (16, k), 17: (17, k), 66: (3, 22, k), 300: (3, 100, k)}[rows]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -148,7 +148,9 @@ L_TOL = {torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.2e-2}
 
 
 @needs_fp8
-@pytest.mark.parametrize("rows", [17, 300])  # 300: (3, 100, K), ten 32-row tiles in the interpreter
+# 66: (3, 22, K), above scaled_mm.W8_FEW_ROWS = 64 (the many-row blocks, no float16 route, no split),
+# three 32-row tiles in the interpreter, the last of 2 rows
+@pytest.mark.parametrize("rows", [17, 66])
 @pytest.mark.parametrize("xdtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("route", ["tiled", "tiled-bf16", "tiled-unswapped", "tiled-split", "tiled-dequant",
                                    "dequantise"])

@@ -157,9 +157,9 @@ def test_route_shared_gate(scoring, device, topk):
         moe.route(logits[:, :3], 3, shared_gate=True)
 
 
-@pytest.mark.parametrize("T", [1, 3, 4, 6])  # 6: past ROUTER_MAX_T, linear + route
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("one_tile", [False, True])
+# T 6: past ROUTER_MAX_T, linear + route; each T in both tile modes, with one dtype each (alternated)
+@pytest.mark.parametrize("T,dtype,one_tile", [(T, (torch.float32, torch.float16)[(i + one) % 2], bool(one))
+                                              for one in (0, 1) for i, T in enumerate((1, 3, 4, 6))])
 def test_router(T, dtype, one_tile, monkeypatch, device, topk):
     """router(x, W) = route of the logits x W^T, with a shared gate, sigmoid scoring and an
     expert bias; twice in a row (the kernel's ticket is reset). x and W hold multiples of 1/4
