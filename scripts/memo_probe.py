@@ -12,7 +12,8 @@ from fastpath.streams import _flush_buffer, median_ms
 
 dev = torch.device("cuda")
 flush = _flush_buffer(dev)
-for m, k, n in [(1, 2048, 4096), (4, 2048, 4096), (4, 4096, 2048), (16, 4096, 2048), (1, 4096, 4096), (4, 4096, 14336)]:
+for m, k, n in [(1, 4096, 4096), (4, 4096, 4096), (1, 4096, 14336), (4, 4096, 14336), (4, 14336, 4096),
+                (16, 4096, 14336), (16, 14336, 4096)]:
     x = torch.randn(m, k, device=dev).bfloat16()
     w = (torch.randn(n, k, device=dev) * k ** -0.5).bfloat16()
     for on in (True, False):
