@@ -1,7 +1,9 @@
 """Kernels the interpreter runs must also compile for a GPU: ``scripts/compile_sm90.py`` records
-the launches of linear-algebra and batch_norm calls in the interpreter and compiles each for
-sm_90 (H200) with the installed Triton, on the CPU. (The interpreter accepts code the compiler
-rejects: a helper's default string argument broke the blocked LU under triton 3.6.)"""
+the launches of linear-algebra and batch_norm calls (through the interpreter's launch path,
+without running the kernels) and compiles each variant for sm_90 (H200) with the installed
+Triton, on the CPU: the first variant of each kernel to a cubin, the others through the front
+end and the GPU layout passes. (The interpreter accepts code the compiler rejects: a helper's
+default string argument broke the blocked LU under triton 3.6.)"""
 import os
 import subprocess
 import sys
