@@ -90,9 +90,13 @@ def test_broadcasting_like_torch(shapes, device):
     assert_close(out, ref64(q, k, v))
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("ratio", [1, 4, 8])
-@pytest.mark.parametrize("lq", [1, 3, 16])
+# Every (ratio, lq) once, the dtypes in turn (float16 twice). Rows of a group (ratio x lq) up to
+# 32: one row block of 16 or 32, the 67 keys in two splits; 64 and 128 rows: 2 and 4 row blocks
+# of 32, one split. Each dtype has both.
+@pytest.mark.parametrize("dtype,ratio,lq", [
+    (torch.float32, 1, 1), (torch.float32, 4, 3), (torch.float32, 8, 16),
+    (torch.float16, 4, 1), (torch.float16, 8, 3), (torch.float16, 1, 16), (torch.float16, 8, 16),
+    (torch.bfloat16, 8, 1), (torch.bfloat16, 1, 3), (torch.bfloat16, 4, 16)])
 def test_gqa(dtype, ratio, lq, device):
     q, k, v = qkv(2, 2 * ratio, 2, lq, 67, 64, dtype, device)
     out = sdpa(q, k, v, enable_gqa=True)
@@ -107,8 +111,8 @@ def test_gqa_against_torch(device):
     assert_close(sdpa(q, k1, v1, enable_gqa=True), torch64(q, k1, v1, enable_gqa=True))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize("lk", [1, 7, 67, 1000])
+@pytest.mark.parametrize("dtype,lk", [(torch.float32, 1), (torch.float16, 7), (torch.float32, 67),
+                                      (torch.float16, 1000)])  # each dtype a short and a long (split) cache
 def test_kv_lengths(dtype, lk, device):
     q, k, v = qkv(2, 4, 1, 1, lk, 64, dtype, device)
     assert_close(sdpa(q, k, v, enable_gqa=True), ref64(q, k, v, gqa=True))
@@ -141,8 +145,10 @@ def test_causal_top_left(lq, lk, device):
     assert_close(out, ref64(q, k, v, causal=True))
 
 
-@pytest.mark.parametrize("mshape", [(3, 67), (2, 1, 3, 67), (1, 4, 3, 67), (2, 4, 3, 67), (2, 4, 1, 67)])
-@pytest.mark.parametrize("kind", ["bool", "float32", "qdtype"])
+@pytest.mark.parametrize("mshape,kind", [
+    ((3, 67), "bool"), ((2, 4, 3, 67), "bool"),  # broadcast over batch and heads; a full mask
+    ((2, 1, 3, 67), "float32"), ((2, 4, 1, 67), "float32"),  # broadcast over heads; over query rows
+    ((1, 4, 3, 67), "qdtype"), ((2, 4, 3, 67), "qdtype")])  # broadcast over the batch; a full mask
 def test_masks(mshape, kind, device):
     dtype = torch.float16 if kind == "qdtype" else torch.float32
     q, k, v = qkv(2, 4, 2, 3, 67, 32, dtype, device)
@@ -186,10 +192,10 @@ def test_kv_len(dtype, device):
 @pytest.mark.parametrize("tma", [True, False])
 def test_decode_load_paths(tma, device, monkeypatch):
     """Keys and values through tensor descriptors or masked pointer loads, against float64,
-    with head dims below their power-of-two tile, several splits and a kv_len."""
+    with head dims below their power-of-two tile (40 of 64), several splits and a kv_len."""
     monkeypatch.setattr(A, "USE_TMA", tma)
     monkeypatch.setattr(A, "SPLIT_OVERRIDE", 3)
-    q, k, v = qkv(2, 8, 2, 3, 150, 80, torch.float32, device)
+    q, k, v = qkv(2, 8, 2, 3, 150, 40, torch.float32, device)
     lens = torch.tensor([150, 71], dtype=torch.int32, device=device)
     if backend.tma_on(device):
         assert A.tma_ok(k, v)
@@ -272,8 +278,9 @@ def test_split_forced_and_deterministic(n, split, device):
     assert torch.equal(out, sdpa(q, k, v, enable_gqa=True))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("lq,n", [(1, 1), (1, 3), (2, 1), (20, 1)])  # decode (one split, three), prefill
+# decode (one split: the gate in the decode kernel; three: in the combine), prefill; each dtype every path
+@pytest.mark.parametrize("dtype,lq,n", [(torch.bfloat16, 1, 1), (torch.float32, 2, 1), (torch.float32, 1, 3),
+                                        (torch.bfloat16, 1, 3), (torch.float32, 20, 1), (torch.bfloat16, 20, 1)])
 def test_out_gate(dtype, lq, n, split, device):
     """``out_gate``: the output times sigmoid(gate) (Qwen3.5's gated attention), against float64
     attention rounded to the dtype times the float64 sigmoid rounded to the dtype; a strided

@@ -46,9 +46,11 @@ def _run(x, w, b, rm, rv, training, momentum=0.1, grad=True, param_dtype=None):
     return out
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("training", [True, False])
+# float32 and a 16-bit dtype for each shape, training and inference (float16 and bfloat16 plan alike:
+# in turn)
+@pytest.mark.parametrize("dtype,shape,training", [(dtype, shape, training) for i, shape in enumerate(SHAPES)
+                                                  for j, training in enumerate([True, False])
+                                                  for dtype in (torch.float32, FLOATS[1 + (i + j) % 2])], ids=str)
 def test_matches_torch(dtype, shape, training):
     x = (randn(*shape) * 3 + 2).to(dtype).requires_grad_()
     w, b, rm, rv = _params(shape[1], dtype)
@@ -72,8 +74,8 @@ def test_layouts(training):
 
 
 def test_no_grad_path_updates_running_stats_in_place():
-    x = randn(16, 7, 33) * 2 + 5
-    w, b, rm, rv = _params(7, torch.float32)
+    x = randn(16, 3, 33) * 2 + 5
+    w, b, rm, rv = _params(3, torch.float32)
     ids = rm.data_ptr(), rv.data_ptr()
     with torch.no_grad():
         for momentum in (0.1, 0.5):
@@ -229,12 +231,37 @@ def knobs():
     bn.configure(**saved)
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("training", [True, False])
-def test_kernel_modes(knobs, mode, training):
+#: The inputs of test_kernel_modes: NCHW float32 and bfloat16; read as rows of channels, 2-D float32
+#: and channels-last bfloat16 (its contiguous gradient takes the NCHW plan).
+INPUTS = {"nchw": ((3, 5, 7, 9), None, torch.float32), "nchw16": ((3, 4, 33), None, torch.bfloat16),
+          "2d": ((70, 20), None, torch.float32), "cl": ((5, 6, 4, 3), "cl", torch.bfloat16)}
+#: (mode, training, inputs). The fused and grid-wide plans are training's (inference takes the
+#: two-launch plan); the grid-wide ones are for rows of channels, and so are the last two
+#: two-launch modes (NCHW always combines in the last chunk, as "many chunks"). Inference: the
+#: two-launch modes' normalising launch and the backward's reduce for dweight / dbias.
+MODE_CASES = [
+    ("fused, chunks of several tiles", True, "nchw 2d"),
+    ("fused, one tile in registers", True, "nchw16 2d cl"),
+    ("two launches, one tile a program", True, "nchw nchw16 2d cl"),
+    ("two launches, one tile a program", False, "nchw nchw16 2d"),
+    ("two launches, many chunks", True, "nchw16 2d"),
+    ("two launches, many chunks", False, "nchw16 cl"),
+    ("two launches, runs of tiles", True, "nchw nchw16 2d cl"),
+    ("two launches, runs of tiles", False, "nchw nchw16 2d"),
+    ("two launches, the last chunk combines", True, "2d"),
+    ("two launches, the last chunk combines", False, "2d"),
+    ("two launches, a combine launch over channels", True, "2d"),
+    ("grid-wide rows, channel blocks", True, "2d cl"),
+    ("grid-wide rows, channel blocks", False, "2d"),  # the two-launch plan; its combine loops, 2 chunks a step
+    ("grid-wide rows, whole rows", True, "2d cl"),
+    ("grid-wide rows, next tile in registers", True, "2d cl"),
+]
+
+
+@pytest.mark.parametrize("mode,training,inputs", MODE_CASES)
+def test_kernel_modes(knobs, mode, training, inputs):
     knobs(**MODES[mode])
-    for shape, fmt, dtype in [((3, 5, 7, 9), None, torch.float32), ((3, 4, 33), None, torch.bfloat16),
-                              ((70, 20), None, torch.float32), ((5, 6, 4, 3), "cl", torch.bfloat16)]:
+    for shape, fmt, dtype in (INPUTS[name] for name in inputs.split()):
         x = randn(*shape) * 3 + 2
         if fmt == "cl":
             x = x.to(memory_format=torch.channels_last)
@@ -283,20 +310,24 @@ def test_rows_plan(knobs, monkeypatch):
 
 
 def test_backward_variants(knobs):
-    """Each subset of (dx, dweight, dbias), training and inference, one- and two-launch; the
-    grid-wide modes on a 2-D input (the plan's case; NCHW takes the other plans)."""
-    for mode in ("fused, chunks of several tiles", "two launches, one tile a program",
-                 "grid-wide rows, channel blocks", "grid-wide rows, cooperative",
-                 "grid-wide rows, next tile in registers"):
+    """Each subset of (dx, dweight, dbias), training and inference: one- and two-launch, and grid-wide
+    channel blocks on a 2-D input (the grid-wide plans' case, in training with dx; NCHW inputs,
+    inference and the other subsets take the two-launch plan). Next tile in registers: dx, with and
+    without dweight; the cooperative launch (a plain one in the interpreter): dx and dweight."""
+    every = [(True, False, False), (False, True, False), (False, False, True), (True, True, False)]
+    both = [(training, need) for training in (True, False) for need in every]
+    for mode, cases in [("fused, chunks of several tiles", both), ("two launches, one tile a program", both),
+                        ("grid-wide rows, channel blocks", both),
+                        ("grid-wide rows, cooperative", [(True, every[3])]),
+                        ("grid-wide rows, next tile in registers", [(True, every[0]), (True, every[3])])]:
         knobs(**MODES[mode.replace("cooperative", "channel blocks")], ROWS_COOP=mode.endswith("cooperative"))
         shape = (37, 6) if mode.startswith("grid-wide") else (4, 3, 11)
-        for training in (True, False):
-            for need in [(True, False, False), (False, True, False), (False, False, True), (True, True, False)]:
-                x = (randn(*shape) * 2 + 1).requires_grad_(need[0])
-                w, b, rm, rv = _params(shape[1], torch.float32)
-                w.requires_grad_(need[1])
-                b.requires_grad_(need[2])
-                _run(x, w, b, rm, rv, training)
+        for training, need in cases:
+            x = (randn(*shape) * 2 + 1).requires_grad_(need[0])
+            w, b, rm, rv = _params(shape[1], torch.float32)
+            w.requires_grad_(need[1])
+            b.requires_grad_(need[2])
+            _run(x, w, b, rm, rv, training)
 
 
 def test_sums_accurate_at_size(knobs):

@@ -83,9 +83,10 @@ def test_lu_pivot_tie_blocked(dtype, device, panel):
     """A tie in the pivot search after an interchange (blocked path): LAPACK takes the first
     row in the interchanged order, not the first in memory. Column 0 (ones, 2 in row 5) swaps
     rows 0 and 5; column 1 is exact after the elimination (row 5 holds 0 there) and its largest
-    |re| + |im| (7) is in rows 0 (now at place 5) and 3: pivot 4, 1-based, not 6."""
+    |re| + |im| (7) is in rows 0 (now at place 5) and 3: pivot 4, 1-based, not 6. (40 x 10: the
+    tie is in the first panel, which is all the row form need run.)"""
     batch = 1 if panel == "rows" else 2
-    A = rand(batch, 40, 40, dtype=dtype)
+    A = rand(batch, 40, 10, dtype=dtype)
     A[:, :, 0] = 1
     A[:, 5, 0] = 2
     A[:, :, 1] *= 0.1
@@ -129,21 +130,23 @@ def test_lu_singular(dtype, device):
     assert torch.isfinite(la[~bad]).all()
 
 
-@pytest.mark.parametrize("m,n,dtype,rows", [(80, 80, torch.complex64, False), (40, 70, torch.float32, False),
+@pytest.mark.parametrize("m,n,dtype,rows", [(66, 66, torch.complex64, False), (40, 70, torch.float32, False),
                                             (70, 40, torch.float64, False), (40, 70, torch.float32, True),
-                                            (70, 40, torch.float64, True), (48, 48, torch.complex64, True),
-                                            (48, 40, torch.complex64, "unpacked"), (40, 69, torch.float32, True)])
+                                            (70, 40, torch.float64, True), (33, 33, torch.complex64, True),
+                                            (40, 33, torch.complex64, "unpacked"), (40, 9, torch.float32, True)])
 def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
-    (complex 80 x 80), a wide matrix (columns past the last panel) and a tall one: pivots as
-    LAPACK's, the product P L U back to A, det / slogdet of the square one; ``rows``: the row
-    panel (the GPU's; elsewhere the tile form unless forced), complex64 entries and float32 pairs
-    moved as 64-bit words (``lu.PANEL_PACK``; not for an odd number of float32 columns) or,
-    "unpacked", one float at a time."""
+    (complex 66 x 66: the last chunk and the last panel partial), a wide matrix (columns past
+    the last panel) and a tall one: pivots as LAPACK's, the product P L U back to A, det /
+    slogdet of the square ones; ``rows``: the row panel (the GPU's; elsewhere the tile form unless
+    forced), complex64 entries and float32 pairs moved as 64-bit words (``lu.PANEL_PACK``; not
+    for an odd number of float32 columns: 40 x 9, one panel) or, "unpacked", one float at a
+    time (complex, 33 columns: a panel of 32 and one of a single column, the least that takes two)."""
     if rows:
         monkeypatch.setattr(L, "ROW_PANEL", True)
         monkeypatch.setattr(L, "PANEL_PACK", rows is True)
-    A = rand(1 if rows else 2, m, n, dtype=dtype, device=device)  # (the row panel: one matrix, its cost)
+    # (the row panel and the square matrices, which det and slogdet factor twice more: one matrix, their cost)
+    A = rand(1 if rows or m == n else 2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
     assert (info.cpu() == 0).all()
     assert torch.equal(piv.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
@@ -157,15 +160,24 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
         assert (sg.cpu().to(rs.dtype) - rs).abs().max().item() <= tol
 
 
-@pytest.mark.parametrize("step", ["kernel,fused", "kernel,kernel", "kernel,off", "matmul", "inline"])
-@pytest.mark.parametrize("m,n,dtype", [(80, 80, torch.complex64), (40, 70, torch.float32), (70, 40, torch.float64)])
+@pytest.mark.parametrize("m,n,dtype,step", [
+    # complex, tall (panels of 16)
+    (66, 40, torch.complex64, "matmul"), (66, 40, torch.complex64, "kernel,fused"),
+    (66, 40, torch.complex64, "kernel,off"), (66, 40, torch.complex64, "inline"),
+    # float32, wide (panels of 32)
+    (40, 70, torch.float32, "matmul"), (40, 70, torch.float32, "kernel,fused"),
+    (40, 70, torch.float32, "kernel,kernel"), (40, 70, torch.float32, "inline"),
+    # float64, tall (panels of 16): the step launch with and without look-ahead
+    (70, 40, torch.float64, "kernel,kernel"), (70, 40, torch.float64, "kernel,off")])
 def test_lu_blocked_update_forms(step, m, n, dtype, device, monkeypatch):
     """The blocked path's step after each panel as a kernel over (matrix, chunk) programs (the
     real matrices' default; with look-ahead the next panel's columns first, by the next panel's
     launch or a step launch of their own, then the rest), or batched matmuls between one launch
     a panel (complex matrices' default; ``info`` then carried from launch to launch, a zero
     column past the first panel gives 37, a zero pivot in the first panel stays the first), or
-    inside the one launch (det's form): pivots as LAPACK's, P L U back to A."""
+    inside the one launch (det's form): pivots as LAPACK's, P L U back to A. Each launch form on
+    complex and real matrices, wide and tall ("kernel,kernel" and "kernel,off" launch the same
+    kernels, in another order)."""
     monkeypatch.setattr(L, "BLOCKED_STEP", step.split(",")[0])
     monkeypatch.setattr(L, "BLOCKED_LOOKAHEAD", (step + ",off").split(",")[1])
     A = rand(3, m, n, dtype=dtype)
@@ -201,15 +213,16 @@ def test_lu_singular_blocked(device, panel):
     """Zero pivots in the blocked path (the row panel: the tile form's last matrix, a zero pivot
     that only the elimination makes exact, after a regular one)."""
     pick, infos = ([0, 1, 3, 5], [0, 3, 1, 4]) if panel == "tile" else ([0, 5], [0, 4])
-    A = _singular_batch(36, torch.complex64)[pick].to(device)
+    n = 33  # two panels, the second of one column
+    A = _singular_batch(n, torch.complex64)[pick].to(device)
     LU, piv, info = L.lu_factor_ex(A)
     ref = torch.linalg.lu_factor_ex(_ref(A))
     assert info.cpu().tolist() == ref.info.tolist() == infos
     assert torch.equal(piv.cpu(), ref.pivots)
-    assert _reconstruct(LU, piv, A) <= 8 * 36 * EPS[torch.complex64]
+    assert _reconstruct(LU, piv, A) <= 8 * n * EPS[torch.complex64]
     s, la = L.slogdet(A)
-    # |sign| of a product of 36 float32 unit phases: within 36 roundings of one (1.3e-6 on the H200)
-    assert s[0].abs().item() == pytest.approx(1.0, abs=4 * 36 * EPS[torch.complex64])
+    # |sign| of a product of n float32 unit phases: within n roundings of one (1.3e-6 for 36 on the H200)
+    assert s[0].abs().item() == pytest.approx(1.0, abs=4 * n * EPS[torch.complex64])
     assert (s[1:] == 0).all() and (la[1:] == float("-inf")).all()
 
 
@@ -225,12 +238,21 @@ def test_lu_no_pivoting(n, device):
 
 # ---------------------------------------------------------------------------- lu_solve
 
-@pytest.mark.parametrize("n,k,dtype", [(1, 1, torch.float32), (5, 3, torch.float32), (5, 3, torch.float64),
-                                       (5, 3, torch.complex64), (16, 16, torch.float64), (16, 16, torch.complex64),
-                                       (17, 40, torch.complex64), (40, 20, torch.float32), (40, 3, torch.complex64),
-                                       (40, 36, torch.complex64),  # blocked, 32-column tiles: tf32x3
-                                       (100, 20, torch.complex64), (100, 40, torch.float32)])  # two KC chunks
-@pytest.mark.parametrize("left,adjoint", [(True, False), (True, True), (False, False), (False, True)])
+_F32, _F64, _C64 = torch.float32, torch.float64, torch.complex64
+#: (left, adjoint): the kernel's four forms (A's triangles transposed or not, conjugated or not; real: two)
+SIDES = [(True, False), (True, True), (False, False), (False, True)]
+
+
+@pytest.mark.parametrize("n,k,dtype,left,adjoint", [
+    *[(n, k, dtype, *side) for n, k, dtype in [(1, 1, _F32), (5, 3, _F32), (5, 3, _F64), (5, 3, _C64)]
+      for side in SIDES],  # in registers: every form
+    (16, 16, _F64, True, True), (16, 16, _F64, False, True), (16, 16, _C64, True, False), (16, 16, _C64, False, False),
+    (17, 40, _C64, True, True), (17, 40, _C64, False, True),  # two programs of right-hand sides
+    # blocked (n > 32): the complex forms over 40 x 3 and 70 x 20 (row blocks taking two KC chunks)
+    (40, 3, _C64, True, False), (40, 3, _C64, True, True), (70, 20, _C64, False, False), (70, 20, _C64, False, True),
+    (40, 36, _C64, True, True), (40, 36, _C64, False, False),  # 32-column tiles: tf32x3
+    (40, 20, _F32, True, False), (40, 20, _F32, False, False),
+    (70, 40, _F32, True, True), (70, 40, _F32, False, True)])  # two row blocks, 32-column tiles (tf32x3)
 def test_lu_solve(n, k, left, adjoint, dtype, device):
     A = rand(2, n, n, dtype=dtype, device=device)
     B = rand(2, n, k, dtype=dtype, device=device) if left else rand(2, k, n, dtype=dtype, device=device)
@@ -321,10 +343,17 @@ def _triangular(batch, n, dtype, upper, device):
     return A.to(device)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n,k", [(1, 3), (7, 5), (16, 1), (40, 20), (70, 5)])
-@pytest.mark.parametrize("upper,left,unit", [(True, True, False), (False, True, True), (True, False, True),
-                                             (False, False, False)])
+#: (upper, left, unitriangular)
+TRI_FORMS = [(True, True, False), (False, True, True), (True, False, True), (False, False, False)]
+
+
+@pytest.mark.parametrize("n,k,upper,left,unit,dtype", [
+    *[(n, k, *form, dtype) for n, k in [(1, 3), (7, 5), (16, 1)] for form in TRI_FORMS for dtype in DTYPES],
+    # blocked (row blocks of 32, float32 64): each form with each dtype once, at 40 x 20 or 70 x 5
+    (40, 20, *TRI_FORMS[0], _F64), (40, 20, *TRI_FORMS[0], _C64), (70, 5, *TRI_FORMS[0], _F32),
+    (40, 20, *TRI_FORMS[1], _F32), (40, 20, *TRI_FORMS[1], _F64), (70, 5, *TRI_FORMS[1], _C64),
+    (40, 20, *TRI_FORMS[2], _F32), (40, 20, *TRI_FORMS[2], _C64), (70, 5, *TRI_FORMS[2], _F64),
+    (40, 20, *TRI_FORMS[3], _F64), (40, 20, *TRI_FORMS[3], _C64), (70, 5, *TRI_FORMS[3], _F32)])
 def test_solve_triangular(n, k, upper, left, unit, dtype, device):
     A = _triangular((2,), n, dtype, upper, device)
     other = rand(2, n, n, dtype=dtype, device=device)

@@ -44,9 +44,10 @@ def _check(A, mode):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("m,n,batch", [(1, 1, (3,)), (4, 4, (2, 3)), (7, 5, (2,)), (5, 7, (2,)),
-                                       (13, 13, (3,)), (32, 32, (2,)), (67, 9, ())])
-@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("m,n,batch,mode", [
+    (m, n, batch, mode) for m, n, batch in [(1, 1, (3,)), (4, 4, (2, 3)), (7, 5, (2,)), (5, 7, (2,)),
+                                            (13, 13, (3,)), (32, 32, (2,)), (67, 9, ())]
+    for mode in ["reduced", "complete", "r"] if mode != "complete" or m > n])  # (m <= n: complete is reduced)
 def test_qr(m, n, batch, mode, dtype, device):
     _check(rand(*batch, m, n, dtype=dtype, device=device), mode)
 
@@ -103,25 +104,30 @@ def test_qr_noncontiguous(device):
         _check(view, "reduced")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("m,n,batch", [(100, 80, (2,)), (70, 130, ()), (130, 130, ()), (200, 33, (3,))])
-@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("m,n,batch,mode,dtype", [
+    (100, 80, (2,), "complete", torch.float32), (100, 80, (2,), "reduced", torch.float64),
+    (70, 130, (), "reduced", torch.float32), (70, 130, (), "r", torch.float64),
+    (130, 130, (), "r", torch.float32), (130, 130, (), "complete", torch.float64),
+    (200, 33, (3,), "reduced", torch.float32), (200, 33, (3,), "complete", torch.float64)])
 def test_qr_blocked(m, n, batch, mode, dtype, device):
-    """Too large for one program's registers: panels of NB columns and compact-WY updates."""
+    """Too large for one program's registers: panels of NB columns and compact-WY updates. Each
+    shape with both dtypes, each mode with both (complete Q of a tall matrix for both)."""
     assert not Q._fits(m, n, mode, dtype)
     _check(rand(*batch, m, n, dtype=dtype, device=device), mode)
 
 
 def test_qr_blocked_degenerate(device):
     """Zero columns, a column with nothing below the diagonal (tau = 0 inside a panel), a
-    rank-deficient matrix, the identity, a zero matrix and extreme scales on the blocked path."""
-    A = rand(6, 90, 70, dtype=torch.float64)
+    rank-deficient matrix, the identity, a zero matrix and extreme scales on the blocked path
+    (float64: panels of 16, the last of 13 columns)."""
+    m, n = 60, 45
+    A = rand(6, m, n, dtype=torch.float64)
     A[0, :, 0] = 0
     A[0, :, 40] = 0
     A[1, :, :5] = A[1, :, :5].triu()  # nothing below the diagonal: no reflections (tau = 0)
     A[1, 3, 3] = -2.0
     A[2, :, 35] = A[2, :, 34]
-    A[3] = torch.eye(90, 70, dtype=torch.float64)
+    A[3] = torch.eye(m, n, dtype=torch.float64)
     A[4] = 0
     A[5] *= 2.0 ** 1000  # squares overflow float64: the blocked path scales by a power of two
     down = torch.ones(6, 1, 1, dtype=torch.float64)
@@ -137,7 +143,7 @@ def test_qr_blocked_degenerate(device):
         assert _rel((Rd * down)[[0, 1, 3, 4, 5]], rr[[0, 1, 3, 4, 5]]) <= 1e-12
         assert Rd[1, 3, 3].item() == -2.0 and torch.equal(Rd[1, :5, :5], A[1, :5, :5])
     for scale in (1e-30, 1e30):
-        A = (rand(2, 80, 75, dtype=torch.float64) * scale).float().to(device)
+        A = (rand(2, 70, 40, dtype=torch.float64) * scale).float().to(device)  # panels of 32 and 8
         Qm, R = Q.qr(A)
         assert torch.isfinite(Qm).all() and torch.isfinite(R).all()
         rq, rr = torch.linalg.qr(A.double().cpu())
@@ -147,20 +153,21 @@ def test_qr_blocked_degenerate(device):
 @pytest.mark.parametrize("fuse", [False, True])
 def test_qr_blocked_reductions(fuse, device, monkeypatch):
     """The panel's two column sums as separate reductions or one two-operand reduction (the
-    GPU's form; the interpreter runs that one slowly, so a small matrix)."""
+    GPU's form; the interpreter runs that one slowly, a column at a time, so a small matrix:
+    one partial panel, blocked for its complete Q)."""
     qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
     monkeypatch.setattr(qb, "FUSE", fuse)
-    assert not Q._fits(70, 40, "complete", torch.float32)
-    _check(rand(70, 40, device=device), "complete")
+    assert not Q._fits(70, 9, "complete", torch.float32)
+    _check(rand(70, 9, device=device), "complete")
 
 
 @pytest.mark.parametrize("outer", [32, 64])
 def test_qr_blocked_outer(outer, device, monkeypatch):
     """Outer blocks of one panel (T straight from the panel kernel) and of two, the last block
-    partial."""
+    partial (70 columns: blocks of 32, 32, 6 or of 64, 6)."""
     qb = importlib.import_module("fastpath.ops.linalg.qr_blocked")
     monkeypatch.setattr(qb, "OUTER", outer)
-    _check(rand(140, 130, device=device), "complete")
+    _check(rand(90, 70, device=device), "complete")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="several programs a panel only where kernels run compiled")

@@ -45,7 +45,8 @@ def _check_svd(A, U, Sv, Vh, full, tol_s=None):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,batch,full", [(1, 1, (3,), True), (4, 4, (2,), False), (7, 5, (), True),
                                             (5, 7, (2,), True), (6, 3, (2,), False), (3, 8, (), False),
-                                            (8, 8, (2,), True), (16, 13, (), False)])
+                                            (8, 8, (2,), True),  # float32: the most the lanes kernel takes
+                                            (13, 7, (), False)])  # the tile kernel in both dtypes
 def test_svd(m, n, batch, full, dtype, device):
     A = torch.randn(*batch, m, n, dtype=torch.float64).to(dtype=dtype, device=device)
     U, Sv, Vh = S.svd(A, full_matrices=full)
@@ -233,13 +234,18 @@ def test_registered_ops(device):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_tile_kernel_small(dtype, device, monkeypatch):
     """The tile kernel, which the small shapes above leave for the one-matrix-a-thread kernel
-    of ``svd_lanes``, on the checks above: every shape up to 8 columns, extreme scales, tiny
-    and vanishing singular values, pinv's cut."""
-    monkeypatch.setattr(importlib.import_module("fastpath.ops.linalg.svd_lanes"), "LANE_WORDS", 0)
-    for m, n, batch, full in [(2, 2, (3,), True), (4, 4, (2,), False), (7, 5, (), True), (5, 7, (2,), True),
-                              (6, 3, (2,), False), (3, 8, (), False), (8, 8, (2,), True)]:
+    of ``svd_lanes``, on the checks above: the shapes up to 8 columns that the lanes kernel
+    takes in float64 too, split between the dtypes (7 x 5, 5 x 7 and 8 x 8 reach the tile
+    kernel in test_svd's and test_pinv's float64 cases), extreme scales, tiny and vanishing
+    singular values, pinv's cut."""
+    lanes = importlib.import_module("fastpath.ops.linalg.svd_lanes")
+    assert not any(lanes.lanes_fit(r, k, True) for r, k in [(7, 5), (8, 8)])
+    monkeypatch.setattr(lanes, "LANE_WORDS", 0)
+    svd_shapes, pinv_shapes = {torch.float32: ([(2, 2, (3,), True), (6, 3, (2,), False)], [(5, 3, (2,))]),
+                               torch.float64: ([(4, 4, (2,), False), (3, 8, (), False)], [(3, 6, ())])}[dtype]
+    for m, n, batch, full in svd_shapes:
         test_svd(m, n, batch, full, dtype, device)
-    for m, n, batch in [(5, 3, (2,)), (3, 6, ()), (8, 8, (3,))]:
+    for m, n, batch in pinv_shapes:
         test_pinv(m, n, batch, dtype, device)
     if dtype == torch.float32:
         for scale in (1e-30, 1e30):

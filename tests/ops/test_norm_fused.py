@@ -31,10 +31,20 @@ def project64(xn, w, scale=None, swiglu=False):
     return (torch.nn.functional.silu(g).to(xn.dtype).double() * u)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("rows,k,split", [(1, 200, 1), (1, 1000, 3), (3, 130, 2), (16, 67, 1), (17, 67, 1)])
-@pytest.mark.parametrize("residual,zero_centered", [(True, False), (False, True)])
-@pytest.mark.parametrize("defer,w_first", [(True, False), (False, False), (False, True)])
+FLOATS = [torch.float32, torch.float16, torch.bfloat16]
+RESIDUAL = [(True, False), (False, True)]  # (residual, zero_centered)
+#: (defer, w_first): the rstd deferred to the sums; the row read for it first; or after the first weight tile
+NORM_MODES = [(True, False), (False, False), (False, True)]
+#: One row (the fused kernel): every mode, size and residual form, the dtypes in turn (each mode, size
+#: and residual form meets all three). More rows (the norm, then ``linear``; the modes do not apply):
+#: every size, residual form and dtype.
+LINEAR_CASES = ([(FLOATS[(m + i + j) % 3], *size, *RESIDUAL[j], *NORM_MODES[m]) for m in range(3)
+                 for i, size in enumerate([(1, 200, 1), (1, 1000, 3)]) for j in range(2)]
+                + [(dtype, *size, *res, True, False) for dtype in FLOATS
+                   for size in [(3, 130, 2), (16, 67, 1), (17, 67, 1)] for res in RESIDUAL])
+
+
+@pytest.mark.parametrize("dtype,rows,k,split,residual,zero_centered,defer,w_first", LINEAR_CASES)
 def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, defer, w_first, monkeypatch, device):
     """One row: in the kernel (checked: the launch gets the norm), the rstd deferred to the
     sums (split-K: each share's sum of squares added by the last program) or the row read
@@ -99,9 +109,9 @@ def test_rms_norm_linear_fp16_large(rows, device):
     assert_close(y, project64(xn, w))
 
 
-@pytest.mark.parametrize("T", [1, 3, 6])  # 6: past ROUTER_MAX_T, the norm and the router
-@pytest.mark.parametrize("residual,zero_centered", [(True, False), (False, True)])
-@pytest.mark.parametrize("one_tile", [False, True])
+@pytest.mark.parametrize("T,one_tile", [(1, False), (1, True), (3, False), (3, True),
+                                        (6, False)])  # 6: past ROUTER_MAX_T, the norm then the router (no tile)
+@pytest.mark.parametrize("residual,zero_centered", RESIDUAL)
 def test_rms_norm_router(T, residual, zero_centered, one_tile, monkeypatch, device):
     """float32: the routing of float64 logits of PyTorch's normalised rows (random logits:
     no near-ties in float32); the normalised rows (the experts' input) and the residual
@@ -232,9 +242,12 @@ MOE_CASES = {  # scoring, norm_topk_prob, expert bias, stacked shared expert, sc
 }
 
 
-@pytest.mark.parametrize("case,T,fp8", [(c, T, fp8) for i, c in enumerate(MOE_CASES) for T, fp8 in
-                                         ((1, bool(i % 2)), (3, not i % 2))]
-                         + [("softmax, renormalised", 6, False)])  # 6: past ROUTER_MAX_T, the two calls
+# each routing once: one token; three (a masked row of the router's block), with fp8 experts or not;
+# and 5 tokens, past ROUTER_MAX_T: the two calls
+@pytest.mark.parametrize("case,T,fp8", [("softmax, renormalised", 1, False),
+                                        ("softmax, a stacked shared expert", 3, True),
+                                        ("sigmoid, expert bias, scaled", 3, False),
+                                        ("softmax, renormalised", 5, False)])
 def test_rms_norm_moe(case, T, fp8, monkeypatch, device):
     """The norm, router and experts with the routing in the gate/up programs: equal to
     ``rms_norm_router`` then ``fused_experts`` (bit for bit: the same arithmetic), and, float32,

@@ -108,6 +108,8 @@ STAT_CASES = [  # (temperature, top_k, keep tokens by top_p or None)
 def test_distribution_matches_target(device, monkeypatch, temperature, top_k, keep, max_chunk):
     if max_chunk is not None:  # several programs per row, merged by the last one
         monkeypatch.setattr(sampling, "MAX_CHUNK", max_chunk)
+    if backend.INTERPRET:  # blocks of 512 to 4096 rows, still several (the last partial): fewer programs
+        monkeypatch.setattr(sampling, "BLOCK_ELEMS", 1 << 16)
     V = 67
     gumbel = keep is None and (top_k or V) >= V  # temperature only: the cheap Gumbel path
     N = 12000 if gumbel else 3000
