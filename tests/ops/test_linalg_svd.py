@@ -46,7 +46,7 @@ def _check_svd(A, U, Sv, Vh, full, tol_s=None):
 @pytest.mark.parametrize("m,n,batch,full", [(1, 1, (3,), True), (4, 4, (2,), False), (7, 5, (), True),
                                             (5, 7, (2,), True), (6, 3, (2,), False), (3, 8, (), False),
                                             (8, 8, (2,), True),  # float32: the most the lanes kernel takes
-                                            (13, 7, (), False)])  # the tile kernel in both dtypes
+                                            (16, 5, (), False)])  # tile kernel: float32 just past the lanes' limit
 def test_svd(m, n, batch, full, dtype, device):
     A = torch.randn(*batch, m, n, dtype=torch.float64).to(dtype=dtype, device=device)
     U, Sv, Vh = S.svd(A, full_matrices=full)
