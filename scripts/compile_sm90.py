@@ -1,10 +1,11 @@
 """Compile, for the H200 (sm_90) and without a GPU, every Triton kernel that some fastpath calls
-launch: the calls run in Triton's interpreter, each launch's arguments are recorded, and each
-distinct (kernel, specialisation) is compiled for CUDA 9.0 with Triton's pipeline: the first
-variant of each kernel to a cubin (``triton.compile``), the others through the front end and the
-GPU layout passes (TTGIR; ``COMPILE_FULL=1``: every one to a cubin). Catches what the
-interpreter accepts and the compiler rejects (a helper's default string argument, in triton 3.6,
-broke the blocked LU on the GPU while every CPU test passed).
+launch: the calls go through Triton's interpreter, each launch's arguments are recorded (the
+kernels themselves are not run: ``RUN_KERNELS``), and each distinct (kernel, specialisation) is
+compiled for CUDA 9.0 with Triton's pipeline: the first variant of each kernel to a cubin
+(``triton.compile``), the others through the front end and the GPU layout passes (TTGIR;
+``COMPILE_FULL=1``: every one to a cubin). Catches what the interpreter accepts and the compiler
+rejects (a helper's default string argument, in triton 3.6, broke the blocked LU on the GPU while
+every CPU test passed).
 
     PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py \
         [linalg|linalg-lu|linalg-rest|batch_norm|all|tests:PATH]
@@ -109,7 +110,7 @@ def run_calls(which: str) -> None:
     if which in ("linalg", "linalg-rest", "all"):
         for dt in (torch.float32, torch.complex64):
             la.qr(torch.randn(9, 24, 16, generator=g, dtype=dt))
-        RUN_KERNELS = True  # inv and solve read their info back and raises on a singular (garbage) result
+        RUN_KERNELS = True  # inv and solve read their info back and raise on a singular (garbage) result
         for n in (3, 4, 16):
             la.inv(torch.randn(9, n, n, generator=g) + 4 * torch.eye(n))
         C = torch.complex(torch.randn(9, 6, 6, generator=g), torch.randn(9, 6, 6, generator=g)) + 4 * torch.eye(6)
