@@ -183,7 +183,6 @@ def _compile_one(item, full: bool = True):
     """(Worker) compile one recorded variant for sm_90 (``full``: to a cubin, else to TTGIR):
     None, or the error."""
     import importlib
-    import os
 
     import triton
     from triton.backends.compiler import GPUTarget
@@ -208,7 +207,6 @@ def _compile_one(item, full: bool = True):
 
 
 def main() -> int:
-    import os
     import pickle
     import subprocess
     import tempfile
