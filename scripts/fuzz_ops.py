@@ -430,9 +430,322 @@ def case_batch_norm():
     return ok, (d, shape, x.is_contiguous())
 
 
+def _gdr64(q, k, v, g, beta, scale, state, l2, a_log=None, dt_bias=None):
+    """The gated delta rule token by token in float64 (transformers' recurrent form)."""
+    q, k, v, g, beta = (t.double() for t in (q, k, v, g, beta))
+    if a_log is not None:  # raw projections a, b: the models' gating
+        g = -a_log.double().exp() * F.softplus(g + dt_bias.double())
+        beta = torch.sigmoid(beta)
+    if l2:
+        q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+        k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    rep = v.shape[2] // q.shape[2]
+    q, k = q.repeat_interleave(rep, 2) * scale, k.repeat_interleave(rep, 2)
+    B, T, HV, Dv = v.shape
+    S = torch.zeros(B, HV, q.shape[-1], Dv, dtype=torch.float64) if state is None else state.double().clone()
+    o = torch.zeros(B, T, HV, Dv, dtype=torch.float64)
+    for t in range(T):
+        S = S * g[:, t].exp()[..., None, None]
+        delta = (v[:, t] - torch.einsum("bhk,bhkv->bhv", k[:, t], S)) * beta[:, t][..., None]
+        S = S + k[:, t][..., None] * delta[..., None, :]
+        o[:, t] = torch.einsum("bhk,bhkv->bhv", q[:, t], S)
+    return o, S
+
+
+def case_gated_delta():
+    d = dt()
+    which = R.choice(["chunk", "recurrent", "step"])
+    B, HK, rep = R.randint(1, 2), R.randint(1, 2), R.choice([1, 2])
+    HV, Dk, Dv = HK * rep, R.randint(2, 40), R.randint(2, 40)
+    T = 1 if which == "step" else R.randint(1, 40)
+    q, k = noncontig(torch.randn(B, T, HK, Dk).to(d)), noncontig(torch.randn(B, T, HK, Dk).to(d))
+    v = noncontig(torch.randn(B, T, HV, Dv).to(d))
+    raw = R.random() < 0.3
+    a_log, dt_bias = (torch.randn(HV), torch.randn(HV)) if raw else (None, None)
+    g = torch.randn(B, T, HV) if raw else -torch.rand(B, T, HV) * R.choice([0.1, 1.0, 5.0])
+    beta = torch.randn(B, T, HV) if raw else torch.rand(B, T, HV)
+    l2 = R.random() < 0.8
+    if not l2:  # keep the state's growth bounded
+        q, k = (q.float() / Dk ** 0.5).to(d), (k.float() / Dk ** 0.5).to(d)
+    state = torch.randn(B, HV, Dk, Dv) * 0.1 if (which == "step" or R.random() < 0.5) else None
+    scale = R.choice([None, 0.3])
+    sc = Dk ** -0.5 if scale is None else scale
+    ref_o, ref_s = _gdr64(q, k, v, g, beta, sc, state, l2, a_log, dt_bias)
+    kw = dict(scale=scale, use_qk_l2norm=l2, A_log=a_log, dt_bias=dt_bias)
+    if which == "step":
+        st = state.clone()
+        o = fastpath.gated_delta_rule_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], st, **kw)[:, None]
+        s = st
+    elif which == "chunk":
+        o, s = fastpath.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=state,
+                                               chunk_size=R.choice([None, 16, 32, 64]), **kw)
+    else:
+        o, s = fastpath.recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=state, **kw)
+    tol = 1e-4 if d == torch.float32 else TOL[d] * 2
+    ok = o.shape == ref_o.shape and o.dtype == d and rel(o, ref_o) <= tol and rel(s, ref_s) <= max(tol, 1e-4)
+    return ok, (d, which, B, T, HK, HV, Dk, Dv, raw, l2, state is not None, scale)
+
+
+def case_causal_conv1d():
+    d = dt()
+    B, C, T, K = R.randint(1, 3), R.randint(1, 20), R.randint(1, 30), R.randint(1, 5)
+    S = K - 1 + R.randint(0, 2)
+    x = torch.randn(B, T, C).to(d).transpose(1, 2) if R.random() < 0.5 else noncontig(torch.randn(B, C, T).to(d))
+    w = torch.randn(C, K).to(d)
+    b = torch.randn(C).to(d) if R.random() < 0.5 else None
+    act = R.choice([None, "silu"])
+    state = torch.randn(B, C, S).to(d) if R.random() < 0.7 else None
+    full = torch.cat([state.double() if state is not None else torch.zeros(B, C, S, dtype=torch.float64),
+                      x.double()], 2)
+    ref = F.conv1d(full[..., S - (K - 1):], w.double()[:, None], None if b is None else b.double(), groups=C)
+    ref = F.silu(ref) if act else ref
+    ref_state = full[..., full.shape[2] - S:]
+    if state is not None and R.random() < 0.5:  # the in-place update (one token as (B, C) too)
+        st = state.clone()
+        xin = x[:, :, 0] if T == 1 and R.random() < 0.5 else x
+        out = fastpath.causal_conv1d_update(xin, st, w, b, act).reshape(B, C, T)
+        new, which = st, "update"
+    else:
+        out, new = fastpath.causal_conv1d(x, w, b, state, act, state_len=S if state is None else None)
+        which = "conv"
+    tol = 1e-5 if d == torch.float32 else TOL[d] * 2
+    ok = out.shape == ref.shape and rel(out, ref) <= tol and torch.equal(new.double(), ref_state)
+    return ok, (d, which, B, C, T, K, S, b is not None, act, state is not None)
+
+
+def case_causal_conv3d():
+    d = dt()
+    B, Ci, Co = R.randint(1, 2), R.randint(1, 6), R.randint(1, 6)
+    kt, kh, kw = R.randint(1, 3), R.randint(1, 3), R.randint(1, 3)
+    pt, ph, pw = R.randint(0, 2), R.randint(0, 1), R.randint(0, 1)
+    T, H, W = R.randint(1, 4), R.randint(1, 7), R.randint(1, 7)
+    if T + pt - kt < 0 or H + 2 * ph - kh < 0 or W + 2 * pw - kw < 0:
+        return True, None
+    x = torch.randn(B, Ci, T, H, W).to(d)
+    if R.random() < 0.4:
+        x = x.contiguous(memory_format=torch.channels_last_3d)
+    w = torch.randn(Co, Ci, kt, kh, kw).to(d)
+    b = torch.randn(Co).to(d) if R.random() < 0.5 else None
+    c = R.randint(0, 3) if R.random() < 0.5 else None
+    cache = torch.randn(B, Ci, c, H, W).to(d) if c is not None else None
+    full = torch.cat([cache, x], 2).double() if cache is not None else x.double()
+    ref = F.conv3d(F.pad(full, (pw, pw, ph, ph, pt - (c or 0), 0)), w.double(), None if b is None else b.double())
+    out, new = fastpath.causal_conv3d(x, w, b, padding=(pt, ph, pw), cache=cache)
+    keep = min(pt, full.shape[2])
+    tol = 1e-5 if d == torch.float32 else TOL[d] * 2
+    ok = (out.shape == ref.shape and rel(out, ref) <= tol
+          and torch.equal(new.double(), full[:, :, full.shape[2] - keep:]))
+    return ok, (d, B, Ci, Co, (kt, kh, kw), (pt, ph, pw), (T, H, W), c, b is not None, x.is_contiguous())
+
+
+def case_channel_rms_norm():
+    d = dt()
+    C = R.randint(1, 40)
+    spatial = [R.randint(1, 6) for _ in range(R.randint(1, 3))]
+    x = torch.randn(R.randint(1, 2), C, *spatial).to(d)
+    if len(spatial) in (2, 3) and R.random() < 0.4:
+        x = x.contiguous(memory_format=torch.channels_last if len(spatial) == 2 else torch.channels_last_3d)
+    elif R.random() < 0.3:
+        x = x[..., : max(1, spatial[-1] - 1)]  # a crop, read in place
+    if R.random() < 0.1:
+        x = x.clone()
+        x[:, :, ...] = 0  # all-zero vectors: the eps floor
+    shape = (C,) + (1,) * R.choice([0, len(spatial)])
+    gamma = torch.randn(shape).to(d)
+    bias = R.choice([None, 0.25, torch.randn(shape).to(d)])
+    ib = torch.randn(shape).to(d) if R.random() < 0.3 else None
+    scale, eps, silu = R.choice([None, 2.0]), R.choice([1e-12, 1e-3]), R.random() < 0.5
+    out = fastpath.channel_rms_norm(x, gamma, bias, scale=scale, eps=eps, silu=silu, input_bias=ib)
+    cv = [1, C] + [1] * len(spatial)
+    x64 = x.double() + (ib.double().reshape(cv) if ib is not None else 0)
+    y = x64 / x64.norm(dim=1, keepdim=True).clamp_min(eps) * (C ** 0.5 if scale is None else scale)
+    y = y * gamma.double().reshape(cv) + (bias.double().reshape(cv) if isinstance(bias, torch.Tensor) else bias or 0)
+    ref = F.silu(y) if silu else y
+    tol = 1e-5 if d == torch.float32 else TOL[d] * 2
+    return out.shape == ref.shape and out.dtype == d and rel(out, ref) <= tol, (d, C, spatial, x.stride(), bias is None,
+                                                                                 ib is not None, scale, eps, silu)
+
+
+def _routes_ok(w, ids, logits64, top_k, scoring, norm, bias, rsf, eps, shared, tol_score, tol_w):
+    """fastpath's (weights, ids) against float64 routing of ``logits64`` (T, E[+1]): each chosen
+    expert within ``tol_score`` of the k-th best score (ties may go either way), distinct, in
+    decreasing order, and the weights of the chosen ones as float64 computes them."""
+    E = logits64.shape[-1] - shared
+    lg = logits64[:, :E]
+    s = lg.softmax(-1) if scoring == "softmax" else lg.sigmoid()
+    choose = s + (bias.double() if bias is not None else 0)
+    kth = choose.topk(top_k, dim=-1).values[:, -1:]
+    sel = ids[:, :top_k]
+    if any(len(set(r.tolist())) != top_k for r in sel):
+        return False
+    cs = choose.gather(1, sel)
+    if not bool((cs >= kth - tol_score).all()) or not bool((cs[:, 1:] <= cs[:, :-1] + tol_score).all()):
+        return False
+    ref_w = s.gather(1, sel)
+    if norm:
+        ref_w = ref_w / (ref_w.sum(-1, keepdim=True) + (eps if eps is not None else (0.0 if scoring == "softmax"
+                                                                                       else 1e-6)))
+    ref_w = ref_w * rsf
+    if shared:
+        if not bool((ids[:, top_k] == E).all()):
+            return False
+        ref_w = torch.cat([ref_w, logits64[:, E:].sigmoid()], 1)
+    return rel(w, ref_w) <= tol_w
+
+
+def case_route():
+    d = dt()
+    T, E = R.randint(1, 6), R.randint(2, 70)
+    top_k = R.randint(1, min(E, 8))
+    scoring, norm = R.choice(["softmax", "sigmoid"]), R.random() < 0.5
+    bias = torch.randn(E) * 0.1 if R.random() < 0.4 else None
+    rsf, eps, shared = R.choice([1.0, 2.5]), R.choice([None, 1e-20]), R.random() < 0.3
+    kw = dict(norm_topk_prob=norm, expert_bias=bias, routed_scaling_factor=rsf, norm_eps=eps, shared_gate=shared)
+    if R.random() < 0.5:
+        logits = noncontig(torch.randn(T, E + shared).to(d))
+        w, ids = fastpath.route(logits, top_k, scoring, **kw)
+        logits64, which = logits.double(), "route"
+        tol_score = 1e-6
+    else:
+        H = R.randint(1, 200)
+        h, rw = torch.randn(T, H).to(d), (torch.randn(E + shared, H) / H ** 0.5).to(d)
+        w, ids = fastpath.router(h, rw, top_k, scoring, **kw)
+        logits64, which = (h.double() @ rw.double().T).to(d).double(), "router"
+        tol_score = 4 * TOL[d] if d != torch.float32 else 1e-5  # the logits' rounding to d may differ
+    tol_w = 1e-5 if which == "route" or d == torch.float32 else 4 * TOL[d]
+    ok = w.dtype == torch.float32 and ids.dtype == torch.int64 and _routes_ok(
+        w, ids, logits64, top_k, scoring, norm, bias, rsf, eps, shared, tol_score, tol_w)
+    return ok, (d, which, T, E, top_k, scoring, norm, bias is not None, rsf, eps, shared)
+
+
+def case_sample():
+    d = dt()
+    B, V = R.randint(1, 4), R.choice([R.randint(1, 300), R.randint(300, 5000)])
+    logits = noncontig((torch.randn(B, V) * R.choice([1.0, 4.0])).to(d))
+    if R.random() < 0.3:
+        logits = logits.clone()
+        logits[:, R.randrange(V)] = logits.max()  # a tie for the maximum
+    temp = R.choice([0.0, 0.7, 1.0, 1.5])
+    top_k = R.choice([None, 1, R.randint(1, 300)])
+    top_p = R.choice([None, 1.0, R.uniform(0.05, 0.99)])
+    gen = torch.Generator().manual_seed(R.randrange(1 << 30))
+    tok = fastpath.sample(logits, temp, top_k, top_p, gen)
+    if tok.shape != (B,) or tok.dtype != torch.int64:
+        return False, (d, B, V, temp, top_k, top_p, "shape/dtype")
+    x = logits.double()
+    if temp == 0.0:
+        return torch.equal(tok, x.argmax(-1)), (d, B, V, temp, top_k, top_p)
+    ok = True
+    for r in range(B):  # the drawn token lies in the allowed set (its boundary taken loosely)
+        lr = x[r] / temp
+        t = tok[r].item()
+        if not 0 <= t < V:
+            return False, (d, B, V, temp, top_k, top_p, "token", t)
+        k = min(top_k or V, V)
+        order = lr.argsort(descending=True, stable=True)
+        kth = lr[order[k - 1]]
+        ok = ok and bool(lr[t] >= kth - 1e-6 * kth.abs() - 1e-9)
+        if top_p is not None and top_p < 1:
+            p = (lr[order[:k]] - lr.max()).exp()
+            p = p / p.sum()
+            before = dict(zip(order[:k].tolist(), (p.cumsum(0) - p).tolist()))
+            ok = ok and (t == order[0].item() or before.get(t, 0.0) < top_p + 1e-4)
+    return ok, (d, B, V, temp, top_k, top_p)
+
+
+def case_minmax_logspace():
+    if R.random() < 0.4:
+        dtype = R.choice([torch.float32, torch.bfloat16, torch.float16])
+        start, end, steps = R.uniform(-5, 5), R.uniform(-5, 5), R.choice([0, 1, 2, R.randint(3, 300), 2000])
+        base = R.choice([10.0, 2.0, 2.718281828459045, 0.5])
+        out = fastpath.logspace(start, end, steps, base, dtype=dtype)
+        ref = torch.logspace(start, end, steps, base, dtype=dtype)
+        return out.shape == ref.shape and torch.equal(out, ref), ("logspace", start, end, steps, base, dtype)
+    da, db = dt(), R.choice([dt(), torch.int32])
+    sa = [R.randint(1, 5) for _ in range(R.randint(0, 3))]
+    sb = [1 if R.random() < 0.3 else n for n in sa][R.randint(0, len(sa)):] if sa else []
+    a = torch.randn(*sa).to(da)
+    b = (torch.randn(*sb) * 3).to(db)
+    if a.numel() and R.random() < 0.5:
+        a.view(-1)[R.randrange(a.numel())] = float("nan")
+    fn = R.choice(["maximum", "minimum"])
+    out = getattr(fastpath, fn)(noncontig(a) if a.dim() else a, b)
+    ref = getattr(torch, fn)(a, b)
+    ok = out.shape == ref.shape and out.dtype == ref.dtype and torch.equal(out.isnan(), ref.isnan()) and torch.equal(
+        out.nan_to_num(0), ref.nan_to_num(0))
+    return ok, (fn, da, db, sa, sb)
+
+
+def case_linalg_more():
+    d = R.choice([torch.float32, torch.float64, torch.complex64])
+    b = R.randint(1, 6)
+    which = R.choice(["qr", "svd", "pinv", "lu_solve", "solve_triangular", "slogdet"])
+    c64 = torch.complex128 if d.is_complex else torch.float64
+    eps = 1.2e-7 if d != torch.float64 else 2.3e-16
+    if which in ("qr", "svd", "pinv"):
+        if which != "qr" and d.is_complex:
+            d, c64 = torch.float32, torch.float64
+        m, n = R.randint(1, 40 if which == "qr" else 32), R.randint(1, 32)
+        A = torch.randn(b, m, n, dtype=d) * R.choice([1.0, 1e-20, 1e20])
+        if R.random() < 0.3 and min(m, n) > 1:  # rank-deficient
+            A[..., -1] = A[..., 0]
+        A64 = A.to(c64)
+        scale = A64.abs().amax().item() or 1.0
+        tol = 40 * max(m, n) * eps
+        if which == "qr":
+            mode = R.choice(["reduced", "complete"])
+            Q, Rm = fastpath.linalg.qr(A, mode=mode)
+            k = Q.shape[-1]
+            I = torch.eye(k, dtype=c64)
+            ok = (rel(Q.to(c64) @ Rm.to(c64), A64) <= tol and rel(Q.to(c64).mH @ Q.to(c64), I.expand(b, k, k)) <= tol
+                  and bool((Rm.to(c64).tril(-1).abs() <= tol * scale).all()))
+            return ok, (d, which, mode, b, m, n)
+        if which == "svd":
+            full = R.random() < 0.5
+            U, S, Vh = fastpath.linalg.svd(A, full_matrices=full)
+            kk = min(m, n)
+            rec = (U[..., :kk].to(c64) * S.to(c64)[..., None, :]) @ Vh[..., :kk, :].to(c64)
+            ok = (rel(rec, A64) <= tol and rel(S.to(c64), torch.linalg.svdvals(A64)) <= tol
+                  and rel(U.to(c64).mH @ U.to(c64), torch.eye(U.shape[-1], dtype=c64).expand(b, -1, -1)) <= tol)
+            return ok, (d, which, full, b, m, n)
+        rtol = R.choice([None, 1e-3])
+        P = fastpath.linalg.pinv(A, rtol=rtol)
+        ref = torch.linalg.pinv(A64, rtol=rtol if rtol is not None else max(m, n) * eps)
+        return rel(P, ref) <= 1e3 * tol, (d, which, b, m, n, rtol)
+    n = R.choice([R.randint(1, 40), R.randint(60, 140)])
+    A = torch.randn(b, n, n, dtype=d) + (n ** 0.5) * torch.eye(n, dtype=d)
+    A64 = A.to(c64)
+    cond = torch.linalg.cond(A64).max().item()
+    bound = 8 * n * cond * eps
+    if which == "slogdet":
+        sgn, ld = fastpath.linalg.slogdet(A)
+        rs, rl = torch.linalg.slogdet(A64)
+        return rel(sgn, rs) <= bound and rel(ld, rl) <= bound + 1e-6, (d, which, b, n)
+    k = R.randint(1, 20)
+    Bm = torch.randn(b, n, k, dtype=d)
+    if which == "lu_solve":
+        LU, piv = fastpath.linalg.lu_factor(A)
+        adj = R.random() < 0.3
+        X = fastpath.linalg.lu_solve(LU, piv, Bm, adjoint=adj)
+        ref = torch.linalg.solve(A64.mH if adj else A64, Bm.to(c64))
+        return rel(X, ref) <= bound, (d, which, adj, b, n, k)
+    upper, left, unit = R.random() < 0.5, R.random() < 0.7, R.random() < 0.3
+    T = A.triu() if upper else A.tril()
+    rhs = Bm if left else Bm.mT.contiguous()
+    X = fastpath.linalg.solve_triangular(T, rhs, upper=upper, left=left, unitriangular=unit)
+    ref = torch.linalg.solve_triangular(T.to(c64), rhs.to(c64), upper=upper, left=left, unitriangular=unit)
+    Tu = T.to(c64)
+    if unit:  # the unit diagonal the solve assumes
+        Tu = Tu - torch.diag_embed(Tu.diagonal(0, -2, -1)) + torch.eye(n, dtype=c64)
+    tcond = torch.linalg.cond(Tu).max().item()
+    return rel(X, ref) <= 8 * n * tcond * eps, (d, which, upper, left, unit, b, n, k)
+
+
 CASES = [case_linear, case_softmax, case_pad, case_sdpa, case_unsigned, case_take, case_frexp, case_heaviside,
          case_bincount, case_rms_norm, case_norm_linear, case_linalg, case_mse, case_grouped_mm, case_fused_experts,
-         case_scaled_mm, case_quantize, case_conv1d, case_dropout, case_batch_norm]
+         case_scaled_mm, case_quantize, case_conv1d, case_dropout, case_batch_norm, case_gated_delta,
+         case_causal_conv1d, case_causal_conv3d, case_channel_rms_norm, case_route, case_sample,
+         case_minmax_logspace, case_linalg_more]
 
 
 def main():
