@@ -4,6 +4,10 @@ causal, non-finite and subnormal values), every mismatch printed with its config
 test (the suite's tests are fixed and fast); a tool to run after a change to a kernel.
 
     TRITON_INTERPRET=1 PYTHONPATH=src python scripts/fuzz_ops.py [SEED] [SECONDS] [--only NAME,...]
+    PYTHONPATH=src python scripts/fuzz_ops.py [SEED] [SECONDS] [--only NAME,...] --cuda
+
+(``--cuda``: every tensor on the GPU, the kernels compiled; the float64 references there too,
+``logspace`` against PyTorch's CPU kernel, which fastpath's matches bit for bit.)
 
 (CPU tensors: ``TRITON_INTERPRET=1`` runs the Triton kernels in the interpreter; without it the
 ops take their PyTorch reference paths, and the sweep checks only those.)
@@ -24,6 +28,9 @@ from fastpath.bench.harness import rel_error
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--") and (ONLY is None or a != ",".join(ONLY))]
 SEED = int(ARGS[0]) if ARGS else 0
+DEV = "cuda" if "--cuda" in sys.argv else "cpu"
+if DEV != "cpu":
+    torch.set_default_device(DEV)
 BUDGET = float(ARGS[1]) if len(ARGS) > 1 else 600
 R = random.Random(SEED)
 torch.manual_seed(SEED)
@@ -383,8 +390,8 @@ def case_dropout():
     n = R.randint(1, 5000)
     p = R.choice([0.0, 0.1, 0.5, 0.9, 1.0])
     x = torch.randn(n).to(d).requires_grad_()
-    y = fastpath.dropout(x, p, training=True, generator=torch.Generator().manual_seed(3))
-    y2 = fastpath.dropout(x, p, training=True, generator=torch.Generator().manual_seed(3))
+    y = fastpath.dropout(x, p, training=True, generator=torch.Generator(DEV).manual_seed(3))
+    y2 = fastpath.dropout(x, p, training=True, generator=torch.Generator(DEV).manual_seed(3))
     keep = y != 0
     scale = 1.0 / (1 - p) if p < 1 else 0.0
     ok = torch.equal(y, y2) and (p < 1 or not keep.any())
@@ -628,7 +635,7 @@ def case_sample():
     temp = R.choice([0.0, 0.7, 1.0, 1.5])
     top_k = R.choice([None, 1, R.randint(1, 300)])
     top_p = R.choice([None, 1.0, R.uniform(0.05, 0.99)])
-    gen = torch.Generator().manual_seed(R.randrange(1 << 30))
+    gen = torch.Generator(DEV).manual_seed(R.randrange(1 << 30))
     tok = fastpath.sample(logits, temp, top_k, top_p, gen)
     if tok.shape != (B,) or tok.dtype != torch.int64:
         return False, (d, B, V, temp, top_k, top_p, "shape/dtype")
@@ -659,13 +666,13 @@ def case_minmax_logspace():
         start, end, steps = R.uniform(-5, 5), R.uniform(-5, 5), R.choice([0, 1, 2, R.randint(3, 300), 2000])
         base = R.choice([10.0, 2.0, 2.718281828459045, 0.5])
         out = fastpath.logspace(start, end, steps, base, dtype=dtype)
-        ref = torch.logspace(start, end, steps, base, dtype=dtype)
-        return out.shape == ref.shape and torch.equal(out, ref), ("logspace", start, end, steps, base, dtype)
+        ref = torch.logspace(start, end, steps, base, dtype=dtype, device="cpu")
+        return out.shape == ref.shape and torch.equal(out.cpu(), ref), ("logspace", start, end, steps, base, dtype)
     da, db = dt(), R.choice([dt(), torch.int32])
     sa = [R.randint(1, 5) for _ in range(R.randint(0, 3))]
     sb = [1 if R.random() < 0.3 else n for n in sa][R.randint(0, len(sa)):] if sa else []
-    a = torch.randn(*sa).to(da)
-    b = (torch.randn(*sb) * 3).to(db)
+    a = torch.randn(sa).to(da)
+    b = (torch.randn(sb) * 3).to(db)
     if a.numel() and R.random() < 0.5:
         a.view(-1)[R.randrange(a.numel())] = float("nan")
     fn = R.choice(["maximum", "minimum"])

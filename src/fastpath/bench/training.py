@@ -245,5 +245,9 @@ def cases() -> list:
         _bincount_case((1 << 21, 1000), "one value"),
         _bincount_case((1 << 21, 1000), "geometric"),
         _bincount_case((1 << 21, 100), "one value"),
+        # the skew target ("no slower than uniform") without the sync's host noise: graph rows
+        _bincount_case((1 << 21, 1000), "uniform", validate=False, graphs=True),
+        _bincount_case((1 << 21, 1000), "geometric", validate=False, graphs=True),
+        _bincount_case((1 << 21, 1000), "one value", validate=False, graphs=True),
         _bincount_case((1 << 24, 1000), "uniform", weighted=True),
     ]
