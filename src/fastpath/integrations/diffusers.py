@@ -1,7 +1,7 @@
 """``optimize_vae(vae)``: lean decoding for diffusers' video / image VAEs, on that instance only.
 
->>> vae = AutoencoderKLWan.from_pretrained(path, subfolder="vae", torch_dtype=torch.bfloat16).cuda()
->>> fastpath.integrations.diffusers.optimize_vae(vae)      # then vae.decode(...) as before
+>>> vae = AutoencoderKLWan.from_pretrained(path, subfolder="vae", torch_dtype=torch.bfloat16).cuda()  # doctest: +SKIP
+>>> fastpath.integrations.diffusers.optimize_vae(vae)      # then vae.decode(...) as before  # doctest: +SKIP
 
 Supported: ``AutoencoderKLWan`` (Wan2.1, Wan2.2) and ``AutoencoderKLQwenImage`` (diffusers
 0.3x-0.42). What changes, on the instance passed and nothing else (no class or function of

@@ -3,10 +3,10 @@ MoE and attention kernels inside Hugging Face transformers (5.x) models, through
 own ``ExpertsInterface`` and ``AttentionInterface``.
 
 >>> import fastpath.integrations.transformers          # registers "fastpath" (idempotent)
->>> model = AutoModelForCausalLM.from_pretrained(path, experts_implementation="fastpath",
+>>> model = AutoModelForCausalLM.from_pretrained(path, experts_implementation="fastpath",  # doctest: +SKIP
 ...                                              attn_implementation="fastpath")
->>> model.set_experts_implementation("fastpath")          # or switch a loaded model
->>> model.set_attn_implementation("fastpath")
+>>> model.set_experts_implementation("fastpath")          # or switch a loaded model  # doctest: +SKIP
+>>> model.set_attn_implementation("fastpath")  # doctest: +SKIP
 
 Every ``*Experts`` class decorated with ``@use_experts_implementation`` looks its forward up
 in the interface by ``config._experts_implementation`` on each call, so the choice holds for

@@ -55,9 +55,12 @@ class FP8Linear(nn.Module):
 
     Example
     -------
-    >>> lin = torch.nn.Linear(4096, 4096, dtype=torch.bfloat16, device="cuda")
+    >>> import torch
+    >>> from fastpath.nn import FP8Linear
+    >>> dev = "cuda" if torch.cuda.is_available() else "cpu"
+    >>> lin = torch.nn.Linear(4096, 4096, dtype=torch.bfloat16, device=dev)
     >>> q = FP8Linear.from_linear(lin)
-    >>> q(torch.randn(1, 4096, dtype=torch.bfloat16, device="cuda")).shape
+    >>> q(torch.randn(1, 4096, dtype=torch.bfloat16, device=dev)).shape
     torch.Size([1, 4096])
     """
 

@@ -628,10 +628,11 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     Example
     -------
     >>> import torch, fastpath
-    >>> q = torch.randn(1, 32, 1, 128, dtype=torch.bfloat16, device="cuda")
-    >>> k = torch.randn(1, 8, 4096, 128, dtype=torch.bfloat16, device="cuda")
-    >>> v = torch.randn(1, 8, 4096, 128, dtype=torch.bfloat16, device="cuda")
-    >>> lens = torch.tensor([1000], dtype=torch.int32, device="cuda")
+    >>> dev = "cuda" if torch.cuda.is_available() else "cpu"
+    >>> q = torch.randn(1, 32, 1, 128, dtype=torch.bfloat16, device=dev)
+    >>> k = torch.randn(1, 8, 4096, 128, dtype=torch.bfloat16, device=dev)
+    >>> v = torch.randn(1, 8, 4096, 128, dtype=torch.bfloat16, device=dev)
+    >>> lens = torch.tensor([1000], dtype=torch.int32, device=dev)
     >>> fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True, kv_len=lens).shape
     torch.Size([1, 32, 1, 128])
     """

@@ -418,8 +418,11 @@ def prefill_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, caus
 
     Example
     -------
-    >>> q = torch.randn(1, 32, 1000, 128, dtype=torch.bfloat16, device="cuda")
-    >>> k = v = torch.randn(1, 8, 1000, 128, dtype=torch.bfloat16, device="cuda")
+    >>> import torch
+    >>> from fastpath.ops.attention_prefill import prefill_attention
+    >>> dev = "cuda" if torch.cuda.is_available() else "cpu"
+    >>> q = torch.randn(1, 32, 1000, 128, dtype=torch.bfloat16, device=dev)
+    >>> k = v = torch.randn(1, 8, 1000, 128, dtype=torch.bfloat16, device=dev)
     >>> prefill_attention(q, k, v, causal=True, scale=128 ** -0.5).shape
     torch.Size([1, 32, 1000, 128])
     """

@@ -386,10 +386,13 @@ def causal_conv3d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
 
     Example
     -------
-    >>> x = torch.randn(1, 8, 4, 16, 16)
+    >>> import torch, fastpath
+    >>> x, x_next = torch.randn(1, 8, 4, 16, 16), torch.randn(1, 8, 4, 16, 16)
     >>> w = torch.randn(8, 8, 3, 3, 3)
-    >>> out, cache = fastpath.causal_conv3d(x, w, padding=(2, 1, 1))  # out: (1, 8, 4, 16, 16)
-    >>> out2, cache = fastpath.causal_conv3d(x_next, w, padding=(2, 1, 1), cache=cache)
+    >>> out, cache = fastpath.causal_conv3d(x, w, padding=(2, 1, 1))
+    >>> out.shape, cache.shape
+    (torch.Size([1, 8, 4, 16, 16]), torch.Size([1, 8, 2, 16, 16]))
+    >>> out2, cache = fastpath.causal_conv3d(x_next, w, padding=(2, 1, 1), cache=cache)  # the next chunk
     """
     padding = check_conv3d_args(x, weight, bias, padding, cache)
     out = conv3d_forward(x, weight, bias, padding, cache)

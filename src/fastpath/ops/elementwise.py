@@ -335,7 +335,9 @@ def frexp(input: torch.Tensor):
     -------
     >>> import torch, fastpath.ops.elementwise as ew
     >>> ew.frexp(torch.tensor([8.0, -0.75]))
-    (tensor([ 0.5000, -0.7500]), tensor([4, 0], dtype=torch.int32))
+    torch.return_types.frexp(
+    mantissa=tensor([ 0.5000, -0.7500]),
+    exponent=tensor([4, 0], dtype=torch.int32))
     """
     return _MEMO_FREXP.call(lambda: _checked_frexp(input), (input,))
 
@@ -522,7 +524,15 @@ _CMP_DOC = """Elementwise ``{op}`` with the semantics of ``torch.{op}``, correct
     >>> import torch, fastpath.ops.elementwise as ew
     >>> a = torch.tensor([2**63 + 5, 3], dtype=torch.uint64)
     >>> ew.{op}(a, torch.tensor([3, 2**63 + 5], dtype=torch.uint64))
+    {example}
     """
+
+
+#: The docstring example's result per op (2**63 + 5 against 3, then 3 against 2**63 + 5).
+_CMP_EXAMPLE = {"eq": "tensor([False, False])", "ne": "tensor([True, True])", "lt": "tensor([False,  True])",
+                "le": "tensor([False,  True])", "gt": "tensor([ True, False])", "ge": "tensor([ True, False])",
+                "minimum": "tensor([3, 3], dtype=torch.uint64)",
+                "maximum": "tensor([9223372036854775813, 9223372036854775813], dtype=torch.uint64)"}
 
 
 def _make_cmp(op: str):
@@ -532,7 +542,7 @@ def _make_cmp(op: str):
         return _MEMO_CMP.call(lambda: _compare(op, input, other), (input, other), (op,))
     fn.__name__ = fn.__qualname__ = op
     ret = "``input.dtype``" if op in ("minimum", "maximum") else "bool"
-    fn.__doc__ = _CMP_DOC.format(op=op, ret=ret)
+    fn.__doc__ = _CMP_DOC.format(op=op, ret=ret, example=_CMP_EXAMPLE[op])
     return fn
 
 

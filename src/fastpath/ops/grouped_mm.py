@@ -550,9 +550,10 @@ def grouped_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, *, offs: Optional[torch
     Example
     -------
     >>> import torch, fastpath
-    >>> x = torch.randn(10, 64, dtype=torch.bfloat16, device="cuda")       # tokens sorted by expert
-    >>> w = torch.randn(4, 128, 64, dtype=torch.bfloat16, device="cuda")   # experts (G, N, K)
-    >>> offs = torch.tensor([3, 3, 7, 10], dtype=torch.int32, device="cuda")
+    >>> dev = "cuda" if torch.cuda.is_available() else "cpu"
+    >>> x = torch.randn(10, 64, dtype=torch.bfloat16, device=dev)       # tokens sorted by expert
+    >>> w = torch.randn(4, 128, 64, dtype=torch.bfloat16, device=dev)   # experts (G, N, K)
+    >>> offs = torch.tensor([3, 3, 7, 10], dtype=torch.int32, device=dev)
     >>> fastpath.grouped_mm(x, w.transpose(1, 2), offs=offs).shape
     torch.Size([10, 128])
     """

@@ -244,8 +244,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     Example
     -------
     >>> import torch, fastpath
-    >>> x = torch.randn(1, 1, 4096, dtype=torch.bfloat16, device="cuda")
-    >>> w = torch.randn(11008, 4096, dtype=torch.bfloat16, device="cuda")
+    >>> dev = "cuda" if torch.cuda.is_available() else "cpu"
+    >>> x = torch.randn(1, 1, 4096, dtype=torch.bfloat16, device=dev)
+    >>> w = torch.randn(11008, 4096, dtype=torch.bfloat16, device=dev)
     >>> fastpath.linear(x, w).shape
     torch.Size([1, 1, 11008])
     """

@@ -221,7 +221,8 @@ def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", nor
 
     Example
     -------
-    >>> logits = torch.randn(4, 128, device="cuda", dtype=torch.bfloat16)
+    >>> import torch, fastpath
+    >>> logits = torch.randn(4, 128, dtype=torch.bfloat16)
     >>> w, ids = fastpath.route(logits, 8, norm_topk_prob=True)
     >>> w.dtype, ids.shape
     (torch.float32, torch.Size([4, 8]))
@@ -442,7 +443,13 @@ def moe_layer(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, gat
 
     Example
     -------
-    >>> y = fastpath.ops.moe.moe_layer(x, router_w, 8, gate_up, down, norm_topk_prob=True)
+    >>> import torch, fastpath
+    >>> E, H, I = 8, 64, 32
+    >>> x, router_w = torch.randn(1, H), torch.randn(E, H)
+    >>> gate_up, down = torch.randn(E, 2 * I, H) / H ** 0.5, torch.randn(E, H, I) / I ** 0.5
+    >>> y = fastpath.ops.moe.moe_layer(x, router_w, 2, gate_up, down, norm_topk_prob=True)
+    >>> y.shape
+    torch.Size([1, 64])
     """
     kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
               routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
@@ -505,8 +512,15 @@ def rms_norm_moe(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps: fl
 
     Example
     -------
-    >>> out, h = fastpath.ops.moe.rms_norm_moe(d, norm_w, 1e-6, router_w, 8, gate_up, down,
+    >>> import torch, fastpath
+    >>> E, H, I = 8, 64, 32
+    >>> d, h = torch.randn(1, H), torch.randn(1, H)      # the attention output, the residual stream
+    >>> norm_w, router_w = torch.ones(H), torch.randn(E, H)
+    >>> gate_up, down = torch.randn(E, 2 * I, H) / H ** 0.5, torch.randn(E, H, I) / I ** 0.5
+    >>> out, h = fastpath.ops.moe.rms_norm_moe(d, norm_w, 1e-6, router_w, 2, gate_up, down,
     ...                                        norm_topk_prob=True, residual=h)
+    >>> out.shape, h.shape
+    (torch.Size([1, 64]), torch.Size([1, 64]))
     """
     kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
               routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
@@ -986,9 +1000,13 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
 
     Example
     -------
-    >>> moe = model.model.layers[0].mlp                      # e.g. Qwen3MoeSparseMoeBlock
-    >>> _, w, ids = moe.gate(x)                              # or fastpath.route(logits, 8)
-    >>> y = fastpath.fused_experts(x, ids, w, moe.experts.gate_up_proj, moe.experts.down_proj)
+    >>> import torch, fastpath
+    >>> E, H, I, T = 8, 64, 32, 3
+    >>> x = torch.randn(T, H)
+    >>> w, ids = fastpath.route(torch.randn(T, E), 2, norm_topk_prob=True)  # or a model's router
+    >>> gate_up, down = torch.randn(E, 2 * I, H), torch.randn(E, H, I)    # e.g. moe.experts.gate_up_proj, .down_proj
+    >>> fastpath.fused_experts(x, ids, w, gate_up, down).shape
+    torch.Size([3, 64])
     """
     tensors = (hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias,
                gate_up_scale, down_scale)
@@ -1031,8 +1049,16 @@ def quantize_experts(w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     ``scale`` float32 ``(E, N)``, ``w ~= q.float() * scale[..., None]``
     (:func:`fastpath.ops.fp8.quantize_fp8` ``"rowwise"``, each row of each expert).
 
-    >>> q, s = fastpath.ops.moe.quantize_experts(experts.gate_up_proj)
-    >>> y = fastpath.fused_experts(x, ids, w, q, experts.down_proj_q, gate_up_scale=s, ...)
+    >>> import torch, fastpath
+    >>> E, H, I, T = 8, 64, 32, 3
+    >>> gate_up, down = torch.randn(E, 2 * I, H), torch.randn(E, H, I)
+    >>> q, s = fastpath.ops.moe.quantize_experts(gate_up)
+    >>> q.dtype, s.shape
+    (torch.float8_e4m3fn, torch.Size([8, 64]))
+    >>> qd, sd = fastpath.ops.moe.quantize_experts(down)
+    >>> x = torch.randn(T, H)
+    >>> w, ids = fastpath.route(torch.randn(T, E), 2)
+    >>> y = fastpath.fused_experts(x, ids, w, q, qd, gate_up_scale=s, down_scale=sd)
     """
     from .fp8 import quantize_fp8
 

@@ -268,6 +268,7 @@ def quantize_fp8(x: torch.Tensor, recipe: str = "tensorwise", *, block=128,
 
     Example
     -------
+    >>> import torch, fastpath
     >>> q, s = fastpath.quantize_fp8(torch.tensor([[1.0, -448.0], [0.5, 2.0]]), "rowwise")
     >>> s
     tensor([[1.0000],

@@ -515,10 +515,17 @@ def scaled_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, scale_a: torch.Tensor, s
 
     Example
     -------
-    >>> qa, sa = fastpath.quantize_fp8(x, "rowwise")          # x (M, K)
-    >>> qw, sw = fastpath.quantize_fp8(w, "rowwise")          # w (N, K)
+    >>> import torch, fastpath
+    >>> from fastpath import ScalingType
+    >>> x, w = torch.randn(16, 256), torch.randn(512, 256)
+    >>> qa, sa = fastpath.quantize_fp8(x, "rowwise")          # (16, 256) and scales (16, 1)
+    >>> qw, sw = fastpath.quantize_fp8(w, "rowwise")          # (512, 256) and scales (512, 1)
     >>> y = fastpath.scaled_mm(qa, qw.t(), sa, ScalingType.RowWise, sw.t(), ScalingType.RowWise,
     ...                        output_dtype=torch.bfloat16)   # ~ x @ w.t()
+    >>> y.shape, y.dtype
+    (torch.Size([16, 512]), torch.bfloat16)
+    >>> bool((y.float() - x @ w.t()).norm() < 0.1 * (x @ w.t()).norm())
+    True
     """
     require_fp8()
     if isinstance(scale_a, (list, tuple)) and len(scale_a) == 1:
