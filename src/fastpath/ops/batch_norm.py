@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from .._core.backend import triton_reason
@@ -275,6 +276,8 @@ def batch_norm(input: torch.Tensor, running_mean: Optional[torch.Tensor], runnin
         raise ValueError(f"input: expected more than 1 value per channel when training, got shape "
                          f"{tuple(input.shape)}")
     momentum, eps = float(momentum), float(eps)
+    if count == 0:  # no values: PyTorch's own result (an empty output, the running statistics untouched)
+        return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     grads = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (input, weight, bias))
     if not torch.compiler.is_compiling():  # eager: the kernel updates the running statistics in place
         if not grads:

@@ -20,6 +20,7 @@ write); wider rows loop over column chunks twice (sum of squares, then normalise
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Tuple
 
 import torch
@@ -216,10 +217,11 @@ _KERNEL = Launcher(_rms_norm_kernel, pdl=True)
 
 
 def _rows(t: torch.Tensor, N: int) -> torch.Tensor:
+    rows = t.numel() // N if N else math.prod(t.shape[:-1])  # (-1 is ambiguous when N is 0)
     try:
-        return t.view(-1, N)
+        return t.view(rows, N)
     except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
-        return t.reshape(-1, N)
+        return t.reshape(rows, N)
 
 
 def _launch(x, weight, eps, residual, zero_centered, gate, act):

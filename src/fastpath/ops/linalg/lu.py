@@ -610,7 +610,7 @@ def _lu_solve_fake(LU, pivots, B, left, adjoint):
 @register_op("linalg_lu_solve", fake=_lu_solve_fake)
 def _lu_solve_op(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, left: bool, adjoint: bool) -> torch.Tensor:
     n = LU.shape[-1]
-    if not kernel_ok(LU, B) or n > SOLVE_MAX_N:
+    if not kernel_ok(LU, B) or n > SOLVE_MAX_N or LU.numel() == 0 or B.numel() == 0:
         return reference_lu_solve(LU, pivots, B, left, adjoint)
     batch, k = rhs_shapes(LU, B, left, "lu_solve", "LU")
     X = alloc.empty(*batch, *((n, k) if left else (k, n)), dtype=LU.dtype, device=LU.device)

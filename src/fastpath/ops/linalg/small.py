@@ -403,7 +403,7 @@ def _inv_fake(A: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
 @register_op("linalg_inv_ex", fake=_inv_fake)
 def _inv_ex_op(A: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     n = A.shape[-1]
-    if not _kernel_ok(A, n=n):
+    if not _kernel_ok(A, n=n) or A.numel() == 0:  # (empty: torch.linalg's own result)
         return reference_inv_ex(A)
     batch = tuple(A.shape[:-2])
     X = alloc.empty(*batch, n, n, dtype=A.dtype, device=A.device)
@@ -420,7 +420,7 @@ def _solve_fake(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Ten
 @register_op("linalg_solve_ex", fake=_solve_fake)
 def _solve_ex_op(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     batch, n, k, vector = _solve_shapes(A, B, left)
-    if not _kernel_ok(A, B, n=n, k=k):
+    if not _kernel_ok(A, B, n=n, k=k) or A.numel() == 0 or B.numel() == 0:
         return reference_solve_ex(A, B, left)
     X = alloc.empty(_out_shape(batch, n, k, vector, left), dtype=A.dtype, device=A.device)
     info = alloc.empty(batch, dtype=torch.int32, device=A.device)

@@ -388,7 +388,7 @@ def _st_fake(A, B, upper, left, unitriangular):
 @register_op("linalg_solve_triangular", fake=_st_fake)
 def _solve_triangular_op(A: torch.Tensor, B: torch.Tensor, upper: bool, left: bool,
                          unitriangular: bool) -> torch.Tensor:
-    if not kernel_ok(A, B):
+    if not kernel_ok(A, B) or A.numel() == 0 or B.numel() == 0:
         return reference_solve_triangular(A, B, upper, left, unitriangular)
     batch, k = rhs_shapes(A, B, left, "solve_triangular")
     n = A.shape[-1]
