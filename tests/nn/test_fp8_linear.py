@@ -146,6 +146,12 @@ def test_errors(device):
         q(randn(1, 67, device=device))  # float32 input, bfloat16 bias
     with pytest.raises(ValueError, match="weight"):
         q(randn(1, 66, dtype=torch.bfloat16, device=device))
+    with pytest.raises(TypeError, match="model: expected a torch.nn.Module, got int"):
+        quantize_(3)
+    with pytest.raises(TypeError, match="filter_fn"):
+        quantize_(MLP(), "lm_head")
+    with pytest.raises(TypeError, match="linear_: expected a torch.nn.Linear, got Conv1d"):
+        FP8Linear.from_linear(torch.nn.Conv1d(2, 2, 1))
 
 
 def test_quantize_a_transformers_model(device):

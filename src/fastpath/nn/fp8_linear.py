@@ -83,7 +83,10 @@ class FP8Linear(nn.Module):
     def from_linear(cls, linear_: nn.Linear, dtype: torch.dtype = torch.float8_e4m3fn) -> "FP8Linear":
         """A new FP8Linear holding ``linear_``'s weight quantised per output row
         (``scale = row amax / 448``, saturating, a zero row gets scale 1: see
-        :func:`quantize_rowwise`) and a copy of its bias; same device, bias dtype kept."""
+        :func:`quantize_rowwise`) and a copy of its bias; same device, bias dtype kept.
+        TypeError for anything but an ``nn.Linear`` (subclasses included)."""
+        if not isinstance(linear_, nn.Linear):
+            raise TypeError(f"linear_: expected a torch.nn.Linear, got {type(linear_).__name__}")
         w = linear_.weight
         bias_dtype = linear_.bias.dtype if linear_.bias is not None else w.dtype
         if not bias_dtype.is_floating_point or bias_dtype == torch.float64:
@@ -144,9 +147,15 @@ def quantize_(model: nn.Module, filter_fn: Optional[Callable[[nn.Module, str], b
 
     Raises
     ------
-    RuntimeError if torch has no float8 dtype; NotImplementedError for another ``dtype``.
+    RuntimeError if torch has no float8 dtype; TypeError for a ``model`` that is not a module or a
+    ``filter_fn`` that is not callable; NotImplementedError for another ``dtype``.
     """
     require_fp8()
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    if filter_fn is not None and not callable(filter_fn):
+        raise TypeError(f"filter_fn: expected None or a callable (module, name) -> bool, "
+                        f"got {type(filter_fn).__name__}")
     if dtype != torch.float8_e4m3fn:
         raise NotImplementedError(f"dtype: only torch.float8_e4m3fn weights are supported, got {dtype}")
     accept = filter_fn or _default_filter
