@@ -748,11 +748,38 @@ def case_linalg_more():
     return rel(X, ref) <= 8 * n * tcond * eps, (d, which, upper, left, unit, b, n, k)
 
 
+def case_linalg_nonfinite():
+    """One batch member holds a NaN or an infinity: its det / log|det| / singular values are NaN
+    (as torch's, whose SVD raises instead), its LU pivots stay valid, the other member is as torch."""
+    d = R.choice([torch.float32, torch.complex64])
+    n = R.randint(1, 40)
+    A = torch.randn(2, n, n, dtype=d) + n ** 0.5 * torch.eye(n, dtype=d)
+    A[1, R.randrange(n), R.randrange(n)] = R.choice([float("nan"), float("inf")])
+    which = R.choice(["det", "slogdet", "lu", "svdvals"] if not d.is_complex and n <= 32 else ["det", "slogdet", "lu"])
+    if which == "lu":
+        LU, piv, _ = fastpath.linalg.lu_factor_ex(A)
+        i = torch.arange(1, n + 1, dtype=piv.dtype)
+        rLU, _, _ = torch.linalg.lu_factor_ex(A[:1])
+        return bool(((piv >= i) & (piv <= n)).all()) and rel(LU[:1], rLU) <= 1e-4, (d, n, which)
+    if which == "svdvals":
+        sv = fastpath.linalg.svdvals(A)
+        return bool(sv[1].isnan().all()) and rel(sv[:1], torch.linalg.svdvals(A[:1])) <= 1e-5, (d, n, which)
+    if which == "det":
+        got, want = fastpath.linalg.det(A), torch.linalg.det(A)
+    else:
+        got, want = fastpath.linalg.slogdet(A).logabsdet, torch.linalg.slogdet(A).logabsdet
+    # member 1: NaN for a NaN input; non-finite where torch's is (an infinity may give +-inf, not NaN)
+    nan_in = bool(A[1].isnan().any())
+    bad_ok = (not nan_in or bool(got[1].isnan())) and (bool(torch.isfinite(want[1])) or not bool(
+        torch.isfinite(got[1])))
+    return bad_ok and rel(got[:1], want[:1]) <= 1e-3, (d, n, which, nan_in)
+
+
 CASES = [case_linear, case_softmax, case_pad, case_sdpa, case_unsigned, case_take, case_frexp, case_heaviside,
          case_bincount, case_rms_norm, case_norm_linear, case_linalg, case_mse, case_grouped_mm, case_fused_experts,
          case_scaled_mm, case_quantize, case_conv1d, case_dropout, case_batch_norm, case_gated_delta,
          case_causal_conv1d, case_causal_conv3d, case_channel_rms_norm, case_route, case_sample,
-         case_minmax_logspace, case_linalg_more]
+         case_minmax_logspace, case_linalg_more, case_linalg_nonfinite]
 
 
 def main():

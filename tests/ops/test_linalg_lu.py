@@ -483,3 +483,27 @@ def test_registered_ops(device):
     torch.library.opcheck(L._det_op.op, (A,), test_utils=utils)
     torch.library.opcheck(L._slogdet_op.op, (A,), test_utils=utils)
     torch.library.opcheck(T._solve_triangular_op.op, (A, B, True, True, False), test_utils=utils)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+@pytest.mark.parametrize("n", [4, 13, 40])  # in registers; blocked
+def test_lu_nonfinite_propagates(n, dtype, device):
+    """A NaN anywhere gives a NaN determinant and log|det| (sign 0) as torch.linalg does, and
+    the pivots stay valid LAPACK pivots (i <= piv_i <= n). The in-register LU once picked a
+    row above the diagonal when the candidates were NaN: det 0.9999 for a matrix with a NaN."""
+    A = rand(4, n, n, dtype=dtype, device="cpu")
+    A[0, 1, 1] = float("nan")
+    A[1, n - 1, n - 1] = float("nan")
+    A[2, :, 0] = float("nan")
+    A[3, :, 1] = 0.0
+    A[3, 2, 1] = float("nan")
+    A = A.to(device)
+    LU, piv, info = L.lu_factor_ex(A)
+    i = torch.arange(1, n + 1, dtype=piv.dtype, device=piv.device)
+    assert ((piv >= i) & (piv <= n)).all()
+    assert L.det(A).isnan().all()
+    sign, logabs = L.slogdet(A)
+    assert logabs.isnan().all() and ((sign == 0) | sign.isnan()).all()
+    B = rand(2, n, n, dtype=dtype, device=device)
+    ok_det = L.det(B)  # finite neighbours unchanged
+    assert torch.isfinite(torch.view_as_real(ok_det) if ok_det.is_complex() else ok_det).all()

@@ -256,3 +256,20 @@ def test_tile_kernel_small(dtype, device, monkeypatch):
     else:
         test_svd_tiny_singular_values(dtype, 14, device)
         test_pinv_tolerances(device)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n", [(3, 3), (8, 8), (3, 7), (20, 20), (24, 9)])  # lanes kernel; tile kernel
+def test_nonfinite_matrices_give_nan(m, n, dtype, device):
+    """A matrix holding a NaN or an infinity gets all-NaN U, S, Vh, svdvals and pinv (torch
+    raises: no host sync here); its batch neighbours are computed as usual. (The tile kernel
+    once returned finite values, completed bases, for such matrices.)"""
+    A = torch.randn(3, m, n, dtype=dtype)
+    A[1, m // 2, n // 3] = float("nan")
+    A[2, m - 1, n - 1] = float("inf")
+    A = A.to(device)
+    U, Sv, Vh = S.svd(A)
+    outs = (U, Sv, Vh, S.svdvals(A), S.pinv(A))
+    for t in outs:
+        assert t[1:].isnan().all() and not t[0].isnan().any()
+    _check_svd(A[:1], U[:1], Sv[:1], Vh[:1], True)

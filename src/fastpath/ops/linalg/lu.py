@@ -109,10 +109,13 @@ def _det_step(d_r, d_i, la, pr, pi, flip, DET: tl.constexpr, CPLX: tl.constexpr)
             mag = big * tl.sqrt((pr / sb) * (pr / sb) + (pi / sb) * (pi / sb))
         else:
             mag = tl.abs(pr)
-        la = tl.where(mag > 0, la + tl.log(tl.where(mag > 0, mag, 1.0)), float("-inf"))
+        # log|det|: -inf after a zero pivot, NaN (kept, as torch.linalg.slogdet) after a NaN one
+        la = tl.where(la != la, la, tl.where(mag > 0, la + tl.log(tl.where(mag > 0, mag, 1.0)),
+                                             tl.where(mag == mag, float("-inf"), float("nan"))))
         safe = tl.where(mag > 0, mag, 1.0)
         if CPLX:
-            d_r, d_i = _mul(d_r, d_i, tl.where(mag > 0, pr / safe, 0.0), pi / safe, CPLX)
+            z = tl.where(mag == mag, 0.0, float("nan"))  # a NaN pivot (either part): a NaN sign
+            d_r, d_i = _mul(d_r, d_i, tl.where(mag > 0, pr / safe, z), tl.where(mag > 0, pi / safe, z), CPLX)
         else:  # exactly +-1 (a GPU division pr / |pr| may round to 1 - ulp)
             d_r = d_r * tl.where(pr > 0, 1.0, tl.where(pr < 0, -1.0, 0.0))
     d_r = tl.where(flip, -d_r, d_r)
@@ -140,7 +143,10 @@ def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M: tl.constexpr, W: tl.co
         g = k0 + j
         colr, coli = _pick(ar, ai, c3 == j, 2, CPLX)  # column j: (BB, M)
         if PIVOT:
-            cand = tl.where((r2 >= g) & (r2 < m), _abs1(colr, coli, CPLX), -1.0)
+            mag = _abs1(colr, coli, CPLX)
+            # NaN ranks below every number but above the rows out of play (an argmax never picks
+            # NaN: a pivot row above g would corrupt the factorisation); NaN then propagates
+            cand = tl.where((r2 >= g) & (r2 < m), tl.where(mag == mag, mag, -0.5), -1.0)
             p = tl.argmax(cand, axis=1).to(tl.int32)  # first largest, as i?amax
         else:
             p = tl.zeros([ar.shape[0]], dtype=tl.int32) + g

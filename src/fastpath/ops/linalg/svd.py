@@ -112,6 +112,9 @@ def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, atol_s, r
     kc3 = kk[None, None, :]
     xmask = (b3 < nbatch) & (r3 < R) & (c3 < K)
     x = tl.load(a_ptr + b3 * sab + r3 * sar + c3 * sac, mask=xmask, other=0.0)
+    # a matrix with a NaN or an infinity: rotated as zeros (no sweeps spent on it), stored as NaN
+    bad = tl.max(tl.max(((x != x) | (tl.abs(x) == float("inf"))).to(tl.int32), axis=2), axis=1) > 0
+    x = tl.where(bad[:, None, None], 0.0, x)
     scale, unscale = pow2_scale(tl.max(tl.max(tl.abs(x), axis=2), axis=1))  # (BB,)
     x = x * scale[:, None, None]  # exact: A's scale no longer matters
     v = (kr3 == kc3).to(x.dtype) + tl.zeros([BLOCK_B, KP, KP], dtype=x.dtype)
@@ -162,7 +165,8 @@ def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, atol_s, r
             pm += vc[:, :, None] * uc[:, None, :]
         pk3 = kk[None, :, None]
         prc = r[None, None, :]
-        tl.store(p_ptr + b3 * spb + pk3 * spr + prc * spc, pm, mask=(b3 < nbatch) & (pk3 < K) & (prc < R))
+        tl.store(p_ptr + b3 * spb + pk3 * spr + prc * spc, tl.where(bad[:, None, None], float("nan"), pm),
+                 mask=(b3 < nbatch) & (pk3 < K) & (prc < R))
     else:
         # ------------------------------------------------------------ sort, descending
         work = tl.where(c2 < K, sig, -1.0)
@@ -182,7 +186,8 @@ def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, atol_s, r
                 xs = tl.where(c3 == i, xj[:, :, None], xs)
                 vj = tl.sum(tl.where(kc3 == j[:, None, None], v, 0.0), axis=2)
                 vs = tl.where(kc3 == i, vj[:, :, None], vs)
-        tl.store(s_ptr + b64[:, None] * ssb + c2, ss * unscale[:, None], mask=in_b[:, None] & (c2 < K))
+        tl.store(s_ptr + b64[:, None] * ssb + c2, tl.where(bad[:, None], float("nan"), ss * unscale[:, None]),
+                 mask=in_b[:, None] & (c2 < K))
         if MODE == 1:
             # -------------------------------------------------------- complete U
             good = (c2 < K) & (ss > safe)  # (BB, CP): a column this small cannot be normalised
@@ -200,8 +205,10 @@ def _svd_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, atol_s, r
                     u = u / _scaled_norm(u, 1)[:, None]
                     xs = tl.where(need[:, None, None] & (c3 == i), u[:, :, None], xs)
                     good = good | (need[:, None] & (c2 == i))
-            tl.store(w_ptr + b3 * swb + r3 * swr + c3 * swc, xs, mask=(b3 < nbatch) & (r3 < R) & (c3 < CC))
-            tl.store(v_ptr + b3 * svb + kr3 * svr + kc3 * svc, vs, mask=(b3 < nbatch) & (kr3 < K) & (kc3 < K))
+            tl.store(w_ptr + b3 * swb + r3 * swr + c3 * swc, tl.where(bad[:, None, None], float("nan"), xs),
+                     mask=(b3 < nbatch) & (r3 < R) & (c3 < CC))
+            tl.store(v_ptr + b3 * svb + kr3 * svr + kc3 * svc, tl.where(bad[:, None, None], float("nan"), vs),
+                     mask=(b3 < nbatch) & (kr3 < K) & (kc3 < K))
 
 
 _SVD = Launcher(_svd_kernel)
@@ -405,6 +412,10 @@ def svd(A: torch.Tensor, full_matrices: bool = True, *, driver: Optional[str] = 
 
     Accuracy: rotations are computed on column-scaled data, so inputs of scale 1e-30 or
     1e30 in float32 and singular values far below the largest keep their relative accuracy.
+
+    Non-finite input: the kernel's U, S and Vh of a matrix holding a NaN or an infinity are all
+    NaN (``torch.linalg.svd`` raises instead; detecting it on the host would cost a sync);
+    the other matrices of the batch are unaffected. ``svdvals`` and ``pinv`` likewise.
 
     Raises
     ------

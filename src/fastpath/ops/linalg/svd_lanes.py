@@ -287,6 +287,15 @@ def _complete_first(u, good, R: tl.constexpr, CC: tl.constexpr):
 
 
 @triton.jit
+def _nan_where(vals, bad, N: tl.constexpr):
+    """The N values of the tuple, NaN in the lanes where ``bad``."""
+    out = ()
+    for i in tl.static_range(N):
+        out = out + (tl.where(bad, float("nan"), vals[i]),)
+    return out
+
+
+@triton.jit
 def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, atol_s, rtol_s, nbatch, tol, tiny, safe,
                       sab, sar, sac, ssb, swb, swr, swc, svb, svr, svc, spb, spr, spc,
                       BLOCK_B: tl.constexpr, R: tl.constexpr, K: tl.constexpr,
@@ -299,11 +308,15 @@ def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, ato
     in_b = bidx < nbatch
     b64 = bidx.to(tl.int64)
     x = _gather(a_ptr + b64 * sab, in_b, sar, sac, R, R * K, BLOCK_B)
+    # a matrix with a NaN or an infinity: rotated as zeros (no sweeps spent on it), stored as NaN
+    bad = bidx < 0
+    for j in tl.static_range(R * K):
+        bad = bad | (x[j] != x[j]) | (tl.abs(x[j]) == float("inf"))
     scale, unscale = pow2_scale(_amax(x, 0, R * K))
     xs = ()
     for j in tl.static_range(R * KE):
         if j < R * K:
-            xs = xs + (x[j] * scale,)  # exact: A's scale no longer matters
+            xs = xs + (tl.where(bad, 0.0, x[j] * scale),)  # exact: A's scale no longer matters
         else:
             xs = xs + (tl.zeros_like(x[0]),)
     x = xs
@@ -358,7 +371,7 @@ def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, ato
                 for r in tl.static_range(R):
                     nxt = nxt + (pm[k * R + r] + vk * u[r],)
             pm = nxt
-        _scatter(p_ptr + b64 * spb, pm, in_b, spc, spr, R, K * R, BLOCK_B)
+        _scatter(p_ptr + b64 * spb, _nan_where(pm, bad, K * R), in_b, spc, spr, R, K * R, BLOCK_B)
     else:
         # ------------------------------------------------------------ sort, descending
         for _ps in range(0, (K + 1) // 2):
@@ -367,7 +380,7 @@ def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, ato
         out_s = ()
         for c in tl.static_range(K):
             out_s = out_s + (sig[c] * unscale,)
-        _scatter(s_ptr + b64 * ssb, out_s, in_b, 1, 0, K, K, BLOCK_B)
+        _scatter(s_ptr + b64 * ssb, _nan_where(out_s, bad, K), in_b, 1, 0, K, K, BLOCK_B)
         if MODE == 1:
             # -------------------------------------------------------- U: normalised columns
             u = ()
@@ -390,12 +403,12 @@ def _svd_lanes_kernel(a_ptr, s_ptr, w_ptr, v_ptr, p_ptr, atol_ptr, rtol_ptr, ato
                     u, good = _complete_first(u, good, R, CC)
                     u = _shift(u, R, CC)
                     good = _shift(good, 1, CC)
-            _scatter(w_ptr + b64 * swb, u, in_b, swr, swc, R, R * CC, BLOCK_B)
+            _scatter(w_ptr + b64 * swb, _nan_where(u, bad, R * CC), in_b, swr, swc, R, R * CC, BLOCK_B)
             vk = ()
             for c in tl.static_range(K):
                 for k in tl.static_range(K):
                     vk = vk + (v[c * KE + k],)
-            _scatter(v_ptr + b64 * svb, vk, in_b, svr, svc, K, K * K, BLOCK_B)
+            _scatter(v_ptr + b64 * svb, _nan_where(vk, bad, K * K), in_b, svr, svc, K, K * K, BLOCK_B)
 
 
 SVD_LANES = Launcher(_svd_lanes_kernel)
