@@ -573,7 +573,7 @@ case "${1:-1}" in
   done | tee "$OUT/rows_split.log" ;;
 67)  # for the forty-fourth session: which eager 4/16-row linear calls replay the launch memo (eager trails graph by
      # 16-29 us there, 2.4 at one row), bincount's rows (2M skewed / uniform now also
-     # without the sync, in graphs), then the random-shape sweep on the compiled kernels (fuzz_ops --cuda: 28 kinds)
+     # without the sync, in graphs), then the random-shape sweep on the compiled kernels (fuzz_ops --cuda: 29 kinds)
   timeout 150 python3 scripts/memo_probe.py 2>&1 | grep -v -i warn | tee "$OUT/memo_probe.log"
   timeout 120 python3 -m fastpath.bench training --only bincount --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn
   timeout 400 python3 scripts/fuzz_ops.py 43 300 --cuda 2>&1 | grep -v -i warn | tail -40 | tee "$OUT/fuzz_cuda.log" ;;
