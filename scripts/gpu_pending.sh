@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (67 waits: the forty-third session's memo probe and compiled fuzz sweep; 65-66 ran in the forty-first session, 65 the bf16 records and compiled tests at the 16-bit narrow blocks, 66 the 16-row dot's split, which led to matvec.W16_ROWS_UNSPLIT_K; 64: the fortieth session's 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (67-68 wait: the forty-third session's memo probe, compiled linalg tests, compiled fuzz sweep; 65-66 ran in the forty-first session, 65 the bf16 records and compiled tests at the 16-bit narrow blocks, 66 the 16-row dot's split, which led to matvec.W16_ROWS_UNSPLIT_K; 64: the fortieth session's 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -573,8 +573,15 @@ case "${1:-1}" in
   done | tee "$OUT/rows_split.log" ;;
 67)  # for the forty-fourth session: which eager 4/16-row linear calls replay the launch memo (eager trails graph by
      # 16-29 us there, 2.4 at one row), bincount's rows (2M skewed / uniform now also
-     # without the sync, in graphs), then the random-shape sweep on the compiled kernels (fuzz_ops --cuda: 29 kinds)
+     # without the sync, in graphs), the compiled LU / SVD / empty-input tests (68: fuzz_ops --cuda, linalg rows)
   timeout 150 python3 scripts/memo_probe.py 2>&1 | grep -v -i warn | tee "$OUT/memo_probe.log"
   timeout 120 python3 -m fastpath.bench training --only bincount --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn
-  timeout 400 python3 scripts/fuzz_ops.py 43 300 --cuda 2>&1 | grep -v -i warn | tail -40 | tee "$OUT/fuzz_cuda.log" ;;
+  timeout 240 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
+    tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py > "$OUT/linalg_tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/linalg_tests.log" | head -20; tail -1 "$OUT/linalg_tests.log" ;;
+68)  # forty-third session, second call: the random sweep compiled, then the LU / SVD rows after the NaN changes
+  timeout 330 python3 scripts/fuzz_ops.py 43 300 --cuda 2>&1 | grep -v -i warn | tail -40 | tee "$OUT/fuzz_cuda.log"
+  for o in "svd" "pinv" "lu_" "det"; do
+    timeout 60 python3 -m fastpath.bench linalg --only "$o" --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn
+  done ;;
 esac
