@@ -134,6 +134,18 @@ def _seed_and_poison(request):
     memo.ENABLED = enabled
 
 
+def run_as_user(code: str, timeout: int = 900):
+    """``python -c code`` in a child process without Triton's interpreter (the ops' reference
+    paths on a CPU, as a user would run them), fastpath from this checkout's ``src``."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.path.join(root, "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=root)
+
+
 def noncontig(x: torch.Tensor) -> torch.Tensor:
     """The same values as ``x`` in a non-contiguous view (every other column of a wider buffer)."""
     wide = torch.empty(*x.shape[:-1], 2 * x.shape[-1], dtype=x.dtype, device=x.device)

@@ -5,8 +5,8 @@ without Triton's interpreter, as a user would paste them (on the CPU here: the e
 they show."""
 import os
 import re
-import subprocess
-import sys
+
+from tests.conftest import run_as_user
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NEEDS_USER_FILES = ("/path/to", "from_pretrained", "pipe.")
@@ -17,17 +17,10 @@ def _blocks():
         return re.findall(r"^```python\n(.*?)^```", f.read(), flags=re.S | re.M)
 
 
-def _run(code: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.path.join(_ROOT, "src") + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900,
-                          cwd=_ROOT)
-
-
 def test_readme_examples_run():
     runnable = [b for b in _blocks() if not b.startswith(">>>") and not any(s in b for s in _NEEDS_USER_FILES)]
     assert len(runnable) >= 3, f"expected the softmax/linear/FP8, MoE and attention blocks, found {len(runnable)}"
-    proc = _run("\n".join(runnable) + "\nprint('README EXAMPLES DONE')")
+    proc = run_as_user("\n".join(runnable) + "\nprint('README EXAMPLES DONE')")
     assert proc.returncode == 0 and "README EXAMPLES DONE" in proc.stdout, proc.stderr[-4000:]
 
 
@@ -40,5 +33,5 @@ def test_readme_error_examples_raise_what_they_show():
         checks.append(f"try:\n    {expr}\nexcept {kind} as e:\n"
                       f"    assert str(e) == {message!r}, (str(e), {message!r})\n"
                       f"else:\n    raise AssertionError('no {kind} from ' + {expr!r})")
-    proc = _run("\n".join(checks) + "\nprint('ERRORS AS SHOWN')")
+    proc = run_as_user("\n".join(checks) + "\nprint('ERRORS AS SHOWN')")
     assert proc.returncode == 0 and "ERRORS AS SHOWN" in proc.stdout, proc.stderr[-4000:]

@@ -217,7 +217,7 @@ _KERNEL = Launcher(_rms_norm_kernel, pdl=True)
 
 
 def _rows(t: torch.Tensor, N: int) -> torch.Tensor:
-    rows = t.numel() // N if N else math.prod(t.shape[:-1])  # (-1 is ambiguous when N is 0)
+    rows = math.prod(t.shape[:-1])  # (not -1: ambiguous when N is 0)
     try:
         return t.view(rows, N)
     except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
