@@ -207,9 +207,10 @@ def test_bins_past_shared_memory():
 
 
 @pytest.mark.parametrize("dtype", INTS)
-def test_flag_word(dtype):
-    """The kernel's (counts, flag) against the reference's: bit 1 for a negative value, bit 2 for
-    one >= nbins; such values are never counted (int64 values past 2**32 included)."""
+def test_range_words(dtype):
+    """The kernel's (counts, range) against the reference's: the range is (min(values, 0),
+    max(values, 0)) as int64, values outside [0, nbins) are never counted (int64 values past
+    2**32 included)."""
     lo = torch.iinfo(dtype).min
     cases = [[0, 1, 2, 2], [3, 0, 9], [1, -1, 0], [-5, 7, 1, 2]]
     if dtype == torch.int64:
@@ -219,10 +220,30 @@ def test_flag_word(dtype):
         if (x < torch.iinfo(dtype).min).any() or (x > torch.iinfo(dtype).max).any():
             continue
         x = x.to(dtype).repeat(400).to(DEVICE)  # several tiles and programs
-        out, flag = bc._bincount_op(x, None, 3, True)
-        ref, ref_flag = reference_bincount(x.cpu(), None, 3)
-        assert torch.equal(out.cpu(), ref) and torch.equal(flag.cpu(), ref_flag), (vals, flag, ref_flag)
+        out, span = bc._bincount_op(x, None, 3, True)
+        ref = torch.bincount(x.cpu().long()[(x.cpu() >= 0) & (x.cpu() < 3)], minlength=3)
+        assert torch.equal(out.cpu(), ref), (vals, out)
+        assert span.tolist() == [min(min(vals), 0), max(max(vals), 0)], (vals, span)
+        assert torch.equal(reference_bincount(x.cpu(), None, 3)[1], span.cpu())
     x = torch.tensor([-1, 3, 1], device=DEVICE).to(dtype) if dtype != torch.uint8 else None
     if x is not None:
-        with pytest.raises(ValueError, match="input"):
+        with pytest.raises(ValueError, match="input: bincount needs non-negative values, got -1"):
             bincount(x, minlength=2)
+
+
+@pytest.mark.parametrize("spec", [1, 16, 64])
+def test_bins_counted_before_the_maximum(spec, monkeypatch):
+    """Without minlength the kernel counts SPEC_BINS bins first: the result is cut to size when
+    the maximum lies below them, counted again when it does not; with minlength below the
+    maximum, counted again too; weights likewise."""
+    monkeypatch.setattr(bc, "SPEC_BINS", spec)
+    for top in (0, spec - 1, spec, spec + 1, 3 * spec + 5):
+        x = torch.randint(0, top + 1, (700,), device=DEVICE)
+        x[123] = top  # the maximum present
+        for minlength in (0, 1, top, top + 2):
+            out = bincount(x, minlength=minlength)
+            assert torch.equal(out.cpu(), _ref(x, minlength=minlength)), (top, minlength)
+        w = torch.randn(700, device=DEVICE, dtype=torch.float64)
+        assert_close(bincount(x, w), _ref(x, w), dtype=torch.float64)
+    with pytest.raises(ValueError, match="got -3"):
+        bincount(torch.tensor([4, -3, 2 * spec, -1], device=DEVICE))

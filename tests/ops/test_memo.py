@@ -322,3 +322,22 @@ def test_elementwise_replays():
 
 def _u64(t):
     return [v & (2**64 - 1) for v in t.view(torch.int64).cpu().tolist()]
+
+
+def test_bincount_replays():
+    """bincount's three eager forms replayed with fresh values, each against torch.bincount:
+    validate=False, validate=True with minlength (a range read back) and without (counted into
+    the speculative bins, cut to size); a replayed call's range flags a negative value too."""
+    from fastpath.ops import bincount as bc
+    bc._MEMO.entries.clear()
+    for _ in range(3):
+        x = torch.randint(0, 1000, (100_000,), device="cuda")
+        w = torch.randn(100_000, device="cuda")
+        assert torch.equal(bc.bincount(x, minlength=1000, validate=False), torch.bincount(x, minlength=1000))
+        assert torch.equal(bc.bincount(x, minlength=1000), torch.bincount(x, minlength=1000))
+        assert torch.equal(bc.bincount(x), torch.bincount(x))
+        assert_close(bc.bincount(x, w), torch.bincount(x.cpu(), w.cpu().double()), dtype=torch.float32)
+    x[7] = -2
+    with pytest.raises(ValueError, match="got -2"):
+        bc.bincount(x)
+    _recorded(bc._MEMO)

@@ -11,7 +11,8 @@ bincount, each against the PyTorch op on the same inputs.
 * ``mse_loss fwd+bwd``: input needs grad, target does not.
 * ``bincount``: int64 values into 1000 bins, uniform and skewed; ``validate`` (PyTorch's
   semantics, one sync like torch.bincount: eager rows only, as neither can be captured in a
-  CUDA graph) and ``validate=False`` (no sync, capturable).
+  CUDA graph) and ``validate=False`` (no sync, capturable); ``minlength=1000`` except the
+  ``no minlength`` row (the values' maximum sizes the result).
 
 Forward+backward cases are also timed replayed from a CUDA graph (``graph`` rows): the
 kernels' own speed. Eager rows time one call with its host work; on a slow host our Python
@@ -199,11 +200,11 @@ def _bincount_inputs(kind, weighted):
     return make
 
 
-def _bincount_case(shape, kind, validate=True, weighted=False, **kw):
+def _bincount_case(shape, kind, validate=True, weighted=False, minlength=True, **kw):
     import torch
 
     from ..ops.bincount import bincount
-    bins = shape[1]
+    bins = shape[1] if minlength else 0  # without minlength the values' maximum sizes the result
 
     def ours(x, w=None):
         return bincount(x, w, minlength=bins, validate=validate)
@@ -220,10 +221,11 @@ def _bincount_case(shape, kind, validate=True, weighted=False, **kw):
         err = rel_error(a, b)
         return err <= 1e-5, f"rel err {err:.1e}"
 
-    name = f"bincount {kind}" + (" weighted" if weighted else "") + ("" if validate else " nosync")
+    name = (f"bincount {kind}" + (" weighted" if weighted else "") + ("" if validate else " nosync")
+            + ("" if minlength else " no minlength"))
     per = 8 + (4 if weighted else 0)
     return Case(suite="training", name=name, shape=shape, dtype="int64", ours=ours, native=native,
-                check=check, make=_bincount_inputs(kind, weighted), cpu_shape=(5000, bins),
+                check=check, make=_bincount_inputs(kind, weighted), cpu_shape=(5000, shape[1]),
                 nbytes=lambda s, i: s[0] * per + s[1] * 8, capturable=not validate, **kw)
 
 
@@ -241,6 +243,7 @@ def cases() -> list:
         _mse_case((8192, 4096), "bfloat16", "none", graphs=True),
         _bincount_case((1 << 24, 1000), "uniform", quick=True),
         _bincount_case((1 << 24, 1000), "uniform", validate=False),
+        _bincount_case((1 << 24, 1000), "uniform", minlength=False),
         _bincount_case((1 << 21, 1000), "uniform"),
         _bincount_case((1 << 21, 1000), "one value"),
         _bincount_case((1 << 21, 1000), "geometric"),

@@ -4,7 +4,7 @@ A counting launch and a finishing one. Programs walk the input in tiles (the nex
 issued before the current one is counted) and count into private copies of the bins in global
 memory (program ``p`` uses copy ``p % copies``: the atomics spread over many L2 lines and
 slices instead of queueing on one copy's few lines). The finishing launch, parallel over the
-bins, adds the copies up (and zeroes them) and hands out the flag word. (Finishing inside the
+bins, adds the copies up (and zeroes them) and hands out the values' range. (Finishing inside the
 counting launch, with acq_rel tickets for the last user of each copy, gave wrong counts on the
 H200 at 1000 bins: removed.)
 
@@ -31,14 +31,14 @@ H200 at 1000 bins: removed.)
 Counts are exact (int32 copies, int64 when the input has 2**31 values or more); weighted sums
 use float atomics (order-dependent rounding, as PyTorch's CUDA kernel).
 
-Sizes and syncs: the output has ``max(max(input) + 1, minlength)`` bins. With ``minlength``
-given, the kernel counts into ``minlength`` bins and sets a flag word (bit 1: a negative value,
-bit 2: one ``>= minlength``); ``validate=True`` reads it once (one host sync, as
-``torch.bincount``, which syncs too) to raise on negative values and to redo the count with
-more bins when a value is ``>= minlength``. ``validate=False`` skips that read: no sync,
-CUDA-graph capturable, the size is ``minlength`` and values outside ``[0, minlength)`` are
-skipped unchecked. Without ``minlength`` the size needs the maximum: one ``aminmax`` and one
-sync before counting.
+Sizes and syncs: the output has ``max(max(input) + 1, minlength)`` bins. ``validate=True``
+counts into ``minlength`` bins (``SPEC_BINS`` when ``minlength`` is 0) and the kernel keeps the
+values' range (two int64 words: an atomic min of the negative values, an atomic max); one host
+sync reads it back (``torch.bincount`` syncs too) to raise on a negative value, to cut the
+counted bins to size, or, when a value lies past them, to count again with all of them.
+``validate=False`` skips that read: no sync, CUDA-graph capturable, the size is ``minlength``
+and values outside ``[0, minlength)`` are skipped unchecked. Eager calls like an earlier one
+replay its launches (:mod:`fastpath._core.memo`).
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ from .._core import alloc
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import check_tensor, require_no_capture
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
+from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 
 # Tuning knobs (scripts/tune_bincount.py sweeps them on a GPU). The interpreter uses small
@@ -79,6 +80,11 @@ SMEM_PLAN = (2048, 8, 2)
 #: COPIES: one atomic per bin a program, not per value; H200: 16 copies 2.0 us to sum, one per
 #: program 24.6 us).
 SMEM_COPIES = 16
+#: Bins counted by ``validate=True`` without ``minlength``, before the maximum is known (the
+#: values' range comes back with the counts, in the one sync; counted again with all the bins
+#: only when a value lies past them). 0: as many as the largest shared histogram holds (8192
+#: counts or float32 sums, 4096 float64 sums).
+SPEC_BINS = 64 if INTERPRET else 0
 #: Element offsets from which the kernel indexes in int64 (tests lower it).
 I64_FROM = 2**31
 INDEX_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -172,12 +178,13 @@ def _smem_read(b, ok, cdt: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["sx", "sw"])  # one value a thread per load: no layout change for the atomics
-def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
+def _bincount_kernel(x_ptr, w_ptr, copies_ptr, range_ptr, n, sx, sw, nbins,
                      num_tiles, n_copies, BLOCK: tl.constexpr, W: tl.constexpr, MODE: tl.constexpr,
                      CHECK: tl.constexpr, I64: tl.constexpr, SMEM: tl.constexpr = 0):
     """MODE 0: register histogram of W bins (nbins < W); 1: atomics, skew handling W (0, 1 or
-    a window of W >= 32 bins); 2: weighted atomics. CHECK: OR flag bits into the word at
-    bits_ptr (1: a negative value, 2: one >= nbins), zero between launches as the copies.
+    a window of W >= 32 bins); 2: weighted atomics. CHECK: the values' range into the two
+    int64 words at range_ptr (atomic min of the negative ones, atomic max), zero between
+    launches as the copies.
     SMEM (modes 1 and 2): the atomics go to a shared histogram of SMEM bytes, added to the copy
     at the end."""
     pid = tl.program_id(0)
@@ -188,8 +195,9 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
     idx = tl.arange(0, BLOCK)
     if MODE == 0:
         hist = tl.zeros([W], dtype=tl.int32)
-    if CHECK:
-        bad = tl.zeros([BLOCK], dtype=tl.int32)
+    if CHECK:  # lanes' running minimum and maximum (from 0: masked lanes load 0)
+        vmin = tl.zeros([BLOCK], dtype=x_ptr.dtype.element_ty)
+        vmax = tl.zeros([BLOCK], dtype=x_ptr.dtype.element_ty)
     if SMEM:
         _smem_declare(SMEM)
         words = nbins * (2 if cdt == tl.float64 else 1)
@@ -217,7 +225,8 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
         inside = _unsigned(v) < nbins  # masked lanes load 0: inside
         ok = valid & inside
         if CHECK:
-            bad |= tl.where(inside, 0, tl.where(v < 0, 1, 2))
+            vmin = tl.minimum(vmin, v)
+            vmax = tl.maximum(vmax, v)
         b = tl.where(ok, v, 0).to(tl.int32)
         if MODE == 0:
             hist += tl.histogram(tl.where(ok, b, W - 1), W)
@@ -261,16 +270,20 @@ def _bincount_kernel(x_ptr, w_ptr, copies_ptr, bits_ptr, n, sx, sw, nbins,
             h = _smem_read(bins, bins < nbins, cdt)
             tl.atomic_add(dst + bins, h, mask=(bins < nbins) & (h != 0), sem="relaxed")
     if CHECK:
-        flags = tl.max(bad & 1, axis=0) | tl.max(bad & 2, axis=0)
-        if flags != 0:
-            tl.atomic_or(bits_ptr, flags, sem="relaxed")
+        low = tl.min(vmin, axis=0).to(tl.int64)
+        if low < 0:
+            tl.atomic_min(range_ptr, low, sem="relaxed")
+        high = tl.max(vmax, axis=0).to(tl.int64)
+        if high > 0:
+            tl.atomic_max(range_ptr + 1, high, sem="relaxed")
 
 
 @triton.jit
-def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, bits_ptr, nbins, n_copies,
+def _sum_copies_kernel(copies_ptr, out_ptr, span_ptr, range_ptr, nbins, n_copies,
                        CHECK: tl.constexpr, FC: tl.constexpr, FB: tl.constexpr):
     """The finishing step as a launch of its own (many bins): out[b] = the sum of the copies
-    of bin b, FC copies x FB bins a step; the copies are zeroed, the flag handed out."""
+    of bin b, FC copies x FB bins a step; the copies are zeroed, the range handed out (and
+    zeroed)."""
     b = tl.program_id(0) * FB + tl.arange(0, FB)
     c = tl.arange(0, FC)
     total = tl.zeros([FB], dtype=out_ptr.dtype.element_ty)  # int64 counts, float sums
@@ -282,7 +295,8 @@ def _sum_copies_kernel(copies_ptr, out_ptr, flag_ptr, bits_ptr, nbins, n_copies,
     tl.store(out_ptr + b, total, mask=b < nbins)
     if CHECK:
         if tl.program_id(0) == 0:
-            tl.store(flag_ptr, tl.atomic_xchg(bits_ptr, 0))
+            tl.store(span_ptr, tl.atomic_xchg(range_ptr, 0))
+            tl.store(span_ptr + 1, tl.atomic_xchg(range_ptr + 1, 0))
 
 
 _COUNT, _SUM = Launcher(_bincount_kernel), Launcher(_sum_copies_kernel)
@@ -306,9 +320,9 @@ def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool)
     n, dev, out_dtype = x.numel(), x.device, _out_dtype(w)
     if n == 0:
         return (torch.zeros(nbins, dtype=out_dtype, device=dev),
-                torch.zeros(1 if check else 0, dtype=torch.int32, device=dev))
+                torch.zeros(2 if check else 0, dtype=torch.int64, device=dev))
     out = alloc.empty(nbins, dtype=out_dtype, device=dev)
-    flag = alloc.empty(1 if check else 0, dtype=torch.int32, device=dev)
+    span = alloc.empty(2 if check else 0, dtype=torch.int64, device=dev)
     if w is None:
         mode = 0 if nbins < HIST_MAX else 1
         copy_dtype = torch.int32 if n < 2**31 else torch.int64
@@ -321,38 +335,39 @@ def _launch(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool)
     width = max(32, next_pow2(nbins + 1)) if mode == 0 else (WINDOW if mode == 1 and not smem else 0)
     n_copies = max(1, min(progs, SMEM_COPIES if smem else COPIES, COPY_BUDGET // nbins))
     copies = workspace(dev, f"bincount.copies.{copy_dtype}", n_copies * nbins, copy_dtype, zeroed=True)
-    bits = workspace(dev, "bincount.bits", 1, torch.int32, zeroed=True)
+    lohi = workspace(dev, "bincount.range", 2, torch.int64, zeroed=True)
     sw = w.stride(0) if w is not None else 0
     wide = (n + (progs + 1) * block) * max(x.stride(0), sw, 1) >= I64_FROM
-    _COUNT[(progs,)](x, x if w is None else w, copies, bits, n, x.stride(0), sw, nbins, tiles, n_copies,
+    _COUNT[(progs,)](x, x if w is None else w, copies, lohi, n, x.stride(0), sw, nbins, tiles, n_copies,
                      BLOCK=block, W=width, MODE=mode, CHECK=check, I64=wide, SMEM=smem, num_warps=warps)
     fc, fb = min(next_pow2(n_copies), SUM_TILE[0]), min(next_pow2(nbins), SUM_TILE[1])
-    _SUM[(cdiv(nbins, fb),)](copies, out, flag if check else out, bits, nbins, n_copies, CHECK=check,
+    _SUM[(cdiv(nbins, fb),)](copies, out, span if check else out, lohi, nbins, n_copies, CHECK=check,
                              FC=fc, FB=fb, num_warps=4)
-    return out, flag
+    return out, span
 
 
 # ---------------------------------------------------------------------------- reference
 
 def reference_bincount(input: torch.Tensor, weights: Optional[torch.Tensor], nbins: int, check: bool = True):
-    """PyTorch path: ``(counts, flag)`` over ``nbins`` bins; values outside ``[0, nbins)`` are
-    skipped and flagged (bit 1: negative, bit 2: ``>= nbins``) as in the kernel. A
-    ``scatter_add_`` (no data-dependent shapes)."""
+    """PyTorch path: ``(counts, span)`` over ``nbins`` bins; values outside ``[0, nbins)`` are
+    skipped; ``span`` (with ``check``, else empty) is the int64 pair ``(min(values, 0),
+    max(values, 0))`` as the kernel's. A ``scatter_add_`` (no data-dependent shapes)."""
     out_dtype = _out_dtype(weights)
     x = input.to(torch.int64)
     ok = (x >= 0) & (x < nbins)
     vals = torch.ones_like(x, dtype=out_dtype) if weights is None else weights.to(out_dtype)
     vals = torch.where(ok, vals, torch.zeros((), dtype=out_dtype, device=x.device))
     out = torch.zeros(nbins, dtype=out_dtype, device=x.device).scatter_add_(0, torch.where(ok, x, 0), vals)
-    flag = ((x < 0).any().to(torch.int32) | ((x >= nbins).any().to(torch.int32) << 1)).reshape(1)
-    return out, flag if check else flag[:0]
+    if not check:
+        return out, torch.zeros(0, dtype=torch.int64, device=x.device)
+    return out, torch.stack(torch.aminmax(torch.cat([x, x.new_zeros(1)])))
 
 
 # ---------------------------------------------------------------------------- op
 
 def _fake(x: torch.Tensor, w: Optional[torch.Tensor], nbins: int, check: bool):
     return (torch.empty(nbins, dtype=_out_dtype(w), device=x.device),
-            torch.empty(1 if check else 0, dtype=torch.int32, device=x.device))
+            torch.empty(2 if check else 0, dtype=torch.int64, device=x.device))
 
 
 @register_op("bincount", fake=_fake)
@@ -376,15 +391,16 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
     minlength : at least this many bins (an int >= 0).
     validate : True (default): PyTorch's semantics. Negative values raise; the size is
         ``max(max(input) + 1, minlength)``. This costs one host sync (``torch.bincount``
-        syncs too): after counting when ``minlength`` is given (a flag read; if a value
-        was ``>= minlength`` the count is redone with more bins), before counting otherwise
-        (the maximum). False: no sync, no check, capturable in a CUDA graph; needs
+        syncs too), after counting into ``minlength`` bins (8192 when it is 0), which reads
+        the values' range back; a value past those bins has them counted again, all of them.
+        The result may be a view of the first ``size`` counted bins. False: no sync, no
+        check, capturable in a CUDA graph; needs
         ``minlength > 0``, which is then the size: the caller guarantees the values lie in
         ``[0, minlength)``; values outside are skipped (never written out of bounds).
 
     Returns
     -------
-    A new 1-D tensor: int64 counts, or the weights' sums in float32 (float32 weights) or
+    A 1-D tensor: int64 counts, or the weights' sums in float32 (float32 weights) or
     float64 (other weights), as PyTorch. An empty input gives ``minlength`` zeros.
 
     Raises
@@ -419,22 +435,31 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
         if minlength == 0:
             raise ValueError("minlength: validate=False needs minlength > 0, the output size "
                              "(without it the size depends on the data and needs a host sync)")
-        return _bincount_op(input, weights, minlength, False)[0]
+        return _MEMO.call(lambda: _bincount_op(input, weights, minlength, False), (input, weights),
+                          (minlength, False))[0]
     if input.numel() == 0:
         return torch.zeros(minlength, dtype=_out_dtype(weights), device=input.device)
-    require_no_capture(input.device, "bincount", "validate=True reads a flag or the maximum back to the host",
+    require_no_capture(input.device, "bincount", "validate=True reads the values' range back to the host",
                        "pass validate=False with minlength set to the number of bins")
-    if minlength > 0:
-        out, flag = _bincount_op(input, weights, minlength, True)
-        bits = int(flag.item())  # the one host sync
-        if bits & 1:
-            raise ValueError("input: bincount needs non-negative values, got a negative value")
-        if not bits & 2:
-            return out
-    lo, hi = torch.stack(torch.aminmax(input)).tolist()  # the size needs the maximum: one sync
-    if lo < 0:
-        raise ValueError(f"input: bincount needs non-negative values, got {lo}")
-    return _bincount_op(input, weights, max(hi + 1, minlength), False)[0]
+    guess = minlength or _spec_bins(weights)
+    out, span = _MEMO.call(lambda: _bincount_op(input, weights, guess, True), (input, weights), (guess, True))
+    low, high = span.tolist()  # the one host sync
+    if low < 0:
+        raise ValueError(f"input: bincount needs non-negative values, got {low}")
+    size = max(high + 1, minlength)
+    if size <= guess:
+        return out if size == guess else out[:size]
+    return _bincount_op(input, weights, size, False)[0]  # a value past the bins counted: again, with all
 
+
+def _spec_bins(weights: Optional[torch.Tensor]) -> int:
+    """Bins counted when no minlength fixes the size (SPEC_BINS, or the largest shared histogram)."""
+    if SPEC_BINS:
+        return SPEC_BINS
+    return SMEM_SIZES[-1] // (8 if _out_dtype(weights) == torch.float64 else 4)
+
+
+#: Eager calls like an earlier one replay its launches (fastpath._core.memo).
+_MEMO = LaunchMemo()
 
 FAMILY = {"name": "bincount", "ops": ["bincount"], "reason": triton_reason}
