@@ -16,7 +16,8 @@ H200 at 1000 bins: removed.)
   bin a program). Triton 3.6 has no shared-memory atomics, so this path declares the array and
   adds to it through inline PTX (``_smem_*``); the interpreter cannot run it. H200: 16M values
   counted in 33 us (95% of the copy bandwidth); a whole ``validate=False`` call 53 us eager
-  against 236 us through global atomics; skewed data as fast as uniform (a hot value's atomics queue on one shared bank, not on L2).
+  against 236 us through global atomics; skewed data as fast as uniform (a hot value's
+  atomics queue on one shared bank, not on L2).
 * otherwise (the interpreter, more bins, int64 counts), no weights: one relaxed atomic (a
   fire-and-forget RED) per value into ``COPIES`` global copies. Skew (``WINDOW``): 1 counts
   the values equal to the tile's first value with one reduction and adds them with one atomic;
