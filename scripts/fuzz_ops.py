@@ -344,7 +344,9 @@ def case_scaled_mm():
     od = R.choice([torch.bfloat16, torch.float32])
     out = fastpath.scaled_mm(qa, qb.t(), sa, kind, sb.t() if recipe == "rowwise" else sb, kind, output_dtype=od)
     ref = (qa.double() * sa.double().reshape(-1, 1)) @ (qb.double() * sb.double().reshape(-1, 1)).t()
-    tol = 1e-5 if od == torch.float32 else 1e-2
+    # (float32 out: Hopper's fp8 tensor cores add inside an instruction with less than float32
+    # precision, tests/ops/test_fp8.FP8_MMA_TOL; one row takes the product-and-sum)
+    tol = (1e-5 if M == 1 or DEV == "cpu" else 3e-4) if od == torch.float32 else 1e-2
     return out.dtype == od and rel(out, ref) <= tol, (M, K, N, recipe, od)
 
 

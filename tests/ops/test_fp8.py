@@ -262,6 +262,17 @@ def test_scaled_mm_one_row(name, N, fma, monkeypatch, device):
     check_mm(d, out, bias, torch.float32)
 
 
+@pytest.mark.parametrize("K", [1, 16, 24])
+@pytest.mark.parametrize("M", [1, 3, 16, 17])
+def test_scaled_mm_short_k(M, K, device):
+    """K shorter than any K tile (the fp8 dot's tile is 32 wide at least: a short K is masked
+    within one), each row class, each recipe but blockwise (whose K block is 128)."""
+    for name in ("tensorwise", "rowwise"):
+        d = make_mm(name, M, 33, K, device)
+        out = scaled_mm(d["qa"], d["qb"], d["sa"], d["ta"], d["sb"], d["tb"], output_dtype=torch.float32)
+        check_mm(d, out, None, torch.float32)
+
+
 def test_scaled_mm_tensor_descriptors(device):
     """The tiled kernel through tensor descriptors (K-contiguous, 16-byte aligned operands:
     K = 208 is not a multiple of the 32-wide K tile, so the last tile is zero-filled past

@@ -597,7 +597,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         bn, bk = INTERPRET_BLOCKS
         dot = torch.float32 if dot is not None else None
     bn = min(bn, max(16, next_pow2(N)))
-    bk = max(min(bk, max(16, next_pow2(K)), max_block_k), group)
+    # (Triton's fp8 tl.dot takes K tiles of 32 or more: a shorter K is masked within one)
+    bk = max(min(bk, max(32 if dot is not None and dot.itemsize == 1 else 16, next_pow2(K)), max_block_k), group)
     n_blocks = cdiv(N, bn)
     if SPLIT_K_OVERRIDE is not None:
         split = SPLIT_K_OVERRIDE
