@@ -3,7 +3,7 @@ time: wall clock per call (median of many) of the GPU work alone, then with each
 reading a small flag back (``.item()``, a copy into pinned memory waited on by an event or by
 the stream), next to ``torch.bincount`` on the same data.
 
-    PYTHONPATH=src python3 scripts/sync_probe.py [--n 16777216] [--bins 1000]
+    PYTHONPATH=src python3 scripts/sync_probe.py [--n 16777216] [--bins 1000] [--spec 1024 8192]
 """
 import argparse
 import statistics
@@ -12,6 +12,7 @@ import time
 import torch
 
 from fastpath.bench.harness import host_us, kernel_times
+from fastpath.ops import bincount as bc
 from fastpath.ops.bincount import bincount
 
 
@@ -32,6 +33,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1 << 24)
     ap.add_argument("--bins", type=int, default=1000)
+    ap.add_argument("--spec", type=int, nargs="*", default=[],
+                    help="also time bincount(x) (no minlength) with these SPEC_BINS, wall and kernels")
     a = ap.parse_args()
     dev = torch.device("cuda")
     x = torch.randint(0, a.bins, (a.n,), device=dev)
@@ -85,9 +88,14 @@ def main():
     for name, us in rows:
         print(f"{name:<56s} {us:8.1f} us", flush=True)
     for name, fn in (("validate=True", lambda: bincount(x, minlength=a.bins)), ("validate=False", gpu_only),
-                     ("torch", lambda: torch.bincount(x, minlength=a.bins))):
+                     ("no minlength", lambda: bincount(x)), ("torch", lambda: torch.bincount(x, minlength=a.bins))):
         for kname, (us, calls) in kernel_times(fn, reps=20).items():
             print(f"kernels {name:<16s} {kname[:60]:<60s} {us:8.1f} us {calls:4.1f}x", flush=True)
+    for spec in a.spec:  # the speculative bins' cost: wall clock and kernels of bincount(x)
+        bc.SPEC_BINS = spec
+        print(f"SPEC_BINS={spec}: wall {wall_us(lambda: bincount(x)):.1f} us", flush=True)
+        for kname, (us, calls) in kernel_times(lambda: bincount(x), reps=20).items():
+            print(f"kernels SPEC_BINS={spec:<6d} {kname[:60]:<60s} {us:8.1f} us {calls:4.1f}x", flush=True)
 
 
 if __name__ == "__main__":
