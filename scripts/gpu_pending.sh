@@ -584,4 +584,10 @@ case "${1:-1}" in
   for o in "svd" "pinv" "lu_" "det"; do
     timeout 60 python3 -m fastpath.bench linalg --only "$o" --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn
   done ;;
+70)  # forty-fourth session, not run (no device after its first calls): the fp8 short-K fix compiled, the QR
+     # fuzz failure's probe, the no-minlength bincount's speculative bins timed
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf tests/ops/test_fp8.py -k "scaled_mm" 2>&1 | tail -3
+  timeout 120 python3 scripts/qr_scale_probe.py 2>&1 | grep -v -i warn | tee "$OUT/qr_scale_probe.log"
+  timeout 100 python3 scripts/sync_probe.py --spec 1024 2048 8192 2>&1 | grep -v -i warn | tee "$OUT/sync_probe.log"
+  timeout 330 python3 scripts/fuzz_ops.py 45 300 --cuda 2>&1 | grep -v -i warn | tail -20 | tee "$OUT/fuzz_cuda.log" ;;
 esac
