@@ -392,7 +392,8 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
     minlength : at least this many bins (an int >= 0).
     validate : True (default): PyTorch's semantics. Negative values raise; the size is
         ``max(max(input) + 1, minlength)``. This costs one host sync (``torch.bincount``
-        syncs too), after counting into ``minlength`` bins (8192 when it is 0), which reads
+        syncs too), after counting into ``minlength`` bins (when 0: 8192, 4096 for float64
+        sums), which reads
         the values' range back; a value past those bins has them counted again, all of them.
         The result may be a view of the first ``size`` counted bins. False: no sync, no
         check, capturable in a CUDA graph; needs
