@@ -13,7 +13,8 @@ data scaled by its largest entry: no overflow or underflow for any input scale.
 Real matrices whose tiles do not fit one program's registers (m * (n + columns of Q) above
 ``TILE_ELEMS``, e.g. 4096 x 4096) take the blocked form of :mod:`.qr_blocked` (a panel kernel
 whose programs share the rows, and compact-WY updates as matmuls); complex ones take
-``torch.linalg.qr`` (cuSOLVER geqrf/orgqr).
+``torch.linalg.qr`` (cuSOLVER geqrf/orgqr), on a GPU with each matrix scaled by a power of two
+first (``torch_qr_scaled``: exact, and safe at scales whose squares leave float32's range).
 """
 from __future__ import annotations
 
@@ -193,6 +194,19 @@ def reference_qr(A: torch.Tensor, mode: str = "reduced") -> Tuple[torch.Tensor, 
     return tuple(torch.linalg.qr(A, mode=mode))
 
 
+def torch_qr_scaled(A: torch.Tensor, mode: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``torch.linalg.qr`` of each matrix scaled by a power of two that brings its largest
+    entry to [0.5, 1), R scaled back: exact (Q is the same, R the same times 2^e) wherever the
+    unscaled call neither overflows nor underflows, and right where it would (a GPU solver's
+    sums of squares of complex64 entries near 1e20 reach float32's infinity; near 1e-20 they
+    lose their bits as subnormals). No sync: the scales stay on the device."""
+    amax = A.detach().abs().amax(dim=(-2, -1), keepdim=True)
+    e = torch.frexp(amax).exponent.clamp_(-125, 125)  # 2^-e and 2^e are normal float32
+    one = torch.ones((), dtype=amax.dtype, device=A.device)
+    Q, R = torch.linalg.qr(A * torch.ldexp(one, -e), mode=mode)
+    return Q, R * torch.ldexp(one, e)
+
+
 def _qr_fake(A, mode):
     m, n = A.shape[-2:]
     k = min(m, n)
@@ -214,7 +228,7 @@ def _qr_op(A: torch.Tensor, mode: str) -> Tuple[torch.Tensor, torch.Tensor]:
     rows = m if mode == "complete" else k
     if not _fits(m, n, mode, A.dtype):
         if not blocked_fits(m, A.dtype, A.device):
-            return reference_qr(A, mode)
+            return torch_qr_scaled(A, mode) if A.is_cuda else reference_qr(A, mode)
         Q3, R3 = qr_blocked(flat3(A, batch, (m, n)), mode)
         R = R3.view(*batch, rows, n)
         return (torch.empty(0, dtype=A.dtype, device=A.device) if Q3 is None else Q3.view(*batch, m, rows)), R
@@ -258,8 +272,9 @@ def qr(A: torch.Tensor, mode: str = "reduced") -> QR:
     256 x 256) take the blocked form (:mod:`fastpath.ops.linalg.qr_blocked`: panels of 32
     columns, 16 in float64, factored by programs that share the rows, updates as matmuls),
     up to 256 rows a program and one program a multiprocessor (33792 rows on an H200). Larger
-    complex matrices, taller ones, devices Triton does not serve and inputs that need gradients
-    take ``torch.linalg.qr``.
+    complex matrices and taller ones take ``torch.linalg.qr`` (on a GPU with each matrix scaled
+    by a power of two and R scaled back: the same bits, and no overflow in the solver's sums of
+    squares); devices Triton does not serve and inputs that need gradients take it as it is.
 
     Raises
     ------
