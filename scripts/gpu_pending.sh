@@ -587,6 +587,9 @@ case "${1:-1}" in
 70)  # forty-fourth session, not run (no device after its first calls): the fp8 short-K fix compiled, the QR
      # fuzz failure's probe, the no-minlength bincount's speculative bins timed
   timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf tests/ops/test_fp8.py -k "scaled_mm" 2>&1 | tail -3
+  # (forty-fifth: torch's QR path scaled by a power of two on the GPU; these fail without it if the
+  # fuzz case was an overflow)
+  timeout 100 python3 -m pytest -q -p no:cacheprovider -rf tests/ops/test_linalg_qr.py -k "scaled or torch_path" 2>&1 | tail -3
   timeout 120 python3 scripts/qr_scale_probe.py 2>&1 | grep -v -i warn | tee "$OUT/qr_scale_probe.log"
   timeout 100 python3 scripts/sync_probe.py --spec 1024 2048 8192 2>&1 | grep -v -i warn | tee "$OUT/sync_probe.log"
   timeout 330 python3 scripts/fuzz_ops.py 45 300 --cuda 2>&1 | grep -v -i warn | tail -20 | tee "$OUT/fuzz_cuda.log" ;;
