@@ -593,4 +593,8 @@ case "${1:-1}" in
   timeout 120 python3 scripts/qr_scale_probe.py 2>&1 | grep -v -i warn | tee "$OUT/qr_scale_probe.log"
   timeout 100 python3 scripts/sync_probe.py --spec 1024 2048 8192 2>&1 | grep -v -i warn | tee "$OUT/sync_probe.log"
   timeout 330 python3 scripts/fuzz_ops.py 45 300 --cuda 2>&1 | grep -v -i warn | tail -20 | tee "$OUT/fuzz_cuda.log" ;;
+71)  # forty-fifth session (no device): every op past 2**31 elements (int32 offsets that wrap), compiled
+  timeout 400 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/ops/test_large_offsets.py \
+    > "$OUT/large_offsets.log" 2>&1
+  grep -E "^FAILED|^ERROR|Error" "$OUT/large_offsets.log" | head -30; tail -1 "$OUT/large_offsets.log" ;;
 esac
