@@ -149,6 +149,20 @@ def test_quantize_noncontiguous_and_nd(device):
     assert q.shape == (0, 5) and scale.shape == (0, 1)
 
 
+def test_quantize_past_int32_columns(device, monkeypatch):
+    """A last dim of 2**31+ values takes the PyTorch path, a strided last dim whose offsets would
+    pass int32 a compact copy (the limit lowered: 1000 values, a column stride of 200)."""
+    Q = importlib.import_module("fastpath.ops.fp8.quantize")
+    monkeypatch.setattr(Q, "INT32_END", 1000)
+    x1 = randn(1000, device=device)
+    q, scale = quantize_fp8(x1)
+    check_quantized(x1, q, scale, "tensorwise", 128, E4)
+    xt = randn(200, 7, device=device).t()  # (6 * 200 past the limit)
+    for recipe, block in RECIPES.values():
+        q, scale = quantize_fp8(xt, recipe, block=block)
+        check_quantized(xt, q, scale, recipe, block, E4)
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 @pytest.mark.parametrize("name", RECIPES)
 def test_quantize_nonfinite(name, bad, device):

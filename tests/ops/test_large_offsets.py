@@ -269,3 +269,54 @@ def test_decode_attention_cache_past_2_31(device):
         ref = F.scaled_dot_product_attention(q[b:b + 1].double(), k[b:b + 1].double(), v[b:b + 1].double(),
                                              enable_gqa=True)
         _close(out[b:b + 1], ref, 1e-2)
+
+
+def test_softmax_over_channels_past_2_31(device):
+    """A softmax over dim 1 of a (1, C, T, H, W) tensor: the reduced dim's stride times C passes
+    2**31 (the kernels' int64 variant)."""
+    C, T, H = (128, 32, 720) if not DRY else (4, 3, 8)
+    W = -(-ELEMS // (C * T * H))
+    x = _randn(1, C, T, H, W, device=device)
+    out = fastpath.softmax(x, dim=1)
+    for t in (0, T - 1):
+        _close(out[:, :, t, -2:], torch.softmax(x[:, :, t, -2:].double(), dim=1), 1e-2)
+
+
+def test_quantize_fp8_flat_past_2_31(device):
+    x = _randn(ELEMS, device=device)
+    q, s = fastpath.quantize_fp8(x)
+    amax = max(x[i:i + 2**28].float().abs().max().item() for i in range(0, ELEMS, 2**28))
+    assert s.item() == torch.tensor(amax / 448.0).item()
+    for sl in _spans(ELEMS):
+        assert torch.equal(q[sl].view(torch.uint8), (x[sl].float() / s).to(torch.float8_e4m3fn).view(torch.uint8))
+
+
+@pytest.mark.parametrize("left", [True, False])
+def test_solve_triangular_wide_right_hand_side_past_2_31(left, device):
+    """(64, 64) lower-triangular systems with 2**31 / 64 right-hand sides: B's row term
+    (left=True) or column term (left=False, B transposed) passes int32, and the column blocks
+    pass the grid's limit of 65535."""
+    n = 64 if not DRY else 8
+    k = -(-ELEMS // n)
+    A = (torch.randn(n, n, device=device) + 3 * n**0.5 * torch.eye(n, device=device)).tril()
+    B = torch.randn((n, k) if left else (k, n), device=device)
+    X = fastpath.linalg.solve_triangular(A, B, upper=False, left=left)
+    for sl in _spans(k):
+        if left:
+            ref = torch.linalg.solve_triangular(A.double(), B[:, sl].double(), upper=False)
+            _close(X[:, sl], ref, 1e-4)
+        else:
+            ref = torch.linalg.solve_triangular(A.double(), B[sl].double(), upper=False, left=False)
+            _close(X[sl], ref, 1e-4)
+
+
+def test_lu_solve_many_factors(device):
+    """2**19 LU factors of 33 x 33 (blocked solve): the second triangle's block inverses start
+    past int32 in the scratch buffer."""
+    nb = 2**19 + 5 if not DRY else 3
+    A = torch.randn(nb, 33, 33, device=device) + 10 * torch.eye(33, device=device)
+    LU, piv = torch.linalg.lu_factor(A)
+    B = torch.randn(nb, 33, 2, device=device)
+    X = fastpath.linalg.lu_solve(LU, piv, B)
+    for i in (0, nb // 2, nb - 1):
+        _close(X[i], torch.linalg.solve(A[i].double(), B[i].double()), 1e-4)

@@ -390,6 +390,29 @@ def test_solve_triangular_broadcast_views_and_host_blocks(device, monkeypatch):
         _check_solution(X, ref, A, torch.complex64)
 
 
+@pytest.mark.parametrize("n,left,lu", [(7, True, False), (7, False, True), (40, True, True), (40, False, True)])
+def test_wide_right_hand_sides_in_column_slices(n, left, lu, device, monkeypatch):
+    """Right-hand sides whose column offsets would pass int32 (left=False: B's column stride is
+    n) or whose column blocks would pass the grid's limit are solved in column slices: the
+    limits lowered so that 3 x n x 37 complex64 systems take several; a T given batch-innermost
+    is made compact."""
+    monkeypatch.setattr(T, "INT32_END", 16 * n)
+    monkeypatch.setattr(T, "GRID_Y_MAX", 1)  # at most 16 columns a launch
+    B = rand(3, *((n, 37) if left else (37, n)), dtype=torch.complex64, device=device)
+    B3 = B if left else B.mT  # (what the kernels see: left=False solves the transposed system)
+    assert 1 < T._columns_per_call(n, 37, B3, B3) <= (16 if left else 8)
+    if lu:
+        A = rand(3, n, n, dtype=torch.complex64, device=device) + 3 * n ** 0.5 * torch.eye(n, device=device)
+        X = L.lu_solve(*torch.linalg.lu_factor(A), B, left=left)
+        ref = torch.linalg.solve(_ref(A), _ref(B), left=left)
+    else:
+        A = _triangular((3,), n, torch.complex64, False, device)
+        A_inner = A.permute(1, 2, 0).contiguous().permute(2, 0, 1)  # the batch stride is 1
+        X = T.solve_triangular(A_inner, B, upper=False, left=left)
+        ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=False, left=left)
+    _check_solution(X, ref, A, torch.complex64)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="issue-sized batches only where the kernels run compiled")
 @pytest.mark.parametrize("dtype,n,batch", [(torch.complex64, 256, 64), (torch.float32, 500, 9),
                                            (torch.float64, 129, 3), (torch.float32, 4, 100_000)])

@@ -5,6 +5,7 @@ import torch
 
 import fastpath
 from fastpath._core import backend
+from fastpath.ops import softmax as S
 from tests.conftest import AWKWARD, noncontig, randn
 from tests.tolerances import assert_close
 
@@ -52,6 +53,16 @@ def test_noncontiguous(name, n, device):
     assert_close(FNS[name][0](xt, -1), ref(name, xt, -1))
     x4 = randn(4, 3, 2, n, device=device).permute(2, 0, 1, 3)[:, ::2]  # uncollapsible leading dims
     assert_close(FNS[name][0](x4), ref(name, x4, -1))
+
+
+@pytest.mark.parametrize("name", FNS)
+def test_wide_offsets_variant(name, device, monkeypatch):
+    """The int64-offset variants (taken where a strided reduced dim or the rows reach 2**31,
+    e.g. a softmax over the channels of a video tensor): every kernel form, the limit lowered."""
+    monkeypatch.setattr(S, "INT32_END", 0)
+    for shape, dim in [((3, 67, 5), 1), ((2, 5003), -1), ((5003, 2), 0), ((7, 40), -1)]:
+        x = randn(*shape, device=device, scale=4.0)
+        assert_close(FNS[name][0](x, dim), ref(name, x, dim))
 
 
 @pytest.mark.parametrize("name", FNS)

@@ -30,14 +30,20 @@ from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor, normalize_
 from .._core.registry import register_op
 
 LOG2E = 1.4426950408889634
+INT32_END = 2**31  # offsets from here on need int64 arithmetic in the kernels (a knob for tests)
 LN2 = 0.6931471805599453
 
 
 @triton.jit
 def _rows_kernel(x_ptr, y_ptr, n_rows, N, sxr, sxn, syr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOG: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.arange(0, BLOCK_N)
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOG: tl.constexpr, WIDE: tl.constexpr = False):
+    # WIDE: row or column offsets past int32 (a reduced dim that is not the last of a large tensor)
+    if WIDE:
+        rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tl.arange(0, BLOCK_N).to(tl.int64)
+    else:
+        rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < n_rows) & (cols[None, :] < N)
     rows64 = rows.to(tl.int64)
     x = tl.load(x_ptr + rows64[:, None] * sxr + cols[None, :] * sxn, mask=mask,
@@ -63,7 +69,7 @@ def _pack(m, s):
 @triton.jit
 def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
                   CHUNK: tl.constexpr, S_PAD: tl.constexpr, LOG: tl.constexpr,
-                  PHASE: tl.constexpr, TICKET: tl.constexpr, FLAGGED: tl.constexpr):
+                  PHASE: tl.constexpr, TICKET: tl.constexpr, FLAGGED: tl.constexpr, WIDE: tl.constexpr = False):
     # sync_ptr (int32): [0] ticket, [1] unused, then per row: arrived, departed.
     # PHASE 0 with FLAGGED: part_ptr holds one int64 word a chunk (_pack), polled until
     # every word of the row is ready (the partials arrive with their flags: one round trip).
@@ -77,6 +83,8 @@ def _split_kernel(x_ptr, y_ptr, part_ptr, sync_ptr, N, sxr, sxn, syr, S, total,
     chunk = t % S
     offs = chunk * CHUNK + tl.arange(0, CHUNK)
     mask = offs < N
+    if WIDE:  # (N - 1) * sxn past int32
+        offs = offs.to(tl.int64)
     x = tl.load(x_ptr + row.to(tl.int64) * sxr + offs * sxn, mask=mask,
                 other=-float("inf")).to(tl.float32)
     j = tl.arange(0, S_PAD)
@@ -173,6 +181,7 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype, plan=None) -> to
     except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
         x2 = x.reshape(-1, N)
     n_rows = x2.shape[0]
+    wide = (N - 1) * abs(x2.stride(1)) >= INT32_END  # a strided reduced dim (not the last one)
     y = alloc.empty(n_rows, N, dtype=out_dtype, device=x.device)
     sms = num_sms(x.device)
     if plan is None and (N <= ROW_ALWAYS or (N <= ROW_MAX and n_rows >= 2 * sms)):
@@ -180,12 +189,13 @@ def _launch(x: torch.Tensor, log: bool, out_dtype: torch.dtype, plan=None) -> to
         block_m = min(next_pow2(n_rows), max(1, 2048 // block_n))
         _ROWS[(cdiv(n_rows, block_m),)](
             x2, y, n_rows, N, x2.stride(0), x2.stride(1), y.stride(0),
-            BLOCK_M=block_m, BLOCK_N=block_n, LOG=log, num_warps=4 if block_n * block_m <= 2048 else 8)
+            BLOCK_M=block_m, BLOCK_N=block_n, LOG=log, num_warps=4 if block_n * block_m <= 2048 else 8,
+            WIDE=wide or n_rows + block_m >= INT32_END)
         return y.view(x.shape)
     chunk, S = (plan or _plan(n_rows, N, sms))[:2]
     warps = plan[2] if plan and len(plan) > 2 else _num_warps(chunk)
     total = n_rows * S
-    common = {"CHUNK": chunk, "S_PAD": next_pow2(S), "LOG": log, "num_warps": warps}
+    common = {"CHUNK": chunk, "S_PAD": next_pow2(S), "LOG": log, "num_warps": warps, "WIDE": wide}
     strides = (x2.stride(0), x2.stride(1), y.stride(0))
     if not FUSED or S > sms:
         part = workspace(x.device, "softmax.partials", n_rows * S * 2, torch.float32)

@@ -118,6 +118,9 @@ Q_BLOCK_C = 32 if INTERPRET else 128
 
 
 Q_TILE = 512 if INTERPRET else 4096  # elements of one quantisation tile
+#: The kernel's column indices and column offsets are int32 (rows int64): a last dim of 2**31
+#: values or more takes the PyTorch path, a strided one that would span past int32 a copy.
+INT32_END = 2**31
 
 
 def _quant_launch(x2: torch.Tensor, q2: torch.Tensor, scale: torch.Tensor, GR: int, GC: int, dtype) -> None:
@@ -228,6 +231,10 @@ def _quantize_op(x: torch.Tensor, recipe: str, block_r: int, block_c: int,
             x2 = x.view(-1, C)
         except RuntimeError:  # leading dims that cannot be collapsed: one documented copy
             x2 = x.reshape(-1, C)
+    if x2.shape[-1] >= INT32_END:  # column indices past int32 (a flat tensor of 2**31+ values)
+        return reference_quantize_fp8(x, recipe, block=(block_r, block_c), dtype=dtype)
+    if (x2.shape[-1] - 1) * abs(x2.stride(-1)) >= INT32_END:  # column offsets (not rows) are int32
+        x2 = x2.contiguous()
     q = alloc.empty(x.shape, dtype=dtype, device=x.device)
     scale = alloc.empty(_scale_shape(x, recipe, (block_r, block_c)), dtype=torch.float32, device=x.device)
     GR, GC = {"tensorwise": (0, 0), "rowwise": (1, x2.shape[1])}.get(recipe, (block_r, block_c))

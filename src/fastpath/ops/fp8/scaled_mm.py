@@ -95,8 +95,11 @@ def _mm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, M, N, K,
     a_ptrs = a_ptr
     b_ptrs = b_ptr
     if not TMA:
-        a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * sam + (k_lo + offs_k)[None, :] * sak
-        b_ptrs = b_ptr + (k_lo + offs_k)[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn
+        a_ptrs = a_ptr + offs_m.to(tl.int64)[:, None] * sam + offs_k[None, :] * sak
+        b_ptrs = b_ptr + offs_k[:, None] * sbk + offs_n.to(tl.int64)[None, :] * sbn
+        if SPLIT:  # the split's first K in 64-bit arithmetic (k_lo times a stride may pass int32)
+            a_ptrs += k_lo.to(tl.int64) * sak
+            b_ptrs += k_lo.to(tl.int64) * sbk
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BLOCK_K):

@@ -84,7 +84,7 @@ def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: t
 @triton.jit
 def _vec_off(rows, rp, cols, s_r, s_c):
     """Offsets of the interleaved rows (rows[:, None], component rp) and columns ``cols``."""
-    return rows[:, None] * s_r + cols[None, :] * s_c + rp[:, None]
+    return rows.to(tl.int64)[:, None] * s_r + cols[None, :] * s_c + rp[:, None]  # (rows x a wide B's stride)
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -128,7 +128,8 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
     _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
     if LU:
         xr, xi = _tri_solve(tr, ti, eye, zero, NB, not LOWER, not UNIT, CONJ, CPLX)
-        _st(inv_ptr + total * NB * NB * C, offs, xr, xi, valid[:, None, None], CPLX)
+        # (the second half starts total * NB * NB * C components in: past int32 for big batches)
+        _st(inv_ptr + tl.full([], NB * NB * C, tl.int64) * total, offs, xr, xi, valid[:, None, None], CPLX)
 
 
 @triton.jit
@@ -219,11 +220,11 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                 rows_out = pos[:, :, None]
             else:
                 rows_in = pos[:, :, None]
-        xr, xi = _ld(b_ptr, b3 * sbb + rows_in * sbr + k3 * sbc, xmask, CPLX)
+        xr, xi = _ld(b_ptr, b3 * sbb + rows_in.to(tl.int64) * sbr + k3 * sbc, xmask, CPLX)
         xr, xi = _tri_solve(tr, ti, xr, xi, n, LOWER, UNIT, CONJ, CPLX)
         if LU:
             xr, xi = _tri_solve(tr, ti, xr, xi, n, not LOWER, not UNIT, CONJ, CPLX)
-        _st(x_ptr, b3 * sxb + rows_out * sxr + k3 * sxc, xr, xi, xmask, CPLX)
+        _st(x_ptr, b3 * sxb + rows_out.to(tl.int64) * sxr + k3 * sxc, xr, xi, xmask, CPLX)
     else:
         b = tl.program_id(0).to(tl.int64)
         tb = t_ptr + b * stb
@@ -269,6 +270,15 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     nb, n, k = B3.shape
     if nb == 0 or n == 0 or k == 0:
         return
+    _, tr, tc = kernel_strides(T3)
+    if (n - 1) * (abs(tr) + abs(tc)) + 2 >= INT32_END:  # a batch-innermost view of T: each matrix compact
+        T3 = T3.contiguous()
+    step = _columns_per_call(n, k, B3, X3)
+    if step < k:  # column slices: offsets within a matrix fit int32, column blocks the grid
+        for c in range(0, k, step):
+            cols = slice(c, min(k, c + step))
+            trsm(T3, B3[..., cols], X3[..., cols], lower=lower, unit=unit, conj=conj, piv=piv, perm_out=perm_out)
+        return
     cplx = T3.is_complex()
     comps = (2 if cplx else 1) * (2 if T3.dtype in (torch.float64, torch.complex128) else 1)
     lu = piv is not None
@@ -311,6 +321,24 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
+
+
+#: The kernels take the batch and row terms of B's and X's offsets in int64, the column term
+#: in int32; the grid's second dimension (column blocks of at least 16) holds at most
+#: GRID_Y_MAX: wider right-hand sides are solved in column slices (knobs for tests).
+INT32_END = 2**31
+GRID_Y_MAX = 65535
+
+
+def _columns_per_call(n: int, k: int, B3: torch.Tensor, X3: torch.Tensor) -> int:
+    """Right-hand sides one launch takes: all k, or fewer where the column term of B3's or
+    X3's offsets would pass int32 (``left=False``: B is a transposed view, its column stride
+    n) or the column blocks the grid."""
+    step = min(k, GRID_Y_MAX * 16)
+    col = max(abs(kernel_strides(B3)[2]), abs(kernel_strides(X3)[2]))
+    while step > 1 and (step - 1) * col + 2 >= INT32_END:
+        step = (step + 1) // 2
+    return step
 
 
 def _host_blocked(T3, B3, X3, lower: bool, unit: bool) -> None:
