@@ -124,6 +124,23 @@ def test_reference_path_float64_and_empty():
     assert out.shape == (0, 8) and res.shape == (0, 8)
 
 
+def test_offsets_past_int32_take_the_pytorch_path(monkeypatch):
+    """More rows than the kernel's int32 row index holds, or a strided last dim whose offsets
+    would pass int32, go to PyTorch (the limit lowered to 2100: 53 rows x 40 past it with the
+    2048-row margin, a column stride of 67 x 39 past it); below the limit the kernel runs."""
+    from fastpath.ops import norm as N
+    launches = []
+    monkeypatch.setattr(N._KERNEL, "launch", lambda grid, args, kwargs: launches.append(grid))
+    monkeypatch.setattr(N, "INT32_END", 2100)
+    w = randn(40)
+    for x in (randn(53, 40), randn(40, 67).t()):
+        assert_close(rms_norm(x, w), f64_norm(x, w, 1e-6))
+    assert launches == []
+    monkeypatch.setattr(N, "INT32_END", 2**31)
+    rms_norm(randn(53, 40), w)
+    assert len(launches) == 1
+
+
 def test_extreme_rows():
     """A row of large values (the float32 sum of squares must not overflow in 16 bits) and a
     zero row (eps keeps it finite)."""

@@ -279,9 +279,18 @@ def _add_fake(x, residual, weight, eps, zero_centered, gate, act):
     return torch.empty_like(x), torch.empty_like(x)
 
 
+#: The kernel's row indices and column offsets are int32 (row offsets int64): more rows than
+#: this, or a strided last dim spanning this, take the PyTorch path (a knob for tests).
+INT32_END = 2**31
+
+
 def _kernel_ok(x, weight, residual, gate) -> bool:
     ts = [t for t in (x, weight, residual, gate) if t is not None]
-    return x.dim() > 0 and use_triton(x) and all(t.dtype in KERNEL_DTYPES for t in ts)
+    if not (x.dim() > 0 and use_triton(x) and all(t.dtype in KERNEL_DTYPES for t in ts)):
+        return False
+    N = x.shape[-1]
+    return (x.numel() // max(N, 1) + 2048 < INT32_END
+            and all((N - 1) * abs(t.stride(-1)) < INT32_END for t in ts))
 
 
 @register_op("rms_norm", fake=_fake)
