@@ -232,6 +232,32 @@ def test_step_bf16_and_state_pool_with_padding():
         assert torch.equal(pool[slot], before[slot])
 
 
+def test_batches_past_the_grid_limit_in_slices(monkeypatch):
+    """Batch x value heads past the grid's second dimension (65535 programs) launch in batch
+    slices: the limit lowered to HV, so every row of a batch of 3 is its own launch; the
+    sequence forms, the in-place step and a state pool (shared by the slices, not sliced)."""
+    from fastpath.ops import gated_delta as G
+    monkeypatch.setattr(G, "GRID_Y_MAX", HV)
+    assert len(G._batch_slices(3, HV)) == 3
+    q, k, v, g, beta = inputs(7, b=3)
+    s0 = state0(b=3)
+    ro, rs = f64_rule(q, k, v, g, beta, s0)
+    for fn in (chunk_gated_delta_rule, recurrent_gated_delta_rule):
+        o, s = fn(q, k, v, g, beta, initial_state=s0)
+        assert_close(o, ro)
+        assert_close(s, rs)
+    pool = randn(5, HV, DK, DV, scale=0.3)
+    before = pool.clone()
+    idx = torch.tensor([4, -1, 1], device=DEVICE)
+    o = gated_delta_rule_step(q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0], pool, state_indices=idx)
+    for row, slot in ((0, 4), (2, 1)):
+        ro, rs = f64_rule(q[row:row + 1, :1], k[row:row + 1, :1], v[row:row + 1, :1], g[row:row + 1, :1],
+                          beta[row:row + 1, :1], before[slot:slot + 1])
+        assert_close(o[row], ro[0, 0])
+        assert_close(pool[slot], rs[0], tol=1e-5)
+    assert torch.equal(pool[[0, 2, 3]], before[[0, 2, 3]])
+
+
 def test_reference_path_matches_float64():
     """The PyTorch path (CPU without the interpreter, other devices) on float64 input."""
     q, k, v, g, beta = (x.double() for x in inputs(9))

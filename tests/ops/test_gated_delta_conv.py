@@ -39,14 +39,18 @@ def _oracle(x, w, a, b, a_log, dt_bias, s0, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("path", ["kernel", "reference"])
-def test_conv_step_matches_float64(dtype, path):
+@pytest.mark.parametrize("path", ["kernel", "reference", "slices"])
+def test_conv_step_matches_float64(dtype, path, monkeypatch):
+    """("slices": the kernel with the grid's limit lowered so that each batch row launches alone)"""
+    if path == "slices":
+        from fastpath.ops import gated_delta as G
+        monkeypatch.setattr(G, "GRID_Y_MAX", HV)
     x, w, a, b, a_log, dt_bias, s0 = _inputs(dtype)
     ring = torch.zeros(B, C, K, dtype=dtype, device=DEVICE)  # (the values of the unused slot don't matter)
     ring_store(ring, x[:, START - (K - 1):START].transpose(1, 2), START)  # a prefill of START tokens
     assert torch.equal(ring_history(ring, START), x[:, START - (K - 1):START].transpose(1, 2))
     state = s0.clone()
-    step = {"kernel": gated_delta_conv_step,
+    step = {"kernel": gated_delta_conv_step, "slices": gated_delta_conv_step,
             "reference": lambda *args, key_heads: reference_gated_delta_conv_step(*args, key_heads)}[path]
     outs = []
     for t in range(T):

@@ -335,12 +335,30 @@ def _step_bv(n_bh: int, Dv: int, device) -> int:
     return min(bv, next_pow2(Dv))
 
 
+#: The kernels' grids hold batch x value heads in their second dimension, whose CUDA limit is
+#: 65535: larger batches are launched in slices (a knob for tests).
+GRID_Y_MAX = 65535
+
+
+def _batch_slices(B: int, HV: int) -> list:
+    per = max(1, GRID_Y_MAX // max(1, HV))
+    return [slice(b0, min(B, b0 + per)) for b0 in range(0, B, per)]
+
+
 def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_log=None, dt_bias=None, conv=None):
     """q, k (B, T, HK, Dk); v (B, T, HV, Dv); g, beta (B, T, HV). Writes o (B, T, HV, Dv)
     and state_out (may be state_in: in place). ``conv``: (ring (B, C, KC), weight (C, KC),
     pos (B,)): q, k, v are views of the conv's raw input (channels q | k | v), T == 1."""
     B, T, HK, Dk = q.shape
     HV, Dv = v.shape[2], v.shape[3]
+    parts = _batch_slices(B, HV)
+    if len(parts) > 1:  # (a state pool indexed by idx is shared; per-sequence states are sliced)
+        def per(t, s):
+            return t if t is None or idx is not None else t[s]
+        return torch.cat([_launch_recurrent(
+            q[s], k[s], v[s], g[s], beta[s], scale, l2, per(state_in, s), per(state_out, s),
+            idx[s] if idx is not None else None, a_log, dt_bias,
+            None if conv is None else (conv[0][s], conv[1], conv[2][s])) for s in parts])
     o = alloc.empty(B, T, HV, Dv, dtype=q.dtype, device=q.device)
     if B * HV == 0 or Dv == 0:
         return o
@@ -364,6 +382,12 @@ def _launch_recurrent(q, k, v, g, beta, scale, l2, state_in, state_out, idx, a_l
 def _launch_chunk(q, k, v, g, beta, scale, l2, initial_state, chunk_size, a_log=None, dt_bias=None):
     B, T, HK, Dk = q.shape
     HV, Dv = v.shape[2], v.shape[3]
+    parts = _batch_slices(B, HV)
+    if len(parts) > 1:
+        outs = [_launch_chunk(q[s], k[s], v[s], g[s], beta[s], scale, l2,
+                              None if initial_state is None else initial_state[s], chunk_size, a_log, dt_bias)
+                for s in parts]
+        return torch.cat([o for o, _ in outs]), torch.cat([st for _, st in outs])
     o = alloc.empty(B, T, HV, Dv, dtype=q.dtype, device=q.device)
     state = alloc.empty(B, HV, Dk, Dv, dtype=torch.float32, device=q.device)
     if B * HV * Dk * Dv == 0:
