@@ -217,6 +217,15 @@ def test_causal_conv1d_prefill(dtype, layout):
     assert torch.equal(new, x[:, :, -(K - 1):])
 
 
+def test_causal_conv1d_long_sequence_wider_blocks(monkeypatch):
+    """Past the grid's 65535 blocks of L the blocks widen (the limit lowered to 2: 300 columns
+    in two blocks of 256)."""
+    monkeypatch.setattr(c1, "GRID_Z_MAX", 2)
+    x, w, b = randn(2, 20, 300), randn(20, 4), randn(20)
+    out, _ = causal_conv1d(x, w, b, None, "silu")
+    assert_close(out, _oracle_causal1d(x, w, b, None, True)[0], torch.float32)
+
+
 def test_causal_conv1d_chunked_prefill_and_decode_equal_whole():
     B, C, T, K = 3, 40, 11, 4
     x, w, b = randn(B, C, T), randn(C, K), randn(C)

@@ -98,6 +98,8 @@ def _dw_kernel(x_ptr, s_ptr, w_ptr, b_ptr, y_ptr, n_ptr,
 # ---------------------------------------------------------------------------- launcher
 
 _DW = Launcher(_dw_kernel, pdl=True)
+#: CUDA's limit on a grid's third dimension (blocks of L here; a knob for tests).
+GRID_Z_MAX = 65535
 #: Longest ``T`` that :func:`causal_conv1d_update` handles in one in-place launch.
 UPDATE_MAX_T = 64
 
@@ -114,6 +116,8 @@ def _dw_launch(x, weight, bias, out, stride: int, dilation: int, pad: int, silu:
     if B * C == 0:
         return
     block_l = max(2, next_pow2(L_out)) if in_place else min(64 if not INTERPRET else 32, max(2, next_pow2(L_out)))
+    if not in_place:  # the grid's third dimension holds at most GRID_Z_MAX blocks of L: wider ones then
+        block_l = max(block_l, next_pow2(cdiv(L_out, GRID_Z_MAX)))
     block_c = max(16, min(256 if not INTERPRET else 64, 4096 // block_l))
     if x.stride(1) == 1:  # channels-last activations: wide channel tiles coalesce
         block_c = max(block_c, 32)
