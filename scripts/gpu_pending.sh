@@ -597,4 +597,6 @@ case "${1:-1}" in
   timeout 400 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/ops/test_large_offsets.py \
     > "$OUT/large_offsets.log" 2>&1
   grep -E "^FAILED|^ERROR|Error" "$OUT/large_offsets.log" | head -30; tail -1 "$OUT/large_offsets.log" ;;
+72)  # forty-fifth session: ops on cuda:1 while cuda:0 is current (needs a two-GPU kind: nvidia-h100-x2)
+  timeout 300 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/test_second_gpu.py 2>&1 | tail -15 ;;
 esac

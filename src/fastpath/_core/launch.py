@@ -29,6 +29,18 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def _device_index(args, current: int) -> int:
+    """The GPU of a launch's first CUDA tensor (or tensor descriptor's base), else ``current``:
+    Triton launches on the current device, which need not be the one holding the tensors."""
+    for a in args:
+        t = a if isinstance(a, torch.Tensor) else getattr(a, "base", None)
+        if isinstance(t, torch.Tensor):
+            if t.device.type == "cuda":
+                return t.device.index
+            return current
+    return current
+
+
 def _raw_stream(index) -> int:
     """The current CUDA stream's handle (torch.cuda.current_stream costs microseconds)."""
     if index is None:
@@ -113,6 +125,11 @@ class Launcher:
     def launch(self, grid, args, kwargs):
         # None: the interpreter, or compiling (dynamo traces kernel[grid] itself)
         dev = None if INTERPRET or torch.compiler.is_compiling() else torch.cuda.current_device()
+        if dev is not None:
+            want = _device_index(args, dev)
+            if want != dev:  # tensors on another GPU than the current one (a model on cuda:1)
+                with torch.cuda.device(want):
+                    return self.launch(grid, args, kwargs)
         if self.pdl:
             on = dev is not None and pdl_on(dev)
             kwargs = {**kwargs, "PDL": backend.pdl_value(self.module) if on else 0,

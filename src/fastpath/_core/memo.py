@@ -134,6 +134,9 @@ class LaunchMemo:
         except TypeError:  # an unhashable argument: the op's path (and its checks) decide
             return fn()
         if entry is not None:
+            if dev is not None and dev != torch.cuda.current_device():  # tensors on another GPU: its context
+                with torch.cuda.device(dev):
+                    return replay(entry, tensors)
             return replay(entry, tensors)
         if ("skip", key) in self.entries:
             return fn()

@@ -18,6 +18,10 @@ def _device_dtype(args):
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device: cuda was asked for, but torch sees no CUDA GPU")
+    if device.type == "cuda" and device.index is not None:
+        if device.index >= torch.cuda.device_count():
+            raise ValueError(f"device: {device} was asked for, but torch sees {torch.cuda.device_count()} CUDA GPU(s)")
+        torch.cuda.set_device(device)  # (this process works on that GPU alone)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.float32 if device.type == "cpu" else torch.bfloat16)
     if args.fp8 and not hasattr(torch, "float8_e4m3fn"):
         raise NotImplementedError(f"--fp8: torch {torch.__version__} has no float8_e4m3fn")
