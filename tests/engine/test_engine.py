@@ -56,6 +56,12 @@ def test_cli_generate_and_errors(capsys, tmp_path, reference_paths):
     assert "--random-weights" in capsys.readouterr().err
     assert cli.main(["bench-decode", "--config", "nope", "--random-weights"]) == 1
     assert "qwen3-30b-a3b" in capsys.readouterr().err
+    # longer than the embedded model's 1024 positions: said before any weight loads
+    assert cli.main(["generate", "--max-new-tokens", "5000"]) == 1
+    err = capsys.readouterr().err
+    assert "--max-new-tokens: at most" in err and "1024 positions" in err and "loading" not in err
+    assert cli.main(["generate", "--prompt", "def f(x): return x " * 400]) == 1
+    assert "--prompt:" in capsys.readouterr().err
 
 
 def test_engine_argument_errors(reference_paths):

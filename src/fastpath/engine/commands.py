@@ -41,6 +41,7 @@ def _fp8(args, path) -> bool:
 
 
 def generate(args) -> int:
+    from ..models.config import ModelConfig
     from ..models.loader import load
     from .generate import Engine, SamplingParams, stream_generate
     from .tokenizer import Tokenizer
@@ -52,9 +53,15 @@ def generate(args) -> int:
     device, dtype = _device_dtype(args)
     tok = Tokenizer(path)
     fp8 = _fp8(args, path)
-    model = load(path, device=device, dtype=dtype, fp8=fp8)
     template_vars = {"enable_thinking": False} if args.no_thinking else {}
     n_prompt = len(tok.encode(prompt, chat=args.chat, **template_vars))
+    cfg = ModelConfig.from_dir(path)
+    if n_prompt + args.max_new_tokens + 1 > cfg.max_position:  # (before loading any weight)
+        if n_prompt + 1 >= cfg.max_position:
+            raise ValueError(f"--prompt: {n_prompt} tokens, the model has {cfg.max_position} positions")
+        raise ValueError(f"--max-new-tokens: at most {cfg.max_position - n_prompt - 1} after this prompt's "
+                         f"{n_prompt} tokens (the model has {cfg.max_position} positions), got {args.max_new_tokens}")
+    model = load(path, device=device, dtype=dtype, fp8=fp8, config=cfg)
     eng = Engine(model, max_seq=n_prompt + args.max_new_tokens + 1)
     torch.manual_seed(args.seed)
     sp = SamplingParams(args.temperature, args.top_k if args.temperature > 0 else None, args.top_p)
