@@ -150,6 +150,21 @@ def test_noncontiguous(dtype, device):
     _check(linalg.solve(A.mT, B), _ref_solve(A.mT, B), A, dtype)
 
 
+def test_batch_innermost_views_copied_past_the_span(device, monkeypatch):
+    """Matrices whose offsets would pass int32 (a batch-innermost view of millions of matrices)
+    are copied compact before the kernels: the limit lowered to one 5 x 5 matrix's span here."""
+    from fastpath.ops.linalg import tiles
+    monkeypatch.setattr(tiles, "SPAN_COPY", 20)
+    X = randn(5, 5, 30, dtype=torch.float32, device=device) + 3 * torch.eye(5, device=device)[:, :, None]
+    A = X.permute(2, 0, 1)  # strides (1, 150, 30): each matrix spans 4 * 150 + 4 * 30 elements
+    assert tiles.flat3(A, (30,), (5, 5)).is_contiguous()
+    C = A.contiguous()  # compact already: no copy even past the (lowered) span
+    assert tiles.flat3(C, (30,), (5, 5)).data_ptr() == C.data_ptr()
+    _check(linalg.inv(A), _ref_inv(A), A, torch.float32)
+    B = randn(30, 5, 2, dtype=torch.float32, device=device)
+    _check(linalg.solve(A, B), _ref_solve(A, B), A, torch.float32)
+
+
 _F32, _F64, _C64, _C128 = DTYPES
 
 

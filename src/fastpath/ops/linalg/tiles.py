@@ -75,17 +75,29 @@ def kernel_strides(t: torch.Tensor) -> tuple:
     return tuple(2 * x for x in s) if t.is_complex() else tuple(s)
 
 
+#: The kernels index inside one matrix in int32 (real components): a strided view whose
+#: matrices span this many elements or more (a batch-innermost layout of many matrices) is
+#: copied compact first (a knob for tests).
+SPAN_COPY = 2**30
+
+
 def flat3(t: torch.Tensor, batch: tuple, tail: tuple) -> torch.Tensor:
     """``t`` broadcast to ``batch + tail`` as a 3-D (batch, rows, cols) view; a copy only where
-    the broadcast batch dimensions cannot be collapsed into one stride."""
+    the broadcast batch dimensions cannot be collapsed into one stride, or where one matrix's
+    offsets would pass int32 (:data:`SPAN_COPY`)."""
     t = t.expand(*batch, *tail)
     nb = 1
     for s in batch:
         nb *= s
     try:
-        return t.view(nb, *tail)
+        out = t.view(nb, *tail)
     except RuntimeError:
-        return t.reshape(nb, *tail)
+        out = t.reshape(nb, *tail)
+    if len(tail) == 2 and (tail[0] - 1) * abs(out.stride(1)) + (tail[1] - 1) * abs(out.stride(2)) >= SPAN_COPY:
+        compact = out.contiguous()
+        if compact.data_ptr() != out.data_ptr():  # (a compact matrix that still spans it: as it is)
+            out = compact
+    return out
 
 
 # ---------------------------------------------------------------------------- complex arithmetic
