@@ -6,6 +6,9 @@ test (the suite's tests are fixed and fast); a tool to run after a change to a k
     TRITON_INTERPRET=1 PYTHONPATH=src python scripts/fuzz_ops.py [SEED] [SECONDS] [--only NAME,...]
     PYTHONPATH=src python scripts/fuzz_ops.py [SEED] [SECONDS] [--only NAME,...] --cuda
 
+(``--tight``: the int32-offset and grid limits lowered, so that the wide and sliced paths of
+inputs past 2**31 elements or 65535 blocks run on small shapes.)
+
 (``--cuda``: every tensor on the GPU, the kernels compiled; the float64 references there too,
 ``logspace`` against PyTorch's CPU kernel, which fastpath's matches bit for bit.)
 
@@ -32,6 +35,13 @@ DEV = "cuda" if "--cuda" in sys.argv else "cpu"
 if DEV != "cpu":
     torch.set_default_device(DEV)
 BUDGET = float(ARGS[1]) if len(ARGS) > 1 else 600
+if "--tight" in sys.argv:  # the limits of int32 offsets and CUDA grids lowered: every case takes
+    # the wide / sliced paths that inputs past 2**31 elements or 65535 blocks take on a GPU
+    from fastpath.ops import conv1d as _c1, gated_delta as _gd, norm as _nm, softmax as _sm
+    from fastpath.ops.fp8 import quantize as _qz
+    from fastpath.ops.linalg import tiles as _ti, triangular as _tr
+    _sm.INT32_END, _nm.INT32_END, _qz.INT32_END, _ti.SPAN_COPY = 0, 4096, 256, 64
+    _tr.INT32_END, _tr.GRID_Y_MAX, _gd.GRID_Y_MAX, _c1.GRID_Z_MAX = 512, 1, 2, 2
 R = random.Random(SEED)
 torch.manual_seed(SEED)
 
