@@ -394,8 +394,7 @@ def test_solve_triangular_broadcast_views_and_host_blocks(device, monkeypatch):
 def test_wide_right_hand_sides_in_column_slices(n, left, lu, device, monkeypatch):
     """Right-hand sides whose column offsets would pass int32 (left=False: B's column stride is
     n) or whose column blocks would pass the grid's limit are solved in column slices: the
-    limits lowered so that 3 x n x 37 complex64 systems take several; a T given batch-innermost
-    is made compact."""
+    limits lowered so that 3 x n x 37 complex64 systems take several; T batch-innermost."""
     monkeypatch.setattr(T, "INT32_END", 16 * n)
     monkeypatch.setattr(T, "GRID_Y_MAX", 1)  # at most 16 columns a launch
     B = rand(3, *((n, 37) if left else (37, n)), dtype=torch.complex64, device=device)

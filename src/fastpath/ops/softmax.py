@@ -30,8 +30,8 @@ from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor, normalize_
 from .._core.registry import register_op
 
 LOG2E = 1.4426950408889634
-INT32_END = 2**31  # offsets from here on need int64 arithmetic in the kernels (a knob for tests)
 LN2 = 0.6931471805599453
+INT32_END = 2**31  # offsets from here on need int64 arithmetic in the kernels (a knob for tests)
 
 
 @triton.jit

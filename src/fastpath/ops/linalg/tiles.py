@@ -93,10 +93,9 @@ def flat3(t: torch.Tensor, batch: tuple, tail: tuple) -> torch.Tensor:
         out = t.view(nb, *tail)
     except RuntimeError:
         out = t.reshape(nb, *tail)
-    if len(tail) == 2 and (tail[0] - 1) * abs(out.stride(1)) + (tail[1] - 1) * abs(out.stride(2)) >= SPAN_COPY:
-        compact = out.contiguous()
-        if compact.data_ptr() != out.data_ptr():  # (a compact matrix that still spans it: as it is)
-            out = compact
+    if (len(tail) == 2 and not out.is_contiguous()
+            and (tail[0] - 1) * abs(out.stride(1)) + (tail[1] - 1) * abs(out.stride(2)) >= SPAN_COPY):
+        out = out.contiguous()
     return out
 
 

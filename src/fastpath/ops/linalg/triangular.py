@@ -270,9 +270,6 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     nb, n, k = B3.shape
     if nb == 0 or n == 0 or k == 0:
         return
-    _, tr, tc = kernel_strides(T3)
-    if (n - 1) * (abs(tr) + abs(tc)) + 2 >= INT32_END:  # a batch-innermost view of T: each matrix compact
-        T3 = T3.contiguous()
     step = _columns_per_call(n, k, B3, X3)
     if step < k:  # column slices: offsets within a matrix fit int32, column blocks the grid
         for c in range(0, k, step):
