@@ -599,4 +599,20 @@ case "${1:-1}" in
   grep -E "^FAILED|^ERROR|Error" "$OUT/large_offsets.log" | head -30; tail -1 "$OUT/large_offsets.log" ;;
 72)  # forty-fifth session: ops on cuda:1 while cuda:0 is current (needs a two-GPU kind: nvidia-h100-x2)
   timeout 300 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/test_second_gpu.py 2>&1 | tail -15 ;;
+73)  # forty-sixth session, first call: 70's compiled checks without its sweeps, then 71 (every op past 2**31)
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_fp8.py -k scaled_mm > "$OUT/fp8.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/fp8.log" | head; tail -1 "$OUT/fp8.log"
+  timeout 100 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_qr.py -k "scaled or torch_path" \
+    > "$OUT/qr.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/qr.log" | head; tail -1 "$OUT/qr.log"
+  timeout 100 python3 scripts/qr_scale_probe.py 2>&1 | grep -v -i warn | tee "$OUT/qr_scale_probe.log" | tail -15
+  timeout 220 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/ops/test_large_offsets.py \
+    > "$OUT/large_offsets.log" 2>&1
+  grep -E "^FAILED|^ERROR|Error" "$OUT/large_offsets.log" | head -30; tail -1 "$OUT/large_offsets.log" ;;
+74)  # forty-sixth session, second call: the random sweep compiled (fuzz_ops --cuda), 67's memo probe and compiled linalg tests
+  timeout 250 python3 scripts/fuzz_ops.py 46 220 --cuda 2>&1 | grep -v -i warn | tail -20 | tee "$OUT/fuzz_cuda.log"
+  timeout 100 python3 scripts/sync_probe.py --spec 1024 2048 8192 2>&1 | grep -v -i warn | tee "$OUT/sync_probe.log"
+  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
+    tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py > "$OUT/linalg_tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/linalg_tests.log" | head -20; tail -1 "$OUT/linalg_tests.log" ;;
 esac
