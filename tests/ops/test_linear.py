@@ -41,7 +41,7 @@ def _rows_shape(rows, k):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("rows,k,n", [(r, k, n) for r in (1, 3, 16) for k, n in ((13, 67), (200, 13), (1000, 67))]
-                         + [(17, 200, 13), (300, 67, 13)])  # > 16 rows: F.linear
+                         + [(16, 5, 13), (17, 200, 13), (300, 67, 13)])  # > 16 rows: F.linear
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear(dtype, rows, k, n, bias, device):
     x = randn(*_rows_shape(rows, k), dtype=dtype, device=device)
@@ -589,3 +589,25 @@ def test_eager_memo_replay(fp8, rows, k, n, bias):
     assert len({o.data_ptr() for o in outs}) == 3
     assert any(v is not None for v in L._MEMO.entries.values())  # recorded, then replayed
 
+
+
+def test_plans_dot_k_tiles_compile(monkeypatch):
+    """Every GPU plan whose tiles go through ``tl.dot`` takes K tiles Triton's GPU compiler accepts
+    (16 or more, 32 for fp8 operands: triton 3.6's ``min_dot_size``, which the interpreter does not
+    check), and its splits cover K. The float32 path at 9-16 rows once took K tiles of next_pow2(K)
+    (a compile error on the GPU for K < 16; the fuzz sweep, compiled, found it)."""
+    monkeypatch.setattr(matvec, "INTERPRET", False)
+    monkeypatch.setattr(matvec, "num_sms", lambda dev: 132)
+    dev = torch.device("cuda")
+    for dot_dtype, b_bytes in ((None, 4), (torch.float16, 2), (torch.bfloat16, 2), (torch.bfloat16, 1),
+                               (torch.float8_e4m3fn, 1)):
+        for M in (1, 2, 5, 8, 9, 12, 16, 20, 64):
+            for K in (1, 3, 7, 15, 16, 17, 31, 33, 300):
+                for N in (1, 5, 67, 4096):
+                    for glu in (False, True):
+                        p = matvec.plan(M, N, K, dev, dot_dtype, b_bytes=b_bytes, glu=glu)
+                        cfg = (dot_dtype, b_bytes, M, K, N, glu, p)
+                        if p.dot is not None:
+                            assert p.block_k >= (32 if p.dot.itemsize == 1 else 16), cfg
+                        assert p.k_chunk % p.block_k == 0 and p.k_chunk * p.split >= K, cfg
+                        assert p.k_chunk * (p.split - 1) < max(K, 1), cfg  # no empty split
