@@ -615,4 +615,11 @@ case "${1:-1}" in
   timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
     tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py > "$OUT/linalg_tests.log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/linalg_tests.log" | head -20; tail -1 "$OUT/linalg_tests.log" ;;
+75)  # forty-sixth session, third call: the float32 short-K linear fix compiled, the linalg tests 74 cut short, fuzz again
+  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py > "$OUT/linear.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/linear.log" | head; tail -1 "$OUT/linear.log"
+  timeout 180 python3 -m pytest -q -n 16 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
+    tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py > "$OUT/linalg_tests.log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/linalg_tests.log" | head -20; tail -1 "$OUT/linalg_tests.log"
+  timeout 130 python3 scripts/fuzz_ops.py 50 110 --cuda 2>&1 | grep -v -i warn | tail -20 | tee "$OUT/fuzz_cuda.log" ;;
 esac

@@ -319,6 +319,8 @@ def test_errors():
         chunk_gated_delta_rule(q, k, v, g, beta, initial_state=torch.zeros(B, HV, DV, DK))
     with pytest.raises(ValueError, match="chunk_size"):
         chunk_gated_delta_rule(q, k, v, g, beta, chunk_size=48)
+    with pytest.raises(ValueError, match="chunk_size"):  # the registered op called directly (K-8 dots)
+        torch.ops.fastpath.chunk_gated_delta_rule(q, k, v, g, beta, None, 1.0, True, 8, None, None)
     with pytest.raises(TypeError, match="beta"):
         chunk_gated_delta_rule(q, k, v, g, beta.to(torch.int32))
     with pytest.raises(ValueError, match="q"):

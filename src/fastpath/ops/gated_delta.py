@@ -513,6 +513,8 @@ def _chunk_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor
               dt_bias: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
     """chunk_size 0: the recurrent kernel over the tokens. a_log, dt_bias: g and beta are the
     raw projections a and b."""
+    if chunk_size not in (0, 16, 32, 64):  # (the op is callable directly: its chunk dots need K >= 16)
+        raise ValueError(f"chunk_gated_delta_rule: chunk_size expected 0, 16, 32 or 64, got {chunk_size!r}")
     if not _kernel_ok(q, k, v, g, beta, initial_state, a_log, dt_bias):
         if a_log is not None:
             g, beta = raw_gates(g, beta, a_log, dt_bias)
