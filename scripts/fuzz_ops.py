@@ -806,7 +806,8 @@ def main():
             ok, cfg = c()
         except Exception as exc:  # noqa: BLE001 - an error where torch gave an answer
             where = traceback.format_exc().splitlines()[-3][:160]
-            ok, cfg = False, f"raised {type(exc).__name__}: {str(exc)[:300]} / {where}"
+            msg = str(exc) if len(str(exc)) <= 400 else f"{str(exc)[:120]} ... {str(exc)[-280:]}"  # (the cause
+            ok, cfg = False, f"raised {type(exc).__name__}: {msg} / {where}"  # of a CompilationError ends it)
         if not ok:
             print("FAIL", c.__name__, cfg, flush=True)
             fails.append((c.__name__, cfg))
