@@ -599,8 +599,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     bn = min(bn, max(16, next_pow2(N)))
     # (Triton's tl.dot takes K tiles of 16 or more, 32 for fp8: a shorter K is masked within one;
     # the interpreter does not check, the GPU compiler rejects)
-    min_dot_k = 1 if dot is None else 32 if dot.itemsize == 1 else 16
-    bk = max(min(bk, max(min_dot_k, next_pow2(K)), max_block_k), group, min_dot_k)
+    least = 32 if dot is not None and dot.itemsize == 1 else 16
+    bk = max(min(bk, max(least, next_pow2(K)), max_block_k), group, 1 if dot is None else least)
     n_blocks = cdiv(N, bn)
     if SPLIT_K_OVERRIDE is not None:
         split = SPLIT_K_OVERRIDE
