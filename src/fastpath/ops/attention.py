@@ -279,6 +279,17 @@ def _decode_blocks(D: int, DV: int, rows: int, itemsize: int = 2) -> tuple:
     return br, bn, bd, bdv, warps
 
 
+def _decode_stages(br: int, itemsize: int, has_mask: bool) -> Optional[int]:
+    """Pipeline stages of the decode kernel (None: Triton's default, 3). Three stages of 32 KB K
+    and V tiles fill 192 KB; a 64-row program's other buffers bring that to 229 KB, and a mask tile
+    (or, in float32, the causal / kv_len / window / gate terms) past the 227 KB of shared memory an
+    H100 / H200 block may take (sm_90 offline compiles, triton 3.6: up to 245816 B, an
+    ``OutOfResources`` at launch). Those programs take two stages (about 160 KB)."""
+    if NUM_STAGES:
+        return NUM_STAGES
+    return 2 if br >= 64 and (has_mask or itemsize >= 4) else None
+
+
 def decode_split(span: int, programs: int, device: torch.device, block_n: int, max_splits: int = 0) -> int:
     """KV splits for ``programs`` (batch x KV head x row block) programs over ``span`` keys:
     enough for about ``PROGRAMS_PER_SM`` programs per multiprocessor, at least
@@ -319,6 +330,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
     else:
         bool_mask, m, mstrides = False, dummy, (0, 0, 0, 0)
     g, gstrides = (gate, gate.stride()) if gate is not None else (dummy, (0, 0, 0, 0))
+    stages = _decode_stages(br, k.element_size(), mask is not None)
     _DECODE[(programs, split)](
         q, kd, vd, m, kv_len if kv_len is not None else dummy, out, ws, g,
         Hkv, G, Lq, Lk, D, DV, n_rb, split, float(scale) * LOG2E, int(window or 0),
@@ -329,7 +341,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
         BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, TMA=tma,
         num_warps=warps,
-        **({"num_stages": NUM_STAGES} if NUM_STAGES else {}))
+        **({"num_stages": stages} if stages else {}))
     if split > 1:
         bc = min(COMBINE_BLOCK_FEW if split <= COMBINE_FEW_SPLITS else COMBINE_BLOCK, bdv)
         _COMBINE[(programs, bdv // bc)](
