@@ -13,6 +13,12 @@ every CPU test passed).
 (``tests:tests/ops``: every launch of that part of the test suite. ``COMPILE_PDL=N``: kernels
 with a ``PDL`` constexpr compile with that PDL mode, where the interpreter records 0.)
 
+``attention`` records with the GPU's plans instead (each module's INTERPRET off, the backend
+answering as an H200: 132 SMs, capability 9.0, TMA and fp8 on), compiles every variant to a
+cubin and fails any that needs more shared memory than an sm_90 block may take (SMEM_LIMIT;
+Triton raises ``OutOfResources`` at launch there): the decode kernel's 64-row programs with a
+mask needed up to 245816 B at three stages.
+
 (It runs itself again with TRITON_INTERPRET=1 to record the launches, then compiles them;
 ``RECORD_PYTHONPATH`` replaces PYTHONPATH for that run, e.g. ``src`` to record with the
 installed Triton's interpreter and compile with another Triton.)
@@ -127,6 +133,18 @@ def run_calls(which: str) -> None:
         for dt in (torch.float32, torch.float64):
             la.qr(torch.randn(1, 300, 300, generator=g, dtype=dt))
         qb.rows_per_program, qb.SPIN = saved
+    if which == "attention":  # decode programs of 64 rows (group x query tokens) and prefill at D 256
+        E = torch.empty
+        for dt in (torch.bfloat16, torch.float32):
+            for D in (128, 256):
+                q, k = E(1, 64, 16, D, dtype=dt), E(1, 4, 4096, D, dtype=dt)
+                for kw in ({}, dict(attn_mask=torch.zeros(1, 64, 16, 4096, dtype=dt)),
+                           dict(attn_mask=torch.ones(1, 64, 16, 4096, dtype=torch.bool)),
+                           dict(is_causal=True, kv_len=torch.tensor([4000], dtype=torch.int32), window=1024,
+                                out_gate=E(1, 64, 16, D, dtype=dt))):
+                    fastpath.scaled_dot_product_attention(q, k, k, enable_gqa=True, **kw)
+                x = E(1, 8, 1024, D, dtype=dt)
+                fastpath.scaled_dot_product_attention(x, x, x, is_causal=True)
     if which in ("batch_norm", "all"):
         for shape, cl in (((4, 6, 5, 7), False), ((4, 6, 5, 7), True), ((33, 20), False)):
             for mode in ({"FUSED": False}, {"FUSED": False, "SPLIT_COMBINE": False},
@@ -148,9 +166,40 @@ def record(which: str, path: str) -> None:
     """(In the interpreter) run the calls and pickle what each launch needs to compile."""
     import pickle
     L.Launcher.launch = _record
+    if which in GPU_PLANS:
+        _as_gpu()
     run_calls(which)
     with open(path, "wb") as f:
         pickle.dump(list(_SEEN.values()), f)
+
+
+#: Parts recorded with the GPU's plans, every variant compiled to a cubin and its shared memory checked.
+GPU_PLANS = ("attention",)
+#: Shared memory one block may take on sm_90 (H100 / H200: 227 KB).
+SMEM_LIMIT = 232448
+
+
+def _as_gpu() -> None:
+    """Plans as on an H200: every fastpath module's INTERPRET off and the backend's device
+    queries answered for one (the launches are recorded, never run)."""
+    import importlib
+    import pkgutil
+
+    from fastpath._core import backend as B
+    import fastpath.ops
+    fake = dict(triton_reason=lambda d: None, num_sms=lambda d: 132, capability=lambda i: (9, 0),
+                tma_capable=lambda i: True, tma_on=lambda d: True, fp8_hardware=lambda d: True,
+                pdl_on=lambda i: False)
+    for m in pkgutil.walk_packages(fastpath.ops.__path__, "fastpath.ops."):
+        importlib.import_module(m.name)
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("fastpath") or mod is None or name == "fastpath._core.launch":
+            continue
+        if getattr(mod, "INTERPRET", None) is True:
+            mod.INTERPRET = False
+        for n, f in fake.items():
+            if n in vars(mod) and (mod is B or callable(vars(mod)[n])):
+                setattr(mod, n, f)
 
 
 #: Seconds one compile may take (a worker process is replaced after).
@@ -198,12 +247,14 @@ def _compile_one(item, full: bool = True):
     if not all(hasattr(tc, n) for n in ("make_backend", "ir")):  # another Triton's internals: all the way
         full = True
     try:
-        if full:
-            triton.compile(src, target=target, options=opts)
-        else:
+        if not full:
             _lower(src, target, opts, "ttgir")
+            return None
+        shared = triton.compile(src, target=target, options=opts).metadata.shared
     except Exception as exc:  # noqa: BLE001 - reported by the parent
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}"
+    if os.environ.get("COMPILE_SMEM") == "1" and shared > SMEM_LIMIT:
+        return f"OutOfResources at launch: {shared} B of shared memory, {SMEM_LIMIT} on sm_90 ({opts})"
     return None
 
 
@@ -213,17 +264,20 @@ def main() -> int:
     import tempfile
 
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
-    if which not in ("linalg", "linalg-lu", "linalg-rest", "batch_norm", "all") and not which.startswith("tests:"):
-        raise SystemExit(f"which: expected linalg, linalg-lu, linalg-rest, batch_norm, all or tests:PATH, "
-                         f"got {which!r}")
-    if os.environ.get("TRITON_INTERPRET") == "1":
+    parts = ("linalg", "linalg-lu", "linalg-rest", "batch_norm", "all") + GPU_PLANS
+    if which not in parts and not which.startswith("tests:"):
+        raise SystemExit(f"which: expected one of {', '.join(parts)} or tests:PATH, got {which!r}")
+    if len(sys.argv) > 2:  # the recording run
         record(which, sys.argv[2])
         return 0
+    gpu = which in GPU_PLANS  # (recorded without the interpreter: its import-time constants are the GPU's)
+    env = {k: v for k, v in os.environ.items() if not (gpu and k == "TRITON_INTERPRET")}
+    env.update({} if gpu else {"TRITON_INTERPRET": "1"}, COMPILE_SMEM="1" if gpu else "0")
+    os.environ["COMPILE_SMEM"] = env["COMPILE_SMEM"]  # (the compile workers inherit it)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "launches.pkl")
         subprocess.run([sys.executable, __file__, which, path], check=True,
-                       env={**os.environ, "TRITON_INTERPRET": "1",
-                            "PYTHONPATH": os.environ.get("RECORD_PYTHONPATH", os.environ.get("PYTHONPATH", ""))})
+                       env={**env, "PYTHONPATH": os.environ.get("RECORD_PYTHONPATH", os.environ.get("PYTHONPATH", ""))})
         with open(path, "rb") as f:
             seen = pickle.load(f)
     if not seen:  # nothing recorded is a broken recording, not a pass
@@ -235,7 +289,7 @@ def main() -> int:
     bad = 0
     ctx = mp.get_context("spawn")
     pool = ctx.Pool(1)
-    full_all = os.environ.get("COMPILE_FULL") == "1"
+    full_all = os.environ.get("COMPILE_FULL") == "1" or gpu
     compiled: set = set()  # kernels one variant of which went through to a cubin
     for item in seen:
         name = item[0]
