@@ -269,6 +269,27 @@ def test_many_rows_per_group(device):
     assert_close(sdpa(q, k, v, enable_gqa=True), ref64(q, k, v, gqa=True))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("kind", ["bool", "float", "gated"])
+def test_many_rows_masked(dtype, kind, device):
+    """64-row decode programs (on a GPU) with a mask, or causal + kv_len + window + gate, at head dim
+    256: at three stages they needed more shared memory than an sm_90 block may take."""
+    q, k, v = qkv(1, 16, 1, 8, 67, 256, dtype, device)
+    if kind == "gated":
+        kv_len, gate = torch.tensor([60], dtype=torch.int32, device=device), randn(1, 16, 8, 256, dtype=dtype,
+                                                                                   device=device)
+        out = sdpa(q, k, v, is_causal=True, enable_gqa=True, kv_len=kv_len, window=40, out_gate=gate)
+        att = ref64(q, k, v, causal=True, gqa=True, kv_len=kv_len, window=40).to(dtype).double()
+        ref = att * torch.sigmoid(gate.double().cpu()).to(dtype).double()
+    else:
+        mask = torch.rand(1, 16, 8, 67, device=device) > 0.3
+        if kind == "float":
+            mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, float("-inf"))
+        out = sdpa(q, k, v, attn_mask=mask, enable_gqa=True)
+        ref = ref64(q, k, v, mask=mask, gqa=True)
+    assert_close(out, ref)
+
+
 @pytest.mark.parametrize("n", [1, 3, 100])  # 100: 19 splits (the most 300 keys allow)
 def test_split_forced_and_deterministic(n, split, device):
     split(n)
