@@ -19,7 +19,7 @@ cubin and fails any that needs more shared memory than an sm_90 block may take (
 Triton raises ``OutOfResources`` at launch there): the decode kernel's 64-row programs with a
 mask needed up to 245816 B at three stages.
 
-(It runs itself again with TRITON_INTERPRET=1 to record the launches, then compiles them;
+(It runs itself again, with TRITON_INTERPRET=1 but for ``attention``, to record the launches, then compiles them;
 ``RECORD_PYTHONPATH`` replaces PYTHONPATH for that run, e.g. ``src`` to record with the
 installed Triton's interpreter and compile with another Triton.)
 

@@ -27,7 +27,8 @@ def _has_cuda_backend() -> bool:
 
 @pytest.mark.skipif(not _has_cuda_backend(), reason="this Triton has no CUDA backend to compile with")
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU every kernel test runs compiled kernels already")
-@pytest.mark.parametrize("part", ["linalg-lu", "linalg-rest", "batch_norm", "attention"])  # (the suite's workers share them)
+# (the suite's workers share them)
+@pytest.mark.parametrize("part", ["linalg-lu", "linalg-rest", "batch_norm", "attention"])
 def test_kernels_compile_for_sm90(part):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])

@@ -590,7 +590,6 @@ def test_eager_memo_replay(fp8, rows, k, n, bias):
     assert any(v is not None for v in L._MEMO.entries.values())  # recorded, then replayed
 
 
-
 def test_plans_dot_k_tiles_compile(monkeypatch):
     """Every GPU plan whose tiles go through ``tl.dot`` takes K tiles Triton's GPU compiler accepts
     (16 or more, 32 for fp8 operands: triton 3.6's ``min_dot_size``, which the interpreter does not
