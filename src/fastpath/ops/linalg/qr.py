@@ -202,7 +202,7 @@ def torch_qr_scaled(A: torch.Tensor, mode: str) -> Tuple[torch.Tensor, torch.Ten
     lose their bits as subnormals). No sync: the scales stay on the device."""
     amax = A.detach().abs().amax(dim=(-2, -1), keepdim=True)
     e = torch.frexp(amax).exponent.clamp_(-125, 125)  # 2^-e and 2^e are normal float32
-    one = torch.ones((), dtype=amax.dtype, device=A.device)
+    one = torch.ones_like(amax)  # (of e's shape: ldexp of a 0-d tensor resizes its output, deprecated)
     Q, R = torch.linalg.qr(A * torch.ldexp(one, -e), mode=mode)
     return Q, R * torch.ldexp(one, e)
 
