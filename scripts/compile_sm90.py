@@ -134,6 +134,7 @@ def run_calls(which: str) -> None:
             la.qr(torch.randn(1, 300, 300, generator=g, dtype=dt))
         qb.rows_per_program, qb.SPIN = saved
     if which == "attention":  # decode programs of 64 rows (group x query tokens) and prefill at D 256
+        from fastpath.models.transformer import chunk_attention
         E = torch.empty
         for dt in (torch.bfloat16, torch.float32):
             for D in (128, 256):
@@ -145,6 +146,9 @@ def run_calls(which: str) -> None:
                     fastpath.scaled_dot_product_attention(q, k, k, enable_gqa=True, **kw)
                 x = E(1, 8, 1024, D, dtype=dt)
                 fastpath.scaled_dot_product_attention(x, x, x, is_causal=True)
+                # the engine's prefill: a last chunk of 8 tokens after 512 (models.transformer.chunk_attention),
+                # Qwen3.5 / 3.6's 16 query heads over 2 KV heads
+                chunk_attention(E(1, 16, 8, D, dtype=dt), E(1, 2, 520, D, dtype=dt), E(1, 2, 520, D, dtype=dt), 512)
     if which in ("batch_norm", "all"):
         for shape, cl in (((4, 6, 5, 7), False), ((4, 6, 5, 7), True), ((33, 20), False)):
             for mode in ({"FUSED": False}, {"FUSED": False, "SPLIT_COMBINE": False},
@@ -163,7 +167,8 @@ def run_calls(which: str) -> None:
 
 
 def record(which: str, path: str) -> None:
-    """(In the interpreter) run the calls and pickle what each launch needs to compile."""
+    """Run the calls (in the interpreter, or with the GPU's plans for GPU_PLANS) and pickle what
+    each launch needs to compile."""
     import pickle
     L.Launcher.launch = _record
     if which in GPU_PLANS:
@@ -229,9 +234,9 @@ def _lower(src, target, opts, last: str) -> None:
     raise ValueError(f"stage {last!r} not in {list(stages)}")
 
 
-def _compile_one(item, full: bool = True):
+def _compile_one(item, full: bool = True, smem: bool = False):
     """(Worker) compile one recorded variant for sm_90 (``full``: to a cubin, else to TTGIR):
-    None, or the error."""
+    None, or the error (``smem``: also shared memory past SMEM_LIMIT)."""
     import importlib
 
     import triton
@@ -253,7 +258,7 @@ def _compile_one(item, full: bool = True):
         shared = triton.compile(src, target=target, options=opts).metadata.shared
     except Exception as exc:  # noqa: BLE001 - reported by the parent
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}"
-    if os.environ.get("COMPILE_SMEM") == "1" and shared > SMEM_LIMIT:
+    if smem and shared > SMEM_LIMIT:
         return f"OutOfResources at launch: {shared} B of shared memory, {SMEM_LIMIT} on sm_90 ({opts})"
     return None
 
@@ -272,8 +277,7 @@ def main() -> int:
         return 0
     gpu = which in GPU_PLANS  # (recorded without the interpreter: its import-time constants are the GPU's)
     env = {k: v for k, v in os.environ.items() if not (gpu and k == "TRITON_INTERPRET")}
-    env.update({} if gpu else {"TRITON_INTERPRET": "1"}, COMPILE_SMEM="1" if gpu else "0")
-    os.environ["COMPILE_SMEM"] = env["COMPILE_SMEM"]  # (the compile workers inherit it)
+    env.update({} if gpu else {"TRITON_INTERPRET": "1"})
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "launches.pkl")
         subprocess.run([sys.executable, __file__, which, path], check=True,
@@ -297,7 +301,7 @@ def main() -> int:
         compiled.add(name)
         t0 = time.perf_counter()
         try:
-            err = pool.apply_async(_compile_one, (item, full)).get(timeout=TIMEOUT_S)
+            err = pool.apply_async(_compile_one, (item, full, gpu)).get(timeout=TIMEOUT_S)
         except mp.TimeoutError:  # Triton's passes can loop on a shape: report it, go on
             pool.terminate()
             pool = ctx.Pool(1)

@@ -37,6 +37,15 @@ ab() {
   timeout 300 python3 scripts/knob_ab.py --configs "$configs" --layers 12 --new-tokens 64 --prompt-len 64 "${args[@]}" \
     --json "$OUT/$json" 2>&1 | grep -v -i warn | tail -32
 }
+# compiled LOG SECONDS WORKERS PYTEST-ARGS...: the tests compiled into $OUT/LOG (WORKERS 0: one process),
+# then their failures and summary line
+compiled() {
+  local log=$1 secs=$2 n=$3
+  shift 3
+  timeout "$secs" python3 -m pytest -q -n "$n" -p no:cacheprovider -rf --tb=short "$@" > "$OUT/$log" 2>&1
+  grep -E "^FAILED|^ERROR" "$OUT/$log" | head -20; tail -1 "$OUT/$log"
+}
+LINALG_TESTS="tests/ops/test_linalg_lu.py tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py"
 # LFM2.5 FP8's prefill, two rounds of three settings of the FP8 many-row path, a process each (the
 # thirty-fifth session measured 12,451-17,520 tok/s with the one-kernel dequantisation against 21,243 with
 # PyTorch's, one prefill timed a process; bench-decode now takes medians of 3)
@@ -576,9 +585,7 @@ case "${1:-1}" in
      # without the sync, in graphs), the compiled LU / SVD / empty-input tests (68: fuzz_ops --cuda, linalg rows)
   timeout 150 python3 scripts/memo_probe.py 2>&1 | grep -v -i warn | tee "$OUT/memo_probe.log"
   timeout 120 python3 -m fastpath.bench training --only bincount --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn
-  timeout 240 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
-    tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py > "$OUT/linalg_tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/linalg_tests.log" | head -20; tail -1 "$OUT/linalg_tests.log" ;;
+  compiled linalg_tests.log 240 8 $LINALG_TESTS ;;
 68)  # forty-third session, second call: the random sweep compiled, then the LU / SVD rows after the NaN changes
   timeout 330 python3 scripts/fuzz_ops.py 43 300 --cuda 2>&1 | grep -v -i warn | tail -40 | tee "$OUT/fuzz_cuda.log"
   for o in "svd" "pinv" "lu_" "det"; do
@@ -600,35 +607,23 @@ case "${1:-1}" in
 72)  # forty-fifth session: ops on cuda:1 while cuda:0 is current (needs a two-GPU kind: nvidia-h100-x2)
   timeout 300 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/test_second_gpu.py 2>&1 | tail -15 ;;
 73)  # forty-sixth session, first call: 70's compiled checks without its sweeps, then 71 (every op past 2**31)
-  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_fp8.py -k scaled_mm > "$OUT/fp8.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/fp8.log" | head; tail -1 "$OUT/fp8.log"
-  timeout 100 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_qr.py -k "scaled or torch_path" \
-    > "$OUT/qr.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/qr.log" | head; tail -1 "$OUT/qr.log"
+  compiled fp8.log 150 8 tests/ops/test_fp8.py -k scaled_mm
+  compiled qr.log 100 0 tests/ops/test_linalg_qr.py -k "scaled or torch_path"
   timeout 100 python3 scripts/qr_scale_probe.py 2>&1 | grep -v -i warn | tee "$OUT/qr_scale_probe.log" | tail -15
-  timeout 220 python3 -m pytest -q -p no:cacheprovider -rf --tb=short tests/ops/test_large_offsets.py \
-    > "$OUT/large_offsets.log" 2>&1
-  grep -E "^FAILED|^ERROR|Error" "$OUT/large_offsets.log" | head -30; tail -1 "$OUT/large_offsets.log" ;;
+  compiled large_offsets.log 220 0 tests/ops/test_large_offsets.py ;;
 74)  # forty-sixth session, second call: the random sweep compiled (fuzz_ops --cuda), 67's memo probe and compiled linalg tests
   timeout 250 python3 scripts/fuzz_ops.py 46 220 --cuda 2>&1 | grep -v -i warn | tail -20 | tee "$OUT/fuzz_cuda.log"
   timeout 100 python3 scripts/sync_probe.py --spec 1024 2048 8192 2>&1 | grep -v -i warn | tee "$OUT/sync_probe.log"
-  timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
-    tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py > "$OUT/linalg_tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/linalg_tests.log" | head -20; tail -1 "$OUT/linalg_tests.log" ;;
+  compiled linalg_tests.log 200 8 $LINALG_TESTS ;;
 75)  # forty-sixth session, third call: the float32 short-K linear fix compiled, the linalg tests 74 cut short, fuzz again
-  timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py > "$OUT/linear.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/linear.log" | head; tail -1 "$OUT/linear.log"
-  timeout 180 python3 -m pytest -q -n 16 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
-    tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py > "$OUT/linalg_tests.log" 2>&1
-  grep -E "^FAILED|^ERROR" "$OUT/linalg_tests.log" | head -20; tail -1 "$OUT/linalg_tests.log"
+  compiled linear.log 150 8 tests/ops/test_linear.py
+  compiled linalg_tests.log 180 16 $LINALG_TESTS
   timeout 130 python3 scripts/fuzz_ops.py 50 110 --cuda 2>&1 | grep -v -i warn | tail -20 | tee "$OUT/fuzz_cuda.log" ;;
 76)  # forty-sixth session: test_linear compiled at the final plan; which compiled linalg tests 74 and 75 never
      # finished (both stopped at 93-97%), by name
-  timeout 60 python3 -m pytest -q -n 16 -p no:cacheprovider -rf --tb=short tests/ops/test_linear.py 2>&1 | tail -1
-  timeout 100 python3 -m pytest -v -n 16 -p no:cacheprovider -rf --tb=short tests/ops/test_linalg_lu.py \
-    tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py > "$OUT/linalg_v.log" 2>&1
-  python3 -m pytest -q --collect-only -p no:cacheprovider tests/ops/test_linalg_lu.py tests/ops/test_linalg_svd.py \
-    tests/ops/test_empty_inputs.py 2>/dev/null | grep :: > "$OUT/collected.txt"
+  compiled linear.log 60 16 tests/ops/test_linear.py
+  timeout 100 python3 -m pytest -v -n 16 -p no:cacheprovider -rf --tb=short $LINALG_TESTS > "$OUT/linalg_v.log" 2>&1
+  python3 -m pytest -q --collect-only -p no:cacheprovider $LINALG_TESTS 2>/dev/null | grep :: > "$OUT/collected.txt"
   grep -oE "tests/[^ ]+::[^ ]+" "$OUT/linalg_v.log" | sort -u > "$OUT/done.txt"
   grep -vxFf "$OUT/done.txt" "$OUT/collected.txt" | head -40; grep -E "FAILED|ERROR" "$OUT/linalg_v.log" | head ;;
 esac

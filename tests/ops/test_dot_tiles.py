@@ -15,8 +15,7 @@ def test_grouped_mm_blocks(monkeypatch):
     monkeypatch.setattr(grouped_mm, "INTERPRET", False)
     for rows in SIZES:
         for dt in (torch.float16, torch.bfloat16, torch.float32):
-            bm, bn, bk, warps, stages = grouped_mm.blocks(rows, dt)
-            assert bk >= 16 and bm >= 1 and bn >= 1, (rows, dt, bk)
+            assert grouped_mm.blocks(rows, dt)[2] >= 16, (rows, dt)
 
 
 def test_conv3d_blocks(monkeypatch):
