@@ -626,4 +626,10 @@ case "${1:-1}" in
   python3 -m pytest -q --collect-only -p no:cacheprovider $LINALG_TESTS 2>/dev/null | grep :: > "$OUT/collected.txt"
   grep -oE "tests/[^ ]+::[^ ]+" "$OUT/linalg_v.log" | sort -u > "$OUT/done.txt"
   grep -vxFf "$OUT/done.txt" "$OUT/collected.txt" | head -40; grep -E "FAILED|ERROR" "$OUT/linalg_v.log" | head ;;
+77)  # forty-seventh session, first call: 76, the prefill tail chunk's decode stages timed, eager training host
+     # time by function, the training suite's rows on the H200
+  bash "$0" 76
+  FASTPATH_LAUNCH_MEMO=0 timeout 120 python3 scripts/decode_stages_probe.py 2>&1 | grep -v -i warn | tee "$OUT/stages.log"
+  timeout 90 python3 scripts/host_profile.py --profile 2>&1 | grep -v -i warn > "$OUT/host_profile.log"; head -40 "$OUT/host_profile.log"
+  timeout 170 python3 -m fastpath.bench training --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | cut -c1-200 ;;
 esac
