@@ -632,4 +632,8 @@ case "${1:-1}" in
   FASTPATH_LAUNCH_MEMO=0 timeout 120 python3 scripts/decode_stages_probe.py 2>&1 | grep -v -i warn | tee "$OUT/stages.log"
   timeout 90 python3 scripts/host_profile.py --profile 2>&1 | grep -v -i warn > "$OUT/host_profile.log"; head -40 "$OUT/host_profile.log"
   timeout 170 python3 -m fastpath.bench training --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | cut -c1-200 ;;
+78)  # forty-seventh session, second call (two GPUs): 72, then float32 decode attention's tiles swept
+  bash "$0" 72
+  FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts timeout 300 python3 scripts/decode_fp32_probe.py 2>&1 \
+    | grep -v -i warn | tee "$OUT/fp32_probe.log" ;;
 esac
