@@ -37,9 +37,10 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from .._core.shapes import broadcast_shape
-from .matvec import _mm
+from .matvec import _mm_prec
 from .norm import round_to
 
+from . import attention_prefill as _prefill
 from .attention_prefill import kv_descriptors, prefill_attention, tma_ok
 
 LOG2E = 1.4426950408889634
@@ -85,7 +86,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
                    HAS_KVLEN: tl.constexpr, WINDOW: tl.constexpr, SPLIT: tl.constexpr,
                    DT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr,
                    BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PDL: tl.constexpr = 0,
-                   TMA: tl.constexpr = False):
+                   TMA: tl.constexpr = False, PREC: tl.constexpr = "ieee"):
     pdl_start(PDL)
     # Axis 0: (batch, KV head, row block) -- row r of a block is query head kvh * G + r // Lq,
     # query token r % Lq. Axis 1: the KV split. SPLIT: program (p, s) writes its partial to
@@ -144,7 +145,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
         else:
             kt = tl.load(k_base + offs_n[None, :].to(tl.int64) * skl + offs_d[:, None] * skd,
                          mask=dmask[:, None] & nmask[None, :], other=0.0).to(DT)
-        s = _mm(q, kt, DT) * qk_scale
+        s = _mm_prec(q, kt, DT, PREC) * qk_scale
         valid = (offs_n[None, :] >= lo_r[:, None]) & (offs_n[None, :] < hi_r[:, None]) & nmask[None, :]
         if HAS_MASK:
             mptrs = (mask_ptr + b.to(tl.int64) * smb + head[:, None] * smh + tok[:, None] * smq
@@ -167,7 +168,7 @@ def _decode_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, kvlen_ptr, out_ptr, ws_ptr, g_
         else:
             vt = tl.load(v_base + offs_n[:, None].to(tl.int64) * svl + offs_dv[None, :] * svd,
                          mask=nmask[:, None] & dvmask[None, :], other=0.0).to(DT)
-        acc = acc * alpha[:, None] + _mm(p, vt, DT)
+        acc = acc * alpha[:, None] + _mm_prec(p, vt, DT, PREC)
         m_i = m_new
     pdl_trigger(PDL)
 
@@ -339,7 +340,7 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         HAS_KVLEN=kv_len is not None,
         WINDOW=window is not None, SPLIT=split > 1,
         DT=tl.float32 if INTERPRET else TL_DTYPES[q.dtype],  # the interpreter's 16-bit tl.dot is unreliable
-        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, TMA=tma,
+        BLOCK_R=br, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, TMA=tma, PREC=_prefill.F32_PREC,
         num_warps=warps,
         **({"num_stages": stages} if stages else {}))
     if split > 1:

@@ -47,7 +47,7 @@ from .._core import alloc
 from .._core.backend import INTERPRET, TL_DTYPES, tl, tma_on, triton, use_triton
 from .._core.errors import KERNEL_DTYPES
 from .._core.launch import Launcher, cdiv, next_pow2
-from .matvec import _mm
+from .matvec import _mm_prec
 
 #: Head dimensions the kernel serves (others take :func:`reference_prefill_attention`).
 HEAD_DIMS = (64, 80, 96, 128, 256)
@@ -61,7 +61,7 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
                  skn, skd, svn, svd, blk_lo, blk_hi, b32, hk32,
                  MASKED: tl.constexpr, CAUSAL: tl.constexpr, HAS_WINDOW: tl.constexpr,
                  PAD_D: tl.constexpr, DT: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr,
-                 SOFTMAX: tl.constexpr):
+                 SOFTMAX: tl.constexpr, PREC: tl.constexpr):
     """Online-softmax update over key blocks ``blk_lo .. blk_hi - 1``. ``MASKED``: apply the
     full mask (boundary blocks); otherwise every key of these blocks is visible to every
     query of the tile and loads are masked only on a padded head dimension (``PAD_D``).
@@ -87,7 +87,7 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
                 kt = tl.load(k_ptrs, mask=dmask[:, None], other=0.0).to(DT)
             else:
                 kt = tl.load(k_ptrs).to(DT)
-        s = _mm(q, kt, DT)
+        s = _mm_prec(q, kt, DT, PREC)
         if SOFTMAX == 0:
             s = s * qk_scale  # log2 units
         if MASKED:
@@ -124,7 +124,7 @@ def _attn_blocks(acc, m_i, l_i, q, k_base, v_base, offs_m, offs_d, dmask, kv_end
             vt = tl.load(v_ptrs, mask=dmask[None, :], other=0.0).to(DT)
         else:
             vt = tl.load(v_ptrs).to(DT)
-        acc = acc + _mm(p, vt, DT)
+        acc = acc + _mm_prec(p, vt, DT, PREC)
     return acc, m_i, l_i
 
 
@@ -134,7 +134,7 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
                     HEAD_D: tl.constexpr, BLOCK_D: tl.constexpr, PAD_D: tl.constexpr, CAUSAL: tl.constexpr,
                     HAS_KVLEN: tl.constexpr, HAS_WINDOW: tl.constexpr, DT: tl.constexpr,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TMA: tl.constexpr = False,
-                    SOFTMAX: tl.constexpr = 0, HEADS_FIRST: tl.constexpr = False):
+                    SOFTMAX: tl.constexpr = 0, HEADS_FIRST: tl.constexpr = False, PREC: tl.constexpr = "ieee"):
     # grid: (Hq, B, query tiles) with HEADS_FIRST, else (query tiles, Hq, B); blocks start in
     # grid order (x fastest), so HEADS_FIRST starts every head's longest causal tile first.
     if HEADS_FIRST:
@@ -198,13 +198,13 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kvlen_ptr, Lq, Lk, group, window
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, blk_lo, full_blk_lo, b32, hk32,
-                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX)
+                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX, PREC)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, full_blk_lo, full_blk_hi, b32, hk32,
-                                 False, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX)
+                                 False, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX, PREC)
     acc, m_i, l_i = _attn_blocks(acc, m_i, l_i, q, k_base, v_base, pos_m, offs_d, dmask, kv_end, window,
                                  qk_scale, skn, skd, svn, svd, full_blk_hi, blk_hi, b32, hk32,
-                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX)
+                                 True, CAUSAL, HAS_WINDOW, PAD_D, DT, BLOCK_N, TMA, SOFTMAX, PREC)
     # Rows with no visible key: l = 0 and acc = 0, stored as zeros.
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
     o_ptrs = o_ptr + b * sob + h * soh + offs_m.to(tl.int64)[:, None] * som + offs_d[None, :] * sod
@@ -238,6 +238,10 @@ USE_TMA = True
 HEADS_FIRST = True
 #: The kernel's ``SOFTMAX`` variant where ``scale > 0`` (0 elsewhere): see :func:`_attn_blocks`.
 SOFTMAX_MODE = 1
+#: float32 inputs' dots (here and in :mod:`.attention`'s decode kernel): "tf32x3" (three TF32
+#: tensor-core passes, float32-level accuracy, as the chunked gated delta rule and the blocked
+#: triangular solves) or "ieee" (exact float32 products on the FMA units; ROCm).
+F32_PREC = "ieee" if torch.version.hip is not None else "tf32x3"
 
 
 def kv_descriptors(k: torch.Tensor, v: torch.Tensor, block_n: int, block_d: int, block_dv: int) -> tuple:
@@ -328,7 +332,7 @@ def _launch(q, k, v, causal, scale, kv_len, window, q_offset=0):
              *q.stride(), *k.stride(), *v.stride(), *out.stride(),
              HEAD_D=D, BLOCK_D=next_pow2(D), PAD_D=next_pow2(D) != D, CAUSAL=bool(causal), HAS_KVLEN=kv_len is not None,
              HAS_WINDOW=window is not None, DT=dt, BLOCK_M=bm, BLOCK_N=bn, TMA=tma,
-             SOFTMAX=SOFTMAX_MODE if scale > 0 else 0, HEADS_FIRST=heads_first,
+             SOFTMAX=SOFTMAX_MODE if scale > 0 else 0, HEADS_FIRST=heads_first, PREC=F32_PREC,
              num_warps=warps, num_stages=stages)
     return out
 

@@ -79,6 +79,16 @@ def _mm(a, b, DT: tl.constexpr):
 
 
 @triton.jit
+def _mm_prec(a, b, DT: tl.constexpr, PREC: tl.constexpr):
+    """:func:`_mm` with float32 products as ``PREC`` ("ieee": exact, on the FMA units;
+    "tf32x3": three TF32 tensor-core passes, float32-level accuracy)."""
+    if DT == tl.float32:
+        return tl.dot(a, b, input_precision=PREC)
+    else:
+        return tl.dot(a.to(DT), b)
+
+
+@triton.jit
 def _pow2_scale(v):
     """Per row of ``v`` (float32): powers of two ``(s, 1/s)`` with ``max|row| / s`` in
     ``[2^14, 2^15)``. ``v / s`` of bfloat16 values is exact in float16 (bar elements below
