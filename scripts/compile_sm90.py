@@ -247,6 +247,7 @@ def _compile_one(item, full: bool = True, smem: bool = False):
         consts = {**consts, (list(sig).index("PDL"),): int(os.environ["COMPILE_PDL"])}
     mod, fname = name.rsplit(".", 1)
     fn = getattr(importlib.import_module(mod), fname)
+    sig_names = list(sig)
     src, target = ASTSource(fn, sig, constexprs=consts, attrs=attrs), GPUTarget("cuda", 90, 32)
     from triton.compiler import compiler as tc
     if not all(hasattr(tc, n) for n in ("make_backend", "ir")):  # another Triton's internals: all the way
@@ -259,7 +260,8 @@ def _compile_one(item, full: bool = True, smem: bool = False):
     except Exception as exc:  # noqa: BLE001 - reported by the parent
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}"
     if smem and shared > SMEM_LIMIT:
-        return f"OutOfResources at launch: {shared} B of shared memory, {SMEM_LIMIT} on sm_90 ({opts})"
+        named = {sig_names[k[0]]: v for k, v in consts.items() if len(k) == 1 and sig_names[k[0]].isupper()}
+        return f"OutOfResources at launch: {shared} B of shared memory, {SMEM_LIMIT} on sm_90 ({opts}; {named})"
     return None
 
 

@@ -1,5 +1,5 @@
 """float32 attention: the decode kernel's dot precision (``attention_prefill.F32_PREC``: exact
-``ieee`` products or ``tf32x3``) and row and key tiles (``attention.MAX_ROWS``,
+``ieee`` products or ``tf32x3``) and row and key tiles (``attention.MAX_ROWS_F32``,
 ``attention.BLOCK_N``) swept next to ``F.scaled_dot_product_attention`` on the same inputs, then
 causal prefill at both precisions. Motivated by the prefill tail chunk at 16/2 heads of 256 taking ~880 us in
 float32 against ~31 us in bfloat16 (scripts/decode_stages_probe.py, H100). Times: medians of
@@ -33,7 +33,8 @@ def main():
         cells = [torch_cell(q, k, v, mask, ref)]
         for prec, rows, bn in VARIANTS:
             try:
-                with knobs(attention, MAX_ROWS=rows, BLOCK_N=bn), knobs(attention_prefill, F32_PREC=prec):
+                tiles = knobs(attention, MAX_ROWS=rows, MAX_ROWS_F32=rows, BLOCK_N=bn)
+                with tiles, knobs(attention_prefill, F32_PREC=prec):
                     err = (sdpa(q, k, v, attn_mask=mask, enable_gqa=True).double() - ref).abs().max().item()
                     us = graph_us(lambda: sdpa(q, k, v, attn_mask=mask, enable_gqa=True))
                 cells.append(f"{us:.1f} ({err:.0e})")

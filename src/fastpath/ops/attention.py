@@ -234,6 +234,9 @@ MAX_HEAD_DIM = 256
 #: Rows (query heads of a group x query tokens) per program; more rows take more programs.
 #: The interpreter uses small blocks so that CI covers several row blocks, KV blocks and splits.
 MAX_ROWS = 32 if INTERPRET else 64
+#: The same for float32 inputs: their tf32x3 dots keep more tiles in shared memory (sm_90 offline
+#: compiles, triton 3.6: 64 rows of 256 need 262-270 KB of the 227 KB a block may take).
+MAX_ROWS_F32 = 32
 #: KV splits: about PROGRAMS_PER_SM programs a multiprocessor, each over at least
 #: MIN_KV_PER_SPLIT keys, at most MAX_SPLITS. H200 sweep (scripts/tune_attention.py, 32/8 heads of 128, graph):
 #: from 2 programs an SM and 256 keys, 1K / 8K / 32K keys 9.2 / 23.8 / 48.7 us -> 9.0 / 18.8 / 42.8
@@ -273,7 +276,7 @@ USE_TMA = True
 def _decode_blocks(D: int, DV: int, rows: int, itemsize: int = 2) -> tuple:
     """(BLOCK_R, BLOCK_N, BLOCK_D, BLOCK_DV, num_warps); plain int math."""
     bd, bdv = max(16, next_pow2(D)), max(16, next_pow2(DV))
-    br = min(MAX_ROWS, max(16, next_pow2(rows)))
+    br = min(MAX_ROWS if itemsize < 4 else MAX_ROWS_F32, max(16, next_pow2(rows)))
     # KV tiles of up to 32 KB (128 keys of 128 bf16; three pipeline stages of K and V fit)
     bn = 16 if INTERPRET else BLOCK_N or min(128, 32768 // (max(bd, bdv) * itemsize))
     warps = 8 if br * max(bd, bdv) >= 64 * 128 else 4
@@ -285,10 +288,11 @@ def _decode_stages(br: int, itemsize: int, has_mask: bool) -> Optional[int]:
     and V tiles fill 192 KB; a 64-row program's other buffers bring that to 229 KB, and a mask tile
     (or, in float32, the causal / kv_len / window / gate terms) past the 227 KB of shared memory an
     H100 / H200 block may take (sm_90 offline compiles, triton 3.6: up to 245816 B, an
-    ``OutOfResources`` at launch). Those programs take two stages (at most 172312 B compiled)."""
+    ``OutOfResources`` at launch). Those programs take two stages (at most 172312 B compiled), as do
+    float32 ones: their tf32x3 dots need up to 270 KB at three stages (32 rows of 256)."""
     if NUM_STAGES:
         return NUM_STAGES
-    return 2 if br >= 64 and (has_mask or itemsize >= 4) else None
+    return 2 if itemsize >= 4 or (br >= 64 and has_mask) else None
 
 
 def decode_split(span: int, programs: int, device: torch.device, block_n: int, max_splits: int = 0) -> int:
