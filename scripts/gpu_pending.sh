@@ -638,7 +638,7 @@ case "${1:-1}" in
     | grep -v -i warn | tee "$OUT/fp32_probe.log" ;;
 79)  # forty-seventh session, third call: float32 attention through tf32x3 dots (attention_prefill.F32_PREC):
      # the attention tests compiled, then the precisions and tiles swept against torch
-  compiled attention.log 200 8 tests/ops/test_attention.py tests/ops/test_attention_prefill.py
+  compiled attention.log 280 16 tests/ops/test_attention.py tests/ops/test_attention_prefill.py tests/models tests/engine
   FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts timeout 300 python3 scripts/decode_fp32_probe.py 2>&1 \
     | grep -v -i warn | tee "$OUT/fp32_probe.log" ;;
 esac
