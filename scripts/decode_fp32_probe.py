@@ -1,9 +1,10 @@
 """float32 attention: the decode kernel's dot precision (``attention_prefill.F32_PREC``: exact
-``ieee`` products or ``tf32x3``) and row and key tiles (``attention.MAX_ROWS_F32``,
-``attention.BLOCK_N``) swept next to ``F.scaled_dot_product_attention`` on the same inputs, then
-causal prefill at both precisions. Motivated by the prefill tail chunk at 16/2 heads of 256 taking ~880 us in
-float32 against ~31 us in bfloat16 (scripts/decode_stages_probe.py, H100). Times: medians of
-CUDA-graph replays of 20 calls (us a call); errors against a float64 SDPA.
+``ieee`` products or ``tf32x3``), row and key tiles (``attention.MAX_ROWS_F32``,
+``attention.BLOCK_N``) and split length (``attention.MIN_KV_PER_SPLIT``) swept next to
+``F.scaled_dot_product_attention`` on the same inputs, then causal prefill at both precisions.
+Motivated by the prefill tail chunk at 16/2 heads of 256 taking ~880 us in float32 against
+~31 us in bfloat16 (scripts/decode_stages_probe.py, H100). Times: medians of CUDA-graph replays
+of 20 calls (us a call); errors (max abs) against a float64 SDPA.
 
     PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/decode_fp32_probe.py
 """
@@ -16,24 +17,28 @@ from fastpath.ops.attention import scaled_dot_product_attention as sdpa
 
 from decode_stages_probe import graph_us
 
-VARIANTS = (("ieee", 64, None), ("tf32x3", 64, None), ("tf32x3", 32, None), ("tf32x3", 16, None),
-            ("tf32x3", 32, 16), ("tf32x3", 16, 16))
+#: (precision, rows, key tile (None: the plan's), fewest keys a split (None: the plan's))
+VARIANTS = (("ieee", 64, None, None), ("ieee", 16, None, None), ("tf32x3", 32, None, None),
+            ("tf32x3", 16, None, None), ("tf32x3", 16, 16, None), ("tf32x3", 32, None, 32),
+            ("tf32x3", 16, None, 32))
 SHAPES = ((16, 2, 256, 1, 528), (16, 2, 256, 5, 528), (16, 2, 256, 16, 528), (16, 2, 256, 1, 8192),
           (32, 8, 128, 1, 528), (32, 8, 128, 16, 528), (32, 8, 128, 1, 8192))
 
 
 def main():
     dev = torch.device("cuda")
-    print("heads q/kv D T keys | torch (err) | " + " | ".join(f"{p} rows {r} keys {n}" for p, r, n in VARIANTS))
+    names = (f"{p} rows {r} keys {n} split {m}" for p, r, n, m in VARIANTS)
+    print("heads q/kv D T keys | torch (err) | " + " | ".join(names))
     for hq, hkv, D, T, S in SHAPES:
         g = torch.Generator(device=dev).manual_seed(0)
         q, k, v = (torch.randn(1, h, n, D, device=dev, generator=g) for h, n in ((hq, T), (hkv, S), (hkv, S)))
         mask = torch.ones(T, S, dtype=torch.bool, device=dev).tril(S - T) if T > 1 else None
         ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask, enable_gqa=True)
         cells = [torch_cell(q, k, v, mask, ref)]
-        for prec, rows, bn in VARIANTS:
+        for prec, rows, bn, min_kv in VARIANTS:
             try:
-                tiles = knobs(attention, MAX_ROWS=rows, MAX_ROWS_F32=rows, BLOCK_N=bn)
+                tiles = knobs(attention, MAX_ROWS=rows, MAX_ROWS_F32=rows, BLOCK_N=bn,
+                              MIN_KV_PER_SPLIT=min_kv or attention.MIN_KV_PER_SPLIT)
                 with tiles, knobs(attention_prefill, F32_PREC=prec):
                     err = (sdpa(q, k, v, attn_mask=mask, enable_gqa=True).double() - ref).abs().max().item()
                     us = graph_us(lambda: sdpa(q, k, v, attn_mask=mask, enable_gqa=True))
