@@ -235,14 +235,20 @@ MAX_HEAD_DIM = 256
 #: The interpreter uses small blocks so that CI covers several row blocks, KV blocks and splits.
 MAX_ROWS = 32 if INTERPRET else 64
 #: The same for float32 inputs: their tf32x3 dots keep more tiles in shared memory (sm_90 offline
-#: compiles, triton 3.6: 64 rows of 256 need 262-270 KB of the 227 KB a block may take).
-MAX_ROWS_F32 = 32
+#: compiles, triton 3.6: 64 rows of 256 need 262-270 KB of the 227 KB a block may take). H200
+#: (scripts/decode_fp32_probe.py, 6d7ee66; graph, 528 keys): 16/2 heads of 256, 5 query tokens
+#: (40 rows) 53.0 us at 32 rows, 25.4 at 16; 32/8 heads of 128, 16 tokens 21.5 -> 15.4.
+MAX_ROWS_F32 = 16
 #: KV splits: about PROGRAMS_PER_SM programs a multiprocessor, each over at least
 #: MIN_KV_PER_SPLIT keys, at most MAX_SPLITS. H200 sweep (scripts/tune_attention.py, 32/8 heads of 128, graph):
 #: from 2 programs an SM and 256 keys, 1K / 8K / 32K keys 9.2 / 23.8 / 48.7 us -> 9.0 / 18.8 / 42.8
 #: with 1 program an SM; 2 programs an SM under the 16-split cap leave those batch-1 plans as
 #: they are and give batch 8 x 32K keys 5 splits instead of 3 (87% -> 90% of copy, d69b353).
 MIN_KV_PER_SPLIT = 32 if INTERPRET else 128
+#: float32 inputs: MIN_KV_PER_SPLIT_F32 (their programs are slower a key). H200, float32 at 528 / 8192
+#: keys (scripts/decode_fp32_probe.py, 6d7ee66), 16 rows: 32/8 heads of 128, one token 13.0 -> 8.8 us,
+#: 16 tokens 15.4 -> 15.8; 16/2 heads of 256, 1 / 5 / 16 tokens 21.7 / 25.4 / 25.4 -> 14.0 / 15.8 / 17.1.
+MIN_KV_PER_SPLIT_F32 = 32
 PROGRAMS_PER_SM = 2
 MAX_SPLITS = 16
 #: Splits are combined by ``_decode_combine_kernel`` (BLOCK_DV / COMBINE_BLOCK programs a group, a
@@ -295,15 +301,17 @@ def _decode_stages(br: int, itemsize: int, has_mask: bool) -> Optional[int]:
     return 2 if itemsize >= 4 or (br >= 64 and has_mask) else None
 
 
-def decode_split(span: int, programs: int, device: torch.device, block_n: int, max_splits: int = 0) -> int:
+def decode_split(span: int, programs: int, device: torch.device, block_n: int, max_splits: int = 0,
+                 min_kv: int = 0) -> int:
     """KV splits for ``programs`` (batch x KV head x row block) programs over ``span`` keys:
-    enough for about ``PROGRAMS_PER_SM`` programs per multiprocessor, at least
-    ``MIN_KV_PER_SPLIT`` keys each, at most ``max_splits`` (0: ``MAX_SPLITS``)."""
+    enough for about ``PROGRAMS_PER_SM`` programs per multiprocessor, at least ``min_kv``
+    (0: ``MIN_KV_PER_SPLIT``) keys each, at most ``max_splits`` (0: ``MAX_SPLITS``)."""
     if SPLIT_OVERRIDE is not None:
         split = SPLIT_OVERRIDE
     else:
         target = PROGRAMS_PER_SM * num_sms(device)
-        split = min(cdiv(target, max(programs, 1)), max(1, span // MIN_KV_PER_SPLIT), max_splits or MAX_SPLITS)
+        least = min_kv or MIN_KV_PER_SPLIT
+        split = min(cdiv(target, max(programs, 1)), max(1, span // least), max_splits or MAX_SPLITS)
     return max(1, min(split, cdiv(max(span, 1), block_n)))
 
 
@@ -321,7 +329,8 @@ def _decode(q, k, v, mask, kv_len, out, causal: bool, scale: float, window: Opti
         span = min(Lk, Lq)
     elif window is not None:
         span = min(Lk, window)
-    split = decode_split(span, programs, q.device, bn, MAX_SPLITS_WIDE if bdv >= 256 else MAX_SPLITS)
+    split = decode_split(span, programs, q.device, bn, MAX_SPLITS_WIDE if bdv >= 256 else MAX_SPLITS,
+                         MIN_KV_PER_SPLIT_F32 if k.element_size() >= 4 else 0)
     dummy = out
     kd, vd, tma = k, v, USE_TMA and tma_ok(k, v)
     if tma:
