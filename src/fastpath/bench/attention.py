@@ -1,5 +1,6 @@
 """attention suite: fastpath.scaled_dot_product_attention against
-``F.scaled_dot_product_attention(..., enable_gqa=True)`` on the same bf16 inputs.
+``F.scaled_dot_product_attention(..., enable_gqa=True)`` on the same bf16 inputs (and float32 at
+Llama-3-8B's heads: decode at 8K keys, causal prefill of 2048 tokens).
 
 * ``decode``: one query token per sequence over a KV cache (the split-KV kernel), Llama-3-8B
   heads (32 query / 8 key-value heads, head dim 128) at 1K, 8K and 32K keys, batch 1 and 8;
@@ -66,6 +67,15 @@ def cases() -> list:
             target=target, graphs=True, quick=(B, KV, d) == (1, 1024, D)))
     out.append(Case(
         suite="attention", name="prefill causal", shape=(1, H, Hkv, 4096, 4096, D), dtype="bfloat16",
+        ours=functools.partial(_ours, is_causal=True), native=functools.partial(_native, is_causal=True),
+        check=close_check, nbytes=_bytes, cpu_shape=(1, 4, 2, 67, 67, 16), make=_inputs))
+    # float32 (three TF32 passes a dot, attention_prefill.F32_PREC): decode and prefill
+    out.append(Case(
+        suite="attention", name="decode", shape=(1, H, Hkv, 1, 8192, D), dtype="float32",
+        ours=_ours, native=_native, check=close_check, nbytes=_bytes, cpu_shape=(1, 4, 1, 1, 130, 16),
+        make=_inputs, graphs=True))
+    out.append(Case(
+        suite="attention", name="prefill causal", shape=(1, H, Hkv, 2048, 2048, D), dtype="float32",
         ours=functools.partial(_ours, is_causal=True), native=functools.partial(_native, is_causal=True),
         check=close_check, nbytes=_bytes, cpu_shape=(1, 4, 2, 67, 67, 16), make=_inputs))
     return out
