@@ -8,18 +8,19 @@ rejects (a helper's default string argument, in triton 3.6, broke the blocked LU
 every CPU test passed).
 
     PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py \
-        [linalg|linalg-lu|linalg-rest|batch_norm|all|tests:PATH]
+        [linalg|linalg-lu|linalg-rest|batch_norm|all|attention|linalg-gpu|tests:PATH]
 
 (``tests:tests/ops``: every launch of that part of the test suite. ``COMPILE_PDL=N``: kernels
 with a ``PDL`` constexpr compile with that PDL mode, where the interpreter records 0.)
 
-``attention`` records with the GPU's plans instead (each module's INTERPRET off, the backend
-answering as an H200: 132 SMs, capability 9.0, TMA and fp8 on), compiles every variant to a
-cubin and fails any that needs more shared memory than an sm_90 block may take (SMEM_LIMIT;
-Triton raises ``OutOfResources`` at launch there): the decode kernel's 64-row programs with a
-mask needed up to 245816 B at three stages.
+``attention`` and ``linalg-gpu`` (the linear-algebra bench's issue-sized calls) record with the
+GPU's plans instead (each module's INTERPRET off, the backend answering as an H200: 132 SMs,
+capability 9.0, TMA and fp8 on), compile every variant to a cubin and fail any that needs more
+shared memory than an sm_90 block may take (SMEM_LIMIT; Triton raises ``OutOfResources`` at
+launch there): the decode kernel's 64-row programs with a mask needed up to 245816 B at three
+stages.
 
-(It runs itself again, with TRITON_INTERPRET=1 but for ``attention``, to record the launches, then compiles them;
+(It runs itself again, with TRITON_INTERPRET=1 but for the GPU-plan parts, to record the launches, then compiles them;
 ``RECORD_PYTHONPATH`` replaces PYTHONPATH for that run, e.g. ``src`` to record with the
 installed Triton's interpreter and compile with another Triton.)
 
@@ -133,6 +134,38 @@ def run_calls(which: str) -> None:
         for dt in (torch.float32, torch.float64):
             la.qr(torch.randn(1, 300, 300, generator=g, dtype=dt))
         qb.rows_per_program, qb.SPIN = saved
+    if which == "linalg-gpu":  # the bench's issue-sized calls with the GPU's plans (kernels not run:
+        # host loops see garbage, so a call that reads a result back may raise; what it launched is kept)
+        L_ = fastpath.linalg
+
+        def R(*s, dt=torch.float32):
+            return torch.randn(*s, generator=g, dtype=dt)
+        calls = [("inv 4x4", lambda: L_.inv_ex(R(4096, 4, 4))), ("inv 3x3", lambda: L_.inv_ex(R(4096, 3, 3))),
+                 ("inv 16x16", lambda: L_.inv_ex(R(4096, 16, 16))),
+                 ("inv 16x16 c64", lambda: L_.inv_ex(R(4096, 16, 16, dt=torch.complex64))),
+                 ("det 4x4", lambda: L_.det(R(4096, 4, 4))), ("svd 8x8", lambda: L_.svd(R(1000, 8, 8))),
+                 ("pinv 8x8", lambda: L_.pinv(R(1000, 8, 8))), ("qr 32x32", lambda: L_.qr(R(1000, 32, 32))),
+                 ("qr 64x256x256", lambda: L_.qr(R(64, 256, 256))), ("qr 2048", lambda: L_.qr(R(1, 2048, 2048))),
+                 ("solve_triangular 4096x512",
+                  lambda: L_.solve_triangular(R(1, 4096, 4096).triu() + 64 * torch.eye(4096), R(1, 4096, 512),
+                                              upper=True))]
+        for dt in (torch.float32, torch.complex64):
+            calls += [(f"lu_factor 64x256 {dt}", lambda dt=dt: L_.lu_factor_ex(R(64, 256, 256, dt=dt))),
+                      (f"lu_solve 64x256 {dt}", lambda dt=dt: L_.lu_solve(R(64, 256, 256, dt=dt),
+                                                                          torch.ones(64, 256, dtype=torch.int32),
+                                                                          R(64, 256, 256, dt=dt))),
+                      (f"lu_solve k=1 {dt}", lambda dt=dt: L_.lu_solve(R(64, 256, 256, dt=dt),
+                                                                       torch.ones(64, 256, dtype=torch.int32),
+                                                                       R(64, 256, 1, dt=dt)))]
+        calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
+        for name, call in calls:
+            before = len(_SEEN)
+            try:
+                call()
+                how = "ok"
+            except Exception as exc:  # noqa: BLE001 - garbage results; the launches are what counts
+                how = f"{type(exc).__name__} after its launches"
+            print(f"recorded {name}: {len(_SEEN) - before} new variants ({how})", file=sys.stderr, flush=True)
     if which == "attention":  # decode programs of 64 rows (group x query tokens) and prefill at D 256
         from fastpath.models.transformer import chunk_attention
         E = torch.empty
@@ -179,7 +212,7 @@ def record(which: str, path: str) -> None:
 
 
 #: Parts recorded with the GPU's plans, every variant compiled to a cubin and its shared memory checked.
-GPU_PLANS = ("attention",)
+GPU_PLANS = ("attention", "linalg-gpu")
 #: Shared memory one block may take on sm_90 (H100 / H200: 227 KB).
 SMEM_LIMIT = 232448
 
@@ -236,7 +269,8 @@ def _lower(src, target, opts, last: str) -> None:
 
 def _compile_one(item, full: bool = True, smem: bool = False):
     """(Worker) compile one recorded variant for sm_90 (``full``: to a cubin, else to TTGIR):
-    None, or the error (``smem``: also shared memory past SMEM_LIMIT)."""
+    ``(error or None, shared memory bytes or None)`` (``smem``: shared memory past SMEM_LIMIT is
+    an error too)."""
     import importlib
 
     import triton
@@ -255,14 +289,14 @@ def _compile_one(item, full: bool = True, smem: bool = False):
     try:
         if not full:
             _lower(src, target, opts, "ttgir")
-            return None
+            return None, None
         shared = triton.compile(src, target=target, options=opts).metadata.shared
     except Exception as exc:  # noqa: BLE001 - reported by the parent
-        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}"
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", None
     if smem and shared > SMEM_LIMIT:
         named = {sig_names[k[0]]: v for k, v in consts.items() if len(k) == 1 and sig_names[k[0]].isupper()}
-        return f"OutOfResources at launch: {shared} B of shared memory, {SMEM_LIMIT} on sm_90 ({opts}; {named})"
-    return None
+        return f"OutOfResources at launch: {shared} B of shared memory, {SMEM_LIMIT} on sm_90 ({opts}; {named})", shared
+    return None, shared
 
 
 def main() -> int:
@@ -297,24 +331,29 @@ def main() -> int:
     pool = ctx.Pool(1)
     full_all = os.environ.get("COMPILE_FULL") == "1" or gpu
     compiled: set = set()  # kernels one variant of which went through to a cubin
+    most = (0, "")  # the largest shared memory a compiled variant takes, and its kernel
     for item in seen:
         name = item[0]
         full = full_all or name not in compiled
         compiled.add(name)
         t0 = time.perf_counter()
         try:
-            err = pool.apply_async(_compile_one, (item, full, gpu)).get(timeout=TIMEOUT_S)
+            err, shared = pool.apply_async(_compile_one, (item, full, gpu)).get(timeout=TIMEOUT_S)
         except mp.TimeoutError:  # Triton's passes can loop on a shape: report it, go on
             pool.terminate()
             pool = ctx.Pool(1)
-            err = f"no result after {TIMEOUT_S} s"
+            err, shared = f"no result after {TIMEOUT_S} s", None
         if err:
             bad += 1
             print(f"FAIL  {name}: {err}", flush=True)
         else:
-            print(f"ok    {name} ({'cubin' if full else 'ttgir'}, {time.perf_counter() - t0:.1f} s)", flush=True)
+            size = f", {shared} B shared" if shared is not None else ""
+            print(f"ok    {name} ({'cubin' if full else 'ttgir'}{size}, {time.perf_counter() - t0:.1f} s)", flush=True)
+        if shared is not None:
+            most = max(most, (shared, name))
     pool.terminate()
-    print(f"triton {triton.__version__}: {len(seen) - bad}/{len(seen)} kernel variants compile for sm_90")
+    print(f"triton {triton.__version__}: {len(seen) - bad}/{len(seen)} kernel variants compile for sm_90"
+          + (f"; most shared memory: {most[0]} B ({most[1]})" if most[1] else ""))
     return 1 if bad else 0
 
 
