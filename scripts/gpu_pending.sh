@@ -647,4 +647,6 @@ case "${1:-1}" in
     | grep -v -i warn | tee "$OUT/fp32_probe.log"
   [ -n "${BENCH:-}" ] && timeout 150 python3 -m fastpath.bench attention --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -v -i warn | cut -c1-200 ;;
+81)  # forty-seventh session, for the next: float32 linear (1-64 rows) and fused_experts against torch (exact dots)
+  PYTHONPATH=$PYTHONPATH:scripts timeout 200 python3 scripts/fp32_dots_probe.py 2>&1 | grep -v -i warn | tee "$OUT/fp32_dots.log" ;;
 esac

@@ -1,0 +1,72 @@
+"""float32 through the other kernels whose dots are exact (``matvec._mm``: ``ieee`` products on
+the FMA units): ``linear`` at 1-64 rows and ``fused_experts`` at mixture-of-experts decode
+shapes, against PyTorch on the same inputs (``F.linear``; for the experts, transformers'
+default loop: each selected expert's tokens through two ``F.linear`` calls, since
+``torch._grouped_mm`` takes 16-bit operands). Float32 attention was up to 23x slower than
+PyTorch with exact dots and became 2.6-9x faster with ``tf32x3`` (scripts/decode_fp32_probe.py);
+this says whether these need the same. Times: medians of CUDA-graph replays of 20 calls (us a
+call); errors: relative (norm) to float64.
+
+    PYTHONPATH=src:scripts python3 scripts/fp32_dots_probe.py
+"""
+import torch
+import torch.nn.functional as F
+
+import fastpath
+from fastpath.ops.moe import fused_experts
+
+from decode_stages_probe import graph_us
+
+
+def rel(a, b):
+    return ((a.double() - b).norm() / b.norm()).item()
+
+
+def row(name, ours, native, exact):
+    e_o, e_t = rel(ours(), exact), rel(native(), exact)
+    t_o, t_t = graph_us(ours), graph_us(native)
+    print(f"{name:<40} ours {t_o:9.1f} us ({e_o:.0e})  torch {t_t:9.1f} us ({e_t:.0e})  torch/ours {t_t / t_o:5.2f}x",
+          flush=True)
+
+
+def main():
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(0)
+    for n, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
+        w = torch.randn(n, k, device=dev, generator=g) / k ** 0.5
+        for m in (1, 4, 16, 64):
+            x = torch.randn(m, k, device=dev, generator=g)
+            row(f"linear {m}x{k}x{n}", lambda: fastpath.linear(x, w), lambda: F.linear(x, w),
+                x.double() @ w.double().T)
+    # Qwen3-30B-A3B's experts (128 of 768 x 2048), top-8, one token and 8 tokens
+    E, H, I, top = 128, 2048, 768, 8
+    gu = torch.randn(E, 2 * I, H, device=dev, generator=g) / H ** 0.5
+    dn = torch.randn(E, H, I, device=dev, generator=g) / I ** 0.5
+    for t in (1, 8):
+        x = torch.randn(t, H, device=dev, generator=g)
+        ids = torch.stack([torch.randperm(E, device=dev, generator=g)[:top] for _ in range(t)]).int()
+        wts = torch.softmax(torch.randn(t, top, device=dev, generator=g), -1)
+
+        # transformers' default experts loop: each selected expert's tokens through two F.linear calls
+        plan = []
+        for e in ids.unique().tolist():
+            tok, slot = (ids == e).nonzero(as_tuple=True)
+            plan.append((e, tok, slot))
+
+        def native():
+            out = torch.zeros(t, H, device=dev)
+            for e, tok, slot in plan:
+                h = F.linear(x[tok], gu[e])
+                y = F.linear(F.silu(h[:, :I]) * h[:, I:], dn[e])
+                out.index_add_(0, tok, y * wts[tok, slot, None])
+            return out
+        xs, gus, dns = x.double(), gu.double(), dn.double()
+        hh = torch.bmm(gus[ids.flatten().long()], xs.repeat_interleave(top, 0)[:, :, None])[:, :, 0]
+        yy = torch.bmm(dns[ids.flatten().long()], (F.silu(hh[:, :I]) * hh[:, I:])[:, :, None])[:, :, 0]
+        ref = (yy.view(t, top, H) * wts.double()[:, :, None]).sum(1)
+        row(f"fused_experts {t} token(s), 128 x 768 x 2048",
+            lambda: fused_experts(x, ids, wts, gu, dn), native, ref)
+
+
+if __name__ == "__main__":
+    main()
