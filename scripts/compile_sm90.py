@@ -213,8 +213,15 @@ def record(which: str, path: str) -> None:
 
 #: Parts recorded with the GPU's plans, every variant compiled to a cubin and its shared memory checked.
 GPU_PLANS = ("attention", "linalg-gpu")
-#: Shared memory one block may take on sm_90 (H100 / H200: 227 KB).
-SMEM_LIMIT = 232448
+#: The GPU the GPU-plan parts answer as (``COMPILE_ARCH``, default 90): (capability, multiprocessors,
+#: fp8 tensor cores, shared memory one block may take). 90: H100 / H200; 89: RTX 4090 / L40S (Ada);
+#: 86: RTX 3090 / A10 (Ampere); 80: A100.
+ARCHES = {90: ((9, 0), 132, True, 232448), 89: ((8, 9), 128, True, 101376), 86: ((8, 6), 82, False, 101376),
+          80: ((8, 0), 108, False, 166912)}
+ARCH = int(os.environ.get("COMPILE_ARCH", "90"))
+if ARCH not in ARCHES:
+    raise SystemExit(f"COMPILE_ARCH: expected one of {sorted(ARCHES)}, got {ARCH}")
+SMEM_LIMIT = ARCHES[ARCH][3]
 
 
 def _as_gpu() -> None:
@@ -225,8 +232,9 @@ def _as_gpu() -> None:
 
     from fastpath._core import backend as B
     import fastpath.ops
-    fake = dict(triton_reason=lambda d: None, num_sms=lambda d: 132, capability=lambda i: (9, 0),
-                tma_capable=lambda i: True, tma_on=lambda d: True, fp8_hardware=lambda d: True,
+    cap, sms, fp8, _ = ARCHES[ARCH]
+    fake = dict(triton_reason=lambda d: None, num_sms=lambda d: sms, capability=lambda i: cap,
+                tma_capable=lambda i: cap >= (9, 0), tma_on=lambda d: cap >= (9, 0), fp8_hardware=lambda d: fp8,
                 pdl_on=lambda i: False)
     for m in pkgutil.walk_packages(fastpath.ops.__path__, "fastpath.ops."):
         importlib.import_module(m.name)
@@ -269,8 +277,9 @@ def _lower(src, target, opts, last: str) -> None:
 
 def _compile_one(item, full: bool = True, smem: bool = False):
     """(Worker) compile one recorded variant for sm_90 (``full``: to a cubin, else to TTGIR):
-    ``(error or None, shared memory bytes or None)`` (``smem``: shared memory past SMEM_LIMIT is
-    an error too)."""
+    ``(error or None, shared memory bytes or None, pipeline stages)`` (``smem``: shared memory past
+    SMEM_LIMIT is compiled again with fewer stages, as fastpath's Launcher does at launch, and
+    is an error at one stage)."""
     import importlib
 
     import triton
@@ -282,21 +291,25 @@ def _compile_one(item, full: bool = True, smem: bool = False):
     mod, fname = name.rsplit(".", 1)
     fn = getattr(importlib.import_module(mod), fname)
     sig_names = list(sig)
-    src, target = ASTSource(fn, sig, constexprs=consts, attrs=attrs), GPUTarget("cuda", 90, 32)
+    src, target = ASTSource(fn, sig, constexprs=consts, attrs=attrs), GPUTarget("cuda", ARCH, 32)
     from triton.compiler import compiler as tc
     if not all(hasattr(tc, n) for n in ("make_backend", "ir")):  # another Triton's internals: all the way
         full = True
     try:
         if not full:
             _lower(src, target, opts, "ttgir")
-            return None, None
+            return None, None, None
         shared = triton.compile(src, target=target, options=opts).metadata.shared
     except Exception as exc:  # noqa: BLE001 - reported by the parent
-        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", None
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", None, None
+    stages = opts.get("num_stages") or 3
+    if smem and shared > SMEM_LIMIT and stages > 1:  # as fastpath's Launcher does at launch: fewer stages
+        return _compile_one((name, sig, consts, attrs, {**opts, "num_stages": stages - 1}), full, smem)
     if smem and shared > SMEM_LIMIT:
         named = {sig_names[k[0]]: v for k, v in consts.items() if len(k) == 1 and sig_names[k[0]].isupper()}
-        return f"OutOfResources at launch: {shared} B of shared memory, {SMEM_LIMIT} on sm_90 ({opts}; {named})", shared
-    return None, shared
+        return (f"OutOfResources at launch: {shared} B of shared memory at one stage, {SMEM_LIMIT} on sm_{ARCH} "
+                f"({opts}; {named})", shared, stages)
+    return None, shared, stages
 
 
 def main() -> int:
@@ -331,29 +344,33 @@ def main() -> int:
     pool = ctx.Pool(1)
     full_all = os.environ.get("COMPILE_FULL") == "1" or gpu
     compiled: set = set()  # kernels one variant of which went through to a cubin
-    most = (0, "")  # the largest shared memory a compiled variant takes, and its kernel
+    most = (0, "")  # the largest shared memory a compiled variant takes (at its own stages), and its kernel
+    fallbacks = 0  # variants that fit only with fewer pipeline stages (launch.Launcher._first)
     for item in seen:
         name = item[0]
         full = full_all or name not in compiled
         compiled.add(name)
         t0 = time.perf_counter()
         try:
-            err, shared = pool.apply_async(_compile_one, (item, full, gpu)).get(timeout=TIMEOUT_S)
+            err, shared, stages = pool.apply_async(_compile_one, (item, full, gpu)).get(timeout=TIMEOUT_S)
         except mp.TimeoutError:  # Triton's passes can loop on a shape: report it, go on
             pool.terminate()
             pool = ctx.Pool(1)
-            err, shared = f"no result after {TIMEOUT_S} s", None
+            err, shared, stages = f"no result after {TIMEOUT_S} s", None, None
         if err:
             bad += 1
             print(f"FAIL  {name}: {err}", flush=True)
         else:
-            size = f", {shared} B shared" if shared is not None else ""
+            fewer = stages is not None and stages < (item[4].get("num_stages") or 3)
+            fallbacks += fewer
+            size = (f", {shared} B shared" if shared is not None else "") + (f" at {stages} stages" if fewer else "")
             print(f"ok    {name} ({'cubin' if full else 'ttgir'}{size}, {time.perf_counter() - t0:.1f} s)", flush=True)
-        if shared is not None:
+        if shared is not None and not err:
             most = max(most, (shared, name))
     pool.terminate()
-    print(f"triton {triton.__version__}: {len(seen) - bad}/{len(seen)} kernel variants compile for sm_90"
-          + (f"; most shared memory: {most[0]} B ({most[1]})" if most[1] else ""))
+    print(f"triton {triton.__version__}: {len(seen) - bad}/{len(seen)} kernel variants compile for sm_{ARCH}"
+          + (f"; most shared memory: {most[0]} B ({most[1]})" if most[1] else "")
+          + (f"; {fallbacks} with fewer pipeline stages" if fallbacks else ""))
     return 1 if bad else 0
 
 

@@ -180,6 +180,56 @@ def test_launcher_relaunch_calls_the_compiled_kernels_run_directly(monkeypatch):
     assert fake.log[-1] == ("direct", 5, 2, 1, 1234, "fn-handle", ("packed",), None, None, None, x, 48, 0.25, 16)
 
 
+class OutOfResources(Exception):
+    """Named as Triton's (triton.runtime.errors.OutOfResources), which the Launcher matches by name."""
+
+
+class _FakeSmemJit(_FakeJit):
+    """A kernel that needs more shared memory than the GPU gives at more than ``fits`` pipeline
+    stages (Triton's default 3 when the launch names none)."""
+
+    def __init__(self, fits, error=OutOfResources):
+        super().__init__()
+        self.fits, self.error, self.tries = fits, error, []
+
+    def __getitem__(self, grid):
+        run = super().__getitem__(grid)
+
+        def check(*args, **kwargs):
+            self.tries.append(kwargs.get("num_stages"))
+            if (kwargs.get("num_stages") or 3) > self.fits:
+                raise self.error("out of resource: shared memory, Required: 172032, Hardware limit: 101376")
+            return run(*args, **kwargs)
+        return check
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_launcher_takes_fewer_stages_where_shared_memory_is_short(monkeypatch, fast):
+    """A launch past the GPU's shared memory (plans tuned on an H200 run on a 99 KB RTX 4090) is
+    compiled again with fewer pipeline stages, down to one; the limit is kept for that
+    specialisation (the next call goes straight to it), not for another; other errors, and a
+    kernel that does not fit at one stage, still raise."""
+    from fastpath._core import launch
+    if fast:
+        launch = _fast_launch(monkeypatch)
+    x = torch.zeros(64)
+    fake = _FakeSmemJit(fits=1)
+    k = launch.Launcher(fake)
+    k[(2,)](x, 32, 0.5, BLOCK=16)
+    assert fake.tries == [None, 2, 1] and fake.log[-1][3]["num_stages"] == 1
+    k[(2,)](x, 48, 0.5, BLOCK=16)  # the same specialisation: at one stage at once (or the cached kernel)
+    assert fake.tries == [None, 2, 1] + ([] if fast else [1])
+    k[(2,)](x.double(), 32, 0.5, BLOCK=16, num_stages=2)  # another dtype: from its own stages
+    assert fake.tries[-2:] == [2, 1]
+    assert launch.Launcher(_FakeSmemJit(fits=3))[(2,)](x, 32, 0.5, BLOCK=16) is not None  # fits: one try
+    with pytest.raises(OutOfResources):
+        launch.Launcher(_FakeSmemJit(fits=0))[(2,)](x, 32, 0.5, BLOCK=16)
+    other = _FakeSmemJit(fits=1, error=ValueError)
+    with pytest.raises(ValueError):
+        launch.Launcher(other)[(2,)](x, 32, 0.5, BLOCK=16)
+    assert other.tries == [None]
+
+
 class _FakeDefaultsJit(_FakeJit):
     params = [_FakeParam("x_ptr"), _FakeParam("n"), _FakeParam("eps", 0.0, True), _FakeParam("BLOCK"),
               _FakeParam("MODE", 0, True)]

@@ -17,6 +17,9 @@ from .backend import INTERPRET, pdl_on
 #: it off, and every launch goes through Triton's ``kernel[grid](...)``.
 FAST_LAUNCH = os.environ.get("FASTPATH_FAST_LAUNCH", "1") == "1"
 
+#: Triton's software-pipeline stages when a launch names none (``num_stages``).
+STAGES_DEFAULT = 3
+
 _workspaces: dict = {}
 _retired: list = []  # outgrown buffers: a captured CUDA graph may still use them, never free
 
@@ -118,9 +121,42 @@ class Launcher:
         self.defaults = {p.name: p.default for p in params or () if getattr(p, "has_default", False)}
         # runtime (not constexpr) parameters: keyed by their specialisation when passed by name too
         self.runtime = {p.name for p in params or () if getattr(p, "is_constexpr", True) is False}
+        #: pipeline stages a specialisation is limited to after an OutOfResources (:meth:`_first`)
+        self.stages: dict = {}
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
+
+    def _first(self, grid, args, kwargs):
+        """``kernel[grid](...)`` through Triton (compiling it if need be). A kernel that needs
+        more shared memory than this GPU gives a block (Triton's ``OutOfResources`` at launch:
+        the plans are tuned on an H200, 227 KB a block; an RTX 4090 or L40S gives 99 KB, an A100
+        163 KB) is compiled again with fewer software-pipeline stages, down to one, which keep
+        fewer tiles in flight (same results); the fewest stages that fit are kept for the
+        specialisation (:attr:`stages`), so later calls go straight to them."""
+        limit = self.stages.get(self._stage_key(args, kwargs)) if self.stages else None
+        if limit is not None:
+            kwargs = {**kwargs, "num_stages": limit}
+        try:
+            return self.fn[grid](*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - only Triton's OutOfResources is retried
+            if type(exc).__name__ != "OutOfResources":
+                raise
+            stages = kwargs.get("num_stages") or STAGES_DEFAULT
+            if stages <= 1:
+                raise
+            self.stages[self._stage_key(args, kwargs)] = stages - 1
+            return self._first(grid, args, kwargs)
+
+    def _stage_key(self, args, kwargs):
+        """What a shared-memory fallback is remembered by: the tensors' dtypes and the
+        constexpr / option keyword arguments other than ``num_stages``."""
+        def spec(v):
+            if isinstance(v, (int, float, str, bool)) or v is None:
+                return v
+            return getattr(v, "dtype", None) if isinstance(v, torch.Tensor) else repr(v)
+        dts = tuple(getattr(a, "dtype", None) for a in args)
+        return dts, tuple((k, spec(v)) for k, v in kwargs.items() if k != "num_stages")
 
     def launch(self, grid, args, kwargs):
         # None: the interpreter, or compiling (dynamo traces kernel[grid] itself)
@@ -138,7 +174,7 @@ class Launcher:
             records = getattr(RECORDING, "records", None)
             if records is not None:
                 records.append(None)  # not replayable (fastpath._core.memo)
-            return self.fn[grid](*args, **kwargs)
+            return self._first(grid, args, kwargs)
         try:
             key = (dev, _specs(args), tuple(kwargs.items()) if self.runtime.isdisjoint(kwargs) else
                    tuple((n, _spec(v) if n in self.runtime else v) for n, v in kwargs.items()))
@@ -146,7 +182,7 @@ class Launcher:
             records = getattr(RECORDING, "records", None)
             if records is not None:
                 records.append(None)
-            return self.fn[grid](*args, **kwargs)
+            return self._first(grid, args, kwargs)
         entry = self.kernels.get(key)
         n = len(args)
         if n < len(self.names):
@@ -155,7 +191,7 @@ class Launcher:
             full = args
         g = tuple(grid) + (1,) * (3 - len(grid))
         if entry is None:
-            kernel = self.fn[grid](*args, **kwargs)
+            kernel = self._first(grid, args, kwargs)
             # Triton's CompiledKernel.__getitem__ (3.x) calls run(...) as below; where a
             # kernel lacks those attributes, later calls go through kernel[grid] instead
             direct = all(hasattr(kernel, a) for a in ("run", "function", "packed_metadata"))
