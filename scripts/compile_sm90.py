@@ -8,17 +8,21 @@ rejects (a helper's default string argument, in triton 3.6, broke the blocked LU
 every CPU test passed).
 
     PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py \
-        [linalg|linalg-lu|linalg-rest|batch_norm|all|attention|linalg-gpu|tests:PATH]
+        [linalg|linalg-lu|linalg-rest|batch_norm|all|attention|linalg-gpu|ops-gpu|tests:PATH]
 
 (``tests:tests/ops``: every launch of that part of the test suite. ``COMPILE_PDL=N``: kernels
 with a ``PDL`` constexpr compile with that PDL mode, where the interpreter records 0.)
 
-``attention`` and ``linalg-gpu`` (the linear-algebra bench's issue-sized calls) record with the
+``attention``, ``linalg-gpu`` (the linear-algebra bench's issue-sized calls) and ``ops-gpu`` (the
+decode path's linear, scaled_mm, one-token MoE, softmax and rms_norm at model shapes; the MoE's
+grouped path reads its routing back, which is garbage here, so it is not reached) record with the
 GPU's plans instead (each module's INTERPRET off, the backend answering as an H200: 132 SMs,
 capability 9.0, TMA and fp8 on), compile every variant to a cubin and fail any that needs more
 shared memory than an sm_90 block may take (SMEM_LIMIT; Triton raises ``OutOfResources`` at
 launch there): the decode kernel's 64-row programs with a mask needed up to 245816 B at three
-stages.
+stages. ``COMPILE_ARCH=89`` (RTX 4090 / L40S, 99 KB a block), ``86`` or ``80`` (A100, 163 KB)
+answer as that GPU instead; a variant past its shared memory is compiled again with fewer
+pipeline stages, as ``launch.Launcher`` does at launch, and fails only at one stage.
 
 (It runs itself again, with TRITON_INTERPRET=1 but for the GPU-plan parts, to record the launches, then compiles them;
 ``RECORD_PYTHONPATH`` replaces PYTHONPATH for that run, e.g. ``src`` to record with the
@@ -166,6 +170,51 @@ def run_calls(which: str) -> None:
             except Exception as exc:  # noqa: BLE001 - garbage results; the launches are what counts
                 how = f"{type(exc).__name__} after its launches"
             print(f"recorded {name}: {len(_SEEN) - before} new variants ({how})", file=sys.stderr, flush=True)
+    if which == "ops-gpu":  # the decode path's other ops at model shapes, with the GPU's plans (as linalg-gpu)
+        from fastpath.ops.fp8 import ScalingType
+        from fastpath.ops.linear import linear_swiglu
+        from fastpath.ops.moe import fused_experts
+        E = torch.empty
+        bf = torch.bfloat16
+        f8 = torch.float8_e4m3fn
+        calls = []
+        for dt in (bf, torch.float32):
+            for n, k in ((4096, 4096), (4096, 14336), (2048, 151936)):
+                w = torch.randn(n, k, generator=g).to(dt)
+                for m in (1, 4, 16, 64, 512):
+                    calls.append((f"linear {m}x{k}x{n} {dt}", lambda m=m, k=k, w=w, dt=dt: fastpath.linear(
+                        torch.randn(m, k, generator=g).to(dt), w)))
+        w8, s8 = E(14336, 4096, dtype=f8), torch.ones(14336, 1)
+        for m in (1, 16, 512):
+            calls.append((f"fp8 linear {m} rows",
+                          lambda m=m: fastpath.linear(E(m, 4096, dtype=bf), w8, weight_scale=s8)))
+            calls.append((f"linear_swiglu {m} rows",
+                          lambda m=m: linear_swiglu(E(m, 4096, dtype=bf), E(28672, 4096, dtype=bf))))
+        tw = ScalingType.TensorWise
+        for m in (1, 16, 4096):
+            calls.append((f"scaled_mm {m}x4096x4096", lambda m=m: fastpath.scaled_mm(
+                E(m, 4096, dtype=f8), E(4096, 4096, dtype=f8).t(), torch.ones(()), tw, torch.ones(()), tw)))
+        # Qwen3-30B-A3B's experts: 128 of 768 x 2048, top 8
+        gu, dn = E(128, 1536, 2048, dtype=bf), E(128, 2048, 768, dtype=bf)
+        gu8, dn8 = E(128, 1536, 2048, dtype=f8), E(128, 2048, 768, dtype=f8)
+        for t in (1, 8, 64, 512):
+            ids = torch.randint(0, 128, (t, 8), generator=g, dtype=torch.int32)
+            wts = torch.full((t, 8), 0.125)
+            calls.append((f"fused_experts {t} tokens", lambda t=t, ids=ids, wts=wts: fused_experts(
+                E(t, 2048, dtype=bf), ids, wts, gu, dn)))
+            calls.append((f"fused_experts fp8 {t} tokens", lambda t=t, ids=ids, wts=wts: fused_experts(
+                E(t, 2048, dtype=bf), ids, wts, gu8, dn8, gate_up_scale=torch.ones(128, 1536),
+                down_scale=torch.ones(128, 2048))))
+        calls.append(("softmax 1x151936", lambda: fastpath.softmax(torch.randn(1, 151936, generator=g), -1)))
+        calls.append(("rms_norm", lambda: fastpath.rms_norm(E(16, 4096, dtype=bf), E(4096, dtype=bf))))
+        for name, call in calls:
+            before = len(_SEEN)
+            try:
+                call()
+                how = "ok"
+            except Exception as exc:  # noqa: BLE001 - garbage results; the launches are what counts
+                how = f"{type(exc).__name__}: {str(exc)[:120]}"
+            print(f"recorded {name}: {len(_SEEN) - before} new variants ({how})", file=sys.stderr, flush=True)
     if which == "attention":  # decode programs of 64 rows (group x query tokens) and prefill at D 256
         from fastpath.models.transformer import chunk_attention
         E = torch.empty
@@ -212,7 +261,7 @@ def record(which: str, path: str) -> None:
 
 
 #: Parts recorded with the GPU's plans, every variant compiled to a cubin and its shared memory checked.
-GPU_PLANS = ("attention", "linalg-gpu")
+GPU_PLANS = ("attention", "linalg-gpu", "ops-gpu")
 #: The GPU the GPU-plan parts answer as (``COMPILE_ARCH``, default 90): (capability, multiprocessors,
 #: fp8 tensor cores, shared memory one block may take). 90: H100 / H200; 89: RTX 4090 / L40S (Ada);
 #: 86: RTX 3090 / A10 (Ampere); 80: A100.

@@ -36,7 +36,7 @@ import torch
 from .._core import alloc
 from .._core.backend import INTERPRET, TL_DTYPES, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
-from .._core.launch import cdiv, next_pow2
+from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
 from .fp8.bits import _fp8_dtypes, fp8_load_mode
 from .matvec import _load_as, _mm, _tile_order
@@ -173,6 +173,9 @@ ROWS_UP_TO: Optional[int] = None if INTERPRET else 16
 ROWS_PLAN = (16, 256, 4, 4)
 
 
+_GMM = Launcher(_gmm_kernel)
+
+
 def blocks(rows_per_group: int, dtype: torch.dtype) -> tuple:
     """``(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)`` from the mean rows per group
     (a function of the shapes, not of ``offs``) and the ``tl.dot`` operand dtype."""
@@ -227,7 +230,7 @@ def _run(jag: int, a, sa, b, sb, out, so, offs, G: int, M: int, N: int, K: int,
 
     if offs is not None and offs.numel() == 0:  # no groups: offs is loaded (all masked) as int32
         offs = torch.zeros(1, dtype=torch.int32, device=out.device)
-    _gmm_kernel[(grid_m * cdiv(N, bn),)](
+    _GMM[(grid_m * cdiv(N, bn),)](
         ptr(a), ptr(bk_t), out, ptr(offs), ptr(scale_b), ptr(bias),
         G, M, N, K, grid_m, offs.stride(0) if offs is not None else 0,
         *sa, *sb, *so, *ss, *sx,

@@ -14,7 +14,7 @@ import torch
 from ..._core import alloc
 from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import KERNEL_DTYPES, check_tensor, require_fp8
-from ..._core.launch import cdiv, next_pow2, workspace
+from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
 from .bits import _encode, _fp8_dtypes, fp8_max
 
@@ -123,6 +123,9 @@ Q_TILE = 512 if INTERPRET else 4096  # elements of one quantisation tile
 INT32_END = 2**31
 
 
+_QUANT = Launcher(_quant_kernel)
+
+
 def _quant_launch(x2: torch.Tensor, q2: torch.Tensor, scale: torch.Tensor, GR: int, GC: int, dtype) -> None:
     """x2 (R, C) any strides; q2 contiguous (R, C) uint8; scale holds one float per group,
     laid out (cdiv(R, GR), cdiv(C, GC)) contiguous. GR == 0: one tensor-wise scale."""
@@ -134,14 +137,14 @@ def _quant_launch(x2: torch.Tensor, q2: torch.Tensor, scale: torch.Tensor, GR: i
         bc = min(Q_BLOCK_C, next_pow2(min(C, GC)))
         br = max(1, min(next_pow2(R), Q_TILE // bc))
         n_gc = cdiv(C, GC)
-        _quant_kernel[(cdiv(R, br) * n_gc,)](x2, q2, scale, scale, R, C, x2.stride(0), x2.stride(1), 1, GC, n_gc, 1,
+        _QUANT[(cdiv(R, br) * n_gc,)](x2, q2, scale, scale, R, C, x2.stride(0), x2.stride(1), 1, GC, n_gc, 1,
                                              ROWS=True, PHASE=0, P_PAD=1, BLOCK_R=br, BLOCK_C=bc, **consts)
         return
     bc = min(Q_BLOCK_C, next_pow2(C))
     br = max(1, min(next_pow2(R), Q_TILE // bc))
     if GR > 0:
         n_gc = cdiv(C, GC)
-        _quant_kernel[(cdiv(R, GR) * n_gc,)](x2, q2, scale, scale, R, C, x2.stride(0), x2.stride(1), GR, GC, n_gc, 1,
+        _QUANT[(cdiv(R, GR) * n_gc,)](x2, q2, scale, scale, R, C, x2.stride(0), x2.stride(1), GR, GC, n_gc, 1,
                                              ROWS=False, PHASE=0, P_PAD=1, BLOCK_R=br, BLOCK_C=bc, **consts)
         return
     # tensor-wise: chunks of whole tiles, at most `target` of them
@@ -154,7 +157,7 @@ def _quant_launch(x2: torch.Tensor, q2: torch.Tensor, scale: torch.Tensor, GR: i
     P = n_gr * n_gc
     part = workspace(x2.device, "fp8.amax", P, torch.float32)
     for phase in (1, 2):
-        _quant_kernel[(P,)](x2, q2, scale, part, R, C, x2.stride(0), x2.stride(1), GR, GC, n_gc, P,
+        _QUANT[(P,)](x2, q2, scale, part, R, C, x2.stride(0), x2.stride(1), GR, GC, n_gc, P,
                             ROWS=False, PHASE=phase, P_PAD=next_pow2(P), BLOCK_R=br, BLOCK_C=bc, **consts)
 
 
