@@ -138,14 +138,14 @@ def _quant_launch(x2: torch.Tensor, q2: torch.Tensor, scale: torch.Tensor, GR: i
         br = max(1, min(next_pow2(R), Q_TILE // bc))
         n_gc = cdiv(C, GC)
         _QUANT[(cdiv(R, br) * n_gc,)](x2, q2, scale, scale, R, C, x2.stride(0), x2.stride(1), 1, GC, n_gc, 1,
-                                             ROWS=True, PHASE=0, P_PAD=1, BLOCK_R=br, BLOCK_C=bc, **consts)
+                                      ROWS=True, PHASE=0, P_PAD=1, BLOCK_R=br, BLOCK_C=bc, **consts)
         return
     bc = min(Q_BLOCK_C, next_pow2(C))
     br = max(1, min(next_pow2(R), Q_TILE // bc))
     if GR > 0:
         n_gc = cdiv(C, GC)
         _QUANT[(cdiv(R, GR) * n_gc,)](x2, q2, scale, scale, R, C, x2.stride(0), x2.stride(1), GR, GC, n_gc, 1,
-                                             ROWS=False, PHASE=0, P_PAD=1, BLOCK_R=br, BLOCK_C=bc, **consts)
+                                      ROWS=False, PHASE=0, P_PAD=1, BLOCK_R=br, BLOCK_C=bc, **consts)
         return
     # tensor-wise: chunks of whole tiles, at most `target` of them
     target = 2 * num_sms(x2.device)
@@ -158,7 +158,7 @@ def _quant_launch(x2: torch.Tensor, q2: torch.Tensor, scale: torch.Tensor, GR: i
     part = workspace(x2.device, "fp8.amax", P, torch.float32)
     for phase in (1, 2):
         _QUANT[(P,)](x2, q2, scale, part, R, C, x2.stride(0), x2.stride(1), GR, GC, n_gc, P,
-                            ROWS=False, PHASE=phase, P_PAD=next_pow2(P), BLOCK_R=br, BLOCK_C=bc, **consts)
+                     ROWS=False, PHASE=phase, P_PAD=next_pow2(P), BLOCK_R=br, BLOCK_C=bc, **consts)
 
 
 def reference_quantize_fp8(x: torch.Tensor, recipe: str = "tensorwise", *, block=128,
