@@ -96,6 +96,19 @@ _ORIG = L.Launcher.launch
 RUN_KERNELS = os.environ.get("COMPILE_RUN_KERNELS") == "1"
 
 
+def _record_calls(calls) -> None:
+    """Make each (name, call) with the GPU's plans, the kernels not run: the host code sees garbage
+    results, so a call that reads one back may raise; the launches it made before count."""
+    for name, call in calls:
+        before = len(_SEEN)
+        try:
+            call()
+            how = "ok"
+        except Exception as exc:  # noqa: BLE001 - garbage results; the launches are what counts
+            how = f"{type(exc).__name__} after its launches: {str(exc)[:120]}"
+        print(f"recorded {name}: {len(_SEEN) - before} new variants ({how})", file=sys.stderr, flush=True)
+
+
 def run_calls(which: str) -> None:
     """The fastpath calls whose launches are compiled; ``tests:PATH`` runs pytest on PATH."""
     global RUN_KERNELS
@@ -162,14 +175,7 @@ def run_calls(which: str) -> None:
                                                                        torch.ones(64, 256, dtype=torch.int32),
                                                                        R(64, 256, 1, dt=dt)))]
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
-        for name, call in calls:
-            before = len(_SEEN)
-            try:
-                call()
-                how = "ok"
-            except Exception as exc:  # noqa: BLE001 - garbage results; the launches are what counts
-                how = f"{type(exc).__name__} after its launches"
-            print(f"recorded {name}: {len(_SEEN) - before} new variants ({how})", file=sys.stderr, flush=True)
+        _record_calls(calls)
     if which == "ops-gpu":  # the decode path's other ops at model shapes, with the GPU's plans (as linalg-gpu)
         from fastpath.ops.fp8 import ScalingType
         from fastpath.ops.linear import linear_swiglu
@@ -207,14 +213,7 @@ def run_calls(which: str) -> None:
                 down_scale=torch.ones(128, 2048))))
         calls.append(("softmax 1x151936", lambda: fastpath.softmax(torch.randn(1, 151936, generator=g), -1)))
         calls.append(("rms_norm", lambda: fastpath.rms_norm(E(16, 4096, dtype=bf), E(4096, dtype=bf))))
-        for name, call in calls:
-            before = len(_SEEN)
-            try:
-                call()
-                how = "ok"
-            except Exception as exc:  # noqa: BLE001 - garbage results; the launches are what counts
-                how = f"{type(exc).__name__}: {str(exc)[:120]}"
-            print(f"recorded {name}: {len(_SEEN) - before} new variants ({how})", file=sys.stderr, flush=True)
+        _record_calls(calls)
     if which == "attention":  # decode programs of 64 rows (group x query tokens) and prefill at D 256
         from fastpath.models.transformer import chunk_attention
         E = torch.empty
