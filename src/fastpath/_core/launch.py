@@ -133,7 +133,8 @@ class Launcher:
         the plans are tuned on an H200, 227 KB a block; an RTX 4090 or L40S gives 99 KB, an A100
         163 KB) is compiled again with fewer software-pipeline stages, down to one, which keep
         fewer tiles in flight (same results); the fewest stages that fit are kept for the
-        specialisation (:attr:`stages`), so later calls go straight to them."""
+        specialisation (:attr:`stages`), so later calls go straight to them. A kernel that does
+        not fit at one stage raises a RuntimeError naming it."""
         limit = self.stages.get(self._stage_key(args, kwargs)) if self.stages else None
         if limit is not None:
             kwargs = {**kwargs, "num_stages": limit}
@@ -144,7 +145,11 @@ class Launcher:
                 raise
             stages = kwargs.get("num_stages") or STAGES_DEFAULT
             if stages <= 1:
-                raise
+                name = getattr(getattr(self.fn, "fn", self.fn), "__name__", "kernel")
+                why = " ".join(str(exc).split())
+                raise RuntimeError(f"{self.module}.{name}: its tiles need more shared memory than this GPU gives a "
+                                   f"block, even at one pipeline stage ({why}); fastpath's plans were checked "
+                                   "offline for 99 KB a block and more (sm_80 / 86 / 89 / 90)") from exc
             self.stages[self._stage_key(args, kwargs)] = stages - 1
             return self._first(grid, args, kwargs)
 
