@@ -8,8 +8,9 @@ running denominator ``l`` and the float32 output accumulator in registers (onlin
 Scores are ``tl.dot(q, k^T)`` with float32 accumulation, multiplied once by
 ``scale * log2(e)`` so that every exponential is an ``exp2``; the probabilities are cast to
 the input dtype for the second ``tl.dot`` with ``v`` (float32 inputs: dots as
-:data:`F32_PREC`, three TF32 passes on NVIDIA GPUs, exact ``ieee`` products elsewhere). The head dimension is padded to the next power of two (80 -> 128, 96 -> 128)
-with masked loads and stores. Key and value blocks come through tensor descriptors (the TMA
+:data:`F32_PREC`, three TF32 passes on NVIDIA GPUs, exact ``ieee`` products elsewhere). The
+head dimension is padded to the next power of two (80 -> 128, 96 -> 128) with masked loads and
+stores. Key and value blocks come through tensor descriptors (the TMA
 copy engine, NVIDIA capability 9.0+) where their layout allows, else through masked pointer
 loads. The grid is ``(cdiv(Lq, BLOCK_M), Hq, B)`` (rather than
 ``B * Hq`` on one axis, whose limit is 65535): the query tiles of one head run next to each

@@ -68,24 +68,21 @@ def _convert(raw, WT: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, DT: 
 
 
 @triton.jit
-def _mm(a, b, DT: tl.constexpr):
-    """``a @ b`` accumulated in float32, both operands as ``DT``: an exact (ieee) dot for
-    float32 (and in Triton's interpreter, whose 16-bit tl.dot is unreliable), tensor cores
-    otherwise. Shared by every tl.dot kernel of the package."""
+def _mm_prec(a, b, DT: tl.constexpr, PREC: tl.constexpr):
+    """``a @ b`` accumulated in float32, both operands as ``DT``: float32 products as ``PREC``
+    ("ieee": exact, on the FMA units; "tf32x3": three TF32 tensor-core passes, float32-level
+    accuracy), tensor cores otherwise."""
     if DT == tl.float32:
-        return tl.dot(a, b, input_precision="ieee")
+        return tl.dot(a, b, input_precision=PREC)
     else:
         return tl.dot(a.to(DT), b)
 
 
 @triton.jit
-def _mm_prec(a, b, DT: tl.constexpr, PREC: tl.constexpr):
-    """:func:`_mm` with float32 products as ``PREC`` ("ieee": exact, on the FMA units;
-    "tf32x3": three TF32 tensor-core passes, float32-level accuracy)."""
-    if DT == tl.float32:
-        return tl.dot(a, b, input_precision=PREC)
-    else:
-        return tl.dot(a.to(DT), b)
+def _mm(a, b, DT: tl.constexpr):
+    """:func:`_mm_prec` with exact (ieee) float32 dots (as in Triton's interpreter, whose 16-bit
+    tl.dot is unreliable). Shared by every tl.dot kernel of the package but attention's."""
+    return _mm_prec(a, b, DT, "ieee")
 
 
 @triton.jit
