@@ -7,7 +7,12 @@ PyTorch with exact dots and became 2.6-9x faster with ``tf32x3`` (scripts/decode
 this says whether these need the same. Times: medians of CUDA-graph replays of 20 calls (us a
 call); errors: relative (norm) to float64.
 
-    PYTHONPATH=src:scripts python3 scripts/fp32_dots_probe.py
+    FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=src:scripts python3 scripts/fp32_dots_probe.py
+
+H100, 7b5b33b (exact dots at 9-16 rows): 16 x 4096 -> 4096 309.3 us against F.linear's 50.1,
+16 x 4096 -> 14336 1068.7 against 153.2; 1-4 rows 0.93-1.01x bar 1 x 14336 -> 4096 (0.76x);
+64 rows (F.linear itself) 1.00x; fused_experts 3.6-4.1x the transformers loop. Hence
+``matvec.F32_DOT_PREC`` (rows 9-16) and the variants below (FMA_TILE: rows 1-8).
 """
 import torch
 import torch.nn.functional as F
@@ -16,6 +21,9 @@ import fastpath
 from fastpath.ops.moe import fused_experts
 
 from decode_stages_probe import graph_us
+
+
+ROWS = (1, 2, 4, 8, 9, 12, 16, 64)
 
 
 def rel(a, b):
@@ -30,14 +38,28 @@ def row(name, ours, native, exact):
 
 
 def main():
+    import os
+    from fastpath.ops import matvec
+    assert os.environ.get("FASTPATH_LAUNCH_MEMO") == "0", "run with FASTPATH_LAUNCH_MEMO=0 (knobs change between calls)"
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(0)
+    print("float32 linear: default (F32_DOT_PREC / FMA_TILE as set) against F.linear; then the variants")
     for n, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
         w = torch.randn(n, k, device=dev, generator=g) / k ** 0.5
-        for m in (1, 4, 16, 64):
+        for m in ROWS:
             x = torch.randn(m, k, device=dev, generator=g)
-            row(f"linear {m}x{k}x{n}", lambda: fastpath.linear(x, w), lambda: F.linear(x, w),
-                x.double() @ w.double().T)
+            exact = x.double() @ w.double().T
+            row(f"linear {m}x{k}x{n}", lambda: fastpath.linear(x, w), lambda: F.linear(x, w), exact)
+            variants = [("F32_DOT_PREC", p) for p in ("ieee", "tf32x3")] if m > 8 else \
+                [("FMA_TILE", t) for t in (4096, 16384, 32768)]
+            for knob, val in variants:
+                old = getattr(matvec, knob)
+                setattr(matvec, knob, val)
+                try:
+                    e = rel(fastpath.linear(x, w), exact)
+                    print(f"    {knob}={val}: {graph_us(lambda: fastpath.linear(x, w)):9.1f} us ({e:.0e})", flush=True)
+                finally:
+                    setattr(matvec, knob, old)
     # Qwen3-30B-A3B's experts (128 of 768 x 2048), top-8, one token and 8 tokens
     E, H, I, top = 128, 2048, 768, 8
     gu = torch.randn(E, 2 * I, H, device=dev, generator=g) / H ** 0.5

@@ -104,13 +104,14 @@ def _pow2_of_amax(amax):
 
 
 @triton.jit
-def _dot16(a, b, S16: tl.constexpr, DT: tl.constexpr):
+def _dot16(a, b, S16: tl.constexpr, DT: tl.constexpr, PREC: tl.constexpr):
     """``a @ b`` in float32 (a: float32 activations, b: weights already as ``DT``); ``S16``: through
-    float16 with ``a`` scaled per row by :func:`_pow2_scale`."""
+    float16 with ``a`` scaled per row by :func:`_pow2_scale`. PREC: float32 products' precision
+    (:func:`_mm_prec`)."""
     if S16:
         s, r = _pow2_scale(a)
         return _mm((a * r[:, None]).to(tl.float16).to(DT), b, DT) * s[:, None]
-    return _mm(a.to(DT), b, DT)
+    return _mm_prec(a.to(DT), b, DT, PREC)
 
 
 @triton.jit
@@ -166,12 +167,12 @@ def _epilogue(acc, sa_ptr, sb_ptr, bias_ptr, out_ptr, offs_m, offs_n, M, N, ssa_
 
 
 @triton.jit
-def _tile_dot(a, b, DOT: tl.constexpr, DT: tl.constexpr, S16: tl.constexpr):
+def _tile_dot(a, b, DOT: tl.constexpr, DT: tl.constexpr, S16: tl.constexpr, PREC: tl.constexpr):
     """``a @ b`` of one K tile in float32 (``b`` loaded and converted to ``DT``)."""
     if not DOT:  # (BLOCK_M < 16: a product-and-sum Triton does not turn into a tf32 dot)
         d = tl.sum(a[:, :, None] * b[None, :, :], axis=1)
     else:  # (if/else, not an early return: Triton would also compile the dot for 1-row tiles)
-        d = _dot16(a, b, S16, DT)
+        d = _dot16(a, b, S16, DT, PREC)
     return d
 
 
@@ -189,7 +190,7 @@ def _b_tile(b_ptrs, bmask, raw, HAS_RAW: tl.constexpr, B_MODE: tl.constexpr, B_E
 @triton.jit
 def _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw, raw_up, HAS_RAW: tl.constexpr,
             B_MODE: tl.constexpr, B_E5M2: tl.constexpr, KD: tl.constexpr, GLU: tl.constexpr, DOT: tl.constexpr,
-            DT: tl.constexpr, S16A: tl.constexpr, BLOCK_K: tl.constexpr, KSUM: tl.constexpr = False):
+            DT: tl.constexpr, S16A: tl.constexpr, BLOCK_K: tl.constexpr, KSUM: tl.constexpr, PREC: tl.constexpr):
     """One K tile of :func:`_mv_kernel` (no block scales) added into its accumulators: the
     weights at ``b_ptrs`` (GLU: and ``b_ptrs_up``) loaded here, or taken from ``raw``
     (``raw_up``) loaded before (HAS_RAW). KSUM (one row, product-and-sum): the tile's products
@@ -209,9 +210,10 @@ def _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw, raw_
             if GLU:
                 acc_k_up += p_up
     else:
-        acc += _tile_dot(a, _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT, S16A)
+        acc += _tile_dot(a, _b_tile(b_ptrs, bmask, raw, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT, S16A, PREC)
         if GLU:
-            acc_up += _tile_dot(a, _b_tile(b_ptrs_up, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT, S16A)
+            acc_up += _tile_dot(a, _b_tile(b_ptrs_up, bmask, raw_up, HAS_RAW, B_MODE, B_E5M2, DT), DOT, DT, S16A,
+                                PREC)
     return acc, acc_up, acc_k, acc_k_up
 
 
@@ -226,7 +228,8 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
                BLOCK_K: tl.constexpr, NORM: tl.constexpr = 0, HAS_RES: tl.constexpr = False,
                NORM_DT: tl.constexpr = tl.float32, NORM_K: tl.constexpr = 16, NORM_DEFER: tl.constexpr = False,
                GNORM: tl.constexpr = 0, W_FIRST: tl.constexpr = False, KSUM: tl.constexpr = False,
-               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0, LATE: tl.constexpr = True):
+               STAGES: tl.constexpr = None, PDL: tl.constexpr = 0, LATE: tl.constexpr = True,
+               F32P: tl.constexpr = "ieee"):
     pdl_start(PDL)
     # NORM (1 plain, 2 zero-centred; one row, M == 1): ``a`` is RMS-normalised on the fly (weights nw,
     # eps; with HAS_RES, of a + r, which the programs of column block 0 store into nr): every
@@ -290,7 +293,7 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
             a = a.to(tl.float32 if S16 else DT)
             acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, raw,
                                                    raw_up, True, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K,
-                                                   KSUM)
+                                                   KSUM, F32P)
             k_start = k_lo + BLOCK_K
     for k0 in tl.range(k_start, k_hi, BLOCK_K, num_stages=STAGES):
         offs_k = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
@@ -321,13 +324,13 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
         b_ptrs_up = b_cols + n_up * sbn + offs_k[:, None] * sbk
         bmask = kmask[:, None] & nmask[None, :]
         if BLOCKWISE:  # BLOCK_K divides 128: one scale pair per tile (scaled_mm: no GLU)
-            d = _tile_dot(a, _load_as(b_ptrs, bmask, B_MODE, B_E5M2, DT), DOT, DT, S16A)
+            d = _tile_dot(a, _load_as(b_ptrs, bmask, B_MODE, B_E5M2, DT), DOT, DT, S16A, F32P)
             sa, sb = _block_scales(sa_ptr, sb_ptr, offs_m, offs_n, mmask, nmask, k0, ssa_m, ssa_k, ssb_k, ssb_n)
             acc += d * sa[:, None] * sb[None, :]
         else:
             acc, acc_up, acc_k, acc_k_up = _mv_acc(acc, acc_up, acc_k, acc_k_up, a, b_ptrs, b_ptrs_up, bmask, 0, 0,
                                                    False, B_MODE, B_E5M2, KD, GLU, DOT, DT, S16A, BLOCK_K,
-                                                   KSUM)
+                                                   KSUM, F32P)
     if LATE:  # (PDL 3: the next kernel may launch now)
         pdl_trigger(PDL)
     if KD > 1 and not KSUM:
@@ -381,6 +384,11 @@ _MV = Launcher(_mv_kernel, pdl=True)
 TUNED = {(2, True): (True, 32, 256, 2), (2, False): (True, 32, 256, 2),
          (1, True): (False, 32, 256, 4), (1, False): (True, 64, 64, 8)}
 FMA_TILE = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the float32 path (float32 weights)
+#: Float32 operands on the dot (9-16 rows): the products' precision (:func:`_mm_prec`). Exact
+#: ``ieee`` products run on the FMA units, where Triton's dot is slow: H100, 16 x 4096 -> 4096
+#: 309.3 us against F.linear's 50.1 (scripts/fp32_dots_probe.py, 7b5b33b); ``tf32x3`` (three
+#: TF32 tensor-core passes, float32-level accuracy, as attention's float32 dots) on NVIDIA GPUs.
+F32_DOT_PREC = "ieee" if torch.version.hip is not None else "tf32x3"
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
@@ -716,5 +724,6 @@ def launch(a: Operand, b: Operand, out: torch.Tensor, *, plan: Plan, sa=None, sb
         SCALE_B=sb is not None, BLOCKWISE=blockwise, HAS_BIAS=bias is not None, SPLIT=p.split > 1,
         DOT=p.dot is not None, DT=TL_DTYPES[p.dot or torch.float32], S16=p.s16, GLU=glu,
         BLOCK_M=p.block_m, BLOCK_N=p.block_n, BLOCK_K=p.block_k, KSUM=p.ksum, STAGES=p.stages, num_warps=p.warps,
+        F32P=F32_DOT_PREC if p.dot == torch.float32 else "ieee",
         LATE=(LATE_GLU or not glu) and LATE_SPLIT in (None, p.split > 1), **nflags)
     return out

@@ -304,8 +304,8 @@ def _gate_up_acc(x_ptr, xs_ptr, w_ptr, e, offs_t, hit, rows_g, rows_u, imask, H,
             acc_g += _mm(x.to(DT), wg, DT)
             acc_u += _mm(x.to(DT), wu, DT)
         else:
-            acc_g += _dot16(x.to(tl.float32), wg, S16, DT)
-            acc_u += _dot16(x.to(tl.float32), wu, S16, DT)
+            acc_g += _dot16(x.to(tl.float32), wg, S16, DT, "ieee")
+            acc_u += _dot16(x.to(tl.float32), wu, S16, DT, "ieee")
     if S16 == 2:
         xs = tl.load(xs_ptr + offs_t, mask=hit, other=0.0)[:, None]
         acc_g = acc_g * xs
