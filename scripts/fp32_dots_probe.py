@@ -23,7 +23,9 @@ from fastpath.ops.moe import fused_experts
 from decode_stages_probe import graph_us
 
 
-ROWS = (1, 2, 4, 8, 9, 12, 16, 64)
+ROWS = (1, 2, 4, 5, 8, 12, 16, 64)
+#: (BLOCK_N, BLOCK_K, programs per SM) of the float32 16-row dot (matvec.F32_DOT_BLOCKS); None: as FMA_TILE gives
+DOT_BLOCKS = (None, (32, 128, 2), (32, 64, 4), (64, 64, 2), (64, 128, 1), (16, 128, 4), (32, 256, 2))
 
 
 def rel(a, b):
@@ -50,16 +52,22 @@ def main():
             x = torch.randn(m, k, device=dev, generator=g)
             exact = x.double() @ w.double().T
             row(f"linear {m}x{k}x{n}", lambda: fastpath.linear(x, w), lambda: F.linear(x, w), exact)
-            variants = [("F32_DOT_PREC", p) for p in ("ieee", "tf32x3")] if m > 8 else \
-                [("FMA_TILE", t) for t in (4096, 16384, 32768)]
-            for knob, val in variants:
-                old = getattr(matvec, knob)
-                setattr(matvec, knob, val)
+            if m <= 4:
+                variants = [{"FMA_TILE": t} for t in (4096, 16384)]
+            elif m < 64:
+                variants = [{"F32_DOT_FROM": 5, "F32_DOT_BLOCKS": b} for b in DOT_BLOCKS]
+            else:
+                variants = []
+            for var in variants:
+                old = {kn: getattr(matvec, kn) for kn in var}
+                for kn, val in var.items():
+                    setattr(matvec, kn, val)
                 try:
                     e = rel(fastpath.linear(x, w), exact)
-                    print(f"    {knob}={val}: {graph_us(lambda: fastpath.linear(x, w)):9.1f} us ({e:.0e})", flush=True)
+                    print(f"    {var}: {graph_us(lambda: fastpath.linear(x, w)):9.1f} us ({e:.0e})", flush=True)
                 finally:
-                    setattr(matvec, knob, old)
+                    for kn, val in old.items():
+                        setattr(matvec, kn, val)
     # Qwen3-30B-A3B's experts (128 of 768 x 2048), top-8, one token and 8 tokens
     E, H, I, top = 128, 2048, 768, 8
     gu = torch.randn(E, 2 * I, H, device=dev, generator=g) / H ** 0.5

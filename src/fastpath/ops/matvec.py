@@ -389,6 +389,10 @@ FMA_TILE = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the float32 path (float32 weig
 #: 309.3 us against F.linear's 50.1 (scripts/fp32_dots_probe.py, 7b5b33b); ``tf32x3`` (three
 #: TF32 tensor-core passes, float32-level accuracy, as attention's float32 dots) on NVIDIA GPUs.
 F32_DOT_PREC = "ieee" if torch.version.hip is not None else "tf32x3"
+#: Float32 rows from which the 16-row dot takes over from the product-and-sum, and its (BLOCK_N,
+#: BLOCK_K, programs per SM to split K for); None: the product-and-sum's FMA_TILE-derived blocks.
+F32_DOT_FROM = 9
+F32_DOT_BLOCKS: Optional[tuple] = None
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
@@ -569,10 +573,12 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     s16 = fill = ksum = unsplit = rows16 = few = False
     stages = narrow = None
     min_k = MIN_K_PER_SPLIT
-    if dot_dtype is None:  # float32: the product-and-sum below 16 rows, an exact (ieee) dot from 16
-        dot, bm = (torch.float32, 16) if M > 8 else (None, next_pow2(M))
+    if dot_dtype is None:  # float32: the product-and-sum below F32_DOT_FROM rows, a dot (F32_DOT_PREC) from it
+        dot, bm = (torch.float32, 16) if M >= F32_DOT_FROM else (None, next_pow2(M))
         bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
         bn, per_sm = max(8, min(64, next_pow2(N), FMA_TILE // (bm * bk))), 4
+        if dot is not None and F32_DOT_BLOCKS is not None:
+            bn, bk, per_sm = F32_DOT_BLOCKS
     else:
         use_dot, bn, bk, per_sm = TUNED[(min(b_bytes, 2), M == 1)]
         if dot_dtype.itemsize == 1:  # both operands fp8, fed to the tensor cores as they are
