@@ -1,6 +1,7 @@
 """linear suite: decode-time matrix-vector products. fastpath.linear against F.linear (bf16),
 the fused gate/up projection and SwiGLU (``linear_swiglu``) against F.linear + silu * up, and
-the FP8 weight-only path (fastpath.linear with ``weight_scale``) against bf16 F.linear.
+the FP8 weight-only path (fastpath.linear with ``weight_scale``) against bf16 F.linear, and
+float32 ``linear`` against float32 F.linear.
 
 Shapes are M x K x N (rows x in_features x out_features): the Llama-3-8B / Qwen3 projections
 and lm_heads the issue names, at 1, 4 and 16 rows (fp8 weights also at 32 and 512 rows: batched
@@ -61,6 +62,12 @@ def cases() -> list:
                             ours=lambda x, w: linear(x, w), native=lambda x, w: F.linear(x, w),
                             check=close_check, nbytes=_nbytes_bf16, cpu_shape=(m, 67, 13),
                             make=_inputs, graphs=True, quick=(m == 1 and k == n)))
+    for m in (1, 4, 8, 16):  # float32 (from 5 rows three TF32 passes a product: matvec.F32_DOT_PREC)
+        for k, n in KN[:3]:
+            out.append(Case(suite="linear", name="linear fp32", shape=(m, k, n), dtype="float32",
+                            ours=lambda x, w: linear(x, w), native=lambda x, w: F.linear(x, w),
+                            check=close_check, nbytes=_nbytes_bf16, cpu_shape=(m, 67, 13),
+                            make=_inputs, graphs=True, quick=False))
     for k, n in ((4096, 2 * 12288), (4096, 2 * 14336)):  # Qwen3-8B / Llama-3-8B gate_up + SwiGLU
         out.append(Case(suite="linear", name="linear + swiglu", shape=(1, k, n), dtype="bfloat16",
                         ours=lambda x, w: linear_swiglu(x, w), native=_swiglu_native,

@@ -383,16 +383,24 @@ _MV = Launcher(_mv_kernel, pdl=True)
 #: weights and one row: the float32 product-and-sum (it converts fewer elements per byte streamed).
 TUNED = {(2, True): (True, 32, 256, 2), (2, False): (True, 32, 256, 2),
          (1, True): (False, 32, 256, 4), (1, False): (True, 64, 64, 8)}
-FMA_TILE = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the float32 path (float32 weights)
-#: Float32 operands on the dot (9-16 rows): the products' precision (:func:`_mm_prec`). Exact
-#: ``ieee`` products run on the FMA units, where Triton's dot is slow: H100, 16 x 4096 -> 4096
-#: 309.3 us against F.linear's 50.1 (scripts/fp32_dots_probe.py, 7b5b33b); ``tf32x3`` (three
-#: TF32 tensor-core passes, float32-level accuracy, as attention's float32 dots) on NVIDIA GPUs.
+#: BLOCK_M * BLOCK_N * BLOCK_K of the float32 product-and-sum (float32 weights, 1-4 rows). H100
+#: (scripts/fp32_dots_probe.py, 866936a; 4096 -> 4096, 4096 -> 14336, 14336 -> 4096), 8192 ->
+#: 16384: one row 28.2 / 91.9 / 107.7 -> 28.8 / 84.7 / 85.1 us (F.linear 27.5 / 82.8 / 82.5),
+#: 4 rows 35.8 / 100.3 / 112.1 -> 31.5 / 98.8 / 97.1 (F.linear 32.4 / 100.7 / 107.6), 2 rows alike.
+FMA_TILE = 16384
+#: Float32 operands on the dot: the products' precision (:func:`_mm_prec`). Exact ``ieee``
+#: products run on the FMA units, where Triton's dot is slow: H100, 16 x 4096 -> 4096 309.3 us
+#: against F.linear's 50.1 (7b5b33b); ``tf32x3`` (three TF32 tensor-core passes, float32-level
+#: accuracy, as attention's float32 dots) on NVIDIA GPUs.
 F32_DOT_PREC = "ieee" if torch.version.hip is not None else "tf32x3"
 #: Float32 rows from which the 16-row dot takes over from the product-and-sum, and its (BLOCK_N,
 #: BLOCK_K, programs per SM to split K for); None: the product-and-sum's FMA_TILE-derived blocks.
-F32_DOT_FROM = 9
-F32_DOT_BLOCKS: Optional[tuple] = None
+#: H100 (same probe, 866936a), 5-16 rows on the three shapes: the product-and-sum at 5-8 rows and
+#: the dot on those blocks at 9-16 took 72-79 / 226-258 / 231-262 us against F.linear's 33-50 /
+#: 104-155 / 112-163; the dot on (64, 128, 1) 31.3-31.8 / 88.5-91.2 / 91.2-93.2 (best or within
+#: 9% of the best of six tile sets: (64, 64, 2) 29.2 / 118-121 / 86.9).
+F32_DOT_FROM = 5
+F32_DOT_BLOCKS: Optional[tuple] = (64, 128, 1)
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
