@@ -70,6 +70,7 @@ def main():
     _stub_everything(stub)
     x = torch.randn(1, 4096).bfloat16()
     w = torch.randn(4096, 4096).bfloat16()
+    wg = torch.randn(8192, 4096).bfloat16()
     x4, w4 = torch.randn(4, 14336).bfloat16(), torch.randn(4096, 14336).bfloat16()
     q = torch.randn(1, 32, 1, 128).bfloat16()
     k = torch.randn(1, 8, 1024, 128).bfloat16()
@@ -169,6 +170,9 @@ def main():
 
     cases = {"fastpath.linear 1x4096x4096": lambda: fastpath.linear(x, w),
              "fastpath.linear 1x4096x4096, a replay of the launch memo": linear_memo,
+             "fastpath.linear_swiglu 1x4096x(2x4096)": lambda: linear_mod.linear_swiglu(x, wg),
+             "fastpath.linear_swiglu 1x4096x(2x4096), a replay of the launch memo": (
+                 lambda: on_cpu(linear_mod._MEMO, lambda: linear_mod.linear_swiglu(x, wg))),
              "fastpath.linear 4x14336x4096": lambda: fastpath.linear(x4, w4),
              "fastpath.linear 4x14336x4096, a replay of the launch memo": lambda: linear_memo(x4, w4),
              "fastpath.scaled_dot_product_attention decode 1K": (

@@ -590,6 +590,37 @@ def test_eager_memo_replay(fp8, rows, k, n, bias):
     assert any(v is not None for v in L._MEMO.entries.values())  # recorded, then replayed
 
 
+@pytest.mark.launch_memo
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")
+@pytest.mark.parametrize("fp8,rows", [(False, 1), (False, 5), (True, 1), (False, 20)])  # 20 rows: torch ops, no replay
+def test_swiglu_memo_replay(fp8, rows):
+    """linear_swiglu's eager calls replay the first one's launch (a memo key of its own beside
+    linear's): fresh inputs give fresh, correct outputs, and linear on the same tensors is not
+    served the SwiGLU launch."""
+    if fp8 and not HAS_FP8:
+        pytest.skip("torch has no float8_e4m3fn")
+    dev = torch.device("cuda")
+    k, i = 512, 384
+    w = randn(2 * i, k, dtype=torch.bfloat16, device=dev, scale=k ** -0.5)
+    scale = None
+    if fp8:
+        scale = (w.float().abs().amax(1, keepdim=True) / 448.0).clamp_min(1e-12)
+        w = (w.float() / scale).to(torch.float8_e4m3fn)
+    L._MEMO.entries.clear()
+    outs = []
+    for _ in range(3):
+        x = randn(rows, k, dtype=torch.bfloat16, device=dev)
+        y = L.linear_swiglu(x, w, weight_scale=scale)
+        full = ref64(x, w, None, scale)
+        g, u = full.to(torch.bfloat16).chunk(2, dim=-1)
+        assert_close(y, torch.nn.functional.silu(g.double()).to(torch.bfloat16).double() * u.double(),
+                     tol=L_TOL[torch.bfloat16])
+        assert_close(L.linear(x, w, weight_scale=scale), full, tol=L_TOL[torch.bfloat16])
+        outs.append(y)
+    assert len({o.data_ptr() for o in outs}) == 3
+    assert (rows <= L.MAX_GEMV_ROWS) == any(v is not None for v in L._MEMO.entries.values())
+
+
 def test_plans_dot_k_tiles_compile(monkeypatch):
     """Every GPU plan whose tiles go through ``tl.dot`` takes K tiles Triton's GPU compiler accepts
     (16 or more, 32 for fp8 operands: triton 3.6's ``min_dot_size``, which the interpreter does not

@@ -271,7 +271,14 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     each program takes matching gate and up columns and stores the activation (rounded to
     ``x.dtype`` after each op, as PyTorch's separate ops round), so neither the ``(..., 2I)``
     projection nor the two elementwise kernels exist. More rows: :func:`linear` and the two
-    ops. Inference only (no autograd)."""
+    ops. Inference only (no autograd). Eager calls like an earlier one replay its launch
+    (:mod:`fastpath._core.memo`)."""
+    return _MEMO.call(lambda: _checked_swiglu(x, weight, bias, weight_scale), (x, weight, bias, weight_scale),
+                      ("swiglu",))
+
+
+def _checked_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                    weight_scale: Optional[torch.Tensor]) -> torch.Tensor:
     _checked(x, weight, bias, weight_scale)
     if weight.shape[0] % 2:
         raise ValueError(f"weight: expected an even number of rows (gate then up), got {tuple(weight.shape)}")
