@@ -52,16 +52,16 @@ def calls():
     out.append(("linear_swiglu 1x4096x(2x14336)", lambda: LIN.linear_swiglu(x, wg), swiglu_native, LIN._MEMO))
     a8 = torch.randn(1, 4096, device=dev).to(torch.float8_e4m3fn)
     b8 = torch.randn(14336, 4096, device=dev).to(torch.float8_e4m3fn).t()
-    one = torch.ones((), device=dev)
+    sa, sb = torch.ones((), device=dev), torch.ones((), device=dev)  # (one tensor for both: aliasing, never replayed)
     tw = ScalingType.TensorWise
     out.append(("scaled_mm tensorwise 1x4096x14336",
-                lambda: fastpath.scaled_mm(a8, b8, one, tw, one, tw, output_dtype=bf),
-                lambda: torch._scaled_mm(a8, b8, one, one, out_dtype=bf), SMM._MEMO))
+                lambda: fastpath.scaled_mm(a8, b8, sa, tw, sb, tw, output_dtype=bf),
+                lambda: torch._scaled_mm(a8, b8, sa, sb, out_dtype=bf), SMM._MEMO))
     q = torch.randn(1, 32, 1, 128, device=dev).to(bf)
-    kv = torch.randn(1, 8, 1024, 128, device=dev).to(bf)
+    k, v = (torch.randn(1, 8, 1024, 128, device=dev).to(bf) for _ in range(2))  # (k is v: aliasing, never replayed)
     out.append(("sdpa decode 1 x 32/8 heads x 1024 keys",
-                lambda: fastpath.scaled_dot_product_attention(q, kv, kv, enable_gqa=True),
-                lambda: F.scaled_dot_product_attention(q, kv, kv, enable_gqa=True), ATT._MEMO))
+                lambda: fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+                lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), ATT._MEMO))
     return out
 
 
