@@ -18,7 +18,7 @@ leaves the call unrecorded, and it keeps taking the normal path. The op's path m
 besides its Triton launches and its outputs' allocations: a fill, a copy or any other torch
 op would not be replayed (``fastpath.linear``'s matrix-vector path; its cuBLAS path
 launches nothing through Triton and is never recorded). An output that no recorded launch
-takes (made by a torch op) leaves the call unrecorded too. Users: linear, scaled_mm, softmax,
+takes (made by a torch op) leaves the call unrecorded too. Users: linear, linear_swiglu, scaled_mm, softmax,
 rms_norm, fused_experts, scaled_dot_product_attention, the small-matrix inv / solve and pinv,
 frexp, heaviside, the unsigned comparisons, sample, pad, and the eager autograd paths of mse_loss,
 dropout and batch_norm.
