@@ -186,6 +186,15 @@ def test_mse_loss_replay(reduction):
     _recorded(loss._MEMO_FWD, loss._MEMO_BWD)
 
 
+@pytest.mark.parametrize("reduction", ["none", "sum"])
+def test_mse_loss_no_grad_replay(reduction):
+    """Evaluation (no autograd): the forward alone replays, three calls with fresh tensors."""
+    from fastpath.ops import loss
+    _calls(lambda x, t: loss.mse_loss(x, t, reduction=reduction),
+           lambda x, t: F.mse_loss(x.double(), t.double(), reduction=reduction),
+           lambda: (torch.randn(64, 1000, device="cuda"), torch.randn(64, 1000, device="cuda")), loss._MEMO_FWD)
+
+
 def test_dropout_replay():
     """Each replay takes the new call's seed: fresh masks, each output and gradient the input
     (and the output gradient) times its own mask / (1 - p)."""

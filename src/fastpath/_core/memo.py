@@ -21,7 +21,7 @@ launches nothing through Triton and is never recorded). An output that no record
 takes (made by a torch op) leaves the call unrecorded too. Users: linear, linear_swiglu, scaled_mm, softmax,
 rms_norm, fused_experts, scaled_dot_product_attention, the small-matrix inv / solve and pinv,
 frexp, heaviside, the unsigned comparisons, sample, pad, and the eager autograd paths of mse_loss,
-dropout and batch_norm.
+dropout and batch_norm (and mse_loss without autograd).
 
 Off in Triton's interpreter, while compiling, with launch hooks set (profilers), with
 ``FASTPATH_FAST_LAUNCH=0`` or ``FASTPATH_LAUNCH_MEMO=0``, for calls autograd must record, and

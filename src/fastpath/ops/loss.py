@@ -395,8 +395,12 @@ def mse_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
             warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
                           f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
                           "Please ensure they have the same size.", stacklevel=2)
-    if torch.is_grad_enabled() and (input.requires_grad or target.requires_grad) and _eager(input, target):
-        return _MSELoss.apply(input, target, reduction)
+    eager = _eager(input, target)
+    if torch.is_grad_enabled() and (input.requires_grad or target.requires_grad):
+        if eager:
+            return _MSELoss.apply(input, target, reduction)
+    elif eager:  # no autograd (evaluation): the forward's launches replay, as the autograd path's do
+        return _MEMO_FWD.call(lambda: _loss(input, target, reduction), (input, target), (reduction,))
     return _mse_op(input, target, reduction)
 
 
