@@ -188,6 +188,9 @@ def main():
              "fastpath.frexp bf16, a replay of the launch memo": lambda: on_cpu(ew_mod._MEMO_FREXP,
                                                                                 lambda: fastpath.frexp(xb)),
              "fastpath.mse_loss none, forward + backward (with torch's sum and autograd)": mse_fwd_bwd,
+             "fastpath.mse_loss none, no autograd": lambda: fastpath.mse_loss(yb, gy, reduction="none"),
+             "fastpath.mse_loss none, no autograd, a replay of the launch memo": (
+                 lambda: on_cpu(loss_mod._MEMO_FWD, lambda: fastpath.mse_loss(yb, gy, reduction="none"))),
              "fastpath.sample greedy 1x151936": lambda: fastpath.sample(logits, temperature=0.0),
              "fastpath.sample greedy 1x151936, a replay of the launch memo": (
                  lambda: on_cpu(sampling_mod._MEMO, lambda: fastpath.sample(logits, temperature=0.0))),
