@@ -658,7 +658,8 @@ case "${1:-1}" in
   # compiled and recorded (bench rows "linear fp32"), beside the bf16 rows
   compiled linear.log 200 16 tests/ops/test_linear.py tests/ops/test_fp8.py
   timeout 240 python3 -m fastpath.bench linear --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn | cut -c1-200 ;;
-84)  # forty-eighth session: linear_swiglu through the launch memo (compiled replay test, its eager bench rows); which
+84)  # forty-eighth session: linear_swiglu and evaluation mse_loss through their launch memos (compiled replay tests;
+  # swiglu's eager bench rows); which
   # eager calls replay their memo on a GPU and their host time against torch's (scripts/memo_probe.py, widened)
   compiled memo.log 120 8 tests/ops/test_linear.py -k "memo" tests/ops/test_memo.py
   timeout 200 python3 scripts/memo_probe.py 2>&1 | grep -v -i warn | tee "$OUT/memo_probe.log"
