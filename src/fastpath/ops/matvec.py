@@ -583,10 +583,11 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
     min_k = MIN_K_PER_SPLIT
     if dot_dtype is None:  # float32: the product-and-sum below F32_DOT_FROM rows, a dot (F32_DOT_PREC) from it
         dot, bm = (torch.float32, 16) if M >= F32_DOT_FROM else (None, next_pow2(M))
-        bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
-        bn, per_sm = max(8, min(64, next_pow2(N), FMA_TILE // (bm * bk))), 4
         if dot is not None and F32_DOT_BLOCKS is not None:
             bn, bk, per_sm = F32_DOT_BLOCKS
+        else:
+            bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
+            bn, per_sm = max(8, min(64, next_pow2(N), FMA_TILE // (bm * bk))), 4
     else:
         use_dot, bn, bk, per_sm = TUNED[(min(b_bytes, 2), M == 1)]
         if dot_dtype.itemsize == 1:  # both operands fp8, fed to the tensor cores as they are
