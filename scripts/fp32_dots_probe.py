@@ -7,13 +7,15 @@ PyTorch with exact dots and became 2.6-9x faster with ``tf32x3`` (scripts/decode
 this says whether these need the same. Times: medians of CUDA-graph replays of 20 calls (us a
 call); errors: relative (norm) to float64.
 
-    FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=src:scripts python3 scripts/fp32_dots_probe.py
+    FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=src:scripts [ROWS=1,4] [EXPERTS=0] python3 scripts/fp32_dots_probe.py
 
 H100, 7b5b33b (exact dots at 9-16 rows): 16 x 4096 -> 4096 309.3 us against F.linear's 50.1,
 16 x 4096 -> 14336 1068.7 against 153.2; 1-4 rows 0.93-1.01x bar 1 x 14336 -> 4096 (0.76x);
 64 rows (F.linear itself) 1.00x; fused_experts 3.6-4.1x the transformers loop. Hence
 ``matvec.F32_DOT_PREC`` (rows 9-16) and the variants below (FMA_TILE: rows 1-8).
 """
+import os
+
 import torch
 import torch.nn.functional as F
 
@@ -23,7 +25,11 @@ from fastpath.ops.moe import fused_experts
 from decode_stages_probe import graph_us
 
 
-ROWS = (1, 2, 4, 5, 8, 12, 16, 64)
+ROWS = tuple(int(r) for r in os.environ.get("ROWS", "1,2,4,5,8,12,16,64").split(","))
+#: (BLOCK_N, BLOCK_K, programs per SM, stages) of the one-row product-and-sum summed over K
+#: (matvec.F32_ONE_ROW_FMA); None: FMA_TILE's blocks
+ONE_ROW = (None, (16, 256, 2, 3), (16, 512, 2, 3), (8, 512, 2, 3), (32, 256, 2, 3), (16, 256, 4, 3), (16, 256, 2, 4),
+           (8, 1024, 2, 3), (32, 128, 4, 3))
 #: (BLOCK_N, BLOCK_K, programs per SM) of the float32 16-row dot (matvec.F32_DOT_BLOCKS); None: as FMA_TILE gives
 DOT_BLOCKS = (None, (32, 128, 2), (32, 64, 4), (64, 64, 2), (64, 128, 1), (16, 128, 4), (32, 256, 2))
 
@@ -40,7 +46,6 @@ def row(name, ours, native, exact):
 
 
 def main():
-    import os
     from fastpath.ops import matvec
     assert os.environ.get("FASTPATH_LAUNCH_MEMO") == "0", "run with FASTPATH_LAUNCH_MEMO=0 (knobs change between calls)"
     dev = torch.device("cuda")
@@ -52,7 +57,9 @@ def main():
             x = torch.randn(m, k, device=dev, generator=g)
             exact = x.double() @ w.double().T
             row(f"linear {m}x{k}x{n}", lambda: fastpath.linear(x, w), lambda: F.linear(x, w), exact)
-            if m <= 4:
+            if m == 1:
+                variants = [{"F32_ONE_ROW_FMA": v} for v in ONE_ROW]
+            elif m <= 4:
                 variants = [{"FMA_TILE": t} for t in (4096, 16384)]
             elif m < 64:
                 variants = [{"F32_DOT_FROM": 5, "F32_DOT_BLOCKS": b} for b in DOT_BLOCKS]
@@ -68,6 +75,8 @@ def main():
                 finally:
                     for kn, val in old.items():
                         setattr(matvec, kn, val)
+    if os.environ.get("EXPERTS", "1") == "0":
+        return
     # Qwen3-30B-A3B's experts (128 of 768 x 2048), top-8, one token and 8 tokens
     E, H, I, top = 128, 2048, 768, 8
     gu = torch.randn(E, 2 * I, H, device=dev, generator=g) / H ** 0.5

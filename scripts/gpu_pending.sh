@@ -665,4 +665,9 @@ case "${1:-1}" in
   timeout 200 python3 scripts/memo_probe.py 2>&1 | grep -v -i warn | tee "$OUT/memo_probe.log"
   timeout 120 python3 -m fastpath.bench linear --only swiglu --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn \
     | cut -c1-200 ;;
+85)  # forty-ninth session: float32 one-row linear on a product-and-sum summed over K (matvec.F32_ONE_ROW_FMA),
+  # compiled, then its tiles swept against FMA_TILE's plan and F.linear
+  compiled f32_one_row.log 100 8 tests/ops/test_linear.py -k "f32_one_row or test_linear"
+  FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts ROWS=1 EXPERTS=0 timeout 240 python3 scripts/fp32_dots_probe.py \
+    2>&1 | grep -v -i warn | tee "$OUT/fp32_one_row.log" ;;
 esac

@@ -401,6 +401,10 @@ F32_DOT_PREC = "ieee" if torch.version.hip is not None else "tf32x3"
 #: 9% of the best of six tile sets: (64, 64, 2) 29.2 / 118-121 / 86.9).
 F32_DOT_FROM = 5
 F32_DOT_BLOCKS: Optional[tuple] = (64, 128, 1)
+#: Float32 weights at one row: (BLOCK_N, BLOCK_K, programs per SM, pipelining stages) of a
+#: product-and-sum whose tiles are summed over K as they come (``_mv_acc``'s KSUM, split-K
+#: counts rounded down), as the 16-bit one-row plan (W16_ONE_ROW_FMA); None: FMA_TILE's blocks.
+F32_ONE_ROW_FMA: Optional[tuple] = None
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
@@ -585,6 +589,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         dot, bm = (torch.float32, 16) if M >= F32_DOT_FROM else (None, next_pow2(M))
         if dot is not None and F32_DOT_BLOCKS is not None:
             bn, bk, per_sm = F32_DOT_BLOCKS
+        elif M == 1 and F32_ONE_ROW_FMA is not None and not (norm or glu or group):
+            (bn, bk, per_sm, stages), ksum, fill = F32_ONE_ROW_FMA, True, True
         else:
             bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
             bn, per_sm = max(8, min(64, next_pow2(N), FMA_TILE // (bm * bk))), 4
