@@ -670,4 +670,12 @@ case "${1:-1}" in
   compiled f32_one_row.log 100 8 tests/ops/test_linear.py -k "f32_one_row or test_linear"
   FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts ROWS=1 EXPERTS=0 timeout 240 python3 scripts/fp32_dots_probe.py \
     2>&1 | grep -v -i warn | tee "$OUT/fp32_one_row.log" ;;
+86)  # forty-ninth session: the blocked solve's diagonal-block inverses with M's columns read from memory
+  # (triangular.DIAG_FROM_MEMORY), their warps and blocks a program, compiled and swept on lu_solve
+  compiled diag.log 150 8 tests/ops/test_linalg_lu.py -k "solve"
+  C="(32, 32, 64, 4, 1"; F="(64, 64, 64, 4, 1"
+  CP="[$C), $C, False, 2, None), $C, True, 4, None), $C, True, 2, None), $C, True, 1, None), $C, True, 4, 2), $C, True, 2, 2), $C, True, 1, 2), $C, True, 1, 4)]"
+  FP="[$F), $F, False, 2, None), $F, True, 4, None), $F, True, 2, None), $F, True, 1, None), $F, True, 4, 2), $F, True, 2, 2)]"
+  timeout 400 python3 scripts/tune_linalg.py --only lu_solve --seconds 120 \
+    --plans "{'c64 k=256': $CP, 'c64 k=1': $CP, 'f32 k=256': $FP}" 2>&1 | grep -v -i warn | tee "$OUT/diag_sweep.log" ;;
 esac

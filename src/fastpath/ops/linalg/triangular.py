@@ -31,7 +31,7 @@ from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _dot, _ld, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
+from .tiles import _div, _dot, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -58,6 +58,12 @@ TF32X3_PREC = "ieee" if torch.version.hip is not None else "tf32x3"  # (NVIDIA's
 TF32X3_MIN_KB = 32
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
+#: The blocked path's diagonal-block inverses: columns of M read from memory at each step
+#: (one reduction a step, ``_inv_from_mem``) instead of picked out of the tile in registers
+#: (three); warps a program; blocks a program (None: as TILE_ELEMS allows).
+DIAG_FROM_MEMORY = False
+DIAG_WARPS = 4
+DIAG_BLOCKS = None
 
 
 # ---------------------------------------------------------------------------- complex as real
@@ -103,33 +109,90 @@ def _track(piv_ptr, poff, spc, pmask, pos, t0, t1, n):
 
 
 @triton.jit
+def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, xr, xi, NB: tl.constexpr, LOWER: tl.constexpr,
+                  UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
+    """``_tri_solve`` of the identity-started tiles X (BB, NB, NB) by the triangle of the
+    (NB, NB) diagonal blocks at ``moff1`` (BB,) (their first entries; rows and columns ``col0``
+    (BB,) + 0..NB-1 of a matrix with ``n`` rows, the identity past them), each step's column and
+    diagonal entry loaded (cached, off the chain) instead of picked out of a tile in registers:
+    one reduction a step (X's row) where the tile form takes three."""
+    r = tl.arange(0, NB)
+    r2 = r[None, :]
+    r3 = r[None, :, None]
+    rin = mvalid[:, None] & (col0[:, None] + r2 < n)
+    for s in range(0, NB):
+        if LOWER:
+            j = s
+        else:
+            j = NB - 1 - s
+        cm = rin & (col0[:, None] + j < n)
+        mr, mi = _ld(t_ptr, moff1[:, None] + r2 * s_tr + j * s_tc, cm, CPLX)  # column j: (BB, NB)
+        xjr, xji = _pick(xr, xi, r3 == j, 1, CPLX)  # row j of X: (BB, NB)
+        if not UNIT:
+            dm = mvalid & (col0 + j < n)
+            dr, di = _ld(t_ptr, moff1 + j * (s_tr + s_tc), dm, CPLX)
+            dr = tl.where(dm, dr, 1.0)
+            if CPLX:
+                if CONJ:
+                    di = -di
+                di = tl.where(dm, di, 0.0)
+            xjr, xji = _div(xjr, xji, dr[:, None], di[:, None], CPLX)
+        if CPLX:
+            if CONJ:
+                mi = -mi
+        if LOWER:
+            after = r3 > j
+        else:
+            after = r3 < j
+        pr, pi = _mul(mr[:, :, None], mi[:, :, None], xjr[:, None, :], xji[:, None, :], CPLX)
+        xr = tl.where(after, xr - pr, tl.where(r3 == j, xjr[:, None, :], xr))
+        if CPLX:
+            xi = tl.where(after, xi - pi, tl.where(r3 == j, xji[:, None, :], xi))
+        else:
+            xi = xr
+    return xr, xi
+
+
+@triton.jit
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                      BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
-                     CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr):
+                     CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr = False):
     """Inverses of the (NB, NB) diagonal blocks of M (and of the opposite triangle with the
     opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
-    (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity."""
+    (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity.
+    FROM_MEM: the substitution reads M's columns from memory (:func:`_inv_from_mem`)."""
     idx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (matrix, block) flattened
     valid = idx < total
     b3 = (idx // nblk).to(tl.int64)[:, None, None]
     i0 = ((idx % nblk) * NB)[:, None, None]
     r3 = tl.arange(0, NB)[None, :, None]
     c3 = tl.arange(0, NB)[None, None, :]
-    mask = valid[:, None, None] & (i0 + r3 < n) & (i0 + c3 < n)
-    tr, ti = _ld(t_ptr, b3 * stb + (i0 + r3) * s_tr + (i0 + c3) * s_tc, mask, CPLX)
-    eye = (r3 == c3).to(tr.dtype) + tl.zeros([BLOCK_B, NB, NB], dtype=tr.dtype)
-    tr = tl.where(mask, tr, eye)
-    if not CPLX:
-        ti = tr
-    zero = tl.zeros([BLOCK_B, NB, NB], dtype=tr.dtype)
+    eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
+    zero = tl.zeros([BLOCK_B, NB, NB], dtype=eye.dtype)
     C: tl.constexpr = 2 if CPLX else 1
     offs = (idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + c3) * C
-    xr, xi = _tri_solve(tr, ti, eye, zero, NB, LOWER, UNIT, CONJ, CPLX)
-    _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
-    if LU:
-        xr, xi = _tri_solve(tr, ti, eye, zero, NB, not LOWER, not UNIT, CONJ, CPLX)
-        # (the second half starts total * NB * NB * C components in: past int32 for big batches)
-        _st(inv_ptr + tl.full([], NB * NB * C, tl.int64) * total, offs, xr, xi, valid[:, None, None], CPLX)
+    # (the second pass's half starts total * NB * NB * C components in: past int32 for big batches)
+    half = tl.full([], NB * NB * C, tl.int64) * total
+    if FROM_MEM:
+        col0 = (idx % nblk) * NB
+        moff1 = (idx // nblk).to(tl.int64) * stb + col0 * (s_tr + s_tc)
+        xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, eye, zero, NB, LOWER, UNIT, CONJ, CPLX)
+        _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
+        if LU:
+            xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, eye, zero, NB, not LOWER, not UNIT,
+                                   CONJ, CPLX)
+            _st(inv_ptr + half, offs, xr, xi, valid[:, None, None], CPLX)
+    else:
+        mask = valid[:, None, None] & (i0 + r3 < n) & (i0 + c3 < n)
+        tr, ti = _ld(t_ptr, b3 * stb + (i0 + r3) * s_tr + (i0 + c3) * s_tc, mask, CPLX)
+        tr = tl.where(mask, tr, eye)
+        if not CPLX:
+            ti = tr
+        xr, xi = _tri_solve(tr, ti, eye, zero, NB, LOWER, UNIT, CONJ, CPLX)
+        _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
+        if LU:
+            xr, xi = _tri_solve(tr, ti, eye, zero, NB, not LOWER, not UNIT, CONJ, CPLX)
+            _st(inv_ptr + half, offs, xr, xi, valid[:, None, None], CPLX)
 
 
 @triton.jit
@@ -307,10 +370,11 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         nblk = cdiv(n, nb_rows)
         total = nb * nblk
         inv = real_view(torch.empty((2 if lu else 1) * total * nb_rows * nb_rows, dtype=T3.dtype, device=T3.device))
-        ib = max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * nb_rows * comps)))
+        ib = DIAG_BLOCKS or max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * nb_rows * comps)))
         _DIAG_INV[(cdiv(total, ib),)](
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
-            BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, num_warps=4)
+            BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=DIAG_FROM_MEMORY,
+            num_warps=DIAG_WARPS)
     _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
