@@ -678,4 +678,9 @@ case "${1:-1}" in
   FP="[$F), $F, False, 2, None), $F, True, 4, None), $F, True, 2, None), $F, True, 1, None), $F, True, 4, 2), $F, True, 2, 2)]"
   timeout 400 python3 scripts/tune_linalg.py --only lu_solve --seconds 120 \
     --plans "{'c64 k=256': $CP, 'c64 k=1': $CP, 'f32 k=256': $FP}" 2>&1 | grep -v -i warn | tee "$OUT/diag_sweep.log" ;;
+87)  # forty-ninth session: float32 one-row linear on F32_ONE_ROW_FMA by default, compiled and recorded (bench rows
+  # "linear fp32": 1-16 rows)
+  compiled linear.log 200 16 tests/ops/test_linear.py tests/ops/test_fp8.py
+  timeout 200 python3 -m fastpath.bench linear --only "linear fp32" --graphs --json "$OUT/bench.jsonl" 2>&1 \
+    | grep -v -i warn | cut -c1-200 ;;
 esac

@@ -428,11 +428,13 @@ def test_w16_one_row_narrow(k, n, monkeypatch, device):
 @pytest.mark.parametrize("k,n", [(1000, 13), (67, 300)])
 def test_f32_one_row_ksum(k, n, split, split_k, monkeypatch, device):
     """One float32 row on matvec.F32_ONE_ROW_FMA's product-and-sum (tiles summed over K at once,
-    pipelined) against the float64 product, split over K; the plan takes it only for one row."""
+    pipelined) against the float64 product, split over K; the plan takes it only for one row of
+    float32 weights."""
     monkeypatch.setattr(matvec, "F32_ONE_ROW_FMA", (16, 512, 2, 3))
     split_k(split)
-    p = matvec.plan(1, n, k, device, None)
-    assert p.ksum and p.dot is None and not matvec.plan(2, n, k, device, None).ksum
+    p = matvec.plan(1, n, k, device, None, b_bytes=4)
+    assert p.ksum and p.dot is None and not matvec.plan(2, n, k, device, None, b_bytes=4).ksum
+    assert not matvec.plan(1, n, k, device, None, b_bytes=1).ksum  # fp8 weights, float32 rows: not this plan
     w = randn(n, k, device=device, scale=k ** -0.5)
     x, b = randn(1, k, device=device), randn(n, device=device)
     assert_close(L.linear(x, w, b), ref64(x, w, b))

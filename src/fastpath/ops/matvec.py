@@ -401,10 +401,13 @@ F32_DOT_PREC = "ieee" if torch.version.hip is not None else "tf32x3"
 #: 9% of the best of six tile sets: (64, 64, 2) 29.2 / 118-121 / 86.9).
 F32_DOT_FROM = 5
 F32_DOT_BLOCKS: Optional[tuple] = (64, 128, 1)
-#: Float32 weights at one row: (BLOCK_N, BLOCK_K, programs per SM, pipelining stages) of a
+#: Float32 weights at one row (not under a norm or SwiGLU): (BLOCK_N, BLOCK_K, programs per SM, stages) of a
 #: product-and-sum whose tiles are summed over K as they come (``_mv_acc``'s KSUM, split-K
 #: counts rounded down), as the 16-bit one-row plan (W16_ONE_ROW_FMA); None: FMA_TILE's blocks.
-F32_ONE_ROW_FMA: Optional[tuple] = None
+#: H200 (scripts/fp32_dots_probe.py, ROWS=1, 6053445; 4096 -> 4096, 4096 -> 14336, 14336 -> 4096):
+#: FMA_TILE's blocks 23.2 / 63.9 / 61.8 us, F.linear 21.6 / 61.3 / 56.4, these 18.2 / 59.4 / 55.9
+#: (best or within 7% of the best of eight tile sets).
+F32_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
@@ -589,7 +592,7 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         dot, bm = (torch.float32, 16) if M >= F32_DOT_FROM else (None, next_pow2(M))
         if dot is not None and F32_DOT_BLOCKS is not None:
             bn, bk, per_sm = F32_DOT_BLOCKS
-        elif M == 1 and F32_ONE_ROW_FMA is not None and not (norm or glu or group):
+        elif M == 1 and b_bytes == 4 and F32_ONE_ROW_FMA is not None and not (norm or glu or group or deferred):
             (bn, bk, per_sm, stages), ksum, fill = F32_ONE_ROW_FMA, True, True
         else:
             bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
