@@ -671,7 +671,7 @@ case "${1:-1}" in
   FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts ROWS=1 EXPERTS=0 timeout 240 python3 scripts/fp32_dots_probe.py \
     2>&1 | grep -v -i warn | tee "$OUT/fp32_one_row.log" ;;
 86)  # forty-ninth session: the blocked solve's diagonal-block inverses with M's columns read from memory
-  # (triangular.DIAG_FROM_MEMORY), their warps and blocks a program, compiled and swept on lu_solve
+  # (triangular.DIAG_FROM_MEMORY then, DIAG_PLAN now), their warps and blocks a program, compiled and swept on lu_solve
   compiled diag.log 150 8 tests/ops/test_linalg_lu.py -k "solve"
   C="(32, 32, 64, 4, 1"; F="(64, 64, 64, 4, 1"
   CP="[$C), $C, False, 2, None), $C, True, 4, None), $C, True, 2, None), $C, True, 1, None), $C, True, 4, 2), $C, True, 2, 2), $C, True, 1, 2), $C, True, 1, 4)]"

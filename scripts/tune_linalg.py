@@ -59,14 +59,11 @@ SVD_PLANS = ([(2048, 4, 256, w) for w in (1, 2, 4)]
              + [(t, w, 0, 1) for t in (1024, 2048, 4096) for w in (1, 2, 4) if t // 32 >= w * 8])
 
 
-DIAG_KNOBS = ("DIAG_FROM_MEMORY", "DIAG_WARPS", "DIAG_BLOCKS")
-
-
 def set_trsm(dtype):
     """(NB, KC, KB, warps, stages [, diagonal inverses from memory, their warps, blocks a
-    program]) of the blocked triangular solve for ``dtype``"""
+    program (triangular.DIAG_PLAN)]) of the blocked triangular solve for ``dtype``"""
     default = (dict(getattr(tri, "BLOCKED_PLAN", {})), getattr(tri, "STAGES", None),
-               {kn: getattr(tri, kn) for kn in DIAG_KNOBS if hasattr(tri, kn)})
+               dict(getattr(tri, "DIAG_PLAN", {})))
 
     def set_plan(plan):
         if not default[0]:  # an older tree (--baseline)
@@ -75,13 +72,13 @@ def set_trsm(dtype):
         tri.BLOCKED_PLAN.update(default[0])
         if default[1] is not None:
             tri.STAGES = default[1]
-        for kn, val in default[2].items():
-            setattr(tri, kn, val)
+        if default[2]:
+            tri.DIAG_PLAN.update(default[2])
         if plan is not None:
             tri.BLOCKED_PLAN[dtype] = plan[:4]
             tri.STAGES = plan[4]
-            for kn, val in zip(DIAG_KNOBS, plan[5:]):
-                setattr(tri, kn, val)
+            if len(plan) > 5:
+                tri.DIAG_PLAN[dtype] = plan[5:8]
     return set_plan
 
 

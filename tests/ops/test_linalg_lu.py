@@ -531,20 +531,20 @@ def test_lu_nonfinite_propagates(n, dtype, device):
     assert torch.isfinite(torch.view_as_real(ok_det) if ok_det.is_complex() else ok_det).all()
 
 
+@pytest.mark.parametrize("from_mem", [True, False])
 @pytest.mark.parametrize("n,k,form,dtype", [(40, 20, 0, _C64), (70, 5, 1, _F32), (40, 20, 2, _F64), (70, 5, 3, _C64)])
-def test_solve_triangular_diag_inverses_from_memory(n, k, form, dtype, device, monkeypatch):
-    """The blocked path's diagonal-block inverses with M's columns read from memory at each step
-    (triangular.DIAG_FROM_MEMORY, one warp a program) against the float64 solve: each form
-    (upper / lower, left / right, unit or not), blocks padded past n."""
-    monkeypatch.setattr(T, "DIAG_FROM_MEMORY", True)
-    monkeypatch.setattr(T, "DIAG_WARPS", 1)
+def test_solve_triangular_diag_inverses(n, k, form, dtype, from_mem, device, monkeypatch):
+    """The blocked path's diagonal-block inverses in both forms (triangular.DIAG_PLAN: M's columns
+    read from memory at each step, or picked out of the tile; one warp a program) against the
+    float64 solve: each form (upper / lower, left / right, unit or not), blocks padded past n."""
+    monkeypatch.setitem(T.DIAG_PLAN, dtype, (from_mem, 1, None))
     test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
 
 
 @pytest.mark.parametrize("adjoint", [False, True])
-def test_lu_solve_diag_inverses_from_memory(adjoint, device, monkeypatch):
+def test_lu_solve_diag_inverses_two_blocks(adjoint, device, monkeypatch):
     """Both triangles' diagonal-block inverses (lu_solve's two passes, conjugated for the
-    adjoint) with triangular.DIAG_FROM_MEMORY, two blocks a program, against the float64 solve."""
-    monkeypatch.setattr(T, "DIAG_FROM_MEMORY", True)
-    monkeypatch.setattr(T, "DIAG_BLOCKS", 2)
+    adjoint) read from memory, two blocks a program, against the float64 solve (and the tile form
+    in test_lu_solve)."""
+    monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 2, 2))
     test_lu_solve(70, 20, True, adjoint, _C64, device)

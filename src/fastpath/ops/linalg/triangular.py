@@ -58,12 +58,14 @@ TF32X3_PREC = "ieee" if torch.version.hip is not None else "tf32x3"  # (NVIDIA's
 TF32X3_MIN_KB = 32
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
-#: The blocked path's diagonal-block inverses: columns of M read from memory at each step
-#: (one reduction a step, ``_inv_from_mem``) instead of picked out of the tile in registers
-#: (three); warps a program; blocks a program (None: as TILE_ELEMS allows).
-DIAG_FROM_MEMORY = False
-DIAG_WARPS = 4
-DIAG_BLOCKS = None
+#: The blocked path's diagonal-block inverses by dtype: (M's columns read from memory at each
+#: step, one reduction a step (``_inv_from_mem``), or picked out of the tile in registers, three;
+#: warps a program; blocks a program, None: as TILE_ELEMS allows). H200, lu_solve of 64 x 256x256
+#: (scripts/tune_linalg.py, b975dd2): complex64 569.8 -> 544.5 us with 256 right-hand sides, 349.3
+#: -> 323.4 with one (from memory, one warp; 4 and 2 warps 557 / 337); float32 178.4 in registers
+#: against 243-288 from memory. float64 / complex128: not timed, in registers.
+DIAG_PLAN = {torch.float32: (False, 4, None), torch.complex64: (True, 1, None),
+             torch.float64: (False, 4, None), torch.complex128: (False, 4, None)}
 
 
 # ---------------------------------------------------------------------------- complex as real
@@ -370,11 +372,12 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         nblk = cdiv(n, nb_rows)
         total = nb * nblk
         inv = real_view(torch.empty((2 if lu else 1) * total * nb_rows * nb_rows, dtype=T3.dtype, device=T3.device))
-        ib = DIAG_BLOCKS or max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * nb_rows * comps)))
+        from_mem, diag_warps, ib = DIAG_PLAN[T3.dtype]
+        ib = ib or max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * nb_rows * comps)))
         _DIAG_INV[(cdiv(total, ib),)](
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
-            BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=DIAG_FROM_MEMORY,
-            num_warps=DIAG_WARPS)
+            BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=from_mem,
+            num_warps=diag_warps)
     _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
