@@ -30,6 +30,9 @@ ROWS = tuple(int(r) for r in os.environ.get("ROWS", "1,2,4,5,8,12,16,64").split(
 #: (matvec.F32_ONE_ROW_FMA); None: FMA_TILE's blocks
 ONE_ROW = (None, (16, 256, 2, 3), (16, 512, 2, 3), (8, 512, 2, 3), (32, 256, 2, 3), (16, 256, 4, 3), (16, 256, 2, 4),
            (8, 1024, 2, 3), (32, 128, 4, 3))
+#: the same at 2-4 rows (matvec.F32_FEW_ROWS); None: FMA_TILE's blocks
+FEW_ROWS = (None, (16, 128, 4, 3), (16, 256, 2, 3), (8, 256, 4, 3), (32, 128, 2, 3), (16, 128, 2, 3), (8, 512, 2, 3),
+            (16, 64, 4, 3), (16, 128, 4, None))
 #: (BLOCK_N, BLOCK_K, programs per SM) of the float32 16-row dot (matvec.F32_DOT_BLOCKS); None: as FMA_TILE gives
 DOT_BLOCKS = (None, (32, 128, 2), (32, 64, 4), (64, 64, 2), (64, 128, 1), (16, 128, 4), (32, 256, 2))
 
@@ -60,7 +63,7 @@ def main():
             if m == 1:
                 variants = [{"F32_ONE_ROW_FMA": v} for v in ONE_ROW]
             elif m <= 4:
-                variants = [{"FMA_TILE": t} for t in (4096, 16384)]
+                variants = [{"F32_FEW_ROWS": v} for v in FEW_ROWS] + [{"F32_DOT_FROM": 2}]
             elif m < 64:
                 variants = [{"F32_DOT_FROM": 5, "F32_DOT_BLOCKS": b} for b in DOT_BLOCKS]
             else:

@@ -61,7 +61,7 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: The blocked path's diagonal-block inverses by dtype: (M's columns read from memory at each
 #: step, one reduction a step (``_inv_from_mem``), or picked out of the tile in registers, three;
 #: warps a program; blocks a program, None: as TILE_ELEMS allows). H200, lu_solve of 64 x 256x256
-#: (scripts/tune_linalg.py, b975dd2): complex64 569.8 -> 544.5 us with 256 right-hand sides, 349.3
+#: (scripts/tune_linalg.py, 0feb7cc): complex64 569.8 -> 544.5 us with 256 right-hand sides, 349.3
 #: -> 323.4 with one (from memory, one warp; 4 and 2 warps 557 / 337); float32 178.4 in registers
 #: against 243-288 from memory. float64 / complex128: not timed, in registers.
 DIAG_PLAN = {torch.float32: (False, 4, None), torch.complex64: (True, 1, None),
