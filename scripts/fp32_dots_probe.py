@@ -13,6 +13,9 @@ H100, 7b5b33b (exact dots at 9-16 rows): 16 x 4096 -> 4096 309.3 us against F.li
 16 x 4096 -> 14336 1068.7 against 153.2; 1-4 rows 0.93-1.01x bar 1 x 14336 -> 4096 (0.76x);
 64 rows (F.linear itself) 1.00x; fused_experts 3.6-4.1x the transformers loop. Hence
 ``matvec.F32_DOT_PREC`` (rows 9-16) and the variants below (FMA_TILE: rows 1-8).
+H200, fd9f751: one row on F32_ONE_ROW_FMA 1.01-1.23x; 2-4 rows pipelined (matvec.F32_FEW_ROWS,
+since removed) 1.1-4x slower than FMA_TILE's blocks on every tile set, the tf32x3 dot from 2 rows
+0.91-1.08x at 4 rows (FMA_TILE's 0.95-1.03x).
 """
 import os
 
@@ -30,9 +33,6 @@ ROWS = tuple(int(r) for r in os.environ.get("ROWS", "1,2,4,5,8,12,16,64").split(
 #: (matvec.F32_ONE_ROW_FMA); None: FMA_TILE's blocks
 ONE_ROW = (None, (16, 256, 2, 3), (16, 512, 2, 3), (8, 512, 2, 3), (32, 256, 2, 3), (16, 256, 4, 3), (16, 256, 2, 4),
            (8, 1024, 2, 3), (32, 128, 4, 3))
-#: the same at 2-4 rows (matvec.F32_FEW_ROWS); None: FMA_TILE's blocks
-FEW_ROWS = (None, (16, 128, 4, 3), (16, 256, 2, 3), (8, 256, 4, 3), (32, 128, 2, 3), (16, 128, 2, 3), (8, 512, 2, 3),
-            (16, 64, 4, 3), (16, 128, 4, None))
 #: (BLOCK_N, BLOCK_K, programs per SM) of the float32 16-row dot (matvec.F32_DOT_BLOCKS); None: as FMA_TILE gives
 DOT_BLOCKS = (None, (32, 128, 2), (32, 64, 4), (64, 64, 2), (64, 128, 1), (16, 128, 4), (32, 256, 2))
 
@@ -63,7 +63,7 @@ def main():
             if m == 1:
                 variants = [{"F32_ONE_ROW_FMA": v} for v in ONE_ROW]
             elif m <= 4:
-                variants = [{"F32_FEW_ROWS": v} for v in FEW_ROWS] + [{"F32_DOT_FROM": 2}]
+                variants = [{"FMA_TILE": t} for t in (4096, 16384)] + [{"F32_DOT_FROM": 2}]
             elif m < 64:
                 variants = [{"F32_DOT_FROM": 5, "F32_DOT_BLOCKS": b} for b in DOT_BLOCKS]
             else:

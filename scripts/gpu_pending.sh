@@ -683,7 +683,8 @@ case "${1:-1}" in
   compiled linear.log 200 16 tests/ops/test_linear.py tests/ops/test_fp8.py
   timeout 200 python3 -m fastpath.bench linear --only "linear fp32" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -v -i warn | cut -c1-200 ;;
-88)  # forty-ninth session: float32 linear at 2-4 rows: the product-and-sum's blocks and stages (matvec.F32_FEW_ROWS)
+88)  # forty-ninth session: float32 linear at 2-4 rows: the product-and-sum's blocks and stages (matvec.F32_FEW_ROWS,
+  # removed after it: no gain)
   # swept against FMA_TILE's plan, the tf32x3 dot from 2 rows and F.linear
   compiled f32_rows.log 100 8 tests/ops/test_linear.py -k "f32_"
   FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts ROWS=2,4 EXPERTS=0 timeout 300 python3 scripts/fp32_dots_probe.py \

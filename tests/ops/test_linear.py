@@ -424,26 +424,6 @@ def test_w16_one_row_narrow(k, n, monkeypatch, device):
     assert_close(L.linear(x, w), ref64(x, w, None), tol=L_TOL[torch.bfloat16])
 
 
-@pytest.mark.parametrize("rows", [2, 4])
-def test_f32_few_rows_plan(rows, split_k, monkeypatch, device):
-    """2-4 float32 rows on matvec.F32_FEW_ROWS's product-and-sum blocks against the float64
-    product, split over K; not for one row, fp8 weights or from F32_DOT_FROM rows."""
-    monkeypatch.setattr(matvec, "F32_FEW_ROWS", (16, 128, 4, 3))
-    with monkeypatch.context() as m:  # the plan's own blocks (the interpreter's are small)
-        m.setattr(matvec, "INTERPRET", False)
-        m.setattr(matvec, "num_sms", lambda dev: 132)
-        g = torch.device("cuda")
-        p = matvec.plan(rows, 4096, 4096, g, None, b_bytes=4)
-        assert (p.block_n, p.block_k, p.stages, p.dot) == (16, 128, 3, None)
-        assert matvec.plan(1, 4096, 4096, g, None, b_bytes=4).ksum
-        assert matvec.plan(rows, 4096, 4096, g, None, b_bytes=1).stages is None
-        assert matvec.plan(matvec.F32_DOT_FROM, 4096, 4096, g, None, b_bytes=4).dot is not None
-    split_k(3)
-    w = randn(300, 1000, device=device, scale=1000 ** -0.5)
-    x, b = randn(rows, 1000, device=device), randn(300, device=device)
-    assert_close(L.linear(x, w, b), ref64(x, w, b))
-
-
 @pytest.mark.parametrize("split", [1, 3])
 @pytest.mark.parametrize("k,n", [(1000, 13), (67, 300)])
 def test_f32_one_row_ksum(k, n, split, split_k, monkeypatch, device):

@@ -408,9 +408,6 @@ F32_DOT_BLOCKS: Optional[tuple] = (64, 128, 1)
 #: FMA_TILE's blocks 23.2 / 63.9 / 61.8 us, F.linear 21.6 / 61.3 / 56.4, these 18.2 / 59.4 / 55.9
 #: (best or within 7% of the best of eight tile sets).
 F32_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
-#: ... and at 2 to F32_DOT_FROM - 1 rows: (BLOCK_N, BLOCK_K, programs per SM, stages) of the
-#: product-and-sum, split-K counts rounded down; None: FMA_TILE's blocks.
-F32_FEW_ROWS: Optional[tuple] = None
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
@@ -597,9 +594,6 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
             bn, bk, per_sm = F32_DOT_BLOCKS
         elif M == 1 and b_bytes == 4 and F32_ONE_ROW_FMA is not None and not (norm or glu or group or deferred):
             (bn, bk, per_sm, stages), ksum, fill = F32_ONE_ROW_FMA, True, True
-        elif M > 1 and dot is None and b_bytes == 4 and F32_FEW_ROWS is not None and not (
-                norm or glu or group or deferred):
-            (bn, bk, per_sm, stages), fill = F32_FEW_ROWS, True
         else:
             bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
             bn, per_sm = max(8, min(64, next_pow2(N), FMA_TILE // (bm * bk))), 4
