@@ -1,0 +1,75 @@
+"""Where the host time of an eager forward + backward goes on a GPU host: PyTorch's own op,
+an empty ``torch.autograd.Function`` (the Python forward / backward round trip alone), and
+fastpath's training ops piece by piece (the seed draw, the forward's memo replay, the whole
+forward, forward + backward). Small tensors (64 x 1024 float32), so the GPU is never the bound:
+host microseconds a call from ``harness.host_us`` (many calls, no sync between them).
+
+    PYTHONPATH=src python3 scripts/autograd_host_probe.py [--profile]
+"""
+import cProfile
+import pstats
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import fastpath
+from fastpath.bench.harness import host_us
+from fastpath.ops import dropout as dropout_mod
+
+dev = torch.device("cuda")
+
+
+class Empty(torch.autograd.Function):
+    """No work: one output allocated in the forward, one in the backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.empty_like(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.empty_like(g)
+
+
+def main():
+    x = torch.randn(64, 1024, device=dev, requires_grad=True)
+    t, g = torch.randn(64, 1024, device=dev), torch.randn(64, 1024, device=dev)
+    xd = x.detach()
+
+    def grad_of(fn):
+        return lambda: torch.autograd.grad(fn(), x, g)
+    cases = [
+        ("torch.empty_like", lambda: torch.empty_like(xd)),
+        ("torch x * 2 (no grad)", lambda: xd * 2),
+        ("torch x * 2 fwd+bwd", grad_of(lambda: x * 2)),
+        ("empty autograd.Function fwd only", lambda: Empty.apply(x)),
+        ("empty autograd.Function fwd+bwd", grad_of(lambda: Empty.apply(x))),
+        ("torch dropout fwd+bwd", grad_of(lambda: F.dropout(x, 0.1))),
+        ("fastpath draw_seed", lambda: dropout_mod.draw_seed(dev, None)),
+        ("fastpath dropout fwd (no grad)", lambda: fastpath.dropout(xd, 0.1)),
+        ("fastpath dropout fwd (grad)", lambda: fastpath.dropout(x, 0.1)),
+        ("fastpath dropout fwd+bwd", grad_of(lambda: fastpath.dropout(x, 0.1))),
+        ("torch mse_loss none fwd+bwd", grad_of(lambda: F.mse_loss(x, t, reduction="none"))),
+        ("fastpath mse_loss none fwd (no grad)", lambda: fastpath.mse_loss(xd, t, reduction="none")),
+        ("fastpath mse_loss none fwd (grad)", lambda: fastpath.mse_loss(x, t, reduction="none")),
+        ("fastpath mse_loss none fwd+bwd", grad_of(lambda: fastpath.mse_loss(x, t, reduction="none"))),
+    ]
+    for name, fn in cases:
+        with torch.enable_grad():
+            us = sorted(host_us(fn, n=300, warmup=30) for _ in range(3))[1]
+        print(f"{name:<40} {us:7.1f} us host", flush=True)
+    if "--profile" in sys.argv:
+        for name, fn in cases[-5:]:
+            pr = cProfile.Profile()
+            pr.enable()
+            for _ in range(300):
+                fn()
+            pr.disable()
+            torch.cuda.synchronize()
+            print(f"== {name}")
+            pstats.Stats(pr).sort_stats("tottime").print_stats(12)
+
+
+if __name__ == "__main__":
+    main()
