@@ -32,6 +32,37 @@ class Empty(torch.autograd.Function):
         return torch.empty_like(g)
 
 
+def split(x, g, t, n=300):
+    """The forward + backward loop of dropout and mse_loss timed piece by piece (wall clock
+    around each step, no sync): the seed draw, the op's forward, autograd.grad; and the
+    backward's own memo replay called from the main thread."""
+    import time
+    from fastpath.ops import loss as loss_mod
+    seed_fn = dropout_mod.draw_seed
+    for name, fwd in (("dropout", lambda: fastpath.dropout(x, 0.1)),
+                      ("mse_loss none", lambda: fastpath.mse_loss(x, t, reduction="none"))):
+        parts = {"forward": 0.0, "autograd.grad": 0.0}
+        for i in range(n + 30):
+            t0 = time.perf_counter()
+            y = fwd()
+            t1 = time.perf_counter()
+            torch.autograd.grad(y, x, g)
+            t2 = time.perf_counter()
+            if i >= 30:
+                parts["forward"] += t1 - t0
+                parts["autograd.grad"] += t2 - t1
+        print(f"{name} fwd+bwd split: " + ", ".join(f"{k} {v / n * 1e6:.1f} us" for k, v in parts.items()), flush=True)
+    torch.cuda.synchronize()
+    xd = x.detach()
+    bits = dropout_mod._forward(xd, 0.1, seed_fn(dev, None), True)[1]
+    call = lambda: dropout_mod._MEMO_BWD.call(lambda: dropout_mod._dropout_bwd_op(g, bits, 0.1), (g, bits), (0.1,))
+    print(f"dropout backward's replay on the main thread {host_us(call, n=300, warmup=30):.1f} us", flush=True)
+    call = lambda: loss_mod._MEMO_BWD.call(
+        lambda: loss_mod._mse_bwd_op(g, xd, t, "none", True, False), (g, xd, t), ("none", True, False))
+    print(f"mse_loss backward's replay on the main thread {host_us(call, n=300, warmup=30):.1f} us", flush=True)
+    print(f"torch.randint alone {host_us(lambda: seed_fn(dev, None), n=300, warmup=30):.1f} us", flush=True)
+
+
 def main():
     x = torch.randn(64, 1024, device=dev, requires_grad=True)
     t, g = torch.randn(64, 1024, device=dev), torch.randn(64, 1024, device=dev)
@@ -59,6 +90,7 @@ def main():
         with torch.enable_grad():
             us = sorted(host_us(fn, n=300, warmup=30) for _ in range(3))[1]
         print(f"{name:<40} {us:7.1f} us host", flush=True)
+    split(x, g, t)
     if "--profile" in sys.argv:
         for name, fn in cases[-5:]:
             pr = cProfile.Profile()

@@ -514,6 +514,10 @@ def test_launch_memo_template_refuses_what_it_cannot_replay():
     # an output no launch takes (a torch op made it, as a broadcast solve's info): not replayable
     assert M.LaunchMemo.template([rec], (x, w), (out, torch.empty(2)), 0) is None
     assert M.LaunchMemo.template([rec], (x, w), (out, torch.empty(0), None), 0) is not None  # empty: nothing to write
+    # an empty temporary as an argument (a null pointer, as dropout's mask when none is kept): the same every call
+    nul = torch.empty(0)
+    assert nul.data_ptr() == 0
+    assert M.LaunchMemo.template([("run", "fn", "meta", (1, 1, 1), (x, w, out, nul))], (x, w), out, 0) is not None
 
 
 def test_launch_memo_records_only_its_own_thread(monkeypatch):

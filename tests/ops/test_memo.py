@@ -214,6 +214,22 @@ def test_dropout_replay():
     _recorded(D._MEMO_FWD, D._MEMO_BWD)
 
 
+def test_dropout_no_grad_replay():
+    """Without autograd (no mask kept: an empty mask tensor, a null pointer, as the kernel's
+    argument) the forward replays too, each call with its own seed."""
+    from fastpath.ops import dropout as D
+    D._MEMO_FWD.entries.clear()
+    masks = []
+    for _ in range(3):
+        x = torch.rand(4096, device="cuda") + 0.5
+        y = D.dropout(x, 0.3)
+        keep = y != 0
+        assert_close(y, x * keep / 0.7)
+        masks.append(keep)
+    assert not torch.equal(masks[0], masks[1]) and not torch.equal(masks[1], masks[2])
+    _recorded(D._MEMO_FWD)
+
+
 @pytest.mark.parametrize("layout", ["2-D", "NCHW", "channels-last"])
 def test_batch_norm_replay(layout):
     """Training forward + backward (y, running statistics, dx, dweight, dbias) three times."""

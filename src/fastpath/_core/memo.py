@@ -9,8 +9,9 @@ first such call's launches and replays them for the next ones with the new point
 outputs' allocations (same shapes, strides and dtypes) and one driver call per launch.
 
 A recorded launch is replayable only when each of its tensor arguments is one of the call's
-named tensors at offset 0 (inputs, or outputs: whole new tensors) or a cached workspace of
-:func:`fastpath._core.launch.workspace` (kept alive forever), and every other argument a
+named tensors at offset 0 (inputs, or outputs: whole new tensors), a cached workspace of
+:func:`fastpath._core.launch.workspace` (kept alive forever) or an empty tensor with a null
+pointer (nothing to read or write: dropout's mask when none is kept), and every other argument a
 plain value (numbers, constexprs), or a tensor descriptor on one of the call's tensors (a replay
 makes it again on the new one). Anything else (a temporary copy, a view at an offset, a
 descriptor on anything else, a call that launched nothing, a launch through Triton's own path)
@@ -179,9 +180,9 @@ class LaunchMemo:
                     if p in index:
                         patches.append((len(full), index[p]))
                         used.add(index[p])
-                    elif p not in spaces:
+                    elif p not in spaces and not (p == 0 and a.numel() == 0):
                         return None
-                    full.append(p)  # a workspace's pointer stays; a call's is replaced
+                    full.append(p)  # a workspace's (or an empty tensor's null) pointer stays; a call's is replaced
                 elif hasattr(a, "block_shape") and hasattr(a, "base") and hasattr(a, "__dict__"):
                     p = a.base.data_ptr()  # a tensor descriptor: on one of the call's tensors, rebuilt
                     if p not in index or a.base.dtype != [*tensors, *outs][index[p]].dtype:
