@@ -6,15 +6,13 @@ host microseconds a call from ``harness.host_us`` (many calls, no sync between t
 
     PYTHONPATH=src python3 scripts/autograd_host_probe.py [--profile]
 """
-import cProfile
-import pstats
 import sys
 
 import torch
 import torch.nn.functional as F
 
 import fastpath
-from fastpath.bench.harness import host_us
+from fastpath.bench.harness import host_us, print_profile
 from fastpath.ops import dropout as dropout_mod
 
 dev = torch.device("cuda")
@@ -93,14 +91,7 @@ def main():
     split(x, g, t)
     if "--profile" in sys.argv:
         for name, fn in cases[-5:]:
-            pr = cProfile.Profile()
-            pr.enable()
-            for _ in range(300):
-                fn()
-            pr.disable()
-            torch.cuda.synchronize()
-            print(f"== {name}")
-            pstats.Stats(pr).sort_stats("tottime").print_stats(12)
+            print_profile(name, fn, 300, 12)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,13 @@ waited for.
 Usage (repo root, GPU machine): PYTHONPATH=src python3 scripts/diag_training.py [--host]
 (``--host``: instead, the Python profile of 50 of our calls, top functions by own time.)
 """
-import cProfile
-import pstats
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from fastpath.bench.harness import Timer, host_us
+from fastpath.bench.harness import Timer, host_us, print_profile
 from fastpath.ops.batch_norm import batch_norm
 from fastpath.ops.dropout import dropout
 from fastpath.ops.loss import mse_loss
@@ -58,14 +56,7 @@ def host_profile(dev):
         for _ in range(3):
             ours()
         torch.cuda.synchronize()
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(50):
-            ours()
-        prof.disable()
-        torch.cuda.synchronize()
-        print(f"=== {name}: ours, 50 calls")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+        print_profile(f"{name}: ours", ours, 50)
 
 
 def main():

@@ -6,15 +6,13 @@ without the launch memo's replays.
 
     PYTHONPATH=src python3 scripts/host_profile.py [--profile]
 """
-import cProfile
-import pstats
 import sys
 
 import torch
 import torch.nn.functional as F
 
 import fastpath
-from fastpath.bench.harness import host_us
+from fastpath.bench.harness import host_us, print_profile
 from fastpath.ops.fp8 import ScalingType
 
 dev = torch.device("cuda")
@@ -73,13 +71,7 @@ def main():
             o, t = host_us(ours, n=200, warmup=20), host_us(theirs, n=200, warmup=20)
             print(f"{name:<24} ours {o:7.1f} us host, torch {t:7.1f} us ({o / t:4.1f}x)", flush=True)
             if prof:
-                pr = cProfile.Profile()
-                pr.enable()
-                for _ in range(200):
-                    ours()
-                pr.disable()
-                torch.cuda.synchronize()
-                pstats.Stats(pr).sort_stats("tottime").print_stats(14)
+                print_profile(f"{name}: ours", ours)
 
 
 if __name__ == "__main__":

@@ -221,6 +221,24 @@ def host_us(fn, n: int = 100, warmup: int = 10) -> float:
     return us
 
 
+def print_profile(name: str, fn, n: int = 200, top: int = 14) -> None:
+    """A cProfile of ``n`` calls of ``fn`` (no sync between them), its ``top`` functions by
+    own time printed under ``name``: where an eager call's host time goes."""
+    import cProfile
+    import pstats
+
+    import torch
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        fn()
+    prof.disable()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    print(f"== {name}: {n} calls")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
 def kernel_times(fn, reps: int = 10, before: Optional[Callable] = None, cuda: bool = True) -> dict:
     """What each kernel (``cuda``; else each CPU op) that ``fn`` runs costs, from the PyTorch
     profiler over ``reps`` calls (``before()`` ahead of each, e.g. an L2 flush, profiled too):

@@ -276,16 +276,24 @@ def _tri_solve(tr, ti, xr, xi, nr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ
         if not UNIT:
             dr, di = _pick(mr, mi, r2 == j, 1, CPLX)
             xjr, xji = _div(xjr, xji, dr[:, None], di[:, None], CPLX)
-        if LOWER:
-            after = r3 > j
-        else:
-            after = r3 < j
-        pr, pi = _mul(mr[:, :, None], mi[:, :, None], xjr[:, None, :], xji[:, None, :], CPLX)
-        xr = tl.where(after, xr - pr, tl.where(r3 == j, xjr[:, None, :], xr))
-        if CPLX:
-            xi = tl.where(after, xi - pi, tl.where(r3 == j, xji[:, None, :], xi))
-        else:
-            xi = xr
+        xr, xi = _eliminate(xr, xi, mr, mi, xjr, xji, j, r3, LOWER, CPLX)
+    return xr, xi
+
+
+@triton.jit
+def _eliminate(xr, xi, mr, mi, xjr, xji, j, r3, LOWER: tl.constexpr, CPLX: tl.constexpr):
+    """One substitution step of X (BB, R, K): row j becomes ``xj`` (solved), the rows after it
+    (below for LOWER, above otherwise) lose column j of M (``m``, (BB, R)) times ``xj``."""
+    if LOWER:
+        after = r3 > j
+    else:
+        after = r3 < j
+    pr, pi = _mul(mr[:, :, None], mi[:, :, None], xjr[:, None, :], xji[:, None, :], CPLX)
+    xr = tl.where(after, xr - pr, tl.where(r3 == j, xjr[:, None, :], xr))
+    if CPLX:
+        xi = tl.where(after, xi - pi, tl.where(r3 == j, xji[:, None, :], xi))
+    else:
+        xi = xr
     return xr, xi
 
 

@@ -31,7 +31,7 @@ from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.registry import register_op
-from .tiles import _div, _dot, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
+from .tiles import _div, _dot, _eliminate, _ld, _pick, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -142,16 +142,7 @@ def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, xr, xi, NB: tl.cons
         if CPLX:
             if CONJ:
                 mi = -mi
-        if LOWER:
-            after = r3 > j
-        else:
-            after = r3 < j
-        pr, pi = _mul(mr[:, :, None], mi[:, :, None], xjr[:, None, :], xji[:, None, :], CPLX)
-        xr = tl.where(after, xr - pr, tl.where(r3 == j, xjr[:, None, :], xr))
-        if CPLX:
-            xi = tl.where(after, xi - pi, tl.where(r3 == j, xji[:, None, :], xi))
-        else:
-            xi = xr
+        xr, xi = _eliminate(xr, xi, mr, mi, xjr, xji, j, r3, LOWER, CPLX)
     return xr, xi
 
 
