@@ -689,4 +689,8 @@ case "${1:-1}" in
   compiled f32_rows.log 100 8 tests/ops/test_linear.py -k "f32_"
   FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts ROWS=2,4 EXPERTS=0 timeout 300 python3 scripts/fp32_dots_probe.py \
     2>&1 | grep -v -i warn | tee "$OUT/fp32_few_rows.log" ;;
+89)  # forty-ninth session, last call: the linalg solve tests compiled at complex64's new diagonal-inverse default
+  # (triangular.DIAG_PLAN), float32 linear's, and the forward + backward host split (torch, an empty Function, ours)
+  compiled lu_solve.log 200 16 tests/ops/test_linalg_lu.py tests/ops/test_linear.py -k "solve or diag or f32_"
+  timeout 120 python3 scripts/autograd_host_probe.py 2>&1 | grep -v -i warn | tee "$OUT/autograd_host.log" ;;
 esac
