@@ -176,7 +176,7 @@ class Launcher:
             kwargs = {**kwargs, "PDL": backend.pdl_value(self.module) if on else 0,
                       **({"launch_pdl": True} if on else {})}
         if not FAST_LAUNCH or self.names is None or _hooks_set() or dev is None:
-            records = getattr(RECORDING, "records", None)
+            records = RECORDING.records
             if records is not None:
                 records.append(None)  # not replayable (fastpath._core.memo)
             return self._first(grid, args, kwargs)
@@ -184,7 +184,7 @@ class Launcher:
             key = (dev, _specs(args), tuple(kwargs.items()) if self.runtime.isdisjoint(kwargs) else
                    tuple((n, _spec(v) if n in self.runtime else v) for n, v in kwargs.items()))
         except RuntimeError:  # tensors without storage (fake tensors while tracing): no cache
-            records = getattr(RECORDING, "records", None)
+            records = RECORDING.records
             if records is not None:
                 records.append(None)
             return self._first(grid, args, kwargs)
@@ -208,17 +208,22 @@ class Launcher:
             else:
                 run(g[0], g[1], g[2], _raw_stream(dev), kernel.function, kernel.packed_metadata, None, None, None,
                     *full)
-        records = getattr(RECORDING, "records", None)
+        records = RECORDING.records
         if records is not None:
             kernel, run = entry
             records.append(None if run is None else (run, kernel.function, kernel.packed_metadata, g, full))
         return kernel
 
 
-#: ``RECORDING.records``, while fastpath._core.memo records a call in this thread: each
-#: launch's (run, function, packed metadata, grid, every argument as ``run`` takes them), or
-#: None for a launch it cannot replay.
-RECORDING = threading.local()
+class _Recording(threading.local):
+    """``records``, while fastpath._core.memo records a call in this thread: each launch's
+    (run, function, packed metadata, grid, every argument as ``run`` takes them), or None for a
+    launch it cannot replay; None otherwise (a class default every thread sees: reading it
+    costs no failed lookup, on every launch)."""
+    records = None
+
+
+RECORDING = _Recording()
 
 
 _knobs = None

@@ -123,12 +123,13 @@ class LaunchMemo:
                 return fn()
             else:
                 parts.append((t.shape, t.stride(), t.dtype, t.device, not t.data_ptr() & 15))
-        first = tensors[0]
-        if (first is None or first.device.type not in self.device_types
-                or getattr(L.RECORDING, "records", None) is not None
+        if parts[0] is None:
+            return fn()
+        device = parts[0][3]
+        if (device.type not in self.device_types or L.RECORDING.records is not None
                 or torch.compiler.is_compiling() or L._hooks_set()):
             return fn()  # (while another call records, its record takes these launches)
-        dev = first.device.index
+        dev = device.index
         key = (dev, L._raw_stream(dev), extra, *parts)
         try:
             entry = self.entries.get(key)
