@@ -693,4 +693,13 @@ case "${1:-1}" in
   # (triangular.DIAG_PLAN), float32 linear's, and the forward + backward host split (torch, an empty Function, ours)
   compiled lu_solve.log 200 16 tests/ops/test_linalg_lu.py tests/ops/test_linear.py -k "solve or diag or f32_"
   timeout 120 python3 scripts/autograd_host_probe.py 2>&1 | grep -v -i warn | tee "$OUT/autograd_host.log" ;;
+90)  # forty-ninth session: a float32 model's decode with and without the float32 one-row plan (matvec.F32_ONE_ROW_FMA;
+  # Llama-3-8B shapes cut to 12 layers, random weights), two rounds
+  for round in 1 2; do
+    for k in "matvec.F32_ONE_ROW_FMA=None" "matvec.F32_ONE_ROW_FMA=(16, 512, 2, 3)"; do
+      timeout 100 python3 scripts/knob_decode.py "$k" -- --config llama-3-8b --random-weights --dtype float32 \
+        --layers 12 --prompt-len 128 --new-tokens 128 --json "$OUT/f32_decode.jsonl" 2>&1 | grep "tok/s" | tail -1 \
+        | sed "s/^/$k /"
+    done
+  done ;;
 esac
