@@ -7,7 +7,7 @@ PyTorch with exact dots and became 2.6-9x faster with ``tf32x3`` (scripts/decode
 this says whether these need the same. Times: medians of CUDA-graph replays of 20 calls (us a
 call); errors: relative (norm) to float64.
 
-    FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=src:scripts [ROWS=1,4] [EXPERTS=0] python3 scripts/fp32_dots_probe.py
+    FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=src:scripts [ROWS=1,4] [EXPERTS=0] [SWIGLU=1] python3 scripts/fp32_dots_probe.py
 
 H100, 7b5b33b (exact dots at 9-16 rows): 16 x 4096 -> 4096 309.3 us against F.linear's 50.1,
 16 x 4096 -> 14336 1068.7 against 153.2; 1-4 rows 0.93-1.01x bar 1 x 14336 -> 4096 (0.76x);
@@ -28,7 +28,7 @@ from fastpath.ops.moe import fused_experts
 from decode_stages_probe import graph_us
 
 
-ROWS = tuple(int(r) for r in os.environ.get("ROWS", "1,2,4,5,8,12,16,64").split(","))
+ROWS = tuple(int(r) for r in os.environ.get("ROWS", "1,2,4,5,8,12,16,64").split(",") if r)
 #: (BLOCK_N, BLOCK_K, programs per SM, stages) of the one-row product-and-sum summed over K
 #: (matvec.F32_ONE_ROW_FMA); None: FMA_TILE's blocks
 ONE_ROW = (None, (16, 256, 2, 3), (16, 512, 2, 3), (8, 512, 2, 3), (32, 256, 2, 3), (16, 256, 4, 3), (16, 256, 2, 4),
@@ -78,6 +78,23 @@ def main():
                 finally:
                     for kn, val in old.items():
                         setattr(matvec, kn, val)
+    if os.environ.get("SWIGLU", "0") == "1":  # one row through SwiGLU: 4096 -> 2 x 14336, 2048 -> 2 x 6144
+        for n, k in ((14336, 4096), (6144, 2048)):
+            w = torch.randn(2 * n, k, device=dev, generator=g) / k ** 0.5
+            x = torch.randn(1, k, device=dev, generator=g)
+            gg, uu = (x.double() @ w.double().T).chunk(2, dim=-1)
+            exact = F.silu(gg) * uu
+
+            def native(x=x, w=w, n=n):
+                h = F.linear(x, w)
+                return F.silu(h[:, :n]) * h[:, n:]
+            row(f"linear_swiglu 1x{k}x(2x{n})", lambda: fastpath.linear_swiglu(x, w), native, exact)
+            for glu in (False, True):
+                matvec.F32_ONE_ROW_GLU = glu
+                e = rel(fastpath.linear_swiglu(x, w), exact)
+                print(f"    F32_ONE_ROW_GLU={glu}: {graph_us(lambda: fastpath.linear_swiglu(x, w)):9.1f} us ({e:.0e})",
+                      flush=True)
+            matvec.F32_ONE_ROW_GLU = False
     if os.environ.get("EXPERTS", "1") == "0":
         return
     # Qwen3-30B-A3B's experts (128 of 768 x 2048), top-8, one token and 8 tokens

@@ -702,4 +702,9 @@ case "${1:-1}" in
         | sed "s/^/$k /"
     done
   done ;;
+91)  # forty-ninth session: float32 one-row SwiGLU projections on the one-row plan (matvec.F32_ONE_ROW_GLU), compiled
+  # and timed against FMA_TILE's blocks and F.linear + silu * up
+  compiled f32_glu.log 100 8 tests/ops/test_linear.py -k "f32_"
+  FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts ROWS= EXPERTS=0 SWIGLU=1 timeout 120 python3 scripts/fp32_dots_probe.py \
+    2>&1 | grep -v -i warn | tee "$OUT/fp32_glu.log" ;;
 esac

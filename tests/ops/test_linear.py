@@ -440,6 +440,20 @@ def test_f32_one_row_ksum(k, n, split, split_k, monkeypatch, device):
     assert_close(L.linear(x, w, b), ref64(x, w, b))
 
 
+@pytest.mark.parametrize("split", [1, 3])
+def test_f32_one_row_swiglu(split, split_k, monkeypatch, device):
+    """One float32 row through SwiGLU on the one-row product-and-sum (matvec.F32_ONE_ROW_GLU):
+    gate and up summed alike, against silu(gate) * up of the float64 product."""
+    monkeypatch.setattr(matvec, "F32_ONE_ROW_GLU", True)
+    split_k(split)
+    K, I = 1000, 67
+    assert matvec.plan(1, I, K, device, None, b_bytes=4, glu=True).ksum
+    w = randn(2 * I, K, device=device, scale=K ** -0.5)
+    x = randn(1, K, device=device)
+    g, u = ref64(x, w, None).chunk(2, dim=-1)
+    assert_close(L.linear_swiglu(x, w), torch.nn.functional.silu(g) * u)
+
+
 @needs_fp8
 @pytest.mark.parametrize("split", [1, 3])
 @pytest.mark.parametrize("glu", [False, True])

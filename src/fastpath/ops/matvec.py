@@ -408,6 +408,8 @@ F32_DOT_BLOCKS: Optional[tuple] = (64, 128, 1)
 #: FMA_TILE's blocks 23.2 / 63.9 / 61.8 us, F.linear 21.6 / 61.3 / 56.4, these 18.2 / 59.4 / 55.9
 #: (best or within 7% of the best of eight tile sets).
 F32_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
+#: ... for SwiGLU projections too (gate and up columns a program); False: FMA_TILE's blocks there.
+F32_ONE_ROW_GLU = False
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
@@ -592,7 +594,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         dot, bm = (torch.float32, 16) if M >= F32_DOT_FROM else (None, next_pow2(M))
         if dot is not None and F32_DOT_BLOCKS is not None:
             bn, bk, per_sm = F32_DOT_BLOCKS
-        elif M == 1 and b_bytes == 4 and F32_ONE_ROW_FMA is not None and not (norm or glu or group or deferred):
+        elif M == 1 and b_bytes == 4 and F32_ONE_ROW_FMA is not None and not (norm or group or deferred) and (
+                F32_ONE_ROW_GLU or not glu):
             (bn, bk, per_sm, stages), ksum, fill = F32_ONE_ROW_FMA, True, True
         else:
             bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
