@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import fastpath
+from fastpath.ops.linear import linear_swiglu
 from fastpath.ops.moe import fused_experts
 
 from decode_stages_probe import graph_us
@@ -88,11 +89,11 @@ def main():
             def native(x=x, w=w, n=n):
                 h = F.linear(x, w)
                 return F.silu(h[:, :n]) * h[:, n:]
-            row(f"linear_swiglu 1x{k}x(2x{n})", lambda: fastpath.linear_swiglu(x, w), native, exact)
+            row(f"linear_swiglu 1x{k}x(2x{n})", lambda: linear_swiglu(x, w), native, exact)
             for glu in (False, True):
                 matvec.F32_ONE_ROW_GLU = glu
-                e = rel(fastpath.linear_swiglu(x, w), exact)
-                print(f"    F32_ONE_ROW_GLU={glu}: {graph_us(lambda: fastpath.linear_swiglu(x, w)):9.1f} us ({e:.0e})",
+                e = rel(linear_swiglu(x, w), exact)
+                print(f"    F32_ONE_ROW_GLU={glu}: {graph_us(lambda: linear_swiglu(x, w)):9.1f} us ({e:.0e})",
                       flush=True)
             matvec.F32_ONE_ROW_GLU = False
     if os.environ.get("EXPERTS", "1") == "0":
