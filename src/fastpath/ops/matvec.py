@@ -401,7 +401,7 @@ F32_DOT_PREC = "ieee" if torch.version.hip is not None else "tf32x3"
 #: 9% of the best of six tile sets: (64, 64, 2) 29.2 / 118-121 / 86.9).
 F32_DOT_FROM = 5
 F32_DOT_BLOCKS: Optional[tuple] = (64, 128, 1)
-#: Float32 weights at one row (not under a norm or SwiGLU): (BLOCK_N, BLOCK_K, programs per SM, stages) of a
+#: Float32 weights at one row (not under a norm): (BLOCK_N, BLOCK_K, programs per SM, stages) of a
 #: product-and-sum whose tiles are summed over K as they come (``_mv_acc``'s KSUM, split-K
 #: counts rounded down), as the 16-bit one-row plan (W16_ONE_ROW_FMA); None: FMA_TILE's blocks.
 #: H200 (scripts/fp32_dots_probe.py, ROWS=1, 6053445; 4096 -> 4096, 4096 -> 14336, 14336 -> 4096):

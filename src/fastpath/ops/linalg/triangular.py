@@ -168,7 +168,7 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
     half = tl.full([], NB * NB * C, tl.int64) * total
     if FROM_MEM:
         col0 = (idx % nblk) * NB
-        moff1 = (idx // nblk).to(tl.int64) * stb + col0 * (s_tr + s_tc)
+        moff1 = (idx // nblk).to(tl.int64) * stb + col0.to(tl.int64) * (s_tr + s_tc)
         xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, eye, zero, NB, LOWER, UNIT, CONJ, CPLX)
         _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
         if LU:
