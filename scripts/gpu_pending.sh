@@ -707,4 +707,14 @@ case "${1:-1}" in
   compiled f32_glu.log 100 8 tests/ops/test_linear.py -k "f32_"
   FASTPATH_LAUNCH_MEMO=0 PYTHONPATH=$PYTHONPATH:scripts ROWS= EXPERTS=0 SWIGLU=1 timeout 120 python3 scripts/fp32_dots_probe.py \
     2>&1 | grep -v -i warn | tee "$OUT/fp32_glu.log" ;;
+92)  # forty-ninth session, for the next: float32 projections under a fused norm on the one-row plan
+  # (matvec.F32_ONE_ROW_NORM, off), compiled, then a float32 model's decode with it on and off, two rounds
+  compiled f32_norm.log 120 8 tests/ops/test_norm_fused.py -k "f32_one_row or test_rms_norm_linear"
+  for round in 1 2; do
+    for k in "matvec.F32_ONE_ROW_NORM=False" "matvec.F32_ONE_ROW_NORM=True"; do
+      timeout 100 python3 scripts/knob_decode.py "$k" -- --config llama-3-8b --random-weights --dtype float32 \
+        --layers 12 --prompt-len 128 --new-tokens 128 --json "$OUT/f32_decode.jsonl" 2>&1 | grep "tok/s" | tail -1 \
+        | sed "s/^/$k /"
+    done
+  done ;;
 esac

@@ -71,6 +71,24 @@ def test_rms_norm_linear(dtype, rows, k, split, residual, zero_centered, defer, 
     assert fused == ([True] if rows == 1 else [False] if rows <= 16 else [])
 
 
+@pytest.mark.parametrize("split", [1, 3])
+@pytest.mark.parametrize("defer,w_first", NORM_MODES)
+def test_rms_norm_linear_f32_one_row_plan(defer, w_first, split, monkeypatch, device):
+    """One float32 row under each norm mode on the one-row product-and-sum (tiles summed over K
+    at once; matvec.F32_ONE_ROW_NORM), with a residual, split over K, against the float64 product;
+    and the SwiGLU gate/up projection under the norm."""
+    monkeypatch.setattr(matvec, "F32_ONE_ROW_NORM", True)
+    assert matvec.plan(1, 45, 1000, device, None, b_bytes=4, norm=not defer, deferred=defer).ksum
+    test_rms_norm_linear(torch.float32, 1, 1000, split, True, False, defer, w_first, monkeypatch, device)
+    # the gate/up projection (SwiGLU) in the same plan
+    x, r = randn(1, 1000, device=device, scale=2.0), randn(1, 1000, device=device)
+    nw, w = randn(1000, device=device), randn(80, 1000, device=device, scale=1000 ** -0.5)
+    y, h = rms_norm_linear(x, nw, 1e-6, w, residual=r, swiglu=True)
+    xn, href = normed_ref(x, nw, 1e-6, r, False)
+    assert torch.equal(h, href) and y.shape == (1, 40)
+    assert_close(y, project64(xn, w, None, swiglu=True))
+
+
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("fp8", [False, True])
 def test_rms_norm_linear_swiglu(rows, fp8, device):

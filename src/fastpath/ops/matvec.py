@@ -401,7 +401,7 @@ F32_DOT_PREC = "ieee" if torch.version.hip is not None else "tf32x3"
 #: 9% of the best of six tile sets: (64, 64, 2) 29.2 / 118-121 / 86.9).
 F32_DOT_FROM = 5
 F32_DOT_BLOCKS: Optional[tuple] = (64, 128, 1)
-#: Float32 weights at one row (not under a norm): (BLOCK_N, BLOCK_K, programs per SM, stages) of a
+#: Float32 weights at one row (under a norm: F32_ONE_ROW_NORM): (BLOCK_N, BLOCK_K, programs per SM, stages) of a
 #: product-and-sum whose tiles are summed over K as they come (``_mv_acc``'s KSUM, split-K
 #: counts rounded down), as the 16-bit one-row plan (W16_ONE_ROW_FMA); None: FMA_TILE's blocks.
 #: H200 (scripts/fp32_dots_probe.py, ROWS=1, 6053445; 4096 -> 4096, 4096 -> 14336, 14336 -> 4096):
@@ -412,6 +412,9 @@ F32_ONE_ROW_FMA: Optional[tuple] = (16, 512, 2, 3)
 #: H100 (fp32_dots_probe.py SWIGLU=1, 672d85e): 4096 -> 2 x 14336 321.8 -> 154.6 us, 2048 -> 2 x 6144
 #: 88.6 -> 36.8 (F.linear + silu * up 161.9 / 41.3).
 F32_ONE_ROW_GLU = True
+#: ... and under a norm (row-first or deferred: the q/k/v and gate/up projections of a decoder
+#: layer). Not measured yet (gpu_pending.sh 92): off.
+F32_ONE_ROW_NORM = False
 MIN_K_PER_SPLIT = 64 if INTERPRET else 512  # smallest share of K worth a program
 #: The interpreter uses small blocks so that the tests cover several blocks, masked tails
 #: and split-K; tests set SPLIT_K_OVERRIDE to force a split count (clamped to what K allows).
@@ -596,8 +599,8 @@ def plan(M: int, N: int, K: int, device: torch.device, dot_dtype: Optional[torch
         dot, bm = (torch.float32, 16) if M >= F32_DOT_FROM else (None, next_pow2(M))
         if dot is not None and F32_DOT_BLOCKS is not None:
             bn, bk, per_sm = F32_DOT_BLOCKS
-        elif M == 1 and b_bytes == 4 and F32_ONE_ROW_FMA is not None and not (norm or group or deferred) and (
-                F32_ONE_ROW_GLU or not glu):
+        elif M == 1 and b_bytes == 4 and F32_ONE_ROW_FMA is not None and not group and (
+                F32_ONE_ROW_GLU or not glu) and (F32_ONE_ROW_NORM or not (norm or deferred)):
             (bn, bk, per_sm, stages), ksum, fill = F32_ONE_ROW_FMA, True, True
         else:
             bk = min(256, next_pow2(K), max(64, FMA_TILE // (bm * 8)))
