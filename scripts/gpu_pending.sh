@@ -59,6 +59,16 @@ lfm_prefill_ab() {
   done
 }
 # one row, fp8 weights: issue 3's shapes, then the engine's (the last two with SwiGLU)
+f32_decode_ab() {  # a float32 model's decode (Llama-3-8B shapes, 12 layers, random weights) under each knob setting, two rounds
+  local round k
+  for round in 1 2; do
+    for k in "$@"; do
+      timeout 100 python3 scripts/knob_decode.py "$k" -- --config llama-3-8b --random-weights --dtype float32 \
+        --layers 12 --prompt-len 128 --new-tokens 128 --json "$OUT/f32_decode.jsonl" 2>&1 | grep "tok/s" | tail -1 \
+        | sed "s/^/$k /"
+    done
+  done
+}
 FP8_SH=4096x4096x0x1,4096x14336x0x1,14336x4096x0x1,2048x4096x0x1,4096x2048x0x1,2048x151936x0x1,4096x128256x0x1
 FP8_SH=$FP8_SH,2048x5120x0x1,2048x9216x0x1,4096x6144x0x1,4096x28672x1x1,2048x1536x1x1
 case "${1:-1}" in
@@ -695,13 +705,7 @@ case "${1:-1}" in
   timeout 120 python3 scripts/autograd_host_probe.py 2>&1 | grep -v -i warn | tee "$OUT/autograd_host.log" ;;
 90)  # forty-ninth session: a float32 model's decode with and without the float32 one-row plan (matvec.F32_ONE_ROW_FMA;
   # Llama-3-8B shapes cut to 12 layers, random weights), two rounds
-  for round in 1 2; do
-    for k in "matvec.F32_ONE_ROW_FMA=None" "matvec.F32_ONE_ROW_FMA=(16, 512, 2, 3)"; do
-      timeout 100 python3 scripts/knob_decode.py "$k" -- --config llama-3-8b --random-weights --dtype float32 \
-        --layers 12 --prompt-len 128 --new-tokens 128 --json "$OUT/f32_decode.jsonl" 2>&1 | grep "tok/s" | tail -1 \
-        | sed "s/^/$k /"
-    done
-  done ;;
+  f32_decode_ab "matvec.F32_ONE_ROW_FMA=None" "matvec.F32_ONE_ROW_FMA=(16, 512, 2, 3)" ;;
 91)  # forty-ninth session: float32 one-row SwiGLU projections on the one-row plan (matvec.F32_ONE_ROW_GLU), compiled
   # and timed against FMA_TILE's blocks and F.linear + silu * up
   compiled f32_glu.log 100 8 tests/ops/test_linear.py -k "f32_"
@@ -710,11 +714,5 @@ case "${1:-1}" in
 92)  # forty-ninth session, for the next: float32 projections under a fused norm on the one-row plan
   # (matvec.F32_ONE_ROW_NORM, off), compiled, then a float32 model's decode with it on and off, two rounds
   compiled f32_norm.log 120 8 tests/ops/test_norm_fused.py -k "f32_one_row or test_rms_norm_linear"
-  for round in 1 2; do
-    for k in "matvec.F32_ONE_ROW_NORM=False" "matvec.F32_ONE_ROW_NORM=True"; do
-      timeout 100 python3 scripts/knob_decode.py "$k" -- --config llama-3-8b --random-weights --dtype float32 \
-        --layers 12 --prompt-len 128 --new-tokens 128 --json "$OUT/f32_decode.jsonl" 2>&1 | grep "tok/s" | tail -1 \
-        | sed "s/^/$k /"
-    done
-  done ;;
+  f32_decode_ab "matvec.F32_ONE_ROW_NORM=False" "matvec.F32_ONE_ROW_NORM=True" ;;
 esac
