@@ -196,6 +196,8 @@ def run_calls(which: str) -> None:
                           lambda m=m: fastpath.linear(E(m, 4096, dtype=bf), w8, weight_scale=s8)))
             calls.append((f"linear_swiglu {m} rows",
                           lambda m=m: linear_swiglu(E(m, 4096, dtype=bf), E(28672, 4096, dtype=bf))))
+        calls.append(("linear_swiglu float32 1 row",  # the float32 one-row plan (matvec.F32_ONE_ROW_GLU)
+                      lambda: linear_swiglu(E(1, 4096), E(28672, 4096))))
         tw = ScalingType.TensorWise
         for m in (1, 16, 4096):
             calls.append((f"scaled_mm {m}x4096x4096", lambda m=m: fastpath.scaled_mm(

@@ -7,9 +7,11 @@ more rows call ``torch.nn.functional.linear`` (cuBLAS, the best bf16 matmul avai
 * A program owns ``BLOCK_N`` output features for *all* rows, so each weight byte is read
   from memory once for every row, and reduces its share of K in float32: 16-bit inputs on
   a 16-row ``tl.dot`` tile, one row (fp8 weights up to 32M elements, and above without SwiGLU;
-  16-bit weights up to 32M elements without SwiGLU) and float32 below 5 rows by a float32 product-and-sum whose loads
-  run a few K tiles ahead through shared memory (measured fastest on the H200); float32 from 5 rows
-  on a 16-row dot of three TF32 tensor-core passes (float32-level accuracy; exact products on ROCm).
+  16-bit weights up to 32M elements without SwiGLU; float32 weights, SwiGLU too, not under a norm)
+  by a float32 product-and-sum whose loads run a few K tiles ahead through shared memory (measured
+  fastest on the H200); float32 at 2-4 rows by a product-and-sum over (rows, K, columns) tiles;
+  float32 from 5 rows on a 16-row dot of three TF32 tensor-core passes (float32-level accuracy;
+  exact products on ROCm).
 * Split-K when ``N / BLOCK_N`` programs are too few to give every multiprocessor work:
   float32 partials, added in a fixed order by the last program of each column block, in
   the same launch (deterministic).
