@@ -156,8 +156,6 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
     FROM_MEM: the substitution reads M's columns from memory (:func:`_inv_from_mem`)."""
     idx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (matrix, block) flattened
     valid = idx < total
-    b3 = (idx // nblk).to(tl.int64)[:, None, None]
-    i0 = ((idx % nblk) * NB)[:, None, None]
     r3 = tl.arange(0, NB)[None, :, None]
     c3 = tl.arange(0, NB)[None, None, :]
     eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
@@ -176,6 +174,8 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                                    CONJ, CPLX)
             _st(inv_ptr + half, offs, xr, xi, valid[:, None, None], CPLX)
     else:
+        b3 = (idx // nblk).to(tl.int64)[:, None, None]
+        i0 = ((idx % nblk) * NB)[:, None, None]
         mask = valid[:, None, None] & (i0 + r3 < n) & (i0 + c3 < n)
         tr, ti = _ld(t_ptr, b3 * stb + (i0 + r3) * s_tr + (i0 + c3) * s_tc, mask, CPLX)
         tr = tl.where(mask, tr, eye)
