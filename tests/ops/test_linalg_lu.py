@@ -548,21 +548,3 @@ def test_lu_solve_diag_inverses_two_blocks(adjoint, device, monkeypatch):
     in test_lu_solve)."""
     monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 2, 2))
     test_lu_solve(70, 20, True, adjoint, _C64, device)
-
-
-@pytest.mark.parametrize("prefetch", [1, 2])
-@pytest.mark.parametrize("n,k,form,dtype", [(70, 5, 1, _F32), (70, 20, 3, _C64)])
-def test_solve_triangular_sweep_prefetch(n, k, form, dtype, prefetch, device, monkeypatch):
-    """The blocked sweep with its loads ahead (triangular.SWEEP_PREFETCH: each chunk before the
-    previous chunk's product, and the diagonal inverse before the chunks) against the float64
-    solve: each form, blocks padded past n, several chunks a block."""
-    monkeypatch.setattr(T, "SWEEP_PREFETCH", prefetch)
-    test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
-
-
-@pytest.mark.parametrize("prefetch", [1, 2])
-def test_lu_solve_sweep_prefetch(prefetch, device, monkeypatch):
-    """lu_solve's two sweeps (row map in and out, adjoint) with the loads ahead."""
-    monkeypatch.setattr(T, "SWEEP_PREFETCH", prefetch)
-    test_lu_solve(70, 20, True, True, _C64, device)
-    test_lu_solve(70, 3, False, False, _F32, device)

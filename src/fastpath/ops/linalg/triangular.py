@@ -40,10 +40,6 @@ SMALL_N = 32
 #: Software-pipeline stages of the blocked path's chunk loop (H200 sweep: 2 stages took complex64
 #: lu_solve 64 x 256x256 from 554 to 1681 us, float32 from 180 to 243).
 STAGES = 1
-#: The blocked sweep's loads ahead of its products: 0 none; 1 each chunk of M and of the solved
-#: rows loaded before the previous chunk's product (two chunks in registers); 2 also the block's
-#: diagonal inverse before its chunks.
-SWEEP_PREFETCH = 0
 #: Above this n, solve_triangular goes block by block from the host (kernel + torch.matmul).
 HOST_BLOCK_N = 1024
 #: The blocked path's plan by dtype: (NB rows a block, and the size of its inverted diagonal
@@ -193,24 +189,10 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
 
 
 @triton.jit
-def _chunk(t_ptr, s_tr, s_tc, dst, s_dr, s_dc, perm, rows, rp, rmask, cmask, cc, qc, qp, hi,
-           DST_PERM: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
-    """One chunk of a blocked substitution: M's entries (rows, qc) embedded, and the solved rows
-    ``qc`` of X (through ``perm`` if DST_PERM); rows qc >= hi read as zero."""
-    qmask = qc < hi
-    a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
-    if DST_PERM:
-        drows = tl.load(perm + qc, mask=qmask, other=0)
-    else:
-        drows = qc
-    return a, tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
-
-
-@triton.jit
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr, PREFETCH: tl.constexpr):
+           PREC: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
@@ -243,27 +225,19 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         else:
             lo = i0 + NB
             hi = n
+        for k0 in range(lo, hi, KC):
+            qc = k0 + q // C  # column of M, row of X
+            qmask = qc < hi
+            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
+            if DST_PERM:
+                drows = tl.load(perm + qc, mask=qmask, other=0)
+            else:
+                drows = qc
+            x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
+            acc -= _dot(a, x, PREC)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
-        if PREFETCH >= 2:  # issued before the chunks: off the chain
-            dinv = _emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False)
-        if PREFETCH >= 1:  # each chunk's loads issued before the previous chunk's product
-            a, x = _chunk(t_ptr, s_tr, s_tc, dst, s_dr, s_dc, perm, rows, rp, rmask, cmask, cc, lo + q // C, qp, hi,
-                          DST_PERM, CONJ, CPLX)
-            for k0 in range(lo, hi, KC):
-                an, xn = _chunk(t_ptr, s_tr, s_tc, dst, s_dr, s_dc, perm, rows, rp, rmask, cmask, cc,
-                                k0 + KC + q // C, qp, hi, DST_PERM, CONJ, CPLX)
-                acc -= _dot(a, x, PREC)
-                a = an
-                x = xn
-        else:
-            for k0 in range(lo, hi, KC):
-                a, x = _chunk(t_ptr, s_tr, s_tc, dst, s_dr, s_dc, perm, rows, rp, rmask, cmask, cc, k0 + q // C, qp, hi,
-                              DST_PERM, CONJ, CPLX)
-                acc -= _dot(a, x, PREC)
-        if PREFETCH < 2:
-            dinv = _emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False)
-        acc = _dot(dinv, acc, PREC)
+        acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC)
         if DST_PERM:
             drows = tl.load(perm + rows, mask=rmask, other=0)
         else:
@@ -277,8 +251,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  stb, s_tr, s_tc, sbb, sbr, sbc, swb, swr, swc, sxb, sxr, sxc, spb, spc,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
-                 PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
-                 PREFETCH: tl.constexpr = 0):
+                 PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee"):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -324,17 +297,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, PREFETCH)
+                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
                 _sweep(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, PREFETCH)
+                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, PREFETCH)
+                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
                 _sweep(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, PREFETCH)
+                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC)
         else:
             _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, PREFETCH)
+                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -402,7 +375,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        PREFETCH=SWEEP_PREFETCH if blocked else 0, num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
+        num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
 
 
 #: The kernels take the batch and row terms of B's and X's offsets in int64, the column term
