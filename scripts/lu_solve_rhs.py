@@ -21,10 +21,16 @@ ap.add_argument("--n", type=int, default=256)
 ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--profile", action="store_true")
 ap.add_argument("--set", action="append", default=[], help="NAME=VALUE: a knob of fastpath.ops.linalg.triangular")
+ap.add_argument("--plan", action="append", default=[],
+                help="TABLE:DTYPE=TUPLE: an entry of a plan table of triangular, e.g. DIAG_PLAN:complex64=(True,1,None,8)")
 args = ap.parse_args()
 for kv in args.set:
     name, value = kv.split("=", 1)
     setattr(triangular, name, ast.literal_eval(value))
+for kv in args.plan:
+    key, value = kv.split("=", 1)
+    table, dname = key.split(":")
+    getattr(triangular, table)[getattr(torch, dname)] = ast.literal_eval(value)
 dev = torch.device("cuda")
 flush = _flush_buffer(dev)
 
@@ -50,7 +56,7 @@ def kernels(fn):
     return out
 
 
-print(f"# {torch.cuda.get_device_name()} torch {torch.__version__} batch {args.batch} n {args.n}")
+print(f"# {torch.cuda.get_device_name()} torch {torch.__version__} batch {args.batch} n {args.n} {args.set} {args.plan}")
 for dname in args.dtypes.split(","):
     dtype = getattr(torch, dname)
     g = torch.Generator(device=dev).manual_seed(0)

@@ -78,7 +78,7 @@ def set_trsm(dtype):
             tri.BLOCKED_PLAN[dtype] = plan[:4]
             tri.STAGES = plan[4]
             if len(plan) > 5:
-                tri.DIAG_PLAN[dtype] = plan[5:8]
+                tri.DIAG_PLAN[dtype] = (tuple(plan[5:9]) + (None,) * 4)[:4]
     return set_plan
 
 

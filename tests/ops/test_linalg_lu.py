@@ -363,6 +363,8 @@ TRI_FORMS = [(True, True, False), (False, True, True), (True, False, True), (Fal
     (40, 20, *TRI_FORMS[3], _F64), (40, 20, *TRI_FORMS[3], _C64), (70, 5, *TRI_FORMS[3], _F32)])
 def test_solve_triangular(n, k, upper, left, unit, dtype, device):
     A = _triangular((2,), n, dtype, upper, device)
+    if unit:  # off-diagonal entries as small against the unit diagonal (random ones: cond ~ 2^n, no test)
+        A = A / (3 * n ** 0.5)
     other = rand(2, n, n, dtype=dtype, device=device)
     A = A + (other.tril(-1) if upper else other.triu(1))  # the other triangle must never be read
     B = rand(2, n, k, dtype=dtype, device=device) if left else rand(2, k, n, dtype=dtype, device=device)
@@ -537,7 +539,7 @@ def test_solve_triangular_diag_inverses(n, k, form, dtype, from_mem, device, mon
     """The blocked path's diagonal-block inverses in both forms (triangular.DIAG_PLAN: M's columns
     read from memory at each step, or picked out of the tile; one warp a program) against the
     float64 solve: each form (upper / lower, left / right, unit or not), blocks padded past n."""
-    monkeypatch.setitem(T.DIAG_PLAN, dtype, (from_mem, 1, None))
+    monkeypatch.setitem(T.DIAG_PLAN, dtype, (from_mem, 1, None, None))
     test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
 
 
@@ -546,5 +548,42 @@ def test_lu_solve_diag_inverses_two_blocks(adjoint, device, monkeypatch):
     """Both triangles' diagonal-block inverses (lu_solve's two passes, conjugated for the
     adjoint) read from memory, two blocks a program, against the float64 solve (and the tile form
     in test_lu_solve)."""
-    monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 2, 2))
+    monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 2, 2, None))
     test_lu_solve(70, 20, True, adjoint, _C64, device)
+
+
+@pytest.mark.parametrize("cb", [4, 16])
+@pytest.mark.parametrize("n,k,form,dtype", [(40, 20, 0, _C64), (70, 5, 1, _F32), (40, 20, 2, _F64), (70, 5, 3, _C64)])
+def test_solve_triangular_diag_inverse_columns(n, k, form, dtype, cb, device, monkeypatch):
+    """The diagonal-block inverses from memory in column blocks of ``cb`` (each starting at its
+    first nonzero row; triangular.DIAG_PLAN's fourth entry) against the float64 solve: each form,
+    blocks padded past n."""
+    monkeypatch.setitem(T.DIAG_PLAN, dtype, (True, 1, None, cb))
+    test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
+
+
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve_diag_inverse_columns(adjoint, device, monkeypatch):
+    """lu_solve's two passes' inverses side by side in column blocks, two blocks a program."""
+    monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 1, 2, 8))
+    monkeypatch.setitem(T.DIAG_PLAN, _F32, (True, 1, None, 16))
+    test_lu_solve(70, 20, True, adjoint, _C64, device)
+    test_lu_solve(70, 3, False, adjoint, _F32, device)
+
+
+@pytest.mark.parametrize("n,k,form,dtype", [(70, 1, 0, _F32), (70, 3, 1, _C64), (140, 2, 2, _F32), (40, 1, 3, _C64)])
+def test_solve_triangular_few_columns(n, k, form, dtype, device, monkeypatch):
+    """The blocked path's few-right-hand-side form (triangular.VEC_MAX_K: products and sums on
+    the FMA units; k padded to a power of two) against the float64 solve: each form, blocks padded
+    past n, several chunks a block."""
+    monkeypatch.setattr(T, "VEC_MAX_K", 4)
+    monkeypatch.setitem(T.VEC_PLAN, _F32, (32, 32, 4))
+    test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
+
+
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve_few_columns(adjoint, device, monkeypatch):
+    """lu_solve's two sweeps (row map in and out) in the few-right-hand-side form."""
+    monkeypatch.setattr(T, "VEC_MAX_K", 4)
+    test_lu_solve(70, 1, True, adjoint, _C64, device)
+    test_lu_solve(70, 3, False, adjoint, _F32, device)

@@ -48,6 +48,12 @@ HOST_BLOCK_N = 1024
 #: the GPU has SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
 BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
+#: The blocked path for at most VEC_MAX_K right-hand sides (any k up to it, in one program a
+#: matrix): products and sums on the FMA units (``_prod``) instead of tl.dot's 16-column tiles, by
+#: dtype (NB rows a block, KC rows of the solved part a chunk at one right-hand side (halved per
+#: doubling of k), warps); dtypes not listed take BLOCKED_PLAN.
+VEC_MAX_K = 0
+VEC_PLAN = {torch.float32: (64, 128, 4), torch.complex64: (32, 64, 4)}
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
 #: float32 on the FMA units). H200, complex64 lu_solve of 64 x 256x256 with 256 right-hand
@@ -63,9 +69,11 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: warps a program; blocks a program, None: as TILE_ELEMS allows). H200, lu_solve of 64 x 256x256
 #: (scripts/tune_linalg.py, 0feb7cc): complex64 569.8 -> 544.5 us with 256 right-hand sides, 349.3
 #: -> 323.4 with one (from memory, one warp; 4 and 2 warps 557 / 337); float32 178.4 in registers
-#: against 243-288 from memory. float64 / complex128: not timed, in registers.
-DIAG_PLAN = {torch.float32: (False, 4, None), torch.complex64: (True, 1, None),
-             torch.float64: (False, 4, None), torch.complex128: (False, 4, None)}
+#: against 243-288 from memory. float64 / complex128: not timed, in registers. Fourth: from memory,
+#: the inverses' columns a program (None: all; fewer put the two passes and the column blocks
+#: side by side, each block starting at its first nonzero row).
+DIAG_PLAN = {torch.float32: (False, 4, None, None), torch.complex64: (True, 1, None, None),
+             torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
 
 
 # ---------------------------------------------------------------------------- complex as real
@@ -111,69 +119,102 @@ def _track(piv_ptr, poff, spc, pmask, pos, t0, t1, n):
 
 
 @triton.jit
-def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, xr, xi, NB: tl.constexpr, LOWER: tl.constexpr,
-                  UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
-    """``_tri_solve`` of the identity-started tiles X (BB, NB, NB) by the triangle of the
-    (NB, NB) diagonal blocks at ``moff1`` (BB,) (their first entries; rows and columns ``col0``
-    (BB,) + 0..NB-1 of a matrix with ``n`` rows, the identity past them), each step's column and
-    diagonal entry loaded (cached, off the chain) instead of picked out of a tile in registers:
-    one reduction a step (X's row) where the tile form takes three."""
+def _inv_col(t_ptr, moff1, mvalid, rin, col0, n, s_tr, s_tc, j, r2, UNIT: tl.constexpr, CONJ: tl.constexpr,
+             CPLX: tl.constexpr):
+    """Column j of the diagonal blocks at ``moff1`` (BB,) (conjugated if CONJ) and their
+    diagonal entry (one past n)."""
+    cm = rin & (col0[:, None] + j < n)
+    mr, mi = _ld(t_ptr, moff1[:, None] + r2 * s_tr + j * s_tc, cm, CPLX)  # (BB, NB)
+    if CPLX:
+        if CONJ:
+            mi = -mi
+    dr = mr
+    di = mi
+    if not UNIT:
+        dm = mvalid & (col0 + j < n)
+        dr, di = _ld(t_ptr, moff1 + j * (s_tr + s_tc), dm, CPLX)
+        dr = tl.where(dm, dr, 1.0)
+        if CPLX:
+            if CONJ:
+                di = -di
+            di = tl.where(dm, di, 0.0)
+    return mr, mi, dr, di
+
+
+@triton.jit
+def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
+                  NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
+                  CPLX: tl.constexpr):
+    """Columns c0 .. c0+CB-1 of the inverses X (BB, NB, CB) of the triangles of the (NB, NB)
+    diagonal blocks at ``moff1`` (BB,) (their first entries; rows and columns ``col0`` (BB,) +
+    0..NB-1 of a matrix with ``n`` rows, the identity past them), by substitution from the
+    identity's columns. Each step's column and diagonal entry are loaded (cached, one step
+    ahead, off the chain) instead of picked out of a tile in registers: one reduction a step (X's
+    row). The steps before column c0 (lower; after c0+CB-1 upper) leave these columns zero and are
+    skipped."""
     r = tl.arange(0, NB)
     r2 = r[None, :]
     r3 = r[None, :, None]
+    xr = (r3 == c0 + tl.arange(0, CB)[None, None, :]).to(dtype) + tl.zeros([BB, NB, CB], dtype=dtype)
+    xi = tl.zeros([BB, NB, CB], dtype=dtype)
     rin = mvalid[:, None] & (col0[:, None] + r2 < n)
-    for s in range(0, NB):
+    if LOWER:
+        j = c0
+        steps = NB - c0
+    else:
+        j = c0 + CB - 1
+        steps = c0 + CB
+    mr, mi, dr, di = _inv_col(t_ptr, moff1, mvalid, rin, col0, n, s_tr, s_tc, j, r2, UNIT, CONJ, CPLX)
+    for s in range(0, steps):
         if LOWER:
-            j = s
+            jn = tl.minimum(j + 1, NB - 1)
         else:
-            j = NB - 1 - s
-        cm = rin & (col0[:, None] + j < n)
-        mr, mi = _ld(t_ptr, moff1[:, None] + r2 * s_tr + j * s_tc, cm, CPLX)  # column j: (BB, NB)
-        xjr, xji = _pick(xr, xi, r3 == j, 1, CPLX)  # row j of X: (BB, NB)
+            jn = tl.maximum(j - 1, 0)
+        nr, ni, ndr, ndi = _inv_col(t_ptr, moff1, mvalid, rin, col0, n, s_tr, s_tc, jn, r2, UNIT, CONJ, CPLX)
+        xjr, xji = _pick(xr, xi, r3 == j, 1, CPLX)  # row j of X: (BB, CB)
         if not UNIT:
-            dm = mvalid & (col0 + j < n)
-            dr, di = _ld(t_ptr, moff1 + j * (s_tr + s_tc), dm, CPLX)
-            dr = tl.where(dm, dr, 1.0)
-            if CPLX:
-                if CONJ:
-                    di = -di
-                di = tl.where(dm, di, 0.0)
             xjr, xji = _div(xjr, xji, dr[:, None], di[:, None], CPLX)
-        if CPLX:
-            if CONJ:
-                mi = -mi
         xr, xi = _eliminate(xr, xi, mr, mi, xjr, xji, j, r3, LOWER, CPLX)
+        mr, mi, dr, di = nr, ni, ndr, ndi
+        j = jn
     return xr, xi
 
 
 @triton.jit
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                      BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
-                     CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr = False):
+                     CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr = False,
+                     CB: tl.constexpr = 0):
     """Inverses of the (NB, NB) diagonal blocks of M (and of the opposite triangle with the
     opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
     (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity.
-    FROM_MEM: the substitution reads M's columns from memory (:func:`_inv_from_mem`)."""
+    FROM_MEM: the substitution reads M's columns from memory (:func:`_inv_from_mem`), CB of the
+    inverses' columns a program, grid axis 1 = (pass, column block) (the passes side by side)."""
     idx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (matrix, block) flattened
     valid = idx < total
     r3 = tl.arange(0, NB)[None, :, None]
     c3 = tl.arange(0, NB)[None, None, :]
-    eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
-    zero = tl.zeros([BLOCK_B, NB, NB], dtype=eye.dtype)
     C: tl.constexpr = 2 if CPLX else 1
-    offs = (idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + c3) * C
     # (the second pass's half starts total * NB * NB * C components in: past int32 for big batches)
     half = tl.full([], NB * NB * C, tl.int64) * total
     if FROM_MEM:
         col0 = (idx % nblk) * NB
         moff1 = (idx // nblk).to(tl.int64) * stb + col0.to(tl.int64) * (s_tr + s_tc)
-        xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, eye, zero, NB, LOWER, UNIT, CONJ, CPLX)
-        _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
-        if LU:
-            xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, eye, zero, NB, not LOWER, not UNIT,
-                                   CONJ, CPLX)
+        c0 = (tl.program_id(1) % (NB // CB)) * CB
+        cc3 = c0 + tl.arange(0, CB)[None, None, :]
+        offs = (idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + cc3) * C
+        if tl.program_id(1) < NB // CB:
+            xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B,
+                                   NB, CB, LOWER, UNIT, CONJ, CPLX)
+            _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
+        else:
+            xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B,
+                                   NB, CB, not LOWER, not UNIT, CONJ, CPLX)
             _st(inv_ptr + half, offs, xr, xi, valid[:, None, None], CPLX)
     else:
+        eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
+        zero = tl.zeros([BLOCK_B, NB, NB], dtype=eye.dtype)
+        offs = (idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + c3) * C
         b3 = (idx // nblk).to(tl.int64)[:, None, None]
         i0 = ((idx % nblk) * NB)[:, None, None]
         mask = valid[:, None, None] & (i0 + r3 < n) & (i0 + c3 < n)
@@ -189,10 +230,18 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
 
 
 @triton.jit
+def _prod(a, x, PREC: tl.constexpr, VEC: tl.constexpr):
+    """a @ x: one tl.dot, or (VEC: x's few columns) products and sums on the FMA units."""
+    if VEC:
+        return tl.sum(a[:, :, None] * x[None, :, :], axis=1)
+    return _dot(a, x, PREC)
+
+
+@triton.jit
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr):
+           PREC: tl.constexpr, VEC: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
@@ -234,10 +283,10 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             else:
                 drows = qc
             x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
-            acc -= _dot(a, x, PREC)
+            acc -= _prod(a, x, PREC, VEC)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
-        acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC)
+        acc = _prod(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC, VEC)
         if DST_PERM:
             drows = tl.load(perm + rows, mask=rmask, other=0)
         else:
@@ -251,7 +300,8 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  stb, s_tr, s_tc, sbb, sbr, sbc, swb, swr, swc, sxb, sxr, sxc, spb, spc,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
-                 PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee"):
+                 PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
+                 VEC: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -297,17 +347,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
+                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
                 _sweep(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC)
+                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
+                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
                 _sweep(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC)
+                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
         else:
             _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
+                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -337,7 +387,13 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     lu = piv is not None
     blocked = n > SMALL_N
     kc = 0
-    if blocked:
+    vec = blocked and k <= VEC_MAX_K and T3.dtype in VEC_PLAN
+    if vec:  # few right-hand sides: products and sums on the FMA units, no 16-column tiles
+        nb_rows, kc, warps = VEC_PLAN[T3.dtype]
+        kb = next_pow2(k)
+        kc = max(8, kc // kb)
+        block_b = 1
+    elif blocked:
         nb_rows, kc, kb, warps = BLOCKED_PLAN[T3.dtype]
         block_b = 1
         while kb > 16 and (kb >= 2 * k or nb * cdiv(k, kb) < num_sms(T3.device)):
@@ -363,19 +419,20 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         nblk = cdiv(n, nb_rows)
         total = nb * nblk
         inv = real_view(torch.empty((2 if lu else 1) * total * nb_rows * nb_rows, dtype=T3.dtype, device=T3.device))
-        from_mem, diag_warps, ib = DIAG_PLAN[T3.dtype]
-        ib = ib or max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * nb_rows * comps)))
-        _DIAG_INV[(cdiv(total, ib),)](
+        from_mem, diag_warps, ib, cb = DIAG_PLAN[T3.dtype]
+        cb = min(cb or nb_rows, nb_rows) if from_mem else nb_rows
+        ib = ib or max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * cb * comps)))
+        _DIAG_INV[(cdiv(total, ib), (2 if lu and from_mem else 1) * (nb_rows // cb))](
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
             BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=from_mem,
-            num_warps=diag_warps)
+            CB=cb, num_warps=diag_warps)
     _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
+        VEC=vec, num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
 
 
 #: The kernels take the batch and row terms of B's and X's offsets in int64, the column term
