@@ -20,6 +20,7 @@ ap.add_argument("--ks", default="1,2,4,8,16,32,64,256")
 ap.add_argument("--n", type=int, default=256)
 ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--profile", action="store_true")
+ap.add_argument("--row-major", action="store_true", help="the factors made row-major (torch's are column-major)")
 ap.add_argument("--set", action="append", default=[], help="NAME=VALUE: a knob of fastpath.ops.linalg.triangular")
 ap.add_argument("--plan", action="append", default=[],
                 help="TABLE:DTYPE=TUPLE: an entry of a plan table of triangular, e.g. DIAG_PLAN:complex64=(True,1,None,8)")
@@ -63,6 +64,8 @@ for dname in args.dtypes.split(","):
     A = torch.randn(args.batch, args.n, args.n, generator=g, device=dev, dtype=dtype) \
         + 2 * args.n ** 0.5 * torch.eye(args.n, device=dev)
     LU, piv = torch.linalg.lu_factor(A)
+    if args.row_major:
+        LU = LU.contiguous()
     for k in (int(s) for s in args.ks.split(",")):
         B = torch.randn(args.batch, args.n, k, generator=g, device=dev, dtype=dtype)
         ref = torch.linalg.lu_solve(LU, piv, B)

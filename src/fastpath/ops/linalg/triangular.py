@@ -54,6 +54,8 @@ BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4)
 #: doubling of k), warps); dtypes not listed take BLOCKED_PLAN.
 VEC_MAX_K = 0
 VEC_PLAN = {torch.float32: (64, 128, 4), torch.complex64: (32, 64, 4)}
+#: The blocked sweep reads a column-major M's chunks transposed (along memory) when set.
+TRANS_COLUMN_MAJOR = False
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
 #: float32 on the FMA units). H200, complex64 lu_solve of 64 x 256x256 with 256 right-hand
@@ -85,15 +87,27 @@ DIAG_PLAN = {torch.float32: (False, 4, None, None), torch.complex64: (True, 1, N
 # plain loads).
 
 @triton.jit
-def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr):
+def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr,
+            TRANS: tl.constexpr = False):
     """The real embedding of the entries (rows[:, None], cols[None, :]) of a matrix (of its
-    conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns."""
-    a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask, other=0.0)
-    if CPLX:
-        if CONJ:
-            a = tl.where(rp[:, None] > cp[None, :], -a, a)
-        else:
-            a = tl.where(rp[:, None] < cp[None, :], -a, a)
+    conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns. TRANS: the
+    tile transposed, (cols, rows) (``mask`` too): a column-major matrix read along memory."""
+    if TRANS:
+        a = tl.load(ptr + cols[:, None] * s_c + rows[None, :] * s_r + (cp[:, None] != rp[None, :]), mask=mask,
+                    other=0.0)
+        if CPLX:
+            if CONJ:
+                a = tl.where(rp[None, :] > cp[:, None], -a, a)
+            else:
+                a = tl.where(rp[None, :] < cp[:, None], -a, a)
+    else:
+        a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask,
+                    other=0.0)
+        if CPLX:
+            if CONJ:
+                a = tl.where(rp[:, None] > cp[None, :], -a, a)
+            else:
+                a = tl.where(rp[:, None] < cp[None, :], -a, a)
     return a
 
 
@@ -230,10 +244,15 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
 
 
 @triton.jit
-def _prod(a, x, PREC: tl.constexpr, VEC: tl.constexpr):
-    """a @ x: one tl.dot, or (VEC: x's few columns) products and sums on the FMA units."""
+def _prod(a, x, PREC: tl.constexpr, VEC: tl.constexpr, TRANS: tl.constexpr = False):
+    """a @ x (TRANS: a given transposed): one tl.dot, or (VEC: x's few columns) products and
+    sums on the FMA units."""
     if VEC:
+        if TRANS:
+            return tl.sum(a[:, :, None] * x[:, None, :], axis=0)
         return tl.sum(a[:, :, None] * x[None, :, :], axis=1)
+    if TRANS:
+        return _dot(tl.trans(a), x, PREC)
     return _dot(a, x, PREC)
 
 
@@ -241,7 +260,7 @@ def _prod(a, x, PREC: tl.constexpr, VEC: tl.constexpr):
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr, VEC: tl.constexpr):
+           PREC: tl.constexpr, VEC: tl.constexpr, TRANS: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
@@ -277,13 +296,16 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = qc < hi
-            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
+            if TRANS:
+                a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, qmask[:, None] & rmask[None, :], CPLX, CONJ, True)
+            else:
+                a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
             if DST_PERM:
                 drows = tl.load(perm + qc, mask=qmask, other=0)
             else:
                 drows = qc
             x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
-            acc -= _prod(a, x, PREC, VEC)
+            acc -= _prod(a, x, PREC, VEC, TRANS)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
         acc = _prod(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC, VEC)
@@ -301,7 +323,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
-                 VEC: tl.constexpr = False):
+                 VEC: tl.constexpr = False, TRANS: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -347,17 +369,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
+                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
                 _sweep(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
+                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
+                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
                 _sweep(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
+                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
         else:
             _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC)
+                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -432,7 +454,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        VEC=vec, num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
+        VEC=vec, TRANS=blocked and TRANS_COLUMN_MAJOR and abs(T3.stride(-2)) < abs(T3.stride(-1)),
+        num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
 
 
 #: The kernels take the batch and row terms of B's and X's offsets in int64, the column term
