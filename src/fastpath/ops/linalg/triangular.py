@@ -54,7 +54,8 @@ BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4)
 #: doubling of k), warps); dtypes not listed take BLOCKED_PLAN.
 VEC_MAX_K = 0
 VEC_PLAN = {torch.float32: (64, 128, 4), torch.complex64: (32, 64, 4)}
-#: The blocked sweep reads a column-major M's chunks transposed (along memory) when set.
+#: The few-right-hand-side sweep reads a column-major M's chunks transposed (along memory) when
+#: set. (With tl.dot, H100: complex64 lu_solve k=2 ~300 -> 442 us, float32 k=16 ~120 -> 262.)
 TRANS_COLUMN_MAJOR = False
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
@@ -88,7 +89,7 @@ DIAG_PLAN = {torch.float32: (False, 4, None, None), torch.complex64: (True, 1, N
 
 @triton.jit
 def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr,
-            TRANS: tl.constexpr = False):
+            TRANS: tl.constexpr):
     """The real embedding of the entries (rows[:, None], cols[None, :]) of a matrix (of its
     conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns. TRANS: the
     tile transposed, (cols, rows) (``mask`` too): a column-major matrix read along memory."""
@@ -244,16 +245,21 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
 
 
 @triton.jit
-def _prod(a, x, PREC: tl.constexpr, VEC: tl.constexpr, TRANS: tl.constexpr = False):
+def _prod(a, x, PREC: tl.constexpr, VEC: tl.constexpr, TRANS: tl.constexpr):
     """a @ x (TRANS: a given transposed): one tl.dot, or (VEC: x's few columns) products and
-    sums on the FMA units."""
+    sums on the FMA units. (One return: Triton compiles the statements after a constexpr
+    branch's return too.)"""
     if VEC:
         if TRANS:
-            return tl.sum(a[:, :, None] * x[:, None, :], axis=0)
-        return tl.sum(a[:, :, None] * x[None, :, :], axis=1)
-    if TRANS:
-        return _dot(tl.trans(a), x, PREC)
-    return _dot(a, x, PREC)
+            p = tl.sum(a[:, :, None] * x[:, None, :], axis=0)
+        else:
+            p = tl.sum(a[:, :, None] * x[None, :, :], axis=1)
+    else:
+        if TRANS:
+            p = _dot(tl.trans(a), x, PREC)
+        else:
+            p = _dot(a, x, PREC)
+    return p
 
 
 @triton.jit
@@ -299,7 +305,7 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             if TRANS:
                 a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, qmask[:, None] & rmask[None, :], CPLX, CONJ, True)
             else:
-                a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
+                a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ, False)
             if DST_PERM:
                 drows = tl.load(perm + qc, mask=qmask, other=0)
             else:
@@ -308,7 +314,8 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             acc -= _prod(a, x, PREC, VEC, TRANS)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
-        acc = _prod(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC, VEC)
+        dinv = _emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False, False)
+        acc = _prod(dinv, acc, PREC, VEC, False)
         if DST_PERM:
             drows = tl.load(perm + rows, mask=rmask, other=0)
         else:
@@ -454,7 +461,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        VEC=vec, TRANS=blocked and TRANS_COLUMN_MAJOR and abs(T3.stride(-2)) < abs(T3.stride(-1)),
+        VEC=vec, TRANS=vec and TRANS_COLUMN_MAJOR and abs(T3.stride(-2)) < abs(T3.stride(-1)),
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
 
 
