@@ -23,7 +23,8 @@ ap.add_argument("--profile", action="store_true")
 ap.add_argument("--row-major", action="store_true", help="the factors made row-major (torch's are column-major)")
 ap.add_argument("--set", action="append", default=[], help="NAME=VALUE: a knob of fastpath.ops.linalg.triangular")
 ap.add_argument("--plan", action="append", default=[],
-                help="TABLE:DTYPE=TUPLE: an entry of a plan table of triangular, e.g. DIAG_PLAN:complex64=(True,1,None,8)")
+                help="TABLE:DTYPE=TUPLE: an entry of a plan table of triangular, "
+                     "e.g. DIAG_PLAN:complex64=(True,1,None,8)")
 args = ap.parse_args()
 for kv in args.set:
     name, value = kv.split("=", 1)
@@ -57,7 +58,8 @@ def kernels(fn):
     return out
 
 
-print(f"# {torch.cuda.get_device_name()} torch {torch.__version__} batch {args.batch} n {args.n} {args.set} {args.plan}")
+print(f"# {torch.cuda.get_device_name()} torch {torch.__version__} batch {args.batch} n {args.n}",
+      args.set, args.plan)
 for dname in args.dtypes.split(","):
     dtype = getattr(torch, dname)
     g = torch.Generator(device=dev).manual_seed(0)

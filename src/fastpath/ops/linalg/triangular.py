@@ -51,8 +51,10 @@ BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4)
 #: The blocked path for at most VEC_MAX_K right-hand sides (any k up to it, in one program a
 #: matrix): products and sums on the FMA units (``_prod``) instead of tl.dot's 16-column tiles, by
 #: dtype (NB rows a block, KC rows of the solved part a chunk at one right-hand side (halved per
-#: doubling of k), warps); dtypes not listed take BLOCKED_PLAN.
-VEC_MAX_K = 0
+#: doubling of k), warps); dtypes not listed take BLOCKED_PLAN. H100, lu_solve 64 x 256x256 with
+#: torch's factors: complex64 k=1 297 -> 198 us, k=2 ~300 -> 251-274, k=4 ~311 -> 413-442; float32
+#: k=1 121 -> 100, k=2 119 (a tie), k=4 158 (slower).
+VEC_MAX_K = 1
 VEC_PLAN = {torch.float32: (64, 128, 4), torch.complex64: (32, 64, 4)}
 #: The few-right-hand-side sweep reads a column-major M's chunks transposed (along memory) when
 #: set. (With tl.dot, H100: complex64 lu_solve k=2 ~300 -> 442 us, float32 k=16 ~120 -> 262.)
@@ -74,8 +76,11 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: -> 323.4 with one (from memory, one warp; 4 and 2 warps 557 / 337); float32 178.4 in registers
 #: against 243-288 from memory. float64 / complex128: not timed, in registers. Fourth: from memory,
 #: the inverses' columns a program (None: all; fewer put the two passes and the column blocks
-#: side by side, each block starting at its first nonzero row).
-DIAG_PLAN = {torch.float32: (False, 4, None, None), torch.complex64: (True, 1, None, None),
+#: side by side, each block starting at its first nonzero row). H100, the same lu_solve with
+#: torch's factors (scripts/lu_solve_rhs.py, 63a4f24+): complex64 8 columns 311 -> 297 us (one
+#: right-hand side), 545 -> 529 (256); float32 16 columns 152 -> 121, 180 -> 148 (4 columns: 141
+#: / 169).
+DIAG_PLAN = {torch.float32: (True, 1, None, 16), torch.complex64: (True, 1, None, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
 
 
