@@ -611,3 +611,33 @@ def test_lu_solve_column_major_chunks(device, monkeypatch):
     test_lu_solve(70, 3, True, False, _C64, device)
     test_lu_solve(70, 2, False, True, _C64, device)
     test_lu_solve(70, 1, True, True, _F32, device)
+
+
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("n,k,form,dtype", [(70, 1, 0, _C64), (70, 3, 1, _F32), (140, 2, 2, _C64), (40, 1, 3, _F64)])
+def test_solve_triangular_few_form(n, k, form, dtype, trans, device, monkeypatch):
+    """The few-right-hand-side sweep without the real embedding (triangular.FEW_FORM: complex
+    entries as (re, im) pairs), M's chunks along rows or (TRANS_COLUMN_MAJOR, a column-major M)
+    transposed, against the float64 solve: each form, blocks padded past n, several chunks a block."""
+    monkeypatch.setattr(T, "VEC_MAX_K", 4)
+    monkeypatch.setattr(T, "FEW_FORM", True)
+    monkeypatch.setattr(T, "TRANS_COLUMN_MAJOR", trans)
+    monkeypatch.setitem(T.VEC_PLAN, _F32, (32, 32, 4))
+    monkeypatch.setitem(T.VEC_PLAN, _F64, (32, 16, 4))
+    upper, left, unit = TRI_FORMS[form]
+    test_solve_triangular(n, k, upper, left, unit, dtype, device)
+    A = _triangular((2,), n, dtype, upper, device).mT.contiguous().mT  # column-major storage
+    B = rand(2, n, k, dtype=dtype, device=device)
+    X = T.solve_triangular(A, B, upper=upper)
+    _check_solution(X, torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper), A, dtype)
+
+
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve_few_form(adjoint, device, monkeypatch):
+    """lu_solve's two sweeps (row map in and out, conjugated for the adjoint) in the few form."""
+    monkeypatch.setattr(T, "VEC_MAX_K", 4)
+    monkeypatch.setattr(T, "FEW_FORM", True)
+    monkeypatch.setattr(T, "TRANS_COLUMN_MAJOR", True)
+    test_lu_solve(70, 1, True, adjoint, _C64, device)
+    test_lu_solve(70, 3, False, adjoint, _C64, device)
+    test_lu_solve(70, 2, True, adjoint, _F32, device)

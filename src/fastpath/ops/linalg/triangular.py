@@ -56,6 +56,9 @@ BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4)
 #: k=1 121 -> 100, k=2 119 (a tie), k=4 158 (slower).
 VEC_MAX_K = 1
 VEC_PLAN = {torch.float32: (64, 128, 4), torch.complex64: (32, 64, 4)}
+#: The few-right-hand-side sweep as ``_sweep_few`` (complex entries read as (re, im) pairs, once
+#: each) instead of ``_sweep``'s real embedding with ``_prod``'s FMA form.
+FEW_FORM = False
 #: The few-right-hand-side sweep reads a column-major M's chunks transposed (along memory) when
 #: set. (With tl.dot, H100: complex64 lu_solve k=2 ~300 -> 442 us, float32 k=16 ~120 -> 262.)
 TRANS_COLUMN_MAJOR = False
@@ -330,12 +333,110 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
 
 
 @triton.jit
+def _cprod(ar, ai, xr, xi, TRANS: tl.constexpr, CPLX: tl.constexpr):
+    """(a @ x) for a (R, Q) (TRANS: given as (Q, R)) and few columns x (Q, K), on the FMA units,
+    complex as (re, im) pairs."""
+    if TRANS:
+        pr = tl.sum(ar[:, :, None] * xr[:, None, :], axis=0)
+        if CPLX:
+            pr -= tl.sum(ai[:, :, None] * xi[:, None, :], axis=0)
+            pi = tl.sum(ar[:, :, None] * xi[:, None, :] + ai[:, :, None] * xr[:, None, :], axis=0)
+        else:
+            pi = pr
+    else:
+        pr = tl.sum(ar[:, :, None] * xr[None, :, :], axis=1)
+        if CPLX:
+            pr -= tl.sum(ai[:, :, None] * xi[None, :, :], axis=1)
+            pi = tl.sum(ar[:, :, None] * xi[None, :, :] + ai[:, :, None] * xr[None, :, :], axis=1)
+        else:
+            pi = pr
+    return pr, pi
+
+
+@triton.jit
+def _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
+               SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, CONJ: tl.constexpr,
+               CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, TRANS: tl.constexpr):
+    """:func:`_sweep` for few right-hand sides (KB, a power of two from 1): products and sums on
+    the FMA units, complex entries as (re, im) pairs read once each (no real embedding), M's chunks
+    read transposed if TRANS (a column-major M along memory)."""
+    C: tl.constexpr = 2 if CPLX else 1
+    nblk = tl.cdiv(n, NB)
+    r = tl.arange(0, NB)
+    q = tl.arange(0, KC)
+    cc = c0 + tl.arange(0, KB)
+    cmask = (cc < k)[None, :]
+    for s in range(0, nblk):
+        if LOWER:
+            i0 = s * NB
+        else:
+            i0 = (nblk - 1 - s) * NB
+        rows = i0 + r
+        rmask = rows < n
+        if SRC_PERM:
+            srows = tl.load(perm + rows, mask=rmask, other=0)
+        else:
+            srows = rows
+        xmask = rmask[:, None] & cmask
+        accr, acci = _ld(src, srows.to(tl.int64)[:, None] * s_sr + cc[None, :] * s_sc, xmask, CPLX)
+        if LOWER:  # the rows solved so far, in chunks of KC
+            lo = 0
+            hi = i0
+        else:
+            lo = i0 + NB
+            hi = n
+        for k0 in range(lo, hi, KC):
+            qc = k0 + q  # column of M, row of X
+            qmask = qc < hi
+            if TRANS:
+                ar, ai = _ld(t_ptr, qc[:, None] * s_tc + rows[None, :] * s_tr, qmask[:, None] & rmask[None, :], CPLX)
+            else:
+                ar, ai = _ld(t_ptr, rows[:, None] * s_tr + qc[None, :] * s_tc, rmask[:, None] & qmask[None, :], CPLX)
+            if CPLX:
+                if CONJ:
+                    ai = -ai
+            if DST_PERM:
+                drows = tl.load(perm + qc, mask=qmask, other=0)
+            else:
+                drows = qc
+            xr, xi = _ld(dst, drows.to(tl.int64)[:, None] * s_dr + cc[None, :] * s_dc, qmask[:, None] & cmask, CPLX)
+            pr, pi = _cprod(ar, ai, xr, xi, TRANS, CPLX)
+            accr -= pr
+            if CPLX:
+                acci -= pi
+        # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
+        lr = (i0 // NB) * NB + r
+        dr, di = _ld(inv, (lr[:, None] * NB + r[None, :]) * C, r[:, None] >= 0, CPLX)
+        accr, acci = _cprod(dr, di, accr, acci, False, CPLX)
+        if DST_PERM:
+            drows = tl.load(perm + rows, mask=rmask, other=0)
+        else:
+            drows = rows
+        _st(dst, drows.to(tl.int64)[:, None] * s_dr + cc[None, :] * s_dc, accr, acci, xmask, CPLX)
+        tl.debug_barrier()  # X_i is read back by the next blocks
+
+
+@triton.jit
+def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
+          SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
+          CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
+          PREC: tl.constexpr, VEC: tl.constexpr, TRANS: tl.constexpr, FEW: tl.constexpr):
+    """One blocked substitution: :func:`_sweep_few` (FEW) or :func:`_sweep`."""
+    if FEW:
+        _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
+                   LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
+    else:
+        _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
+               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
+
+
+@triton.jit
 def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch, n, k,
                  stb, s_tr, s_tc, sbb, sbr, sbc, swb, swr, swc, sxb, sxr, sxc, spb, spc,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
-                 VEC: tl.constexpr = False, TRANS: tl.constexpr = False):
+                 VEC: tl.constexpr = False, TRANS: tl.constexpr = False, FEW: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -380,18 +481,18 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.store(perm + tl.arange(0, P)[None, :], pos)
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
-                _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
-                _sweep(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
+                _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
+                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
+                _pass(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
+                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
             else:  # B gathered -> X (M1), X -> X (M2)
-                _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
-                _sweep(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                       c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
+                _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
+                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
+                _pass(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
+                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
         else:
-            _sweep(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                   c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
+            _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
+                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -466,7 +567,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        VEC=vec, TRANS=vec and TRANS_COLUMN_MAJOR and abs(T3.stride(-2)) < abs(T3.stride(-1)),
+        VEC=vec and not FEW_FORM, TRANS=vec and TRANS_COLUMN_MAJOR and abs(T3.stride(-2)) < abs(T3.stride(-1)),
+        FEW=vec and FEW_FORM,
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
 
 
