@@ -571,59 +571,18 @@ def test_lu_solve_diag_inverse_columns(adjoint, device, monkeypatch):
     test_lu_solve(70, 3, False, adjoint, _F32, device)
 
 
-@pytest.mark.parametrize("n,k,form,dtype", [(70, 1, 0, _F32), (70, 3, 1, _C64), (140, 2, 2, _F32), (40, 1, 3, _C64)])
-def test_solve_triangular_few_columns(n, k, form, dtype, device, monkeypatch):
-    """The blocked path's few-right-hand-side form (triangular.VEC_MAX_K: products and sums on
-    the FMA units; k padded to a power of two) against the float64 solve: each form, blocks padded
-    past n, several chunks a block."""
-    monkeypatch.setattr(T, "VEC_MAX_K", 4)
-    monkeypatch.setitem(T.VEC_PLAN, _F32, (32, 32, 4))
-    test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
-
-
-@pytest.mark.parametrize("adjoint", [False, True])
-def test_lu_solve_few_columns(adjoint, device, monkeypatch):
-    """lu_solve's two sweeps (row map in and out) in the few-right-hand-side form."""
-    monkeypatch.setattr(T, "VEC_MAX_K", 4)
-    test_lu_solve(70, 1, True, adjoint, _C64, device)
-    test_lu_solve(70, 3, False, adjoint, _F32, device)
-
-
-@pytest.mark.parametrize("n,k,form,dtype", [(70, 3, 2, _F32), (70, 3, 3, _C64), (40, 1, 0, _C64)])
-def test_solve_triangular_column_major_chunks(n, k, form, dtype, device, monkeypatch):
-    """The few-right-hand-side sweep reading a column-major matrix's chunks transposed
-    (triangular.TRANS_COLUMN_MAJOR; left=False solves with A^T, a column-major view, and the
-    matrix is also passed column-major)."""
-    monkeypatch.setattr(T, "TRANS_COLUMN_MAJOR", True)
-    monkeypatch.setattr(T, "VEC_MAX_K", 4)
-    upper, left, unit = TRI_FORMS[form]
-    test_solve_triangular(n, k, upper, left, unit, dtype, device)
-    A = _triangular((2,), n, dtype, upper, device).mT.contiguous().mT  # column-major storage
-    B = rand(2, n, k, dtype=dtype, device=device)
-    X = T.solve_triangular(A, B, upper=upper)
-    _check_solution(X, torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper), A, dtype)
-
-
-def test_lu_solve_column_major_chunks(device, monkeypatch):
-    """lu_solve with torch's (column-major) factors read transposed, both sweeps, adjoint too."""
-    monkeypatch.setattr(T, "TRANS_COLUMN_MAJOR", True)
-    monkeypatch.setattr(T, "VEC_MAX_K", 4)
-    test_lu_solve(70, 3, True, False, _C64, device)
-    test_lu_solve(70, 2, False, True, _C64, device)
-    test_lu_solve(70, 1, True, True, _F32, device)
-
 
 @pytest.mark.parametrize("trans", [False, True])
 @pytest.mark.parametrize("n,k,form,dtype", [(70, 1, 0, _C64), (70, 3, 1, _F32), (140, 2, 2, _C64), (40, 1, 3, _F64)])
 def test_solve_triangular_few_form(n, k, form, dtype, trans, device, monkeypatch):
-    """The few-right-hand-side sweep without the real embedding (triangular.FEW_FORM: complex
-    entries as (re, im) pairs), M's chunks along rows or (TRANS_COLUMN_MAJOR, a column-major M)
-    transposed, against the float64 solve: each form, blocks padded past n, several chunks a block."""
-    monkeypatch.setattr(T, "VEC_MAX_K", 4)
-    monkeypatch.setattr(T, "FEW_FORM", True)
-    monkeypatch.setattr(T, "TRANS_COLUMN_MAJOR", trans)
-    monkeypatch.setitem(T.VEC_PLAN, _F32, (32, 32, 4))
-    monkeypatch.setitem(T.VEC_PLAN, _F64, (32, 16, 4))
+    """The few-right-hand-side sweep (triangular.FEW_PLAN: products and sums on the FMA units,
+    complex entries as (re, im) pairs, k padded to a power of two), M's chunks along rows or
+    (FEW_TRANS_MIN_K, a column-major M: left=False's A^T, or A stored so) transposed, against the
+    float64 solve: each form, blocks padded past n, several chunks a block."""
+    monkeypatch.setitem(T.FEW_PLAN, _F32, (32, 32, 4, 4))
+    monkeypatch.setitem(T.FEW_PLAN, _F64, (32, 16, 4, 4))
+    monkeypatch.setitem(T.FEW_PLAN, _C64, (32, 64, 4, 4))
+    monkeypatch.setattr(T, "FEW_TRANS_MIN_K", {dt: 1 if trans else 99 for dt in (_F32, _F64, _C64)})
     upper, left, unit = TRI_FORMS[form]
     test_solve_triangular(n, k, upper, left, unit, dtype, device)
     A = _triangular((2,), n, dtype, upper, device).mT.contiguous().mT  # column-major storage
@@ -632,12 +591,12 @@ def test_solve_triangular_few_form(n, k, form, dtype, trans, device, monkeypatch
     _check_solution(X, torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper), A, dtype)
 
 
+@pytest.mark.parametrize("trans", [False, True])
 @pytest.mark.parametrize("adjoint", [False, True])
-def test_lu_solve_few_form(adjoint, device, monkeypatch):
-    """lu_solve's two sweeps (row map in and out, conjugated for the adjoint) in the few form."""
-    monkeypatch.setattr(T, "VEC_MAX_K", 4)
-    monkeypatch.setattr(T, "FEW_FORM", True)
-    monkeypatch.setattr(T, "TRANS_COLUMN_MAJOR", True)
+def test_lu_solve_few_form(adjoint, trans, device, monkeypatch):
+    """lu_solve's two sweeps (row map in and out, conjugated for the adjoint) in the few form,
+    torch's column-major factors read along rows or transposed."""
+    monkeypatch.setattr(T, "FEW_TRANS_MIN_K", {_F32: 1 if trans else 99, _C64: 1 if trans else 99})
     test_lu_solve(70, 1, True, adjoint, _C64, device)
     test_lu_solve(70, 3, False, adjoint, _C64, device)
     test_lu_solve(70, 2, True, adjoint, _F32, device)

@@ -48,20 +48,17 @@ HOST_BLOCK_N = 1024
 #: the GPU has SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
 BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
-#: The blocked path for at most VEC_MAX_K right-hand sides (any k up to it, in one program a
-#: matrix): products and sums on the FMA units (``_prod``) instead of tl.dot's 16-column tiles, by
-#: dtype (NB rows a block, KC rows of the solved part a chunk at one right-hand side (halved per
-#: doubling of k), warps); dtypes not listed take BLOCKED_PLAN. H100, lu_solve 64 x 256x256 with
-#: torch's factors: complex64 k=1 297 -> 198 us, k=2 ~300 -> 251-274, k=4 ~311 -> 413-442; float32
-#: k=1 121 -> 100, k=2 119 (a tie), k=4 158 (slower).
-VEC_MAX_K = 1
-VEC_PLAN = {torch.float32: (64, 128, 4), torch.complex64: (32, 64, 4)}
-#: The few-right-hand-side sweep as ``_sweep_few`` (complex entries read as (re, im) pairs, once
-#: each) instead of ``_sweep``'s real embedding with ``_prod``'s FMA form.
-FEW_FORM = False
-#: The few-right-hand-side sweep reads a column-major M's chunks transposed (along memory) when
-#: set. (With tl.dot, H100: complex64 lu_solve k=2 ~300 -> 442 us, float32 k=16 ~120 -> 262.)
-TRANS_COLUMN_MAJOR = False
+#: The blocked path's few-right-hand-side form (``_sweep_few``: products and sums on the FMA units
+#: instead of tl.dot's 16-column tiles, complex entries read as (re, im) pairs) by dtype: (NB rows a
+#: block, KC rows of the solved part a chunk at one right-hand side (halved per doubling of k),
+#: warps, the most right-hand sides); dtypes not listed take BLOCKED_PLAN. H100, lu_solve of 64 x
+#: 256x256 with torch's factors (scripts/lu_solve_rhs.py): complex64 one right-hand side 297 ->
+#: 180 us (tl.dot form -> this; 198 with the real embedding on the FMA units), 2: ~300 -> 232, 4:
+#: ~311 -> 249; float32 1: 121 -> 86 (32-row blocks; 96 with 64), 2: ~120 -> 100, 4: ~125 -> 113.
+FEW_PLAN = {torch.float32: (32, 128, 4, 4), torch.complex64: (32, 64, 4, 4)}
+#: ... reading a column-major M's chunks transposed (along memory) from this many right-hand sides
+#: (complex64 one: 180 -> 193 us, 2: 239 -> 232, 4: 386 -> 249; float32 one: 101 -> 96).
+FEW_TRANS_MIN_K = {torch.float32: 1, torch.complex64: 2}
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
 #: float32 on the FMA units). H200, complex64 lu_solve of 64 x 256x256 with 256 right-hand
@@ -96,27 +93,15 @@ DIAG_PLAN = {torch.float32: (True, 1, None, 16), torch.complex64: (True, 1, None
 # plain loads).
 
 @triton.jit
-def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr,
-            TRANS: tl.constexpr):
+def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr):
     """The real embedding of the entries (rows[:, None], cols[None, :]) of a matrix (of its
-    conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns. TRANS: the
-    tile transposed, (cols, rows) (``mask`` too): a column-major matrix read along memory."""
-    if TRANS:
-        a = tl.load(ptr + cols[:, None] * s_c + rows[None, :] * s_r + (cp[:, None] != rp[None, :]), mask=mask,
-                    other=0.0)
-        if CPLX:
-            if CONJ:
-                a = tl.where(rp[None, :] > cp[:, None], -a, a)
-            else:
-                a = tl.where(rp[None, :] < cp[:, None], -a, a)
-    else:
-        a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask,
-                    other=0.0)
-        if CPLX:
-            if CONJ:
-                a = tl.where(rp[:, None] > cp[None, :], -a, a)
-            else:
-                a = tl.where(rp[:, None] < cp[None, :], -a, a)
+    conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns."""
+    a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask, other=0.0)
+    if CPLX:
+        if CONJ:
+            a = tl.where(rp[:, None] > cp[None, :], -a, a)
+        else:
+            a = tl.where(rp[:, None] < cp[None, :], -a, a)
     return a
 
 
@@ -253,28 +238,10 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
 
 
 @triton.jit
-def _prod(a, x, PREC: tl.constexpr, VEC: tl.constexpr, TRANS: tl.constexpr):
-    """a @ x (TRANS: a given transposed): one tl.dot, or (VEC: x's few columns) products and
-    sums on the FMA units. (One return: Triton compiles the statements after a constexpr
-    branch's return too.)"""
-    if VEC:
-        if TRANS:
-            p = tl.sum(a[:, :, None] * x[:, None, :], axis=0)
-        else:
-            p = tl.sum(a[:, :, None] * x[None, :, :], axis=1)
-    else:
-        if TRANS:
-            p = _dot(tl.trans(a), x, PREC)
-        else:
-            p = _dot(a, x, PREC)
-    return p
-
-
-@triton.jit
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr, VEC: tl.constexpr, TRANS: tl.constexpr):
+           PREC: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
@@ -310,20 +277,16 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = qc < hi
-            if TRANS:
-                a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, qmask[:, None] & rmask[None, :], CPLX, CONJ, True)
-            else:
-                a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ, False)
+            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
             if DST_PERM:
                 drows = tl.load(perm + qc, mask=qmask, other=0)
             else:
                 drows = qc
             x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
-            acc -= _prod(a, x, PREC, VEC, TRANS)
+            acc -= _dot(a, x, PREC)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
-        dinv = _emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False, False)
-        acc = _prod(dinv, acc, PREC, VEC, False)
+        acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC)
         if DST_PERM:
             drows = tl.load(perm + rows, mask=rmask, other=0)
         else:
@@ -420,14 +383,14 @@ def _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-          PREC: tl.constexpr, VEC: tl.constexpr, TRANS: tl.constexpr, FEW: tl.constexpr):
+          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr):
     """One blocked substitution: :func:`_sweep_few` (FEW) or :func:`_sweep`."""
     if FEW:
         _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
                    LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
     else:
         _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
-               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS)
+               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
 
 
 @triton.jit
@@ -436,7 +399,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
-                 VEC: tl.constexpr = False, TRANS: tl.constexpr = False, FEW: tl.constexpr = False):
+                 FEW: tl.constexpr = False, TRANS: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -482,17 +445,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
+                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
                 _pass(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
+                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
+                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
                 _pass(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
+                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
         else:
             _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, VEC, TRANS, FEW)
+                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -522,9 +485,9 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     lu = piv is not None
     blocked = n > SMALL_N
     kc = 0
-    vec = blocked and k <= VEC_MAX_K and T3.dtype in VEC_PLAN
-    if vec:  # few right-hand sides: products and sums on the FMA units, no 16-column tiles
-        nb_rows, kc, warps = VEC_PLAN[T3.dtype]
+    few = blocked and T3.dtype in FEW_PLAN and k <= FEW_PLAN[T3.dtype][3]
+    if few:  # few right-hand sides: products and sums on the FMA units, no 16-column tiles
+        nb_rows, kc, warps, _ = FEW_PLAN[T3.dtype]
         kb = next_pow2(k)
         kc = max(8, kc // kb)
         block_b = 1
@@ -567,8 +530,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        VEC=vec and not FEW_FORM, TRANS=vec and TRANS_COLUMN_MAJOR and abs(T3.stride(-2)) < abs(T3.stride(-1)),
-        FEW=vec and FEW_FORM,
+        FEW=few, TRANS=few and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
 
 
