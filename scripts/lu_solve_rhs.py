@@ -20,6 +20,7 @@ ap.add_argument("--ks", default="1,2,4,8,16,32,64,256")
 ap.add_argument("--n", type=int, default=256)
 ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--profile", action="store_true")
+ap.add_argument("--host", action="store_true", help="host time a call (no sync), graph replay time, cProfile")
 ap.add_argument("--row-major", action="store_true", help="the factors made row-major (torch's are column-major)")
 ap.add_argument("--set", action="append", default=[], help="NAME=VALUE: a knob of fastpath.ops.linalg.triangular")
 ap.add_argument("--plan", action="append", default=[],
@@ -78,6 +79,28 @@ for dname in args.dtypes.split(","):
         t_torch = timed(lambda: torch.linalg.lu_solve(LU, piv, B))
         print(f"{dname} k={k:4d}  ours {t_ours:8.1f} us  torch {t_torch:8.1f} us  {t_torch / t_ours:5.2f}x  "
               f"rel diff {err:.1e}  residual {res:.1e}", flush=True)
+        if args.host:
+            import cProfile
+            import pstats
+            import time
+            fn = lambda: lu.lu_solve(LU, piv, B)  # noqa: E731
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(50):
+                fn()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                fn()
+            print(f"    host {1e6 * (t1 - t0) / 50:.1f} us a call; graph replay {timed(g.replay):.1f} us")
+            pr = cProfile.Profile()
+            pr.enable()
+            for _ in range(50):
+                fn()
+            pr.disable()
+            torch.cuda.synchronize()
+            pstats.Stats(pr).sort_stats("tottime").print_stats(8)
         if args.profile:
             for name, us in kernels(lambda: lu.lu_solve(LU, piv, B)).most_common(6):
                 print(f"    {us:8.1f} us  {name}")
