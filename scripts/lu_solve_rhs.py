@@ -90,10 +90,10 @@ for dname in args.dtypes.split(","):
                 fn()
             t1 = time.perf_counter()
             torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
                 fn()
-            print(f"    host {1e6 * (t1 - t0) / 50:.1f} us a call; graph replay {timed(g.replay):.1f} us")
+            print(f"    host {1e6 * (t1 - t0) / 50:.1f} us a call; graph replay {timed(graph.replay):.1f} us")
             pr = cProfile.Profile()
             pr.enable()
             for _ in range(50):

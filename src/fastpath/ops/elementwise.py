@@ -357,7 +357,7 @@ def reference_heaviside(input: torch.Tensor, values: torch.Tensor) -> torch.Tens
 
 
 def _heaviside_fake(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return torch.empty(torch.broadcast_shapes(x.shape, v.shape), dtype=x.dtype, device=x.device)
+    return torch.empty(broadcast_shape(x.shape, v.shape), dtype=x.dtype, device=x.device)
 
 
 @register_op("heaviside", fake=_heaviside_fake)
@@ -443,7 +443,7 @@ def reference_compare(op: str, input: torch.Tensor, other: torch.Tensor) -> torc
 
 def _cmp_fake(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     dtype = a.dtype if op in ("minimum", "maximum") else torch.bool
-    return torch.empty(torch.broadcast_shapes(a.shape, b.shape), dtype=dtype, device=a.device)
+    return torch.empty(broadcast_shape(a.shape, b.shape), dtype=dtype, device=a.device)
 
 
 @register_op("ucompare", fake=_cmp_fake)

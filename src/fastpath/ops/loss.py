@@ -258,12 +258,12 @@ def reference_mse_loss_backward(grad, input, target, reduction, need_input=True,
 # ---------------------------------------------------------------------------- op
 
 def _fake(a: torch.Tensor, b: torch.Tensor, reduction: str) -> torch.Tensor:
-    shape = torch.broadcast_shapes(a.shape, b.shape) if reduction == "none" else ()
+    shape = broadcast_shape(a.shape, b.shape) if reduction == "none" else ()
     return torch.empty(shape, dtype=torch.result_type(a, b), device=a.device)
 
 
 def _bwd_fake(grad, a, b, reduction, need_a, need_b):
-    shape = torch.broadcast_shapes(a.shape, b.shape)
+    shape = broadcast_shape(a.shape, b.shape)
     return (torch.empty(shape if need_a else 0, dtype=a.dtype, device=a.device),
             torch.empty(shape if need_b else 0, dtype=b.dtype, device=b.device))
 

@@ -36,6 +36,7 @@ import torch
 from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton
 from ..._core.launch import Launcher, cdiv, next_pow2
+from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .graphs import GraphCache, exact_matmuls
 from .lu_step import _l11_inv, _lu_chunk, _lu_step_kernel, _swap_sources
@@ -800,6 +801,15 @@ def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, *, left: b
     non-square LU, pivots of the wrong shape, B whose rows do not match n, batch
     dimensions that do not broadcast.
     """
+    if not (isinstance(left, bool) and isinstance(adjoint, bool)):
+        return _checked_lu_solve(LU, pivots, B, left, adjoint)
+    return _LU_SOLVE_MEMO.call(lambda: _checked_lu_solve(LU, pivots, B, left, adjoint), (LU, pivots, B),
+                               (left, adjoint))
+
+
+def _checked_lu_solve(LU, pivots, B, left, adjoint) -> torch.Tensor:
+    """lu_solve's checks, then the kernel or torch (eager calls like an earlier one replay its
+    launches: fastpath._core.memo)."""
     n = check_square("LU", LU, "lu_solve")
     from ..._core.errors import check_tensor
     check_tensor("pivots", pivots)
@@ -814,6 +824,9 @@ def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, *, left: b
     rhs_shapes(LU, B, left, "lu_solve", "LU")
     del n
     return _lu_solve_op(LU, pivots, B, left, adjoint)
+
+
+_LU_SOLVE_MEMO = LaunchMemo()
 
 
 def det(A: torch.Tensor) -> torch.Tensor:

@@ -40,6 +40,7 @@ from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
+from ..._core.shapes import broadcast_shape
 from .tiles import LINALG_DTYPES, check_rhs, flat3, raise_singular
 
 #: Largest n (and number of right-hand sides k) the kernel serves.
@@ -375,7 +376,7 @@ def _solve_shapes(A: torch.Tensor, B: torch.Tensor, left: bool):
         raise ValueError(f"B: {side} must equal n = {n} (A has shape {tuple(A.shape)}, left={left}), "
                          f"got B of shape {tuple(B.shape)}")
     try:
-        batch = tuple(torch.broadcast_shapes(tuple(A.shape[:-2]), bbatch))
+        batch = broadcast_shape(tuple(A.shape[:-2]), bbatch)
     except RuntimeError:
         raise ValueError(f"B: batch dimensions {bbatch} do not broadcast with A's {tuple(A.shape[:-2])}") from None
     return batch, n, k, vector

@@ -29,8 +29,9 @@ import torch
 from ..._core import alloc
 from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
-from ..._core.launch import Launcher, cdiv, next_pow2
+from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
+from ..._core.shapes import broadcast_shape
 from .tiles import _div, _dot, _eliminate, _ld, _pick, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
@@ -506,8 +507,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     grid = (cdiv(nb, block_b), cdiv(k, kb))
     W3 = X3
     perm = real_view(X3)  # stand-in pointer where no row map is needed
-    if blocked and lu:
-        perm = torch.empty(grid[0] * grid[1] * p, dtype=torch.int32, device=X3.device)
+    if blocked and lu:  # (cached buffers: an eager lu_solve replays its launches, fastpath._core.memo)
+        perm = workspace(X3.device, "trsm.perm", grid[0] * grid[1] * p, torch.int32)
         if perm_out:
             W3 = torch.empty(nb, n, k, dtype=X3.dtype, device=X3.device)
     pv = piv if lu else perm
@@ -516,7 +517,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     if blocked:  # the inverses of the diagonal blocks, all in parallel
         nblk = cdiv(n, nb_rows)
         total = nb * nblk
-        inv = real_view(torch.empty((2 if lu else 1) * total * nb_rows * nb_rows, dtype=T3.dtype, device=T3.device))
+        inv = real_view(workspace(T3.device, f"trsm.inv.{T3.dtype}", (2 if lu else 1) * total * nb_rows * nb_rows,
+                                        T3.dtype))
         from_mem, diag_warps, ib, cb = DIAG_PLAN[T3.dtype]
         cb = min(cb or nb_rows, nb_rows) if from_mem else nb_rows
         ib = ib or max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * cb * comps)))
@@ -602,7 +604,7 @@ def rhs_shapes(A: torch.Tensor, B: torch.Tensor, left: bool, fname: str, aname: 
         raise ValueError(f"B: {side} must equal n = {n} ({aname} has shape {tuple(A.shape)}, left={left}), "
                          f"got B of shape {tuple(B.shape)}")
     try:
-        batch = tuple(torch.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+        batch = broadcast_shape(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
     except RuntimeError:
         raise ValueError(f"B: batch dimensions {tuple(B.shape[:-2])} do not broadcast with "
                          f"{aname}'s {tuple(A.shape[:-2])}") from None
