@@ -80,7 +80,8 @@ def main():
     gate_up, down = torch.randn(E, 2 * I, H).bfloat16(), torch.randn(E, H, I).bfloat16()
     ids = torch.tensor([[0, 3, 5, 7, 9, 11, 13, 15]])
     tw = torch.full((1, 8), 0.125)
-    u8a, u8b = torch.randint(0, 255, (256, 256), dtype=torch.uint8), torch.randint(0, 255, (256, 256), dtype=torch.uint8)
+    u8a = torch.randint(0, 255, (256, 256), dtype=torch.uint8)
+    u8b = torch.randint(0, 255, (256, 256), dtype=torch.uint8)
     xb = torch.randn(256, 256).bfloat16()
     ya = torch.randn(64, 256, requires_grad=True)
     yb = torch.randn(64, 256)
@@ -152,6 +153,18 @@ def main():
     a3, p8 = torch.randn(1000, 3, 3), torch.randn(1000, 8, 8)
     vals = torch.randint(0, 1000, (1 << 16,))
 
+    lu_mod = importlib.import_module("fastpath.ops.linalg.lu")
+    lu_a = torch.randn(64, 256, 256, dtype=torch.complex64)
+    lu_f, lu_p = torch.linalg.lu_factor(lu_a)
+    lu_b = torch.randn(64, 256, 1, dtype=torch.complex64)
+
+    def lu_solve_memo():  # lu.MEMO (off by default until its GPU check) on
+        lu_mod.MEMO = True
+        try:
+            return on_cpu(lu_mod._LU_SOLVE_MEMO, lambda: fastpath.linalg.lu_solve(lu_f, lu_p, lu_b))
+        finally:
+            lu_mod.MEMO = False
+
     def inv3():
         return fastpath.linalg.inv_ex(a3)
 
@@ -204,7 +217,9 @@ def main():
              "fastpath.linalg.inv_ex 1000x3x3": lambda: fastpath.linalg.inv_ex(a3),
              "fastpath.linalg.inv_ex 1000x3x3, a replay of the launch memo": lambda: on_cpu(small_mod._INV_MEMO, inv3),
              "fastpath.linalg.pinv 1000x8x8": lambda: fastpath.linalg.pinv(p8),
-             "fastpath.linalg.pinv 1000x8x8, a replay of the launch memo": lambda: on_cpu(svd_mod._PINV_MEMO, pinv8)}
+             "fastpath.linalg.pinv 1000x8x8, a replay of the launch memo": lambda: on_cpu(svd_mod._PINV_MEMO, pinv8),
+             "fastpath.linalg.lu_solve 64x256x256 complex64, k=1": lambda: fastpath.linalg.lu_solve(lu_f, lu_p, lu_b),
+             "fastpath.linalg.lu_solve 64x256x256 complex64, k=1, a replay of the launch memo": lu_solve_memo}
 
     n = 5000
     only = [a for a in sys.argv[1:] if not a.startswith("--")]

@@ -605,10 +605,11 @@ def test_lu_solve_few_form(adjoint, trans, device, monkeypatch):
 @pytest.mark.launch_memo
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")
 @pytest.mark.parametrize("k,dtype", [(1, _C64), (3, _F32), (40, _C64)])
-def test_lu_solve_memo_replay(k, dtype):
+def test_lu_solve_memo_replay(k, dtype, monkeypatch):
     """Eager lu_solve calls after the first with the same tensor properties replay its launches
-    (the diagonal-block inverses and the sweep, with cached buffers): fresh factors and right-hand
-    sides give fresh, correct solutions."""
+    (lu.MEMO; the diagonal-block inverses and the sweep, with cached buffers): fresh factors and
+    right-hand sides give fresh, correct solutions."""
+    monkeypatch.setattr(L, "MEMO", True)
     dev = torch.device("cuda")
     L._LU_SOLVE_MEMO.entries.clear()
     outs = []

@@ -801,7 +801,7 @@ def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, *, left: b
     non-square LU, pivots of the wrong shape, B whose rows do not match n, batch
     dimensions that do not broadcast.
     """
-    if not (isinstance(left, bool) and isinstance(adjoint, bool)):
+    if not (MEMO and isinstance(left, bool) and isinstance(adjoint, bool)):
         return _checked_lu_solve(LU, pivots, B, left, adjoint)
     return _LU_SOLVE_MEMO.call(lambda: _checked_lu_solve(LU, pivots, B, left, adjoint), (LU, pivots, B),
                                (left, adjoint))
@@ -826,6 +826,11 @@ def _checked_lu_solve(LU, pivots, B, left, adjoint) -> torch.Tensor:
     return _lu_solve_op(LU, pivots, B, left, adjoint)
 
 
+#: Eager lu_solve calls like an earlier one replay its launches (fastpath._core.memo). Off: built
+#: and tested in the interpreter's terms, not yet run on a GPU (scripts/gpu_pending.sh 93). The H100
+#: host of 7546d83 took 259 us a float32 call with one right-hand side whose kernels take 63 us
+#: (graph replay 65 us): small solves are host-bound without it.
+MEMO = False
 _LU_SOLVE_MEMO = LaunchMemo()
 
 
