@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (82-84: the forty-eighth session's float32 linear dots, its defaults, the swiglu memo and memo probe; 80-81 ran in it; 80 waited: the forty-seventh session's float32 decode plan, 16 rows and 32 keys a split, compiled and timed against the plan before; 72 waits for a two-GPU kind; 77 and 79 ran in the forty-seventh session, 78's sweep as a command of its own; 67-68 wait: the forty-third session's memo probe, compiled linalg tests, compiled fuzz sweep; 65-66 ran in the forty-first session, 65 the bf16 records and compiled tests at the 16-bit narrow blocks, 66 the 16-row dot's split, which led to matvec.W16_ROWS_UNSPLIT_K; 64: the fortieth session's 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (93: the fiftieth session's lu_solve memo; 82-84: the forty-eighth session's float32 linear dots, its defaults, the swiglu memo and memo probe; 80-81 ran in it; 80 waited: the forty-seventh session's float32 decode plan, 16 rows and 32 keys a split, compiled and timed against the plan before; 72 waits for a two-GPU kind; 77 and 79 ran in the forty-seventh session, 78's sweep as a command of its own; 67-68 wait: the forty-third session's memo probe, compiled linalg tests, compiled fuzz sweep; 65-66 ran in the forty-first session, 65 the bf16 records and compiled tests at the 16-bit narrow blocks, 66 the 16-row dot's split, which led to matvec.W16_ROWS_UNSPLIT_K; 64: the fortieth session's 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -715,4 +715,15 @@ case "${1:-1}" in
   # (matvec.F32_ONE_ROW_NORM, off), compiled, then a float32 model's decode with it on and off, two rounds
   compiled f32_norm.log 120 8 tests/ops/test_norm_fused.py -k "f32_one_row or test_rms_norm_linear"
   f32_decode_ab "matvec.F32_ONE_ROW_NORM=False" "matvec.F32_ONE_ROW_NORM=True" ;;
+93)  # fiftieth session, for the next: the lu_solve launch memo (lu.MEMO, off) compiled and replayed, then
+  # host time a call and graph replay with it on and off, and the lu_solve / solve_triangular records
+  compiled lu_memo.log 200 8 tests/ops/test_linalg_lu.py
+  for m in False True; do
+    echo "== lu.MEMO=$m"
+    timeout 100 python3 -c "import runpy, sys; from fastpath.ops.linalg import lu; lu.MEMO = $m; \
+sys.argv = ['lu_solve_rhs.py', '--ks', '1,4,256', '--host']; runpy.run_path('scripts/lu_solve_rhs.py', run_name='__main__')" \
+      2>&1 | grep -E "k=|host"
+  done 2>&1 | tee "$OUT/lu_memo_host.log"
+  timeout 200 python3 -m fastpath.bench linalg --only lu_ --graphs --set ops.linalg.lu.MEMO=True 2>&1 | tail -9
+  timeout 100 python3 -m fastpath.bench linalg --only solve_triangular 2>&1 | tail -3 ;;
 esac

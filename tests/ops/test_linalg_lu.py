@@ -540,6 +540,7 @@ def test_solve_triangular_diag_inverses(n, k, form, dtype, from_mem, device, mon
     read from memory at each step, or picked out of the tile; one warp a program) against the
     float64 solve: each form (upper / lower, left / right, unit or not), blocks padded past n."""
     monkeypatch.setitem(T.DIAG_PLAN, dtype, (from_mem, 1, None, None))
+    monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
 
 
@@ -549,6 +550,7 @@ def test_lu_solve_diag_inverses_two_blocks(adjoint, device, monkeypatch):
     adjoint) read from memory, two blocks a program, against the float64 solve (and the tile form
     in test_lu_solve)."""
     monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 2, 2, None))
+    monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     test_lu_solve(70, 20, True, adjoint, _C64, device)
 
 
@@ -559,6 +561,7 @@ def test_solve_triangular_diag_inverse_columns(n, k, form, dtype, cb, device, mo
     first nonzero row; triangular.DIAG_PLAN's fourth entry) against the float64 solve: each form,
     blocks padded past n."""
     monkeypatch.setitem(T.DIAG_PLAN, dtype, (True, 1, None, cb))
+    monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
 
 
@@ -566,6 +569,7 @@ def test_solve_triangular_diag_inverse_columns(n, k, form, dtype, cb, device, mo
 def test_lu_solve_diag_inverse_columns(adjoint, device, monkeypatch):
     """lu_solve's two passes' inverses side by side in column blocks, two blocks a program."""
     monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 1, 2, 8))
+    monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     monkeypatch.setitem(T.DIAG_PLAN, _F32, (True, 1, None, 16))
     test_lu_solve(70, 20, True, adjoint, _C64, device)
     test_lu_solve(70, 3, False, adjoint, _F32, device)

@@ -83,6 +83,11 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: / 169).
 DIAG_PLAN = {torch.float32: (True, 1, None, 16), torch.complex64: (True, 1, None, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
+#: Calls with fewer diagonal blocks than DIAG_FEW_BLOCKS take DIAG_FEW_PLAN where it has their dtype:
+#: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
+#: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
+DIAG_FEW_BLOCKS = 64
+DIAG_FEW_PLAN = {torch.float32: (False, 4, None, None)}
 
 
 # ---------------------------------------------------------------------------- complex as real
@@ -519,7 +524,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         total = nb * nblk
         inv = real_view(workspace(T3.device, f"trsm.inv.{T3.dtype}", (2 if lu else 1) * total * nb_rows * nb_rows,
                                         T3.dtype))
-        from_mem, diag_warps, ib, cb = DIAG_PLAN[T3.dtype]
+        plan = DIAG_FEW_PLAN if total < DIAG_FEW_BLOCKS and T3.dtype in DIAG_FEW_PLAN else DIAG_PLAN
+        from_mem, diag_warps, ib, cb = plan[T3.dtype]
         cb = min(cb or nb_rows, nb_rows) if from_mem else nb_rows
         ib = ib or max(1, min(next_pow2(total), TILE_ELEMS // (2 * nb_rows * cb * comps)))
         _DIAG_INV[(cdiv(total, ib), (2 if lu and from_mem else 1) * (nb_rows // cb))](
