@@ -791,7 +791,8 @@ def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, *, left: b
     Paths: n <= 32 in registers (many matrices per program); n <= 1024 one matrix and up to
     64 right-hand sides per program, blocked (every step one tl.dot, complex systems as real
     ones of twice the size; with 32 or more right-hand sides its float32 products run as
-    tf32x3, float32-level accuracy); larger n, devices
+    tf32x3, float32-level accuracy; float32 / complex64 with 1-4 right-hand sides: products and
+    sums on the FMA units, ``triangular.FEW_PLAN``); larger n, devices
     Triton does not serve and inputs that need gradients take ``torch.linalg.lu_solve``.
     Pivots out of range count as no interchange (never an out-of-bounds read).
 

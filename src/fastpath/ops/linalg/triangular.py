@@ -12,7 +12,9 @@ through its strides, so a transposed ``T`` is a view, not a copy), optionally co
   tensor-core passes, ``PREC``, where a program takes 32 right-hand sides; the diagonal blocks are inverted
   beforehand, all at once, by ``_diag_inv_kernel``, so the sweep has no row-by-row step, as
   GPU trsm implementations do), and writes ``X_i``, which later blocks read back (a barrier
-  orders the write and the reads).
+  orders the write and the reads). ``FEW=True`` (1-4 right-hand sides, ``FEW_PLAN``): the same
+  sweep with products and sums on the FMA units, complex entries as (re, im) pairs
+  (``_sweep_few``), a column-major ``T``'s chunks read transposed (``TRANS``).
 * ``LU=True``: two passes, ``M1`` then ``M2`` with the opposite triangle and unit flag, and
   the row interchanges of LAPACK's ``ipiv`` (``pivots``) applied to B on the way in
   (``PERM_OUT=False``: ``X = U^-1 L^-1 P^T B``) or to X on the way out (``PERM_OUT=True``:
@@ -674,7 +676,8 @@ def solve_triangular(A: torch.Tensor, B: torch.Tensor, *, upper: bool, left: boo
 
     Paths: n <= 32, whole matrices in registers, many per program; n <= 1024, one matrix per
     program in blocks of rows (``BLOCKED_PLAN``), all tl.dot (diagonal blocks inverted up front,
-    in parallel; complex systems as real ones of twice the size); larger n block by block
+    in parallel; complex systems as real ones of twice the size; float32 / complex64 with 1-4
+    right-hand sides: products and sums on the FMA units, ``FEW_PLAN``); larger n block by block
     from the host (the kernel on 512-row diagonal blocks, ``torch.matmul`` for the updates).
     Devices Triton does not serve and inputs that need gradients take torch.linalg.
 
