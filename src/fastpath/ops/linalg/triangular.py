@@ -246,6 +246,31 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
 
 
 @triton.jit
+def _mapped(perm, rows, mask, PERM: tl.constexpr):
+    """``perm[rows]`` (the row map) if PERM, else ``rows``."""
+    if PERM:
+        out = tl.load(perm + rows, mask=mask, other=0)
+    else:
+        out = rows
+    return out
+
+
+@triton.jit
+def _block_span(s, nblk, n, NB: tl.constexpr, LOWER: tl.constexpr):
+    """Step ``s`` of a blocked substitution: the block's first row i0 (from the top if LOWER, else
+    from the bottom) and the rows solved before it, [lo, hi)."""
+    if LOWER:
+        i0 = s * NB
+        lo = 0
+        hi = i0
+    else:
+        i0 = (nblk - 1 - s) * NB
+        lo = i0 + NB
+        hi = n
+    return i0, lo, hi
+
+
+@triton.jit
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
@@ -264,41 +289,23 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     cc = c0 + tl.arange(0, KB)
     cmask = (cc < k)[None, :]
     for s in range(0, nblk):
-        if LOWER:
-            i0 = s * NB
-        else:
-            i0 = (nblk - 1 - s) * NB
+        i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
         rows = i0 + r // C
         rmask = rows < n
-        if SRC_PERM:
-            srows = tl.load(perm + rows, mask=rmask, other=0)
-        else:
-            srows = rows
+        srows = _mapped(perm, rows, rmask, SRC_PERM)
         xmask = rmask[:, None] & cmask
         acc = tl.load(src + _vec_off(srows, rp, cc, s_sr, s_sc), mask=xmask, other=0.0)
-        if LOWER:  # the rows solved so far, in chunks of KC
-            lo = 0
-            hi = i0
-        else:
-            lo = i0 + NB
-            hi = n
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = qc < hi
             a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
-            if DST_PERM:
-                drows = tl.load(perm + qc, mask=qmask, other=0)
-            else:
-                drows = qc
+            drows = _mapped(perm, qc, qmask, DST_PERM)
             x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
             acc -= _dot(a, x, PREC)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
         acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC)
-        if DST_PERM:
-            drows = tl.load(perm + rows, mask=rmask, other=0)
-        else:
-            drows = rows
+        drows = _mapped(perm, rows, rmask, DST_PERM)
         tl.store(dst + _vec_off(drows, rp, cc, s_dr, s_dc), acc.to(dst.dtype.element_ty), mask=xmask)
         tl.debug_barrier()  # X_i is read back by the next blocks
 
@@ -338,24 +345,12 @@ def _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n
     cc = c0 + tl.arange(0, KB)
     cmask = (cc < k)[None, :]
     for s in range(0, nblk):
-        if LOWER:
-            i0 = s * NB
-        else:
-            i0 = (nblk - 1 - s) * NB
+        i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
         rows = i0 + r
         rmask = rows < n
-        if SRC_PERM:
-            srows = tl.load(perm + rows, mask=rmask, other=0)
-        else:
-            srows = rows
+        srows = _mapped(perm, rows, rmask, SRC_PERM)
         xmask = rmask[:, None] & cmask
         accr, acci = _ld(src, srows.to(tl.int64)[:, None] * s_sr + cc[None, :] * s_sc, xmask, CPLX)
-        if LOWER:  # the rows solved so far, in chunks of KC
-            lo = 0
-            hi = i0
-        else:
-            lo = i0 + NB
-            hi = n
         for k0 in range(lo, hi, KC):
             qc = k0 + q  # column of M, row of X
             qmask = qc < hi
@@ -366,10 +361,7 @@ def _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n
             if CPLX:
                 if CONJ:
                     ai = -ai
-            if DST_PERM:
-                drows = tl.load(perm + qc, mask=qmask, other=0)
-            else:
-                drows = qc
+            drows = _mapped(perm, qc, qmask, DST_PERM)
             xr, xi = _ld(dst, drows.to(tl.int64)[:, None] * s_dr + cc[None, :] * s_dc, qmask[:, None] & cmask, CPLX)
             pr, pi = _cprod(ar, ai, xr, xi, TRANS, CPLX)
             accr -= pr
@@ -379,10 +371,7 @@ def _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n
         lr = (i0 // NB) * NB + r
         dr, di = _ld(inv, (lr[:, None] * NB + r[None, :]) * C, r[:, None] >= 0, CPLX)
         accr, acci = _cprod(dr, di, accr, acci, False, CPLX)
-        if DST_PERM:
-            drows = tl.load(perm + rows, mask=rmask, other=0)
-        else:
-            drows = rows
+        drows = _mapped(perm, rows, rmask, DST_PERM)
         _st(dst, drows.to(tl.int64)[:, None] * s_dr + cc[None, :] * s_dc, accr, acci, xmask, CPLX)
         tl.debug_barrier()  # X_i is read back by the next blocks
 
