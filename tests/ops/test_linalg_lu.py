@@ -569,11 +569,10 @@ def test_solve_triangular_diag_inverse_columns(n, k, form, dtype, cb, device, mo
 def test_lu_solve_diag_inverse_columns(adjoint, device, monkeypatch):
     """lu_solve's two passes' inverses side by side in column blocks, two blocks a program."""
     monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 1, 2, 8))
-    monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     monkeypatch.setitem(T.DIAG_PLAN, _F32, (True, 1, None, 16))
+    monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plans above, not the few-block one)
     test_lu_solve(70, 20, True, adjoint, _C64, device)
     test_lu_solve(70, 3, False, adjoint, _F32, device)
-
 
 
 @pytest.mark.parametrize("trans", [False, True])
