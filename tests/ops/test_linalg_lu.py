@@ -625,7 +625,7 @@ def test_lu_solve_memo_replay(k, dtype, monkeypatch):
     L._LU_SOLVE_MEMO.entries.clear()
     outs = []
     for _ in range(3):
-        A = rand(4, 70, 70, dtype=dtype, device=dev)
+        A = _pivoted_well_conditioned(4, 70, dtype, dev)
         B = rand(4, 70, k, dtype=dtype, device=dev)
         LU, piv = torch.linalg.lu_factor(A)
         X = L.lu_solve(LU, piv, B)
