@@ -720,9 +720,7 @@ case "${1:-1}" in
   compiled lu_memo.log 200 8 tests/ops/test_linalg_lu.py
   for m in False True; do
     echo "== lu.MEMO=$m"
-    timeout 100 python3 -c "import runpy, sys; from fastpath.ops.linalg import lu; lu.MEMO = $m; \
-sys.argv = ['lu_solve_rhs.py', '--ks', '1,4,256', '--host']; runpy.run_path('scripts/lu_solve_rhs.py', run_name='__main__')" \
-      2>&1 | grep -E "k=|host"
+    timeout 100 python3 scripts/lu_solve_rhs.py --ks 1,4,256 --host --set ops.linalg.lu.MEMO=$m 2>&1 | grep -E "k=|host"
   done 2>&1 | tee "$OUT/lu_memo_host.log"
   timeout 200 python3 -m fastpath.bench linalg --only lu_ --graphs --set ops.linalg.lu.MEMO=True 2>&1 | tail -9
   timeout 100 python3 -m fastpath.bench linalg --only solve_triangular 2>&1 | tail -3 ;;

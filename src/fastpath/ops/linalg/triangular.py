@@ -199,8 +199,8 @@ def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.const
 @triton.jit
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                      BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
-                     CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr = False,
-                     CB: tl.constexpr = 0):
+                     CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr,
+                     CB: tl.constexpr):
     """Inverses of the (NB, NB) diagonal blocks of M (and of the opposite triangle with the
     opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
     (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity.
