@@ -34,7 +34,7 @@ from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
 from ..._core.shapes import broadcast_shape
-from .tiles import _div, _dot, _eliminate, _ld, _pick, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
+from .tiles import _div, _dot, _eliminate, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
@@ -197,6 +197,80 @@ def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.const
 
 
 @triton.jit
+def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
+    """Column j of the diagonal blocks at ``moff3`` (BB, 1, 1) as (BB, NB, 1) (conjugated if
+    CONJ), and the reciprocal of its diagonal entry as (BB, 1, 1) (one where not ``jok``: column
+    j past n or the block invalid)."""
+    mr, mi = _ld(t_ptr, moff3 + r3 * s_tr + j * s_tc, rin3 & jok, CPLX)
+    if CPLX:
+        if CONJ:
+            mi = -mi
+    dr = mr
+    di = mi
+    if not UNIT:
+        dr, di = _ld(t_ptr, moff3 + j * (s_tr + s_tc), jok, CPLX)
+        dr = tl.where(jok, dr, 1.0)
+        if CPLX:
+            if CONJ:
+                di = -di
+            di = tl.where(jok, di, 0.0)
+        dr, di = _div(tl.full(dr.shape, 1.0, dr.dtype), tl.zeros(di.shape, di.dtype), dr, di, CPLX)
+    return mr, mi, dr, di
+
+
+@triton.jit
+def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
+                    NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
+                    CPLX: tl.constexpr):
+    """:func:`_inv_from_mem` with no layout change in a step: X (BB, NB, CB) keeps the layout of
+    M's column (BB, NB, 1) (its rows across the lanes), X's row j is a gather (a lane's values
+    broadcast, not a reduction), and the diagonal entry's reciprocal is taken when it is loaded,
+    a step ahead (a product on the chain, not a division per column)."""
+    r3 = tl.arange(0, NB)[None, :, None]
+    cc = c0 + tl.arange(0, CB)[None, None, :]
+    xr = (r3 == cc).to(dtype) + tl.zeros([BB, NB, CB], dtype=dtype)
+    xi = tl.zeros([BB, NB, CB], dtype=dtype)
+    rin3 = mvalid[:, None, None] & (col0[:, None, None] + r3 < n)
+    moff3 = moff1[:, None, None]
+    c3 = col0[:, None, None]
+    ok3 = mvalid[:, None, None]
+    if LOWER:
+        j = c0
+        steps = NB - c0
+    else:
+        j = c0 + CB - 1
+        steps = c0 + CB
+    mr, mi, dr, di = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, UNIT, CONJ, CPLX)
+    for s in range(0, steps):
+        if LOWER:
+            jn = tl.minimum(j + 1, NB - 1)
+        else:
+            jn = tl.maximum(j - 1, 0)
+        nr, ni, ndr, ndi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, UNIT, CONJ, CPLX)
+        jj = tl.zeros([BB, 1, CB], dtype=tl.int32) + j
+        xjr = tl.gather(xr, jj, 1)  # row j of X: (BB, 1, CB)
+        if CPLX:
+            xji = tl.gather(xi, jj, 1)
+        else:
+            xji = xjr
+        if not UNIT:
+            xjr, xji = _mul(xjr, xji, dr, di, CPLX)
+        if LOWER:
+            after = r3 > j
+        else:
+            after = r3 < j
+        if CPLX:  # (x - m xj, as two fused multiply-adds a component)
+            xi = tl.where(after, xi - mr * xji - mi * xjr, tl.where(r3 == j, xji, xi))
+            xr = tl.where(after, xr - mr * xjr + mi * xji, tl.where(r3 == j, xjr, xr))
+        else:
+            xr = tl.where(after, xr - mr * xjr, tl.where(r3 == j, xjr, xr))
+            xi = xr
+        mr, mi, dr, di = nr, ni, ndr, ndi
+        j = jn
+    return xr, xi
+
+
+@triton.jit
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                      BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
                      CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr,
@@ -219,14 +293,22 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
         c0 = (tl.program_id(1) % (NB // CB)) * CB
         cc3 = c0 + tl.arange(0, CB)[None, None, :]
         offs = (idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + cc3) * C
-        if tl.program_id(1) < NB // CB:
-            xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B,
-                                   NB, CB, LOWER, UNIT, CONJ, CPLX)
-            _st(inv_ptr, offs, xr, xi, valid[:, None, None], CPLX)
+        first = tl.program_id(1) < NB // CB  # (the L pass; else the opposite triangle's)
+        if FROM_MEM == 2:
+            if first:
+                xr, xi = _inv_one_layout(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty,
+                                         BLOCK_B, NB, CB, LOWER, UNIT, CONJ, CPLX)
+            else:
+                xr, xi = _inv_one_layout(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty,
+                                         BLOCK_B, NB, CB, not LOWER, not UNIT, CONJ, CPLX)
         else:
-            xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B,
-                                   NB, CB, not LOWER, not UNIT, CONJ, CPLX)
-            _st(inv_ptr + half, offs, xr, xi, valid[:, None, None], CPLX)
+            if first:
+                xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty,
+                                       BLOCK_B, NB, CB, LOWER, UNIT, CONJ, CPLX)
+            else:
+                xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty,
+                                       BLOCK_B, NB, CB, not LOWER, not UNIT, CONJ, CPLX)
+        _st(inv_ptr + tl.where(first, 0, half), offs, xr, xi, valid[:, None, None], CPLX)
     else:
         eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
         zero = tl.zeros([BLOCK_B, NB, NB], dtype=eye.dtype)
