@@ -11,7 +11,11 @@ every CPU test passed).
         [linalg|linalg-lu|linalg-rest|batch_norm|all|attention|linalg-gpu|ops-gpu|tests:PATH]
 
 (``tests:tests/ops``: every launch of that part of the test suite. ``COMPILE_PDL=N``: kernels
-with a ``PDL`` constexpr compile with that PDL mode, where the interpreter records 0.)
+with a ``PDL`` constexpr compile with that PDL mode, where the interpreter records 0.
+``COMPILE_SET="MODULE.KNOB=V;MODULE.TABLE:KEY=V"``: knobs or plan-table entries set before the
+calls record, as the bench's ``--set``. ``COMPILE_LOOPS=TEXT``: each variant of a kernel whose name
+holds TEXT compiled to a cubin and its SASS loops listed (instructions an iteration, by opcode:
+barriers, shuffles, shared-memory and global loads), a GPU-free look at a step's cost.)
 
 ``attention``, ``linalg-gpu`` (the linear-algebra bench's issue-sized calls) and ``ops-gpu`` (the
 decode path's linear, scaled_mm, one-token MoE, softmax and rms_norm at model shapes; the MoE's
@@ -256,6 +260,9 @@ def record(which: str, path: str) -> None:
     L.Launcher.launch = _record
     if which in GPU_PLANS:
         _as_gpu()
+    if os.environ.get("COMPILE_SET"):
+        from fastpath.bench.__main__ import apply_knobs
+        apply_knobs([kv for kv in os.environ["COMPILE_SET"].split(";") if kv.strip()])
     run_calls(which)
     with open(path, "wb") as f:
         pickle.dump(list(_SEEN.values()), f)
@@ -298,8 +305,47 @@ def _as_gpu() -> None:
                 setattr(mod, n, f)
 
 
+#: Kernels whose SASS loops are listed (``COMPILE_LOOPS``: a substring of their names).
+LOOPS = os.environ.get("COMPILE_LOOPS", "")
 #: Seconds one compile may take (a worker process is replaced after).
 TIMEOUT_S = 120
+
+
+def sass_loops(cubin: bytes) -> list:
+    """Each loop of a cubin's SASS (a branch back to an earlier label): (instructions in the
+    body, {opcode: count}), disassembled with the nvdisasm that Triton ships."""
+    import collections
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, check=True).stdout
+    body, labels, loops = [], {}, []
+    for line in text.splitlines():
+        label = re.match(r"\s*(\.L_x_\d+):", line)
+        if label:
+            labels[label.group(1)] = len(body)
+            continue
+        ins = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
+        if not ins:
+            continue
+        body.append(re.sub(r"^@!?U?P\w+\s+", "", ins.group(1).strip()))
+        back = re.search(r"BRA\s+\W*(\.L_x_\d+)", body[-1])
+        if back and labels.get(back.group(1), len(body)) < len(body) - 1:
+            ops = collections.Counter(b.split()[0].split(".")[0] for b in body[labels[back.group(1)]:])
+            loops.append((len(body) - labels[back.group(1)], dict(ops.most_common())))
+    return loops
+
+
+def _loop_lines(loops) -> str:
+    keys = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "MUFU", "FFMA")
+    return "".join(f"\n      loop: {n} instructions an iteration; "
+                   + ", ".join(f"{k} {ops.get(k, 0)}" for k in keys) for n, ops in loops)
 
 
 def _lower(src, target, opts, last: str) -> None:
@@ -327,9 +373,9 @@ def _lower(src, target, opts, last: str) -> None:
 
 def _compile_one(item, full: bool = True, smem: bool = False):
     """(Worker) compile one recorded variant for sm_90 (``full``: to a cubin, else to TTGIR):
-    ``(error or None, shared memory bytes or None, pipeline stages)`` (``smem``: shared memory past
-    SMEM_LIMIT is compiled again with fewer stages, as fastpath's Launcher does at launch, and
-    is an error at one stage)."""
+    ``(error or None, shared memory bytes or None, pipeline stages, SASS loops or "")``
+    (``smem``: shared memory past SMEM_LIMIT is compiled again with fewer stages, as fastpath's
+    Launcher does at launch, and is an error at one stage)."""
     import importlib
 
     import triton
@@ -343,23 +389,26 @@ def _compile_one(item, full: bool = True, smem: bool = False):
     sig_names = list(sig)
     src, target = ASTSource(fn, sig, constexprs=consts, attrs=attrs), GPUTarget("cuda", ARCH, 32)
     from triton.compiler import compiler as tc
-    if not all(hasattr(tc, n) for n in ("make_backend", "ir")):  # another Triton's internals: all the way
+    looked = bool(LOOPS) and LOOPS in name
+    if looked or not all(hasattr(tc, n) for n in ("make_backend", "ir")):  # (another Triton's internals)
         full = True
     try:
         if not full:
             _lower(src, target, opts, "ttgir")
-            return None, None, None
-        shared = triton.compile(src, target=target, options=opts).metadata.shared
+            return None, None, None, ""
+        kernel = triton.compile(src, target=target, options=opts)
+        shared = kernel.metadata.shared
+        loops = _loop_lines(sass_loops(kernel.asm["cubin"])) if looked else ""
     except Exception as exc:  # noqa: BLE001 - reported by the parent
-        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", None, None
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", None, None, ""
     stages = opts.get("num_stages") or 3
     if smem and shared > SMEM_LIMIT and stages > 1:  # as fastpath's Launcher does at launch: fewer stages
         return _compile_one((name, sig, consts, attrs, {**opts, "num_stages": stages - 1}), full, smem)
     if smem and shared > SMEM_LIMIT:
         named = {sig_names[k[0]]: v for k, v in consts.items() if len(k) == 1 and sig_names[k[0]].isupper()}
         return (f"OutOfResources at launch: {shared} B of shared memory at one stage, {SMEM_LIMIT} on sm_{ARCH} "
-                f"({opts}; {named})", shared, stages)
-    return None, shared, stages
+                f"({opts}; {named})", shared, stages, "")
+    return None, shared, stages, loops
 
 
 def main() -> int:
@@ -402,11 +451,11 @@ def main() -> int:
         compiled.add(name)
         t0 = time.perf_counter()
         try:
-            err, shared, stages = pool.apply_async(_compile_one, (item, full, gpu)).get(timeout=TIMEOUT_S)
+            err, shared, stages, loops = pool.apply_async(_compile_one, (item, full, gpu)).get(timeout=TIMEOUT_S)
         except mp.TimeoutError:  # Triton's passes can loop on a shape: report it, go on
             pool.terminate()
             pool = ctx.Pool(1)
-            err, shared, stages = f"no result after {TIMEOUT_S} s", None, None
+            err, shared, stages, loops = f"no result after {TIMEOUT_S} s", None, None, ""
         if err:
             bad += 1
             print(f"FAIL  {name}: {err}", flush=True)
@@ -415,6 +464,9 @@ def main() -> int:
             fallbacks += fewer
             size = (f", {shared} B shared" if shared is not None else "") + (f" at {stages} stages" if fewer else "")
             print(f"ok    {name} ({'cubin' if full else 'ttgir'}{size}, {time.perf_counter() - t0:.1f} s)", flush=True)
+            if loops:
+                named = {list(item[1])[k[0]]: v for k, v in item[2].items() if len(k) == 1}
+                print(f"      {named} {item[4]}{loops}", flush=True)
         if shared is not None and not err:
             most = max(most, (shared, name))
     pool.terminate()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's first device calls (93: the fiftieth session's lu_solve memo; 82-84: the forty-eighth session's float32 linear dots, its defaults, the swiglu memo and memo probe; 80-81 ran in it; 80 waited: the forty-seventh session's float32 decode plan, 16 rows and 32 keys a split, compiled and timed against the plan before; 72 waits for a two-GPU kind; 77 and 79 ran in the forty-seventh session, 78's sweep as a command of its own; 67-68 wait: the forty-third session's memo probe, compiled linalg tests, compiled fuzz sweep; 65-66 ran in the forty-first session, 65 the bf16 records and compiled tests at the 16-bit narrow blocks, 66 the 16-row dot's split, which led to matvec.W16_ROWS_UNSPLIT_K; 64: the fortieth session's 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
+# A session's first device calls (94: the fifty-first session's one-layout diagonal inverses; 93: the fiftieth session's lu_solve memo; 82-84: the forty-eighth session's float32 linear dots, its defaults, the swiglu memo and memo probe; 80-81 ran in it; 80 waited: the forty-seventh session's float32 decode plan, 16 rows and 32 keys a split, compiled and timed against the plan before; 72 waits for a two-GPU kind; 77 and 79 ran in the forty-seventh session, 78's sweep as a command of its own; 67-68 wait: the forty-third session's memo probe, compiled linalg tests, compiled fuzz sweep; 65-66 ran in the forty-first session, 65 the bf16 records and compiled tests at the 16-bit narrow blocks, 66 the 16-row dot's split, which led to matvec.W16_ROWS_UNSPLIT_K; 64: the fortieth session's 16-bit narrow blocks, 63 its FP8 records, 62 its fp8 narrow one-row blocks, 61 its fp8 one-row column blocks, 60 its attention split A/B, 59 its fp8 expert rows sweep, 58 its one-row scaled_mm A/B, 57 its grouped_mm records, 56 its grouped_mm one-row mode, 55 its grouped_mm sweep, 54 its split-K successor probe, 53 its L2 prefetch on a side stream (removed with the code); 45-52: the thirty-ninth session's late PDL triggers, the records at its default; 35-41: the thirty-seventh session's batch_norm stages, few-row 16-bit plans, MoE routing; 34 ran in it too; 29: its tests and split-K probe ran in the thirty-sixth, its LFM2.5 FP8 prefill A/B waits;
 # 30-33: the thirty-sixth's pipelined one-row plans; 27-28: the thirty-fifth's; 26: the thirty-fourth session's; 19: the thirty-second session's step kernel; 18 waits from the thirty-first session; 16-17 ran in it; 14 ran in the thirtieth; 4-9 are the twenty-sixth's runs, 10-13 the
 # twenty-seventh's, to rerun):
 #   1: the compiled decode-path tests (fused norms, linear, MoE, models, engine), then decode end
@@ -724,4 +724,16 @@ case "${1:-1}" in
   done 2>&1 | tee "$OUT/lu_memo_host.log"
   timeout 200 python3 -m fastpath.bench linalg --only lu_ --graphs --set ops.linalg.lu.MEMO=True 2>&1 | tail -9
   timeout 100 python3 -m fastpath.bench linalg --only solve_triangular 2>&1 | tail -3 ;;
+94)  # fifty-first session, for the next: the diagonal-block inverses in one layout (triangular.DIAG_PLAN form 2,
+  # one block a program: no barrier or shared memory in a step, 35-60% fewer instructions by COMPILE_LOOPS),
+  # compiled, then lu_solve's kernel split at the default and at form 2 with 4-32 (complex64) / 8-64 (float32)
+  # columns a program
+  compiled diag_form2.log 150 8 tests/ops/test_linalg_lu.py -k "diag_inverse"
+  for p in "" "--plan DIAG_PLAN:complex64=(2,1,1,4) --plan DIAG_PLAN:float32=(2,1,1,8)" \
+      "--plan DIAG_PLAN:complex64=(2,1,1,8) --plan DIAG_PLAN:float32=(2,1,1,16)" \
+      "--plan DIAG_PLAN:complex64=(2,1,1,16) --plan DIAG_PLAN:float32=(2,1,1,32)" \
+      "--plan DIAG_PLAN:complex64=(2,1,1,32) --plan DIAG_PLAN:float32=(2,1,1,64)"; do
+    echo "== ${p:-default}"
+    timeout 100 python3 scripts/lu_solve_rhs.py --ks 1,256 --profile $p 2>&1 | grep -v -i warn
+  done 2>&1 | tee "$OUT/diag_form2.log" ;;
 esac

@@ -7,13 +7,12 @@ of one of triangular's plan tables. Run on a GPU machine:
     PYTHONPATH=src python3 scripts/lu_solve_rhs.py [--dtypes complex64,float32] [--ks 1,2,4,16,64,256] [--profile]
 """
 import argparse
-import ast
 
 import torch
 
 from fastpath.bench.__main__ import apply_knobs
 from fastpath.bench.harness import host_us, kernel_times, print_profile
-from fastpath.ops.linalg import lu, triangular
+from fastpath.ops.linalg import lu
 from fastpath.streams import _flush_buffer, median_ms
 
 ap = argparse.ArgumentParser()
@@ -30,11 +29,7 @@ ap.add_argument("--plan", action="append", default=[],
                 help="TABLE:DTYPE=TUPLE: an entry of a plan table of triangular, "
                      "e.g. DIAG_PLAN:complex64=(True,1,None,8)")
 args = ap.parse_args()
-apply_knobs(args.set)
-for kv in args.plan:
-    key, value = kv.split("=", 1)
-    table, dname = key.split(":")
-    getattr(triangular, table)[getattr(torch, dname)] = ast.literal_eval(value)
+apply_knobs(args.set + [f"ops.linalg.triangular.{kv}" for kv in args.plan])
 dev = torch.device("cuda")
 flush = _flush_buffer(dev)
 

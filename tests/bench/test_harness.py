@@ -178,6 +178,23 @@ def test_set_knob_applies_and_names_bad_input(capsys):
     finally:
         loss.BWD_REVERSE = old
     for bad, says in (("ops.loss.BWD_REVERSE", "MODULE.KNOB=VALUE"), ("ops.nosuch.X=1", "no module fastpath.ops.nosuch"),
-                      ("ops.loss.NOSUCH=1", "has no NOSUCH"), ("ops.loss.BWD_REVERSE=abc", "Python literal")):
+                      ("ops.loss.NOSUCH=1", "has no NOSUCH"), ("ops.loss.BWD_REVERSE=abc", "Python literal"),
+                      ("ops.loss.BWD_REVERSE:float32=1", "not a table"),
+                      ("ops.linalg.triangular.DIAG_PLAN:=1", "MODULE.TABLE:KEY=VALUE")):
         assert main(["--set", bad, "--list"]) == 2
         assert says in capsys.readouterr().err
+
+
+def test_set_plan_table_entry(monkeypatch, capsys):
+    """--set MODULE.TABLE:KEY=VALUE: one entry of a plan table, KEY a torch dtype's name or a
+    literal; the table's other entries unchanged."""
+    import torch
+
+    from fastpath.bench.__main__ import apply_knobs
+    from fastpath.ops.linalg import triangular as T
+    monkeypatch.setattr(T, "DIAG_PLAN", dict(T.DIAG_PLAN))
+    f32 = T.DIAG_PLAN[torch.float32]
+    apply_knobs(["ops.linalg.triangular.DIAG_PLAN:complex64=(2, 1, None, 8)", "ops.linalg.triangular.DIAG_PLAN:7=1"])
+    assert T.DIAG_PLAN[torch.complex64] == (2, 1, None, 8) and T.DIAG_PLAN[7] == 1
+    assert T.DIAG_PLAN[torch.float32] == f32
+    assert "DIAG_PLAN[torch.complex64] = (2, 1, None, 8)" in capsys.readouterr().out

@@ -55,21 +55,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", metavar="TEXT", help="only the cases whose name contains TEXT")
     p.add_argument("--list", action="store_true", help="list the suites and cases, run nothing")
     p.add_argument("--set", action="append", default=[], metavar="MODULE.KNOB=VALUE",
-                   help="set a module-level knob first, for A/B runs (e.g. ops.loss.BWD_REVERSE=False); "
+                   help="set a module-level knob first, for A/B runs (e.g. ops.loss.BWD_REVERSE=False), or one "
+                        "entry of a plan table (MODULE.TABLE:KEY=VALUE, e.g. "
+                        "ops.linalg.triangular.DIAG_PLAN:complex64=(2,1,None,8)); "
                         "the command recorded with each row carries it")
     return p
 
 
 def apply_knobs(settings) -> None:
-    """Each ``MODULE.KNOB=VALUE`` (module under ``fastpath``, VALUE a Python literal): set it,
-    or raise ValueError naming what is wrong."""
+    """Each ``MODULE.KNOB=VALUE`` (module under ``fastpath``, VALUE a Python literal), or
+    ``MODULE.TABLE:KEY=VALUE`` (one entry of a plan table; KEY a torch dtype's name, such as
+    ``complex64``, or a literal): set it, or raise ValueError naming what is wrong."""
     import ast
     import importlib
+
+    import torch
     for item in settings:
         target, eq, text = item.partition("=")
+        target, colon, key = target.partition(":")
         module, _, knob = target.rpartition(".")
-        if not (eq and module and knob):
-            raise ValueError(f"--set: expected MODULE.KNOB=VALUE, got {item!r}")
+        if not (eq and module and knob) or (colon and not key):
+            raise ValueError(f"--set: expected MODULE.KNOB=VALUE or MODULE.TABLE:KEY=VALUE, got {item!r}")
         try:
             mod = importlib.import_module(f"fastpath.{module}")
         except ImportError as exc:
@@ -78,10 +84,20 @@ def apply_knobs(settings) -> None:
             raise ValueError(f"--set {item!r}: fastpath.{module} has no {knob}")
         try:
             value = ast.literal_eval(text)
+            if colon:
+                key = getattr(torch, key) if isinstance(getattr(torch, key, None), torch.dtype) else ast.literal_eval(key)
         except (ValueError, SyntaxError):
-            raise ValueError(f"--set {item!r}: VALUE must be a Python literal (True, 8192, 'x'), got {text!r}") from None
-        setattr(mod, knob, value)
-        print(f"set fastpath.{module}.{knob} = {value!r}")
+            raise ValueError(f"--set {item!r}: VALUE (and KEY) must be Python literals (True, 8192, 'x') or KEY a "
+                             f"torch dtype's name, got {text!r}") from None
+        if colon:
+            table = getattr(mod, knob)
+            if not isinstance(table, dict):
+                raise ValueError(f"--set {item!r}: fastpath.{module}.{knob} is not a table (a dict)")
+            table[key] = value
+            print(f"set fastpath.{module}.{knob}[{key!r}] = {value!r}")
+        else:
+            setattr(mod, knob, value)
+            print(f"set fastpath.{module}.{knob} = {value!r}")
 
 
 def cpu_check(cases) -> int:
