@@ -15,7 +15,8 @@ with a ``PDL`` constexpr compile with that PDL mode, where the interpreter recor
 ``COMPILE_SET="MODULE.KNOB=V;MODULE.TABLE:KEY=V"``: knobs or plan-table entries set before the
 calls record, as the bench's ``--set``. ``COMPILE_LOOPS=TEXT``: each variant of a kernel whose name
 holds TEXT compiled to a cubin and its SASS loops listed (instructions an iteration, by opcode:
-barriers, shuffles, shared-memory and global loads), a GPU-free look at a step's cost.)
+barriers, shuffles, shared-memory and global loads), a GPU-free look at a step's cost;
+``COMPILE_DUMP=DIR`` writes those variants' TTGIR and PTX there.)
 
 ``attention``, ``linalg-gpu`` (the linear-algebra bench's issue-sized calls) and ``ops-gpu`` (the
 decode path's linear, scaled_mm, one-token MoE, softmax and rms_norm at model shapes; the MoE's
@@ -178,6 +179,9 @@ def run_calls(which: str) -> None:
                       (f"lu_solve k=1 {dt}", lambda dt=dt: L_.lu_solve(R(64, 256, 256, dt=dt),
                                                                        torch.ones(64, 256, dtype=torch.int32),
                                                                        R(64, 256, 1, dt=dt)))]
+            for k in (1, 2, 4):  # torch's factors are column-major (the few form reads them transposed)
+                calls.append((f"lu_solve k={k} {dt} column-major", lambda dt=dt, k=k: L_.lu_solve(
+                    R(64, 256, 256, dt=dt).mT, torch.ones(64, 256, dtype=torch.int32), R(64, 256, k, dt=dt))))
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
         _record_calls(calls)
     if which == "ops-gpu":  # the decode path's other ops at model shapes, with the GPU's plans (as linalg-gpu)
@@ -312,20 +316,26 @@ TIMEOUT_S = 120
 
 
 def sass_loops(cubin: bytes) -> list:
-    """Each loop of a cubin's SASS (a branch back to an earlier label): (instructions in the
-    body, {opcode: count}), disassembled with the nvdisasm that Triton ships."""
+    """The cubin's registers and local memory a thread (a line), then each loop of its SASS (a
+    branch back to an earlier label) in order: (depth, instructions an iteration of its own,
+    {opcode: count}), its own being those outside the loops nested in it; read with the nvdisasm
+    and cuobjdump that Triton ships."""
     import collections
     import re
     import subprocess
     import tempfile
 
     import triton
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+    tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        text = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, check=True).stdout
-    body, labels, loops = [], {}, []
+        text = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", f.name], capture_output=True, text=True,
+                              check=True).stdout
+        usage = subprocess.run([os.path.join(tools, "cuobjdump"), "-res-usage", f.name], capture_output=True,
+                               text=True).stdout
+    regs = re.search(r"REG:(\d+).*?LOCAL:(\d+)", usage)
+    body, labels, spans = [], {}, []
     for line in text.splitlines():
         label = re.match(r"\s*(\.L_x_\d+):", line)
         if label:
@@ -337,15 +347,22 @@ def sass_loops(cubin: bytes) -> list:
         body.append(re.sub(r"^@!?U?P\w+\s+", "", ins.group(1).strip()))
         back = re.search(r"BRA\s+\W*(\.L_x_\d+)", body[-1])
         if back and labels.get(back.group(1), len(body)) < len(body) - 1:
-            ops = collections.Counter(b.split()[0].split(".")[0] for b in body[labels[back.group(1)]:])
-            loops.append((len(body) - labels[back.group(1)], dict(ops.most_common())))
-    return loops
+            spans.append((labels[back.group(1)], len(body)))
+    loops = []
+    for a, b in spans:
+        inner = [(c, d) for c, d in spans if a <= c and d <= b and (c, d) != (a, b)]
+        own = [i for i in range(a, b) if not any(c <= i < d for c, d in inner)]
+        depth = sum(1 for c, d in spans if c <= a and b <= d and (c, d) != (a, b))
+        ops = collections.Counter(body[i].split()[0].split(".")[0] for i in own)
+        loops.append((depth, len(own), dict(ops.most_common())))
+    return [f"{regs.group(1)} registers, {regs.group(2)} B of local memory (spills)" if regs else "", *loops]
 
 
-def _loop_lines(loops) -> str:
+def _loop_lines(found) -> str:
+    usage, *loops = found
     keys = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "MUFU", "FFMA")
-    return "".join(f"\n      loop: {n} instructions an iteration; "
-                   + ", ".join(f"{k} {ops.get(k, 0)}" for k in keys) for n, ops in loops)
+    return f"\n      {usage}" + "".join(f"\n      {'  ' * depth}loop (depth {depth}): {n} instructions an iteration of its own; "
+                   + ", ".join(f"{k} {ops.get(k, 0)}" for k in keys) for depth, n, ops in loops)
 
 
 def _lower(src, target, opts, last: str) -> None:
@@ -399,6 +416,13 @@ def _compile_one(item, full: bool = True, smem: bool = False):
         kernel = triton.compile(src, target=target, options=opts)
         shared = kernel.metadata.shared
         loops = _loop_lines(sass_loops(kernel.asm["cubin"])) if looked else ""
+        if looked and os.environ.get("COMPILE_DUMP"):  # the variant's TTGIR and PTX, named by its constexprs' hash
+            import hashlib
+            tag = f"{fname}-{hashlib.md5(repr(sorted(consts.items())).encode()).hexdigest()[:8]}"
+            for ext in ("ttgir", "ptx"):
+                with open(os.path.join(os.environ["COMPILE_DUMP"], f"{tag}.{ext}"), "w") as f:
+                    f.write(kernel.asm[ext])
+            loops = f" -> {tag}.ttgir / .ptx" + loops
     except Exception as exc:  # noqa: BLE001 - reported by the parent
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", None, None, ""
     stages = opts.get("num_stages") or 3

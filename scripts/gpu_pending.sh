@@ -724,16 +724,18 @@ case "${1:-1}" in
   done 2>&1 | tee "$OUT/lu_memo_host.log"
   timeout 200 python3 -m fastpath.bench linalg --only lu_ --graphs --set ops.linalg.lu.MEMO=True 2>&1 | tail -9
   timeout 100 python3 -m fastpath.bench linalg --only solve_triangular 2>&1 | tail -3 ;;
-94)  # fifty-first session, for the next: the diagonal-block inverses in one layout (triangular.DIAG_PLAN form 2,
-  # one block a program: no barrier or shared memory in a step, 35-60% fewer instructions by COMPILE_LOOPS),
-  # compiled, then lu_solve's kernel split at the default and at form 2 with 4-32 (complex64) / 8-64 (float32)
-  # columns a program
-  compiled diag_form2.log 150 8 tests/ops/test_linalg_lu.py -k "diag_inverse"
-  for p in "" "--plan DIAG_PLAN:complex64=(2,1,1,4) --plan DIAG_PLAN:float32=(2,1,1,8)" \
-      "--plan DIAG_PLAN:complex64=(2,1,1,8) --plan DIAG_PLAN:float32=(2,1,1,16)" \
-      "--plan DIAG_PLAN:complex64=(2,1,1,16) --plan DIAG_PLAN:float32=(2,1,1,32)" \
-      "--plan DIAG_PLAN:complex64=(2,1,1,32) --plan DIAG_PLAN:float32=(2,1,1,64)"; do
+94)  # fifty-first session, for the next: lu_solve's two new forms, off (no barrier or shared memory in a step
+  # by scripts/compile_sm90.py's COMPILE_LOOPS): the diagonal-block inverses in one layout (DIAG_PLAN form 2, one
+  # block a program) and the few-right-hand-side sweep 3-D (FEW_PLAN form 2), compiled, then the kernel split at
+  # the default and at each form with a few column counts / chunk sizes; the best becomes the default
+  compiled form2.log 200 8 tests/ops/test_linalg_lu.py -k "diag_inverse or few_form"
+  D=ops.linalg.triangular.DIAG_PLAN F=ops.linalg.triangular.FEW_PLAN
+  for p in "" "$D:complex64=(2,1,1,4) $D:float32=(2,1,1,8)" "$D:complex64=(2,1,1,8) $D:float32=(2,1,1,16)" \
+      "$D:complex64=(2,1,1,16) $D:float32=(2,1,1,32)" "$D:complex64=(2,1,1,32) $D:float32=(2,1,1,64)" \
+      "$F:complex64=(32,64,4,4,2) $F:float32=(32,128,4,4,2)" "$F:complex64=(32,32,4,4,2) $F:float32=(32,64,4,4,2)" \
+      "$F:complex64=(32,64,4,4,2) $D:complex64=(2,1,1,8) $F:float32=(32,128,4,4,2) $D:float32=(2,1,1,16)"; do
     echo "== ${p:-default}"
-    timeout 100 python3 scripts/lu_solve_rhs.py --ks 1,256 --profile $p 2>&1 | grep -v -i warn
-  done 2>&1 | tee "$OUT/diag_form2.log" ;;
+    args=(); for kv in $p; do args+=(--set "$kv"); done
+    timeout 100 python3 scripts/lu_solve_rhs.py --ks 1,2,4,256 --profile "${args[@]}" 2>&1 | grep -v -i warn
+  done 2>&1 | tee "$OUT/form2.log" ;;
 esac

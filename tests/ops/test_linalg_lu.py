@@ -586,16 +586,17 @@ def test_lu_solve_diag_inverse_columns(adjoint, from_mem, device, monkeypatch):
     test_lu_solve(70, 3, False, adjoint, _F32, device)
 
 
-@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("few_form,trans", [(1, False), (1, True), (2, False)])
 @pytest.mark.parametrize("n,k,form,dtype", [(70, 1, 0, _C64), (70, 3, 1, _F32), (140, 2, 2, _C64), (40, 1, 3, _F64)])
-def test_solve_triangular_few_form(n, k, form, dtype, trans, device, monkeypatch):
-    """The few-right-hand-side sweep (triangular.FEW_PLAN: products and sums on the FMA units,
-    complex entries as (re, im) pairs, k padded to a power of two), M's chunks along rows or
-    (FEW_TRANS_MIN_K, a column-major M: left=False's A^T, or A stored so) transposed, against the
-    float64 solve: each form, blocks padded past n, several chunks a block."""
-    monkeypatch.setitem(T.FEW_PLAN, _F32, (32, 32, 4, 4))
-    monkeypatch.setitem(T.FEW_PLAN, _F64, (32, 16, 4, 4))
-    monkeypatch.setitem(T.FEW_PLAN, _C64, (32, 64, 4, 4))
+def test_solve_triangular_few_form(n, k, form, dtype, few_form, trans, device, monkeypatch):
+    """The few-right-hand-side sweeps (triangular.FEW_PLAN: products and sums on the FMA units,
+    complex entries as (re, im) pairs, k padded to a power of two; form 1 with M's chunks along
+    rows or (FEW_TRANS_MIN_K, a column-major M: left=False's A^T, or A stored so) transposed, or
+    form 2, every tensor 3-D) against the float64 solve: each form, blocks padded past n, several
+    chunks a block."""
+    monkeypatch.setitem(T.FEW_PLAN, _F32, (32, 32, 4, 4, few_form))
+    monkeypatch.setitem(T.FEW_PLAN, _F64, (32, 16, 4, 4, few_form))
+    monkeypatch.setitem(T.FEW_PLAN, _C64, (32, 64, 4, 4, few_form))
     monkeypatch.setattr(T, "FEW_TRANS_MIN_K", {dt: 1 if trans else 99 for dt in (_F32, _F64, _C64)})
     upper, left, unit = TRI_FORMS[form]
     test_solve_triangular(n, k, upper, left, unit, dtype, device)
@@ -605,12 +606,14 @@ def test_solve_triangular_few_form(n, k, form, dtype, trans, device, monkeypatch
     _check_solution(X, torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper), A, dtype)
 
 
-@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("few_form,trans", [(1, False), (1, True), (2, False)])
 @pytest.mark.parametrize("adjoint", [False, True])
-def test_lu_solve_few_form(adjoint, trans, device, monkeypatch):
-    """lu_solve's two sweeps (row map in and out, conjugated for the adjoint) in the few form,
-    torch's column-major factors read along rows or transposed."""
+def test_lu_solve_few_form(adjoint, few_form, trans, device, monkeypatch):
+    """lu_solve's two sweeps (row map in and out, conjugated for the adjoint) in each few form,
+    torch's column-major factors read along rows or transposed (form 1)."""
     monkeypatch.setattr(T, "FEW_TRANS_MIN_K", {_F32: 1 if trans else 99, _C64: 1 if trans else 99})
+    for dt in (_F32, _C64):
+        monkeypatch.setitem(T.FEW_PLAN, dt, T.FEW_PLAN[dt][:4] + (few_form,))
     test_lu_solve(70, 1, True, adjoint, _C64, device)
     test_lu_solve(70, 3, False, adjoint, _C64, device)
     test_lu_solve(70, 2, True, adjoint, _F32, device)

@@ -12,9 +12,10 @@ through its strides, so a transposed ``T`` is a view, not a copy), optionally co
   tensor-core passes, ``PREC``, where a program takes 32 right-hand sides; the diagonal blocks are inverted
   beforehand, all at once, by ``_diag_inv_kernel``, so the sweep has no row-by-row step, as
   GPU trsm implementations do), and writes ``X_i``, which later blocks read back (a barrier
-  orders the write and the reads). ``FEW=True`` (1-4 right-hand sides, ``FEW_PLAN``): the same
+  orders the write and the reads). ``FEW`` 1 or 2 (1-4 right-hand sides, ``FEW_PLAN``): the same
   sweep with products and sums on the FMA units, complex entries as (re, im) pairs
-  (``_sweep_few``), a column-major ``T``'s chunks read transposed (``TRANS``).
+  (``_sweep_few``, a column-major ``T``'s chunks read transposed, ``TRANS``; or ``_sweep_few3``,
+  every tensor 3-D so that a chunk step changes no layout).
 * ``LU=True``: two passes, ``M1`` then ``M2`` with the opposite triangle and unit flag, and
   the row interchanges of LAPACK's ``ipiv`` (``pivots``) applied to B on the way in
   (``PERM_OUT=False``: ``X = U^-1 L^-1 P^T B``) or to X on the way out (``PERM_OUT=True``:
@@ -54,13 +55,18 @@ BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4)
 #: The blocked path's few-right-hand-side form (``_sweep_few``: products and sums on the FMA units
 #: instead of tl.dot's 16-column tiles, complex entries read as (re, im) pairs) by dtype: (NB rows a
 #: block, KC rows of the solved part a chunk at one right-hand side (halved per doubling of k),
-#: warps, the most right-hand sides); dtypes not listed take BLOCKED_PLAN. H100, lu_solve of 64 x
-#: 256x256 with torch's factors (scripts/lu_solve_rhs.py): complex64 one right-hand side 297 ->
+#: warps, the most right-hand sides, form); dtypes not listed take BLOCKED_PLAN. H100, lu_solve of
+#: 64 x 256x256 with torch's factors (scripts/lu_solve_rhs.py): complex64 one right-hand side 297 ->
 #: 180 us (tl.dot form -> this; 198 with the real embedding on the FMA units), 2: ~300 -> 232, 4:
 #: ~311 -> 249; float32 1: 121 -> 86 (32-row blocks; 96 with 64), 2: ~120 -> 100, 4: ~125 -> 113.
-FEW_PLAN = {torch.float32: (32, 128, 4, 4), torch.complex64: (32, 64, 4, 4)}
+#: Form 1: ``_sweep_few``; 2: ``_sweep_few3`` (every tensor 3-D, the products summed elementwise
+#: over the chunks: complex64's chunk step 978 -> 377 SASS instructions and 19 -> 0 barriers at one
+#: right-hand side, scripts/compile_sm90.py's COMPILE_LOOPS; float32's keeps a layout change of X
+#: in a step), not yet timed on a GPU.
+FEW_PLAN = {torch.float32: (32, 128, 4, 4, 1), torch.complex64: (32, 64, 4, 4, 1)}
 #: ... reading a column-major M's chunks transposed (along memory) from this many right-hand sides
-#: (complex64 one: 180 -> 193 us, 2: 239 -> 232, 4: 386 -> 249; float32 one: 101 -> 96).
+#: (complex64 one: 180 -> 193 us, 2: 239 -> 232, 4: 386 -> 249; float32 one: 101 -> 96); form 1 only
+#: (form 2 reads either order the same way).
 FEW_TRANS_MIN_K = {torch.float32: 1, torch.complex64: 2}
 #: float32 products of the blocked path when a program takes at least TF32X3_MIN_KB right-hand
 #: sides: "tf32x3" (three TF32 tensor-core passes, float32-level accuracy) or "ieee" (exact
@@ -459,12 +465,73 @@ def _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n
 
 
 @triton.jit
+def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
+                SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, CONJ: tl.constexpr,
+                CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr):
+    """:func:`_sweep_few` with every tensor 3-D (block rows, chunk rows, right-hand sides), so
+    that no step changes a layout: M's chunk (NB, KC, 1) in either storage order, X's rows
+    (1, KC, KB), the products summed over the chunks elementwise and reduced once a block (no
+    reduction across warps in a chunk step); the inverse block is read transposed, (c, r, 1), so
+    that its product with the block's (NB, 1, KB) sums lands as (1, NB, KB) without a transpose."""
+    C: tl.constexpr = 2 if CPLX else 1
+    nblk = tl.cdiv(n, NB)
+    r0 = tl.arange(0, NB)[:, None, None]  # block rows on axis 0
+    r1 = tl.arange(0, NB)[None, :, None]  # block rows on axis 1
+    q1 = tl.arange(0, KC)[None, :, None]
+    kk = c0 + tl.arange(0, KB)[None, None, :]
+    kmask = kk < k
+    for s in range(0, nblk):
+        i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
+        rows = i0 + r0
+        rmask = rows < n
+        srows = _mapped(perm, rows, rmask, SRC_PERM)
+        # the products summed over the chunks elementwise, (NB, KC, KB), reduced once a block
+        pr = tl.zeros([NB, KC, KB], dtype=t_ptr.dtype.element_ty)
+        pi = tl.zeros([NB, KC, KB], dtype=t_ptr.dtype.element_ty)
+        for k0 in range(lo, hi, KC):
+            qc = k0 + q1  # column of M, row of X: (1, KC, 1)
+            qmask = qc < hi
+            ar, ai = _ld(t_ptr, rows * s_tr + qc * s_tc, rmask & qmask, CPLX)  # (NB, KC, 1)
+            drows = _mapped(perm, qc, qmask, DST_PERM)
+            xr, xi = _ld(dst, drows.to(tl.int64) * s_dr + kk * s_dc, qmask & kmask, CPLX)  # (1, KC, KB)
+            if CPLX:
+                if CONJ:
+                    ai = -ai
+                pr += ar * xr - ai * xi
+                pi += ar * xi + ai * xr
+            else:
+                pr += ar * xr
+        accr, acci = _ld(src, srows.to(tl.int64) * s_sr + kk * s_sc, rmask & kmask, CPLX)  # (NB, 1, KB)
+        accr -= tl.sum(pr, axis=1, keep_dims=True)
+        if CPLX:
+            acci -= tl.sum(pi, axis=1, keep_dims=True)
+        # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already: entry (r, c) as (c, r)
+        lr = (i0 // NB) * NB + r1
+        dr, di = _ld(inv, (lr * NB + r0) * C, r0 >= 0, CPLX)  # (NB c, NB r, 1)
+        if CPLX:
+            outr = tl.sum(dr * accr - di * acci, axis=0, keep_dims=True)  # (1, NB, KB)
+            outi = tl.sum(dr * acci + di * accr, axis=0, keep_dims=True)
+        else:
+            outr = tl.sum(dr * accr, axis=0, keep_dims=True)
+            outi = outr
+        orows = i0 + r1
+        omask = orows < n
+        drows = _mapped(perm, orows, omask, DST_PERM)
+        _st(dst, drows.to(tl.int64) * s_dr + kk * s_dc, outr, outi, omask & kmask, CPLX)
+        tl.debug_barrier()  # X_i is read back by the next blocks
+
+
+@triton.jit
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
           PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr):
-    """One blocked substitution: :func:`_sweep_few` (FEW) or :func:`_sweep`."""
-    if FEW:
+    """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1) or
+    :func:`_sweep`."""
+    if FEW == 2:
+        _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
+                    LOWER, CONJ, CPLX, NB, KC, KB)
+    elif FEW:
         _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
                    LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
     else:
@@ -478,7 +545,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
-                 FEW: tl.constexpr = False, TRANS: tl.constexpr = False):
+                 FEW: tl.constexpr = 0, TRANS: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -565,8 +632,9 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     blocked = n > SMALL_N
     kc = 0
     few = blocked and T3.dtype in FEW_PLAN and k <= FEW_PLAN[T3.dtype][3]
+    few_form = 0
     if few:  # few right-hand sides: products and sums on the FMA units, no 16-column tiles
-        nb_rows, kc, warps, _ = FEW_PLAN[T3.dtype]
+        nb_rows, kc, warps, _, few_form = FEW_PLAN[T3.dtype]
         kb = next_pow2(k)
         kc = max(8, kc // kb)
         block_b = 1
@@ -611,7 +679,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        FEW=few, TRANS=few and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
+        FEW=few_form,
+        TRANS=few and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
 
 
