@@ -553,12 +553,13 @@ def test_solve_triangular_diag_inverses(n, k, form, dtype, from_mem, device, mon
     test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
 
 
+@pytest.mark.parametrize("from_mem", [2, True])
 @pytest.mark.parametrize("adjoint", [False, True])
-def test_lu_solve_diag_inverses_two_blocks(adjoint, device, monkeypatch):
+def test_lu_solve_diag_inverses_two_blocks(adjoint, from_mem, device, monkeypatch):
     """Both triangles' diagonal-block inverses (lu_solve's two passes, conjugated for the
-    adjoint) read from memory, two blocks a program, against the float64 solve (and the tile form
-    in test_lu_solve)."""
-    monkeypatch.setitem(T.DIAG_PLAN, _C64, (True, 2, 2, None))
+    adjoint) read from memory (in one layout or not), two blocks a program, against the float64
+    solve (and the tile form in test_lu_solve)."""
+    monkeypatch.setitem(T.DIAG_PLAN, _C64, (from_mem, 2, 2, None))
     monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     test_lu_solve(70, 20, True, adjoint, _C64, device)
 
