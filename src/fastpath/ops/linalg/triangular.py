@@ -493,7 +493,8 @@ def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, 
             qmask = qc < hi
             ar, ai = _ld(t_ptr, rows * s_tr + qc * s_tc, rmask & qmask, CPLX)  # (NB, KC, 1)
             drows = _mapped(perm, qc, qmask, DST_PERM)
-            xr, xi = _ld(dst, drows.to(tl.int64) * s_dr + kk * s_dc, qmask & kmask, CPLX)  # (1, KC, KB)
+            xr, xi = _ld(dst, drows.to(tl.int64) * s_dr + kk * s_dc + rows * 0, qmask & kmask & rmask,
+                         CPLX)  # (NB, KC, KB): the tile's shape, so that both loads take one layout
             if CPLX:
                 if CONJ:
                     ai = -ai
