@@ -361,8 +361,9 @@ def sass_loops(cubin: bytes) -> list:
 def _loop_lines(found) -> str:
     usage, *loops = found
     keys = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "MUFU", "FFMA")
-    return f"\n      {usage}" + "".join(f"\n      {'  ' * depth}loop (depth {depth}): {n} instructions an iteration of its own; "
-                   + ", ".join(f"{k} {ops.get(k, 0)}" for k in keys) for depth, n, ops in loops)
+    return f"\n      {usage}" + "".join(
+        f"\n      {'  ' * depth}loop (depth {depth}): {n} instructions an iteration of its own; "
+        + ", ".join(f"{k} {ops.get(k, 0)}" for k in keys) for depth, n, ops in loops)
 
 
 def _lower(src, target, opts, last: str) -> None:

@@ -41,3 +41,52 @@ def test_kernels_compile_for_sm90(part):
     assert "kernel variants compile for sm_90" in run.stdout
     # (on the H200 the plans fit as tuned: no variant may need the Launcher's fewer-stages fallback)
     assert "fewer pipeline stages" not in run.stdout, [ln for ln in run.stdout.splitlines() if " stages," in ln]
+
+
+_NESTED = """
+import json, sys
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+sys.path.insert(0, sys.argv[1])
+from compile_sm90 import sass_loops
+
+@triton.jit
+def nested(x_ptr, y_ptr, n, m):
+    offs = tl.arange(0, 128)
+    for i in range(0, n):
+        acc = tl.zeros([128], dtype=tl.float32)
+        for j in range(0, m):
+            acc += tl.load(x_ptr + (i * m + j) * 128 + offs)
+        tl.store(y_ptr + i * 128 + offs, acc)
+
+src = ASTSource(nested, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "m": "i32"}, constexprs={}, attrs={})
+kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+print(json.dumps(sass_loops(kernel.asm["cubin"])))
+"""
+
+
+@pytest.mark.skipif(not _has_cuda_backend(), reason="this Triton has no CUDA backend to compile with")
+def test_sass_loops_nesting_and_own_instructions(tmp_path):
+    """``COMPILE_LOOPS``' reader (compiled in a process without the interpreter): a kernel with a
+    load in an inner loop and a store in the outer one, compiled for sm_90: the inner loop's SASS
+    loops at depth 1 with the load and without the store among their own instructions, the outer's
+    at depth 0 with the store."""
+    import json
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    script = tmp_path / "nested.py"  # (a @jit function needs a file)
+    script.write_text(_NESTED)
+    run = subprocess.run([sys.executable, str(script), str(ROOT / "scripts")], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    usage, *loops = json.loads(run.stdout.splitlines()[-1])
+    assert "registers" in usage
+    # (ptxas may unroll a loop and add a remainder loop: each is a loop of its own)
+    inner = [ops for d, _, ops in loops if d == 1]
+    outer = [ops for d, _, ops in loops if d == 0]
+    assert inner and outer and len(inner) + len(outer) == len(loops), loops
+    assert all(ops.get("LDG", 0) >= 1 and not ops.get("STG", 0) for ops in inner), loops
+    assert any(ops.get("STG", 0) for ops in outer), loops  # (an outer loop may hold a peeled inner iteration)
+    assert all(sum(ops.values()) == n for _, n, ops in loops)

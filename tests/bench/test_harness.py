@@ -177,8 +177,9 @@ def test_set_knob_applies_and_names_bad_input(capsys):
         assert loss.BWD_REVERSE is False and "set fastpath.ops.loss.BWD_REVERSE = False" in capsys.readouterr().out
     finally:
         loss.BWD_REVERSE = old
-    for bad, says in (("ops.loss.BWD_REVERSE", "MODULE.KNOB=VALUE"), ("ops.nosuch.X=1", "no module fastpath.ops.nosuch"),
-                      ("ops.loss.NOSUCH=1", "has no NOSUCH"), ("ops.loss.BWD_REVERSE=abc", "Python literal"),
+    for bad, says in (("ops.loss.BWD_REVERSE", "MODULE.KNOB=VALUE"),
+                      ("ops.nosuch.X=1", "no module fastpath.ops.nosuch"), ("ops.loss.NOSUCH=1", "has no NOSUCH"),
+                      ("ops.loss.BWD_REVERSE=abc", "Python literal"),
                       ("ops.loss.BWD_REVERSE:float32=1", "not a table"),
                       ("ops.linalg.triangular.DIAG_PLAN:=1", "MODULE.TABLE:KEY=VALUE")):
         assert main(["--set", bad, "--list"]) == 2

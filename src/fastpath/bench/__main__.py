@@ -85,7 +85,8 @@ def apply_knobs(settings) -> None:
         try:
             value = ast.literal_eval(text)
             if colon:
-                key = getattr(torch, key) if isinstance(getattr(torch, key, None), torch.dtype) else ast.literal_eval(key)
+                is_dtype = isinstance(getattr(torch, key, None), torch.dtype)
+                key = getattr(torch, key) if is_dtype else ast.literal_eval(key)
         except (ValueError, SyntaxError):
             raise ValueError(f"--set {item!r}: VALUE (and KEY) must be Python literals (True, 8192, 'x') or KEY a "
                              f"torch dtype's name, got {text!r}") from None

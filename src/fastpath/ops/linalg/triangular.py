@@ -35,7 +35,8 @@ from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
 from ..._core.shapes import broadcast_shape
-from .tiles import _div, _dot, _eliminate, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3, kernel_strides, real_view
+from .tiles import (_div, _dot, _eliminate, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3, kernel_strides,
+                    real_view)
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
 KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
