@@ -62,8 +62,8 @@ BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4)
 #: ~311 -> 249; float32 1: 121 -> 86 (32-row blocks; 96 with 64), 2: ~120 -> 100, 4: ~125 -> 113.
 #: Form 1: ``_sweep_few``; 2: ``_sweep_few3`` (every tensor 3-D, the products summed elementwise
 #: over the chunks: complex64's chunk step 978 -> 377 SASS instructions and 19 -> 0 barriers at one
-#: right-hand side, scripts/compile_sm90.py's COMPILE_LOOPS; float32's keeps a layout change of X
-#: in a step), not yet timed on a GPU.
+#: right-hand side, scripts/compile_sm90.py's COMPILE_LOOPS; float32 row-major 577 -> 159, 21 -> 0;
+#: float32 column-major keeps a layout change of X in a step), not yet timed on a GPU.
 FEW_PLAN = {torch.float32: (32, 128, 4, 4, 1), torch.complex64: (32, 64, 4, 4, 1)}
 #: ... reading a column-major M's chunks transposed (along memory) from this many right-hand sides
 #: (complex64 one: 180 -> 193 us, 2: 239 -> 232, 4: 386 -> 249; float32 one: 101 -> 96); form 1 only
@@ -89,7 +89,9 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: side by side, each block starting at its first nonzero row). H100, the same lu_solve with
 #: torch's factors (scripts/lu_solve_rhs.py, 63a4f24+): complex64 8 columns 311 -> 297 us (one
 #: right-hand side), 545 -> 529 (256); float32 16 columns 152 -> 121, 180 -> 148 (4 columns: 141
-#: / 169).
+#: / 169). First entry 2: from memory with no layout change in a step (``_inv_one_layout``: no barrier
+#: or shared memory in a step at one block a program, 102-202 SASS instructions against 168-293 for
+#: complex64, scripts/compile_sm90.py's COMPILE_LOOPS), not yet timed on a GPU.
 DIAG_PLAN = {torch.float32: (True, 1, None, 16), torch.complex64: (True, 1, None, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
 #: Calls with fewer diagonal blocks than DIAG_FEW_BLOCKS take DIAG_FEW_PLAN where it has their dtype:
