@@ -8,7 +8,7 @@ rejects (a helper's default string argument, in triton 3.6, broke the blocked LU
 every CPU test passed).
 
     PYTHONPATH=/path/to/triton-3.6:src python scripts/compile_sm90.py \
-        [linalg|linalg-lu|linalg-rest|batch_norm|all|attention|linalg-gpu|ops-gpu|tests:PATH]
+        [linalg|linalg-lu|linalg-rest|batch_norm|all|attention|linalg-gpu|ops-gpu|training-gpu|tests:PATH]
 
 (``tests:tests/ops``: every launch of that part of the test suite. ``COMPILE_PDL=N``: kernels
 with a ``PDL`` constexpr compile with that PDL mode, where the interpreter records 0.
@@ -18,9 +18,11 @@ holds TEXT compiled to a cubin and its SASS loops listed (instructions an iterat
 barriers, shuffles, shared-memory and global loads), a GPU-free look at a step's cost;
 ``COMPILE_DUMP=DIR`` writes those variants' TTGIR and PTX there.)
 
-``attention``, ``linalg-gpu`` (the linear-algebra bench's issue-sized calls) and ``ops-gpu`` (the
+``attention``, ``linalg-gpu`` (the linear-algebra bench's issue-sized calls), ``ops-gpu`` (the
 decode path's linear, scaled_mm, one-token MoE, softmax and rms_norm at model shapes; the MoE's
-grouped path reads its routing back, which is garbage here, so it is not reached) record with the
+grouped path reads its routing back, which is garbage here, so it is not reached) and
+``training-gpu`` (the training bench's batch_norm, dropout and mse_loss forward + backward; bincount
+through global atomics only: its shared-memory path needs a CUDA tensor) record with the
 GPU's plans instead (each module's INTERPRET off, the backend answering as an H200: 132 SMs,
 capability 9.0, TMA and fp8 on), compile every variant to a cubin and fail any that needs more
 shared memory than an sm_90 block may take (SMEM_LIMIT; Triton raises ``OutOfResources`` at
@@ -184,6 +186,31 @@ def run_calls(which: str) -> None:
                     R(64, 256, 256, dt=dt).mT, torch.ones(64, 256, dtype=torch.int32), R(64, 256, k, dt=dt))))
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
         _record_calls(calls)
+    if which == "training-gpu":  # the training bench's calls with the GPU's plans (as linalg-gpu), forward + backward
+        E = torch.empty
+
+        def bn(shape, dt, cl=False):
+            x = E(shape, dtype=dt)
+            x = (x.to(memory_format=torch.channels_last) if cl else x).requires_grad_()
+            w, b = torch.ones(shape[1], requires_grad=True), torch.zeros(shape[1], requires_grad=True)
+            y = fastpath.batch_norm(x, torch.zeros(shape[1]), torch.ones(shape[1]), w, b, training=True)
+            torch.autograd.grad(y, (x, w, b), torch.ones_like(y))
+
+        def grad_of(op, *shape, dt=torch.bfloat16, **kw):
+            x = E(shape, dtype=dt).requires_grad_()
+            y = op(x, **kw)
+            torch.autograd.grad(y, x, torch.ones_like(y))
+
+        calls = [("batch_norm 8192x1024 f32", lambda: bn((8192, 1024), torch.float32)),
+                 ("batch_norm 32x256x56x56 bf16", lambda: bn((32, 256, 56, 56), torch.bfloat16)),
+                 ("batch_norm 32x256x56x56 bf16 NHWC", lambda: bn((32, 256, 56, 56), torch.bfloat16, True)),
+                 ("dropout 64M bf16", lambda: grad_of(fastpath.dropout, 1 << 26, p=0.1))]
+        for red in ("none", "mean", "sum"):
+            calls.append((f"mse_loss {red}", lambda red=red: grad_of(
+                lambda x, **kw: fastpath.mse_loss(x, E(x.shape, dtype=x.dtype), **kw), 8192, 4096, reduction=red)))
+        calls.append(("bincount 16M", lambda: fastpath.bincount(torch.zeros(1 << 24, dtype=torch.int64), minlength=1000,
+                                                                validate=False)))
+        _record_calls(calls)
     if which == "ops-gpu":  # the decode path's other ops at model shapes, with the GPU's plans (as linalg-gpu)
         from fastpath.ops.fp8 import ScalingType
         from fastpath.ops.linear import linear_swiglu
@@ -273,7 +300,7 @@ def record(which: str, path: str) -> None:
 
 
 #: Parts recorded with the GPU's plans, every variant compiled to a cubin and its shared memory checked.
-GPU_PLANS = ("attention", "linalg-gpu", "ops-gpu")
+GPU_PLANS = ("attention", "linalg-gpu", "ops-gpu", "training-gpu")
 #: The GPU the GPU-plan parts answer as (``COMPILE_ARCH``, default 90): (capability, multiprocessors,
 #: fp8 tensor cores, shared memory one block may take). 90: H100 / H200; 89: RTX 4090 / L40S (Ada);
 #: 86: RTX 3090 / A10 (Ampere); 80: A100.

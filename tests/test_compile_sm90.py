@@ -5,9 +5,10 @@ Triton, on the CPU: the first variant of each kernel to a cubin, the others thro
 end and the GPU layout passes. (The interpreter accepts code the compiler rejects: a helper's
 default string argument broke the blocked LU under triton 3.6.) The ``attention`` part records
 with the GPU's plans and also checks each variant's shared memory against sm_90's limit (64-row
-decode programs with a mask once needed 245816 B, an ``OutOfResources`` at launch); ``linalg-gpu``
-and ``ops-gpu`` do the same for the linear-algebra benchmark's issue-sized calls and the decode
-path's other ops (linear, scaled_mm, the one-token MoE kernels, softmax, rms_norm)."""
+decode programs with a mask once needed 245816 B, an ``OutOfResources`` at launch); ``linalg-gpu``,
+``ops-gpu`` and ``training-gpu`` do the same for the linear-algebra benchmark's issue-sized calls,
+the decode path's other ops (linear, scaled_mm, the one-token MoE kernels, softmax, rms_norm) and
+the training benchmark's forward + backward calls."""
 import os
 import subprocess
 import sys
@@ -30,7 +31,8 @@ def _has_cuda_backend() -> bool:
 @pytest.mark.skipif(not _has_cuda_backend(), reason="this Triton has no CUDA backend to compile with")
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU every kernel test runs compiled kernels already")
 # (the suite's workers share them)
-@pytest.mark.parametrize("part", ["linalg-lu", "linalg-rest", "batch_norm", "attention", "linalg-gpu", "ops-gpu"])
+@pytest.mark.parametrize("part", ["linalg-lu", "linalg-rest", "batch_norm", "attention", "linalg-gpu", "ops-gpu",
+                                  "training-gpu"])
 def test_kernels_compile_for_sm90(part):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
