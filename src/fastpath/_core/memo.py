@@ -43,7 +43,7 @@ ENABLED = os.environ.get("FASTPATH_LAUNCH_MEMO", "1") == "1"
 
 
 class _Replay:
-    """The launches (templates), each output's (shape, strides, dtype, contiguous) or None,
+    """The launches (templates), each output's (shape, strides, dtype) or None,
     and whether the op returned one tensor (else a tuple)."""
     __slots__ = ("launches", "outs", "single")
 
@@ -84,8 +84,8 @@ def replay(entry: _Replay, tensors):
     launch's recorded argument list (grid, stream, kernel and every argument as ``run``
     takes them) copied, the call's pointers and descriptors put at their places."""
     dev = tensors[0].device
-    outs = [None if o is None else torch.empty(o[0], dtype=o[2], device=dev) if o[3]
-            else torch.empty_strided(o[0], o[1], dtype=o[2], device=dev) for o in entry.outs]
+    # (empty_strided for every output: its argument parsing is cheaper than empty's, 0.9 against 1.4 us)
+    outs = [None if o is None else torch.empty_strided(o[0], o[1], dtype=o[2], device=dev) for o in entry.outs]
     ptrs = [t.data_ptr() if t is not None else 0 for t in tensors] + [o.data_ptr() if o is not None else 0
                                                                       for o in outs]
     for run, full, patches, descs in entry.launches:
@@ -198,5 +198,5 @@ class LaunchMemo:
             launches.append((run, full, tuple(patches), tuple(descs)))
         if any(o is not None and o.numel() and len(tensors) + j not in used for j, o in enumerate(outs)):
             return None  # an output no launch writes (a torch op made it): a replay would not
-        specs = tuple(None if o is None else (tuple(o.shape), o.stride(), o.dtype, o.is_contiguous()) for o in outs)
+        specs = tuple(None if o is None else (tuple(o.shape), o.stride(), o.dtype) for o in outs)
         return _Replay(tuple(launches), specs, single)
