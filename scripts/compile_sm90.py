@@ -15,7 +15,8 @@ with a ``PDL`` constexpr compile with that PDL mode, where the interpreter recor
 ``COMPILE_SET="MODULE.KNOB=V;MODULE.TABLE:KEY=V"``: knobs or plan-table entries set before the
 calls record, as the bench's ``--set``. ``COMPILE_LOOPS=TEXT``: each variant of a kernel whose name
 holds TEXT compiled to a cubin and its SASS loops listed (instructions an iteration, by opcode:
-barriers, shuffles, shared-memory and global loads), a GPU-free look at a step's cost;
+barriers, shuffles, shared-memory and global loads; ``COMPILE_LOOP_OPS=FSEL,IMAD`` adds opcodes),
+a GPU-free look at a step's cost;
 ``COMPILE_DUMP=DIR`` writes those variants' TTGIR and PTX there.)
 
 ``attention``, ``linalg-gpu`` (the linear-algebra bench's issue-sized calls), ``ops-gpu`` (the
@@ -387,7 +388,8 @@ def sass_loops(cubin: bytes) -> list:
 
 def _loop_lines(found) -> str:
     usage, *loops = found
-    keys = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "MUFU", "FFMA")
+    keys = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "MUFU", "FFMA") + tuple(
+        k for k in os.environ.get("COMPILE_LOOP_OPS", "").split(",") if k)
     return f"\n      {usage}" + "".join(
         f"\n      {'  ' * depth}loop (depth {depth}): {n} instructions an iteration of its own; "
         + ", ".join(f"{k} {ops.get(k, 0)}" for k in keys) for depth, n, ops in loops)
