@@ -343,47 +343,53 @@ LOOPS = os.environ.get("COMPILE_LOOPS", "")
 TIMEOUT_S = 120
 
 
-def sass_loops(cubin: bytes) -> list:
-    """The cubin's registers and local memory a thread (a line), then each loop of its SASS (a
-    branch back to an earlier label) in order: (depth, instructions an iteration of its own,
-    {opcode: count}), its own being those outside the loops nested in it; read with the nvdisasm
-    and cuobjdump that Triton ships."""
+def sass_loops(sass: str) -> list:
+    """``(first address, last address, instructions)`` of each loop (a backward branch) in
+    ``cuobjdump -sass`` output."""
+    import re
+    ins = _addressed(sass)
+    out = []
+    for a, text in ins:
+        m = re.search(r"BRA .*?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < a:
+            first = int(m.group(1), 16)
+            out.append((first, a, [t for b, t in ins if first <= b <= a]))
+    return out
+
+
+def loop_report(cubin: bytes) -> list:
+    """The cubin's registers and local memory a thread (a line), then each loop of
+    :func:`sass_loops` in order: (depth, instructions an iteration of its own, {opcode: count}),
+    its own being those outside the loops nested in it; read with the cuobjdump Triton ships."""
     import collections
     import re
     import subprocess
     import tempfile
 
     import triton
-    tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        text = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", f.name], capture_output=True, text=True,
-                              check=True).stdout
-        usage = subprocess.run([os.path.join(tools, "cuobjdump"), "-res-usage", f.name], capture_output=True,
-                               text=True).stdout
+        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+        usage = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True).stdout
     regs = re.search(r"REG:(\d+).*?LOCAL:(\d+)", usage)
-    body, labels, spans = [], {}, []
-    for line in text.splitlines():
-        label = re.match(r"\s*(\.L_x_\d+):", line)
-        if label:
-            labels[label.group(1)] = len(body)
-            continue
-        ins = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
-        if not ins:
-            continue
-        body.append(re.sub(r"^@!?U?P\w+\s+", "", ins.group(1).strip()))
-        back = re.search(r"BRA\s+\W*(\.L_x_\d+)", body[-1])
-        if back and labels.get(back.group(1), len(body)) < len(body) - 1:
-            spans.append((labels[back.group(1)], len(body)))
+    spans = sass_loops(sass)
     loops = []
-    for a, b in spans:
-        inner = [(c, d) for c, d in spans if a <= c and d <= b and (c, d) != (a, b)]
-        own = [i for i in range(a, b) if not any(c <= i < d for c, d in inner)]
-        depth = sum(1 for c, d in spans if c <= a and b <= d and (c, d) != (a, b))
-        ops = collections.Counter(body[i].split()[0].split(".")[0] for i in own)
+    for a, b, _ in spans:
+        inner = [(c, d) for c, d, _ in spans if a <= c and d <= b and (c, d) != (a, b)]
+        own = [t for addr, t in _addressed(sass) if a <= addr <= b and not any(c <= addr <= d for c, d in inner)]
+        depth = sum(1 for c, d, _ in spans if c <= a and b <= d and (c, d) != (a, b))
+        ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0] for t in own)
         loops.append((depth, len(own), dict(ops.most_common())))
     return [f"{regs.group(1)} registers, {regs.group(2)} B of local memory (spills)" if regs else "", *loops]
+
+
+def _addressed(sass: str) -> list:
+    """(address, instruction) of each instruction of ``cuobjdump -sass`` output."""
+    import re
+    return [(int(m.group(1), 16), m.group(2)) for m in
+            (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", ln) for ln in sass.splitlines()) if m]
 
 
 def _loop_lines(found) -> str:
@@ -445,7 +451,7 @@ def _compile_one(item, full: bool = True, smem: bool = False):
             return None, None, None, ""
         kernel = triton.compile(src, target=target, options=opts)
         shared = kernel.metadata.shared
-        loops = _loop_lines(sass_loops(kernel.asm["cubin"])) if looked else ""
+        loops = _loop_lines(loop_report(kernel.asm["cubin"])) if looked else ""
         if looked and os.environ.get("COMPILE_DUMP"):  # the variant's TTGIR and PTX, named by its constexprs' hash
             import hashlib
             tag = f"{fname}-{hashlib.md5(repr(sorted(consts.items())).encode()).hexdigest()[:8]}"

@@ -55,26 +55,12 @@ def record(K: int, N: int, swiglu: int, fp8: int, norm: int = 0) -> list:
     return list(C._SEEN.values())
 
 
-def sass_loops(sass: str) -> list:
-    """``(first address, last address, instructions)`` of each loop (a backward branch) in
-    ``cuobjdump -sass`` output."""
-    ins = [(int(m.group(1), 16), m.group(2)) for m in
-           (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", ln) for ln in sass.splitlines()) if m]
-    out = []
-    for a, text in ins:
-        m = re.search(r"BRA .*?0x([0-9a-f]+)", text)
-        if m and int(m.group(1), 16) < a:
-            first = int(m.group(1), 16)
-            out.append((first, a, [t for b, t in ins if first <= b <= a]))
-    return out
-
-
 def _loops(cubin: str) -> list:
     """SASS instruction count of each loop of a compiled kernel."""
     import triton
     cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
     sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True).stdout
-    return [len(body) for _, _, body in sass_loops(sass)]
+    return [len(body) for _, _, body in C.sass_loops(sass)]
 
 
 def compile_one(item, mode1: bool = False) -> str:

@@ -20,7 +20,7 @@ from triton.compiler import ASTSource
 from fastpath.ops.linalg import lu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launch_regs import sass_loops  # noqa: E402
+from compile_sm90 import sass_loops  # noqa: E402
 
 k = lu._lu_kernel
 names = list(inspect.signature(k.fn).parameters)

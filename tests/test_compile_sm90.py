@@ -52,7 +52,7 @@ import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 sys.path.insert(0, sys.argv[1])
-from compile_sm90 import sass_loops
+from compile_sm90 import loop_report
 
 @triton.jit
 def nested(x_ptr, y_ptr, n, m):
@@ -65,7 +65,7 @@ def nested(x_ptr, y_ptr, n, m):
 
 src = ASTSource(nested, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "m": "i32"}, constexprs={}, attrs={})
 kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-print(json.dumps(sass_loops(kernel.asm["cubin"])))
+print(json.dumps(loop_report(kernel.asm["cubin"])))
 """
 
 
