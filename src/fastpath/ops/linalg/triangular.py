@@ -144,26 +144,32 @@ def _track(piv_ptr, poff, spc, pmask, pos, t0, t1, n):
 
 
 @triton.jit
-def _inv_col(t_ptr, moff1, mvalid, rin, col0, n, s_tr, s_tc, j, r2, UNIT: tl.constexpr, CONJ: tl.constexpr,
-             CPLX: tl.constexpr):
-    """Column j of the diagonal blocks at ``moff1`` (BB,) (conjugated if CONJ) and their
-    diagonal entry (one past n)."""
-    cm = rin & (col0[:, None] + j < n)
-    mr, mi = _ld(t_ptr, moff1[:, None] + r2 * s_tr + j * s_tc, cm, CPLX)  # (BB, NB)
+def _col_diag(t_ptr, coffs, cmask, doffs, dmask, UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
+    """A column of M at ``coffs`` (zero where not ``cmask``) and its diagonal entry at ``doffs``
+    (one where not ``dmask``), conjugated if CONJ."""
+    mr, mi = _ld(t_ptr, coffs, cmask, CPLX)
     if CPLX:
         if CONJ:
             mi = -mi
     dr = mr
     di = mi
     if not UNIT:
-        dm = mvalid & (col0 + j < n)
-        dr, di = _ld(t_ptr, moff1 + j * (s_tr + s_tc), dm, CPLX)
-        dr = tl.where(dm, dr, 1.0)
+        dr, di = _ld(t_ptr, doffs, dmask, CPLX)
+        dr = tl.where(dmask, dr, 1.0)
         if CPLX:
             if CONJ:
                 di = -di
-            di = tl.where(dm, di, 0.0)
+            di = tl.where(dmask, di, 0.0)
     return mr, mi, dr, di
+
+
+@triton.jit
+def _inv_col(t_ptr, moff1, mvalid, rin, col0, n, s_tr, s_tc, j, r2, UNIT: tl.constexpr, CONJ: tl.constexpr,
+             CPLX: tl.constexpr):
+    """Column j of the diagonal blocks at ``moff1`` (BB,) (conjugated if CONJ) and their
+    diagonal entry (one past n)."""
+    return _col_diag(t_ptr, moff1[:, None] + r2 * s_tr + j * s_tc, rin & (col0[:, None] + j < n),
+                     moff1 + j * (s_tr + s_tc), mvalid & (col0 + j < n), UNIT, CONJ, CPLX)
 
 
 @triton.jit
@@ -210,19 +216,9 @@ def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, UNIT: tl.constexpr, CONJ: 
     """Column j of the diagonal blocks at ``moff3`` (BB, 1, 1) as (BB, NB, 1) (conjugated if
     CONJ), and the reciprocal of its diagonal entry as (BB, 1, 1) (one where not ``jok``: column
     j past n or the block invalid)."""
-    mr, mi = _ld(t_ptr, moff3 + r3 * s_tr + j * s_tc, rin3 & jok, CPLX)
-    if CPLX:
-        if CONJ:
-            mi = -mi
-    dr = mr
-    di = mi
+    mr, mi, dr, di = _col_diag(t_ptr, moff3 + r3 * s_tr + j * s_tc, rin3 & jok, moff3 + j * (s_tr + s_tc), jok,
+                               UNIT, CONJ, CPLX)
     if not UNIT:
-        dr, di = _ld(t_ptr, moff3 + j * (s_tr + s_tc), jok, CPLX)
-        dr = tl.where(jok, dr, 1.0)
-        if CPLX:
-            if CONJ:
-                di = -di
-            di = tl.where(jok, di, 0.0)
         dr, di = _div(tl.full(dr.shape, 1.0, dr.dtype), tl.zeros(di.shape, di.dtype), dr, di, CPLX)
     return mr, mi, dr, di
 
