@@ -173,6 +173,30 @@ def _inv_col(t_ptr, moff1, mvalid, rin, col0, n, s_tr, s_tc, j, r2, UNIT: tl.con
 
 
 @triton.jit
+def _first_step(c0, CB: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr):
+    """The first column and the number of steps of the substitution for an inverse's columns
+    c0 .. c0+CB-1 (the steps before them leave them zero: lower, they start at c0; upper, at
+    c0+CB-1)."""
+    if LOWER:
+        j = c0
+        steps = NB - c0
+    else:
+        j = c0 + CB - 1
+        steps = c0 + CB
+    return j, steps
+
+
+@triton.jit
+def _next_col(j, NB: tl.constexpr, LOWER: tl.constexpr):
+    """The substitution's next column after j (clamped into the block: its load is a step ahead)."""
+    if LOWER:
+        jn = tl.minimum(j + 1, NB - 1)
+    else:
+        jn = tl.maximum(j - 1, 0)
+    return jn
+
+
+@triton.jit
 def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
                   NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
                   CPLX: tl.constexpr):
@@ -189,18 +213,10 @@ def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.const
     xr = (r3 == c0 + tl.arange(0, CB)[None, None, :]).to(dtype) + tl.zeros([BB, NB, CB], dtype=dtype)
     xi = tl.zeros([BB, NB, CB], dtype=dtype)
     rin = mvalid[:, None] & (col0[:, None] + r2 < n)
-    if LOWER:
-        j = c0
-        steps = NB - c0
-    else:
-        j = c0 + CB - 1
-        steps = c0 + CB
+    j, steps = _first_step(c0, CB, NB, LOWER)
     mr, mi, dr, di = _inv_col(t_ptr, moff1, mvalid, rin, col0, n, s_tr, s_tc, j, r2, UNIT, CONJ, CPLX)
     for s in range(0, steps):
-        if LOWER:
-            jn = tl.minimum(j + 1, NB - 1)
-        else:
-            jn = tl.maximum(j - 1, 0)
+        jn = _next_col(j, NB, LOWER)
         nr, ni, ndr, ndi = _inv_col(t_ptr, moff1, mvalid, rin, col0, n, s_tr, s_tc, jn, r2, UNIT, CONJ, CPLX)
         xjr, xji = _pick(xr, xi, r3 == j, 1, CPLX)  # row j of X: (BB, CB)
         if not UNIT:
@@ -239,18 +255,10 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
     moff3 = moff1[:, None, None]
     c3 = col0[:, None, None]
     ok3 = mvalid[:, None, None]
-    if LOWER:
-        j = c0
-        steps = NB - c0
-    else:
-        j = c0 + CB - 1
-        steps = c0 + CB
+    j, steps = _first_step(c0, CB, NB, LOWER)
     mr, mi, dr, di = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, UNIT, CONJ, CPLX)
     for s in range(0, steps):
-        if LOWER:
-            jn = tl.minimum(j + 1, NB - 1)
-        else:
-            jn = tl.maximum(j - 1, 0)
+        jn = _next_col(j, NB, LOWER)
         nr, ni, ndr, ndi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, UNIT, CONJ, CPLX)
         jj = tl.zeros([BB, 1, CB], dtype=tl.int32) + j
         xjr = tl.gather(xr, jj, 1)  # row j of X: (BB, 1, CB)
@@ -272,6 +280,20 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
             xi = xr
         mr, mi, dr, di = nr, ni, ndr, ndi
         j = jn
+    return xr, xi
+
+
+@triton.jit
+def _inv_cols(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
+              NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
+              CPLX: tl.constexpr, FORM: tl.constexpr):
+    """:func:`_inv_one_layout` (FORM 2) or :func:`_inv_from_mem`."""
+    if FORM == 2:
+        xr, xi = _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
+                                 CONJ, CPLX)
+    else:
+        xr, xi = _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
+                               CONJ, CPLX)
     return xr, xi
 
 
@@ -299,20 +321,12 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
         cc3 = c0 + tl.arange(0, CB)[None, None, :]
         offs = (idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + cc3) * C
         first = tl.program_id(1) < NB // CB  # (the L pass; else the opposite triangle's)
-        if FROM_MEM == 2:
-            if first:
-                xr, xi = _inv_one_layout(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty,
-                                         BLOCK_B, NB, CB, LOWER, UNIT, CONJ, CPLX)
-            else:
-                xr, xi = _inv_one_layout(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty,
-                                         BLOCK_B, NB, CB, not LOWER, not UNIT, CONJ, CPLX)
+        if first:
+            xr, xi = _inv_cols(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B, NB,
+                               CB, LOWER, UNIT, CONJ, CPLX, FROM_MEM)
         else:
-            if first:
-                xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty,
-                                       BLOCK_B, NB, CB, LOWER, UNIT, CONJ, CPLX)
-            else:
-                xr, xi = _inv_from_mem(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty,
-                                       BLOCK_B, NB, CB, not LOWER, not UNIT, CONJ, CPLX)
+            xr, xi = _inv_cols(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B, NB,
+                               CB, not LOWER, not UNIT, CONJ, CPLX, FROM_MEM)
         _st(inv_ptr + tl.where(first, 0, half), offs, xr, xi, valid[:, None, None], CPLX)
     else:
         eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
