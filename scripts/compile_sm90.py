@@ -185,6 +185,18 @@ def run_calls(which: str) -> None:
             for k in (1, 2, 4):  # torch's factors are column-major (the few form reads them transposed)
                 calls.append((f"lu_solve k={k} {dt} column-major", lambda dt=dt, k=k: L_.lu_solve(
                     R(64, 256, 256, dt=dt).mT, torch.ones(64, 256, dtype=torch.int32), R(64, 256, k, dt=dt))))
+
+            def forms_2(dt=dt):  # the inverses' and the few sweep's form 2 (off by default: compiled here too)
+                from fastpath.ops.linalg import triangular as T
+                saved = dict(T.DIAG_PLAN), dict(T.FEW_PLAN)
+                T.DIAG_PLAN[dt] = (2, 1, 1, T.DIAG_PLAN[dt][3])
+                T.FEW_PLAN[dt] = T.FEW_PLAN[dt][:4] + (2,)
+                try:
+                    for lu_f in (R(64, 256, 256, dt=dt), R(64, 256, 256, dt=dt).mT):
+                        L_.lu_solve(lu_f, torch.ones(64, 256, dtype=torch.int32), R(64, 256, 1, dt=dt))
+                finally:
+                    T.DIAG_PLAN.clear(), T.DIAG_PLAN.update(saved[0]), T.FEW_PLAN.clear(), T.FEW_PLAN.update(saved[1])
+            calls.append((f"lu_solve k=1 {dt}, the forms 2", forms_2))
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
         _record_calls(calls)
     if which == "training-gpu":  # the training bench's calls with the GPU's plans (as linalg-gpu), forward + backward
