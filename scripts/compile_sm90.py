@@ -386,11 +386,11 @@ def loop_report(cubin: bytes) -> list:
         sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
         usage = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True).stdout
     regs = re.search(r"REG:(\d+).*?LOCAL:(\d+)", usage)
-    spans = sass_loops(sass)
+    spans, ins = sass_loops(sass), _addressed(sass)
     loops = []
     for a, b, _ in spans:
         inner = [(c, d) for c, d, _ in spans if a <= c and d <= b and (c, d) != (a, b)]
-        own = [t for addr, t in _addressed(sass) if a <= addr <= b and not any(c <= addr <= d for c, d in inner)]
+        own = [t for addr, t in ins if a <= addr <= b and not any(c <= addr <= d for c, d in inner)]
         depth = sum(1 for c, d, _ in spans if c <= a and b <= d and (c, d) != (a, b))
         ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0] for t in own)
         loops.append((depth, len(own), dict(ops.most_common())))
