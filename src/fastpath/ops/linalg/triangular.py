@@ -90,7 +90,7 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: torch's factors (scripts/lu_solve_rhs.py, 63a4f24+): complex64 8 columns 311 -> 297 us (one
 #: right-hand side), 545 -> 529 (256); float32 16 columns 152 -> 121, 180 -> 148 (4 columns: 141
 #: / 169). First entry 2: from memory with no layout change in a step (``_inv_one_layout``: no barrier
-#: or shared memory in a step at one block a program, 102-202 SASS instructions against 168-293 for
+#: or shared memory in a step at one block a program, 102-203 SASS instructions against 168-293 for
 #: complex64, scripts/compile_sm90.py's COMPILE_LOOPS), not yet timed on a GPU.
 DIAG_PLAN = {torch.float32: (True, 1, None, 16), torch.complex64: (True, 1, None, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
