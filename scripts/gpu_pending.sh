@@ -727,12 +727,13 @@ case "${1:-1}" in
 94)  # fifty-first session, for the next: lu_solve's two new forms, off (no barrier or shared memory in a step
   # by scripts/compile_sm90.py's COMPILE_LOOPS): the diagonal-block inverses in one layout (DIAG_PLAN form 2, one
   # block a program) and the few-right-hand-side sweep 3-D (FEW_PLAN form 2), compiled, then the kernel split at
-  # the default and at each form with a few column counts / chunk sizes; the best becomes the default
+  # the default and at each form with a few column counts / chunk sizes / warps; the best becomes the default
   compiled form2.log 200 8 tests/ops/test_linalg_lu.py -k "diag_inverse or few_form"
   D=ops.linalg.triangular.DIAG_PLAN F=ops.linalg.triangular.FEW_PLAN
   for p in "" "$D:complex64=(2,1,1,4) $D:float32=(2,1,1,8)" "$D:complex64=(2,1,1,8) $D:float32=(2,1,1,16)" \
       "$D:complex64=(2,1,1,16) $D:float32=(2,1,1,32)" "$D:complex64=(2,1,1,32) $D:float32=(2,1,1,64)" \
       "$F:complex64=(32,64,4,4,2) $F:float32=(32,128,4,4,2)" "$F:complex64=(32,32,4,4,2) $F:float32=(32,64,4,4,2)" \
+      "$F:complex64=(32,64,2,4,2) $F:float32=(32,128,2,4,2)" "$F:complex64=(32,64,8,4,2) $F:float32=(32,128,8,4,2)" \
       "$F:complex64=(32,64,4,4,2) $D:complex64=(2,1,1,8) $F:float32=(32,128,4,4,2) $D:float32=(2,1,1,16)"; do
     echo "== ${p:-default}"
     args=(); for kv in $p; do args+=(--set "$kv"); done
