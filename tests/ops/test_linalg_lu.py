@@ -541,14 +541,17 @@ def test_lu_nonfinite_propagates(n, dtype, device):
     assert torch.isfinite(torch.view_as_real(ok_det) if ok_det.is_complex() else ok_det).all()
 
 
-@pytest.mark.parametrize("from_mem", [2, True, False])
+# (from_mem, columns a program): the tile form (False) takes all of a block's columns
+@pytest.mark.parametrize("from_mem,cb", [(2, None), (True, None), (False, None), (2, 4), (True, 4), (2, 16),
+                                         (True, 16)])
 @pytest.mark.parametrize("n,k,form,dtype", [(40, 20, 0, _C64), (70, 5, 1, _F32), (40, 20, 2, _F64), (70, 5, 3, _C64)])
-def test_solve_triangular_diag_inverses(n, k, form, dtype, from_mem, device, monkeypatch):
+def test_solve_triangular_diag_inverses(n, k, form, dtype, from_mem, cb, device, monkeypatch):
     """The blocked path's diagonal-block inverses in each form (triangular.DIAG_PLAN: M's columns
     read from memory at each step, in one layout (2) or not, or picked out of the tile; one warp
-    a program) against the float64 solve: each form (upper / lower, left / right, unit or not),
-    blocks padded past n."""
-    monkeypatch.setitem(T.DIAG_PLAN, dtype, (from_mem, 1, None, None))
+    a program), from memory in column blocks of ``cb`` too (each starting at its first nonzero row;
+    DIAG_PLAN's fourth entry), against the float64 solve: each form (upper / lower, left / right,
+    unit or not), blocks padded past n."""
+    monkeypatch.setitem(T.DIAG_PLAN, dtype, (from_mem, 1, None, cb))
     monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
 
@@ -562,18 +565,6 @@ def test_lu_solve_diag_inverses_two_blocks(adjoint, from_mem, device, monkeypatc
     monkeypatch.setitem(T.DIAG_PLAN, _C64, (from_mem, 2, 2, None))
     monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     test_lu_solve(70, 20, True, adjoint, _C64, device)
-
-
-@pytest.mark.parametrize("from_mem", [2, True])
-@pytest.mark.parametrize("cb", [4, 16])
-@pytest.mark.parametrize("n,k,form,dtype", [(40, 20, 0, _C64), (70, 5, 1, _F32), (40, 20, 2, _F64), (70, 5, 3, _C64)])
-def test_solve_triangular_diag_inverse_columns(n, k, form, dtype, cb, from_mem, device, monkeypatch):
-    """The diagonal-block inverses from memory (in one layout or not) in column blocks of ``cb``
-    (each starting at its first nonzero row; triangular.DIAG_PLAN's fourth entry) against the
-    float64 solve: each form, blocks padded past n."""
-    monkeypatch.setitem(T.DIAG_PLAN, dtype, (from_mem, 1, None, cb))
-    monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
-    test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
 
 
 @pytest.mark.parametrize("from_mem", [2, True])
