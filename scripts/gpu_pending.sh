@@ -728,7 +728,6 @@ case "${1:-1}" in
   # by scripts/compile_sm90.py's COMPILE_LOOPS): the diagonal-block inverses in one layout (DIAG_PLAN form 2, one
   # block a program) and the few-right-hand-side sweep 3-D (FEW_PLAN form 2), compiled, then the kernel split at
   # the default and at each form with a few column counts / chunk sizes / warps; the best becomes the default
-  compiled form2.log 200 8 tests/ops/test_linalg_lu.py -k "diag_inverse or few_form"
   D=ops.linalg.triangular.DIAG_PLAN F=ops.linalg.triangular.FEW_PLAN
   for p in "" "$D:complex64=(2,1,1,4) $D:float32=(2,1,1,8)" "$D:complex64=(2,1,1,8) $D:float32=(2,1,1,16)" \
       "$D:complex64=(2,1,1,16) $D:float32=(2,1,1,32)" "$D:complex64=(2,1,1,32) $D:float32=(2,1,1,64)" \
@@ -738,5 +737,6 @@ case "${1:-1}" in
     echo "== ${p:-default}"
     args=(); for kv in $p; do args+=(--set "$kv"); done
     timeout 100 python3 scripts/lu_solve_rhs.py --ks 1,2,4,256 --profile "${args[@]}" 2>&1 | grep -v -i warn
-  done 2>&1 | tee "$OUT/form2.log" ;;
+  done 2>&1 | tee "$OUT/form2.log"
+  compiled form2_tests.log 150 8 tests/ops/test_linalg_lu.py -k "diag_inverse or few_form" ;;
 esac
