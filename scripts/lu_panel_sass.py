@@ -3,7 +3,11 @@ launches it (triton 3.6, no GPU): registers, spills, and per loop (backward bran
 of barriers, shuffles, shared/global memory and float instructions, to see what one panel
 column costs before spending device time.
 
-    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py [HOST_UPDATE: 0 inline, 1 matmul, 2 kernel, 3 kernel + fused look-ahead]
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py [HOST_UPDATE] [ROTATE]
+
+(HOST_UPDATE: 0 inline, 1 matmul, 2 kernel, 3 kernel + fused look-ahead)
+
+(ROTATE: 1 sets lu.PANEL_ROTATE, the rotated complex64 panel columns)
 (ptxas / cuobjdump from that Triton's nvidia backend; writes /tmp/lu/k.{ptx,cubin,sass})
 """
 import collections
@@ -19,6 +23,9 @@ from triton.compiler import ASTSource
 
 from fastpath.ops.linalg import lu
 
+if len(sys.argv) > 2:
+    lu.PANEL_ROTATE = bool(int(sys.argv[2]))
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compile_sm90 import sass_loops  # noqa: E402
 
@@ -26,11 +33,12 @@ k = lu._lu_kernel
 names = list(inspect.signature(k.fn).parameters)
 # lu._launch's blocked plan for complex64 256x256: panels of 16 columns, 8 warps
 const = dict(BLOCK_B=1, M=256, W=16, CW=32, BM=32, BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
-             CPLX=True, PREC="ieee", ROWS_PANEL=1 + lu.PANEL_PACK,
-             HOST_UPDATE=int(sys.argv[1]) if len(sys.argv) > 1 else {"inline": 0, "matmul": 1, "kernel": 3}[lu._step_form(True)],
+             CPLX=True, PREC="ieee", ROWS_PANEL=1 + lu.PANEL_PACK + (lu.PANEL_PACK and lu.PANEL_ROTATE),
+             HOST_UPDATE=(int(sys.argv[1]) if len(sys.argv) > 1
+                          else {"inline": 0, "matmul": 1, "kernel": 3}[lu._step_form(True)]),
              NEUMANN=lu.BLOCKED_STEP_NEUMANN)
 sig, cx = {}, {}
-ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32"}
+ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32", "ws_ptr": "*i64"}
 for i, nm in enumerate(names):
     if nm in const:
         sig[nm] = "constexpr"

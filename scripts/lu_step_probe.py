@@ -67,7 +67,7 @@ for dname in args.dtypes.split(","):
             row_bytes = real_view(LU)
 
             def panel():
-                lu._LU[(nb,)](row_bytes, row_bytes, piv, info, row_bytes, row_bytes, nb, m, n,
+                lu._LU[(nb,)](row_bytes, row_bytes, piv, info, row_bytes, row_bytes, row_bytes, nb, m, n,
                               *kernel_strides(LU), *kernel_strides(LU), piv.stride(0), 0, 1, 0, W,
                               BLOCK_B=1, M=256, W=W, CW=lu.BLOCKED_CW[cplx], BM=lu.BLOCKED_BM, BLOCKED=True,
                               PIVOT=True, DET=0, STORE_LU=True, CPLX=cplx, PREC=lu.BLOCKED_PREC, ROWS_PANEL=True,

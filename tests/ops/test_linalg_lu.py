@@ -142,7 +142,9 @@ def test_lu_singular(dtype, device):
 @pytest.mark.parametrize("m,n,dtype,rows", [(66, 66, torch.complex64, False), (40, 70, torch.float32, False),
                                             (70, 40, torch.float64, False), (34, 70, torch.float32, True),
                                             (70, 17, torch.float64, True), (33, 33, torch.complex64, True),
-                                            (66, 17, torch.complex64, "unpacked"), (40, 9, torch.float32, True)])
+                                            (66, 17, torch.complex64, "unpacked"), (40, 9, torch.float32, True),
+                                            (66, 17, torch.complex64, "rotate"), (33, 33, torch.complex64, "rotate"),
+                                            (20, 40, torch.complex64, "rotate")])
 def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
     (complex 66 x 66: the last chunk and the last panel partial), a wide matrix (columns past
@@ -150,11 +152,14 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     slogdet of the square ones; ``rows``: the row panel (the GPU's; elsewhere the tile form unless
     forced), complex64 entries and float32 pairs moved as 64-bit words (``lu.PANEL_PACK``; not
     for an odd number of float32 columns: 40 x 9, one panel) or, "unpacked", one float at a
-    time; the other row-panel matrices just past a panel's width (32, or 16 from 65 rows of
-    complex64 or float64 on): two panels, the second of one or two columns."""
+    time, or, "rotate", complex64 columns rotated a place a step (``lu.PANEL_ROTATE``; 20 x 40:
+    a panel of 32 columns factoring 20, the other 12 updated and put back); the other row-panel
+    matrices just past a panel's width (32, or 16 from 65 rows of complex64 or float64 on): two
+    panels, the second of one or two columns."""
     if rows:
         monkeypatch.setattr(L, "ROW_PANEL", True)
-        monkeypatch.setattr(L, "PANEL_PACK", rows is True)
+        monkeypatch.setattr(L, "PANEL_PACK", rows in (True, "rotate"))
+        monkeypatch.setattr(L, "PANEL_ROTATE", rows == "rotate")
     # (the row panel and the square matrices, which det and slogdet factor twice more: one matrix, their cost)
     A = rand(1 if rows or m == n else 2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)

@@ -35,7 +35,7 @@ import torch
 
 from ..._core import alloc
 from ..._core.backend import INTERPRET, tl, triton
-from ..._core.launch import Launcher, cdiv, next_pow2
+from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .graphs import GraphCache, exact_matmuls
@@ -86,6 +86,11 @@ BLOCKED_LOOKAHEAD = "fused"
 #: instructions of a column's chain (H200, complex64 64 x 256x256 in graphs 945 -> 870 us,
 #: scripts/lu_breakdown.py; scripts/lu_column_probe.py's column 1515 -> 835 ns).
 PANEL_PACK = True
+#: Complex64 row panels rotate their columns a place each step (column j always the first: no
+#: dynamic pick of a column, in the row or the pivot row; the pivot row through a workspace slot
+#: a step): offline sm_90 (scripts/compile_sm90.py linalg-gpu) the column loop's instructions
+#: 636 -> see docs/perf-notes.md, fifty-second session. Off until timed.
+PANEL_ROTATE = False
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -251,15 +256,54 @@ def _row_st(base, offs, k0, n, slc, cr, ci, mask, W: tl.constexpr, CPLX: tl.cons
 
 
 @triton.jit
-def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
-                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr):
+def _row_pass(base, g, j, k0, n, slr, slc, cr, ci, own, W: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr):
+    """The row of the thread where ``own`` to every thread through the matrix's row g (its final
+    place): its W (re, im) entries and the pivot, entry j."""
+    _row_st(base, own.to(tl.int32) * 0 + g * slr, k0, n, slc, cr, ci, own, W, CPLX, PACK)
+    tl.debug_barrier()
+    # every thread reads it, unmasked (a column past n is never stored: addresses clamped into
+    # the matrix; n is even where float32 pairs are packed)
+    prr = ()
+    pri = ()
+    if PACK and not CPLX:
+        for c in tl.static_range(W // 2):
+            lo, hi = _unpack64(tl.load(_ptr64(base + g * slr + tl.minimum(k0 + 2 * c, n - 2) * slc)))
+            prr = prr + (lo, hi)
+        pri = prr
+    else:
+        for c in tl.static_range(W):
+            if PACK:
+                y_r, y_i = _unpack64(tl.load(_ptr64(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)))
+            else:
+                y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
+                y_i = y_r
+                if CPLX:
+                    y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
+            prr = prr + (y_r,)
+            pri = pri + (y_i,)
+    pr = prr[0]
+    pi = pri[0]
+    for c in tl.static_range(1, W):
+        pr = tl.where(j == c, prr[c], pr)
+        pi = tl.where(j == c, pri[c], pi)
+    return prr, pri, pr, pi
+
+
+@triton.jit
+def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
+                   PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr,
+                   ROT: tl.constexpr):
     """LU of columns k0 .. k0+jcnt-1 of one matrix at ``base``, in place (pivot rows k0..m-1):
     the panel is held as ``W`` column vectors of ``M`` rows, so a thread holds whole rows and
     the elimination needs no reduction but the pivot search. Rows never move in registers:
     ``pos[r]`` is row r's place after the interchanges so far (ties in the search go to the
     earlier place, as getf2 finds them), and each pivot row reaches every thread through
     memory, written by its owner to its final place (row k0 + j); PACK: entries moved as 64-bit
-    words (:func:`_row_ld`). Returns the pivots (W,), 1-based, info and the determinant's accumulators."""
+    words (:func:`_row_ld`). ROT (complex64, PACK): the W columns rotate a place each step, so
+    that column j is always the first (no pick of a dynamic column, in the row or in the pivot
+    row), and the pivot row goes through ``ws`` (W slots of W words, one a step) in the rotated
+    order; the rows' final store undoes the rotation. Returns the pivots (W,), 1-based, info and
+    the determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
     cr, ci = _row_ld(base, r * slr, k0, n, slc, live, W, CPLX, PACK)
@@ -271,10 +315,11 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
         g = k0 + j
         xr = cr[0]
         xi = ci[0]
-        for c in tl.static_range(1, W):
-            xr = tl.where(j == c, cr[c], xr)
-            if CPLX:
-                xi = tl.where(j == c, ci[c], xi)
+        if not ROT:
+            for c in tl.static_range(1, W):
+                xr = tl.where(j == c, cr[c], xr)
+                if CPLX:
+                    xi = tl.where(j == c, ci[c], xi)
         if PIVOT:
             mag = _abs1(xr, xi, CPLX)
             mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)  # NaN: last
@@ -282,34 +327,12 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
         else:
             pp = g
             prow = g
-        # through memory: the owner writes it at row g, every thread reads it there
-        _row_st(base, r * 0 + g * slr, k0, n, slc, cr, ci, r == prow, W, CPLX, PACK)
-        tl.debug_barrier()
-        # every thread reads it, unmasked (a column past n is never stored: addresses clamped into
-        # the matrix; n is even where float32 pairs are packed)
-        prr = ()
-        pri = ()
-        if PACK and not CPLX:
-            for c in tl.static_range(W // 2):
-                lo, hi = _unpack64(tl.load(_ptr64(base + g * slr + tl.minimum(k0 + 2 * c, n - 2) * slc)))
-                prr = prr + (lo, hi)
-            pri = prr
+        if ROT:  # through slot j of ws, in the rotated order: column j first
+            prr, pri = _slot_pass(ws + j * W, cr, ci, r == prow, W)
+            pr = prr[0]
+            pi = pri[0]
         else:
-            for c in tl.static_range(W):
-                if PACK:
-                    y_r, y_i = _unpack64(tl.load(_ptr64(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)))
-                else:
-                    y_r = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc)
-                    y_i = y_r
-                    if CPLX:
-                        y_i = tl.load(base + g * slr + tl.minimum(k0 + c, n - 1) * slc + 1)
-                prr = prr + (y_r,)
-                pri = pri + (y_i,)
-        pr = prr[0]
-        pi = pri[0]
-        for c in tl.static_range(1, W):
-            pr = tl.where(j == c, prr[c], pr)
-            pi = tl.where(j == c, pri[c], pi)
+            prr, pri, pr, pi = _row_pass(base, g, j, k0, n, slr, slc, cr, ci, r == prow, W, CPLX, PACK)
         if CPLX:
             zero_piv = (pr == 0.0) & (pi == 0.0)
         else:
@@ -323,22 +346,57 @@ def _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.con
         nci = ()
         for c in tl.static_range(W):
             qr, qi = _mul(lr, li, prr[c], pri[c], CPLX)
-            ncr = ncr + (tl.where(under & (j < c), cr[c] - qr, tl.where(under & (j == c), lr, cr[c])),)
-            if CPLX:
-                nci = nci + (tl.where(under & (j < c), ci[c] - qi, tl.where(under & (j == c), li, ci[c])),)
+            if ROT:  # place c holds column j + c (mod W): those past the panel's end are done
+                if c == 0:
+                    ncr = ncr + (tl.where(under, lr, cr[0]),)
+                    nci = nci + (tl.where(under, li, ci[0]),)
+                else:
+                    ncr = ncr + (tl.where(under & (c < W - j), cr[c] - qr, cr[c]),)
+                    nci = nci + (tl.where(under & (c < W - j), ci[c] - qi, ci[c]),)
             else:
-                nci = ncr
-        cr = ncr
-        ci = nci
+                ncr = ncr + (tl.where(under & (j < c), cr[c] - qr, tl.where(under & (j == c), lr, cr[c])),)
+                if CPLX:
+                    nci = nci + (tl.where(under & (j < c), ci[c] - qi, tl.where(under & (j == c), li, ci[c])),)
+                else:
+                    nci = ncr
+        if ROT:  # column j + 1 first
+            cr = ncr[1:] + ncr[:1]
+            ci = nci[1:] + nci[:1]
+        else:
+            cr = ncr
+            ci = nci
         if DET != 0:
             d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
     tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
-    _row_st(base, pos * slr, k0, n, slc, cr, ci, live & (r >= k0), W, CPLX, PACK)
+    if ROT:  # place c holds column jcnt + c (mod W)
+        for c in tl.static_range(W):
+            col = k0 + ((jcnt + c) & (W - 1))
+            tl.store(_ptr64(base + pos * slr + col * slc), _pack64(cr[c], ci[c]),
+                     mask=live & (r >= k0) & (r * 0 + col < n))
+    else:
+        _row_st(base, pos * slr, k0, n, slc, cr, ci, live & (r >= k0), W, CPLX, PACK)
     return piv, info, d_r, d_i, la
 
 
 @triton.jit
-def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
+def _slot_pass(slot, cr, ci, own, W: tl.constexpr):
+    """The row of the thread(s) where ``own`` (one), complex64 entries as 64-bit words through
+    ``slot`` (W words), to every thread: (re, im) tuples."""
+    at = slot + own.to(tl.int32) * 0  # a pointer a thread
+    for c in tl.static_range(W):
+        tl.store(_ptr64(at + c), _pack64(cr[c], ci[c]), mask=own)
+    tl.debug_barrier()
+    prr = ()
+    pri = ()
+    for c in tl.static_range(W):
+        y_r, y_i = _unpack64(tl.load(_ptr64(slot + c)))
+        prr = prr + (y_r,)
+        pri = pri + (y_i,)
+    return prr, pri
+
+
+@triton.jit
+def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2, k_lo, k_hi,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
@@ -384,9 +442,10 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, nbatch, m, n,
                     tl.debug_barrier()
             # 1. the panel, in registers
             if ROWS_PANEL:
-                piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, k0, m, n, jcnt, slr, slc, tl.max(info),
-                                                              tl.max(d_r), tl.max(d_i), tl.max(la), M, W, PIVOT,
-                                                              DET, CPLX, ROWS_PANEL == 2)
+                piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, ws_ptr + bs * W * W, k0, m, n, jcnt, slr, slc,
+                                                              tl.max(info), tl.max(d_r), tl.max(d_i), tl.max(la),
+                                                              M, W, PIVOT, DET, CPLX, ROWS_PANEL >= 2,
+                                                              ROWS_PANEL == 3)
                 info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
                 d_r = tl.zeros_like(d_r) + d_r1
                 d_i = tl.zeros_like(d_i) + d_i1
@@ -475,14 +534,17 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         A3.dtype == torch.float32 and lu_t.stride(2) == 1 and lu_t.stride(1) % 2 == 0 and lu_t.stride(0) % 2 == 0
         and n % 2 == 0 and lu_t.data_ptr() % 8 == 0))
 
+    rot = blocked and ROW_PANEL and pack and cplx and PANEL_ROTATE
+    ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot else piv if store else ref
+
     def launch(k_lo, k_hi):
         _LU[(cdiv(nb, block_b),)](
-            ref, lu_t, piv if store else ref, info if store else ref, d1_t, d2_t, nb, m, n,
+            ref, lu_t, piv if store else ref, info if store else ref, d1_t, d2_t, ws, nb, m, n,
             *kernel_strides(A3), *(kernel_strides(LU3) if store else (0, 0, 0)),
             piv.stride(0) if store else 0, (2 if cplx else 1) if det else 0, 1, k_lo, k_hi,
             BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
-            ROWS_PANEL=(1 + pack) * (blocked and ROW_PANEL),
+            ROWS_PANEL=(1 + pack + rot) * (blocked and ROW_PANEL),
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, num_warps=warps)
 
     if step == "inline":
@@ -582,7 +644,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     A3 = flat3(A, batch, (m, n))
     if _step_form(A.is_complex()) != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
-               ROW_PANEL, PANEL_PACK, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS,
+               ROW_PANEL, PANEL_PACK, PANEL_ROTATE, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS,
                BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
     else:
