@@ -739,14 +739,16 @@ case "${1:-1}" in
     timeout 100 python3 scripts/lu_solve_rhs.py --ks 1,2,4,256 --profile "${args[@]}" 2>&1 | grep -v -i warn
   done 2>&1 | tee "$OUT/form2.log"
   compiled form2_tests.log 150 8 tests/ops/test_linalg_lu.py -k "diag_inverse or few_form" ;;
-95)  # fifty-second session: complex64 row panels with their columns rotated a place a step (lu.PANEL_ROTATE,
-  # off; offline the panel column 636 -> 416 instructions, 215 -> 128 registers), A/B twice, the blocked
-  # tests compiled with it, the lu_factor record with it on
-  for round in 1 2; do for p in False True; do
+95)  # fifty-second session: complex64 row panels with their columns rotated a place a step (lu.PANEL_ROTATE 1,
+  # off; offline the panel column 636 -> 416 instructions, 215 -> 128 registers), 2: and each pivot search a
+  # step early, beside the updates; A/B/C twice, the blocked tests compiled with them, lu_factor records with each
+  for round in 1 2; do for p in 0 1 2; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set PANEL_ROTATE=$p 2>&1 \
       | grep -v -i warn | sed "s/^/PANEL_ROTATE=$p /" | tee -a "$OUT/lu_rotate.log"
   done; done
-  compiled rotate_tests.log 150 8 tests/ops/test_linalg_lu.py -k "blocked_steps and rotate"
-  timeout 90 python3 -m fastpath.bench linalg --only "lu_factor c" --set ops.linalg.lu.PANEL_ROTATE=True 2>&1 \
-    | grep -v -i warn | tail -3 ;;
+  compiled rotate_tests.log 150 8 tests/ops/test_linalg_lu.py -k "blocked_steps or tie_blocked or singular_blocked"
+  for p in 1 2; do
+    timeout 90 python3 -m fastpath.bench linalg --only "lu_factor c" --set ops.linalg.lu.PANEL_ROTATE=$p 2>&1 \
+      | grep -v -i warn | tail -2 | sed "s/^/PANEL_ROTATE=$p /"
+  done ;;
 esac

@@ -7,7 +7,7 @@ column costs before spending device time.
 
 (HOST_UPDATE: 0 inline, 1 matmul, 2 kernel, 3 kernel + fused look-ahead)
 
-(ROTATE: 1 sets lu.PANEL_ROTATE, the rotated complex64 panel columns)
+(ROTATE: lu.PANEL_ROTATE, 1: the complex64 panel columns rotated, 2: and the search a step ahead)
 (ptxas / cuobjdump from that Triton's nvidia backend; writes /tmp/lu/k.{ptx,cubin,sass})
 """
 import collections
@@ -24,7 +24,7 @@ from triton.compiler import ASTSource
 from fastpath.ops.linalg import lu
 
 if len(sys.argv) > 2:
-    lu.PANEL_ROTATE = bool(int(sys.argv[2]))
+    lu.PANEL_ROTATE = int(sys.argv[2])
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compile_sm90 import sass_loops  # noqa: E402
@@ -33,7 +33,7 @@ k = lu._lu_kernel
 names = list(inspect.signature(k.fn).parameters)
 # lu._launch's blocked plan for complex64 256x256: panels of 16 columns, 8 warps
 const = dict(BLOCK_B=1, M=256, W=16, CW=32, BM=32, BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
-             CPLX=True, PREC="ieee", ROWS_PANEL=1 + lu.PANEL_PACK + (lu.PANEL_PACK and lu.PANEL_ROTATE),
+             CPLX=True, PREC="ieee", ROWS_PANEL=1 + lu.PANEL_PACK + lu.PANEL_PACK * int(lu.PANEL_ROTATE),
              HOST_UPDATE=(int(sys.argv[1]) if len(sys.argv) > 1
                           else {"inline": 0, "matmul": 1, "kernel": 3}[lu._step_form(True)]),
              NEUMANN=lu.BLOCKED_STEP_NEUMANN)

@@ -77,12 +77,15 @@ def test_lu_factor_noncontiguous(dtype, device):
     assert _reconstruct(LU, piv, A) <= 8 * 40 * EPS[dtype]
 
 
-@pytest.fixture(params=["tile", "rows"])
+@pytest.fixture(params=["tile", "rows", "ahead"])
 def panel(request, monkeypatch):
     """The blocked path's panel: as a (1, M, W) tile (the interpreter's default) or a thread a row
-    (``_lu_panel_rows``, the GPU's default); the interpreter runs the row form 4-5x slower, so only
-    some blocked tests take both, the row form on fewer matrices."""
-    monkeypatch.setattr(L, "ROW_PANEL", request.param == "rows")
+    (``_lu_panel_rows``, the GPU's default), "ahead": complex64 rows with the columns rotated and
+    each pivot search a step early (``lu.PANEL_ROTATE = 2``; real matrices: the row form); the
+    interpreter runs the row form 4-5x slower, so only some blocked tests take them, on fewer
+    matrices."""
+    monkeypatch.setattr(L, "ROW_PANEL", request.param != "tile")
+    monkeypatch.setattr(L, "PANEL_ROTATE", 2 if request.param == "ahead" else 0)
     return request.param
 
 
@@ -143,8 +146,8 @@ def test_lu_singular(dtype, device):
                                             (70, 40, torch.float64, False), (34, 70, torch.float32, True),
                                             (70, 17, torch.float64, True), (33, 33, torch.complex64, True),
                                             (66, 17, torch.complex64, "unpacked"), (40, 9, torch.float32, True),
-                                            (66, 17, torch.complex64, "rotate"), (33, 33, torch.complex64, "rotate"),
-                                            (20, 40, torch.complex64, "rotate")])
+                                            (66, 17, torch.complex64, "rotate"), (33, 33, torch.complex64, "ahead"),
+                                            (20, 40, torch.complex64, "rotate"), (20, 40, torch.complex64, "ahead")])
 def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
     (complex 66 x 66: the last chunk and the last panel partial), a wide matrix (columns past
@@ -153,13 +156,14 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     forced), complex64 entries and float32 pairs moved as 64-bit words (``lu.PANEL_PACK``; not
     for an odd number of float32 columns: 40 x 9, one panel) or, "unpacked", one float at a
     time, or, "rotate", complex64 columns rotated a place a step (``lu.PANEL_ROTATE``; 20 x 40:
-    a panel of 32 columns factoring 20, the other 12 updated and put back); the other row-panel
+    a panel of 32 columns factoring 20, the other 12 updated and put back), "ahead" and each
+    pivot search a step early (``PANEL_ROTATE = 2``); the other row-panel
     matrices just past a panel's width (32, or 16 from 65 rows of complex64 or float64 on): two
     panels, the second of one or two columns."""
     if rows:
         monkeypatch.setattr(L, "ROW_PANEL", True)
-        monkeypatch.setattr(L, "PANEL_PACK", rows in (True, "rotate"))
-        monkeypatch.setattr(L, "PANEL_ROTATE", rows == "rotate")
+        monkeypatch.setattr(L, "PANEL_PACK", rows in (True, "rotate", "ahead"))
+        monkeypatch.setattr(L, "PANEL_ROTATE", {"rotate": 1, "ahead": 2}.get(rows, 0))
     # (the row panel and the square matrices, which det and slogdet factor twice more: one matrix, their cost)
     A = rand(1 if rows or m == n else 2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)

@@ -89,8 +89,9 @@ PANEL_PACK = True
 #: Complex64 row panels rotate their columns a place each step (column j always the first: no
 #: dynamic pick of a column, in the row or the pivot row; the pivot row through a workspace slot
 #: a step): offline sm_90 (scripts/compile_sm90.py linalg-gpu) the column loop's instructions
-#: 636 -> see docs/perf-notes.md, fifty-second session. Off until timed.
-PANEL_ROTATE = False
+#: 636 -> 416, registers 215 -> 128 (docs/perf-notes.md, fifty-second session); 2: and the next
+#: step's pivot search done beside the current step's column updates. Off (0) until timed.
+PANEL_ROTATE = 0
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -299,10 +300,11 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
     ``pos[r]`` is row r's place after the interchanges so far (ties in the search go to the
     earlier place, as getf2 finds them), and each pivot row reaches every thread through
     memory, written by its owner to its final place (row k0 + j); PACK: entries moved as 64-bit
-    words (:func:`_row_ld`). ROT (complex64, PACK): the W columns rotate a place each step, so
+    words (:func:`_row_ld`). ROT (1 or 2, complex64, PACK): the W columns rotate a place each step, so
     that column j is always the first (no pick of a dynamic column, in the row or in the pivot
     row), and the pivot row goes through ``ws`` (W slots of W words, one a step) in the rotated
-    order; the rows' final store undoes the rotation. Returns the pivots (W,), 1-based, info and
+    order; the rows' final store undoes the rotation; 2: each step's search done at the end of the
+    step before (beside its updates). Returns the pivots (W,), 1-based, info and
     the determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
@@ -311,6 +313,10 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
     pos = r
     wv = tl.arange(0, W)
     piv = k0 + wv + 1
+    pp = k0
+    prow = k0
+    if ROT == 2 and PIVOT:  # the search a step ahead: the first one here
+        pp, prow = _search(cr[0], ci[0], live, pos, r, k0, CPLX)
     for j in range(0, jcnt):
         g = k0 + j
         xr = cr[0]
@@ -320,13 +326,11 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
                 xr = tl.where(j == c, cr[c], xr)
                 if CPLX:
                     xi = tl.where(j == c, ci[c], xi)
-        if PIVOT:
-            mag = _abs1(xr, xi, CPLX)
-            mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)  # NaN: last
-            _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
-        else:
+        if not PIVOT:
             pp = g
             prow = g
+        elif ROT != 2:
+            pp, prow = _search(xr, xi, live, pos, r, g, CPLX)
         if ROT:  # through slot j of ws, in the rotated order: column j first
             prr, pri = _slot_pass(ws + j * W, cr, ci, r == prow, W)
             pr = prr[0]
@@ -367,6 +371,8 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
             ci = nci
         if DET != 0:
             d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
+        if ROT == 2 and PIVOT:  # the next step's search, beside this step's updates of the other columns
+            pp, prow = _search(cr[0], ci[0], live, pos, r, g + 1, CPLX)
     tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
     if ROT:  # place c holds column jcnt + c (mod W)
         for c in tl.static_range(W):
@@ -376,6 +382,18 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
     else:
         _row_st(base, pos * slr, k0, n, slc, cr, ci, live & (r >= k0), W, CPLX, PACK)
     return piv, info, d_r, d_i, la
+
+
+@triton.jit
+def _search(xr, xi, live, pos, r, g, CPLX: tl.constexpr):
+    """Step g's pivot: its place and the thread (row) holding it, the column (xr, xi) a row a
+    thread; the first largest |re| + |im| at places g.. (as i?amax)."""
+    mag = _abs1(xr, xi, CPLX)
+    # NaN ranks below every number but above the rows out of play (an argmax never picks
+    # NaN: a pivot row above g would corrupt the factorisation); NaN then propagates
+    mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)
+    _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
+    return pp, prow
 
 
 @triton.jit
@@ -445,7 +463,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                 piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, ws_ptr + bs * W * W, k0, m, n, jcnt, slr, slc,
                                                               tl.max(info), tl.max(d_r), tl.max(d_i), tl.max(la),
                                                               M, W, PIVOT, DET, CPLX, ROWS_PANEL >= 2,
-                                                              ROWS_PANEL == 3)
+                                                              ROWS_PANEL // 3 * (ROWS_PANEL - 2))
                 info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
                 d_r = tl.zeros_like(d_r) + d_r1
                 d_i = tl.zeros_like(d_i) + d_i1
@@ -534,7 +552,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         A3.dtype == torch.float32 and lu_t.stride(2) == 1 and lu_t.stride(1) % 2 == 0 and lu_t.stride(0) % 2 == 0
         and n % 2 == 0 and lu_t.data_ptr() % 8 == 0))
 
-    rot = blocked and ROW_PANEL and pack and cplx and PANEL_ROTATE
+    rot = int(PANEL_ROTATE) if blocked and ROW_PANEL and pack and cplx else 0
     ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot else piv if store else ref
 
     def launch(k_lo, k_hi):
