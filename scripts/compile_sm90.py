@@ -198,6 +198,17 @@ def run_calls(which: str) -> None:
                     T.DIAG_PLAN.clear(), T.DIAG_PLAN.update(saved[0]), T.FEW_PLAN.clear(), T.FEW_PLAN.update(saved[1])
             calls.append((f"lu_solve k=1 {dt}, the forms 2", forms_2))
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
+
+        def rotated():  # complex64 row panels rotated, each search a step early, the pivot row through shared
+            from fastpath.ops.linalg import lu as LU_  # memory (off by default): the factor's launch and det's
+            saved = LU_.PANEL_ROTATE, LU_.PANEL_SMEM
+            LU_.PANEL_ROTATE, LU_.PANEL_SMEM = 2, True
+            try:
+                L_.lu_factor_ex(R(64, 256, 256, dt=torch.complex64))
+                L_.det(R(64, 256, 256, dt=torch.complex64))
+            finally:
+                LU_.PANEL_ROTATE, LU_.PANEL_SMEM = saved
+        calls.append(("lu_factor / det 64x256 c64, rotated panels", rotated))
         _record_calls(calls)
     if which == "training-gpu":  # the training bench's calls with the GPU's plans (as linalg-gpu), forward + backward
         E = torch.empty

@@ -3,11 +3,12 @@ launches it (triton 3.6, no GPU): registers, spills, and per loop (backward bran
 of barriers, shuffles, shared/global memory and float instructions, to see what one panel
 column costs before spending device time.
 
-    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py [HOST_UPDATE] [ROTATE]
+    PYTHONPATH=/path/to/triton-3.6:src python scripts/lu_panel_sass.py [HOST_UPDATE] [ROTATE] [SMEM]
 
 (HOST_UPDATE: 0 inline, 1 matmul, 2 kernel, 3 kernel + fused look-ahead)
 
-(ROTATE: lu.PANEL_ROTATE, 1: the complex64 panel columns rotated, 2: and the search a step ahead)
+(ROTATE: lu.PANEL_ROTATE, 1: the complex64 panel columns rotated, 2: and the search a step ahead;
+SMEM: lu.PANEL_SMEM, 0 / 1)
 (ptxas / cuobjdump from that Triton's nvidia backend; writes /tmp/lu/k.{ptx,cubin,sass})
 """
 import collections
@@ -25,6 +26,8 @@ from fastpath.ops.linalg import lu
 
 if len(sys.argv) > 2:
     lu.PANEL_ROTATE = int(sys.argv[2])
+if len(sys.argv) > 3:
+    lu.PANEL_SMEM = bool(int(sys.argv[3]))
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compile_sm90 import sass_loops  # noqa: E402
@@ -36,7 +39,7 @@ const = dict(BLOCK_B=1, M=256, W=16, CW=32, BM=32, BLOCKED=True, PIVOT=True, DET
              CPLX=True, PREC="ieee", ROWS_PANEL=1 + lu.PANEL_PACK + lu.PANEL_PACK * int(lu.PANEL_ROTATE),
              HOST_UPDATE=(int(sys.argv[1]) if len(sys.argv) > 1
                           else {"inline": 0, "matmul": 1, "kernel": 3}[lu._step_form(True)]),
-             NEUMANN=lu.BLOCKED_STEP_NEUMANN)
+             NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(lu.PANEL_ROTATE and lu.PANEL_SMEM))
 sig, cx = {}, {}
 ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32", "ws_ptr": "*i64"}
 for i, nm in enumerate(names):

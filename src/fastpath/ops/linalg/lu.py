@@ -92,6 +92,9 @@ PANEL_PACK = True
 #: 636 -> 416, registers 215 -> 128 (docs/perf-notes.md, fifty-second session); 2: and the next
 #: step's pivot search done beside the current step's column updates. Off (0) until timed.
 PANEL_ROTATE = 0
+#: ... and the rotated panel's pivot row through shared memory (inline PTX, 128-bit stores and loads)
+#: rather than a global workspace slot (the interpreter has no inline PTX: the workspace there).
+PANEL_SMEM = not INTERPRET
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -293,19 +296,19 @@ def _row_pass(base, g, j, k0, n, slr, slc, cr, ci, own, W: tl.constexpr, CPLX: t
 @triton.jit
 def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
                    PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr,
-                   ROT: tl.constexpr):
+                   ROT: tl.constexpr, SMEM: tl.constexpr):
     """LU of columns k0 .. k0+jcnt-1 of one matrix at ``base``, in place (pivot rows k0..m-1):
     the panel is held as ``W`` column vectors of ``M`` rows, so a thread holds whole rows and
     the elimination needs no reduction but the pivot search. Rows never move in registers:
     ``pos[r]`` is row r's place after the interchanges so far (ties in the search go to the
     earlier place, as getf2 finds them), and each pivot row reaches every thread through
     memory, written by its owner to its final place (row k0 + j); PACK: entries moved as 64-bit
-    words (:func:`_row_ld`). ROT (1 or 2, complex64, PACK): the W columns rotate a place each step, so
-    that column j is always the first (no pick of a dynamic column, in the row or in the pivot
-    row), and the pivot row goes through ``ws`` (W slots of W words, one a step) in the rotated
-    order; the rows' final store undoes the rotation; 2: each step's search done at the end of the
-    step before (beside its updates). Returns the pivots (W,), 1-based, info and
-    the determinant's accumulators."""
+    words (:func:`_row_ld`). ROT (1 or 2, complex64, PACK): the W columns rotate a place each
+    step, so that column j is always the first (no pick of a dynamic column, in the row or in the
+    pivot row), and the pivot row goes through ``ws`` (W slots of W words, one a step; SMEM: two
+    slots of shared memory, :func:`_slot_pass`) in the rotated order; the rows' final store
+    undoes the rotation; 2: each step's search done at the end of the step before (beside its
+    updates). Returns the pivots (W,), 1-based, info and the determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
     cr, ci = _row_ld(base, r * slr, k0, n, slc, live, W, CPLX, PACK)
@@ -332,7 +335,7 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
         elif ROT != 2:
             pp, prow = _search(xr, xi, live, pos, r, g, CPLX)
         if ROT:  # through slot j of ws, in the rotated order: column j first
-            prr, pri = _slot_pass(ws + j * W, cr, ci, r == prow, W)
+            prr, pri = _slot_pass(ws, j, cr, ci, r == prow, W, SMEM)
             pr = prr[0]
             pi = pri[0]
         else:
@@ -396,20 +399,62 @@ def _search(xr, xi, live, pos, r, g, CPLX: tl.constexpr):
     return pp, prow
 
 
+# The pivot row through shared memory (inline PTX: triton 3.6 has no shared-memory tensors a thread
+# can address): ``_smem_row_declare`` declares fp_lurow at the kernel's scope (a scalar operand:
+# emitted once), two slots of up to 32 words that the steps take in turn (a step's reads end before
+# the next step's barrier, so the slot two steps on is free); 128-bit stores and loads, two words each.
+
 @triton.jit
-def _slot_pass(slot, cr, ci, own, W: tl.constexpr):
-    """The row of the thread(s) where ``own`` (one), complex64 entries as 64-bit words through
-    ``slot`` (W words), to every thread: (re, im) tuples."""
-    at = slot + own.to(tl.int32) * 0  # a pointer a thread
-    for c in tl.static_range(W):
-        tl.store(_ptr64(at + c), _pack64(cr[c], ci[c]), mask=own)
-    tl.debug_barrier()
+def _smem_row_declare():
+    tl.inline_asm_elementwise(".shared .align 16 .b8 fp_lurow[512]; mov.u32 $0, 0;", "=r,r", [tl.program_id(0)],
+                              dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _smem_st2(off, ok, w0, w1):
+    """Words w0, w1 at byte ``off`` of fp_lurow where ``ok``."""
+    tl.inline_asm_elementwise(
+        "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_lurow; add.u32 a, a, $1; "
+        "@p st.shared.v2.u64 [a], {$3, $4}; mov.u32 $0, 0; }",
+        "=r,r,r,l,l", [off, ok, w0, w1], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _smem_ld2(off):
+    """The two words at byte ``off`` of fp_lurow."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .u32 a; mov.u32 a, fp_lurow; add.u32 a, a, $2; ld.shared.v2.u64 {$0, $1}, [a]; }",
+        "=l,=l,r", [off], dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
+
+
+@triton.jit
+def _slot_pass(ws, j, cr, ci, own, W: tl.constexpr, SMEM: tl.constexpr):
+    """The row of the thread(s) where ``own`` (one), complex64 entries as 64-bit words, to every
+    thread as (re, im) tuples: through slot j of ``ws`` (W words a slot), or with SMEM through
+    shared memory (slot j mod 2 of fp_lurow)."""
     prr = ()
     pri = ()
-    for c in tl.static_range(W):
-        y_r, y_i = _unpack64(tl.load(_ptr64(slot + c)))
-        prr = prr + (y_r,)
-        pri = pri + (y_i,)
+    if SMEM:
+        off = (j & 1) * (W * 8)  # bytes; stored by a thread each (the owner), loaded as one value
+        ok = own.to(tl.int32)
+        for c in tl.static_range(W // 2):
+            _smem_st2(off + 16 * c + ok * 0, ok, _pack64(cr[2 * c], ci[2 * c]), _pack64(cr[2 * c + 1], ci[2 * c + 1]))
+        tl.debug_barrier()
+        for c in tl.static_range(W // 2):
+            w0, w1 = _smem_ld2(off + 16 * c)
+            y_r, y_i = _unpack64(w0)
+            z_r, z_i = _unpack64(w1)
+            prr = prr + (y_r, z_r)
+            pri = pri + (y_i, z_i)
+    else:
+        at = ws + j * W  # stored through a pointer a thread (the owner's), loaded as one value
+        for c in tl.static_range(W):
+            tl.store(_ptr64(at + own.to(tl.int32) * 0 + c), _pack64(cr[c], ci[c]), mask=own)
+        tl.debug_barrier()
+        for c in tl.static_range(W):
+            y_r, y_i = _unpack64(tl.load(_ptr64(at + c)))
+            prr = prr + (y_r,)
+            pri = pri + (y_i,)
     return prr, pri
 
 
@@ -419,7 +464,9 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
-               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr):
+               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr):
+    if ROWS_PANEL >= 3 and PANEL_SMEM:
+        _smem_row_declare()
     kmax = tl.minimum(m, n)
     r = tl.arange(0, M)
     r3 = r[None, :, None]
@@ -463,7 +510,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                 piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, ws_ptr + bs * W * W, k0, m, n, jcnt, slr, slc,
                                                               tl.max(info), tl.max(d_r), tl.max(d_i), tl.max(la),
                                                               M, W, PIVOT, DET, CPLX, ROWS_PANEL >= 2,
-                                                              ROWS_PANEL // 3 * (ROWS_PANEL - 2))
+                                                              ROWS_PANEL // 3 * (ROWS_PANEL - 2), PANEL_SMEM)
                 info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
                 d_r = tl.zeros_like(d_r) + d_r1
                 d_i = tl.zeros_like(d_i) + d_i1
@@ -553,7 +600,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         and n % 2 == 0 and lu_t.data_ptr() % 8 == 0))
 
     rot = int(PANEL_ROTATE) if blocked and ROW_PANEL and pack and cplx else 0
-    ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot else piv if store else ref
+    ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot and not PANEL_SMEM else ref
 
     def launch(k_lo, k_hi):
         _LU[(cdiv(nb, block_b),)](
@@ -563,7 +610,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
             ROWS_PANEL=(1 + pack + rot) * (blocked and ROW_PANEL),
-            HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, num_warps=warps)
+            HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(rot and PANEL_SMEM), num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)
@@ -662,8 +709,8 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     A3 = flat3(A, batch, (m, n))
     if _step_form(A.is_complex()) != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
-               ROW_PANEL, PANEL_PACK, PANEL_ROTATE, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM, BLOCKED_STEP_WARPS,
-               BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN)
+               ROW_PANEL, PANEL_PACK, PANEL_ROTATE, PANEL_SMEM, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM,
+               BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
     else:
         LU, piv, info = _factor(A3, pivot)
