@@ -751,4 +751,13 @@ case "${1:-1}" in
   compiled rotate_tests.log 150 8 tests/ops/test_linalg_lu.py -k "blocked_steps or tie_blocked or singular_blocked"
   timeout 90 python3 -m fastpath.bench linalg --only "lu_factor c" --set ops.linalg.lu.PANEL_ROTATE=2 2>&1 \
     | grep -v -i warn | tail -2 ;;
+96)  # fifty-second session: 94's sweep cut to four settings for a short call (the default, each form 2 at its
+  # offline-best width, both), three right-hand-side counts; no compiled tests (94's, once a form wins)
+  D=ops.linalg.triangular.DIAG_PLAN F=ops.linalg.triangular.FEW_PLAN
+  for p in "" "$D:complex64=(2,1,1,8) $D:float32=(2,1,1,16)" "$F:complex64=(32,64,4,4,2) $F:float32=(32,128,4,4,2)" \
+      "$F:complex64=(32,64,4,4,2) $D:complex64=(2,1,1,8) $F:float32=(32,128,4,4,2) $D:float32=(2,1,1,16)"; do
+    echo "== ${p:-default}"
+    args=(); for kv in $p; do args+=(--set "$kv"); done
+    timeout 80 python3 scripts/lu_solve_rhs.py --ks 1,4,256 --profile "${args[@]}" 2>&1 | grep -v -i warn
+  done 2>&1 | tee "$OUT/form2_short.log" ;;
 esac
