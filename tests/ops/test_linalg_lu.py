@@ -250,14 +250,20 @@ def test_lu_singular_blocked(device, panel):
     assert (s.cpu()[bad] == 0).all() and (la.cpu()[bad] == float("-inf")).all()
 
 
-@pytest.mark.parametrize("n", [6, 40])
-def test_lu_no_pivoting(n, device):
-    A = rand(3, n, n, dtype=torch.float64) + 4 * n ** 0.5 * torch.eye(n, dtype=torch.float64)
+@pytest.mark.parametrize("n,dtype,ahead", [(6, torch.float64, False), (40, torch.float64, False),
+                                           (40, torch.complex64, True)])
+def test_lu_no_pivoting(n, dtype, ahead, device, monkeypatch):
+    """pivot=False; ``ahead``: complex64's row panel rotated with the searches a step early
+    (``lu.PANEL_ROTATE = 2``), where the pivot row's holder is found by its place."""
+    if ahead:
+        monkeypatch.setattr(L, "ROW_PANEL", True)
+        monkeypatch.setattr(L, "PANEL_ROTATE", 2)
+    A = rand(3, n, n, dtype=dtype) + 4 * n ** 0.5 * torch.eye(n, dtype=dtype)
     LU, piv, info = L.lu_factor_ex(A.to(device), pivot=False)
     assert (info.cpu() == 0).all()
     assert torch.equal(piv.cpu(), torch.arange(1, n + 1, dtype=torch.int32).expand(3, n))
-    Lm = torch.tril(LU.cpu(), -1) + torch.eye(n, dtype=torch.float64)
-    assert rel_error(Lm @ torch.triu(LU.cpu()), A) <= 8 * n * EPS[torch.float64]
+    Lm = torch.tril(LU.cpu(), -1) + torch.eye(n, dtype=dtype)
+    assert rel_error(Lm @ torch.triu(LU.cpu()), A) <= 8 * n * EPS[dtype]
 
 
 # ---------------------------------------------------------------------------- lu_solve

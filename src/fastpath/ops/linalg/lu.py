@@ -202,6 +202,13 @@ def _pivot_max(m1, p1, r1, m2, p2, r2):
 
 
 @triton.jit
+def _pivot_max2(m1, p1, m2, p2):
+    """:func:`_pivot_max` without the row."""
+    take = (m2 > m1) | ((m2 == m1) & (p2 < p1))
+    return tl.where(take, m2, m1), tl.where(take, p2, p1)
+
+
+@triton.jit
 def _ptr64(ptr):
     return ptr.to(tl.pointer_type(tl.int64))
 
@@ -319,7 +326,7 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
     pp = k0
     prow = k0
     if ROT == 2 and PIVOT:  # the search a step ahead: the first one here
-        pp, prow = _search(cr[0], ci[0], live, pos, r, k0, CPLX)
+        pp, prow = _search(cr[0], ci[0], live, pos, r, k0, CPLX, True)
     for j in range(0, jcnt):
         g = k0 + j
         xr = cr[0]
@@ -333,20 +340,22 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
             pp = g
             prow = g
         elif ROT != 2:
-            pp, prow = _search(xr, xi, live, pos, r, g, CPLX)
+            pp, prow = _search(xr, xi, live, pos, r, g, CPLX, ROT > 0)
+        # the thread holding the pivot row (with a rotation found by its place: pos is one-to-one)
+        own = (pos == pp) if ROT else (r == prow)
         if ROT:  # through slot j of ws, in the rotated order: column j first
-            prr, pri = _slot_pass(ws, j, cr, ci, r == prow, W, SMEM)
+            prr, pri = _slot_pass(ws, j, cr, ci, own, W, SMEM)
             pr = prr[0]
             pi = pri[0]
         else:
-            prr, pri, pr, pi = _row_pass(base, g, j, k0, n, slr, slc, cr, ci, r == prow, W, CPLX, PACK)
+            prr, pri, pr, pi = _row_pass(base, g, j, k0, n, slr, slc, cr, ci, own, W, CPLX, PACK)
         if CPLX:
             zero_piv = (pr == 0.0) & (pi == 0.0)
         else:
             zero_piv = pr == 0.0
         info = tl.where(zero_piv & (info == 0), g + 1, info)
         piv = tl.where(wv == j, pp + 1, piv)
-        pos = tl.where(r == prow, g, tl.where(pos == g, pp, pos))
+        pos = tl.where(own, g, tl.where(pos == g, pp, pos))
         under = live & (pos > g)
         lr, li = _div(xr, xi, tl.where(zero_piv, 1.0, pr), tl.where(zero_piv, 0.0, pi), CPLX)
         ncr = ()
@@ -375,7 +384,7 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
         if DET != 0:
             d_r, d_i, la = _det_step(d_r, d_i, la, pr, pi, pp != g, DET, CPLX)
         if ROT == 2 and PIVOT:  # the next step's search, beside this step's updates of the other columns
-            pp, prow = _search(cr[0], ci[0], live, pos, r, g + 1, CPLX)
+            pp, prow = _search(cr[0], ci[0], live, pos, r, g + 1, CPLX, True)
     tl.debug_barrier()  # the pivot rows' reads done before the rows go to their places
     if ROT:  # place c holds column jcnt + c (mod W)
         for c in tl.static_range(W):
@@ -388,14 +397,19 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
 
 
 @triton.jit
-def _search(xr, xi, live, pos, r, g, CPLX: tl.constexpr):
-    """Step g's pivot: its place and the thread (row) holding it, the column (xr, xi) a row a
-    thread; the first largest |re| + |im| at places g.. (as i?amax)."""
+def _search(xr, xi, live, pos, r, g, CPLX: tl.constexpr, PLACE_ONLY: tl.constexpr):
+    """Step g's pivot: its place and the thread (row) holding it (PLACE_ONLY: the place twice, one
+    operand less in the reduction; the holder is the thread whose ``pos`` is it), the column (xr,
+    xi) a row a thread; the first largest |re| + |im| at places g.. (as i?amax)."""
     mag = _abs1(xr, xi, CPLX)
     # NaN ranks below every number but above the rows out of play (an argmax never picks
     # NaN: a pivot row above g would corrupt the factorisation); NaN then propagates
     mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)
-    _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
+    if PLACE_ONLY:
+        _, pp = tl.reduce((mag, pos), 0, _pivot_max2)
+        prow = pp
+    else:
+        _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
     return pp, prow
 
 
