@@ -742,13 +742,15 @@ case "${1:-1}" in
 95)  # fifty-second session: complex64 row panels with their columns rotated a place a step (lu.PANEL_ROTATE 1,
   # off; offline the panel column 636 -> 416 instructions, 215 -> 128 registers), 2: and each pivot search a
   # step early, beside the updates; the pivot row through shared memory (lu.PANEL_SMEM, the GPU's default with
-  # a rotation; 353 instructions) or a global slot; A/B twice, the blocked tests compiled, lu_factor records
+  # a rotation; 338 instructions with the two-operand search) or a global slot; A/B twice, the blocked tests
+  # compiled, lu_factor records
   for round in 1 2; do for p in "PANEL_ROTATE=0" "PANEL_ROTATE=1" "PANEL_ROTATE=2 --set PANEL_SMEM=False" \
       "PANEL_ROTATE=2"; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $p 2>&1 \
       | grep -v -i warn | sed "s/^/$p /" | tee -a "$OUT/lu_rotate.log"
   done; done
-  compiled rotate_tests.log 150 8 tests/ops/test_linalg_lu.py -k "blocked_steps or tie_blocked or singular_blocked"
+  compiled rotate_tests.log 150 8 tests/ops/test_linalg_lu.py \
+    -k "blocked_steps or tie_blocked or singular_blocked or no_pivoting"
   timeout 90 python3 -m fastpath.bench linalg --only "lu_factor c" --set ops.linalg.lu.PANEL_ROTATE=2 2>&1 \
     | grep -v -i warn | tail -2 ;;
 96)  # fifty-second session: 94's sweep cut to four settings for a short call (the default, each form 2 at its
