@@ -87,11 +87,13 @@ BLOCKED_LOOKAHEAD = "fused"
 #: scripts/lu_breakdown.py; scripts/lu_column_probe.py's column 1515 -> 835 ns).
 PANEL_PACK = True
 #: Complex64 row panels rotate their columns a place each step (column j always the first: no
-#: dynamic pick of a column, in the row or the pivot row; the pivot row through a workspace slot
-#: a step): offline sm_90 (scripts/compile_sm90.py linalg-gpu) the column loop's instructions
-#: 636 -> 416, registers 215 -> 128 (docs/perf-notes.md, fifty-second session); 2: and the next
-#: step's pivot search done beside the current step's column updates. Off (0) until timed.
-PANEL_ROTATE = 0
+#: dynamic pick of a column, in the row or the pivot row; the pivot row through a slot a step, the
+#: search on (magnitude, place)): offline sm_90 (scripts/lu_panel_sass.py) a column 636 -> 338
+#: instructions with PANEL_SMEM, registers 215 -> 128; 2: and each step's pivot search done at the
+#: end of the step before, beside its column updates. H100, complex64 64 x 256x256 in graphs
+#: (scripts/lu_breakdown.py --parts, twice): 871.5 / 871.4 us (0) -> 745.0 (1), 745.3 / 747.1 (2);
+#: 2 with a global slot instead of shared memory 902.8 (docs/perf-notes.md, fifty-second session).
+PANEL_ROTATE = 1
 #: ... and the rotated panel's pivot row through shared memory (inline PTX, 128-bit stores and loads)
 #: rather than a global workspace slot (the interpreter has no inline PTX: the workspace there).
 PANEL_SMEM = not INTERPRET

@@ -63,8 +63,11 @@ BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4)
 #: Form 1: ``_sweep_few``; 2: ``_sweep_few3`` (every tensor 3-D, the products summed elementwise
 #: over the chunks: complex64's chunk step 978 -> 377 SASS instructions and 19 -> 0 barriers at one
 #: right-hand side, scripts/compile_sm90.py's COMPILE_LOOPS; float32 row-major 577 -> 159, 21 -> 0;
-#: float32 column-major keeps a layout change of X in a step), not yet timed on a GPU.
-FEW_PLAN = {torch.float32: (32, 128, 4, 4, 1), torch.complex64: (32, 64, 4, 4, 1)}
+#: float32 column-major keeps a layout change of X in a step). H100, the same lu_solve, kernel time
+#: (scripts/lu_solve_rhs.py --profile, fifty-second session): complex64's sweep at one right-hand
+#: side 127.5 -> 60.2 us with form 2, at 4 193.5 -> 118.7; float32 42.0 -> 53.7 at one, 76.6 -> 68.1 at 4
+#: (float32 keeps form 1).
+FEW_PLAN = {torch.float32: (32, 128, 4, 4, 1), torch.complex64: (32, 64, 4, 4, 2)}
 #: ... reading a column-major M's chunks transposed (along memory) from this many right-hand sides
 #: (complex64 one: 180 -> 193 us, 2: 239 -> 232, 4: 386 -> 249; float32 one: 101 -> 96); form 1 only
 #: (form 2 reads either order the same way).
@@ -91,8 +94,10 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: right-hand side), 545 -> 529 (256); float32 16 columns 152 -> 121, 180 -> 148 (4 columns: 141
 #: / 169). First entry 2: from memory with no layout change in a step (``_inv_one_layout``: no barrier
 #: or shared memory in a step at one block a program, 102-203 SASS instructions against 168-293 for
-#: complex64, scripts/compile_sm90.py's COMPILE_LOOPS), not yet timed on a GPU.
-DIAG_PLAN = {torch.float32: (True, 1, None, 16), torch.complex64: (True, 1, None, 8),
+#: complex64, scripts/compile_sm90.py's COMPILE_LOOPS); H100, the same lu_solve's inverses (kernel time,
+#: fifty-second session): complex64 8 columns 51.2 -> 43.2 us, float32 16 columns 21.3 -> 11.8 (32-row
+#: blocks, up to 4 right-hand sides) and 50.6 -> 35.5 (64-row blocks).
+DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
 #: Calls with fewer diagonal blocks than DIAG_FEW_BLOCKS take DIAG_FEW_PLAN where it has their dtype:
 #: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
