@@ -11,7 +11,9 @@ one) and the factorisation carries on, as ``getrf`` does.
   and eliminates column by column (``_lu_panel`` on a (BLOCK_B, M, N) tile).
 * ``BLOCKED=True`` (one matrix per program, factored in place in the output): right-looking
   blocked LU with panels of ``W`` columns. Per panel: ``_lu_panel_rows`` on the panel in
-  registers (a thread a row, rows tracked by place rather than moved); its row interchanges
+  registers (a thread a row, rows tracked by place rather than moved; complex64's columns
+  rotated a place a step and each pivot row passed through shared memory, ``PANEL_ROTATE``,
+  ``PANEL_SMEM``); its row interchanges
   applied to the other columns by moving only the rows they touch (at most 2W: sources tracked
   backwards through the swaps, :func:`.triangular._track`);
   ``L11^-1`` formed once in registers, then per chunk of columns ``U12 = L11^-1 A12`` and
