@@ -555,3 +555,16 @@ def test_launch_memo_leaves_bad_arguments_to_the_op(monkeypatch):
     with pytest.raises(TypeError, match="x: expected a tensor"):
         m.call(op, ([1.0, 2.0], torch.zeros(2)))
     assert m.entries == {}
+
+
+def test_rel_error_counts_imaginary_parts():
+    """The tests' comparison of complex results: an error only in the imaginary parts counts (a
+    float64 cast would drop them), and a complex result matches itself within the table."""
+    from tests.tolerances import assert_close, rel_error
+    a = torch.randn(7, dtype=torch.complex64, generator=torch.Generator().manual_seed(0))
+    b = a.clone()
+    b.imag += 0.1
+    assert rel_error(b, a) > 0.01
+    with pytest.raises(AssertionError, match="relative error"):
+        assert_close(b, a)
+    assert_close(a.clone(), a)
