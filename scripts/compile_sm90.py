@@ -186,7 +186,8 @@ def run_calls(which: str) -> None:
                 calls.append((f"lu_solve k={k} {dt} column-major", lambda dt=dt, k=k: L_.lu_solve(
                     R(64, 256, 256, dt=dt).mT, torch.ones(64, 256, dtype=torch.int32), R(64, 256, k, dt=dt))))
 
-            def forms_2(dt=dt):  # the inverses' and the few sweep's form 2 (off by default: compiled here too)
+            def forms_2(dt=dt):  # the inverses' and the few sweep's form 2 (float32's few sweep keeps form 1 by
+                # default: its form 2 is compiled here; the others are the defaults since the fifty-second session)
                 from fastpath.ops.linalg import triangular as T
                 saved = dict(T.DIAG_PLAN), dict(T.FEW_PLAN)
                 T.DIAG_PLAN[dt] = (2, 1, 1, T.DIAG_PLAN[dt][3])
@@ -199,8 +200,9 @@ def run_calls(which: str) -> None:
             calls.append((f"lu_solve k=1 {dt}, the forms 2", forms_2))
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
 
-        def rotated():  # complex64 row panels rotated, each search a step early, the pivot row through shared
-            from fastpath.ops.linalg import lu as LU_  # memory (off by default): the factor's launch and det's
+        def rotated():  # complex64 row panels rotated with each search a step early (PANEL_ROTATE 2, off by
+            from fastpath.ops.linalg import lu as LU_  # default; 1 is the default), the pivot row through shared
+            # memory: the factor's launch and det's
             saved = LU_.PANEL_ROTATE, LU_.PANEL_SMEM
             LU_.PANEL_ROTATE, LU_.PANEL_SMEM = 2, True
             try:
