@@ -217,18 +217,34 @@ def test_lu_blocked_update_forms(step, m, n, dtype, device, monkeypatch):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs of the blocked path: CUDA only")
 def test_lu_blocked_graph_replays(device, monkeypatch):
     """From a shape's second call on, the one-launch-a-panel loop replays from a CUDA graph: each
-    call's factors are its own input's (info, LAPACK's pivots, P L U = A) and a replay does not
-    overwrite an earlier call's results."""
+    call's factors are its own input's (info, LAPACK's pivots, P L U = A), a replay does not
+    overwrite an earlier call's results, and the graph's factorisation in place (in its private
+    copy) leaves every input as it was."""
     monkeypatch.setattr(L, "_GRAPHS", L.GraphCache())
     inputs = [rand(8, 70, 70, dtype=torch.complex64, device=device) for _ in range(4)]
     inputs[2][3, :, 40] = 0
+    kept = [A.clone() for A in inputs]
     outs = [L.lu_factor_ex(A) for A in inputs]
     assert any(v != "seen" for v in L._GRAPHS.entries.values())
+    assert all(torch.equal(A, B) for A, B in zip(inputs, kept))
     for A, (LU, piv, info) in zip(inputs, outs):
         ref = torch.linalg.lu_factor_ex(_ref(A))
         assert info.cpu().tolist() == ref.info.tolist()
         assert torch.equal(piv.cpu(), ref.pivots)
         assert _reconstruct(LU, piv, A) <= 8 * 70 * EPS[torch.complex64]
+
+
+def test_lu_blocked_in_place(device):
+    """The factorisation a CUDA graph captures (``_factor`` on its own input: the matrices factored
+    where they lie, no copy) gives what the copying form gives, bit for bit, and torch's pivots."""
+    A = rand(8, 40, 40, dtype=torch.complex64, device=device)
+    LU, piv, info = L._factor(A, True)
+    work = A.clone()
+    LU2, piv2, info2 = L._factor(work, True, own_input=True)
+    assert LU2.data_ptr() == work.data_ptr()
+    assert torch.equal(LU, LU2) and torch.equal(piv, piv2) and torch.equal(info, info2)
+    assert torch.equal(piv.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
+    assert _reconstruct(LU2, piv2, A) <= 8 * 40 * EPS[torch.complex64]
 
 
 def test_lu_singular_blocked(device, panel):

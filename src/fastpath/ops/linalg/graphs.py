@@ -4,7 +4,7 @@ and matmuls issued from Python) from the second call of a shape on."""
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Optional
 
 import torch
 
@@ -26,15 +26,18 @@ class GraphCache:
     """``cache(key, fn, A, keep)`` returns ``fn(A)`` (a tuple of new tensors, None allowed): run
     directly on the first call of ``key`` (which compiles the kernels), captured as a CUDA graph
     on the second (on a private copy of A, kept with the graph's outputs: several times A's
-    memory) and replayed from then on, the outputs cloned. The ``keep`` most recently used
-    graphs are kept (a call's ``keep``, so that a module knob can set it). Direct calls where
+    memory) and replayed from then on, the outputs cloned. ``in_place`` (optional): what the
+    graph captures instead of ``fn``, the same results but free to overwrite its argument, the
+    private copy (e.g. a factorisation in that copy: one copy of A fewer a call). The ``keep``
+    most recently used graphs are kept (a call's ``keep``, so that a module knob can set it).
+    Direct calls where
     graphs cannot help or would be wrong: off CUDA, in Triton's interpreter, while the caller
     is capturing or compiling, or ``keep`` = 0."""
 
     def __init__(self):
         self.entries: dict = {}
 
-    def __call__(self, key: Hashable, fn: Callable, A: torch.Tensor, keep: int):
+    def __call__(self, key: Hashable, fn: Callable, A: torch.Tensor, keep: int, in_place: Optional[Callable] = None):
         if (keep <= 0 or INTERPRET or A.device.type != "cuda"
                 or torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()):
             return fn(A)
@@ -51,7 +54,7 @@ class GraphCache:
                 static = A.contiguous().clone()
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
-                    out = fn(static)
+                    out = (in_place or fn)(static)
             entry = [graph, static, out, stream]
         graph, static, out, last = entry
         if last != stream:  # the previous replay (and its outputs' copies) ran on another stream

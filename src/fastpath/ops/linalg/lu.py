@@ -597,7 +597,8 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         M = next_pow2(m)
         W = BLOCKED_W or (32 if M * 32 * comps <= PANEL_ELEMS // 2 else 16)
         block_b, cw, bm, warps = 1, BLOCKED_CW[cplx], BLOCKED_BM, BLOCKED_WARPS
-        LU3.copy_(A3)
+        if LU3.data_ptr() != A3.data_ptr():  # (in place: _factor's own_input)
+            LU3.copy_(A3)
     else:
         M, W = next_pow2(m), next_pow2(n)
         block_b = max(1, min(next_pow2(nb), TILE_ELEMS // (M * W * comps)))
@@ -729,7 +730,8 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
                ROW_PANEL, PANEL_PACK, PANEL_ROTATE, PANEL_SMEM, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM,
                BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN)
-        LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS)
+        LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS,
+                                in_place=lambda a: _factor(a, pivot, own_input=True))
     else:
         LU, piv, info = _factor(A3, pivot)
     return LU.view(A.shape), piv.view(*batch, min(m, n)), info.view(batch)
@@ -740,10 +742,11 @@ def _step_form(cplx: bool) -> str:
     return BLOCKED_STEP if isinstance(BLOCKED_STEP, str) else BLOCKED_STEP[bool(cplx)]
 
 
-def _factor(A3: torch.Tensor, pivot: bool):
-    """(LU3, pivots, info) of A3 (nb, m, n), new tensors."""
+def _factor(A3: torch.Tensor, pivot: bool, own_input: bool = False):
+    """(LU3, pivots, info) of A3 (nb, m, n), new tensors (``own_input``, the blocked path on a
+    contiguous A3 only: LU3 is A3, factored in place)."""
     nb, m, n = A3.shape
-    LU = alloc.empty(nb, m, n, dtype=A3.dtype, device=A3.device)
+    LU = A3 if own_input else alloc.empty(nb, m, n, dtype=A3.dtype, device=A3.device)
     piv = alloc.empty(nb, min(m, n), dtype=torch.int32, device=A3.device)
     info = alloc.empty(nb, dtype=torch.int32, device=A3.device)
     _launch(A3, LU, piv, info, pivot=pivot)
