@@ -200,16 +200,18 @@ def run_calls(which: str) -> None:
             calls.append((f"lu_solve k=1 {dt}, the forms 2", forms_2))
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
 
-        def rotated():  # complex64 row panels rotated with each search a step early (PANEL_ROTATE 2, off by
-            from fastpath.ops.linalg import lu as LU_  # default; 1 is the default), the pivot row through shared
-            # memory: the factor's launch and det's
-            saved = LU_.PANEL_ROTATE, LU_.PANEL_SMEM
-            LU_.PANEL_ROTATE, LU_.PANEL_SMEM = 2, True
+        def rotated():  # complex64 row panels rotated with each search a step early (PANEL_ROTATE 2) and with
+            from fastpath.ops.linalg import lu as LU_  # the search and row in one barrier (3), both off by
+            # default (1 is), the pivot row through shared memory: the factor's launch and det's
+            saved = LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation
+            LU_.PANEL_SMEM = True
+            LU_._rotation = lambda device, W, warps: LU_.PANEL_ROTATE  # (no GPU here to ask)
             try:
-                L_.lu_factor_ex(R(64, 256, 256, dt=torch.complex64))
-                L_.det(R(64, 256, 256, dt=torch.complex64))
+                for LU_.PANEL_ROTATE in (2, 3):
+                    L_.lu_factor_ex(R(64, 256, 256, dt=torch.complex64))
+                    L_.det(R(64, 256, 256, dt=torch.complex64))
             finally:
-                LU_.PANEL_ROTATE, LU_.PANEL_SMEM = saved
+                LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation = saved
         calls.append(("lu_factor / det 64x256 c64, rotated panels", rotated))
         _record_calls(calls)
     if which == "training-gpu":  # the training bench's calls with the GPU's plans (as linalg-gpu), forward + backward

@@ -763,4 +763,17 @@ case "${1:-1}" in
     args=(); for kv in $p; do args+=(--set "$kv"); done
     timeout 80 python3 scripts/lu_solve_rhs.py --ks 1,4,256 --profile "${args[@]}" 2>&1 | grep -v -i warn
   done 2>&1 | tee "$OUT/form2_short.log" ;;
+97)  # fifty-third session: complex64 row panels whose pivot search and pivot row take one barrier
+  # (lu.PANEL_ROTATE 3: redux.sync in each warp, a slot a warp in shared memory; offline the column
+  # 340 -> 323 instructions, 3 barriers -> 1, 16 shuffles -> 2 redux): the compiled tests of the form,
+  # A/B twice against 1, then the timeline of one factorisation (panels, steps, gaps) at 1, 3 and
+  # with the look-ahead step as a kernel of its own
+  compiled warps_tests.log 200 8 tests/ops/test_linalg_lu.py -k "warps or blocked_steps or no_pivoting or tie_blocked or singular_blocked or graph_replays or in_place"
+  for round in 1 2; do for p in "PANEL_ROTATE=1" "PANEL_ROTATE=3"; do
+    timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $p 2>&1 \
+      | grep -v -i warn | sed "s/^/$p /" | tee -a "$OUT/lu_warps.log"
+  done; done
+  timeout 120 python3 scripts/lu_timeline.py --variant "PANEL_ROTATE=1" --variant "PANEL_ROTATE=3" \
+    --variant "PANEL_ROTATE=3 BLOCKED_LOOKAHEAD='kernel'" --variant "PANEL_ROTATE=3 BLOCKED_STEP_NEUMANN=False" \
+    2>&1 | grep -v -i warn | tee "$OUT/lu_timeline.log" ;;
 esac

@@ -7,7 +7,8 @@ column costs before spending device time.
 
 (HOST_UPDATE: 0 inline, 1 matmul, 2 kernel, 3 kernel + fused look-ahead)
 
-(ROTATE: lu.PANEL_ROTATE, 1: the complex64 panel columns rotated, 2: and the search a step ahead;
+(ROTATE: lu.PANEL_ROTATE, 1: the complex64 panel columns rotated, 2: and the search a step ahead,
+3: and the search and pivot row in one barrier (redux.sync);
 SMEM: lu.PANEL_SMEM, 0 / 1)
 (ptxas / cuobjdump from that Triton's nvidia backend; writes /tmp/lu/k.{ptx,cubin,sass})
 """
@@ -39,7 +40,7 @@ const = dict(BLOCK_B=1, M=256, W=16, CW=32, BM=32, BLOCKED=True, PIVOT=True, DET
              CPLX=True, PREC="ieee", ROWS_PANEL=1 + lu.PANEL_PACK + lu.PANEL_PACK * int(lu.PANEL_ROTATE),
              HOST_UPDATE=(int(sys.argv[1]) if len(sys.argv) > 1
                           else {"inline": 0, "matmul": 1, "kernel": 3}[lu._step_form(True)]),
-             NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(lu.PANEL_ROTATE and lu.PANEL_SMEM))
+             NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(lu.PANEL_ROTATE and lu.PANEL_SMEM), WARPS=8)
 sig, cx = {}, {}
 ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32", "ws_ptr": "*i64"}
 for i, nm in enumerate(names):
@@ -63,5 +64,5 @@ open("/tmp/lu/k.sass", "w").write(sass)
 print(len(re.findall(r"^\s*/\*[0-9a-f]{4,}\*/\s+.*?;", sass, re.M)), "instructions")
 for first, last, body in sass_loops(sass):  # each loop: its body from the branch target to the branch
     ops = collections.Counter((x.split()[1] if x.startswith("@") else x.split()[0]).split(".")[0] for x in body)
-    keep = ("BAR", "SHFL", "LDS", "STS", "LDG", "STG", "FFMA", "FADD", "FMUL", "FSEL", "ISETP")
+    keep = ("BAR", "SHFL", "REDUX", "LDS", "STS", "LDG", "STG", "FFMA", "FADD", "FMUL", "FSEL", "ISETP")
     print(f"loop {first:#x}-{last:#x}: {len(body)} instructions", {k: ops[k] for k in keep if ops[k]})

@@ -4,11 +4,16 @@ judged by reconstruction (P L U = A), solves by their error relative to the cond
 import pytest
 import torch
 
+from fastpath._core.backend import INTERPRET
 from fastpath.ops.linalg import lu as L
 from fastpath.ops.linalg import triangular as T
 from tests.conftest import noncontig
 from tests.ops.linalg_common import DTYPES, EPS, TOL, _hi, rand
 from tests.tolerances import rel_error
+
+
+#: Compiled kernels on a GPU (forms with inline PTX run only there)
+_GPU = torch.cuda.is_available() and not INTERPRET
 
 
 def _ref(x):
@@ -77,15 +82,16 @@ def test_lu_factor_noncontiguous(dtype, device):
     assert _reconstruct(LU, piv, A) <= 8 * 40 * EPS[dtype]
 
 
-@pytest.fixture(params=["tile", "rows", "ahead"])
+@pytest.fixture(params=["tile", "rows", "ahead", *(["warps"] if _GPU else [])])
 def panel(request, monkeypatch):
     """The blocked path's panel: as a (1, M, W) tile (the interpreter's default) or a thread a row
     (``_lu_panel_rows``, the GPU's default), "ahead": complex64 rows with the columns rotated and
-    each pivot search a step early (``lu.PANEL_ROTATE = 2``; real matrices: the row form); the
+    each pivot search a step early (``lu.PANEL_ROTATE = 2``; real matrices: the row form), "warps"
+    (compiled only: inline PTX) the search and pivot row in one barrier (``PANEL_ROTATE = 3``); the
     interpreter runs the row form 4-5x slower, so only some blocked tests take them, on fewer
     matrices."""
     monkeypatch.setattr(L, "ROW_PANEL", request.param != "tile")
-    monkeypatch.setattr(L, "PANEL_ROTATE", 2 if request.param == "ahead" else 0)
+    monkeypatch.setattr(L, "PANEL_ROTATE", {"ahead": 2, "warps": 3}.get(request.param, 0))
     return request.param
 
 
@@ -147,7 +153,9 @@ def test_lu_singular(dtype, device):
                                             (70, 17, torch.float64, True), (33, 33, torch.complex64, True),
                                             (66, 17, torch.complex64, "unpacked"), (40, 9, torch.float32, True),
                                             (66, 17, torch.complex64, "rotate"), (33, 33, torch.complex64, "ahead"),
-                                            (20, 40, torch.complex64, "rotate"), (20, 40, torch.complex64, "ahead")])
+                                            (20, 40, torch.complex64, "rotate"), (20, 40, torch.complex64, "ahead"),
+                                            *[(m, n, torch.complex64, "warps")
+                                              for m, n in [(66, 66), (20, 40), (33, 33)] if _GPU]])
 def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     """The blocked path with panels of 16 columns, two to a 32-column chunk of the update
     (complex 66 x 66: the last chunk and the last panel partial), a wide matrix (columns past
@@ -157,13 +165,16 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
     for an odd number of float32 columns: 40 x 9, one panel) or, "unpacked", one float at a
     time, or, "rotate", complex64 columns rotated a place a step (``lu.PANEL_ROTATE``; 20 x 40:
     a panel of 32 columns factoring 20, the other 12 updated and put back), "ahead" and each
-    pivot search a step early (``PANEL_ROTATE = 2``); the other row-panel
+    pivot search a step early (``PANEL_ROTATE = 2``), "warps" (compiled only: inline PTX) the search
+    and pivot row in one barrier (``PANEL_ROTATE = 3``); the other row-panel
     matrices just past a panel's width (32, or 16 from 65 rows of complex64 or float64 on): two
     panels, the second of one or two columns."""
     if rows:
         monkeypatch.setattr(L, "ROW_PANEL", True)
-        monkeypatch.setattr(L, "PANEL_PACK", rows in (True, "rotate", "ahead"))
-        monkeypatch.setattr(L, "PANEL_ROTATE", {"rotate": 1, "ahead": 2}.get(rows, 0))
+        monkeypatch.setattr(L, "PANEL_PACK", rows in (True, "rotate", "ahead", "warps"))
+        monkeypatch.setattr(L, "PANEL_ROTATE", {"rotate": 1, "ahead": 2, "warps": 3}.get(rows, 0))
+        if rows == "warps":  # the form runs, not its fallback
+            assert L._rotation(torch.device(device), 16, L.BLOCKED_WARPS) == 3
     # (the row panel and the square matrices, which det and slogdet factor twice more: one matrix, their cost)
     A = rand(1 if rows or m == n else 2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
@@ -267,13 +278,14 @@ def test_lu_singular_blocked(device, panel):
 
 
 @pytest.mark.parametrize("n,dtype,ahead", [(6, torch.float64, False), (40, torch.float64, False),
-                                           (40, torch.complex64, True)])
+                                           (40, torch.complex64, 2), *([(40, torch.complex64, 3)] if _GPU else [])])
 def test_lu_no_pivoting(n, dtype, ahead, device, monkeypatch):
     """pivot=False; ``ahead``: complex64's row panel rotated with the searches a step early
-    (``lu.PANEL_ROTATE = 2``), where the pivot row's holder is found by its place."""
+    (``lu.PANEL_ROTATE = 2``), where the pivot row's holder is found by its place, or (3, compiled
+    only) the form whose pivoting search takes one barrier (without pivoting: the row's slot)."""
     if ahead:
         monkeypatch.setattr(L, "ROW_PANEL", True)
-        monkeypatch.setattr(L, "PANEL_ROTATE", 2)
+        monkeypatch.setattr(L, "PANEL_ROTATE", ahead)
     A = rand(3, n, n, dtype=dtype) + 4 * n ** 0.5 * torch.eye(n, dtype=dtype)
     LU, piv, info = L.lu_factor_ex(A.to(device), pivot=False)
     assert (info.cpu() == 0).all()

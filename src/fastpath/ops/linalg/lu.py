@@ -41,6 +41,8 @@ from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from .graphs import GraphCache, exact_matmuls
+from .lu_pivot import (SEARCH_WARPS, _pack64, _ptr64, _search, _slot_pass, _smem_row_declare, _thread_id,
+                       _unpack64, _warp_search_pass)
 from .lu_step import _l11_inv, _lu_chunk, _lu_step_kernel, _swap_sources
 from .tiles import (_abs1, _div, _ld, _mul, _pick, _pick2, _st,
                     check_matrices, flat3, kernel_strides, raise_singular, real_view)
@@ -199,37 +201,6 @@ def _lu_panel(ar, ai, k0, m, jcnt, info, d_r, d_i, la, M: tl.constexpr, W: tl.co
 
 
 @triton.jit
-def _pivot_max(m1, p1, r1, m2, p2, r2):
-    """The candidate of larger magnitude, on a tie the earlier place (i?amax takes the first)."""
-    take = (m2 > m1) | ((m2 == m1) & (p2 < p1))
-    return tl.where(take, m2, m1), tl.where(take, p2, p1), tl.where(take, r2, r1)
-
-
-@triton.jit
-def _pivot_max2(m1, p1, m2, p2):
-    """:func:`_pivot_max` without the row."""
-    take = (m2 > m1) | ((m2 == m1) & (p2 < p1))
-    return tl.where(take, m2, m1), tl.where(take, p2, p1)
-
-
-@triton.jit
-def _ptr64(ptr):
-    return ptr.to(tl.pointer_type(tl.int64))
-
-
-@triton.jit
-def _unpack64(v):
-    """The two float32 halves (low, high) of int64 words."""
-    lo = (v & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
-    return lo, (v >> 32).to(tl.int32).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _pack64(lo, hi):
-    return lo.to(tl.int32, bitcast=True).to(tl.uint32).to(tl.int64) | (hi.to(tl.int32, bitcast=True).to(tl.int64) << 32)
-
-
-@triton.jit
 def _row_ld(base, offs, k0, n, slc, mask, W: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr):
     """A thread's row of the panel (columns k0 .. k0+W-1 at ``base + offs``) as W (re, im)
     column values; PACK: 64-bit loads, an entry each (complex64) or a pair of entries (float32,
@@ -307,7 +278,7 @@ def _row_pass(base, g, j, k0, n, slr, slc, cr, ci, own, W: tl.constexpr, CPLX: t
 @triton.jit
 def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl.constexpr, W: tl.constexpr,
                    PIVOT: tl.constexpr, DET: tl.constexpr, CPLX: tl.constexpr, PACK: tl.constexpr,
-                   ROT: tl.constexpr, SMEM: tl.constexpr):
+                   ROT: tl.constexpr, SMEM: tl.constexpr, WARPS: tl.constexpr):
     """LU of columns k0 .. k0+jcnt-1 of one matrix at ``base``, in place (pivot rows k0..m-1):
     the panel is held as ``W`` column vectors of ``M`` rows, so a thread holds whole rows and
     the elimination needs no reduction but the pivot search. Rows never move in registers:
@@ -319,7 +290,8 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
     pivot row), and the pivot row goes through ``ws`` (W slots of W words, one a step; SMEM: two
     slots of shared memory, :func:`_slot_pass`) in the rotated order; the rows' final store
     undoes the rotation; 2: each step's search done at the end of the step before (beside its
-    updates). Returns the pivots (W,), 1-based, info and the determinant's accumulators."""
+    updates); 3 (SMEM, sm_80+, 8 warps): search and pivot row in one barrier
+    (:func:`.lu_pivot._warp_search_pass`). Returns the pivots (W,), 1-based, info and the determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
     cr, ci = _row_ld(base, r * slr, k0, n, slc, live, W, CPLX, PACK)
@@ -329,6 +301,9 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
     piv = k0 + wv + 1
     pp = k0
     prow = k0
+    tid = r
+    if ROT == 3:
+        tid = _thread_id(r)
     if ROT == 2 and PIVOT:  # the search a step ahead: the first one here
         pp, prow = _search(cr[0], ci[0], live, pos, r, k0, CPLX, True)
     for j in range(0, jcnt):
@@ -343,15 +318,23 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
         if not PIVOT:
             pp = g
             prow = g
-        elif ROT != 2:
-            pp, prow = _search(xr, xi, live, pos, r, g, CPLX, ROT > 0)
+        elif ROT == 1:
+            pp, prow = _search(xr, xi, live, pos, r, g, CPLX, True)
+        elif ROT == 0:
+            pp, prow = _search(xr, xi, live, pos, r, g, CPLX, False)
         # the thread holding the pivot row (with a rotation found by its place: pos is one-to-one)
-        own = (pos == pp) if ROT else (r == prow)
-        if ROT:  # through slot j of ws, in the rotated order: column j first
+        if ROT == 3 and PIVOT:  # search and row in one barrier
+            pp, prr, pri = _warp_search_pass(xr, xi, live, pos, g, j, cr, ci, tid, W, CPLX, WARPS)
+            own = pos == pp
+            pr = prr[0]
+            pi = pri[0]
+        elif ROT:  # through slot j of ws, in the rotated order: column j first
+            own = pos == pp
             prr, pri = _slot_pass(ws, j, cr, ci, own, W, SMEM)
             pr = prr[0]
             pi = pri[0]
         else:
+            own = r == prow
             prr, pri, pr, pi = _row_pass(base, g, j, k0, n, slr, slc, cr, ci, own, W, CPLX, PACK)
         if CPLX:
             zero_piv = (pr == 0.0) & (pi == 0.0)
@@ -401,88 +384,12 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
 
 
 @triton.jit
-def _search(xr, xi, live, pos, r, g, CPLX: tl.constexpr, PLACE_ONLY: tl.constexpr):
-    """Step g's pivot: its place and the thread (row) holding it (PLACE_ONLY: the place twice, one
-    operand less in the reduction; the holder is the thread whose ``pos`` is it), the column (xr,
-    xi) a row a thread; the first largest |re| + |im| at places g.. (as i?amax)."""
-    mag = _abs1(xr, xi, CPLX)
-    # NaN ranks below every number but above the rows out of play (an argmax never picks
-    # NaN: a pivot row above g would corrupt the factorisation); NaN then propagates
-    mag = tl.where(live & (pos >= g), tl.where(mag == mag, mag, -0.5), -1.0)
-    if PLACE_ONLY:
-        _, pp = tl.reduce((mag, pos), 0, _pivot_max2)
-        prow = pp
-    else:
-        _, pp, prow = tl.reduce((mag, pos, r), 0, _pivot_max)
-    return pp, prow
-
-
-# The pivot row through shared memory (inline PTX: triton 3.6 has no shared-memory tensors a thread
-# can address): ``_smem_row_declare`` declares fp_lurow at the kernel's scope (a scalar operand:
-# emitted once), two slots of up to 32 words that the steps take in turn (a step's reads end before
-# the next step's barrier, so the slot two steps on is free); 128-bit stores and loads, two words each.
-
-@triton.jit
-def _smem_row_declare():
-    tl.inline_asm_elementwise(".shared .align 16 .b8 fp_lurow[512]; mov.u32 $0, 0;", "=r,r", [tl.program_id(0)],
-                              dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _smem_st2(off, ok, w0, w1):
-    """Words w0, w1 at byte ``off`` of fp_lurow where ``ok``."""
-    tl.inline_asm_elementwise(
-        "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_lurow; add.u32 a, a, $1; "
-        "@p st.shared.v2.u64 [a], {$3, $4}; mov.u32 $0, 0; }",
-        "=r,r,r,l,l", [off, ok, w0, w1], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _smem_ld2(off):
-    """The two words at byte ``off`` of fp_lurow."""
-    return tl.inline_asm_elementwise(
-        "{ .reg .u32 a; mov.u32 a, fp_lurow; add.u32 a, a, $2; ld.shared.v2.u64 {$0, $1}, [a]; }",
-        "=l,=l,r", [off], dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
-
-
-@triton.jit
-def _slot_pass(ws, j, cr, ci, own, W: tl.constexpr, SMEM: tl.constexpr):
-    """The row of the thread(s) where ``own`` (one), complex64 entries as 64-bit words, to every
-    thread as (re, im) tuples: through slot j of ``ws`` (W words a slot), or with SMEM through
-    shared memory (slot j mod 2 of fp_lurow)."""
-    prr = ()
-    pri = ()
-    if SMEM:
-        off = (j & 1) * (W * 8)  # bytes; stored by a thread each (the owner), loaded as one value
-        ok = own.to(tl.int32)
-        for c in tl.static_range(W // 2):
-            _smem_st2(off + 16 * c + ok * 0, ok, _pack64(cr[2 * c], ci[2 * c]), _pack64(cr[2 * c + 1], ci[2 * c + 1]))
-        tl.debug_barrier()
-        for c in tl.static_range(W // 2):
-            w0, w1 = _smem_ld2(off + 16 * c)
-            y_r, y_i = _unpack64(w0)
-            z_r, z_i = _unpack64(w1)
-            prr = prr + (y_r, z_r)
-            pri = pri + (y_i, z_i)
-    else:
-        at = ws + j * W  # stored through a pointer a thread (the owner's), loaded as one value
-        for c in tl.static_range(W):
-            tl.store(_ptr64(at + own.to(tl.int32) * 0 + c), _pack64(cr[c], ci[c]), mask=own)
-        tl.debug_barrier()
-        for c in tl.static_range(W):
-            y_r, y_i = _unpack64(tl.load(_ptr64(at + c)))
-            prr = prr + (y_r,)
-            pri = pri + (y_i,)
-    return prr, pri
-
-
-@triton.jit
 def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch, m, n,
                sab, sar, sac, slb, slr, slc, spb, sd1, sd2, k_lo, k_hi,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
-               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr):
+               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr, WARPS: tl.constexpr):
     if ROWS_PANEL >= 3 and PANEL_SMEM:
         _smem_row_declare()
     kmax = tl.minimum(m, n)
@@ -528,7 +435,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                 piv1, info1, d_r1, d_i1, la1 = _lu_panel_rows(base, ws_ptr + bs * W * W, k0, m, n, jcnt, slr, slc,
                                                               tl.max(info), tl.max(d_r), tl.max(d_i), tl.max(la),
                                                               M, W, PIVOT, DET, CPLX, ROWS_PANEL >= 2,
-                                                              ROWS_PANEL // 3 * (ROWS_PANEL - 2), PANEL_SMEM)
+                                                              ROWS_PANEL // 3 * (ROWS_PANEL - 2), PANEL_SMEM, WARPS)
                 info = tl.zeros_like(info) + info1  # (BLOCK_B = 1,) again (not x * 0: la may be -inf)
                 d_r = tl.zeros_like(d_r) + d_r1
                 d_i = tl.zeros_like(d_i) + d_i1
@@ -582,6 +489,17 @@ def _path(m: int, n: int, nb: int, dtype) -> str:
     return "torch"
 
 
+def _rotation(device, W: int, warps: int) -> int:
+    """The complex64 row panel's ``PANEL_ROTATE`` form on ``device``: 3 (the one-barrier search)
+    only where it compiles (shared memory by inline PTX, redux.sync: sm_80+, a slot a warp, W <= 32
+    words a row), else 1."""
+    rot = int(PANEL_ROTATE)
+    if rot == 3 and not (PANEL_SMEM and device.type == "cuda" and warps <= SEARCH_WARPS.value and W <= 32
+                         and torch.cuda.get_device_capability(device) >= (8, 0)):
+        return 1
+    return rot
+
+
 def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: int = 0) -> None:
     """A3 (nb, m, n) -> LU3 (nb, m, n), piv (nb, min(m, n)), info (nb,) or, with det=1|2,
     d1 (nb,) det or sign and d2 (nb,) log|det| (LU3/piv/info may then be None on the small
@@ -618,7 +536,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         A3.dtype == torch.float32 and lu_t.stride(2) == 1 and lu_t.stride(1) % 2 == 0 and lu_t.stride(0) % 2 == 0
         and n % 2 == 0 and lu_t.data_ptr() % 8 == 0))
 
-    rot = int(PANEL_ROTATE) if blocked and ROW_PANEL and pack and cplx else 0
+    rot = _rotation(A3.device, W, warps) if blocked and ROW_PANEL and pack and cplx else 0
     ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot and not PANEL_SMEM else ref
 
     def launch(k_lo, k_hi):
@@ -629,7 +547,8 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             BLOCK_B=block_b, M=M, W=W, CW=cw, BM=bm, BLOCKED=blocked, PIVOT=pivot, DET=det,
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
             ROWS_PANEL=(1 + pack + rot) * (blocked and ROW_PANEL),
-            HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(rot and PANEL_SMEM), num_warps=warps)
+            HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(rot and PANEL_SMEM), WARPS=warps,
+            num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)
