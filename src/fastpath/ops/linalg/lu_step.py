@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ..._core.backend import tl, triton
 from .tiles import _cdot, _dot, _ld, _st, _tri_solve
-from .triangular import _track
 
 
 @triton.jit
@@ -18,12 +17,18 @@ def _swap_sources(pb, k0, jcnt, m, W: tl.constexpr):
     """The panel's interchanges (pivots ``pb[k0 .. k0+jcnt-1]``, 1-based rows) as moves: returns
     ``pj`` (W,), the rows the panel rows were interchanged with (a panel row's own row past
     jcnt), and the sources of the rows that end up at ``k0 + i`` (``st``) and at ``pj[i]``
-    (``sb``), tracked backwards through the interchanges (:func:`.triangular._track`)."""
+    (``sb``), tracked backwards through the interchanges (as :func:`.triangular._track`)."""
     wv = tl.arange(0, W)
     pj = tl.load(pb + k0 + wv, mask=wv < jcnt, other=0) - 1
     pj = tl.where((wv < jcnt) & (pj >= 0) & (pj < m), pj, k0 + wv)
-    dst = tl.reshape(tl.join(k0 + wv, pj), [1, 2 * W])
-    src = _track(pb, tl.zeros([1], dtype=tl.int64), 1, tl.full([1], True, tl.int1), dst, k0, k0 + jcnt, m)
+    src = tl.reshape(tl.join(k0 + wv, pj), [2 * W])
+    # tracked backwards (as .triangular._track), unrolled: the W scalar loads are independent, so
+    # they are in flight together rather than one a loop trip
+    for i in tl.static_range(W):
+        t = k0 + (W - 1 - i)
+        p = tl.load(pb + t, mask=W - 1 - i < jcnt, other=0) - 1
+        p = tl.where((W - 1 - i < jcnt) & (p >= 0) & (p < m), p, t)
+        src = tl.where(src == t, p, tl.where(src == p, t, src))
     st, sb = tl.split(tl.reshape(src, [W, 2]))
     return pj, st, sb
 
