@@ -775,5 +775,6 @@ case "${1:-1}" in
   done; done
   timeout 120 python3 scripts/lu_timeline.py --variant "PANEL_ROTATE=1" --variant "PANEL_ROTATE=3" \
     --variant "PANEL_ROTATE=3 BLOCKED_LOOKAHEAD='kernel'" --variant "PANEL_ROTATE=3 BLOCKED_STEP_NEUMANN=False" \
+    --variant "PANEL_ROTATE=3 BLOCKED_PREC='tf32x3'" \
     2>&1 | grep -v -i warn | tee "$OUT/lu_timeline.log" ;;
 esac
