@@ -205,7 +205,7 @@ def run_calls(which: str) -> None:
             # default (1 is), the pivot row through shared memory: the factor's launch and det's
             saved = LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation
             LU_.PANEL_SMEM = True
-            LU_._rotation = lambda device, W, warps: LU_.PANEL_ROTATE  # (no GPU here to ask)
+            LU_._rotation = lambda device, M, W, warps: LU_.PANEL_ROTATE  # (no GPU here to ask)
             try:
                 for LU_.PANEL_ROTATE in (2, 3):
                     L_.lu_factor_ex(R(64, 256, 256, dt=torch.complex64))

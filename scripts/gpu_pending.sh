@@ -768,7 +768,7 @@ case "${1:-1}" in
   # 340 -> 323 instructions, 3 barriers -> 1, 16 shuffles -> 2 redux): the compiled tests of the form,
   # A/B twice against 1, then the timeline of one factorisation (panels, steps, gaps) at 1, 3 and
   # with the look-ahead step as a kernel of its own
-  compiled warps_tests.log 200 8 tests/ops/test_linalg_lu.py -k "warps or blocked_steps or no_pivoting or tie_blocked or singular_blocked or graph_replays or in_place"
+  compiled warps_tests.log 200 8 tests/ops/test_linalg_lu.py -k "warps or falls_back or blocked_steps or no_pivoting or tie_blocked or singular_blocked or graph_replays or in_place"
   for round in 1 2; do for p in "PANEL_ROTATE=1" "PANEL_ROTATE=3"; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $p 2>&1 \
       | grep -v -i warn | sed "s/^/$p /" | tee -a "$OUT/lu_warps.log"

@@ -174,7 +174,7 @@ def test_lu_blocked_steps(m, n, dtype, rows, device, monkeypatch):
         monkeypatch.setattr(L, "PANEL_PACK", rows in (True, "rotate", "ahead", "warps"))
         monkeypatch.setattr(L, "PANEL_ROTATE", {"rotate": 1, "ahead": 2, "warps": 3}.get(rows, 0))
         if rows == "warps":  # the form runs, not its fallback
-            assert L._rotation(torch.device(device), 16, L.BLOCKED_WARPS) == 3
+            assert L._rotation(torch.device(device), 128, 16, L.BLOCKED_WARPS) == 3
     # (the row panel and the square matrices, which det and slogdet factor twice more: one matrix, their cost)
     A = rand(1 if rows or m == n else 2, m, n, dtype=dtype, device=device)
     LU, piv, info = L.lu_factor_ex(A)
@@ -243,6 +243,22 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
         assert info.cpu().tolist() == ref.info.tolist()
         assert torch.equal(piv.cpu(), ref.pivots)
         assert _reconstruct(LU, piv, A) <= 8 * 70 * EPS[torch.complex64]
+
+
+def test_lu_one_barrier_search_falls_back(monkeypatch):
+    """The one-barrier search (``PANEL_ROTATE = 3``) is only chosen where it compiles and holds: a
+    CUDA device of sm_80+ with shared memory by inline PTX, a slot a warp, one row a thread; else the
+    rotated form 1 (the same pivots through the row's slot)."""
+    monkeypatch.setattr(L, "PANEL_ROTATE", 3)
+    monkeypatch.setattr(L, "PANEL_SMEM", True)
+    assert L._rotation(torch.device("cpu"), 256, 16, 8) == 1
+    monkeypatch.setattr(L, "PANEL_SMEM", False)
+    assert L._rotation(torch.device("cuda"), 256, 16, 8) == 1
+    if _GPU and torch.cuda.get_device_capability() >= (8, 0):
+        monkeypatch.setattr(L, "PANEL_SMEM", True)
+        assert L._rotation(torch.device("cuda"), 256, 16, 8) == 3
+        assert L._rotation(torch.device("cuda"), 256, 16, 4) == 1  # two rows a thread
+        assert L._rotation(torch.device("cuda"), 64, 64, 8) == 1  # a row of 64 words: past a slot
 
 
 def test_lu_blocked_in_place(device):

@@ -489,13 +489,13 @@ def _path(m: int, n: int, nb: int, dtype) -> str:
     return "torch"
 
 
-def _rotation(device, W: int, warps: int) -> int:
+def _rotation(device, M: int, W: int, warps: int) -> int:
     """The complex64 row panel's ``PANEL_ROTATE`` form on ``device``: 3 (the one-barrier search)
-    only where it compiles (shared memory by inline PTX, redux.sync: sm_80+, a slot a warp, W <= 32
-    words a row), else 1."""
+    only where it compiles and holds (shared memory by inline PTX, redux.sync: sm_80+; a slot a warp,
+    W <= 32 words a row; at most one of the M rows a thread, so that a warp has one candidate), else 1."""
     rot = int(PANEL_ROTATE)
     if rot == 3 and not (PANEL_SMEM and device.type == "cuda" and warps <= SEARCH_WARPS.value and W <= 32
-                         and torch.cuda.get_device_capability(device) >= (8, 0)):
+                         and M <= 32 * warps and torch.cuda.get_device_capability(device) >= (8, 0)):
         return 1
     return rot
 
@@ -536,7 +536,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         A3.dtype == torch.float32 and lu_t.stride(2) == 1 and lu_t.stride(1) % 2 == 0 and lu_t.stride(0) % 2 == 0
         and n % 2 == 0 and lu_t.data_ptr() % 8 == 0))
 
-    rot = _rotation(A3.device, W, warps) if blocked and ROW_PANEL and pack and cplx else 0
+    rot = _rotation(A3.device, M, W, warps) if blocked and ROW_PANEL and pack and cplx else 0
     ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot and not PANEL_SMEM else ref
 
     def launch(k_lo, k_hi):
