@@ -226,12 +226,15 @@ def test_lu_blocked_update_forms(step, m, n, dtype, device, monkeypatch):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs of the blocked path: CUDA only")
-def test_lu_blocked_graph_replays(device, monkeypatch):
+@pytest.mark.parametrize("priority", [False, True])
+def test_lu_blocked_graph_replays(priority, device, monkeypatch):
     """From a shape's second call on, the one-launch-a-panel loop replays from a CUDA graph: each
     call's factors are its own input's (info, LAPACK's pivots, P L U = A), a replay does not
     overwrite an earlier call's results, and the graph's factorisation in place (in its private
-    copy) leaves every input as it was."""
+    copy) leaves every input as it was; ``priority``: the panels on a stream of the highest priority
+    (``lu.BLOCKED_PRIORITY``), captured and replayed the same."""
     monkeypatch.setattr(L, "_GRAPHS", L.GraphCache())
+    monkeypatch.setattr(L, "BLOCKED_PRIORITY", priority)
     inputs = [rand(8, 70, 70, dtype=torch.complex64, device=device) for _ in range(4)]
     inputs[2][3, :, 40] = 0
     kept = [A.clone() for A in inputs]

@@ -30,6 +30,7 @@ program per matrix would leave the GPU idle) take ``torch.linalg`` (cuSOLVER/MAG
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import NamedTuple, Tuple
 
@@ -85,6 +86,9 @@ BLOCKED_STEP_NEUMANN = True
 #: panel's own launch, before it factors them; "kernel": by a launch of the step kernel), then,
 #: on CUDA, that panel factored while a second stream does the rest of the step; "off": none.
 BLOCKED_LOOKAHEAD = "fused"
+#: ... with the panels' launches on a stream of the highest priority (the steps beside them on one of
+#: the default), so that where both wait for multiprocessors the chain's programs go first.
+BLOCKED_PRIORITY = False
 #: Row panels move complex64 entries, and pairs of float32 entries of contiguous rows of even
 #: length, as 64-bit words (the pivot row's, the panel's loads and stores): half the memory
 #: instructions of a column's chain (H200, complex64 64 x 256x256 in graphs 945 -> 870 us,
@@ -572,10 +576,29 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
                 num_warps=BLOCKED_STEP_WARPS)
 
     streams = ahead != "off" and A3.is_cuda  # elsewhere the same order, one stream
+    chain = contextlib.nullcontext()
     if streams:
-        main = torch.cuda.current_stream(A3.device)
-        side = _SIDE.get(A3.device) or _SIDE.setdefault(A3.device, torch.cuda.Stream(A3.device))
+        caller = main = torch.cuda.current_stream(A3.device)
+        side = _stream(_SIDE, A3.device, 0)
+        if BLOCKED_PRIORITY:  # the panels' chain on a stream of the highest priority
+            main = _stream(_HIGH, A3.device, -100)
+            main.wait_stream(caller)
+            chain = torch.cuda.stream(main)
+    with chain:
+        _panel_loop(launch, step_cols, kmax, n, W, ahead, main if streams else None, side if streams else None)
+    if streams and main is not caller:
+        caller.wait_stream(main)
 
+
+def _stream(cache: dict, device, priority: int):
+    """The stream of ``cache`` for ``device`` (made on first use, with ``priority``: lower is
+    higher, clamped to the device's range)."""
+    return cache.get(device) or cache.setdefault(device, torch.cuda.Stream(device, priority=priority))
+
+
+def _panel_loop(launch, step_cols, kmax: int, n: int, W: int, ahead: str, main, side) -> None:
+    """The blocked path's host loop: each panel's launch, then the step after it (with ``main`` /
+    ``side`` streams, the look-ahead's panel on ``main`` beside the rest of the step on ``side``)."""
     launch(0, min(W, kmax))
     for k0 in range(0, kmax, W):
         e0 = k0 + W
@@ -588,7 +611,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         # multiprocessors it needs) while the rest of this step runs beside it
         if ahead == "kernel":
             step_cols(k0, e0, min(e0 + W, n), False)
-        if streams:
+        if main is not None:
             ready = main.record_event()
             launch(e0, min(e0 + W, kmax))  # "fused": it steps its columns first
             side.wait_event(ready)
@@ -601,6 +624,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
 
 
 _SIDE: dict = {}
+_HIGH: dict = {}
 
 
 # ---------------------------------------------------------------------------- reference
@@ -648,7 +672,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     if _step_form(A.is_complex()) != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
                ROW_PANEL, PANEL_PACK, PANEL_ROTATE, PANEL_SMEM, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM,
-               BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN)
+               BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_PRIORITY, BLOCKED_STEP_NEUMANN)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS,
                                 in_place=lambda a: _factor(a, pivot, own_input=True))
     else:
