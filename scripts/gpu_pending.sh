@@ -777,4 +777,12 @@ case "${1:-1}" in
     --variant "PANEL_ROTATE=3 BLOCKED_LOOKAHEAD='kernel'" --variant "PANEL_ROTATE=3 BLOCKED_STEP_NEUMANN=False" \
     --variant "PANEL_ROTATE=3 BLOCKED_PREC='tf32x3'" --variant "PANEL_ROTATE=3 BLOCKED_PRIORITY=True" \
     2>&1 | grep -v -i warn | tee "$OUT/lu_timeline.log" ;;
+98)  # fifty-third session: the linalg LU records at the defaults (lu_factor, lu_solve; graphs too), then the
+  # lu_solve launch memo's host time on and off (93's second half)
+  timeout 300 python3 -m fastpath.bench linalg --only lu_ --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
+    | grep -v -i warn | tail -14
+  for m in False True; do
+    echo "== lu.MEMO=$m"
+    timeout 100 python3 scripts/lu_solve_rhs.py --ks 1,4 --host --set ops.linalg.lu.MEMO=$m 2>&1 | grep -E "k=|host"
+  done 2>&1 | tee "$OUT/lu_memo_host.log" ;;
 esac
