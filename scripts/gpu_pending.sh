@@ -768,14 +768,14 @@ case "${1:-1}" in
   # 340 -> 323 instructions, 3 barriers -> 1, 16 shuffles -> 2 redux): the compiled tests of the form,
   # A/B twice against 1 (and 3 with the panels on a high-priority stream, lu.BLOCKED_PRIORITY), then the
   # timeline of one factorisation (panels, steps, gaps) at 1, 3 and variants of 3
-  compiled warps_tests.log 200 8 tests/ops/test_linalg_lu.py -k "warps or falls_back or blocked_steps or no_pivoting or tie_blocked or singular_blocked or graph_replays or in_place"
-  for round in 1 2; do for p in "PANEL_ROTATE=1" "PANEL_ROTATE=3" "PANEL_ROTATE=3 --set BLOCKED_PRIORITY=True"; do
+  compiled warps_tests.log 150 8 tests/ops/test_linalg_lu.py -k "warps or falls_back or blocked_steps or no_pivoting or tie_blocked or singular_blocked or graph_replays or in_place"
+  for p in "PANEL_ROTATE=1" "PANEL_ROTATE=3" "PANEL_ROTATE=3 --set BLOCKED_PRIORITY=True" "PANEL_ROTATE=1" \
+      "PANEL_ROTATE=3"; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $p 2>&1 \
       | grep -v -i warn | sed "s/^/$p /" | tee -a "$OUT/lu_warps.log"
-  done; done
-  timeout 120 python3 scripts/lu_timeline.py --variant "PANEL_ROTATE=1" --variant "PANEL_ROTATE=3" \
-    --variant "PANEL_ROTATE=3 BLOCKED_LOOKAHEAD='kernel'" --variant "PANEL_ROTATE=3 BLOCKED_STEP_NEUMANN=False" \
-    --variant "PANEL_ROTATE=3 BLOCKED_PREC='tf32x3'" --variant "PANEL_ROTATE=3 BLOCKED_PRIORITY=True" \
+  done
+  timeout 90 python3 scripts/lu_timeline.py --variant "PANEL_ROTATE=1" --variant "PANEL_ROTATE=3" \
+    --variant "PANEL_ROTATE=3 BLOCKED_PRIORITY=True" --variant "PANEL_ROTATE=3 BLOCKED_LOOKAHEAD='kernel'" \
     2>&1 | grep -v -i warn | tee "$OUT/lu_timeline.log" ;;
 98)  # fifty-third session: the linalg LU records at the defaults (lu_factor, lu_solve; graphs too), then the
   # lu_solve launch memo's host time on and off (93's second half)
