@@ -140,6 +140,10 @@ def run_calls(which: str) -> None:
             la.slogdet(torch.randn(9, 8, 8, generator=g, dtype=dt))
             T = torch.randn(9, 40, 40, generator=g, dtype=dt).triu() + 8 * torch.eye(40)
             la.solve_triangular(T, torch.randn(9, 40, 40, generator=g, dtype=dt), upper=True)
+        # float64's blocked factor and step kernels (the unrolled interchange tracking, lu.TRACK_UNROLLED,
+        # which float64 skips: beside it Triton 3.6 failed to lower their float64 dots for sm_90, seen
+        # compiling "tests:tests/ops/test_linalg_lu.py -k 70-40", not this call's variants)
+        la.lu_factor_ex(torch.randn(9, 70, 40, generator=g, dtype=torch.float64))
     if which in ("linalg", "linalg-rest", "all"):
         for dt in (torch.float32, torch.complex64):
             la.qr(torch.randn(9, 24, 16, generator=g, dtype=dt))

@@ -36,11 +36,13 @@ from compile_sm90 import sass_loops  # noqa: E402
 k = lu._lu_kernel
 names = list(inspect.signature(k.fn).parameters)
 # lu._launch's blocked plan for complex64 256x256: panels of 16 columns, 8 warps
-const = dict(BLOCK_B=1, M=256, W=int(os.environ.get("PANEL_W", 16)), CW=32, BM=int(os.environ.get("PANEL_BM", 128)), BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
+const = dict(BLOCK_B=1, M=256, W=int(os.environ.get("PANEL_W", 16)), CW=32, BM=int(os.environ.get("PANEL_BM", 128)),
+             BLOCKED=True, PIVOT=True, DET=0, STORE_LU=True,
              CPLX=True, PREC="ieee", ROWS_PANEL=1 + lu.PANEL_PACK + lu.PANEL_PACK * int(lu.PANEL_ROTATE),
              HOST_UPDATE=(int(sys.argv[1]) if len(sys.argv) > 1
                           else {"inline": 0, "matmul": 1, "kernel": 3}[lu._step_form(True)]),
-             NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(lu.PANEL_ROTATE and lu.PANEL_SMEM), WARPS=8)
+             NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(lu.PANEL_ROTATE and lu.PANEL_SMEM), WARPS=8,
+             TRACK=lu.TRACK_UNROLLED)
 sig, cx = {}, {}
 ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32", "ws_ptr": "*i64"}
 for i, nm in enumerate(names):

@@ -71,14 +71,14 @@ for dname in args.dtypes.split(","):
                               *kernel_strides(LU), *kernel_strides(LU), piv.stride(0), 0, 1, 0, W,
                               BLOCK_B=1, M=256, W=W, CW=lu.BLOCKED_CW[cplx], BM=lu.BLOCKED_BM, BLOCKED=True,
                               PIVOT=True, DET=0, STORE_LU=True, CPLX=cplx, PREC=lu.BLOCKED_PREC, ROWS_PANEL=True,
-                              HOST_UPDATE=2, NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=False,
-                              num_warps=lu.BLOCKED_WARPS)
+                              HOST_UPDATE=2, NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=False, WARPS=lu.BLOCKED_WARPS,
+                              TRACK=lu.TRACK_UNROLLED, num_warps=lu.BLOCKED_WARPS)
 
             def step(rows):
                 lu._STEP[(nb, cdiv(n - W, scw))](
                     row_bytes, piv, rows, n, *kernel_strides(LU), piv.stride(0), 0, W, W, n, 0,
                     W=W, CW=scw, BM=lu.BLOCKED_STEP_BM, CPLX=cplx, PREC=lu.BLOCKED_PREC,
-                    NEUMANN=lu.BLOCKED_STEP_NEUMANN, num_warps=lu.BLOCKED_STEP_WARPS)
+                    NEUMANN=lu.BLOCKED_STEP_NEUMANN, TRACK=lu.TRACK_UNROLLED, num_warps=lu.BLOCKED_STEP_WARPS)
             t_panel = graphed(panel)
             t_step = graphed(lambda: step(m))
             t_u12 = graphed(lambda: step(W))

@@ -226,15 +226,12 @@ def test_lu_blocked_update_forms(step, m, n, dtype, device, monkeypatch):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs of the blocked path: CUDA only")
-@pytest.mark.parametrize("priority", [False, True])
-def test_lu_blocked_graph_replays(priority, device, monkeypatch):
+def test_lu_blocked_graph_replays(device, monkeypatch):
     """From a shape's second call on, the one-launch-a-panel loop replays from a CUDA graph: each
     call's factors are its own input's (info, LAPACK's pivots, P L U = A), a replay does not
     overwrite an earlier call's results, and the graph's factorisation in place (in its private
-    copy) leaves every input as it was; ``priority``: the panels on a stream of the highest priority
-    (``lu.BLOCKED_PRIORITY``), captured and replayed the same."""
+    copy) leaves every input as it was."""
     monkeypatch.setattr(L, "_GRAPHS", L.GraphCache())
-    monkeypatch.setattr(L, "BLOCKED_PRIORITY", priority)
     inputs = [rand(8, 70, 70, dtype=torch.complex64, device=device) for _ in range(4)]
     inputs[2][3, :, 40] = 0
     kept = [A.clone() for A in inputs]
@@ -246,6 +243,19 @@ def test_lu_blocked_graph_replays(priority, device, monkeypatch):
         assert info.cpu().tolist() == ref.info.tolist()
         assert torch.equal(piv.cpu(), ref.pivots)
         assert _reconstruct(LU, piv, A) <= 8 * 70 * EPS[torch.complex64]
+
+
+@pytest.mark.parametrize("m,n,dtype", [(40, 40, torch.complex64), (70, 40, torch.float32)])
+def test_lu_track_unrolled(m, n, dtype, device, monkeypatch):
+    """The step's interchanges tracked in an unrolled loop (``lu.TRACK_UNROLLED``) move the rows the
+    loop moves: the same factors bit for bit, LAPACK's pivots."""
+    A = rand(8, m, n, dtype=dtype, device=device)
+    monkeypatch.setattr(L, "TRACK_UNROLLED", False)
+    LU, piv, _ = L._factor(A, True)
+    monkeypatch.setattr(L, "TRACK_UNROLLED", True)
+    LU2, piv2, _ = L._factor(A, True)
+    assert torch.equal(LU, LU2) and torch.equal(piv, piv2)
+    assert torch.equal(piv2.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
 
 
 def test_lu_one_barrier_search_falls_back(monkeypatch):

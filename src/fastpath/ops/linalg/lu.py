@@ -30,7 +30,6 @@ program per matrix would leave the GPU idle) take ``torch.linalg`` (cuSOLVER/MAG
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from typing import NamedTuple, Tuple
 
@@ -86,9 +85,6 @@ BLOCKED_STEP_NEUMANN = True
 #: panel's own launch, before it factors them; "kernel": by a launch of the step kernel), then,
 #: on CUDA, that panel factored while a second stream does the rest of the step; "off": none.
 BLOCKED_LOOKAHEAD = "fused"
-#: ... with the panels' launches on a stream of the highest priority (the steps beside them on one of
-#: the default), so that where both wait for multiprocessors the chain's programs go first.
-BLOCKED_PRIORITY = False
 #: Row panels move complex64 entries, and pairs of float32 entries of contiguous rows of even
 #: length, as 64-bit words (the pivot row's, the panel's loads and stores): half the memory
 #: instructions of a column's chain (H200, complex64 64 x 256x256 in graphs 945 -> 870 us,
@@ -101,10 +97,19 @@ PANEL_PACK = True
 #: end of the step before, beside its column updates. H100, complex64 64 x 256x256 in graphs
 #: (scripts/lu_breakdown.py --parts, twice): 871.5 / 871.4 us (0) -> 745.0 (1), 745.3 / 747.1 (2);
 #: 2 with a global slot instead of shared memory 902.8 (docs/perf-notes.md, fifty-second session).
-PANEL_ROTATE = 1
+#: 3 (GPU, sm_80+; else 1, ``_rotation``): rotated, with the pivot search and the pivot row in one
+#: barrier (``lu_pivot._warp_search_pass``: 3 barriers and 16 shuffles a column -> 1 and 2 redux);
+#: H100, the same (twice, fifty-third session): 723.8 / 723.2 us (1) -> 704.4 / 704.1 (3), the panel
+#: launches 555.1 / 555.6 -> 535.0 / 534.7.
+PANEL_ROTATE = 3
 #: ... and the rotated panel's pivot row through shared memory (inline PTX, 128-bit stores and loads)
 #: rather than a global workspace slot (the interpreter has no inline PTX: the workspace there).
 PANEL_SMEM = not INTERPRET
+#: The blocked step's interchanges tracked in an unrolled loop (the panel's W pivots loaded together,
+#: not one a loop trip; ``lu_step._swap_sources``); float64 / complex128 keep the loop (Triton 3.6
+#: fails to lower their kernels' float64 dots beside the unrolled form). Off: compiled offline and
+#: tested in the interpreter, not yet timed on a GPU (scripts/gpu_pending.sh 99).
+TRACK_UNROLLED = False
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -393,7 +398,8 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                BLOCK_B: tl.constexpr, M: tl.constexpr, W: tl.constexpr, CW: tl.constexpr,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
-               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr, WARPS: tl.constexpr):
+               HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr, WARPS: tl.constexpr,
+               TRACK: tl.constexpr):
     if ROWS_PANEL >= 3 and PANEL_SMEM:
         _smem_row_declare()
     kmax = tl.minimum(m, n)
@@ -430,7 +436,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                 if k0 > 0:      # _lu_step_kernel's, on another stream, while this one runs)
                     kp = k0 - W
                     ir, ii = _l11_inv(base, kp, W, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
-                    pj, st, sb = _swap_sources(pb, kp, W, m, W)
+                    pj, st, sb = _swap_sources(pb, kp, W, m, W, TRACK)
                     _lu_chunk(base, kp, W, k0, k0 + W, m, n, slr, slc, pj, st, sb, ir, ii, True, True, W, W, BM,
                               CPLX, PREC)
                     tl.debug_barrier()
@@ -457,7 +463,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
             if HOST_UPDATE < 2:  # 2, 3: the step is _lu_step_kernel's, launched after this
                 # 2. the panel's interchanges on the other columns, 3. U12 = L11^-1 A12,
                 # 4. A22 -= L21 U12 (HOST_UPDATE 1: a batched matmul by the caller)
-                pj, st, sb = _swap_sources(pb, k0, jcnt, m, W)
+                pj, st, sb = _swap_sources(pb, k0, jcnt, m, W, TRACK)
                 for c0 in range(0, k0, CW):
                     _lu_chunk(base, k0, jcnt, c0, k0, m, n, slr, slc, pj, st, sb, None, None, False, False,
                               W, CW, BM, CPLX, PREC)
@@ -541,6 +547,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
         and n % 2 == 0 and lu_t.data_ptr() % 8 == 0))
 
     rot = _rotation(A3.device, M, W, warps) if blocked and ROW_PANEL and pack and cplx else 0
+    track = TRACK_UNROLLED and A3.dtype not in (torch.float64, torch.complex128)
     ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot and not PANEL_SMEM else ref
 
     def launch(k_lo, k_hi):
@@ -552,7 +559,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
             ROWS_PANEL=(1 + pack + rot) * (blocked and ROW_PANEL),
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(rot and PANEL_SMEM), WARPS=warps,
-            num_warps=warps)
+            TRACK=track, num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)
@@ -573,27 +580,13 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             _STEP[(nb, n_left + n_right)](
                 lu_t, piv, m, n, *kernel_strides(LU3), piv.stride(0), k0, min(W, kmax - k0), c_lo, c_hi, n_left,
                 W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, NEUMANN=BLOCKED_STEP_NEUMANN,
-                num_warps=BLOCKED_STEP_WARPS)
+                TRACK=track, num_warps=BLOCKED_STEP_WARPS)
 
-    streams = ahead != "off" and A3.is_cuda  # elsewhere the same order, one stream
-    chain = contextlib.nullcontext()
-    if streams:
-        caller = main = torch.cuda.current_stream(A3.device)
-        side = _stream(_SIDE, A3.device, 0)
-        if BLOCKED_PRIORITY:  # the panels' chain on a stream of the highest priority
-            main = _stream(_HIGH, A3.device, -100)
-            main.wait_stream(caller)
-            chain = torch.cuda.stream(main)
-    with chain:
-        _panel_loop(launch, step_cols, kmax, n, W, ahead, main if streams else None, side if streams else None)
-    if streams and main is not caller:
-        caller.wait_stream(main)
-
-
-def _stream(cache: dict, device, priority: int):
-    """The stream of ``cache`` for ``device`` (made on first use, with ``priority``: lower is
-    higher, clamped to the device's range)."""
-    return cache.get(device) or cache.setdefault(device, torch.cuda.Stream(device, priority=priority))
+    main = side = None  # elsewhere the same order, one stream
+    if ahead != "off" and A3.is_cuda:
+        main = torch.cuda.current_stream(A3.device)
+        side = _SIDE.get(A3.device) or _SIDE.setdefault(A3.device, torch.cuda.Stream(A3.device))
+    _panel_loop(launch, step_cols, kmax, n, W, ahead, main, side)
 
 
 def _panel_loop(launch, step_cols, kmax: int, n: int, W: int, ahead: str, main, side) -> None:
@@ -624,7 +617,6 @@ def _panel_loop(launch, step_cols, kmax: int, n: int, W: int, ahead: str, main, 
 
 
 _SIDE: dict = {}
-_HIGH: dict = {}
 
 
 # ---------------------------------------------------------------------------- reference
@@ -672,7 +664,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     if _step_form(A.is_complex()) != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
                ROW_PANEL, PANEL_PACK, PANEL_ROTATE, PANEL_SMEM, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM,
-               BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_PRIORITY, BLOCKED_STEP_NEUMANN)
+               BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN, TRACK_UNROLLED)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS,
                                 in_place=lambda a: _factor(a, pivot, own_input=True))
     else:
@@ -918,11 +910,11 @@ def _checked_lu_solve(LU, pivots, B, left, adjoint) -> torch.Tensor:
     return _lu_solve_op(LU, pivots, B, left, adjoint)
 
 
-#: Eager lu_solve calls like an earlier one replay its launches (fastpath._core.memo). Off: built
-#: and tested in the interpreter's terms, not yet run on a GPU (scripts/gpu_pending.sh 93). The H100
-#: host of 7546d83 took 259 us a float32 call with one right-hand side whose kernels take 63 us
-#: (graph replay 65 us): small solves are host-bound without it.
-MEMO = False
+#: Eager lu_solve calls like an earlier one replay its launches (fastpath._core.memo). H100
+#: (scripts/lu_solve_rhs.py --host, fifty-third session): host time a call 111 -> 20 us (complex64,
+#: one right-hand side), 89 -> 20 (float32); the eager call 124.9 -> 106.1 us and 101.8 -> 58.0,
+#: 4 right-hand sides unchanged (GPU-bound: 167.8 us); compiled memo tests passed.
+MEMO = True
 _LU_SOLVE_MEMO = LaunchMemo()
 
 

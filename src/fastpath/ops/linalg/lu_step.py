@@ -9,26 +9,31 @@ chunk of ``CW`` columns at a time: the panel's row interchanges, and right of th
 from __future__ import annotations
 
 from ..._core.backend import tl, triton
+from .triangular import _track
 from .tiles import _cdot, _dot, _ld, _st, _tri_solve
 
 
 @triton.jit
-def _swap_sources(pb, k0, jcnt, m, W: tl.constexpr):
+def _swap_sources(pb, k0, jcnt, m, W: tl.constexpr, UNROLL: tl.constexpr):
     """The panel's interchanges (pivots ``pb[k0 .. k0+jcnt-1]``, 1-based rows) as moves: returns
     ``pj`` (W,), the rows the panel rows were interchanged with (a panel row's own row past
     jcnt), and the sources of the rows that end up at ``k0 + i`` (``st``) and at ``pj[i]``
-    (``sb``), tracked backwards through the interchanges (as :func:`.triangular._track`)."""
+    (``sb``), tracked backwards through the interchanges (:func:`.triangular._track`; UNROLL: the
+    same in an unrolled loop, whose W pivot loads are in flight together rather than one a trip;
+    not for float64 tiles, where Triton 3.6 then fails to lower the kernel's float64 dots)."""
     wv = tl.arange(0, W)
     pj = tl.load(pb + k0 + wv, mask=wv < jcnt, other=0) - 1
     pj = tl.where((wv < jcnt) & (pj >= 0) & (pj < m), pj, k0 + wv)
-    src = tl.reshape(tl.join(k0 + wv, pj), [2 * W])
-    # tracked backwards (as .triangular._track), unrolled: the W scalar loads are independent, so
-    # they are in flight together rather than one a loop trip
-    for i in tl.static_range(W):
-        t = k0 + (W - 1 - i)
-        p = tl.load(pb + t, mask=W - 1 - i < jcnt, other=0) - 1
-        p = tl.where((W - 1 - i < jcnt) & (p >= 0) & (p < m), p, t)
-        src = tl.where(src == t, p, tl.where(src == p, t, src))
+    dst = tl.reshape(tl.join(k0 + wv, pj), [1, 2 * W])
+    if UNROLL:
+        src = dst
+        for i in tl.static_range(W):
+            t = k0 + (W - 1 - i)
+            p = tl.load(pb + t, mask=W - 1 - i < jcnt, other=0) - 1
+            p = tl.where((W - 1 - i < jcnt) & (p >= 0) & (p < m), p, t)
+            src = tl.where(src == t, p, tl.where(src == p, t, src))
+    else:
+        src = _track(pb, tl.zeros([1], dtype=tl.int64), 1, tl.full([1], True, tl.int1), dst, k0, k0 + jcnt, m)
     st, sb = tl.split(tl.reshape(src, [W, 2]))
     return pj, st, sb
 
@@ -118,7 +123,7 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
 @triton.jit
 def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c_hi, n_left,
                     W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr,
-                    NEUMANN: tl.constexpr):
+                    NEUMANN: tl.constexpr, TRACK: tl.constexpr):
     """The step after the panel at k0 for matrix ``program_id(0)``: programs 0 .. n_left-1 of
     axis 1 interchange rows in chunks of the columns left of the panel, the others take chunks
     of columns c_lo .. c_hi-1 (right of it) through interchanges, U12 and the update."""
@@ -126,11 +131,11 @@ def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c
     c = tl.program_id(1)
     base = lu_ptr + b * slb
     if c < n_left:
-        pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W)
+        pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W, TRACK)
         _lu_chunk(base, k0, jcnt, c * CW, k0, m, n, slr, slc, pj, st, sb, None, None, False, False, W, CW,
                   BM, CPLX, PREC)
     else:  # L11^-1 first: its loads and products beside the pivots' loads
         ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
-        pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W)
+        pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W, TRACK)
         _lu_chunk(base, k0, jcnt, c_lo + (c - n_left) * CW, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, True,
                   True, W, CW, BM, CPLX, PREC)
