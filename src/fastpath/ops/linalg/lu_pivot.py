@@ -74,12 +74,18 @@ def _smem_row_declare():
 
 
 @triton.jit
-def _smem_st2(off, ok, w0, w1):
-    """Words w0, w1 at byte ``off`` of fp_lurow where ``ok``."""
-    tl.inline_asm_elementwise(
-        "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_lurow; add.u32 a, a, $1; "
-        "@p st.shared.v2.u64 [a], {$3, $4}; mov.u32 $0, 0; }",
-        "=r,r,r,l,l", [off, ok, w0, w1], dtype=tl.int32, is_pure=False, pack=1)
+def _smem_st2(off, ok, w0, w1, WIDE: tl.constexpr):
+    """Words w0, w1 (64-bit; not WIDE: 32-bit) at byte ``off`` of fp_lurow where ``ok``."""
+    if WIDE:
+        tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_lurow; add.u32 a, a, $1; "
+            "@p st.shared.v2.u64 [a], {$3, $4}; mov.u32 $0, 0; }",
+            "=r,r,r,l,l", [off, ok, w0, w1], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_lurow; add.u32 a, a, $1; "
+            "@p st.shared.v2.u32 [a], {$3, $4}; mov.u32 $0, 0; }",
+            "=r,r,r,r,r", [off, ok, w0, w1], dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -88,6 +94,27 @@ def _smem_ld2(off):
     return tl.inline_asm_elementwise(
         "{ .reg .u32 a; mov.u32 a, fp_lurow; add.u32 a, a, $2; ld.shared.v2.u64 {$0, $1}, [a]; }",
         "=l,=l,r", [off], dtype=(tl.int64, tl.int64), is_pure=False, pack=1)
+
+
+@triton.jit
+def _smem_put_row(off, ok, cr, ci, W: tl.constexpr):
+    """A row's W complex64 entries (re, im tuples) as 64-bit words at byte ``off`` of fp_lurow where ``ok``."""
+    for c in tl.static_range(W // 2):
+        _smem_st2(off + 16 * c, ok, _pack64(cr[2 * c], ci[2 * c]), _pack64(cr[2 * c + 1], ci[2 * c + 1]), True)
+
+
+@triton.jit
+def _smem_row(off, W: tl.constexpr):
+    """The W complex64 entries at byte ``off`` of fp_lurow, as (re, im) tuples."""
+    prr = ()
+    pri = ()
+    for c in tl.static_range(W // 2):
+        w0, w1 = _smem_ld2(off + 16 * c)
+        y_r, y_i = _unpack64(w0)
+        z_r, z_i = _unpack64(w1)
+        prr = prr + (y_r, z_r)
+        pri = pri + (y_i, z_i)
+    return prr, pri
 
 
 @triton.jit
@@ -100,15 +127,9 @@ def _slot_pass(ws, j, cr, ci, own, W: tl.constexpr, SMEM: tl.constexpr):
     if SMEM:
         off = (j & 1) * (W * 8)  # bytes; stored by a thread each (the owner), loaded as one value
         ok = own.to(tl.int32)
-        for c in tl.static_range(W // 2):
-            _smem_st2(off + 16 * c + ok * 0, ok, _pack64(cr[2 * c], ci[2 * c]), _pack64(cr[2 * c + 1], ci[2 * c + 1]))
+        _smem_put_row(off + ok * 0, ok, cr, ci, W)
         tl.debug_barrier()
-        for c in tl.static_range(W // 2):
-            w0, w1 = _smem_ld2(off + 16 * c)
-            y_r, y_i = _unpack64(w0)
-            z_r, z_i = _unpack64(w1)
-            prr = prr + (y_r, z_r)
-            pri = pri + (y_i, z_i)
+        prr, pri = _smem_row(off, W)
     else:
         at = ws + j * W  # stored through a pointer a thread (the owner's), loaded as one value
         for c in tl.static_range(W):
@@ -146,23 +167,6 @@ def _warp_min(x):
 
 
 @triton.jit
-def _smem_st_pair(off, ok, a, b):
-    """Words a, b (32-bit) at byte ``off`` of fp_lurow where ``ok``."""
-    tl.inline_asm_elementwise(
-        "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, fp_lurow; add.u32 a, a, $1; "
-        "@p st.shared.v2.u32 [a], {$3, $4}; mov.u32 $0, 0; }",
-        "=r,r,r,r,r", [off, ok, a, b], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _smem_ld_pairs(off):
-    """The two (32-bit) pairs at byte ``off`` of fp_lurow."""
-    return tl.inline_asm_elementwise(
-        "{ .reg .u32 a; mov.u32 a, fp_lurow; add.u32 a, a, $4; ld.shared.v4.u32 {$0, $1, $2, $3}, [a]; }",
-        "=r,=r,=r,=r,r", [off], dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=False, pack=1)
-
-
-@triton.jit
 def _fold(ks, ps, ws, N: tl.constexpr):
     """N candidates (key, place, warp) -> N / 2, pairwise by :func:`_pivot_max`."""
     nk = ()
@@ -192,16 +196,18 @@ def _warp_search_pass(xr, xi, live, pos, g, j, cr, ci, tid, W: tl.constexpr, CPL
     win = ((key == wk) & (pos == wp)).to(tl.int32)
     buf = (j & 1) * (64 + SEARCH_WARPS * W * 8)
     warp = tid >> 5
-    _smem_st_pair(buf + warp * 8, win, key, pos)
-    mine = buf + 64 + warp * (W * 8)
-    for c in tl.static_range(W // 2):
-        _smem_st2(mine + 16 * c, win, _pack64(cr[2 * c], ci[2 * c]), _pack64(cr[2 * c + 1], ci[2 * c + 1]))
+    _smem_st2(buf + warp * 8, win, key, pos, False)  # one 64-bit word: key low, place high
+    _smem_put_row(buf + 64 + warp * (W * 8), win, cr, ci, W)
     tl.debug_barrier()
     ks = ()  # scalars: every thread reads the same words
     ps = ()
     ws = ()
     for h in tl.static_range(SEARCH_WARPS // 2):
-        k1, p1, k2, p2 = _smem_ld_pairs(buf + 16 * h)
+        w1, w2 = _smem_ld2(buf + 16 * h)
+        k1 = (w1 & 0xFFFFFFFF).to(tl.int32)
+        p1 = (w1 >> 32).to(tl.int32)
+        k2 = (w2 & 0xFFFFFFFF).to(tl.int32)
+        p2 = (w2 >> 32).to(tl.int32)
         k1 = tl.where(2 * h < WARPS, k1, -1)  # slots of no warp: never written, never taken
         k2 = tl.where(2 * h + 1 < WARPS, k2, -1)
         ks = ks + (k1, k2)
@@ -211,13 +217,5 @@ def _warp_search_pass(xr, xi, live, pos, g, j, cr, ci, tid, W: tl.constexpr, CPL
     ks, ps, ws = _fold(ks, ps, ws, 8)
     ks, ps, ws = _fold(ks, ps, ws, 4)
     ks, ps, ws = _fold(ks, ps, ws, 2)
-    rows = buf + 64 + ws[0] * (W * 8)
-    prr = ()
-    pri = ()
-    for c in tl.static_range(W // 2):
-        w0, w1 = _smem_ld2(rows + 16 * c)
-        y_r, y_i = _unpack64(w0)
-        z_r, z_i = _unpack64(w1)
-        prr = prr + (y_r, z_r)
-        pri = pri + (y_i, z_i)
+    prr, pri = _smem_row(buf + 64 + ws[0] * (W * 8), W)
     return ps[0], prr, pri
