@@ -204,9 +204,10 @@ def run_calls(which: str) -> None:
             calls.append((f"lu_solve k=1 {dt}, the forms 2", forms_2))
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
 
-        def rotated():  # complex64 row panels rotated with each search a step early (PANEL_ROTATE 2) and with
-            from fastpath.ops.linalg import lu as LU_  # the search and row in one barrier (3), both off by
-            # default (1 is), the pivot row through shared memory: the factor's launch and det's
+        def rotated():  # complex64 row panels rotated with each search a step early (PANEL_ROTATE 2, off) and
+            from fastpath.ops.linalg import lu as LU_  # with the search and row in one barrier (3, the GPU's
+            # default, which lu._rotation grants only on a CUDA device: the calls above record 1), the pivot
+            # row through shared memory: the factor's launch and det's
             saved = LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation
             LU_.PANEL_SMEM = True
             LU_._rotation = lambda device, M, W, warps: LU_.PANEL_ROTATE  # (no GPU here to ask)

@@ -30,9 +30,8 @@ class GraphCache:
     graph captures instead of ``fn``, the same results but free to overwrite its argument, the
     private copy (e.g. a factorisation in that copy: one copy of A fewer a call). The ``keep``
     most recently used graphs are kept (a call's ``keep``, so that a module knob can set it).
-    Direct calls where
-    graphs cannot help or would be wrong: off CUDA, in Triton's interpreter, while the caller
-    is capturing or compiling, or ``keep`` = 0."""
+    Direct calls where graphs cannot help or would be wrong: off CUDA, in Triton's interpreter,
+    while the caller is capturing or compiling, or ``keep`` = 0."""
 
     def __init__(self):
         self.entries: dict = {}

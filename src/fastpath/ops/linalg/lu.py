@@ -13,7 +13,8 @@ one) and the factorisation carries on, as ``getrf`` does.
   blocked LU with panels of ``W`` columns. Per panel: ``_lu_panel_rows`` on the panel in
   registers (a thread a row, rows tracked by place rather than moved; complex64's columns
   rotated a place a step and each pivot row passed through shared memory, ``PANEL_ROTATE``,
-  ``PANEL_SMEM``); its row interchanges
+  ``PANEL_SMEM``; on sm_80+ each step's search and pivot row in one barrier, :mod:`.lu_pivot`);
+  its row interchanges
   applied to the other columns by moving only the rows they touch (at most 2W: sources tracked
   backwards through the swaps, :func:`.triangular._track`);
   ``L11^-1`` formed once in registers, then per chunk of columns ``U12 = L11^-1 A12`` and
@@ -299,8 +300,9 @@ def _lu_panel_rows(base, ws, k0, m, n, jcnt, slr, slc, info, d_r, d_i, la, M: tl
     pivot row), and the pivot row goes through ``ws`` (W slots of W words, one a step; SMEM: two
     slots of shared memory, :func:`_slot_pass`) in the rotated order; the rows' final store
     undoes the rotation; 2: each step's search done at the end of the step before (beside its
-    updates); 3 (SMEM, sm_80+, 8 warps): search and pivot row in one barrier
-    (:func:`.lu_pivot._warp_search_pass`). Returns the pivots (W,), 1-based, info and the determinant's accumulators."""
+    updates); 3 (SMEM, sm_80+, a row a thread, ``WARPS`` <= 8): search and pivot row in one barrier
+    (:func:`.lu_pivot._warp_search_pass`). Returns the pivots (W,), 1-based, info and the
+    determinant's accumulators."""
     r = tl.arange(0, M)
     live = r < m
     cr, ci = _row_ld(base, r * slr, k0, n, slc, live, W, CPLX, PACK)

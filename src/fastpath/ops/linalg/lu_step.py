@@ -9,8 +9,8 @@ chunk of ``CW`` columns at a time: the panel's row interchanges, and right of th
 from __future__ import annotations
 
 from ..._core.backend import tl, triton
-from .triangular import _track
 from .tiles import _cdot, _dot, _ld, _st, _tri_solve
+from .triangular import _track
 
 
 @triton.jit
