@@ -215,8 +215,11 @@ def run_calls(which: str) -> None:
                 for LU_.PANEL_ROTATE in (2, 3):
                     L_.lu_factor_ex(R(64, 256, 256, dt=torch.complex64))
                     L_.det(R(64, 256, 256, dt=torch.complex64))
+                LU_.DEFER_LEFT = True  # (off by default) the left interchanges deferred to the end
+                L_.lu_factor_ex(R(64, 256, 256, dt=torch.complex64))
             finally:
                 LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation = saved
+                LU_.DEFER_LEFT = False
         calls.append(("lu_factor / det 64x256 c64, rotated panels", rotated))
         _record_calls(calls)
     if which == "training-gpu":  # the training bench's calls with the GPU's plans (as linalg-gpu), forward + backward

@@ -786,11 +786,15 @@ case "${1:-1}" in
     timeout 100 python3 scripts/lu_solve_rhs.py --ks 1,4 --host --set ops.linalg.lu.MEMO=$m 2>&1 | grep -E "k=|host"
   done 2>&1 | tee "$OUT/lu_memo_host.log" ;;
 99)  # fifty-third session, for the next: the step's interchanges tracked in an unrolled loop
-  # (lu.TRACK_UNROLLED, off; offline a 53-instruction loop of 4 loads a trip gone from each panel launch),
-  # the blocked tests compiled with it on, then A/B twice (complex64, graphs)
-  compiled track_tests.log 120 8 tests/ops/test_linalg_lu.py -k "track_unrolled or blocked_steps"
-  for round in 1 2; do for t in False True; do
-    timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set TRACK_UNROLLED=$t 2>&1 \
-      | grep -v -i warn | sed "s/^/TRACK_UNROLLED=$t /" | tee -a "$OUT/lu_track.log"
-  done; done ;;
+  # (lu.TRACK_UNROLLED, off; offline a 53-instruction loop of 4 loads a trip gone from each panel launch) and
+  # complex64's left-column interchanges deferred to one launch at the end (lu.DEFER_LEFT, off): the tests
+  # compiled, A/B twice (complex64, graphs), the timeline with both
+  compiled track_tests.log 120 8 tests/ops/test_linalg_lu.py -k "track_unrolled or defer_left or blocked_steps"
+  for round in 1 2; do for t in "TRACK_UNROLLED=False" "TRACK_UNROLLED=True" "DEFER_LEFT=True" \
+      "TRACK_UNROLLED=True --set DEFER_LEFT=True"; do
+    timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \
+      | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_track.log"
+  done; done
+  timeout 60 python3 scripts/lu_timeline.py --variant "" --variant "TRACK_UNROLLED=True DEFER_LEFT=True" 2>&1 \
+    | grep -v -i warn | tee "$OUT/lu_timeline99.log" ;;
 esac

@@ -41,7 +41,8 @@ info = torch.empty(args.batch, dtype=torch.int32, device=dev)
 
 
 def short(name: str) -> str:
-    for key, tag in (("_lu_kernel", "panel"), ("_lu_step_kernel", "step"), ("copy", "copy"), ("elementwise", "copy")):
+    for key, tag in (("_lu_kernel", "panel"), ("_lu_step_kernel", "step"), ("_lu_left_swaps", "left"),
+                     ("copy", "copy"), ("elementwise", "copy")):
         if key in name:
             return tag
     return re.sub(r"\W+", "_", name)[:24]

@@ -258,6 +258,21 @@ def test_lu_track_unrolled(m, n, dtype, device, monkeypatch):
     assert torch.equal(piv2.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
 
 
+@pytest.mark.parametrize("m,n,batch", [(66, 66, 8), (70, 40, 8), (40, 70, 2)])
+def test_lu_defer_left(m, n, batch, device, monkeypatch):
+    """The "matmul" step's interchanges on the columns left of each panel deferred to one launch at
+    the end (``lu.DEFER_LEFT``): the same factors bit for bit as done panel by panel, LAPACK's pivots,
+    P L U = A (complex64: square, tall, wide; several panels of 16 or 32 columns)."""
+    A = rand(batch, m, n, dtype=torch.complex64, device=device)
+    monkeypatch.setattr(L, "DEFER_LEFT", False)
+    LU, piv, _ = L._factor(A, True)
+    monkeypatch.setattr(L, "DEFER_LEFT", True)
+    LU2, piv2, _ = L._factor(A, True)
+    assert torch.equal(LU, LU2) and torch.equal(piv, piv2)
+    assert torch.equal(piv2.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
+    assert _reconstruct(LU2, piv2, A) <= 8 * max(m, n) * EPS[torch.complex64]
+
+
 def test_lu_one_barrier_search_falls_back(monkeypatch):
     """The one-barrier search (``PANEL_ROTATE = 3``) is only chosen where it compiles and holds: a
     CUDA device of sm_80+ with shared memory by inline PTX, a slot a warp, one row a thread; else the

@@ -44,7 +44,7 @@ from ..._core.registry import register_op
 from .graphs import GraphCache, exact_matmuls
 from .lu_pivot import (SEARCH_WARPS, _pack64, _ptr64, _search, _slot_pass, _smem_row_declare, _thread_id,
                        _unpack64, _warp_search_pass)
-from .lu_step import _l11_inv, _lu_chunk, _lu_step_kernel, _swap_sources
+from .lu_step import _l11_inv, _lu_chunk, _lu_left_swaps_kernel, _lu_step_kernel, _swap_sources
 from .tiles import (_abs1, _div, _ld, _mul, _pick, _pick2, _st,
                     check_matrices, flat3, kernel_strides, raise_singular, real_view)
 from .triangular import check_square, kernel_ok, rhs_shapes, trsm
@@ -111,6 +111,11 @@ PANEL_SMEM = not INTERPRET
 #: fails to lower their kernels' float64 dots beside the unrolled form). Off: compiled offline and
 #: tested in the interpreter, not yet timed on a GPU (scripts/gpu_pending.sh 99).
 TRACK_UNROLLED = False
+#: The "matmul" step's row interchanges on the columns left of each panel deferred to one launch at
+#: the end (``lu_step._lu_left_swaps_kernel``, a program a (matrix, panel)) rather than done chunk by
+#: chunk in each panel launch, on the chain (nothing later reads those columns). Off: built and
+#: tested in the interpreter (bit for bit as the other order), not yet timed (scripts/gpu_pending.sh 99).
+DEFER_LEFT = False
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -401,7 +406,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
                HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr, WARPS: tl.constexpr,
-               TRACK: tl.constexpr):
+               TRACK: tl.constexpr, DEFER_LEFT: tl.constexpr):
     if ROWS_PANEL >= 3 and PANEL_SMEM:
         _smem_row_declare()
     kmax = tl.minimum(m, n)
@@ -466,9 +471,10 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                 # 2. the panel's interchanges on the other columns, 3. U12 = L11^-1 A12,
                 # 4. A22 -= L21 U12 (HOST_UPDATE 1: a batched matmul by the caller)
                 pj, st, sb = _swap_sources(pb, k0, jcnt, m, W, TRACK)
-                for c0 in range(0, k0, CW):
-                    _lu_chunk(base, k0, jcnt, c0, k0, m, n, slr, slc, pj, st, sb, None, None, False, False,
-                              W, CW, BM, CPLX, PREC)
+                if not (DEFER_LEFT and HOST_UPDATE == 1):  # (deferred: _lu_left_swaps_kernel at the end)
+                    for c0 in range(0, k0, CW):
+                        _lu_chunk(base, k0, jcnt, c0, k0, m, n, slr, slc, pj, st, sb, None, None, False, False,
+                                  W, CW, BM, CPLX, PREC)
                 ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
                 for c0 in range(k0 + W, n, CW):
                     _lu_chunk(base, k0, jcnt, c0, n, m, n, slr, slc, pj, st, sb, ir, ii, True, HOST_UPDATE == 0,
@@ -484,6 +490,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
 
 _LU = Launcher(_lu_kernel)
 _STEP = Launcher(_lu_step_kernel)
+_LEFT = Launcher(_lu_left_swaps_kernel)
 
 
 # ---------------------------------------------------------------------------- launcher
@@ -550,6 +557,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
 
     rot = _rotation(A3.device, M, W, warps) if blocked and ROW_PANEL and pack and cplx else 0
     track = TRACK_UNROLLED and A3.dtype not in (torch.float64, torch.complex128)
+    defer = bool(DEFER_LEFT) and mode == 1
     ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot and not PANEL_SMEM else ref
 
     def launch(k_lo, k_hi):
@@ -561,7 +569,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
             ROWS_PANEL=(1 + pack + rot) * (blocked and ROW_PANEL),
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(rot and PANEL_SMEM), WARPS=warps,
-            TRACK=track, num_warps=warps)
+            TRACK=track, DEFER_LEFT=defer, num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)
@@ -573,6 +581,9 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
                 e0 = k0 + W
                 if e0 < m and e0 < n:  # A22 -= L21 U12, the panel's L and U stored by the launch
                     LU3[:, e0:, e0:].baddbmm_(LU3[:, e0:, k0:e0], LU3[:, k0:e0, e0:], alpha=-1)
+        if defer and kmax > W:  # the earlier panels' columns take the later panels' interchanges
+            _LEFT[(nb, cdiv(kmax, W) - 1)](lu_t, piv, m, kmax, *kernel_strides(LU3), piv.stride(0), W=W, M=M,
+                                           CPLX=cplx, num_warps=warps)
         return
     scw = BLOCKED_STEP_CW[cplx]
 
@@ -666,7 +677,8 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     if _step_form(A.is_complex()) != "inline" and _path(m, n, A3.shape[0], A.dtype) == "blocked":
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
                ROW_PANEL, PANEL_PACK, PANEL_ROTATE, PANEL_SMEM, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM,
-               BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN, TRACK_UNROLLED)
+               BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN, TRACK_UNROLLED,
+               DEFER_LEFT)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS,
                                 in_place=lambda a: _factor(a, pivot, own_input=True))
     else:

@@ -139,3 +139,25 @@ def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c
         pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W, TRACK)
         _lu_chunk(base, k0, jcnt, c_lo + (c - n_left) * CW, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, True,
                   True, W, CW, BM, CPLX, PREC)
+
+
+@triton.jit
+def _lu_left_swaps_kernel(lu_ptr, piv_ptr, m, kmax, slb, slr, slc, spb, W: tl.constexpr, M: tl.constexpr,
+                          CPLX: tl.constexpr):
+    """The row interchanges that the panel launches left for the end (``lu.DEFER_LEFT``): program
+    (matrix, p) gives panel p's W columns those of every later panel, each row's source tracked
+    backwards through pivots kmax-1 .. e0 (:func:`.triangular._track`), the rows gathered into
+    registers, then written back in place (the programs' columns are disjoint)."""
+    b = tl.program_id(0).to(tl.int64)
+    e0 = (tl.program_id(1) + 1) * W
+    base = lu_ptr + b * slb
+    rows = tl.arange(0, M)
+    src = _track(piv_ptr + b * spb, tl.zeros([1], dtype=tl.int64), 1, tl.full([1], True, tl.int1), rows[None, :],
+                 e0, kmax, m)
+    src = tl.reshape(src, [M, 1])
+    cols = e0 - W + tl.arange(0, W)[None, :]
+    mask = (rows[:, None] < m) & (cols < kmax)
+    xr, xi = _ld(base, src * slr + cols * slc, mask, CPLX)
+    tl.debug_barrier()  # every row read before any is written
+    _st(base, rows[:, None] * slr + cols * slc, xr, xi, mask, CPLX)
+
