@@ -789,7 +789,7 @@ case "${1:-1}" in
   # (lu.TRACK_UNROLLED, off; offline a 53-instruction loop of 4 loads a trip gone from each panel launch) and
   # complex64's left-column interchanges deferred to one launch at the end (lu.DEFER_LEFT, off): the tests
   # compiled, A/B twice (complex64, graphs), the timeline with both
-  compiled track_tests.log 120 8 tests/ops/test_linalg_lu.py -k "track_unrolled or defer_left or blocked_steps"
+  compiled track_tests.log 120 8 tests/ops/test_linalg_lu.py -k "step_orders_agree or blocked_steps"
   for round in 1 2; do for t in "TRACK_UNROLLED=False" "TRACK_UNROLLED=True" "DEFER_LEFT=True" \
       "TRACK_UNROLLED=True --set DEFER_LEFT=True"; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \

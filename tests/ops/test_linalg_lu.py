@@ -245,32 +245,23 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
         assert _reconstruct(LU, piv, A) <= 8 * 70 * EPS[torch.complex64]
 
 
-@pytest.mark.parametrize("m,n,dtype", [(40, 40, torch.complex64), (70, 40, torch.float32)])
-def test_lu_track_unrolled(m, n, dtype, device, monkeypatch):
-    """The step's interchanges tracked in an unrolled loop (``lu.TRACK_UNROLLED``) move the rows the
-    loop moves: the same factors bit for bit, LAPACK's pivots."""
-    A = rand(8, m, n, dtype=dtype, device=device)
-    monkeypatch.setattr(L, "TRACK_UNROLLED", False)
+@pytest.mark.parametrize("knob,m,n,dtype,batch", [
+    ("TRACK_UNROLLED", 40, 40, torch.complex64, 8), ("TRACK_UNROLLED", 70, 40, torch.float32, 8),
+    ("DEFER_LEFT", 66, 66, torch.complex64, 8), ("DEFER_LEFT", 70, 40, torch.complex64, 8),
+    ("DEFER_LEFT", 40, 70, torch.complex64, 2)])
+def test_lu_step_orders_agree(knob, m, n, dtype, batch, device, monkeypatch):
+    """Other orders of the blocked step's data movement give the default's factors bit for bit, and
+    LAPACK's pivots, P L U = A: ``lu.TRACK_UNROLLED``, the interchanges tracked in an unrolled loop;
+    ``lu.DEFER_LEFT``, complex64's interchanges on the columns left of each panel deferred to one
+    launch at the end (square, tall, wide; several panels)."""
+    A = rand(batch, m, n, dtype=dtype, device=device)
+    monkeypatch.setattr(L, knob, False)
     LU, piv, _ = L._factor(A, True)
-    monkeypatch.setattr(L, "TRACK_UNROLLED", True)
+    monkeypatch.setattr(L, knob, True)
     LU2, piv2, _ = L._factor(A, True)
     assert torch.equal(LU, LU2) and torch.equal(piv, piv2)
     assert torch.equal(piv2.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
-
-
-@pytest.mark.parametrize("m,n,batch", [(66, 66, 8), (70, 40, 8), (40, 70, 2)])
-def test_lu_defer_left(m, n, batch, device, monkeypatch):
-    """The "matmul" step's interchanges on the columns left of each panel deferred to one launch at
-    the end (``lu.DEFER_LEFT``): the same factors bit for bit as done panel by panel, LAPACK's pivots,
-    P L U = A (complex64: square, tall, wide; several panels of 16 or 32 columns)."""
-    A = rand(batch, m, n, dtype=torch.complex64, device=device)
-    monkeypatch.setattr(L, "DEFER_LEFT", False)
-    LU, piv, _ = L._factor(A, True)
-    monkeypatch.setattr(L, "DEFER_LEFT", True)
-    LU2, piv2, _ = L._factor(A, True)
-    assert torch.equal(LU, LU2) and torch.equal(piv, piv2)
-    assert torch.equal(piv2.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
-    assert _reconstruct(LU2, piv2, A) <= 8 * max(m, n) * EPS[torch.complex64]
+    assert _reconstruct(LU2, piv2, A) <= 8 * max(m, n) * EPS[dtype]
 
 
 def test_lu_one_barrier_search_falls_back(monkeypatch):
