@@ -208,7 +208,7 @@ def run_calls(which: str) -> None:
             from fastpath.ops.linalg import lu as LU_  # with the search and row in one barrier (3, the GPU's
             # default, which lu._rotation grants only on a CUDA device: the calls above record 1), the pivot
             # row through shared memory: the factor's launch and det's
-            saved = LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation
+            saved = LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation, LU_.DEFER_LEFT
             LU_.PANEL_SMEM = True
             LU_._rotation = lambda device, M, W, warps: LU_.PANEL_ROTATE  # (no GPU here to ask)
             try:
@@ -218,8 +218,7 @@ def run_calls(which: str) -> None:
                 LU_.DEFER_LEFT = True  # (off by default) the left interchanges deferred to the end
                 L_.lu_factor_ex(R(64, 256, 256, dt=torch.complex64))
             finally:
-                LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation = saved
-                LU_.DEFER_LEFT = False
+                LU_.PANEL_ROTATE, LU_.PANEL_SMEM, LU_._rotation, LU_.DEFER_LEFT = saved
         calls.append(("lu_factor / det 64x256 c64, rotated panels", rotated))
         _record_calls(calls)
     if which == "training-gpu":  # the training bench's calls with the GPU's plans (as linalg-gpu), forward + backward

@@ -214,6 +214,7 @@ def _warp_search_pass(xr, xi, live, pos, g, j, cr, ci, tid, W: tl.constexpr, CPL
         ps = ps + (p1, p2)
         ws = ws + (p1 * 0 + 2 * h, p1 * 0 + 2 * h + 1)
     # the best of the warps' pairs (a tree), and which warp holds it
+    tl.static_assert(SEARCH_WARPS == 8, "the tree and fp_lurow's 64-byte key region are for 8 slots")
     ks, ps, ws = _fold(ks, ps, ws, 8)
     ks, ps, ws = _fold(ks, ps, ws, 4)
     ks, ps, ws = _fold(ks, ps, ws, 2)
