@@ -797,4 +797,16 @@ case "${1:-1}" in
   done; done
   timeout 60 python3 scripts/lu_timeline.py --variant "" --variant "TRACK_UNROLLED=True DEFER_LEFT=True" 2>&1 \
     | grep -v -i warn | tee "$OUT/lu_timeline99.log" ;;
+100)  # fifty-fourth session: the deferred left interchanges (lu.DEFER_LEFT, now on) with each panel's pivots
+  # loaded together (99 measured the one-load-a-trip form: 150 us at the end against 77 us saved in the
+  # panels): compiled tests, A/B twice, the timeline, then the linalg LU records at the new defaults
+  compiled left_tests.log 120 8 tests/ops/test_linalg_lu.py -k "step_orders_agree or blocked or in_place"
+  for round in 1 2; do for t in "DEFER_LEFT=False" "DEFER_LEFT=True" "DEFER_LEFT=True --set TRACK_UNROLLED=True"; do
+    timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \
+      | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_left.log"
+  done; done
+  timeout 60 python3 scripts/lu_timeline.py --variant "" --variant "DEFER_LEFT=False" 2>&1 \
+    | grep -v -i warn | tee "$OUT/lu_timeline100.log"
+  timeout 240 python3 -m fastpath.bench linalg --only lu_ --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
+    | grep -v -i warn | tail -14 ;;
 esac

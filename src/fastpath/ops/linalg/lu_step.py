@@ -14,6 +14,18 @@ from .triangular import _track
 
 
 @triton.jit
+def _track_unrolled(pb, k0, jcnt, m, src, W: tl.constexpr):
+    """:func:`.triangular._track` through one panel's interchanges (pivots ``pb[k0 .. k0+jcnt-1]``,
+    jcnt <= W) in an unrolled loop: the W pivot loads are in flight together, not one a trip."""
+    for i in tl.static_range(W):
+        t = k0 + (W - 1 - i)
+        p = tl.load(pb + t, mask=W - 1 - i < jcnt, other=0) - 1
+        p = tl.where((W - 1 - i < jcnt) & (p >= 0) & (p < m), p, t)
+        src = tl.where(src == t, p, tl.where(src == p, t, src))
+    return src
+
+
+@triton.jit
 def _swap_sources(pb, k0, jcnt, m, W: tl.constexpr, UNROLL: tl.constexpr):
     """The panel's interchanges (pivots ``pb[k0 .. k0+jcnt-1]``, 1-based rows) as moves: returns
     ``pj`` (W,), the rows the panel rows were interchanged with (a panel row's own row past
@@ -26,12 +38,7 @@ def _swap_sources(pb, k0, jcnt, m, W: tl.constexpr, UNROLL: tl.constexpr):
     pj = tl.where((wv < jcnt) & (pj >= 0) & (pj < m), pj, k0 + wv)
     dst = tl.reshape(tl.join(k0 + wv, pj), [1, 2 * W])
     if UNROLL:
-        src = dst
-        for i in tl.static_range(W):
-            t = k0 + (W - 1 - i)
-            p = tl.load(pb + t, mask=W - 1 - i < jcnt, other=0) - 1
-            p = tl.where((W - 1 - i < jcnt) & (p >= 0) & (p < m), p, t)
-            src = tl.where(src == t, p, tl.where(src == p, t, src))
+        src = _track_unrolled(pb, k0, jcnt, m, dst, W)
     else:
         src = _track(pb, tl.zeros([1], dtype=tl.int64), 1, tl.full([1], True, tl.int1), dst, k0, k0 + jcnt, m)
     st, sb = tl.split(tl.reshape(src, [W, 2]))
@@ -146,14 +153,18 @@ def _lu_left_swaps_kernel(lu_ptr, piv_ptr, m, kmax, slb, slr, slc, spb, W: tl.co
                           CPLX: tl.constexpr):
     """The row interchanges that the panel launches left for the end (``lu.DEFER_LEFT``): program
     (matrix, p) gives panel p's W columns those of every later panel, each row's source tracked
-    backwards through pivots kmax-1 .. e0 (:func:`.triangular._track`), the rows gathered into
-    registers, then written back in place (the programs' columns are disjoint)."""
+    backwards through the later panels' pivots a panel at a time (:func:`_track_unrolled`, a
+    panel's W pivot loads in flight together), the rows gathered into registers, then written back
+    in place (the programs' columns are disjoint)."""
     b = tl.program_id(0).to(tl.int64)
     e0 = (tl.program_id(1) + 1) * W
     base = lu_ptr + b * slb
+    pb = piv_ptr + b * spb
     rows = tl.arange(0, M)
-    src = _track(piv_ptr + b * spb, tl.zeros([1], dtype=tl.int64), 1, tl.full([1], True, tl.int1), rows[None, :],
-                 e0, kmax, m)
+    src = rows
+    for s in range(0, tl.cdiv(kmax - e0, W)):  # the later panels, last first
+        q0 = e0 + (tl.cdiv(kmax - e0, W) - 1 - s) * W
+        src = _track_unrolled(pb, q0, tl.minimum(kmax - q0, W), m, src, W)
     src = tl.reshape(src, [M, 1])
     cols = e0 - W + tl.arange(0, W)[None, :]
     mask = (rows[:, None] < m) & (cols < kmax)
