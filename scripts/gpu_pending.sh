@@ -799,14 +799,17 @@ case "${1:-1}" in
     | grep -v -i warn | tee "$OUT/lu_timeline99.log" ;;
 100)  # fifty-fourth session: the deferred left interchanges (lu.DEFER_LEFT, now on) with each panel's pivots
   # loaded together (99 measured the one-load-a-trip form: 150 us at the end against 77 us saved in the
-  # panels): compiled tests, A/B twice, the timeline, then the linalg LU records at the new defaults
+  # panels), and wider chunks right of the panel in its launch (lu.PANEL_RIGHT_CW, None = 32): compiled
+  # tests, A/B twice, the timeline, then the lu_factor records at the defaults and at PANEL_RIGHT_CW=128
   compiled left_tests.log 120 8 tests/ops/test_linalg_lu.py -k "step_orders_agree or blocked or in_place"
-  for round in 1 2; do for t in "DEFER_LEFT=False" "DEFER_LEFT=True" "DEFER_LEFT=True --set TRACK_UNROLLED=True"; do
+  for round in 1 2; do for t in "DEFER_LEFT=False" "DEFER_LEFT=True" "PANEL_RIGHT_CW=64" "PANEL_RIGHT_CW=128"; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \
       | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_left.log"
   done; done
-  timeout 60 python3 scripts/lu_timeline.py --variant "" --variant "DEFER_LEFT=False" 2>&1 \
-    | grep -v -i warn | tee "$OUT/lu_timeline100.log"
-  timeout 240 python3 -m fastpath.bench linalg --only lu_ --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
-    | grep -v -i warn | tail -14 ;;
+  timeout 60 python3 scripts/lu_timeline.py --variant "" --variant "DEFER_LEFT=False" --variant "PANEL_RIGHT_CW=128" \
+    2>&1 | grep -v -i warn | tee "$OUT/lu_timeline100.log"
+  for s in "" "--set ops.linalg.lu.PANEL_RIGHT_CW=128"; do
+    timeout 100 python3 -m fastpath.bench linalg --only lu_factor --graphs $s --json "$OUT/lu_records.jsonl" 2>&1 \
+      | grep -v -i warn | tail -6
+  done ;;
 esac

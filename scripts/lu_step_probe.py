@@ -72,7 +72,7 @@ for dname in args.dtypes.split(","):
                               BLOCK_B=1, M=256, W=W, CW=lu.BLOCKED_CW[cplx], BM=lu.BLOCKED_BM, BLOCKED=True,
                               PIVOT=True, DET=0, STORE_LU=True, CPLX=cplx, PREC=lu.BLOCKED_PREC, ROWS_PANEL=True,
                               HOST_UPDATE=2, NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=False, WARPS=lu.BLOCKED_WARPS,
-                              TRACK=lu.TRACK_UNROLLED, DEFER_LEFT=False,
+                              TRACK=lu.TRACK_UNROLLED, DEFER_LEFT=False, RCW=lu.BLOCKED_CW[cplx],
                               num_warps=lu.BLOCKED_WARPS)
 
             def step(rows):

@@ -245,19 +245,21 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
         assert _reconstruct(LU, piv, A) <= 8 * 70 * EPS[torch.complex64]
 
 
-@pytest.mark.parametrize("knob,m,n,dtype,batch", [
-    ("TRACK_UNROLLED", 40, 40, torch.complex64, 8), ("TRACK_UNROLLED", 70, 40, torch.float32, 8),
-    ("DEFER_LEFT", 66, 66, torch.complex64, 8), ("DEFER_LEFT", 70, 40, torch.complex64, 8),
-    ("DEFER_LEFT", 40, 70, torch.complex64, 2)])
-def test_lu_step_orders_agree(knob, m, n, dtype, batch, device, monkeypatch):
+@pytest.mark.parametrize("knob,on,m,n,dtype,batch", [
+    ("TRACK_UNROLLED", True, 40, 40, torch.complex64, 8), ("TRACK_UNROLLED", True, 70, 40, torch.float32, 8),
+    ("DEFER_LEFT", True, 66, 66, torch.complex64, 8), ("DEFER_LEFT", True, 70, 40, torch.complex64, 8),
+    ("DEFER_LEFT", True, 40, 70, torch.complex64, 2), ("PANEL_RIGHT_CW", 64, 40, 150, torch.complex64, 2),
+    ("PANEL_RIGHT_CW", 128, 66, 66, torch.complex64, 8)])
+def test_lu_step_orders_agree(knob, on, m, n, dtype, batch, device, monkeypatch):
     """Other orders of the blocked step's data movement give the default's factors bit for bit, and
     LAPACK's pivots, P L U = A: ``lu.TRACK_UNROLLED``, the interchanges tracked in an unrolled loop;
     ``lu.DEFER_LEFT``, complex64's interchanges on the columns left of each panel deferred to one
-    launch at the end (square, tall, wide; several panels)."""
+    launch at the end; ``lu.PANEL_RIGHT_CW``, wider chunks right of the panel (square, tall, wide;
+    several panels)."""
     A = rand(batch, m, n, dtype=dtype, device=device)
-    monkeypatch.setattr(L, knob, False)
+    monkeypatch.setattr(L, knob, None if knob == "PANEL_RIGHT_CW" else False)
     LU, piv, _ = L._factor(A, True)
-    monkeypatch.setattr(L, knob, True)
+    monkeypatch.setattr(L, knob, on)
     LU2, piv2, _ = L._factor(A, True)
     assert torch.equal(LU, LU2) and torch.equal(piv, piv2)
     assert torch.equal(piv2.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)

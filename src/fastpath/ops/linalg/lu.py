@@ -32,7 +32,7 @@ program per matrix would leave the GPU idle) take ``torch.linalg`` (cuSOLVER/MAG
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 
@@ -117,6 +117,9 @@ TRACK_UNROLLED = False
 #: those columns). Bit for bit as the other order (tests). H100 (fifty-fourth session): the panel
 #: launches 532 -> 424 us of a 64x256x256 complex64 factorisation.
 DEFER_LEFT = True
+#: Columns a chunk of the "matmul" step's panel launch takes right of the panel (interchanges and U12,
+#: chunk after chunk in the one program a matrix); None: BLOCKED_CW's. Not yet timed (gpu_pending.sh 101).
+PANEL_RIGHT_CW: Optional[int] = None
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -407,7 +410,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
                HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr, WARPS: tl.constexpr,
-               TRACK: tl.constexpr, DEFER_LEFT: tl.constexpr):
+               TRACK: tl.constexpr, DEFER_LEFT: tl.constexpr, RCW: tl.constexpr):
     if ROWS_PANEL >= 3 and PANEL_SMEM:
         _smem_row_declare()
     kmax = tl.minimum(m, n)
@@ -477,9 +480,9 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                         _lu_chunk(base, k0, jcnt, c0, k0, m, n, slr, slc, pj, st, sb, None, None, False, False,
                                   W, CW, BM, CPLX, PREC)
                 ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
-                for c0 in range(k0 + W, n, CW):
+                for c0 in range(k0 + W, n, RCW):
                     _lu_chunk(base, k0, jcnt, c0, n, m, n, slr, slc, pj, st, sb, ir, ii, True, HOST_UPDATE == 0,
-                              W, CW, BM, CPLX, PREC)
+                              W, RCW, BM, CPLX, PREC)
                 tl.debug_barrier()
     if STORE_LU:
         tl.store(info_ptr + bidx, info, mask=in_b)
@@ -570,7 +573,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
             ROWS_PANEL=(1 + pack + rot) * (blocked and ROW_PANEL),
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(rot and PANEL_SMEM), WARPS=warps,
-            TRACK=track, DEFER_LEFT=defer, num_warps=warps)
+            TRACK=track, DEFER_LEFT=defer, RCW=(PANEL_RIGHT_CW or cw) if mode == 1 else cw, num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)
