@@ -811,5 +811,9 @@ case "${1:-1}" in
   for s in "" "--set ops.linalg.lu.PANEL_RIGHT_CW=128"; do
     timeout 100 python3 -m fastpath.bench linalg --only lu_factor --graphs $s --json "$OUT/lu_records.jsonl" 2>&1 \
       | grep -v -i warn | tail -6
-  done ;;
+  done
+  for p in "" "--plan BLOCKED_PLAN:complex64=(32,32,32,4)" "--plan BLOCKED_PLAN:complex64=(32,32,64,8)"; do
+    echo "== lu_solve complex64 k=256 $p"; timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 $p 2>&1 \
+      | grep -v -i warn | tail -3
+  done 2>&1 | tee "$OUT/lu_solve_plans.log" ;;
 esac
