@@ -799,17 +799,19 @@ case "${1:-1}" in
     | grep -v -i warn | tee "$OUT/lu_timeline99.log" ;;
 100)  # fifty-fourth session: the deferred left interchanges (lu.DEFER_LEFT, now on) with each panel's pivots
   # loaded together (99 measured the one-load-a-trip form: 150 us at the end against 77 us saved in the
-  # panels), and wider chunks right of the panel in its launch (lu.PANEL_RIGHT_CW, None = 32): compiled
-  # tests, A/B twice, the timeline, then the lu_factor records at the defaults and at PANEL_RIGHT_CW=128
+  # panels), wider chunks right of the panel in its launch (lu.PANEL_RIGHT_CW, None = 32), the "matmul"
+  # step with look-ahead (lu.MATMUL_AHEAD): compiled tests, A/B twice, the timeline, the lu_factor records
+  # at the defaults and at each knob, lu_solve k=256 at two other plans
   compiled left_tests.log 120 8 tests/ops/test_linalg_lu.py -k "step_orders_agree or blocked or in_place"
-  for round in 1 2; do for t in "DEFER_LEFT=False" "DEFER_LEFT=True" "PANEL_RIGHT_CW=64" "PANEL_RIGHT_CW=128"; do
+  for round in 1 2; do for t in "DEFER_LEFT=False" "DEFER_LEFT=True" "PANEL_RIGHT_CW=128" "MATMUL_AHEAD=True"; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \
       | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_left.log"
   done; done
-  timeout 60 python3 scripts/lu_timeline.py --variant "" --variant "DEFER_LEFT=False" --variant "PANEL_RIGHT_CW=128" \
+  timeout 100 python3 scripts/lu_timeline.py --variant "" --variant "DEFER_LEFT=False" --variant "PANEL_RIGHT_CW=128" \
+    --variant "MATMUL_AHEAD=True" \
     2>&1 | grep -v -i warn | tee "$OUT/lu_timeline100.log"
-  for s in "" "--set ops.linalg.lu.PANEL_RIGHT_CW=128"; do
-    timeout 100 python3 -m fastpath.bench linalg --only lu_factor --graphs $s --json "$OUT/lu_records.jsonl" 2>&1 \
+  for s in "" "--set ops.linalg.lu.PANEL_RIGHT_CW=128" "--set ops.linalg.lu.MATMUL_AHEAD=True"; do
+    timeout 90 python3 -m fastpath.bench linalg --only lu_factor --graphs $s --json "$OUT/lu_records.jsonl" 2>&1 \
       | grep -v -i warn | tail -6
   done
   for p in "" "--plan BLOCKED_PLAN:complex64=(32,32,32,4)" "--plan BLOCKED_PLAN:complex64=(32,32,64,8)"; do

@@ -79,7 +79,8 @@ for dname in args.dtypes.split(","):
                 lu._STEP[(nb, cdiv(n - W, scw))](
                     row_bytes, piv, rows, n, *kernel_strides(LU), piv.stride(0), 0, W, W, n, 0,
                     W=W, CW=scw, BM=lu.BLOCKED_STEP_BM, CPLX=cplx, PREC=lu.BLOCKED_PREC,
-                    NEUMANN=lu.BLOCKED_STEP_NEUMANN, TRACK=lu.TRACK_UNROLLED, num_warps=lu.BLOCKED_STEP_WARPS)
+                    NEUMANN=lu.BLOCKED_STEP_NEUMANN, TRACK=lu.TRACK_UNROLLED, UPDATE=True,
+                    num_warps=lu.BLOCKED_STEP_WARPS)
             t_panel = graphed(panel)
             t_step = graphed(lambda: step(m))
             t_u12 = graphed(lambda: step(W))

@@ -249,19 +249,30 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
     ("TRACK_UNROLLED", True, 40, 40, torch.complex64, 8), ("TRACK_UNROLLED", True, 70, 40, torch.float32, 8),
     ("DEFER_LEFT", True, 66, 66, torch.complex64, 8), ("DEFER_LEFT", True, 70, 40, torch.complex64, 8),
     ("DEFER_LEFT", True, 40, 70, torch.complex64, 2), ("PANEL_RIGHT_CW", 64, 40, 150, torch.complex64, 2),
-    ("PANEL_RIGHT_CW", 128, 66, 66, torch.complex64, 8)])
+    ("PANEL_RIGHT_CW", 128, 66, 66, torch.complex64, 8), ("MATMUL_AHEAD", True, 66, 66, torch.complex64, 8),
+    ("MATMUL_AHEAD", True, 70, 40, torch.complex64, 8), ("MATMUL_AHEAD", True, 40, 70, torch.complex64, 2),
+    ("MATMUL_AHEAD", "left", 66, 66, torch.complex64, 8)])
 def test_lu_step_orders_agree(knob, on, m, n, dtype, batch, device, monkeypatch):
     """Other orders of the blocked step's data movement give the default's factors bit for bit, and
     LAPACK's pivots, P L U = A: ``lu.TRACK_UNROLLED``, the interchanges tracked in an unrolled loop;
     ``lu.DEFER_LEFT``, complex64's interchanges on the columns left of each panel deferred to one
     launch at the end; ``lu.PANEL_RIGHT_CW``, wider chunks right of the panel (square, tall, wide;
-    several panels)."""
+    several panels). ``lu.MATMUL_AHEAD`` (the "matmul" step with look-ahead: the update's matmuls
+    split by columns, so equal to rounding, not bit for bit; "left": with the left interchanges
+    in the step kernel, not deferred)."""
     A = rand(batch, m, n, dtype=dtype, device=device)
     monkeypatch.setattr(L, knob, None if knob == "PANEL_RIGHT_CW" else False)
     LU, piv, _ = L._factor(A, True)
+    if on == "left":
+        on = True
+        monkeypatch.setattr(L, "DEFER_LEFT", False)
     monkeypatch.setattr(L, knob, on)
     LU2, piv2, _ = L._factor(A, True)
-    assert torch.equal(LU, LU2) and torch.equal(piv, piv2)
+    assert torch.equal(piv, piv2)
+    if knob == "MATMUL_AHEAD":
+        torch.testing.assert_close(LU2, LU, rtol=0, atol=16 * max(m, n) * EPS[dtype] * LU.abs().max().item())
+    else:
+        assert torch.equal(LU, LU2)
     assert torch.equal(piv2.cpu(), torch.linalg.lu_factor_ex(_ref(A)).pivots)
     assert _reconstruct(LU2, piv2, A) <= 8 * max(m, n) * EPS[dtype]
 

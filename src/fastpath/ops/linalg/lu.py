@@ -117,6 +117,12 @@ TRACK_UNROLLED = False
 #: those columns). Bit for bit as the other order (tests). H100 (fifty-fourth session): the panel
 #: launches 532 -> 424 us of a 64x256x256 complex64 factorisation.
 DEFER_LEFT = True
+#: The "matmul" step with look-ahead: each panel's launch factors the panel alone, the step kernel
+#: (``lu_step._lu_step_kernel``, a program a (matrix, chunk): all multiprocessors) then interchanges
+#: and solves U12 right of it, the batched matmul updates the next panel's columns, and the next
+#: panel is factored (one program a matrix) on the main stream while a second stream updates the
+#: rest of A22 (CUDA; elsewhere in that order, one stream). Off: not yet timed (gpu_pending.sh 100).
+MATMUL_AHEAD = False
 #: Columns a chunk of the "matmul" step's panel launch takes right of the panel (interchanges and U12,
 #: chunk after chunk in the one program a matrix); None: BLOCKED_CW's. Not yet timed (gpu_pending.sh 101).
 PANEL_RIGHT_CW: Optional[int] = None
@@ -551,7 +557,8 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     kmax = min(m, n)
     step = _step_form(cplx) if blocked and det == 0 else "inline"
     ahead = BLOCKED_LOOKAHEAD if step == "kernel" else "off"
-    mode = {"inline": 0, "matmul": 1, "kernel": 3 if ahead == "fused" else 2}[step]
+    mm_ahead = step == "matmul" and bool(MATMUL_AHEAD)
+    mode = {"inline": 0, "matmul": 2 if mm_ahead else 1, "kernel": 3 if ahead == "fused" else 2}[step]
     if mode == 3:
         bm = min(M, 128)  # the row blocks of the fused step
 
@@ -561,7 +568,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
 
     rot = _rotation(A3.device, M, W, warps) if blocked and ROW_PANEL and pack and cplx else 0
     track = TRACK_UNROLLED and A3.dtype not in (torch.float64, torch.complex128)
-    defer = bool(DEFER_LEFT) and mode == 1
+    defer = bool(DEFER_LEFT) and step == "matmul"
     ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot and not PANEL_SMEM else ref
 
     def launch(k_lo, k_hi):
@@ -578,6 +585,27 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     if step == "inline":
         launch(0, kmax)
         return
+    scw = BLOCKED_STEP_CW[cplx]
+
+    def step_cols(k0, c_lo, c_hi, left, update=True):  # the step after panel k0 on columns c_lo..c_hi-1 [and left]
+        n_left, n_right = cdiv(k0, scw) if left else 0, cdiv(max(c_hi - c_lo, 0), scw)
+        if n_left + n_right:
+            _STEP[(nb, n_left + n_right)](
+                lu_t, piv, m, n, *kernel_strides(LU3), piv.stride(0), k0, min(W, kmax - k0), c_lo, c_hi, n_left,
+                W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, NEUMANN=BLOCKED_STEP_NEUMANN,
+                TRACK=track, UPDATE=update, num_warps=BLOCKED_STEP_WARPS)
+
+    main = side = None  # elsewhere the same order, one stream
+    if (ahead != "off" or mm_ahead) and A3.is_cuda:
+        main = torch.cuda.current_stream(A3.device)
+        side = _SIDE.get(A3.device) or _SIDE.setdefault(A3.device, torch.cuda.Stream(A3.device))
+    if mm_ahead:
+        with exact_matmuls():
+            _matmul_ahead_loop(launch, step_cols, LU3, kmax, m, n, W, not defer, main, side)
+        if defer and kmax > W:
+            _LEFT[(nb, cdiv(kmax, W) - 1)](lu_t, piv, m, kmax, *kernel_strides(LU3), piv.stride(0), W=W, M=M,
+                                           CPLX=cplx, num_warps=warps)
+        return
     if step == "matmul":
         with exact_matmuls():
             for k0 in range(0, kmax, W):
@@ -589,20 +617,6 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             _LEFT[(nb, cdiv(kmax, W) - 1)](lu_t, piv, m, kmax, *kernel_strides(LU3), piv.stride(0), W=W, M=M,
                                            CPLX=cplx, num_warps=warps)
         return
-    scw = BLOCKED_STEP_CW[cplx]
-
-    def step_cols(k0, c_lo, c_hi, left):  # the step after panel k0 on columns c_lo..c_hi-1 [and left of it]
-        n_left, n_right = cdiv(k0, scw) if left else 0, cdiv(max(c_hi - c_lo, 0), scw)
-        if n_left + n_right:
-            _STEP[(nb, n_left + n_right)](
-                lu_t, piv, m, n, *kernel_strides(LU3), piv.stride(0), k0, min(W, kmax - k0), c_lo, c_hi, n_left,
-                W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, NEUMANN=BLOCKED_STEP_NEUMANN,
-                TRACK=track, num_warps=BLOCKED_STEP_WARPS)
-
-    main = side = None  # elsewhere the same order, one stream
-    if ahead != "off" and A3.is_cuda:
-        main = torch.cuda.current_stream(A3.device)
-        side = _SIDE.get(A3.device) or _SIDE.setdefault(A3.device, torch.cuda.Stream(A3.device))
     _panel_loop(launch, step_cols, kmax, n, W, ahead, main, side)
 
 
@@ -631,6 +645,42 @@ def _panel_loop(launch, step_cols, kmax: int, n: int, W: int, ahead: str, main, 
         else:
             launch(e0, min(e0 + W, kmax))
             step_cols(k0, e0 + W, n, True)
+
+
+def _matmul_ahead_loop(launch, step_cols, LU3, kmax: int, m: int, n: int, W: int, left: bool, main,
+                       side) -> None:
+    """The "matmul" step with look-ahead (``MATMUL_AHEAD``): after panel k0's launch (the panel
+    alone), the step kernel's interchanges and U12 right of it (and left of it: ``left``, else
+    deferred), A22 -= L21 U12 on the next panel's columns, then that panel's launch on ``main``
+    beside the rest of the update on ``side``."""
+    def update(k0, c_lo, c_hi):
+        e0 = k0 + W
+        if e0 < m and c_lo < c_hi:
+            LU3[:, e0:, c_lo:c_hi].baddbmm_(LU3[:, e0:, k0:e0], LU3[:, k0:e0, c_lo:c_hi], alpha=-1)
+
+    launch(0, min(W, kmax))
+    for k0 in range(0, kmax, W):
+        e0 = k0 + W
+        if e0 >= n:  # nothing right of the last panel
+            if left:
+                step_cols(k0, e0, e0, True, False)
+            break
+        step_cols(k0, e0, n, left, False)
+        if e0 >= kmax:  # the last panel: its update (rows below it, tall matrices) alone
+            update(k0, e0, n)
+            break
+        mid = min(e0 + W, n)
+        if main is None:
+            update(k0, e0, n)
+            launch(e0, min(e0 + W, kmax))
+            continue
+        ready = main.record_event()
+        update(k0, e0, mid)
+        launch(e0, min(e0 + W, kmax))
+        side.wait_event(ready)
+        with torch.cuda.stream(side):
+            update(k0, mid, n)
+        main.wait_stream(side)
 
 
 _SIDE: dict = {}

@@ -130,10 +130,10 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
 @triton.jit
 def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c_hi, n_left,
                     W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr,
-                    NEUMANN: tl.constexpr, TRACK: tl.constexpr):
+                    NEUMANN: tl.constexpr, TRACK: tl.constexpr, UPDATE: tl.constexpr):
     """The step after the panel at k0 for matrix ``program_id(0)``: programs 0 .. n_left-1 of
     axis 1 interchange rows in chunks of the columns left of the panel, the others take chunks
-    of columns c_lo .. c_hi-1 (right of it) through interchanges, U12 and the update."""
+    of columns c_lo .. c_hi-1 (right of it) through interchanges, U12 and (UPDATE) the update."""
     b = tl.program_id(0).to(tl.int64)
     c = tl.program_id(1)
     base = lu_ptr + b * slb
@@ -145,7 +145,7 @@ def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c
         ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
         pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W, TRACK)
         _lu_chunk(base, k0, jcnt, c_lo + (c - n_left) * CW, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, True,
-                  True, W, CW, BM, CPLX, PREC)
+                  UPDATE, W, CW, BM, CPLX, PREC)
 
 
 @triton.jit
