@@ -72,14 +72,14 @@ for dname in args.dtypes.split(","):
                               BLOCK_B=1, M=256, W=W, CW=lu.BLOCKED_CW[cplx], BM=lu.BLOCKED_BM, BLOCKED=True,
                               PIVOT=True, DET=0, STORE_LU=True, CPLX=cplx, PREC=lu.BLOCKED_PREC, ROWS_PANEL=True,
                               HOST_UPDATE=2, NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=False, WARPS=lu.BLOCKED_WARPS,
-                              TRACK=lu.TRACK_UNROLLED, DEFER_LEFT=False, RCW=lu.BLOCKED_CW[cplx],
+                              TRACK=lu.TRACK_UNROLLED, DEFER_LEFT=False, RCW=lu.BLOCKED_CW[cplx], UNIT=True,
                               num_warps=lu.BLOCKED_WARPS)
 
             def step(rows):
                 lu._STEP[(nb, cdiv(n - W, scw))](
                     row_bytes, piv, rows, n, *kernel_strides(LU), piv.stride(0), 0, W, W, n, 0,
                     W=W, CW=scw, BM=lu.BLOCKED_STEP_BM, CPLX=cplx, PREC=lu.BLOCKED_PREC,
-                    NEUMANN=lu.BLOCKED_STEP_NEUMANN, TRACK=lu.TRACK_UNROLLED, UPDATE=True,
+                    NEUMANN=lu.BLOCKED_STEP_NEUMANN, TRACK=lu.TRACK_UNROLLED, UPDATE=True, UNIT=True,
                     num_warps=lu.BLOCKED_STEP_WARPS)
             t_panel = graphed(panel)
             t_step = graphed(lambda: step(m))

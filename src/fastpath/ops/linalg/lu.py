@@ -126,6 +126,9 @@ MATMUL_AHEAD = False
 #: Columns a chunk of the "matmul" step's panel launch takes right of the panel (interchanges and U12,
 #: chunk after chunk in the one program a matrix); None: BLOCKED_CW's. Not yet timed (gpu_pending.sh 101).
 PANEL_RIGHT_CW: Optional[int] = None
+#: The blocked path's chunks of rows moved as contiguous words where entries have unit stride along
+#: a row (``lu_step._lu_chunk``'s and ``_lu_left_swaps_kernel``'s UNIT; False: the (re, im) form).
+UNIT_ROWS = True
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -416,7 +419,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
                HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr, WARPS: tl.constexpr,
-               TRACK: tl.constexpr, DEFER_LEFT: tl.constexpr, RCW: tl.constexpr):
+               TRACK: tl.constexpr, DEFER_LEFT: tl.constexpr, RCW: tl.constexpr, UNIT: tl.constexpr):
     if ROWS_PANEL >= 3 and PANEL_SMEM:
         _smem_row_declare()
     kmax = tl.minimum(m, n)
@@ -455,7 +458,7 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                     ir, ii = _l11_inv(base, kp, W, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
                     pj, st, sb = _swap_sources(pb, kp, W, m, W, TRACK)
                     _lu_chunk(base, kp, W, k0, k0 + W, m, n, slr, slc, pj, st, sb, ir, ii, True, True, W, W, BM,
-                              CPLX, PREC)
+                              CPLX, PREC, UNIT)
                     tl.debug_barrier()
             # 1. the panel, in registers
             if ROWS_PANEL:
@@ -484,11 +487,11 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                 if not (DEFER_LEFT and HOST_UPDATE == 1):  # (deferred: _lu_left_swaps_kernel at the end)
                     for c0 in range(0, k0, CW):
                         _lu_chunk(base, k0, jcnt, c0, k0, m, n, slr, slc, pj, st, sb, None, None, False, False,
-                                  W, CW, BM, CPLX, PREC)
+                                  W, CW, BM, CPLX, PREC, UNIT)
                 ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
                 for c0 in range(k0 + W, n, RCW):
                     _lu_chunk(base, k0, jcnt, c0, n, m, n, slr, slc, pj, st, sb, ir, ii, True, HOST_UPDATE == 0,
-                              W, RCW, BM, CPLX, PREC)
+                              W, RCW, BM, CPLX, PREC, UNIT)
                 tl.debug_barrier()
     if STORE_LU:
         tl.store(info_ptr + bidx, info, mask=in_b)
@@ -570,6 +573,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     track = TRACK_UNROLLED and A3.dtype not in (torch.float64, torch.complex128)
     defer = bool(DEFER_LEFT) and step == "matmul"
     ws = workspace(A3.device, "lu.panel_rows", nb * W * W, torch.int64) if rot and not PANEL_SMEM else ref
+    unit = UNIT_ROWS and (LU3 if store else A3).stride(2) == 1  # (the kernels' entries of unit stride)
 
     def launch(k_lo, k_hi):
         _LU[(cdiv(nb, block_b),)](
@@ -580,7 +584,8 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             STORE_LU=store, CPLX=cplx, PREC=BLOCKED_PREC if blocked else "ieee",
             ROWS_PANEL=(1 + pack + rot) * (blocked and ROW_PANEL),
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(rot and PANEL_SMEM), WARPS=warps,
-            TRACK=track, DEFER_LEFT=defer, RCW=(PANEL_RIGHT_CW or cw) if mode == 1 else cw, num_warps=warps)
+            TRACK=track, DEFER_LEFT=defer, RCW=(PANEL_RIGHT_CW or cw) if mode == 1 else cw, UNIT=unit,
+            num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)
@@ -593,29 +598,25 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             _STEP[(nb, n_left + n_right)](
                 lu_t, piv, m, n, *kernel_strides(LU3), piv.stride(0), k0, min(W, kmax - k0), c_lo, c_hi, n_left,
                 W=W, CW=scw, BM=BLOCKED_STEP_BM, CPLX=cplx, PREC=BLOCKED_PREC, NEUMANN=BLOCKED_STEP_NEUMANN,
-                TRACK=track, UPDATE=update, num_warps=BLOCKED_STEP_WARPS)
+                TRACK=track, UPDATE=update, UNIT=unit, num_warps=BLOCKED_STEP_WARPS)
 
     main = side = None  # elsewhere the same order, one stream
     if (ahead != "off" or mm_ahead) and A3.is_cuda:
         main = torch.cuda.current_stream(A3.device)
         side = _SIDE.get(A3.device) or _SIDE.setdefault(A3.device, torch.cuda.Stream(A3.device))
-    if mm_ahead:
-        with exact_matmuls():
-            _matmul_ahead_loop(launch, step_cols, LU3, kmax, m, n, W, not defer, main, side)
-        if defer and kmax > W:
-            _LEFT[(nb, cdiv(kmax, W) - 1)](lu_t, piv, m, kmax, *kernel_strides(LU3), piv.stride(0), W=W, M=M,
-                                           CPLX=cplx, num_warps=warps)
-        return
     if step == "matmul":
         with exact_matmuls():
-            for k0 in range(0, kmax, W):
-                launch(k0, min(k0 + W, kmax))
-                e0 = k0 + W
-                if e0 < m and e0 < n:  # A22 -= L21 U12, the panel's L and U stored by the launch
-                    LU3[:, e0:, e0:].baddbmm_(LU3[:, e0:, k0:e0], LU3[:, k0:e0, e0:], alpha=-1)
+            if mm_ahead:
+                _matmul_ahead_loop(launch, step_cols, LU3, kmax, m, n, W, not defer, main, side)
+            else:
+                for k0 in range(0, kmax, W):
+                    launch(k0, min(k0 + W, kmax))
+                    e0 = k0 + W
+                    if e0 < m and e0 < n:  # A22 -= L21 U12, the panel's L and U stored by the launch
+                        LU3[:, e0:, e0:].baddbmm_(LU3[:, e0:, k0:e0], LU3[:, k0:e0, e0:], alpha=-1)
         if defer and kmax > W:  # the earlier panels' columns take the later panels' interchanges
             _LEFT[(nb, cdiv(kmax, W) - 1)](lu_t, piv, m, kmax, *kernel_strides(LU3), piv.stride(0), W=W, M=M,
-                                           CPLX=cplx, num_warps=warps)
+                                           CPLX=cplx, UNIT=unit, num_warps=warps)
         return
     _panel_loop(launch, step_cols, kmax, n, W, ahead, main, side)
 

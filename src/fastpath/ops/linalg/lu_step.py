@@ -77,31 +77,54 @@ def _l11_inv(base, k0, jcnt, m, n, slr, slc, W: tl.constexpr, CPLX: tl.constexpr
 @triton.jit
 def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGHT: tl.constexpr,
               UPDATE: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr,
-              PREC: tl.constexpr):
+              PREC: tl.constexpr, UNIT: tl.constexpr):
     """Columns c0 .. min(c0+CW, c_hi)-1 of one matrix at ``base``, none of them in the panel
     k0 .. k0+W-1: the panel's interchanges (``pj, st, sb`` from :func:`_swap_sources`: only the
     rows they touch move); with ``RIGHT`` (columns right of the panel) the moved panel rows
     become ``U12 = L11^-1 A12`` (``ir, ii``) and, with ``UPDATE``, the rows below ``A22 - L21 U12``
     in blocks of BM rows, each block's loads issued before the previous block's product. A
     complex product is one real one, (BM, 2W) @ (2W, 2CW): L21 and A22 as they lie in memory
-    (re, im interleaved), U12 as 2x2 real blocks [[re, im], [-im, re]]."""
+    (re, im interleaved), U12 as 2x2 real blocks [[re, im], [-im, re]]. UNIT (entries of unit
+    stride along a row, ``slc`` = C words): a row's C*CW words are loaded and stored as one
+    contiguous run (a warp's accesses along rows; the (re, im) form strided by 2 words lays a warp
+    down the rows, a sector an entry: the H100 timeline's panel launches, fifty-fourth session)."""
     e0 = k0 + W
+    C: tl.constexpr = 2 if CPLX else 1
     wv = tl.arange(0, W)[:, None]
-    cc = c0 + tl.arange(0, CW)[None, :]
-    colm = (cc < c_hi) & (cc < n) & ((cc < k0) | (cc >= e0))
     st2 = st[:, None]
     sb2 = sb[:, None]
     pj2 = pj[:, None]
-    tr, ti = _ld(base, st2 * slr + cc * slc, (k0 + wv < m) & colm, CPLX)
-    br, bi = _ld(base, sb2 * slr + cc * slc, colm, CPLX)
-    tl.debug_barrier()  # every moved row read before any is written
-    # the pivot rows below the panel rows (those inside it are panel rows: written next)
-    _st(base, pj2 * slr + cc * slc, br, bi, (pj2 >= e0) & colm, CPLX)
-    if RIGHT:
-        tr, ti = _cdot(ir, ii, tr, ti, CPLX, PREC)
-    _st(base, (k0 + wv) * slr + cc * slc, tr, ti, (k0 + wv < m) & colm, CPLX)
+    if UNIT:
+        jw = tl.arange(0, C * CW)[None, :]
+        cw = c0 + jw // C
+        colw = (cw < c_hi) & (cw < n) & ((cw < k0) | (cw >= e0))
+        woff = c0 * C + jw
+        xt = tl.load(base + st2 * slr + woff, mask=(k0 + wv < m) & colw, other=0.0)
+        xb = tl.load(base + sb2 * slr + woff, mask=colw, other=0.0)
+        tl.debug_barrier()  # every moved row read before any is written
+        tl.store(base + pj2 * slr + woff, xb, mask=(pj2 >= e0) & colw)  # (as below)
+        tr = xt
+        ti = xt
+        if RIGHT:
+            if CPLX:
+                tr, ti = tl.split(tl.reshape(xt, [W, CW, 2]))
+            tr, ti = _cdot(ir, ii, tr, ti, CPLX, PREC)
+            xt = tr
+            if CPLX:
+                xt = tl.reshape(tl.join(tr, ti), [W, 2 * CW])
+        tl.store(base + (k0 + wv) * slr + woff, xt, mask=(k0 + wv < m) & colw)
+    else:
+        cc = c0 + tl.arange(0, CW)[None, :]
+        colm = (cc < c_hi) & (cc < n) & ((cc < k0) | (cc >= e0))
+        tr, ti = _ld(base, st2 * slr + cc * slc, (k0 + wv < m) & colm, CPLX)
+        br, bi = _ld(base, sb2 * slr + cc * slc, colm, CPLX)
+        tl.debug_barrier()  # every moved row read before any is written
+        # the pivot rows below the panel rows (those inside it are panel rows: written next)
+        _st(base, pj2 * slr + cc * slc, br, bi, (pj2 >= e0) & colm, CPLX)
+        if RIGHT:
+            tr, ti = _cdot(ir, ii, tr, ti, CPLX, PREC)
+        _st(base, (k0 + wv) * slr + cc * slc, tr, ti, (k0 + wv < m) & colm, CPLX)
     if RIGHT and UPDATE:
-        C: tl.constexpr = 2 if CPLX else 1
         if CPLX:  # rows 2k: U[k] as it lies (re, im); 2k+1: (-im, re)
             even = tl.reshape(tl.join(tr, ti), [W, 2 * CW])
             odd = tl.reshape(tl.join(-ti, tr), [W, 2 * CW])
@@ -112,6 +135,9 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
         p2 = tl.arange(0, C * CW)[None, :]
         loff = (k0 + lq // C) * slc + lq % C
         aoff = (c0 + p2 // C) * slc + p2 % C
+        if UNIT:  # (the same offsets, contiguous to the compiler)
+            loff = k0 * C + lq
+            aoff = c0 * C + p2
         cm = (c0 + p2 // C < c_hi) & (c0 + p2 // C < n) & (c0 + p2 // C >= e0)
         tl.debug_barrier()  # the pivot rows in place before the rows below are read
         ri = e0 + tl.arange(0, BM)[:, None]
@@ -130,7 +156,7 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
 @triton.jit
 def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c_hi, n_left,
                     W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr,
-                    NEUMANN: tl.constexpr, TRACK: tl.constexpr, UPDATE: tl.constexpr):
+                    NEUMANN: tl.constexpr, TRACK: tl.constexpr, UPDATE: tl.constexpr, UNIT: tl.constexpr):
     """The step after the panel at k0 for matrix ``program_id(0)``: programs 0 .. n_left-1 of
     axis 1 interchange rows in chunks of the columns left of the panel, the others take chunks
     of columns c_lo .. c_hi-1 (right of it) through interchanges, U12 and (UPDATE) the update."""
@@ -140,22 +166,25 @@ def _lu_step_kernel(lu_ptr, piv_ptr, m, n, slb, slr, slc, spb, k0, jcnt, c_lo, c
     if c < n_left:
         pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W, TRACK)
         _lu_chunk(base, k0, jcnt, c * CW, k0, m, n, slr, slc, pj, st, sb, None, None, False, False, W, CW,
-                  BM, CPLX, PREC)
+                  BM, CPLX, PREC, UNIT)
     else:  # L11^-1 first: its loads and products beside the pivots' loads
         ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
         pj, st, sb = _swap_sources(piv_ptr + b * spb, k0, jcnt, m, W, TRACK)
         _lu_chunk(base, k0, jcnt, c_lo + (c - n_left) * CW, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, True,
-                  UPDATE, W, CW, BM, CPLX, PREC)
+                  UPDATE, W, CW, BM, CPLX, PREC, UNIT)
 
 
 @triton.jit
 def _lu_left_swaps_kernel(lu_ptr, piv_ptr, m, kmax, slb, slr, slc, spb, W: tl.constexpr, M: tl.constexpr,
-                          CPLX: tl.constexpr):
+                          CPLX: tl.constexpr, UNIT: tl.constexpr):
     """The row interchanges that the panel launches left for the end (``lu.DEFER_LEFT``): program
     (matrix, p) gives panel p's W columns those of every later panel, each row's source tracked
     backwards through the later panels' pivots a panel at a time (:func:`_track_unrolled`, a
     panel's W pivot loads in flight together), the rows gathered into registers, then written back
-    in place (the programs' columns are disjoint)."""
+    in place (the programs' columns are disjoint). UNIT (entries of unit stride along a row): a
+    row's W entries as C*W contiguous words, so that a warp's loads and stores cover whole rows
+    (the (re, im) form, a thread a row, wrote 4 bytes a 32-byte sector: 148 us for 64 x 256x256
+    complex64 on the H100, fifty-fourth session)."""
     b = tl.program_id(0).to(tl.int64)
     e0 = (tl.program_id(1) + 1) * W
     base = lu_ptr + b * slb
@@ -166,9 +195,17 @@ def _lu_left_swaps_kernel(lu_ptr, piv_ptr, m, kmax, slb, slr, slc, spb, W: tl.co
         q0 = e0 + (tl.cdiv(kmax - e0, W) - 1 - s) * W
         src = _track_unrolled(pb, q0, tl.minimum(kmax - q0, W), m, src, W)
     src = tl.reshape(src, [M, 1])
-    cols = e0 - W + tl.arange(0, W)[None, :]
-    mask = (rows[:, None] < m) & (cols < kmax)
-    xr, xi = _ld(base, src * slr + cols * slc, mask, CPLX)
-    tl.debug_barrier()  # every row read before any is written
-    _st(base, rows[:, None] * slr + cols * slc, xr, xi, mask, CPLX)
+    if UNIT:
+        C: tl.constexpr = 2 if CPLX else 1
+        j = tl.arange(0, C * W)[None, :]
+        mask = (rows[:, None] < m) & (e0 - W + j // C < kmax)
+        x = tl.load(base + src * slr + ((e0 - W) * C + j), mask=mask)
+        tl.debug_barrier()  # every row read before any is written
+        tl.store(base + rows[:, None] * slr + ((e0 - W) * C + j), x, mask=mask)
+    else:
+        cols = e0 - W + tl.arange(0, W)[None, :]
+        mask = (rows[:, None] < m) & (cols < kmax)
+        xr, xi = _ld(base, src * slr + cols * slc, mask, CPLX)
+        tl.debug_barrier()  # every row read before any is written
+        _st(base, rows[:, None] * slr + cols * slc, xr, xi, mask, CPLX)
 
