@@ -258,9 +258,9 @@ def test_lu_step_orders_agree(knob, on, m, n, dtype, batch, device, monkeypatch)
     LAPACK's pivots, P L U = A: ``lu.TRACK_UNROLLED``, the interchanges tracked in an unrolled loop;
     ``lu.DEFER_LEFT``, complex64's interchanges on the columns left of each panel deferred to one
     launch at the end; ``lu.PANEL_RIGHT_CW``, wider chunks right of the panel (square, tall, wide;
-    several panels); ``lu.UNIT_ROWS``, rows moved as contiguous words. ``lu.MATMUL_AHEAD`` (the "matmul" step with look-ahead: the update's matmuls
-    split by columns, so equal to rounding, not bit for bit; "left": with the left interchanges
-    in the step kernel, not deferred)."""
+    several panels); ``lu.UNIT_ROWS``, rows moved as contiguous words. ``lu.MATMUL_AHEAD`` (the
+    "matmul" step with look-ahead: the update's matmuls split by columns, so equal to rounding, not
+    bit for bit; "left": with the left interchanges in the step kernel, not deferred)."""
     A = rand(batch, m, n, dtype=dtype, device=device)
     monkeypatch.setattr(L, knob, None if knob == "PANEL_RIGHT_CW" else False)
     LU, piv, _ = L._factor(A, True)
