@@ -822,14 +822,14 @@ case "${1:-1}" in
   # work right of the panel in uncoalesced (re, im) accesses (a warp down the rows, a sector an entry): rows now
   # moved as contiguous words (lu.UNIT_ROWS, on). Compiled tests, the knobs A/B, the timeline, the records
   compiled unit_tests.log 240 8 tests/ops/test_linalg_lu.py -k "step_orders_agree or in_place or graph"
-  for t in "UNIT_ROWS=True" "UNIT_ROWS=False" "DEFER_LEFT=False" "MATMUL_AHEAD=True" "PANEL_RIGHT_CW=128" \
-      "UNIT_ROWS=True" "MATMUL_AHEAD=True"; do
+  for t in "UNIT_ROWS=True" "UNIT_ROWS=False" "DEFER_LEFT=False" "MATMUL_AHEAD=1" "MATMUL_AHEAD=2" \
+      "PANEL_RIGHT_CW=128" "UNIT_ROWS=True" "MATMUL_AHEAD=2"; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \
       | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_unit.log"
   done
-  timeout 60 python3 scripts/lu_timeline.py --variant "" --variant "MATMUL_AHEAD=True" 2>&1 | grep -v -i warn \
+  timeout 60 python3 scripts/lu_timeline.py --variant "" --variant "MATMUL_AHEAD=2" 2>&1 | grep -v -i warn \
     | tee "$OUT/lu_timeline101.log"
-  for s in "" "--set ops.linalg.lu.MATMUL_AHEAD=True"; do
+  for s in "" "--set ops.linalg.lu.MATMUL_AHEAD=2"; do
     timeout 90 python3 -m fastpath.bench linalg --only lu_factor $s --json "$OUT/lu_records.jsonl" 2>&1 \
       | grep -v -i warn | tail -4
   done ;;

@@ -250,7 +250,7 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
     ("DEFER_LEFT", True, 66, 66, torch.complex64, 8), ("DEFER_LEFT", True, 70, 40, torch.complex64, 8),
     ("DEFER_LEFT", True, 40, 70, torch.complex64, 2), ("PANEL_RIGHT_CW", 64, 40, 150, torch.complex64, 2),
     ("PANEL_RIGHT_CW", 128, 66, 66, torch.complex64, 8), ("MATMUL_AHEAD", True, 66, 66, torch.complex64, 8),
-    ("MATMUL_AHEAD", True, 70, 40, torch.complex64, 8), ("MATMUL_AHEAD", True, 40, 70, torch.complex64, 2),
+    ("MATMUL_AHEAD", True, 70, 40, torch.complex64, 8), ("MATMUL_AHEAD", 2, 40, 70, torch.complex64, 2),
     ("MATMUL_AHEAD", "left", 66, 66, torch.complex64, 8), ("UNIT_ROWS", True, 66, 66, torch.complex64, 8),
     ("UNIT_ROWS", True, 70, 40, torch.float32, 8), ("UNIT_ROWS", True, 40, 70, torch.complex64, 8)])
 def test_lu_step_orders_agree(knob, on, m, n, dtype, batch, device, monkeypatch):

@@ -121,7 +121,10 @@ DEFER_LEFT = True
 #: (``lu_step._lu_step_kernel``, a program a (matrix, chunk): all multiprocessors) then interchanges
 #: and solves U12 right of it, the batched matmul updates the next panel's columns, and the next
 #: panel is factored (one program a matrix) on the main stream while a second stream updates the
-#: rest of A22 (CUDA; elsewhere in that order, one stream). Off: not yet timed (gpu_pending.sh 100).
+#: rest of A22 (CUDA; elsewhere in that order, one stream): 1 (True), the second stream starting beside
+#: the next panel's columns' update; 2, after it (with the next panel, so that the panel's programs are
+#: not queued behind a GPU full of the update's). Off: H100 (gpu_pending.sh 100) 873 / 866 us against
+#: 777 / 776 (graphs), the step kernel 11.7 us before UNIT_ROWS (gpu_pending.sh 101 times it again).
 MATMUL_AHEAD = False
 #: Columns a chunk of the "matmul" step's panel launch takes right of the panel (interchanges and U12,
 #: chunk after chunk in the one program a matrix); None: BLOCKED_CW's. Not yet timed (gpu_pending.sh 101).
@@ -607,7 +610,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
     if step == "matmul":
         with exact_matmuls():
             if mm_ahead:
-                _matmul_ahead_loop(launch, step_cols, LU3, kmax, m, n, W, not defer, main, side)
+                _matmul_ahead_loop(launch, step_cols, LU3, kmax, m, n, W, not defer, main, side, int(MATMUL_AHEAD))
             else:
                 for k0 in range(0, kmax, W):
                     launch(k0, min(k0 + W, kmax))
@@ -649,11 +652,11 @@ def _panel_loop(launch, step_cols, kmax: int, n: int, W: int, ahead: str, main, 
 
 
 def _matmul_ahead_loop(launch, step_cols, LU3, kmax: int, m: int, n: int, W: int, left: bool, main,
-                       side) -> None:
+                       side, form: int) -> None:
     """The "matmul" step with look-ahead (``MATMUL_AHEAD``): after panel k0's launch (the panel
     alone), the step kernel's interchanges and U12 right of it (and left of it: ``left``, else
     deferred), A22 -= L21 U12 on the next panel's columns, then that panel's launch on ``main``
-    beside the rest of the update on ``side``."""
+    beside the rest of the update on ``side`` (``form`` 2: which waits for the next panel's columns)."""
     def update(k0, c_lo, c_hi):
         e0 = k0 + W
         if e0 < m and c_lo < c_hi:
@@ -675,8 +678,9 @@ def _matmul_ahead_loop(launch, step_cols, LU3, kmax: int, m: int, n: int, W: int
             update(k0, e0, n)
             launch(e0, min(e0 + W, kmax))
             continue
-        ready = main.record_event()
+        ready = main.record_event() if form != 2 else None
         update(k0, e0, mid)
+        ready = ready or main.record_event()
         launch(e0, min(e0 + W, kmax))
         side.wait_event(ready)
         with torch.cuda.stream(side):
