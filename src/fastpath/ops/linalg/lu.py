@@ -108,30 +108,35 @@ PANEL_ROTATE = 3
 PANEL_SMEM = not INTERPRET
 #: The blocked step's interchanges tracked in an unrolled loop (the panel's W pivots loaded together,
 #: not one a loop trip; ``lu_step._swap_sources``); float64 / complex128 keep the loop (Triton 3.6
-#: fails to lower their kernels' float64 dots beside the unrolled form). Off: compiled offline and
-#: tested in the interpreter, not yet timed on a GPU (scripts/gpu_pending.sh 99).
+#: fails to lower their kernels' float64 dots beside the unrolled form). Off: H100, complex64
+#: 64 x 256x256 in graphs (scripts/lu_breakdown.py --parts, twice) 702.9 / 699.8 us against 702.3 /
+#: 696.9 (fifty-fourth session, gpu_pending.sh 99).
 TRACK_UNROLLED = False
+#: The blocked path's chunks of rows moved as contiguous words where entries have unit stride along a
+#: row (``lu_step._lu_chunk``'s and ``_lu_left_swaps_kernel``'s UNIT; False: the (re, im) form, two
+#: loads strided by two words, which the compiler lays a warp down the rows: a sector an entry). H100,
+#: complex64 64 x 256x256 in graphs (gpu_pending.sh 101): 779.0 -> 582.4 us; the panel launches
+#: 613.6 -> 416.4, the deferred left launch 148 -> 31.6.
+UNIT_ROWS = True
 #: The "matmul" step's row interchanges on the columns left of each panel deferred to one launch at
 #: the end (``lu_step._lu_left_swaps_kernel``, a program a (matrix, panel), each panel's pivots loaded
 #: together) rather than done chunk by chunk in each panel launch, on the chain (nothing later reads
-#: those columns). Bit for bit as the other order (tests). H100 (fifty-fourth session): the panel
-#: launches 532 -> 424 us of a 64x256x256 complex64 factorisation.
-DEFER_LEFT = True
+#: those columns). Bit for bit as the other order (tests). Off: H100, the same in graphs, 580.7 /
+#: 582.4 us against 575.0 / 574.6 (its launch 31.6 us, the panel launches 13 us less; gpu_pending.sh 101).
+DEFER_LEFT = False
 #: The "matmul" step with look-ahead: each panel's launch factors the panel alone, the step kernel
 #: (``lu_step._lu_step_kernel``, a program a (matrix, chunk): all multiprocessors) then interchanges
 #: and solves U12 right of it, the batched matmul updates the next panel's columns, and the next
 #: panel is factored (one program a matrix) on the main stream while a second stream updates the
 #: rest of A22 (CUDA; elsewhere in that order, one stream): 1 (True), the second stream starting beside
 #: the next panel's columns' update; 2, after it (with the next panel, so that the panel's programs are
-#: not queued behind a GPU full of the update's). Off: H100 (gpu_pending.sh 100) 873 / 866 us against
-#: 777 / 776 (graphs), the step kernel 11.7 us before UNIT_ROWS (gpu_pending.sh 101 times it again).
+#: not queued behind a GPU full of the update's). Off: H100, the same in graphs (gpu_pending.sh 101)
+#: 716.0 us (1), 588.7 (2) against 582.4; the chain's panels 15.5 us and the step kernel 9.2 us each.
 MATMUL_AHEAD = False
 #: Columns a chunk of the "matmul" step's panel launch takes right of the panel (interchanges and U12,
-#: chunk after chunk in the one program a matrix); None: BLOCKED_CW's. Not yet timed (gpu_pending.sh 101).
+#: chunk after chunk in the one program a matrix); None: BLOCKED_CW's. H100 before UNIT_ROWS (gpu_pending.sh
+#: 100): 128 columns 790.2 / 789.6 us against 776.9 / 776.0 in graphs.
 PANEL_RIGHT_CW: Optional[int] = None
-#: The blocked path's chunks of rows moved as contiguous words where entries have unit stride along
-#: a row (``lu_step._lu_chunk``'s and ``_lu_left_swaps_kernel``'s UNIT; False: the (re, im) form).
-UNIT_ROWS = True
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
