@@ -833,4 +833,13 @@ case "${1:-1}" in
     timeout 90 python3 -m fastpath.bench linalg --only lu_factor $s --json "$OUT/lu_records.jsonl" 2>&1 \
       | grep -v -i warn | tail -4
   done ;;
+102)  # fifty-fourth session, for the next: one complex64 2048x2048 factorisation (1.00x torch, H100): its panel
+  # launch is one program doing 2032 columns right of the panel in 64 chunks, one after another; the step kernel
+  # (MATMUL_AHEAD: over (matrix, chunk) programs) or wider chunks (PANEL_RIGHT_CW) spread or shorten that
+  for t in "MATMUL_AHEAD=False" "MATMUL_AHEAD=1" "MATMUL_AHEAD=2" "PANEL_RIGHT_CW=128"; do
+    timeout 90 python3 scripts/lu_breakdown.py --parts --batch 1 --rows 2048 --cols 2048 --dtypes complex64 \
+      --set $t 2>&1 | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_2048.log"
+  done
+  timeout 90 python3 scripts/lu_timeline.py --n 2048 --batch 1 --variant "" --variant "MATMUL_AHEAD=2" 2>&1 \
+    | grep -v -i warn | tee "$OUT/lu_timeline102.log" ;;
 esac

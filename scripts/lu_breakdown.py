@@ -5,7 +5,8 @@ case) and the update's growth can be read off. (2) ``--parts``: the one-launch-a
 them skipped: the numbers are wrong, the time is the panels'), each replayed from a CUDA graph.
 Run on a GPU machine:
 
-    PYTHONPATH=src python3 scripts/lu_breakdown.py [--dtypes complex64,float32] [--cols 16,32,64,128,256] [--parts] [--set BLOCKED_STEP='"matmul"']
+    PYTHONPATH=src python3 scripts/lu_breakdown.py [--dtypes complex64,float32] [--cols 16,32,64,128,256] [--parts]
+        [--batch 64] [--rows 256] [--set BLOCKED_STEP='"matmul"']
 """
 import argparse
 import ast
@@ -20,6 +21,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--dtypes", default="complex64,float32")
 ap.add_argument("--cols", default="16,32,64,128,256")
 ap.add_argument("--batch", type=int, default=64)
+ap.add_argument("--rows", type=int, default=256)
 ap.add_argument("--parts", action="store_true")
 ap.add_argument("--set", action="append", default=[], help="NAME=VALUE: a knob of fastpath.ops.linalg.lu")
 args = ap.parse_args()
@@ -63,7 +65,7 @@ for dname in args.dtypes.split(","):
     dtype = getattr(torch, dname)
     for n in map(int, args.cols.split(",")):
         g = torch.Generator(device=dev).manual_seed(0)
-        a = torch.randn(args.batch, 256, n, generator=g, device=dev, dtype=dtype)
+        a = torch.randn(args.batch, args.rows, n, generator=g, device=dev, dtype=dtype)
         times = [timed(lambda: lu.lu_factor(a)), timed(lambda: torch.linalg.lu_factor(a))]
         LU, piv = lu.lu_factor(a)
         P, L, U = torch.lu_unpack(LU, piv)
@@ -71,5 +73,5 @@ for dname in args.dtypes.split(","):
         extra = ""
         if args.parts:
             extra = "  (graphs) all %.1f us, the panel launches alone %.1f us" % parts(a)
-        print(f"lu_factor {dname} {args.batch}x256x{n}: ours {times[0]:8.1f} us  torch {times[1]:8.1f} us  "
+        print(f"lu_factor {dname} {args.batch}x{args.rows}x{n}: ours {times[0]:8.1f} us  torch {times[1]:8.1f} us  "
               f"{times[1] / times[0]:5.2f}x  ||PLU-A||/||A|| {err:.1e}{extra}", flush=True)
