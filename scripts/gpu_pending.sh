@@ -841,5 +841,11 @@ case "${1:-1}" in
       --set $t 2>&1 | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_2048.log"
   done
   timeout 90 python3 scripts/lu_timeline.py --n 2048 --batch 1 --variant "" --variant "MATMUL_AHEAD=2" 2>&1 \
-    | grep -v -i warn | tee "$OUT/lu_timeline102.log" ;;
+    | grep -v -i warn | tee "$OUT/lu_timeline102.log"
+  # each chunk's rows loaded while the one before is stored (lu.PANEL_PREFETCH, off), 64 x 256x256, twice
+  compiled prefetch_tests.log 150 8 tests/ops/test_linalg_lu.py -k "step_orders_agree and PREFETCH"
+  for round in 1 2; do for t in "PANEL_PREFETCH=False" "PANEL_PREFETCH=True"; do
+    timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \
+      | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_prefetch.log"
+  done; done ;;
 esac

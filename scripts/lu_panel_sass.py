@@ -43,7 +43,8 @@ const = dict(BLOCK_B=1, M=256, W=int(os.environ.get("PANEL_W", 16)), CW=32, BM=i
                           else {"inline": 0, "matmul": 1, "kernel": 3}[lu._step_form(True)]),
              NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(lu.PANEL_ROTATE and lu.PANEL_SMEM), WARPS=8,
              TRACK=lu.TRACK_UNROLLED, DEFER_LEFT=lu.DEFER_LEFT,
-             RCW=int(os.environ.get("PANEL_RCW", lu.PANEL_RIGHT_CW or lu.BLOCKED_CW[1])), UNIT=lu.UNIT_ROWS)
+             RCW=int(os.environ.get("PANEL_RCW", lu.PANEL_RIGHT_CW or lu.BLOCKED_CW[1])), UNIT=lu.UNIT_ROWS,
+             PREFETCH=bool(int(os.environ.get("PANEL_PREFETCH", int(lu.PANEL_PREFETCH)))))
 sig, cx = {}, {}
 ptr_types = {"piv_ptr": "*i32", "info_ptr": "*i32", "ws_ptr": "*i64"}
 for i, nm in enumerate(names):

@@ -73,7 +73,7 @@ for dname in args.dtypes.split(","):
                               PIVOT=True, DET=0, STORE_LU=True, CPLX=cplx, PREC=lu.BLOCKED_PREC, ROWS_PANEL=True,
                               HOST_UPDATE=2, NEUMANN=lu.BLOCKED_STEP_NEUMANN, PANEL_SMEM=False, WARPS=lu.BLOCKED_WARPS,
                               TRACK=lu.TRACK_UNROLLED, DEFER_LEFT=False, RCW=lu.BLOCKED_CW[cplx], UNIT=True,
-                              num_warps=lu.BLOCKED_WARPS)
+                              PREFETCH=False, num_warps=lu.BLOCKED_WARPS)
 
             def step(rows):
                 lu._STEP[(nb, cdiv(n - W, scw))](

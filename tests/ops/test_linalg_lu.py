@@ -248,17 +248,19 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
 @pytest.mark.parametrize("knob,on,m,n,dtype,batch", [
     ("TRACK_UNROLLED", True, 40, 40, torch.complex64, 8), ("TRACK_UNROLLED", True, 70, 40, torch.float32, 8),
     ("DEFER_LEFT", True, 66, 66, torch.complex64, 8), ("DEFER_LEFT", True, 70, 40, torch.complex64, 8),
-    ("DEFER_LEFT", True, 40, 70, torch.complex64, 2), ("PANEL_RIGHT_CW", 64, 40, 150, torch.complex64, 2),
+    ("DEFER_LEFT", True, 40, 70, torch.complex64, 2), ("PANEL_RIGHT_CW", 64, 40, 150, torch.complex64, 8),
     ("PANEL_RIGHT_CW", 128, 66, 66, torch.complex64, 8), ("MATMUL_AHEAD", True, 66, 66, torch.complex64, 8),
     ("MATMUL_AHEAD", True, 70, 40, torch.complex64, 8), ("MATMUL_AHEAD", 2, 40, 70, torch.complex64, 2),
     ("MATMUL_AHEAD", "left", 66, 66, torch.complex64, 8), ("UNIT_ROWS", True, 66, 66, torch.complex64, 8),
-    ("UNIT_ROWS", True, 70, 40, torch.float32, 8), ("UNIT_ROWS", True, 40, 70, torch.complex64, 8)])
+    ("UNIT_ROWS", True, 70, 40, torch.float32, 8), ("UNIT_ROWS", True, 40, 70, torch.complex64, 8),
+    ("PANEL_PREFETCH", True, 66, 66, torch.complex64, 8), ("PANEL_PREFETCH", True, 40, 150, torch.complex64, 8)])
 def test_lu_step_orders_agree(knob, on, m, n, dtype, batch, device, monkeypatch):
     """Other orders of the blocked step's data movement give the default's factors bit for bit, and
     LAPACK's pivots, P L U = A: ``lu.TRACK_UNROLLED``, the interchanges tracked in an unrolled loop;
     ``lu.DEFER_LEFT``, complex64's interchanges on the columns left of each panel deferred to one
     launch at the end; ``lu.PANEL_RIGHT_CW``, wider chunks right of the panel (square, tall, wide;
-    several panels); ``lu.UNIT_ROWS``, rows moved as contiguous words. ``lu.MATMUL_AHEAD`` (the
+    several panels); ``lu.UNIT_ROWS``, rows moved as contiguous words; ``lu.PANEL_PREFETCH``, each chunk's
+    rows loaded while the one before is stored. ``lu.MATMUL_AHEAD`` (the
     "matmul" step with look-ahead: the update's matmuls split by columns, so equal to rounding, not
     bit for bit; "left": with the left interchanges in the step kernel, not deferred)."""
     A = rand(batch, m, n, dtype=dtype, device=device)

@@ -44,7 +44,7 @@ from ..._core.registry import register_op
 from .graphs import GraphCache, exact_matmuls
 from .lu_pivot import (SEARCH_WARPS, _pack64, _ptr64, _search, _slot_pass, _smem_row_declare, _thread_id,
                        _unpack64, _warp_search_pass)
-from .lu_step import _l11_inv, _lu_chunk, _lu_left_swaps_kernel, _lu_step_kernel, _swap_sources
+from .lu_step import _chunk_ld, _chunk_st, _l11_inv, _lu_chunk, _lu_left_swaps_kernel, _lu_step_kernel, _swap_sources
 from .tiles import (_abs1, _div, _ld, _mul, _pick, _pick2, _st,
                     check_matrices, flat3, kernel_strides, raise_singular, real_view)
 from .triangular import check_square, kernel_ok, rhs_shapes, trsm
@@ -137,6 +137,10 @@ MATMUL_AHEAD = False
 #: chunk after chunk in the one program a matrix); None: BLOCKED_CW's. H100 before UNIT_ROWS (gpu_pending.sh
 #: 100): 128 columns 790.2 / 789.6 us against 776.9 / 776.0 in graphs.
 PANEL_RIGHT_CW: Optional[int] = None
+#: The "matmul" step's panel launch loads each chunk's rows right of the panel while the chunk before
+#: it is stored (UNIT_ROWS' form; the chunks are one after another in the one program a matrix, each a
+#: load-barrier-store latency). Off: built, tested (bit for bit), not yet timed (gpu_pending.sh 102).
+PANEL_PREFETCH = False
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -427,7 +431,8 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                BM: tl.constexpr, BLOCKED: tl.constexpr, PIVOT: tl.constexpr, DET: tl.constexpr,
                STORE_LU: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr, ROWS_PANEL: tl.constexpr,
                HOST_UPDATE: tl.constexpr, NEUMANN: tl.constexpr, PANEL_SMEM: tl.constexpr, WARPS: tl.constexpr,
-               TRACK: tl.constexpr, DEFER_LEFT: tl.constexpr, RCW: tl.constexpr, UNIT: tl.constexpr):
+               TRACK: tl.constexpr, DEFER_LEFT: tl.constexpr, RCW: tl.constexpr, UNIT: tl.constexpr,
+               PREFETCH: tl.constexpr):
     if ROWS_PANEL >= 3 and PANEL_SMEM:
         _smem_row_declare()
     kmax = tl.minimum(m, n)
@@ -497,9 +502,18 @@ def _lu_kernel(a_ptr, lu_ptr, piv_ptr, info_ptr, d1_ptr, d2_ptr, ws_ptr, nbatch,
                         _lu_chunk(base, k0, jcnt, c0, k0, m, n, slr, slc, pj, st, sb, None, None, False, False,
                                   W, CW, BM, CPLX, PREC, UNIT)
                 ir, ii = _l11_inv(base, k0, jcnt, m, n, slr, slc, W, CPLX, NEUMANN, PREC)
-                for c0 in range(k0 + W, n, RCW):
-                    _lu_chunk(base, k0, jcnt, c0, n, m, n, slr, slc, pj, st, sb, ir, ii, True, HOST_UPDATE == 0,
-                              W, RCW, BM, CPLX, PREC, UNIT)
+                if PREFETCH:  # (UNIT, HOST_UPDATE 1) each chunk's rows loaded while the one before is stored
+                    xt, xb = _chunk_ld(base, k0, k0 + W, n, m, n, slr, st, sb, W, RCW, CPLX)
+                    for c0 in range(k0 + W, n, RCW):
+                        nt, nb = _chunk_ld(base, k0, c0 + RCW, n, m, n, slr, st, sb, W, RCW, CPLX)
+                        tl.debug_barrier()  # chunk c0's rows read (the loads before the barrier)
+                        _chunk_st(base, k0, c0, n, m, n, slr, pj, xt, xb, ir, ii, True, W, RCW, CPLX, PREC)
+                        xt = nt
+                        xb = nb
+                else:
+                    for c0 in range(k0 + W, n, RCW):
+                        _lu_chunk(base, k0, jcnt, c0, n, m, n, slr, slc, pj, st, sb, ir, ii, True,
+                                  HOST_UPDATE == 0, W, RCW, BM, CPLX, PREC, UNIT)
                 tl.debug_barrier()
     if STORE_LU:
         tl.store(info_ptr + bidx, info, mask=in_b)
@@ -593,7 +607,7 @@ def _launch(A3, LU3, piv, info, d1=None, d2=None, *, pivot: bool = True, det: in
             ROWS_PANEL=(1 + pack + rot) * (blocked and ROW_PANEL),
             HOST_UPDATE=mode, NEUMANN=BLOCKED_STEP_NEUMANN, PANEL_SMEM=bool(rot and PANEL_SMEM), WARPS=warps,
             TRACK=track, DEFER_LEFT=defer, RCW=(PANEL_RIGHT_CW or cw) if mode == 1 else cw, UNIT=unit,
-            num_warps=warps)
+            PREFETCH=bool(PANEL_PREFETCH) and unit and mode == 1, num_warps=warps)
 
     if step == "inline":
         launch(0, kmax)

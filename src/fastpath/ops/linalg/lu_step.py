@@ -75,6 +75,49 @@ def _l11_inv(base, k0, jcnt, m, n, slr, slc, W: tl.constexpr, CPLX: tl.constexpr
 
 
 @triton.jit
+def _chunk_words(c0, c_hi, n, k0, W: tl.constexpr, CW: tl.constexpr, CPLX: tl.constexpr):
+    """Word offsets along a row (1, C*CW) of columns c0 .. c0+CW-1 of unit stride, and their mask
+    (columns below c_hi and n, none in the panel k0 .. k0+W-1)."""
+    C: tl.constexpr = 2 if CPLX else 1
+    jw = tl.arange(0, C * CW)[None, :]
+    cw = c0 + jw // C
+    return c0 * C + jw, (cw < c_hi) & (cw < n) & ((cw < k0) | (cw >= k0 + W))
+
+
+@triton.jit
+def _chunk_ld(base, k0, c0, c_hi, m, n, slr, st, sb, W: tl.constexpr, CW: tl.constexpr, CPLX: tl.constexpr):
+    """The rows a chunk's interchanges move (UNIT form): those that end up at the panel rows
+    (``st``) and at the pivot rows (``sb``), (W, C*CW) words each."""
+    woff, colw = _chunk_words(c0, c_hi, n, k0, W, CW, CPLX)
+    wv = tl.arange(0, W)[:, None]
+    xt = tl.load(base + st[:, None] * slr + woff, mask=(k0 + wv < m) & colw, other=0.0)
+    xb = tl.load(base + sb[:, None] * slr + woff, mask=colw, other=0.0)
+    return xt, xb
+
+
+@triton.jit
+def _chunk_st(base, k0, c0, c_hi, m, n, slr, pj, xt, xb, ir, ii, RIGHT: tl.constexpr, W: tl.constexpr,
+              CW: tl.constexpr, CPLX: tl.constexpr, PREC: tl.constexpr):
+    """... and their stores (after a barrier: every moved row read before any is written): the
+    pivot rows below the panel rows, then the panel rows, as U12 = L11^-1 A12 with RIGHT. Returns
+    the panel rows' (re, im)."""
+    woff, colw = _chunk_words(c0, c_hi, n, k0, W, CW, CPLX)
+    wv = tl.arange(0, W)[:, None]
+    tl.store(base + pj[:, None] * slr + woff, xb, mask=(pj[:, None] >= k0 + W) & colw)
+    tr = xt
+    ti = xt
+    if RIGHT:
+        if CPLX:
+            tr, ti = tl.split(tl.reshape(xt, [W, CW, 2]))
+        tr, ti = _cdot(ir, ii, tr, ti, CPLX, PREC)
+        xt = tr
+        if CPLX:
+            xt = tl.reshape(tl.join(tr, ti), [W, 2 * CW])
+    tl.store(base + (k0 + wv) * slr + woff, xt, mask=(k0 + wv < m) & colw)
+    return tr, ti
+
+
+@triton.jit
 def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGHT: tl.constexpr,
               UPDATE: tl.constexpr, W: tl.constexpr, CW: tl.constexpr, BM: tl.constexpr, CPLX: tl.constexpr,
               PREC: tl.constexpr, UNIT: tl.constexpr):
@@ -90,30 +133,15 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
     down the rows, a sector an entry: the H100 timeline's panel launches, fifty-fourth session)."""
     e0 = k0 + W
     C: tl.constexpr = 2 if CPLX else 1
-    wv = tl.arange(0, W)[:, None]
-    st2 = st[:, None]
-    sb2 = sb[:, None]
-    pj2 = pj[:, None]
     if UNIT:
-        jw = tl.arange(0, C * CW)[None, :]
-        cw = c0 + jw // C
-        colw = (cw < c_hi) & (cw < n) & ((cw < k0) | (cw >= e0))
-        woff = c0 * C + jw
-        xt = tl.load(base + st2 * slr + woff, mask=(k0 + wv < m) & colw, other=0.0)
-        xb = tl.load(base + sb2 * slr + woff, mask=colw, other=0.0)
+        xt, xb = _chunk_ld(base, k0, c0, c_hi, m, n, slr, st, sb, W, CW, CPLX)
         tl.debug_barrier()  # every moved row read before any is written
-        tl.store(base + pj2 * slr + woff, xb, mask=(pj2 >= e0) & colw)  # (as below)
-        tr = xt
-        ti = xt
-        if RIGHT:
-            if CPLX:
-                tr, ti = tl.split(tl.reshape(xt, [W, CW, 2]))
-            tr, ti = _cdot(ir, ii, tr, ti, CPLX, PREC)
-            xt = tr
-            if CPLX:
-                xt = tl.reshape(tl.join(tr, ti), [W, 2 * CW])
-        tl.store(base + (k0 + wv) * slr + woff, xt, mask=(k0 + wv < m) & colw)
+        tr, ti = _chunk_st(base, k0, c0, c_hi, m, n, slr, pj, xt, xb, ir, ii, RIGHT, W, CW, CPLX, PREC)
     else:
+        wv = tl.arange(0, W)[:, None]
+        st2 = st[:, None]
+        sb2 = sb[:, None]
+        pj2 = pj[:, None]
         cc = c0 + tl.arange(0, CW)[None, :]
         colm = (cc < c_hi) & (cc < n) & ((cc < k0) | (cc >= e0))
         tr, ti = _ld(base, st2 * slr + cc * slc, (k0 + wv < m) & colm, CPLX)
