@@ -848,4 +848,8 @@ case "${1:-1}" in
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \
       | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_prefetch.log"
   done; done ;;
+103)  # fifty-fourth session, for the next: the whole linear-algebra table at the defaults (the issue's table is
+  # the H200's; run it there first), eager and graphs where a case has them
+  timeout 560 python3 -m fastpath.bench linalg --graphs --json "$OUT/linalg_records.jsonl" 2>&1 | grep -v -i warn \
+    | tail -40 ;;
 esac
