@@ -305,9 +305,13 @@ class Timer:
                 fn(*inputs)
         torch.cuda.current_stream().wait_stream(self.stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=self.stream):
-            for i in range(calls):
-                fn(*sets[i % len(sets)])
+        try:
+            with torch.cuda.graph(graph, stream=self.stream):
+                for i in range(calls):
+                    fn(*sets[i % len(sets)])
+        except Exception:  # a call that cannot be captured: later captures start on a fresh stream, not
+            self.stream = torch.cuda.Stream()  # on the one whose capture it invalidated
+            raise
         graph.replay()
         torch.cuda.synchronize()
         reps = max(3, min(20, int(100 / (est_ms * calls + 0.01))))
