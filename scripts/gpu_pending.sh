@@ -847,6 +847,12 @@ case "${1:-1}" in
   for round in 1 2; do for t in "PANEL_PREFETCH=False" "PANEL_PREFETCH=True"; do
     timeout 50 python3 scripts/lu_breakdown.py --parts --cols 256 --dtypes complex64 --set $t 2>&1 \
       | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_prefetch.log"
+  done; done
+  # complex lu_solve's blocked sweep in row words (triangular.WORDS_SWEEP, off), 256 and 32 right-hand sides, twice
+  compiled words_tests.log 120 8 tests/ops/test_linalg_lu.py -k "words_sweep"
+  for round in 1 2; do for v in False True; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 32,256 --set ops.linalg.triangular.WORDS_SWEEP=$v \
+      2>&1 | grep -v -i warn | grep "k=" | sed "s/^/WORDS_SWEEP=$v /" | tee -a "$OUT/lu_words.log"
   done; done ;;
 103)  # fifty-fourth session, for the next: the whole linear-algebra table at the defaults (the issue's table is
   # the H200's; run it there first), eager and graphs where a case has them
