@@ -367,6 +367,16 @@ def _mapped(perm, rows, mask, PERM: tl.constexpr):
 
 
 @triton.jit
+def _block_rows(s, nblk, n, perm, cmask, NB: tl.constexpr, LOWER: tl.constexpr, SRC_PERM: tl.constexpr):
+    """:func:`_block_span`'s block as NB rows: (i0, lo, hi, its rows, their mask, the rows read from
+    the source (through ``perm`` if SRC_PERM), the mask of its (rows, columns ``cmask``))."""
+    i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
+    rows = i0 + tl.arange(0, NB)
+    rmask = rows < n
+    return i0, lo, hi, rows, rmask, _mapped(perm, rows, rmask, SRC_PERM), rmask[:, None] & cmask
+
+
+@triton.jit
 def _block_span(s, nblk, n, NB: tl.constexpr, LOWER: tl.constexpr):
     """Step ``s`` of a blocked substitution: the block's first row i0 (from the top if LOWER, else
     from the bottom) and the rows solved before it, [lo, hi)."""
@@ -456,11 +466,7 @@ def _sweep_few(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n
     cc = c0 + tl.arange(0, KB)
     cmask = (cc < k)[None, :]
     for s in range(0, nblk):
-        i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
-        rows = i0 + r
-        rmask = rows < n
-        srows = _mapped(perm, rows, rmask, SRC_PERM)
-        xmask = rmask[:, None] & cmask
+        i0, lo, hi, rows, rmask, srows, xmask = _block_rows(s, nblk, n, perm, cmask, NB, LOWER, SRC_PERM)
         accr, acci = _ld(src, srows.to(tl.int64)[:, None] * s_sr + cc[None, :] * s_sc, xmask, CPLX)
         for k0 in range(lo, hi, KC):
             qc = k0 + q  # column of M, row of X
@@ -569,11 +575,7 @@ def _sweep_words(t_ptr, s_tr, s_tc, inv, src, s_sr, dst, s_dr, perm, n, k, c0, S
     wb = c0 * 2 + tl.arange(0, 2 * KB)[None, :]  # X's row: column c0 + .. // 2
     cmask = (c0 + tl.arange(0, 2 * KB) // 2 < k)[None, :]
     for s in range(0, nblk):
-        i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
-        rows = i0 + r
-        rmask = rows < n
-        srows = _mapped(perm, rows, rmask, SRC_PERM)
-        xmask = rmask[:, None] & cmask
+        i0, lo, hi, rows, rmask, srows, xmask = _block_rows(s, nblk, n, perm, cmask, NB, LOWER, SRC_PERM)
         acc = tl.load(src + srows.to(tl.int64)[:, None] * s_sr + wb, mask=xmask, other=0.0)
         for k0 in range(lo, hi, KC):
             qc = k0 + tl.arange(0, KC)
