@@ -251,7 +251,7 @@ def test_lu_blocked_graph_replays(device, monkeypatch):
     ("DEFER_LEFT", True, 40, 70, torch.complex64, 2), ("PANEL_RIGHT_CW", 64, 40, 150, torch.complex64, 8),
     ("PANEL_RIGHT_CW", 128, 66, 66, torch.complex64, 8), ("MATMUL_AHEAD", True, 66, 66, torch.complex64, 8),
     ("MATMUL_AHEAD", True, 70, 40, torch.complex64, 8), ("MATMUL_AHEAD", 2, 40, 70, torch.complex64, 2),
-    ("MATMUL_AHEAD", "left", 66, 66, torch.complex64, 8), ("UNIT_ROWS", True, 66, 66, torch.complex64, 8),
+    ("MATMUL_AHEAD", "defer", 66, 66, torch.complex64, 8), ("UNIT_ROWS", True, 66, 66, torch.complex64, 8),
     ("UNIT_ROWS", True, 70, 40, torch.float32, 8), ("UNIT_ROWS", True, 40, 70, torch.complex64, 8),
     ("PANEL_PREFETCH", True, 66, 66, torch.complex64, 8), ("PANEL_PREFETCH", True, 40, 150, torch.complex64, 8)])
 def test_lu_step_orders_agree(knob, on, m, n, dtype, batch, device, monkeypatch):
@@ -262,13 +262,13 @@ def test_lu_step_orders_agree(knob, on, m, n, dtype, batch, device, monkeypatch)
     several panels); ``lu.UNIT_ROWS``, rows moved as contiguous words; ``lu.PANEL_PREFETCH``, each chunk's
     rows loaded while the one before is stored. ``lu.MATMUL_AHEAD`` (the
     "matmul" step with look-ahead: the update's matmuls split by columns, so equal to rounding, not
-    bit for bit; "left": with the left interchanges in the step kernel, not deferred)."""
+    bit for bit; "defer": with the left interchanges deferred to the end, not in the step kernel)."""
     A = rand(batch, m, n, dtype=dtype, device=device)
     monkeypatch.setattr(L, knob, None if knob == "PANEL_RIGHT_CW" else False)
     LU, piv, _ = L._factor(A, True)
-    if on == "left":
+    if on == "defer":
         on = True
-        monkeypatch.setattr(L, "DEFER_LEFT", False)
+        monkeypatch.setattr(L, "DEFER_LEFT", True)
     monkeypatch.setattr(L, knob, on)
     LU2, piv2, _ = L._factor(A, True)
     assert torch.equal(piv, piv2)

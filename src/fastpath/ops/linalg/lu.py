@@ -697,9 +697,11 @@ def _matmul_ahead_loop(launch, step_cols, LU3, kmax: int, m: int, n: int, W: int
             update(k0, e0, n)
             launch(e0, min(e0 + W, kmax))
             continue
-        ready = main.record_event() if form != 2 else None
+        if form != 2:
+            ready = main.record_event()
         update(k0, e0, mid)
-        ready = ready or main.record_event()
+        if form == 2:
+            ready = main.record_event()
         launch(e0, min(e0 + W, kmax))
         side.wait_event(ready)
         with torch.cuda.stream(side):
