@@ -834,6 +834,7 @@ case "${1:-1}" in
       | grep -v -i warn | tail -4
   done ;;
 102)  # fifty-fourth session, for the next: one complex64 2048x2048 factorisation (1.00x torch, H100): its panel
+  # (fifty-fifth session: that size takes torch's path, lu._path; the 2048 lines below had nothing to time)
   # launch is one program doing 2032 columns right of the panel in 64 chunks, one after another; the step kernel
   # (MATMUL_AHEAD: over (matrix, chunk) programs) or wider chunks (PANEL_RIGHT_CW) spread or shorten that
   for t in "MATMUL_AHEAD=False" "MATMUL_AHEAD=1" "MATMUL_AHEAD=2" "PANEL_RIGHT_CW=128"; do
@@ -849,6 +850,7 @@ case "${1:-1}" in
       | grep -v -i warn | sed "s/^/$t /" | tee -a "$OUT/lu_prefetch.log"
   done; done
   # complex lu_solve's blocked sweep in row words (triangular.WORDS_SWEEP, off), 256 and 32 right-hand sides, twice
+  # (fifty-fifth session: 1.6x slower at 256, removed with its test after this run)
   compiled words_tests.log 120 8 tests/ops/test_linalg_lu.py -k "words_sweep"
   for round in 1 2; do for v in False True; do
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 32,256 --set ops.linalg.triangular.WORDS_SWEEP=$v \

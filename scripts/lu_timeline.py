@@ -35,6 +35,8 @@ flush = _flush_buffer(dev)
 dtype = getattr(torch, args.dtype)
 a = torch.randn(args.batch, args.n, args.n, generator=torch.Generator(device=dev).manual_seed(0), device=dev,
                 dtype=dtype)
+if lu._path(args.n, args.n, args.batch, dtype) != "blocked":
+    raise SystemExit(f"{args.batch}x{args.n}x{args.n} {args.dtype} takes torch's path (lu._path): no timeline")
 LU = torch.empty_like(a)
 piv = torch.empty(args.batch, args.n, dtype=torch.int32, device=dev)
 info = torch.empty(args.batch, dtype=torch.int32, device=dev)

@@ -705,19 +705,6 @@ def test_lu_solve_few_form(adjoint, few_form, trans, device, monkeypatch):
     test_lu_solve(70, 2, True, adjoint, _F32, device)
 
 
-@pytest.mark.parametrize("adjoint", [False, True])
-def test_lu_solve_words_sweep(adjoint, device, monkeypatch):
-    """Complex right-hand sides through the blocked sweep in row words (``triangular.WORDS_SWEEP``):
-    lu_solve's two sweeps (row map in and out, conjugated for the adjoint) over two row blocks and
-    several chunks, 16- and 32-column tiles; solve_triangular's upper / lower, unit or not."""
-    monkeypatch.setattr(T, "WORDS_SWEEP", True)
-    test_lu_solve(70, 20, True, adjoint, _C64, device)
-    test_lu_solve(40, 36, True, adjoint, _C64, device)
-    upper, _, unit = TRI_FORMS[1 if adjoint else 0]
-    test_solve_triangular(70, 20, upper, True, unit, _C64, device)
-    test_solve_triangular(70, 20, not upper, True, not unit, _C64, device)
-
-
 @pytest.mark.launch_memo
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")
 @pytest.mark.parametrize("k,dtype", [(1, _C64), (3, _F32), (40, _C64)])

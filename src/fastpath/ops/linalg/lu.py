@@ -139,8 +139,10 @@ MATMUL_AHEAD = False
 PANEL_RIGHT_CW: Optional[int] = None
 #: The "matmul" step's panel launch loads each chunk's rows right of the panel while the chunk before
 #: it is stored (UNIT_ROWS' form; the chunks are one after another in the one program a matrix, each a
-#: load-barrier-store latency). Off: built, tested (bit for bit), not yet timed (gpu_pending.sh 102).
-PANEL_PREFETCH = False
+#: load-barrier-store latency). Bit for bit as without (tests). H100, complex64 64 x 256x256 in graphs
+#: (gpu_pending.sh 102, twice): 575.7 / 576.4 -> 563.3 / 564.4 us, the panel launches 402.8 / 403.0 ->
+#: 382.1 / 382.2.
+PANEL_PREFETCH = True
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -758,7 +760,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
         key = (tuple(A3.shape), A3.dtype, A3.device, pivot, BLOCKED_W, BLOCKED_CW, BLOCKED_WARPS, BLOCKED_PREC,
                ROW_PANEL, PANEL_PACK, PANEL_ROTATE, PANEL_SMEM, BLOCKED_STEP, BLOCKED_STEP_CW, BLOCKED_STEP_BM,
                BLOCKED_STEP_WARPS, BLOCKED_LOOKAHEAD, BLOCKED_STEP_NEUMANN, TRACK_UNROLLED,
-               DEFER_LEFT)
+               DEFER_LEFT, UNIT_ROWS, MATMUL_AHEAD, PANEL_RIGHT_CW, PANEL_PREFETCH)
         LU, piv, info = _GRAPHS(key, lambda a: _factor(a, pivot), A3, GRAPHS,
                                 in_place=lambda a: _factor(a, pivot, own_input=True))
     else:

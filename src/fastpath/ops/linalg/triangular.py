@@ -99,11 +99,6 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: blocks, up to 4 right-hand sides) and 50.6 -> 35.5 (64-row blocks).
 DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
-#: Complex right-hand sides of unit stride along a row (B's and X's) take the blocked sweep in row words
-#: (``_sweep_words``: contiguous loads and stores; the real embedding's X tiles are strided by two words,
-#: which the compiler lays a warp down the rows, a sector an entry). Off: built and tested in the
-#: interpreter, not yet timed (gpu_pending.sh 102).
-WORDS_SWEEP = False
 #: Calls with fewer diagonal blocks than DIAG_FEW_BLOCKS take DIAG_FEW_PLAN where it has their dtype:
 #: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
@@ -552,62 +547,12 @@ def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, 
 
 
 @triton.jit
-def _pair_rows(x, R: tl.constexpr, K: tl.constexpr):
-    """(R, 2K) rows of (re, im) words -> (2R, 2K): row 2q is x[q], row 2q+1 its (-im, re) pairs, so
-    that a complex matrix's rows as words, (re, im) interleaved along K, times this give the
-    product's rows as words."""
-    xr, xi = tl.split(tl.reshape(x, [R, K, 2]))
-    sw = tl.reshape(tl.join(-xi, xr), [R, 2 * K])
-    return tl.reshape(tl.permute(tl.join(x, sw), [0, 2, 1]), [2 * R, 2 * K])
-
-
-@triton.jit
-def _sweep_words(t_ptr, s_tr, s_tc, inv, src, s_sr, dst, s_dr, perm, n, k, c0, SRC_PERM: tl.constexpr,
-                 DST_PERM: tl.constexpr, LOWER: tl.constexpr, CONJ: tl.constexpr, NB: tl.constexpr,
-                 KC: tl.constexpr, KB: tl.constexpr, PREC: tl.constexpr):
-    """:func:`_sweep` for complex right-hand sides of unit stride along a row (``WORDS_SWEEP``): B's
-    and X's rows are loaded and stored as runs of (re, im) words, (NB, 2KB), and M's chunks as
-    their rows' words (re, im interleaved along K); each product takes X's rows paired with their
-    (-im, re) words (:func:`_pair_rows`), the same count of products as the real embedding."""
-    nblk = tl.cdiv(n, NB)
-    r = tl.arange(0, NB)
-    w = tl.arange(0, 2 * KC)  # a chunk of M's row: column k0 + w // 2, component w % 2
-    wb = c0 * 2 + tl.arange(0, 2 * KB)[None, :]  # X's row: column c0 + .. // 2
-    cmask = (c0 + tl.arange(0, 2 * KB) // 2 < k)[None, :]
-    for s in range(0, nblk):
-        i0, lo, hi, rows, rmask, srows, xmask = _block_rows(s, nblk, n, perm, cmask, NB, LOWER, SRC_PERM)
-        acc = tl.load(src + srows.to(tl.int64)[:, None] * s_sr + wb, mask=xmask, other=0.0)
-        for k0 in range(lo, hi, KC):
-            qc = k0 + tl.arange(0, KC)
-            qmask = qc < hi
-            wq = k0 + w // 2
-            a = tl.load(t_ptr + rows[:, None] * s_tr + (wq * s_tc + w % 2)[None, :],
-                        mask=rmask[:, None] & (wq < hi)[None, :], other=0.0)
-            if CONJ:
-                a = tl.where((w % 2 == 1)[None, :], -a, a)
-            drows = _mapped(perm, qc, qmask, DST_PERM)
-            x = tl.load(dst + drows.to(tl.int64)[:, None] * s_dr + wb, mask=qmask[:, None] & cmask, other=0.0)
-            acc -= _dot(a, _pair_rows(x, KC, KB), PREC)
-        # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already: rows of 2NB words
-        lr = (i0 // NB) * NB + r
-        ai = tl.load(inv + lr[:, None] * (2 * NB) + tl.arange(0, 2 * NB)[None, :])
-        acc = _dot(ai, _pair_rows(acc, NB, KB), PREC)
-        drows = _mapped(perm, rows, rmask, DST_PERM)
-        tl.store(dst + drows.to(tl.int64)[:, None] * s_dr + wb, acc.to(dst.dtype.element_ty), mask=xmask)
-        tl.debug_barrier()  # X_i is read back by the next blocks
-
-
-@triton.jit
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
           PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr):
-    """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1),
-    :func:`_sweep_words` (FEW 3) or :func:`_sweep`."""
-    if FEW == 3:
-        _sweep_words(t_ptr, s_tr, s_tc, inv, src, s_sr, dst, s_dr, perm, n, k, c0, SRC_PERM, DST_PERM, LOWER, CONJ,
-                     NB, KC, KB, PREC)
-    elif FEW == 2:
+    """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1) or :func:`_sweep`."""
+    if FEW == 2:
         _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
                     LOWER, CONJ, CPLX, NB, KC, KB)
     elif FEW:
@@ -712,9 +657,6 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     kc = 0
     few = blocked and T3.dtype in FEW_PLAN and k <= FEW_PLAN[T3.dtype][3]
     few_form = 0
-    if (WORDS_SWEEP and cplx and blocked and not few and kernel_strides(B3)[2] == 2
-            and kernel_strides(X3)[2] == 2):  # (W3, when used, is contiguous)
-        few_form = 3
     if few:  # few right-hand sides: products and sums on the FMA units, no 16-column tiles
         nb_rows, kc, warps, _, few_form = FEW_PLAN[T3.dtype]
         kb = next_pow2(k)
