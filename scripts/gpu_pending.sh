@@ -860,4 +860,13 @@ case "${1:-1}" in
   # the H200's; run it there first), eager and graphs where a case has them
   timeout 560 python3 -m fastpath.bench linalg --graphs --json "$OUT/linalg_records.jsonl" 2>&1 | grep -v -i warn \
     | tail -40 ;;
+104)  # fifty-fifth session: the whole linear-algebra table at the defaults (PANEL_PREFETCH now on), then
+  # solve_triangular 4096x512 at 33d9c21 (1015 us, 1.29x on the H200 then; 1477 us, 0.87x on an H100 at
+  # 7546d83) against now, same GPU, twice: a regression or the GPU (old tree: old33/src, untracked)
+  timeout 420 python3 -m fastpath.bench linalg --graphs --json "$OUT/linalg_records.jsonl" 2>&1 | grep -v -i warn \
+    | tail -30
+  for round in 1 2; do for tree in old33/src src; do
+    echo "== solve_triangular at $tree"; PYTHONPATH=$PWD/$tree timeout 60 python3 -m fastpath.bench linalg \
+      --only solve_triangular 2>&1 | grep -v -i warn | grep "solve_tri"
+  done; done 2>&1 | tee "$OUT/solve_tri_ab.log" ;;
 esac
