@@ -1,0 +1,1 @@
+"""Device/backend choice, op registration, argument checks and allocation shared by all ops."""
