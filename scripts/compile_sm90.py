@@ -13,7 +13,8 @@ every CPU test passed).
 (``tests:tests/ops``: every launch of that part of the test suite. ``COMPILE_PDL=N``: kernels
 with a ``PDL`` constexpr compile with that PDL mode, where the interpreter records 0.
 ``COMPILE_SET="MODULE.KNOB=V;MODULE.TABLE:KEY=V"``: knobs or plan-table entries set before the
-calls record, as the bench's ``--set``. ``COMPILE_LOOPS=TEXT``: each variant of a kernel whose name
+calls record, as the bench's ``--set``. ``COMPILE_CALLS=TEXT``: the GPU-plan parts' calls whose names
+hold TEXT only. ``COMPILE_LOOPS=TEXT``: each variant of a kernel whose name
 holds TEXT compiled to a cubin and its SASS loops listed (instructions an iteration, by opcode:
 barriers, shuffles, shared-memory and global loads; ``COMPILE_LOOP_OPS=FSEL,IMAD`` adds opcodes),
 a GPU-free look at a step's cost;
@@ -106,8 +107,12 @@ RUN_KERNELS = os.environ.get("COMPILE_RUN_KERNELS") == "1"
 
 def _record_calls(calls) -> None:
     """Make each (name, call) with the GPU's plans, the kernels not run: the host code sees garbage
-    results, so a call that reads one back may raise; the launches it made before count."""
+    results, so a call that reads one back may raise; the launches it made before count.
+    ``COMPILE_CALLS=TEXT``: only the calls whose names hold TEXT."""
+    only = os.environ.get("COMPILE_CALLS", "")
     for name, call in calls:
+        if only not in name:
+            continue
         before = len(_SEEN)
         try:
             call()
@@ -416,7 +421,8 @@ def loop_report(cubin: bytes) -> list:
         depth = sum(1 for c, d, _ in spans if c <= a and b <= d and (c, d) != (a, b))
         ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0].split(".")[0] for t in own)
         loops.append((depth, len(own), dict(ops.most_common())))
-    return [f"{regs.group(1)} registers, {regs.group(2)} B of local memory (spills)" if regs else "", *loops]
+    return [(f"{regs.group(1)} registers, {regs.group(2)} B of local memory (spills), " if regs else "")
+            + f"{len(ins)} instructions in all", *loops]
 
 
 def _addressed(sass: str) -> list:
