@@ -874,4 +874,23 @@ case "${1:-1}" in
   timeout 560 python3 -m pytest -v -n 16 -p no:cacheprovider --tb=short -o addopts="" tests > "$OUT/suite.log" 2>&1
   grep -E "FAILED|ERROR" "$OUT/suite.log" | head -40
   grep -cE " PASSED" "$OUT/suite.log"; grep -cE " SKIPPED" "$OUT/suite.log"; tail -3 "$OUT/suite.log" ;;
+106)  # fifty-fifth session: complex right-hand sides' tiles in the blocked sweep as runs of words
+  # (triangular.XW_LOADS, on): compiled tests, A/B twice (torch's column-major factors; ours row-major once),
+  # two other plans with it, the lu_solve records
+  compiled xw_tests.log 200 8 tests/ops/test_linalg_lu.py -k "word_tiles or test_lu_solve or test_solve_triangular"
+  for round in 1 2; do for v in False True; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 32,256 --set ops.linalg.triangular.XW_LOADS=$v \
+      2>&1 | grep -v -i warn | grep "k=" | sed "s/^/XW_LOADS=$v /" | tee -a "$OUT/lu_xw.log"
+  done; done
+  for v in False True; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --row-major \
+      --set ops.linalg.triangular.XW_LOADS=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/row-major XW_LOADS=$v /" \
+      | tee -a "$OUT/lu_xw.log"
+  done
+  for p in "(32,32,32,4)" "(32,64,64,4)"; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --plan "BLOCKED_PLAN:complex64=$p" 2>&1 \
+      | grep -v -i warn | grep "k=" | sed "s/^/plan $p /" | tee -a "$OUT/lu_xw.log"
+  done
+  timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "lu_solve" ;;
 esac

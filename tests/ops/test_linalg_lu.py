@@ -705,6 +705,32 @@ def test_lu_solve_few_form(adjoint, few_form, trans, device, monkeypatch):
     test_lu_solve(70, 2, True, adjoint, _F32, device)
 
 
+@pytest.mark.parametrize("adjoint,own_factors", [(False, False), (True, False), (False, True)])
+def test_lu_solve_word_tiles(adjoint, own_factors, device, monkeypatch):
+    """Complex right-hand sides of unit stride along a row move through the blocked sweep as runs of
+    words (``triangular.XW_LOADS``): the same solutions bit for bit as the (re, im) tiles, through the
+    row map in and out (the adjoint), torch's column-major factors and ours (row-major), two row
+    blocks with padding and two column blocks (k = 20 and 36); column-major B keeps the (re, im) form."""
+    A = _pivoted_well_conditioned(2, 70, _C64, device)
+    LU, piv = L.lu_factor(A) if own_factors else torch.linalg.lu_factor(A)
+    for B in (rand(2, 70, 20, dtype=_C64, device=device), rand(2, 70, 36, dtype=_C64, device=device),
+              rand(2, 36, 70, dtype=_C64, device=device).mT):
+        monkeypatch.setattr(T, "XW_LOADS", False)
+        X0 = L.lu_solve(LU, piv, B, adjoint=adjoint)
+        monkeypatch.setattr(T, "XW_LOADS", True)
+        X1 = L.lu_solve(LU, piv, B, adjoint=adjoint)
+        assert torch.equal(X0, X1)
+        Ah = _ref(A).mH if adjoint else _ref(A)
+        _check_solution(X1, torch.linalg.solve(Ah, _ref(B)), A, _C64)
+    for upper, left, unit in TRI_FORMS:
+        M = _triangular((2,), 40, _C64, upper, device) / (3 * 40 ** 0.5 if unit else 1)
+        B = rand(2, 40, 20, dtype=_C64, device=device) if left else rand(2, 20, 40, dtype=_C64, device=device)
+        monkeypatch.setattr(T, "XW_LOADS", False)
+        X0 = T.solve_triangular(M, B, upper=upper, left=left, unitriangular=unit)
+        monkeypatch.setattr(T, "XW_LOADS", True)
+        assert torch.equal(X0, T.solve_triangular(M, B, upper=upper, left=left, unitriangular=unit))
+
+
 @pytest.mark.launch_memo
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")
 @pytest.mark.parametrize("k,dtype", [(1, _C64), (3, _F32), (40, _C64)])

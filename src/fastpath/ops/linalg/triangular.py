@@ -99,6 +99,11 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: blocks, up to 4 right-hand sides) and 50.6 -> 35.5 (64-row blocks).
 DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
+#: Complex right-hand sides of unit stride along a row (B's, X's: row-major) take the blocked sweep's
+#: tiles as runs of words (``_xw_ld`` / ``_xw_st``, then the same products bit for bit): the (re, im)
+#: tiles' strided loads and stores were laid a warp down the rows, a 32-byte sector for each 8 bytes
+#: (TTGIR of ``_trsm_kernel``: threadsPerWarp [32, 1], order [0, 1]). Not yet timed.
+XW_LOADS = True
 #: Calls with fewer diagonal blocks than DIAG_FEW_BLOCKS take DIAG_FEW_PLAN where it has their dtype:
 #: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
@@ -387,15 +392,43 @@ def _block_span(s, nblk, n, NB: tl.constexpr, LOWER: tl.constexpr):
 
 
 @triton.jit
+def _xw_offs(rows, s_r, c0, rmask, k, K: tl.constexpr):
+    """Offsets and mask of complex rows ``rows`` at columns c0 .. c0+K-1 (of unit complex stride,
+    those below ``k``) as an (R, 2K) tile of words: each row's columns one run along memory."""
+    w = tl.arange(0, 2 * K)
+    offs = rows.to(tl.int64)[:, None] * s_r + (c0 * 2 + w)[None, :]
+    return offs, rmask[:, None] & (c0 + w // 2 < k)[None, :]
+
+
+@triton.jit
+def _xw_ld(ptr, rows, s_r, c0, rmask, k, R: tl.constexpr, K: tl.constexpr):
+    """Those rows as the real embedding's (2R, K) tile (row 2i: the real parts of rows[i], 2i + 1:
+    the imaginary), loaded as runs of words: the (re, im) tile's strided loads are laid a warp down
+    the rows, a 32-byte sector for 8 bytes (TTGIR of ``_trsm_kernel``)."""
+    offs, m = _xw_offs(rows, s_r, c0, rmask, k, K)
+    x = tl.reshape(tl.load(ptr + offs, mask=m, other=0.0), (R, K, 2))
+    return tl.reshape(tl.permute(x, (0, 2, 1)), (2 * R, K))
+
+
+@triton.jit
+def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr):
+    """:func:`_xw_ld`'s inverse: the (2R, K) tile ``x`` stored as runs of words."""
+    offs, m = _xw_offs(rows, s_r, c0, rmask, k, K)
+    v = tl.reshape(tl.permute(tl.reshape(x, (R, 2, K)), (0, 2, 1)), (R, 2 * K))
+    tl.store(ptr + offs, v.to(ptr.dtype.element_ty), mask=m)
+
+
+@triton.jit
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr):
+           PREC: tl.constexpr, XW: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
     Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
-    Complex systems run as real ones of twice the size (:func:`_emb_ld`)."""
+    Complex systems run as real ones of twice the size (:func:`_emb_ld`); XW (complex right-hand
+    sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`)."""
     C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
@@ -408,21 +441,34 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
         rows = i0 + r // C
         rmask = rows < n
-        srows = _mapped(perm, rows, rmask, SRC_PERM)
         xmask = rmask[:, None] & cmask
-        acc = tl.load(src + _vec_off(srows, rp, cc, s_sr, s_sc), mask=xmask, other=0.0)
+        crows = i0 + tl.arange(0, NB)  # (XW: the block's complex rows)
+        crmask = crows < n
+        if XW:
+            acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB)
+        else:
+            srows = _mapped(perm, rows, rmask, SRC_PERM)
+            acc = tl.load(src + _vec_off(srows, rp, cc, s_sr, s_sc), mask=xmask, other=0.0)
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = qc < hi
             a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
-            drows = _mapped(perm, qc, qmask, DST_PERM)
-            x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
+            if XW:
+                cq = k0 + tl.arange(0, KC)
+                cqmask = cq < hi
+                x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB)
+            else:
+                drows = _mapped(perm, qc, qmask, DST_PERM)
+                x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
             acc -= _dot(a, x, PREC)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
         acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC)
-        drows = _mapped(perm, rows, rmask, DST_PERM)
-        tl.store(dst + _vec_off(drows, rp, cc, s_dr, s_dc), acc.to(dst.dtype.element_ty), mask=xmask)
+        if XW:
+            _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB)
+        else:
+            drows = _mapped(perm, rows, rmask, DST_PERM)
+            tl.store(dst + _vec_off(drows, rp, cc, s_dr, s_dc), acc.to(dst.dtype.element_ty), mask=xmask)
         tl.debug_barrier()  # X_i is read back by the next blocks
 
 
@@ -550,7 +596,7 @@ def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, 
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr):
+          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr):
     """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1) or :func:`_sweep`."""
     if FEW == 2:
         _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
@@ -560,7 +606,7 @@ def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, 
                    LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
     else:
         _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
-               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC)
+               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW)
 
 
 @triton.jit
@@ -569,7 +615,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
-                 FEW: tl.constexpr = 0, TRANS: tl.constexpr = False):
+                 FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -615,17 +661,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
+                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
                 _pass(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
+                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
+                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
                 _pass(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
+                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
         else:
             _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS)
+                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -657,6 +703,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     kc = 0
     few = blocked and T3.dtype in FEW_PLAN and k <= FEW_PLAN[T3.dtype][3]
     few_form = 0
+    xw = bool(XW_LOADS) and cplx and blocked and not few and kernel_strides(B3)[2] == 2 and kernel_strides(X3)[2] == 2
     if few:  # few right-hand sides: products and sums on the FMA units, no 16-column tiles
         nb_rows, kc, warps, _, few_form = FEW_PLAN[T3.dtype]
         kb = next_pow2(k)
@@ -703,7 +750,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        FEW=few_form,
+        FEW=few_form, XW=xw,
         # (form 1 only: form 2 reads either storage order one way, and a TRANS it ignores would compile twice)
         TRANS=few_form == 1 and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
