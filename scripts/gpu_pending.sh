@@ -893,4 +893,16 @@ case "${1:-1}" in
   done
   timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "lu_solve" ;;
+107)  # fifty-fifth session: XW_LOADS from XW_MIN_KB (64) right-hand sides a program; k = 64 and 128 (32 and 64 a
+  # program) with the minimum at 16 against 64, two plans with the word tiles, the lu_solve records
+  for round in 1 2; do for v in 64 16; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128 --set ops.linalg.triangular.XW_MIN_KB=$v \
+      2>&1 | grep -v -i warn | grep "k=" | sed "s/^/XW_MIN_KB=$v /" | tee -a "$OUT/lu_xw_kb.log"
+  done; done
+  for p in "(32,32,64,8)" "(32,16,64,4)"; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --plan "BLOCKED_PLAN:complex64=$p" 2>&1 \
+      | grep -v -i warn | grep "k=" | sed "s/^/plan $p /" | tee -a "$OUT/lu_xw_kb.log"
+  done
+  timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "lu_solve" ;;
 esac

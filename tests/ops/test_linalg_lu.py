@@ -711,6 +711,7 @@ def test_lu_solve_word_tiles(adjoint, own_factors, device, monkeypatch):
     words (``triangular.XW_LOADS``): the same solutions bit for bit as the (re, im) tiles, through the
     row map in and out (the adjoint), torch's column-major factors and ours (row-major), two row
     blocks with padding and two column blocks (k = 20 and 36); column-major B keeps the (re, im) form."""
+    monkeypatch.setattr(T, "XW_MIN_KB", 16)
     A = _pivoted_well_conditioned(2, 70, _C64, device)
     LU, piv = L.lu_factor(A) if own_factors else torch.linalg.lu_factor(A)
     for B in (rand(2, 70, 20, dtype=_C64, device=device), rand(2, 70, 36, dtype=_C64, device=device),

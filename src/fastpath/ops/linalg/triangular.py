@@ -102,8 +102,13 @@ DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
 #: Complex right-hand sides of unit stride along a row (B's, X's: row-major) take the blocked sweep's
 #: tiles as runs of words (``_xw_ld`` / ``_xw_st``, then the same products bit for bit): the (re, im)
 #: tiles' strided loads and stores were laid a warp down the rows, a 32-byte sector for each 8 bytes
-#: (TTGIR of ``_trsm_kernel``: threadsPerWarp [32, 1], order [0, 1]). Not yet timed.
+#: (TTGIR of ``_trsm_kernel``: threadsPerWarp [32, 1], order [0, 1]); from XW_MIN_KB right-hand sides a
+#: program (the word tiles pass through shared memory once more to take the embedding's row order).
+#: H100, lu_solve of 64 x 256x256 (scripts/lu_solve_rhs.py, twice, fifty-fifth session): 256 right-hand
+#: sides (64 a program) 525.5 / 522.6 -> 354.8 / 353.3 us with torch's column-major factors, 622.3 ->
+#: 455.4 with row-major ones; 32 (16 a program) 302.0 / 299.3 -> 315.5 / 319.5 (slower: not taken).
 XW_LOADS = True
+XW_MIN_KB = 64
 #: Calls with fewer diagonal blocks than DIAG_FEW_BLOCKS take DIAG_FEW_PLAN where it has their dtype:
 #: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
@@ -703,7 +708,6 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     kc = 0
     few = blocked and T3.dtype in FEW_PLAN and k <= FEW_PLAN[T3.dtype][3]
     few_form = 0
-    xw = bool(XW_LOADS) and cplx and blocked and not few and kernel_strides(B3)[2] == 2 and kernel_strides(X3)[2] == 2
     if few:  # few right-hand sides: products and sums on the FMA units, no 16-column tiles
         nb_rows, kc, warps, _, few_form = FEW_PLAN[T3.dtype]
         kb = next_pow2(k)
@@ -720,6 +724,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         kb = min(next_pow2(k), 32)
         fit = max(1, TILE_ELEMS // (nb_rows * (nb_rows + kb) * comps))
         block_b = min(next_pow2(nb), 1 << (fit.bit_length() - 1))  # a power of two
+    xw = (bool(XW_LOADS) and cplx and blocked and not few and kb >= XW_MIN_KB and kernel_strides(B3)[2] == 2
+          and kernel_strides(X3)[2] == 2)
     p = next_pow2(n)
     grid = (cdiv(nb, block_b), cdiv(k, kb))
     W3 = X3
