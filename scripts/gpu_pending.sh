@@ -905,4 +905,11 @@ case "${1:-1}" in
   done
   timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "lu_solve" ;;
+108)  # fifty-fifth session: KB halved while the grid has fewer programs than BLOCKED_FILL x the SMs (1.0)
+  # against 0.5 (k = 64 took 16 a program: 462 us, against 275 at k = 128 with 32 a program)
+  for v in 1.0 0.5; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 32,64,128 \
+      --set ops.linalg.triangular.BLOCKED_FILL=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/FILL=$v /" \
+      | tee -a "$OUT/lu_fill.log"
+  done ;;
 esac

@@ -53,6 +53,8 @@ HOST_BLOCK_N = 1024
 #: the GPU has SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
 BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
+#: ... the fraction of the GPU's SMs below which a call's programs halve KB (the rule above).
+BLOCKED_FILL = 1.0
 #: The blocked path's few-right-hand-side form (``_sweep_few``: products and sums on the FMA units
 #: instead of tl.dot's 16-column tiles, complex entries read as (re, im) pairs) by dtype: (NB rows a
 #: block, KC rows of the solved part a chunk at one right-hand side (halved per doubling of k),
@@ -106,9 +108,10 @@ DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
 #: program (the word tiles pass through shared memory once more to take the embedding's row order).
 #: H100, lu_solve of 64 x 256x256 (scripts/lu_solve_rhs.py, twice, fifty-fifth session): 256 right-hand
 #: sides (64 a program) 525.5 / 522.6 -> 354.8 / 353.3 us with torch's column-major factors, 622.3 ->
-#: 455.4 with row-major ones; 32 (16 a program) 302.0 / 299.3 -> 315.5 / 319.5 (slower: not taken).
+#: 455.4 with row-major ones; 32 (16 a program) 302.0 / 299.3 -> 315.5 / 319.5 (slower: not taken); 128
+#: (32 a program) 328.7 / 326.6 -> 275.1 / 276.6; 64 (16 a program) 475.3 / 470.6 -> 461.5 / 462.1.
 XW_LOADS = True
-XW_MIN_KB = 64
+XW_MIN_KB = 32
 #: Calls with fewer diagonal blocks than DIAG_FEW_BLOCKS take DIAG_FEW_PLAN where it has their dtype:
 #: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
@@ -716,7 +719,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     elif blocked:
         nb_rows, kc, kb, warps = BLOCKED_PLAN[T3.dtype]
         block_b = 1
-        while kb > 16 and (kb >= 2 * k or nb * cdiv(k, kb) < num_sms(T3.device)):
+        while kb > 16 and (kb >= 2 * k or nb * cdiv(k, kb) < BLOCKED_FILL * num_sms(T3.device)):
             kb //= 2
     else:
         warps = 4
