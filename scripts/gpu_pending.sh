@@ -909,7 +909,7 @@ case "${1:-1}" in
   # against 0.5 (k = 64 took 16 a program: 462 us, against 275 at k = 128 with 32 a program)
   for v in 1.0 0.5; do
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 32,64,128 \
-      --set ops.linalg.triangular.BLOCKED_FILL=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/FILL=$v /" \
+      --set ops.linalg.triangular.BLOCKED_FILL=$v 2>&1  # (then a float; a table by dtype since) | grep -v -i warn | grep "k=" | sed "s/^/FILL=$v /" \
       | tee -a "$OUT/lu_fill.log"
   done ;;
 esac

@@ -53,8 +53,11 @@ HOST_BLOCK_N = 1024
 #: the GPU has SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
 BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
-#: ... the fraction of the GPU's SMs below which a call's programs halve KB (the rule above).
-BLOCKED_FILL = 1.0
+#: ... the fraction of the GPU's SMs below which a call's programs halve KB (the rule above), by dtype
+#: (1 where absent). H100, lu_solve of 64 x 256x256 (scripts/lu_solve_rhs.py, fifty-fifth session),
+#: 1 -> 0.5: complex64 64 right-hand sides 471.0 -> 223.0 us (32 a program, not 16), 128: 276.0 -> 272.8,
+#: 32: 299.2 -> 299.1; float32 64: 97.3 -> 90.5 but 128: 97.8 -> 110.2 (float32 keeps 1).
+BLOCKED_FILL = {torch.complex64: 0.5}
 #: The blocked path's few-right-hand-side form (``_sweep_few``: products and sums on the FMA units
 #: instead of tl.dot's 16-column tiles, complex entries read as (re, im) pairs) by dtype: (NB rows a
 #: block, KC rows of the solved part a chunk at one right-hand side (halved per doubling of k),
@@ -719,7 +722,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
     elif blocked:
         nb_rows, kc, kb, warps = BLOCKED_PLAN[T3.dtype]
         block_b = 1
-        while kb > 16 and (kb >= 2 * k or nb * cdiv(k, kb) < BLOCKED_FILL * num_sms(T3.device)):
+        while kb > 16 and (kb >= 2 * k or nb * cdiv(k, kb) < BLOCKED_FILL.get(T3.dtype, 1) * num_sms(T3.device)):
             kb //= 2
     else:
         warps = 4
