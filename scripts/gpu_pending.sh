@@ -906,10 +906,23 @@ case "${1:-1}" in
   timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "lu_solve" ;;
 108)  # fifty-fifth session: KB halved while the grid has fewer programs than BLOCKED_FILL x the SMs (1.0)
+  # (BLOCKED_FILL was one float then; a table by dtype since)
   # against 0.5 (k = 64 took 16 a program: 462 us, against 275 at k = 128 with 32 a program)
   for v in 1.0 0.5; do
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 32,64,128 \
-      --set ops.linalg.triangular.BLOCKED_FILL=$v 2>&1  # (then a float; a table by dtype since) | grep -v -i warn | grep "k=" | sed "s/^/FILL=$v /" \
+      --set ops.linalg.triangular.BLOCKED_FILL=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/FILL=$v /" \
       | tee -a "$OUT/lu_fill.log"
   done ;;
+109)  # fifty-fifth session, for the next: a row-major complex M's chunks as runs of words too (triangular.TW_LOADS,
+  # off, untimed; offline the chunk loop 1124 -> 809 SASS instructions, 48 -> 24 global loads): compiled tests,
+  # row-major factors (ours) A/B twice at 64 and 256 right-hand sides, torch's column-major ones once (no change
+  # expected: TW needs unit stride along a row)
+  compiled tw_tests.log 200 8 tests/ops/test_linalg_lu.py -k "word_tiles or test_lu_solve or test_solve_triangular"
+  for round in 1 2; do for v in False True; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,256 --row-major \
+      --set ops.linalg.triangular.TW_LOADS=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/row-major TW_LOADS=$v /" \
+      | tee -a "$OUT/lu_tw.log"
+  done; done
+  timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --set ops.linalg.triangular.TW_LOADS=True \
+    2>&1 | grep -v -i warn | grep "k=" | sed "s/^/column-major TW_LOADS=True /" | tee -a "$OUT/lu_tw.log" ;;
 esac

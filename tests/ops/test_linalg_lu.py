@@ -705,31 +705,40 @@ def test_lu_solve_few_form(adjoint, few_form, trans, device, monkeypatch):
     test_lu_solve(70, 2, True, adjoint, _F32, device)
 
 
-@pytest.mark.parametrize("adjoint,own_factors", [(False, False), (True, False), (False, True)])
+def _word_forms(monkeypatch, call):
+    """``call()`` with the blocked sweep's (re, im) tiles, then with the right-hand sides' tiles as runs of
+    words (``triangular.XW_LOADS``), then with a row-major M's chunks as words too (``TW_LOADS``): the three
+    results, which must agree bit for bit."""
+    out = []
+    for xw, tw in ((False, False), (True, False), (True, True)):
+        monkeypatch.setattr(T, "XW_LOADS", xw)
+        monkeypatch.setattr(T, "TW_LOADS", tw)
+        out.append(call())
+    assert torch.equal(out[0], out[1]) and torch.equal(out[0], out[2])
+    return out[0]
+
+
+@pytest.mark.parametrize("adjoint,own_factors", [(False, False), (True, False), (False, True), (True, True)])
 def test_lu_solve_word_tiles(adjoint, own_factors, device, monkeypatch):
-    """Complex right-hand sides of unit stride along a row move through the blocked sweep as runs of
-    words (``triangular.XW_LOADS``): the same solutions bit for bit as the (re, im) tiles, through the
-    row map in and out (the adjoint), torch's column-major factors and ours (row-major), two row
-    blocks with padding and two column blocks (k = 20 and 36); column-major B keeps the (re, im) form."""
+    """Complex tiles of the blocked sweep moved as runs of words (``triangular.XW_LOADS``: right-hand sides
+    of unit stride along a row; ``TW_LOADS``: a row-major M, our factors or the adjoint's transposed view of
+    torch's column-major ones): the same solutions bit for bit as the (re, im) tiles, through the row map in
+    and out (the adjoint), two row blocks with padding and two column blocks (k = 20 and 36); column-major B
+    keeps the (re, im) form; solve_triangular's forms."""
     monkeypatch.setattr(T, "XW_MIN_KB", 16)
     A = _pivoted_well_conditioned(2, 70, _C64, device)
     LU, piv = L.lu_factor(A) if own_factors else torch.linalg.lu_factor(A)
     for B in (rand(2, 70, 20, dtype=_C64, device=device), rand(2, 70, 36, dtype=_C64, device=device),
               rand(2, 36, 70, dtype=_C64, device=device).mT):
-        monkeypatch.setattr(T, "XW_LOADS", False)
-        X0 = L.lu_solve(LU, piv, B, adjoint=adjoint)
-        monkeypatch.setattr(T, "XW_LOADS", True)
-        X1 = L.lu_solve(LU, piv, B, adjoint=adjoint)
-        assert torch.equal(X0, X1)
+        X = _word_forms(monkeypatch, lambda: L.lu_solve(LU, piv, B, adjoint=adjoint))
         Ah = _ref(A).mH if adjoint else _ref(A)
-        _check_solution(X1, torch.linalg.solve(Ah, _ref(B)), A, _C64)
+        _check_solution(X, torch.linalg.solve(Ah, _ref(B)), A, _C64)
+    if adjoint or own_factors:
+        return
     for upper, left, unit in TRI_FORMS:
         M = _triangular((2,), 40, _C64, upper, device) / (3 * 40 ** 0.5 if unit else 1)
         B = rand(2, 40, 20, dtype=_C64, device=device) if left else rand(2, 20, 40, dtype=_C64, device=device)
-        monkeypatch.setattr(T, "XW_LOADS", False)
-        X0 = T.solve_triangular(M, B, upper=upper, left=left, unitriangular=unit)
-        monkeypatch.setattr(T, "XW_LOADS", True)
-        assert torch.equal(X0, T.solve_triangular(M, B, upper=upper, left=left, unitriangular=unit))
+        _word_forms(monkeypatch, lambda: T.solve_triangular(M, B, upper=upper, left=left, unitriangular=unit))
 
 
 @pytest.mark.launch_memo
