@@ -50,7 +50,7 @@ HOST_BLOCK_N = 1024
 #: The blocked path's plan by dtype: (NB rows a block, and the size of its inverted diagonal
 #: blocks; KC rows of the solved part a tl.dot; KB right-hand sides a program at most; warps).
 #: KB halves (down to 16) while it is at least twice k or the grid would have fewer programs than
-#: the GPU has SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
+#: BLOCKED_FILL of the GPU's SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
 BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
 #: ... the fraction of the GPU's SMs below which a call's programs halve KB (the rule above), by dtype
@@ -756,9 +756,9 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         kb = min(next_pow2(k), 32)
         fit = max(1, TILE_ELEMS // (nb_rows * (nb_rows + kb) * comps))
         block_b = min(next_pow2(nb), 1 << (fit.bit_length() - 1))  # a power of two
-    xw = (bool(XW_LOADS) and cplx and blocked and not few and kb >= XW_MIN_KB and kernel_strides(B3)[2] == 2
-          and kernel_strides(X3)[2] == 2)
-    tw = bool(TW_LOADS) and cplx and blocked and not few and kernel_strides(T3)[2] == 2
+    words = blocked and not few and T3.dtype == torch.complex64  # (complex128: neither compiled nor timed)
+    xw = bool(XW_LOADS) and words and kb >= XW_MIN_KB and kernel_strides(B3)[2] == 2 and kernel_strides(X3)[2] == 2
+    tw = bool(TW_LOADS) and words and kernel_strides(T3)[2] == 2
     p = next_pow2(n)
     grid = (cdiv(nb, block_b), cdiv(k, kb))
     W3 = X3
