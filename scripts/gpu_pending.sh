@@ -46,6 +46,17 @@ compiled() {
   timeout "$secs" python3 -m pytest -q -n "$n" -p no:cacheprovider -rf --tb=short "$@" > "$OUT/$log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/$log" | head -20; tail -1 "$OUT/$log"
 }
+# complex64 lu_solve with 256 right-hand sides at each BLOCKED_PLAN entry given (log $1), then the lu_solve records
+solve_plans_records() {
+  local log=$1 p
+  shift
+  for p in "$@"; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --plan "BLOCKED_PLAN:complex64=$p" 2>&1 \
+      | grep -v -i warn | grep "k=" | sed "s/^/plan $p /" | tee -a "$OUT/$log"
+  done
+  timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "lu_solve"
+}
 LINALG_TESTS="tests/ops/test_linalg_lu.py tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py"
 # LFM2.5 FP8's prefill, two rounds of three settings of the FP8 many-row path, a process each (the
 # thirty-fifth session measured 12,451-17,520 tok/s with the one-kernel dequantisation against 21,243 with
@@ -887,24 +898,14 @@ case "${1:-1}" in
       --set ops.linalg.triangular.XW_LOADS=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/row-major XW_LOADS=$v /" \
       | tee -a "$OUT/lu_xw.log"
   done
-  for p in "(32,32,32,4)" "(32,64,64,4)"; do
-    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --plan "BLOCKED_PLAN:complex64=$p" 2>&1 \
-      | grep -v -i warn | grep "k=" | sed "s/^/plan $p /" | tee -a "$OUT/lu_xw.log"
-  done
-  timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
-    | grep -v -i warn | grep "lu_solve" ;;
+  solve_plans_records lu_xw.log "(32,32,32,4)" "(32,64,64,4)" ;;
 107)  # fifty-fifth session: XW_LOADS from XW_MIN_KB (64) right-hand sides a program; k = 64 and 128 (32 and 64 a
   # program) with the minimum at 16 against 64, two plans with the word tiles, the lu_solve records
   for round in 1 2; do for v in 64 16; do
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128 --set ops.linalg.triangular.XW_MIN_KB=$v \
       2>&1 | grep -v -i warn | grep "k=" | sed "s/^/XW_MIN_KB=$v /" | tee -a "$OUT/lu_xw_kb.log"
   done; done
-  for p in "(32,32,64,8)" "(32,16,64,4)"; do
-    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --plan "BLOCKED_PLAN:complex64=$p" 2>&1 \
-      | grep -v -i warn | grep "k=" | sed "s/^/plan $p /" | tee -a "$OUT/lu_xw_kb.log"
-  done
-  timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
-    | grep -v -i warn | grep "lu_solve" ;;
+  solve_plans_records lu_xw_kb.log "(32,32,64,8)" "(32,16,64,4)" ;;
 108)  # fifty-fifth session: KB halved while the grid has fewer programs than BLOCKED_FILL x the SMs (1.0)
   # (BLOCKED_FILL was one float then; a table by dtype since)
   # against 0.5 (k = 64 took 16 a program: 462 us, against 275 at k = 128 with 32 a program)
