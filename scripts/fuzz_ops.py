@@ -740,8 +740,10 @@ def case_linalg_more():
         sgn, ld = fastpath.linalg.slogdet(A)
         rs, rl = torch.linalg.slogdet(A64)
         return rel(sgn, rs) <= bound and rel(ld, rl) <= bound + 1e-6, (d, which, b, n)
-    k = R.randint(1, 20)
+    k = R.choice([R.randint(1, 20), R.randint(30, 80)])  # (32+ columns a program: the word tiles, complex64)
     Bm = torch.randn(b, n, k, dtype=d)
+    if R.random() < 0.3:
+        Bm = noncontig(Bm)
     if which == "lu_solve":
         factor = fastpath.linalg.lu_factor if R.random() < 0.5 else torch.linalg.lu_factor  # torch's: column-major
         LU, piv = factor(A)
