@@ -926,4 +926,11 @@ case "${1:-1}" in
   done; done
   timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --set ops.linalg.triangular.TW_LOADS=True \
     2>&1 | grep -v -i warn | grep "k=" | sed "s/^/column-major TW_LOADS=True /" | tee -a "$OUT/lu_tw.log" ;;
+110)  # fifty-fifth session, for the next: the small-matrix kernel's column pick (small._column: the group first,
+  # 688 -> 654 SASS instructions a 16x16 step, untimed) against fda44a3's, alternated twice in one call; run with
+  # carry ["ab"] after `mkdir -p ab/old && git archive fda44a3 src | tar -x -C ab/old` here (ab/ is ignored)
+  for round in 1 2; do for tree in ab/old/src src; do
+    echo "== inv at $tree"; PYTHONPATH=$PWD/$tree timeout 90 python3 -m fastpath.bench linalg --only inv --graphs \
+      2>&1 | grep -v -i warn | grep "linalg "
+  done; done 2>&1 | tee "$OUT/inv_column_ab.log" ;;
 esac

@@ -94,18 +94,21 @@ def _load_row(ptr, b64, in_b, i, sb, sr, sc, width, NG: tl.constexpr, G: tl.cons
 @triton.jit
 def _column(row, j, NG: tl.constexpr, G: tl.constexpr, CPLX: tl.constexpr):
     """Entry ``j`` (a runtime index) of a row of groups: ``[BLOCK_B]`` (one reduction), as
-    (re, im) (re twice for real rows)."""
-    cols = tl.arange(0, G)[None, :]
-    hit = tl.where(cols == j, row[0], 0.0)
+    (re, im) (re twice for real rows). The group holding column j is picked first (a select on a
+    value every lane shares), then its entry: sm_90, 100K 16x16's Gauss-Jordan step 688 -> 654 SASS
+    instructions against masking every group and adding them (``compile_sm90.py``'s COMPILE_LOOPS;
+    the same values bit for bit). Not yet timed (``gpu_pending.sh 110``)."""
+    at = tl.arange(0, G)[None, :] == j % G
+    grp = row[0]
     for g in tl.static_range(1, NG):
-        hit += tl.where(cols + g * G == j, row[g], 0.0)
-    re = tl.sum(hit, axis=1)
+        grp = tl.where(j >= g * G, row[g], grp)  # (j is the same for every lane: the group holding column j)
+    re = tl.sum(tl.where(at, grp, 0.0), axis=1)
     im = re
     if CPLX:
-        hit = tl.where(cols == j, row[NG], 0.0)
+        grp = row[NG]
         for g in tl.static_range(1, NG):
-            hit += tl.where(cols + g * G == j, row[NG + g], 0.0)
-        im = tl.sum(hit, axis=1)
+            grp = tl.where(j >= g * G, row[NG + g], grp)
+        im = tl.sum(tl.where(at, grp, 0.0), axis=1)
     return re, im
 
 
