@@ -933,4 +933,11 @@ case "${1:-1}" in
     echo "== inv at $tree"; PYTHONPATH=$PWD/$tree timeout 90 python3 -m fastpath.bench linalg --only inv --graphs \
       2>&1 | grep -v -i warn | grep "linalg "
   done; done 2>&1 | tee "$OUT/inv_column_ab.log" ;;
+111)  # fifty-fifth session, for the next: solve_ex past the small kernel through fastpath's lu_factor_ex +
+  # lu_solve (small.SOLVE_VIA_LU, off, untimed): its compiled test, then the bench row off and on, twice
+  compiled solve_lu_tests.log 150 4 tests/ops/test_linalg_lu.py -k "solve_via_lu"
+  for round in 1 2; do for v in False True; do
+    timeout 60 python3 -m fastpath.bench linalg --only "solve complex64" --set ops.linalg.small.SOLVE_VIA_LU=$v \
+      --json "$OUT/solve_records_$v.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | sed "s/^/SOLVE_VIA_LU=$v /"
+  done; done 2>&1 | tee "$OUT/solve_via_lu.log" ;;
 esac

@@ -741,6 +741,28 @@ def test_lu_solve_word_tiles(adjoint, own_factors, device, monkeypatch):
         _word_forms(monkeypatch, lambda: T.solve_triangular(M, B, upper=upper, left=left, unitriangular=unit))
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero encountered:RuntimeWarning")  # (the singular member, as torch)
+@pytest.mark.parametrize("n,k,left,vector,dtype", [(40, 20, True, False, _C64), (40, 3, False, False, _F32),
+                                                     (70, 1, True, True, _C64), (12, 24, True, False, _F32)])
+def test_solve_via_lu(n, k, left, vector, dtype, device, monkeypatch):
+    """``small.SOLVE_VIA_LU``: solve_ex past the small kernel (n or k above 16) through fastpath's
+    lu_factor_ex and lu_solve: torch's solutions (left and right, a vector B, batches broadcast) and
+    torch's ``info`` for a singular member."""
+    from fastpath.ops.linalg import small as S
+    monkeypatch.setattr(S, "SOLVE_VIA_LU", True)
+    A = _pivoted_well_conditioned(2, n, dtype, device)
+    shape = (2, n) if vector else ((3, 1, n, k) if left else (3, 1, k, n))  # (a vector: A.shape[:-1])
+    B = rand(*shape, dtype=dtype, device=device)
+    X, info = S.solve_ex(A, B, left=left)
+    _check_solution(X, torch.linalg.solve(_ref(A), _ref(B), left=left), A, dtype)
+    assert info.shape == (2,) and not info.any()
+    A1 = A.clone()
+    A1[1, :, n // 2] = 0  # singular: torch's info is the first zero pivot
+    _, info1 = S.solve_ex(A1, B, left=left)
+    assert torch.equal(info1.cpu(), torch.linalg.lu_factor_ex(_ref(A1)).info.to(torch.int32))
+    assert info1[1] > 0
+
+
 @pytest.mark.launch_memo
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the launch memo replays compiled CUDA kernels")
 @pytest.mark.parametrize("k,dtype", [(1, _C64), (3, _F32), (40, _C64)])

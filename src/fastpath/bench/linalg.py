@@ -54,6 +54,9 @@ def _inputs(kind, cplx=False):
             LU, piv = torch.linalg.lu_factor(A)
             B = torch.randn(shape[0], shape[1], shape[2], generator=g, device=device, dtype=A.dtype)
             return LU, piv, B
+        if kind == "solve":
+            A = _square(shape, cplx, device, g)
+            return A, torch.randn(shape[0], shape[1], shape[2], generator=g, device=device, dtype=A.dtype)
         if kind == "tri":
             b, n, k = shape
             A = torch.randn(b, n, n, generator=g, device=device) * n ** -0.5
@@ -173,6 +176,10 @@ def cases() -> list:
         case("lu_solve complex64 k=1", (64, 256, 1), (2, 40, 1), L.lu_solve, torch.linalg.lu_solve,
              _close(1e-5), _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("lu_solve", True),
              graphs=True),
+        # solve past the small kernel: torch's path unless small.SOLVE_VIA_LU (lu_factor_ex + lu_solve)
+        case("solve complex64", (64, 256, 256), (2, 40, 20), lambda a, b: L.solve_ex(a, b).result,
+             lambda a, b: torch.linalg.solve_ex(a, b).result, _close(1e-5),
+             _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("solve", True)),
         case("lu_factor complex64 2048", (1, 2048), (1, 20), lambda a: L.lu_factor(a), torch.linalg.lu_factor,
              _lu_check, _bytes(lambda s: 2 * s[1] * s[1], True), _inputs("square", True),
              "lu_factor c64 2048", capturable=False),

@@ -41,6 +41,7 @@ from ..._core.launch import Launcher, cdiv, next_pow2
 from ..._core.memo import LaunchMemo
 from ..._core.registry import register_op
 from ..._core.shapes import broadcast_shape
+from . import lu
 from .tiles import LINALG_DTYPES, check_rhs, flat3, raise_singular
 
 #: Largest n (and number of right-hand sides k) the kernel serves.
@@ -63,6 +64,11 @@ PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 1), 8: (4, 1, 1), 1
 PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (16, 1, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
+#: Systems past the kernel (n or k above MAX_N, n up to ``lu.SOLVE_MAX_N``) on a device Triton serves:
+#: ``lu.lu_factor_ex`` then ``lu.lu_solve`` (each on its kernels where its path takes the shape) instead
+#: of ``torch.linalg.solve_ex``; the same ``info``. Off: built and tested, not yet timed (gpu_pending.sh
+#: 111: complex64 64 x 256x256 with 256 right-hand sides, where lu_factor is 3.08x and lu_solve 2.68x).
+SOLVE_VIA_LU = False
 #: Up to this n the elimination's steps are unrolled (the column of step j is then known
 #: when compiling: no selects over the row's groups for it).
 UNROLL_MAX_N = 4
@@ -425,6 +431,8 @@ def _solve_fake(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Ten
 def _solve_ex_op(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     batch, n, k, vector = _solve_shapes(A, B, left)
     if not _kernel_ok(A, B, n=n, k=k) or A.numel() == 0 or B.numel() == 0:
+        if SOLVE_VIA_LU and A.numel() and B.numel() and _kernel_ok(A, B, n=1) and n <= lu.SOLVE_MAX_N:
+            return _solve_by_lu(A, B, left, vector)
         return reference_solve_ex(A, B, left)
     X = alloc.empty(_out_shape(batch, n, k, vector, left), dtype=A.dtype, device=A.device)
     info = alloc.empty(batch, dtype=torch.int32, device=A.device)
@@ -443,6 +451,13 @@ def _solve_ex_op(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Te
         idx = (0,) * lead + tuple(slice(0, 1) if a == 1 else slice(None) for a in abatch)
         info = info[idx].contiguous()
     return X, info
+
+
+def _solve_by_lu(A, B, left, vector) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``SOLVE_VIA_LU``: (X, info) of the system from fastpath's LU factorisation and solve."""
+    LU, piv, info = lu.lu_factor_ex(A)
+    X = lu.lu_solve(LU, piv, B.unsqueeze(-1) if vector else B, left=left)
+    return (X.squeeze(-1) if vector else X), info
 
 
 # ---------------------------------------------------------------------------- public API
