@@ -57,6 +57,31 @@ solve_plans_records() {
   timeout 90 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_solve_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "lu_solve"
 }
+# the fifty-fifth session's untimed changes, A/B (gpu_pending 109-112)
+tw_ab() {
+  local round v
+  for round in 1 2; do for v in False True; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,256 --row-major \
+      --set ops.linalg.triangular.TW_LOADS=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/row-major TW_LOADS=$v /" \
+      | tee -a "$OUT/lu_tw.log"
+  done; done
+  timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --set ops.linalg.triangular.TW_LOADS=True \
+    2>&1 | grep -v -i warn | grep "k=" | sed "s/^/column-major TW_LOADS=True /" | tee -a "$OUT/lu_tw.log"
+}
+inv_ab() {
+  local round tree
+  for round in 1 2; do for tree in ab/old/src src; do
+    echo "== inv at $tree"; PYTHONPATH=$PWD/$tree timeout 90 python3 -m fastpath.bench linalg --only inv --graphs \
+      2>&1 | grep -v -i warn | grep "linalg "
+  done; done 2>&1 | tee "$OUT/inv_column_ab.log"
+}
+solve_ab() {
+  local round v
+  for round in 1 2; do for v in False True; do
+    timeout 60 python3 -m fastpath.bench linalg --only "solve complex64" --set ops.linalg.small.SOLVE_VIA_LU=$v \
+      --json "$OUT/solve_records_$v.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | sed "s/^/SOLVE_VIA_LU=$v /"
+  done; done 2>&1 | tee "$OUT/solve_via_lu.log"
+}
 LINALG_TESTS="tests/ops/test_linalg_lu.py tests/ops/test_linalg_svd.py tests/ops/test_empty_inputs.py"
 # LFM2.5 FP8's prefill, two rounds of three settings of the FP8 many-row path, a process each (the
 # thirty-fifth session measured 12,451-17,520 tok/s with the one-kernel dequantisation against 21,243 with
@@ -919,25 +944,17 @@ case "${1:-1}" in
   # row-major factors (ours) A/B twice at 64 and 256 right-hand sides, torch's column-major ones once (no change
   # expected: TW needs unit stride along a row)
   compiled tw_tests.log 200 8 tests/ops/test_linalg_lu.py -k "word_tiles or test_lu_solve or test_solve_triangular"
-  for round in 1 2; do for v in False True; do
-    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,256 --row-major \
-      --set ops.linalg.triangular.TW_LOADS=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/row-major TW_LOADS=$v /" \
-      | tee -a "$OUT/lu_tw.log"
-  done; done
-  timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --set ops.linalg.triangular.TW_LOADS=True \
-    2>&1 | grep -v -i warn | grep "k=" | sed "s/^/column-major TW_LOADS=True /" | tee -a "$OUT/lu_tw.log" ;;
+  tw_ab ;;
 110)  # fifty-fifth session, for the next: the small-matrix kernel's column pick (small._column: the group first,
   # 688 -> 654 SASS instructions a 16x16 step, untimed) against fda44a3's, alternated twice in one call; run with
   # carry ["ab"] after `mkdir -p ab/old && git archive fda44a3 src | tar -x -C ab/old` here (ab/ is ignored)
-  for round in 1 2; do for tree in ab/old/src src; do
-    echo "== inv at $tree"; PYTHONPATH=$PWD/$tree timeout 90 python3 -m fastpath.bench linalg --only inv --graphs \
-      2>&1 | grep -v -i warn | grep "linalg "
-  done; done 2>&1 | tee "$OUT/inv_column_ab.log" ;;
+  inv_ab ;;
 111)  # fifty-fifth session, for the next: solve_ex past the small kernel through fastpath's lu_factor_ex +
   # lu_solve (small.SOLVE_VIA_LU, off, untimed): its compiled test, then the bench row off and on, twice
   compiled solve_lu_tests.log 150 4 tests/ops/test_linalg_lu.py -k "solve_via_lu"
-  for round in 1 2; do for v in False True; do
-    timeout 60 python3 -m fastpath.bench linalg --only "solve complex64" --set ops.linalg.small.SOLVE_VIA_LU=$v \
-      --json "$OUT/solve_records_$v.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | sed "s/^/SOLVE_VIA_LU=$v /"
-  done; done 2>&1 | tee "$OUT/solve_via_lu.log" ;;
+  solve_ab ;;
+112)  # fifty-fifth session, for the next: 109, 110 and 111 in one call (one machine start, ~450 s); carry ["ab"] as 110
+  compiled tw_solve_tests.log 200 8 tests/ops/test_linalg_lu.py \
+    -k "word_tiles or test_lu_solve or test_solve_triangular or solve_via_lu"
+  tw_ab; inv_ab; solve_ab ;;
 esac
