@@ -78,7 +78,7 @@ inv_ab() {
 solve_ab() {
   local round v
   for round in 1 2; do for v in False True; do
-    timeout 60 python3 -m fastpath.bench linalg --only "solve complex64" --set ops.linalg.small.SOLVE_VIA_LU=$v \
+    timeout 60 python3 -m fastpath.bench linalg --only "solve_ex complex64" --set ops.linalg.small.SOLVE_VIA_LU=$v \
       --json "$OUT/solve_records_$v.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | sed "s/^/SOLVE_VIA_LU=$v /"
   done; done 2>&1 | tee "$OUT/solve_via_lu.log"
 }

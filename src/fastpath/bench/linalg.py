@@ -177,7 +177,7 @@ def cases() -> list:
              _close(1e-5), _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("lu_solve", True),
              graphs=True),
         # solve past the small kernel: torch's path unless small.SOLVE_VIA_LU (lu_factor_ex + lu_solve)
-        case("solve complex64", (64, 256, 256), (2, 40, 20), lambda a, b: L.solve_ex(a, b).result,
+        case("solve_ex complex64", (64, 256, 256), (2, 40, 20), lambda a, b: L.solve_ex(a, b).result,
              lambda a, b: torch.linalg.solve_ex(a, b).result, _close(1e-5),
              _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("solve", True)),
         case("lu_factor complex64 2048", (1, 2048), (1, 20), lambda a: L.lu_factor(a), torch.linalg.lu_factor,
