@@ -169,6 +169,18 @@ def test_large_top_k_and_top_p_only_fall_back(device):
     assert (allowed == fastpath.sample(x, top_k=300).unsqueeze(-1)).any(-1).all()
 
 
+@pytest.mark.parametrize("top_k", [8, 269, None])  # the kernel; the reference path (k > 256, top-p alone)
+def test_tie_across_top_p_keeps_the_lower_column(device, top_k):
+    """Two equal maxima, each with more mass than top_p: only the first in descending order is kept,
+    the lower column (the kernel's key order), on every path; torch.topk's order of ties is unspecified
+    and once kept the other one."""
+    x = torch.full((2, 600), -4.0, device=device)
+    x[:, 517] = x[:, 211] = 6.0
+    for seed in range(6):
+        out = fastpath.sample(x, 0.7, top_k, 0.3, generator=_gen(device, seed))
+        assert out.tolist() == [211, 211]
+
+
 def test_float64_takes_reference_path(device):
     x = randn(3, 67, device=device).double()
     assert torch.equal(fastpath.sample(x, temperature=0.0), x.argmax(-1))

@@ -489,7 +489,12 @@ def _reference(x: torch.Tensor, seeds: torch.Tensor, temperature: float, top_k: 
     mode, k = _mode(V, temperature, top_k, top_p)
     if mode == 0:
         return x.argmax(-1)
-    vals, idx = (x, None) if mode == 1 else torch.topk(x, k, dim=-1)  # sorted, largest first
+    if mode == 1:
+        vals, idx = x, None
+    else:  # largest first, ties at the lower column first as the kernel's keys order them (torch.topk's
+        # order of ties is unspecified: a tie across the top-p boundary kept another token than the kernel)
+        vals, idx = torch.sort(x, dim=-1, descending=True, stable=True)
+        vals, idx = vals[..., :k], idx[..., :k]
     e = torch.exp((vals - vals.max(-1, keepdim=True).values) / temperature)
     n_keep = torch.full_like(seeds, e.shape[-1])
     if mode == 2 and top_p < 1.0:
