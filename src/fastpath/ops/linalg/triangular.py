@@ -439,10 +439,8 @@ def _emb_words_ld(t_ptr, rows, s_r, k0, rmask, hi, R: tl.constexpr, K: tl.conste
     """:func:`_emb_ld`'s (2R, 2K) tile of a complex matrix of unit stride along a row (row-major): the
     entries (rows, k0 .. k0+K-1, those below ``hi``) loaded as runs of words, then each entry's 2 x 2
     block [[re, -im], [im, re]] (of the conjugate if CONJ) built in registers."""
-    w = tl.arange(0, 2 * K)
-    offs = rows.to(tl.int64)[:, None] * s_r + (k0 * 2 + w)[None, :]
-    x = tl.load(t_ptr + offs, mask=rmask[:, None] & (k0 + w // 2 < hi)[None, :], other=0.0)
-    re, im = tl.split(tl.reshape(x, (R, K, 2)))
+    offs, m = _xw_offs(rows, s_r, k0, rmask, hi, K)
+    re, im = tl.split(tl.reshape(tl.load(t_ptr + offs, mask=m, other=0.0), (R, K, 2)))
     if CONJ:
         im = -im
     top = tl.reshape(tl.join(re, -im), (R, 2 * K))
@@ -475,7 +473,7 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         rows = i0 + r // C
         rmask = rows < n
         xmask = rmask[:, None] & cmask
-        crows = i0 + tl.arange(0, NB)  # (XW: the block's complex rows)
+        crows = i0 + tl.arange(0, NB)  # (XW, TW: the block's complex rows)
         crmask = crows < n
         if XW:
             acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB)
