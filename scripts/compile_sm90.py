@@ -209,16 +209,6 @@ def run_calls(which: str) -> None:
             calls.append((f"lu_solve k=1 {dt}, the forms 2", forms_2))
         calls.append(("lu_factor 2048 c64", lambda: L_.lu_factor_ex(R(1, 2048, 2048, dt=torch.complex64))))
 
-        def words_m():  # a row-major complex M's chunks as runs of words (triangular.TW_LOADS, off by default)
-            from fastpath.ops.linalg import triangular as T
-            saved, T.TW_LOADS = T.TW_LOADS, True
-            try:
-                L_.lu_solve(R(64, 256, 256, dt=torch.complex64), torch.ones(64, 256, dtype=torch.int32),
-                            R(64, 256, 256, dt=torch.complex64))
-            finally:
-                T.TW_LOADS = saved
-        calls.append(("lu_solve 64x256 complex64, M's chunks as words", words_m))
-
         def rotated():  # complex64 row panels rotated with each search a step early (PANEL_ROTATE 2, off) and
             from fastpath.ops.linalg import lu as LU_  # with the search and row in one barrier (3, the GPU's
             # default, which lu._rotation grants only on a CUDA device: the calls above record 1), the pivot

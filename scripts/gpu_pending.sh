@@ -939,7 +939,7 @@ case "${1:-1}" in
       --set ops.linalg.triangular.BLOCKED_FILL=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/FILL=$v /" \
       | tee -a "$OUT/lu_fill.log"
   done ;;
-109)  # fifty-fifth session, for the next: a row-major complex M's chunks as runs of words too (triangular.TW_LOADS,
+109)  # (history: run in the fifty-sixth session, slower; TW_LOADS removed since) fifty-fifth session: a row-major complex M's chunks as runs of words too (triangular.TW_LOADS,
   # off, untimed; offline the chunk loop 1124 -> 809 SASS instructions, 48 -> 24 global loads): compiled tests,
   # row-major factors (ours) A/B twice at 64 and 256 right-hand sides, torch's column-major ones once (no change
   # expected: TW needs unit stride along a row)
@@ -953,7 +953,7 @@ case "${1:-1}" in
   # lu_solve (small.SOLVE_VIA_LU, off, untimed): its compiled test, then the bench row off and on, twice
   compiled solve_lu_tests.log 150 4 tests/ops/test_linalg_lu.py -k "solve_via_lu"
   solve_ab ;;
-112)  # fifty-fifth session, for the next: 109, 110 and 111 in one call (one machine start, ~450 s); carry ["ab"] as 110
+112)  # (history: run in the fifty-sixth session) fifty-fifth session: 109, 110 and 111 in one call (one machine start, ~450 s); carry ["ab"] as 110
   compiled tw_solve_tests.log 200 8 tests/ops/test_linalg_lu.py \
     -k "word_tiles or test_lu_solve or test_solve_triangular or solve_via_lu"
   tw_ab; inv_ab; solve_ab ;;

@@ -707,22 +707,20 @@ def test_lu_solve_few_form(adjoint, few_form, trans, device, monkeypatch):
 
 def _word_forms(monkeypatch, call):
     """``call()`` with the blocked sweep's (re, im) tiles, then with the right-hand sides' tiles as runs of
-    words (``triangular.XW_LOADS``), then with a row-major M's chunks as words too (``TW_LOADS``): the three
-    results, which must agree bit for bit."""
+    words (``triangular.XW_LOADS``): the two results, which must agree bit for bit."""
     out = []
-    for xw, tw in ((False, False), (True, False), (True, True)):
+    for xw in (False, True):
         monkeypatch.setattr(T, "XW_LOADS", xw)
-        monkeypatch.setattr(T, "TW_LOADS", tw)
         out.append(call())
-    assert torch.equal(out[0], out[1]) and torch.equal(out[0], out[2])
+    assert torch.equal(out[0], out[1])
     return out[0]
 
 
 @pytest.mark.parametrize("adjoint,own_factors", [(False, False), (True, False), (False, True), (True, True)])
 def test_lu_solve_word_tiles(adjoint, own_factors, device, monkeypatch):
     """Complex tiles of the blocked sweep moved as runs of words (``triangular.XW_LOADS``: right-hand sides
-    of unit stride along a row; ``TW_LOADS``: a row-major M, our factors or the adjoint's transposed view of
-    torch's column-major ones): the same solutions bit for bit as the (re, im) tiles, through the row map in
+    of unit stride along a row; our row-major factors or torch's column-major ones, and the adjoint's
+    transposed view of each): the same solutions bit for bit as the (re, im) tiles, through the row map in
     and out (the adjoint), two row blocks with padding and two column blocks (k = 20 and 36); column-major B
     keeps the (re, im) form; solve_triangular's forms."""
     monkeypatch.setattr(T, "XW_MIN_KB", 16)

@@ -115,11 +115,9 @@ DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
 #: (32 a program) 328.7 / 326.6 -> 275.1 / 276.6; 64 (16 a program) 475.3 / 470.6 -> 461.5 / 462.1.
 XW_LOADS = True
 XW_MIN_KB = 32
-#: ... and a row-major complex M's chunks (``_emb_words_ld``: each entry's 2 x 2 block built in registers
-#: from runs of words; torch's factors are column-major, read along memory already; ours and the
-#: adjoint's transposed view of torch's are row-major: 455 us against 354 at 256 right-hand sides, H100).
-#: Off: built and tested (bit for bit), not yet timed (gpu_pending.sh 109).
-TW_LOADS = False
+#: (A row-major complex M's chunks as runs of words too, each entry's 2 x 2 block built in registers, was
+#: slower and is gone: H100, 256 right-hand sides 454 / 456 -> 586 / 591 us; 64: 279 / 281 -> 331 / 333
+#: (gpu_pending.sh 109, fifty-sixth session).)
 #: Calls with fewer diagonal blocks than DIAG_FEW_BLOCKS take DIAG_FEW_PLAN where it has their dtype:
 #: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
@@ -435,31 +433,16 @@ def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr):
 
 
 @triton.jit
-def _emb_words_ld(t_ptr, rows, s_r, k0, rmask, hi, R: tl.constexpr, K: tl.constexpr, CONJ: tl.constexpr):
-    """:func:`_emb_ld`'s (2R, 2K) tile of a complex matrix of unit stride along a row (row-major): the
-    entries (rows, k0 .. k0+K-1, those below ``hi``) loaded as runs of words, then each entry's 2 x 2
-    block [[re, -im], [im, re]] (of the conjugate if CONJ) built in registers."""
-    offs, m = _xw_offs(rows, s_r, k0, rmask, hi, K)
-    re, im = tl.split(tl.reshape(tl.load(t_ptr + offs, mask=m, other=0.0), (R, K, 2)))
-    if CONJ:
-        im = -im
-    top = tl.reshape(tl.join(re, -im), (R, 2 * K))
-    bot = tl.reshape(tl.join(im, re), (R, 2 * K))
-    return tl.reshape(tl.permute(tl.join(top, bot), (0, 2, 1)), (2 * R, 2 * K))
-
-
-@triton.jit
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr, XW: tl.constexpr, TW: tl.constexpr):
+           PREC: tl.constexpr, XW: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
     Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
     Complex systems run as real ones of twice the size (:func:`_emb_ld`); XW (complex right-hand
-    sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`); TW (a
-    row-major complex M): its chunks too (:func:`_emb_words_ld`)."""
+    sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`)."""
     C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
@@ -473,7 +456,7 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         rows = i0 + r // C
         rmask = rows < n
         xmask = rmask[:, None] & cmask
-        crows = i0 + tl.arange(0, NB)  # (XW, TW: the block's complex rows)
+        crows = i0 + tl.arange(0, NB)  # (XW: the block's complex rows)
         crmask = crows < n
         if XW:
             acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB)
@@ -483,10 +466,7 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = qc < hi
-            if TW:
-                a = _emb_words_ld(t_ptr, crows, s_tr, k0, crmask, hi, NB, KC, CONJ)
-            else:
-                a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
+            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
             if XW:
                 cq = k0 + tl.arange(0, KC)
                 cqmask = cq < hi
@@ -630,7 +610,7 @@ def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, 
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr, TW: tl.constexpr):
+          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr):
     """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1) or :func:`_sweep`."""
     if FEW == 2:
         _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
@@ -640,7 +620,7 @@ def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, 
                    LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
     else:
         _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
-               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW, TW)
+               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW)
 
 
 @triton.jit
@@ -649,8 +629,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
-                 FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False,
-                 TW: tl.constexpr = False):
+                 FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -696,17 +675,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, TW)
+                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
                 _pass(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, TW)
+                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, TW)
+                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
                 _pass(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, TW)
+                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
         else:
             _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, TW)
+                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -756,7 +735,6 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         block_b = min(next_pow2(nb), 1 << (fit.bit_length() - 1))  # a power of two
     words = blocked and not few and T3.dtype == torch.complex64  # (complex128: neither compiled nor timed)
     xw = bool(XW_LOADS) and words and kb >= XW_MIN_KB and kernel_strides(B3)[2] == 2 and kernel_strides(X3)[2] == 2
-    tw = bool(TW_LOADS) and words and kernel_strides(T3)[2] == 2
     p = next_pow2(n)
     grid = (cdiv(nb, block_b), cdiv(k, kb))
     W3 = X3
@@ -787,7 +765,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=TF32X3_PREC if blocked and kb >= TF32X3_MIN_KB else "ieee",
-        FEW=few_form, XW=xw, TW=tw,
+        FEW=few_form, XW=xw,
         # (form 1 only: form 2 reads either storage order one way, and a TRANS it ignores would compile twice)
         TRANS=few_form == 1 and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
