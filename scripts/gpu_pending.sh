@@ -957,4 +957,16 @@ case "${1:-1}" in
   compiled tw_solve_tests.log 200 8 tests/ops/test_linalg_lu.py \
     -k "word_tiles or test_lu_solve or test_solve_triangular or solve_via_lu"
   tw_ab; inv_ab; solve_ab ;;
+113)  # fifty-sixth session: solve_ex past the small kernel over 13 shapes, small.SOLVE_VIA_LU off / on (a process
+  # each, scripts/solve_shapes.py); complex64 lu_solve's sweep plans (BLOCKED_PLAN) at 64 / 128 / 256 right-hand
+  # sides now that the right-hand sides move as words (the plan was chosen before XW_LOADS)
+  for v in False True; do
+    timeout 240 python3 scripts/solve_shapes.py --set ops.linalg.small.SOLVE_VIA_LU=$v 2>&1 | grep -v -i warn \
+      | sed "s/^/SOLVE_VIA_LU=$v /" | tee -a "$OUT/solve_shapes.log"
+  done
+  for p in "(32, 32, 64, 4)" "(32, 32, 32, 4)" "(32, 32, 32, 2)" "(32, 64, 64, 4)" "(64, 32, 64, 8)" \
+           "(32, 32, 128, 8)" "(16, 16, 32, 4)" "(32, 16, 64, 4)" "(32, 32, 64, 4)"; do
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128,256 --plan "BLOCKED_PLAN:complex64=$p" \
+      2>&1 | grep -v -i warn | grep "k=" | sed "s/^/plan $p /" | tee -a "$OUT/lu_plans.log"
+  done ;;
 esac
