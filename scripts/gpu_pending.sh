@@ -969,4 +969,8 @@ case "${1:-1}" in
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128,256 --plan "BLOCKED_PLAN:complex64=$p" \
       2>&1 | grep -v -i warn | grep "k=" | sed "s/^/plan $p /" | tee -a "$OUT/lu_plans.log"
   done ;;
+114)  # fifty-sixth session: 113's solve shapes (and 7 more) with their parts: fastpath's and torch's lu_factor_ex and
+  # lu_solve apart (where does SOLVE_VIA_LU lose: 10000 x 24x24 0.13x, one 1024x1024 complex64 0.51x)
+  timeout 400 python3 scripts/solve_shapes.py --parts --set ops.linalg.small.SOLVE_VIA_LU=True 2>&1 | grep -v -i warn \
+    | tee "$OUT/solve_parts.log" ;;
 esac
