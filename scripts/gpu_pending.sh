@@ -973,4 +973,9 @@ case "${1:-1}" in
   # lu_solve apart (where does SOLVE_VIA_LU lose: 10000 x 24x24 0.13x, one 1024x1024 complex64 0.51x)
   timeout 400 python3 scripts/solve_shapes.py --parts --set ops.linalg.small.SOLVE_VIA_LU=True 2>&1 | grep -v -i warn \
     | tee "$OUT/solve_parts.log" ;;
+115)  # fifty-sixth session: where fastpath's lu_factor_ex / lu_solve beat torch's, a (n, batch) grid a dtype
+  # (114: lu_factor_ex 0.18x at 10000 x 24x24, lu_solve 0.19x at one 1024x1024 complex64 with 64 right-hand sides)
+  for dt in float32 complex64; do
+    timeout 280 python3 scripts/lu_routes.py --dtype $dt 2>&1 | grep -v -i warn | tee "$OUT/lu_routes_$dt.log"
+  done ;;
 esac
