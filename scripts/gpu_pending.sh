@@ -978,4 +978,18 @@ case "${1:-1}" in
   for dt in float32 complex64; do
     timeout 280 python3 scripts/lu_routes.py --dtype $dt 2>&1 | grep -v -i warn | tee "$OUT/lu_routes_$dt.log"
   done ;;
+116)  # fifty-sixth session: 115 stopped on an illegal memory access in fastpath's lu_factor_ex of 4096 float32
+  # 48x48 (512 ran): which batches, sizes and knobs fault (a process each, CUDA_LAUNCH_BLOCKING=1)
+  probe() { CUDA_LAUNCH_BLOCKING=1 timeout 120 python3 scripts/lu_fault_probe.py "$@" 2>&1 | grep -v -i warn \
+    | tee -a "$OUT/lu_fault.log"; }
+  for b in 1024 2048 4096 8192; do probe 48 $b; done
+  probe 64 4096; probe 40 4096; probe 33 4096; probe 64 4096 complex64; probe 128 2048
+  probe 48 4096 float32 --set "ops.linalg.lu.BLOCKED_LOOKAHEAD='off'"
+  probe 48 4096 float32 --set ops.linalg.lu.PANEL_PACK=False
+  probe 48 4096 float32 --set "ops.linalg.lu.BLOCKED_STEP='matmul'"
+  probe 48 4096 float32 --set ops.linalg.lu.UNIT_ROWS=False
+  if command -v compute-sanitizer > /dev/null; then
+    timeout 200 compute-sanitizer --print-limit 5 python3 scripts/lu_fault_probe.py 48 4096 2>&1 | grep -v -i warn \
+      | head -60 | tee "$OUT/lu_fault_sanitizer.log"
+  else echo "no compute-sanitizer"; fi ;;
 esac
