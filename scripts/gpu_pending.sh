@@ -992,4 +992,14 @@ case "${1:-1}" in
     timeout 200 compute-sanitizer --print-limit 5 python3 scripts/lu_fault_probe.py 48 4096 2>&1 | grep -v -i warn \
       | head -60 | tee "$OUT/lu_fault_sanitizer.log"
   else echo "no compute-sanitizer"; fi ;;
+117)  # fifty-sixth session: 116 found no fault alone (random A, ours first): lu_routes' A (+ 2 sqrt(n) I), torch's
+  # factorisation first, then lu_routes' own sequence at n = 48 (512 then 4096) with CUDA_LAUNCH_BLOCKING=1; then
+  # the rest of the float32 grid (n >= 64), which 115 did not reach
+  probe() { CUDA_LAUNCH_BLOCKING=1 timeout 120 python3 scripts/lu_fault_probe.py "$@" 2>&1 | grep -v -i warn \
+    | tee -a "$OUT/lu_fault2.log"; }
+  probe 48 4096 float32 --shift; probe 48 4096 float32 --shift --torch-first; probe 48 4096 float32 --torch-first
+  CUDA_LAUNCH_BLOCKING=1 timeout 200 python3 scripts/lu_routes.py --ns 48 --batches 512,4096 2>&1 | grep -v -i warn \
+    | tail -30 | tee -a "$OUT/lu_fault2.log"
+  timeout 300 python3 scripts/lu_routes.py --dtype float32 --ns 64,128,256,512,1024 2>&1 | grep -v -i warn \
+    | tee "$OUT/lu_routes_float32_big.log" ;;
 esac

@@ -17,13 +17,19 @@ ap.add_argument("n", type=int)
 ap.add_argument("batch", type=int)
 ap.add_argument("dtype", nargs="?", default="float32")
 ap.add_argument("--set", action="append", default=[])
+ap.add_argument("--shift", action="store_true", help="A + 2 sqrt(n) I (as scripts/lu_routes.py: few interchanges)")
+ap.add_argument("--torch-first", action="store_true", help="torch's factorisation first, unsynchronised (as lu_routes)")
 args = ap.parse_args()
 apply_knobs(args.set)
 dtype = getattr(torch, args.dtype)
 g = torch.Generator(device="cuda").manual_seed(0)
 A = torch.randn(args.batch, args.n, args.n, generator=g, device="cuda", dtype=dtype)
-tag = f"n={args.n} batch={args.batch} {args.dtype} {args.set}"
+if args.shift:
+    A += 2 * args.n ** 0.5 * torch.eye(args.n, device="cuda")
+tag = f"n={args.n} batch={args.batch} {args.dtype} {args.set} shift={args.shift} torch first={args.torch_first}"
 try:
+    if args.torch_first:
+        torch.linalg.lu_factor_ex(A)
     for _ in range(2):
         LU, piv, info = L.lu_factor_ex(A)
         torch.cuda.synchronize()
