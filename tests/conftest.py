@@ -15,6 +15,7 @@ if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
 import pytest  # noqa: E402
 
 from fastpath._core import alloc, memo  # noqa: E402
+from fastpath.ops.linalg import lu as linalg_lu  # noqa: E402
 
 
 class _NoPatch:
@@ -124,14 +125,17 @@ def device():
 
 @pytest.fixture(autouse=True)
 def _seed_and_poison(request):
-    """Seed every test from its own name, and fill every output fastpath allocates with NaN."""
+    """Seed every test from its own name, and fill every output fastpath allocates with NaN; the
+    linear algebra's kernels on every shape they serve (not torch's where it was measured faster)."""
     torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
     alloc.POISON = True
     enabled = memo.ENABLED
     memo.ENABLED = "launch_memo" in request.keywords  # tests change knobs a replay would not see
+    linalg_lu.ROUTE_BY_SPEED = "route_by_speed" in request.keywords
     yield
     alloc.POISON = False
     memo.ENABLED = enabled
+    linalg_lu.ROUTE_BY_SPEED = True
 
 
 def run_as_user(code: str, timeout: int = 900):

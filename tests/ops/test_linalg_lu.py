@@ -781,3 +781,67 @@ def test_lu_solve_memo_replay(k, dtype, monkeypatch):
         outs.append(X)
     assert len({o.data_ptr() for o in outs}) == 3
     assert any(v is not None for v in L._LU_SOLVE_MEMO.entries.values())  # recorded, then replayed
+
+
+@pytest.mark.route_by_speed
+def test_route_by_speed(device, monkeypatch):
+    """``lu.ROUTE_BY_SPEED`` (on by default; the other tests turn it off to check the kernels on small
+    shapes): lu_factor_ex, lu_solve and solve_ex past the small kernel take torch.linalg's path on the
+    shapes where it was measured faster (``lu.factor_faster`` / ``lu.solve_faster``) and the kernels
+    elsewhere; both give torch's answers."""
+    from fastpath.ops.linalg import small as S
+    torch_calls = []
+
+    def spy(name, fn):
+        def wrapped(*args):
+            torch_calls.append(name)
+            return fn(*args)
+        monkeypatch.setattr(L, name, wrapped)
+    spy("reference_lu_factor_ex", L.reference_lu_factor_ex)
+    spy("reference_lu_solve", L.reference_lu_solve)
+    # up to SMALL_N rows: torch's factorisation (0.14-0.90x); its factors, bit for bit
+    A = _pivoted_well_conditioned(3, 12, _C64, device)
+    LU, piv, info = L.lu_factor_ex(A)
+    ref = torch.linalg.lu_factor_ex(A)
+    assert torch_calls == ["reference_lu_factor_ex"] and torch.equal(LU, ref.LU) and torch.equal(piv, ref.pivots)
+    # a few systems of a few rows: fastpath's lu_solve (2.5x at one 16x16 system)
+    B = rand(3, 12, 2, dtype=_C64, device=device)
+    X = L.lu_solve(LU, piv, B)
+    assert torch_calls == ["reference_lu_factor_ex"]
+    _check_solution(X, torch.linalg.solve(_ref(A), _ref(B)), A, _C64)
+    # 2048 systems or more: torch's lu_solve (4096: 0.29-0.98x)
+    A2 = _pivoted_well_conditioned(2048, 3, _F32, device)
+    LU2, piv2 = torch.linalg.lu_factor(A2)
+    B2 = rand(2048, 3, 1, dtype=_F32, device=device)
+    assert torch.equal(L.lu_solve(LU2, piv2, B2), torch.linalg.lu_solve(LU2, piv2, B2))
+    assert torch_calls[-1] == "reference_lu_solve"
+    # solve_ex past the small kernel where lu_solve's kernels serve: torch's factors, fastpath's solve
+    del torch_calls[:]
+    A3 = _pivoted_well_conditioned(2, 20, _F32, device)
+    B3 = rand(2, 20, 3, dtype=_F32, device=device)
+    X3, info3 = S.solve_ex(A3, B3)
+    assert torch_calls == ["reference_lu_factor_ex"] and not info3.any()
+    _check_solution(X3, torch.linalg.solve(_ref(A3), _ref(B3)), A3, _F32)
+    # ... and torch's solve_ex where neither would be ours (2048 systems)
+    del torch_calls[:]
+    A4 = _pivoted_well_conditioned(2048, 20, _F32, device)
+    B4 = rand(2048, 20, 1, dtype=_F32, device=device)
+    X4 = S.solve_ex(A4, B4).result
+    assert torch_calls == []
+    _check_solution(X4, torch.linalg.solve(_ref(A4), _ref(B4)), A4, _F32)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="reads past a CUDA allocation fault there; the interpreter's reads past a tensor go unseen")
+def test_lu_factor_last_panel_reads_no_row_past_m():
+    """A last panel of fewer rows than the panel width (48 = 32 + 16) named, as the interchange
+    sources of its 16 unused rows, rows 48-63, and the step kernel read them: past the tensor for the
+    last matrix. 4096 float32 48x48 matrices (36 MiB: an allocation ending on the allocator's 2 MiB
+    boundary) after 512 faulted twice on the H100 (illegal address, fifty-sixth session)."""
+    for b in (512, 4096):
+        A = torch.randn(b, 48, 48, device="cuda") + 2 * 48 ** 0.5 * torch.eye(48, device="cuda")
+        LU, piv, info = L.lu_factor_ex(A)
+        ref = torch.linalg.lu_factor_ex(A)
+        torch.cuda.synchronize()
+        assert torch.equal(piv, ref.pivots) and not info.any()
+        assert (LU - ref.LU).abs().max().item() < 1e-4

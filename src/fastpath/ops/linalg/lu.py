@@ -58,6 +58,11 @@ BLOCKED_MIN_BATCH = 8
 BLOCKED_ALWAYS_N = 128
 #: lu_solve in the kernel up to this n (the row map is a vector of next_pow2(n) in registers).
 SOLVE_MAX_N = 1024
+#: lu_factor_ex and lu_solve take torch.linalg's path for the shapes where it was faster
+#: (:func:`factor_faster`, :func:`solve_faster`: H100, scripts/lu_routes.py's grid of n x batch,
+#: bench/results/tuning/2026-12-06-s56-lu_routes_*). False: the kernels wherever they serve (the
+#: tests, which check the kernels on small shapes, set it so).
+ROUTE_BY_SPEED = True
 TILE_ELEMS = 8192 if INTERPRET else 2048
 #: Warps of a blocked-path program (one matrix); its trailing update in blocks of BLOCKED_BM
 #: rows x BLOCKED_CW columns (real, complex), float32 products as BLOCKED_PREC (see
@@ -545,6 +550,30 @@ def _path(m: int, n: int, nb: int, dtype) -> str:
     return "torch"
 
 
+def factor_faster(n: int, nb: int) -> bool:
+    """fastpath's factorisation of nb matrices of n rows or columns (the larger) beat torch's on the
+    H100 grid: never up to SMALL_N (0.14-0.90x against torch's batched getrf, host time included);
+    below 192 for batches of 32-512 only (64: 2.5-4.1x; 8: 0.34-0.95x; 1000-4096: 0.41-0.80x but
+    complex64 128x128 1.10x); from 192 for 8 matrices or more (256: 1.8-5.4x; one: torch's path)."""
+    if not ROUTE_BY_SPEED:
+        return True
+    if n <= SMALL_N:
+        return False
+    return 32 <= nb <= 512 if n < 192 else nb >= 8
+
+
+def solve_faster(n: int, nb: int, k: int, cplx: bool) -> bool:
+    """fastpath's lu_solve of nb systems of n rows with k right-hand sides beat torch's on the H100
+    grid (1.1-16x over most of it) but for: batches from 2048 (4096: 0.29-0.98x at k=1); complex64
+    batches of 256 or more of 48-128 rows with fewer than 16 right-hand sides (512: 0.64-0.99x); up to 16
+    rows with 16 or more right-hand sides and 8 or more systems (0.53-0.86x); fewer than 4 systems of 512
+    rows or more with up to 64 right-hand sides (one complex64 1024x1024: 0.42-0.50x, 0.19x at k=64)."""
+    if not ROUTE_BY_SPEED:
+        return True
+    return not (nb >= 2048 or (cplx and nb >= 256 and 48 <= n <= 128 and k < 16)
+                or (n <= 16 and k >= 16 and nb >= 8) or (nb < 4 and n >= 512 and k <= 64))
+
+
 def _rotation(device, M: int, W: int, warps: int) -> int:
     """The complex64 row panel's ``PANEL_ROTATE`` form on ``device``: 3 (the one-barrier search)
     only where it compiles and holds (shared memory by inline PTX, redux.sync: sm_80+; a slot a warp,
@@ -749,7 +778,8 @@ def _lu_fake(A, pivot):
 def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     m, n = A.shape[-2:]
     batch = tuple(A.shape[:-2])
-    if not kernel_ok(A) or _path(m, n, math.prod(batch), A.dtype) == "torch":
+    if (not kernel_ok(A) or _path(m, n, math.prod(batch), A.dtype) == "torch"
+            or not factor_faster(max(m, n), math.prod(batch))):
         return reference_lu_factor_ex(A, pivot)
     if m == 0 or n == 0:
         return (alloc.empty(A.shape, dtype=A.dtype, device=A.device),
@@ -799,6 +829,8 @@ def _lu_solve_op(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, left: 
     if not kernel_ok(LU, B) or n > SOLVE_MAX_N or LU.numel() == 0 or B.numel() == 0:
         return reference_lu_solve(LU, pivots, B, left, adjoint)
     batch, k = rhs_shapes(LU, B, left, "lu_solve", "LU")
+    if not solve_faster(n, math.prod(batch), k, LU.is_complex()):
+        return reference_lu_solve(LU, pivots, B, left, adjoint)
     X = alloc.empty(*batch, *((n, k) if left else (k, n)), dtype=LU.dtype, device=LU.device)
     T3 = flat3(LU, batch, (n, n))
     P2 = pivots.expand(*batch, n).reshape(-1, n)

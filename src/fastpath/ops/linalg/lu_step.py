@@ -87,11 +87,13 @@ def _chunk_words(c0, c_hi, n, k0, W: tl.constexpr, CW: tl.constexpr, CPLX: tl.co
 @triton.jit
 def _chunk_ld(base, k0, c0, c_hi, m, n, slr, st, sb, W: tl.constexpr, CW: tl.constexpr, CPLX: tl.constexpr):
     """The rows a chunk's interchanges move (UNIT form): those that end up at the panel rows
-    (``st``) and at the pivot rows (``sb``), (W, C*CW) words each."""
+    (``st``) and at the pivot rows (``sb``), (W, C*CW) words each. A last panel of fewer than W rows
+    names rows past m for the rest (their own, never stored): those are not read (the last matrix's
+    would lie past the tensor: an illegal address on the H100, 4096 float32 48x48, fifty-sixth session)."""
     woff, colw = _chunk_words(c0, c_hi, n, k0, W, CW, CPLX)
     wv = tl.arange(0, W)[:, None]
     xt = tl.load(base + st[:, None] * slr + woff, mask=(k0 + wv < m) & colw, other=0.0)
-    xb = tl.load(base + sb[:, None] * slr + woff, mask=colw, other=0.0)
+    xb = tl.load(base + sb[:, None] * slr + woff, mask=(sb[:, None] < m) & colw, other=0.0)
     return xt, xb
 
 
@@ -145,7 +147,7 @@ def _lu_chunk(base, k0, jcnt, c0, c_hi, m, n, slr, slc, pj, st, sb, ir, ii, RIGH
         cc = c0 + tl.arange(0, CW)[None, :]
         colm = (cc < c_hi) & (cc < n) & ((cc < k0) | (cc >= e0))
         tr, ti = _ld(base, st2 * slr + cc * slc, (k0 + wv < m) & colm, CPLX)
-        br, bi = _ld(base, sb2 * slr + cc * slc, colm, CPLX)
+        br, bi = _ld(base, sb2 * slr + cc * slc, (sb2 < m) & colm, CPLX)  # (rows past m: _chunk_ld)
         tl.debug_barrier()  # every moved row read before any is written
         # the pivot rows below the panel rows (those inside it are panel rows: written next)
         _st(base, pj2 * slr + cc * slc, br, bi, (pj2 >= e0) & colm, CPLX)

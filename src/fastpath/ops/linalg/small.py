@@ -25,11 +25,13 @@ are zero and masked; systems past the batch are masked.
 
 Arithmetic is in the input dtype (float32 or float64; complex64 / complex128 as pairs of
 them, the rows' real parts then their imaginary parts in the tuple, the pivot row scaled by
-the pivot's reciprocal as LAPACK does). Larger ``n`` or ``k``, inputs that need gradients,
-and devices Triton does not serve take the reference path, ``torch.linalg`` itself.
+the pivot's reciprocal as LAPACK does). Larger ``n`` or ``k`` solve through :mod:`.lu`'s
+factorisation and solve where its solve is the faster (``SOLVE_VIA_LU``); the rest, inputs that
+need gradients, and devices Triton does not serve take the reference path, ``torch.linalg`` itself.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Tuple
 
 import torch
@@ -65,10 +67,13 @@ PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (16, 1, 2)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
 #: Systems past the kernel (n or k above MAX_N, n up to ``lu.SOLVE_MAX_N``) on a device Triton serves:
-#: ``lu.lu_factor_ex`` then ``lu.lu_solve`` (each on its kernels where its path takes the shape) instead
-#: of ``torch.linalg.solve_ex``; the same ``info``. Off: built and tested, not yet timed (gpu_pending.sh
-#: 111: complex64 64 x 256x256 with 256 right-hand sides, where lu_factor is 3.08x and lu_solve 2.68x).
-SOLVE_VIA_LU = False
+#: ``lu.lu_factor_ex`` then ``lu.lu_solve`` (each on its kernels where ``lu.factor_faster`` /
+#: ``lu.solve_faster`` say so, else torch's) instead of ``torch.linalg.solve_ex``, where lu_solve's
+#: kernels serve the shape (torch's solve_ex spends most of its time in its solve: H100, 1000 float32
+#: 32x32 with 32 right-hand sides 301.7 us, its lu_factor_ex 61.2, ours 73.0, its lu_solve 239.0, ours
+#: 100.7); the same ``info``. H100 (scripts/solve_shapes.py, fifty-sixth session): complex64 64 x 256x256
+#: with 256 right-hand sides 3.0 ms -> 1.03 ms (2.9x), float32 64 x 256x256 5.35x, 8 x 512x512 (k=16) 4.8x.
+SOLVE_VIA_LU = True
 #: Up to this n the elimination's steps are unrolled (the column of step j is then known
 #: when compiling: no selects over the row's groups for it).
 UNROLL_MAX_N = 4
@@ -431,7 +436,8 @@ def _solve_fake(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Ten
 def _solve_ex_op(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     batch, n, k, vector = _solve_shapes(A, B, left)
     if not _kernel_ok(A, B, n=n, k=k) or A.numel() == 0 or B.numel() == 0:
-        if SOLVE_VIA_LU and A.numel() and B.numel() and _kernel_ok(A, B, n=1) and n <= lu.SOLVE_MAX_N:
+        if (SOLVE_VIA_LU and A.numel() and B.numel() and _kernel_ok(A, B, n=1) and n <= lu.SOLVE_MAX_N
+                and lu.solve_faster(n, math.prod(batch), k, A.is_complex())):
             return _solve_by_lu(A, B, left, vector)
         return reference_solve_ex(A, B, left)
     X = alloc.empty(_out_shape(batch, n, k, vector, left), dtype=A.dtype, device=A.device)
