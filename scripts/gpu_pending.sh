@@ -1002,4 +1002,13 @@ case "${1:-1}" in
     | tail -30 | tee -a "$OUT/lu_fault2.log"
   timeout 300 python3 scripts/lu_routes.py --dtype float32 --ns 64,128,256,512,1024 2>&1 | grep -v -i warn \
     | tee "$OUT/lu_routes_float32_big.log" ;;
+118)  # fifty-sixth session: after the fix (rows past m) and the routing (lu.ROUTE_BY_SPEED, SOLVE_VIA_LU on):
+  # the LU tests compiled (the new GPU test first), solve_shapes at the defaults, lu_routes' grid at the defaults
+  compiled lu_tests.log 240 8 tests/ops/test_linalg_lu.py tests/ops/test_linalg_small.py \
+    -k "last_panel or route_by_speed or solve_via_lu or test_lu_factor or test_lu_solve or test_solve or test_inv"
+  timeout 120 python3 scripts/solve_shapes.py 2>&1 | grep -v -i warn | tee "$OUT/solve_shapes_defaults.log"
+  for dt in float32 complex64; do
+    timeout 100 python3 scripts/lu_routes.py --dtype $dt --ns 16,32,48,64,128,256 2>&1 | grep -v -i warn \
+      | tee "$OUT/lu_routes_defaults_$dt.log"
+  done ;;
 esac
