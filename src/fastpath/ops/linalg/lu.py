@@ -567,11 +567,13 @@ def solve_faster(n: int, nb: int, k: int, cplx: bool) -> bool:
     grid (1.1-16x over most of it) but for: batches from 2048 (4096: 0.29-0.98x at k=1); complex64
     batches of 256 or more of 48-128 rows with fewer than 16 right-hand sides (512: 0.64-0.99x); up to 16
     rows with 16 or more right-hand sides and 8 or more systems (0.53-0.86x); fewer than 4 systems of 512
-    rows or more with up to 64 right-hand sides (one complex64 1024x1024: 0.42-0.50x, 0.19x at k=64)."""
+    rows or more with up to 64 right-hand sides (one complex64 1024x1024: 0.42-0.50x, 0.19x at k=64); fewer
+    than 4 float32 systems of 32-64 rows with 16 or more right-hand sides (one: 0.51-0.83x)."""
     if not ROUTE_BY_SPEED:
         return True
     return not (nb >= 2048 or (cplx and nb >= 256 and 48 <= n <= 128 and k < 16)
-                or (n <= 16 and k >= 16 and nb >= 8) or (nb < 4 and n >= 512 and k <= 64))
+                or (n <= 16 and k >= 16 and nb >= 8) or (nb < 4 and n >= 512 and k <= 64)
+                or (not cplx and nb < 4 and 32 <= n <= 64 and k >= 16))
 
 
 def _rotation(device, M: int, W: int, warps: int) -> int:
@@ -939,8 +941,9 @@ def lu_factor_ex(A: torch.Tensor, *, pivot: bool = True, check_errors: bool = Fa
     Paths: m, n <= 32, whole matrices in registers, many per program; up to 512 rows
     (256 complex64/float64, 128 complex128) a blocked LU per matrix in one program, for
     batches of 8 or more matrices (any batch up to 128 x 128); otherwise (e.g. one 2048 x 2048
-    matrix), on devices Triton does not serve and for inputs that need gradients,
-    ``torch.linalg.lu_factor_ex`` (cuSOLVER/MAGMA).
+    matrix), on devices Triton does not serve, for inputs that need gradients and for the
+    shapes where torch's was measured faster (:func:`factor_faster`: up to 32 rows, and batches
+    below 32 or above 512 of fewer than 192 rows), ``torch.linalg.lu_factor_ex`` (cuSOLVER/MAGMA).
 
     Raises
     ------
@@ -1004,8 +1007,10 @@ def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, *, left: b
     ones of twice the size; with 32 or more right-hand sides its float32 products run as
     tf32x3, float32-level accuracy; float32 / complex64 with 1-4 right-hand sides: products and
     sums on the FMA units, ``triangular.FEW_PLAN``); larger n, devices
-    Triton does not serve and inputs that need gradients take ``torch.linalg.lu_solve``.
-    Pivots out of range count as no interchange (never an out-of-bounds read).
+    Triton does not serve, inputs that need gradients and the shapes where torch's was measured
+    faster (:func:`solve_faster`: 2048 systems or more, one large system with few right-hand
+    sides, ...) take ``torch.linalg.lu_solve``. On the kernels, pivots out of range count as no
+    interchange (never an out-of-bounds read); torch's path has torch's behaviour.
 
     Raises
     ------
@@ -1013,10 +1018,27 @@ def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, *, left: b
     non-square LU, pivots of the wrong shape, B whose rows do not match n, batch
     dimensions that do not broadcast.
     """
+    if _routed_to_torch(LU, B, left):
+        return torch.linalg.lu_solve(LU, pivots, B, left=left, adjoint=adjoint)
     if not (MEMO and isinstance(left, bool) and isinstance(adjoint, bool)):
         return _checked_lu_solve(LU, pivots, B, left, adjoint)
     return _LU_SOLVE_MEMO.call(lambda: _checked_lu_solve(LU, pivots, B, left, adjoint), (LU, pivots, B),
                                (left, adjoint))
+
+
+def _routed_to_torch(LU, B, left) -> bool:
+    """A call of matrices that :func:`solve_faster` sends to torch's path, taken before fastpath's
+    checks and memo: those cost ~20-30 us of host time a call, as much as torch's whole solve of a
+    few small systems (H100: 8 float32 16x16 systems with 16 right-hand sides 51.1 against 22.3 us);
+    torch's own checks apply."""
+    if not (ROUTE_BY_SPEED and type(LU) is torch.Tensor and type(B) is torch.Tensor and LU.dim() >= 2
+            and B.dim() >= 2 and left in (True, False)):
+        return False
+    try:
+        nb = math.prod(torch.broadcast_shapes(LU.shape[:-2], B.shape[:-2]))
+    except RuntimeError:
+        return False
+    return not solve_faster(LU.shape[-1], nb, B.shape[-1] if left else B.shape[-2], LU.is_complex())
 
 
 def _checked_lu_solve(LU, pivots, B, left, adjoint) -> torch.Tensor:
