@@ -1011,4 +1011,22 @@ case "${1:-1}" in
     timeout 100 python3 scripts/lu_routes.py --dtype $dt --ns 16,32,48,64,128,256 2>&1 | grep -v -i warn \
       | tee "$OUT/lu_routes_defaults_$dt.log"
   done ;;
+119)  # fifty-sixth session: lu_solve's torch route before the checks (6cf39d7): the small shapes of the grid at the
+  # defaults; the routing test and lu_solve's tests compiled; torch's lu_solve with pivots out of range on a
+  # routed shape (2048 systems) and ours on a kernel shape (a process each: a fault would poison the context)
+  compiled lu_tests2.log 200 8 tests/ops/test_linalg_lu.py -k "route_by_speed or last_panel or test_lu_solve"
+  for dt in float32 complex64; do
+    timeout 60 python3 scripts/lu_routes.py --dtype $dt --ns 16,32,48,64 2>&1 | grep -v -i warn \
+      | tee "$OUT/lu_routes_defaults2_$dt.log"
+  done
+  for b in 2048 8; do
+    CUDA_LAUNCH_BLOCKING=1 timeout 60 python3 -c "
+import torch
+from fastpath import linalg as L
+A = torch.randn($b, 16, 16, device='cuda'); LU, piv = torch.linalg.lu_factor(A); piv[0, 3] = 99; piv[-1, 0] = -5
+B = torch.randn($b, 16, 1, device='cuda')
+X = L.lu_solve(LU, piv, B); torch.cuda.synchronize()
+print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all()))
+" 2>&1 | grep -v -i warn | tail -2 | tee -a "$OUT/piv_range.log"
+  done ;;
 esac
