@@ -1029,4 +1029,11 @@ X = L.lu_solve(LU, piv, B); torch.cuda.synchronize()
 print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all()))
 " 2>&1 | grep -v -i warn | tail -2 | tee -a "$OUT/piv_range.log"
   done ;;
+120)  # fifty-sixth session: the routed lu_solve's check with fastpath's broadcast (torch.broadcast_shapes took
+  # ~8 us): the smallest shapes of the grid twice; the solve_ex bench row at the defaults (a record)
+  for round in 1 2; do for dt in float32 complex64; do
+    timeout 40 python3 scripts/lu_routes.py --dtype $dt --ns 16 2>&1 | grep -v -i warn | tee -a "$OUT/lu_routes_16.log"
+  done; done
+  timeout 60 python3 -m fastpath.bench linalg --only "solve_ex complex64" --json "$OUT/solve_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "linalg " ;;
 esac
