@@ -14,6 +14,10 @@ if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 
+if os.environ.get("FASTPATH_BOUNDS") == "1" and os.environ.get("TRITON_INTERPRET") == "1":
+    from tests.bounds import install as _install_bounds  # every access of every interpreted kernel checked
+    _install_bounds()
+
 from fastpath._core import alloc, memo  # noqa: E402
 from fastpath.ops.linalg import lu as linalg_lu  # noqa: E402
 

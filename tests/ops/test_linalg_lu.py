@@ -833,8 +833,7 @@ def test_route_by_speed(device, monkeypatch):
     _check_solution(X4, torch.linalg.solve(_ref(A4), _ref(B4)), A4, _F32)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(),
-                    reason="reads past a CUDA allocation fault there; the interpreter's reads past a tensor go unseen")
+@pytest.mark.skipif(INTERPRET, reason="the GPU's form of the fault; the interpreter's: the test below")
 def test_lu_factor_last_panel_reads_no_row_past_m():
     """A last panel of fewer rows than the panel width (48 = 32 + 16) named, as the interchange
     sources of its 16 unused rows, rows 48-63, and the step kernel read them: past the tensor for the
@@ -847,3 +846,18 @@ def test_lu_factor_last_panel_reads_no_row_past_m():
         torch.cuda.synchronize()
         assert torch.equal(piv, ref.pivots) and not info.any()
         assert (LU - ref.LU).abs().max().item() < 1e-4
+
+
+@pytest.mark.skipif(not INTERPRET, reason="the interpreter's bounds checks (tests/bounds.py); on a GPU: the test above")
+@pytest.mark.parametrize("n,dtype", [(48, _F32), (40, _C64)])
+def test_lu_factor_reads_inside_its_tensors(n, dtype, device):
+    """The blocked LU (its step kernel, its panels) of matrices whose last panel is partial touches
+    nothing outside its tensors: every access of every program checked (tests/bounds.py). Before the
+    fix the step read rows n..next panel of the last matrix (BoundsError: 4 bytes past the end)."""
+    from tests.bounds import checking
+    A = _pivoted_well_conditioned(8, n, dtype, device)
+    with checking():
+        LU, piv, info = L.lu_factor_ex(A)
+    ref = torch.linalg.lu_factor_ex(A)
+    assert torch.equal(piv, ref.pivots) and not info.any()
+    assert (LU - ref.LU).abs().max().item() < 1e-4
