@@ -48,7 +48,7 @@ from .lu_pivot import (SEARCH_WARPS, _pack64, _ptr64, _search, _slot_pass, _smem
 from .lu_step import _chunk_ld, _chunk_st, _l11_inv, _lu_chunk, _lu_left_swaps_kernel, _lu_step_kernel, _swap_sources
 from .tiles import (_abs1, _div, _ld, _mul, _pick, _pick2, _st,
                     check_matrices, flat3, kernel_strides, raise_singular, real_view)
-from .triangular import check_square, kernel_ok, rhs_shapes, trsm
+from .triangular import KERNEL_DTYPES, check_square, kernel_ok, rhs_shapes, trsm
 
 #: m and n up to this: whole matrices in registers.
 SMALL_N = 32
@@ -1033,8 +1033,8 @@ def _routed_to_torch(LU, B, left) -> bool:
     few small systems (H100: 8 float32 16x16 systems with 16 right-hand sides 51.1 against 22.3 us);
     torch's own checks apply."""
     if not (ROUTE_BY_SPEED and type(LU) is torch.Tensor and type(B) is torch.Tensor and LU.dim() >= 2
-            and B.dim() >= 2 and left in (True, False)):
-        return False
+            and B.dim() >= 2 and left in (True, False) and LU.dtype in KERNEL_DTYPES and B.dtype == LU.dtype):
+        return False  # (anything else: fastpath's checks and their messages first)
     try:  # (torch.broadcast_shapes takes ~8 us)
         nb = math.prod(broadcast_shape(tuple(LU.shape[:-2]), tuple(B.shape[:-2])))
     except RuntimeError:
