@@ -14,7 +14,7 @@ if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 
-if os.environ.get("FASTPATH_BOUNDS") == "1" and os.environ.get("TRITON_INTERPRET") == "1":
+if os.environ.get("FASTPATH_BOUNDS", "1") == "1" and os.environ.get("TRITON_INTERPRET") == "1":
     from tests.bounds import install as _install_bounds  # every access of every interpreted kernel checked
     _install_bounds()
 
