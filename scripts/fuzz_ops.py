@@ -9,6 +9,9 @@ test (the suite's tests are fixed and fast); a tool to run after a change to a k
 (``--tight``: the int32-offset and grid limits lowered, so that the wide and sliced paths of
 inputs past 2**31 elements or 65535 blocks run on small shapes.)
 
+(In the interpreter every load and store is checked to lie inside the kernel's tensors, ``tests/bounds.py``;
+``FASTPATH_BOUNDS=0`` turns that off.)
+
 (``--cuda``: every tensor on the GPU, the kernels compiled; the float64 references there too,
 ``logspace`` against PyTorch's CPU kernel, which fastpath's matches bit for bit.)
 
@@ -17,6 +20,7 @@ ops take their PyTorch reference paths, and the sweep checks only those.)
 Linear-algebra results are judged against torch's own float32 error or the n cond eps bound.
 """
 import operator
+import os
 import random
 import sys
 import time
@@ -812,6 +816,10 @@ CASES = [case_linear, case_softmax, case_pad, case_sdpa, case_unsigned, case_tak
 def main():
     from fastpath.ops.linalg import lu
     lu.ROUTE_BY_SPEED = False  # the LU kernels on every shape they serve (not torch's where it was faster)
+    if os.environ.get("TRITON_INTERPRET") == "1" and os.environ.get("FASTPATH_BOUNDS", "1") == "1":
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from tests.bounds import install  # every access of every kernel inside its tensors (a mismatch if not)
+        install()
     todo = [c for c in CASES if ONLY is None or any(o in c.__name__ for o in ONLY)]
     fails, counts = [], {}
     t0, i = time.time(), 0
