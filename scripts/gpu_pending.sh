@@ -1036,4 +1036,12 @@ print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all())
   done; done
   timeout 60 python3 -m fastpath.bench linalg --only "solve_ex complex64" --json "$OUT/solve_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " ;;
+121)  # fifty-sixth session, for the next: complex 16x16 inverses in one-warp programs (PLANS_COMPLEX[16] (16, 1, 2)
+  # -> (16, 1, 1); offline sm_90 a step 931 instructions with 96 barriers and 64 shared-memory stores and loads ->
+  # 699 with none, the same systems a warp): the bench row at both plans, alternated twice
+  for round in 1 2; do for p in "(16, 1, 2)" "(16, 1, 1)"; do
+    timeout 90 python3 -m fastpath.bench linalg --only "inv 16x16 complex64" --graphs \
+      --set "ops.linalg.small.PLANS_COMPLEX:16=$p" 2>&1 | grep -v -i warn | grep "linalg " | sed "s/^/plan $p /" \
+      | tee -a "$OUT/inv_c64_plan.log"
+  done; done ;;
 esac
