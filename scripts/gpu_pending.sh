@@ -58,16 +58,6 @@ solve_plans_records() {
     | grep -v -i warn | grep "lu_solve"
 }
 # the fifty-fifth session's untimed changes, A/B (gpu_pending 109-112)
-tw_ab() {
-  local round v
-  for round in 1 2; do for v in False True; do
-    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,256 --row-major \
-      --set ops.linalg.triangular.TW_LOADS=$v 2>&1 | grep -v -i warn | grep "k=" | sed "s/^/row-major TW_LOADS=$v /" \
-      | tee -a "$OUT/lu_tw.log"
-  done; done
-  timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --set ops.linalg.triangular.TW_LOADS=True \
-    2>&1 | grep -v -i warn | grep "k=" | sed "s/^/column-major TW_LOADS=True /" | tee -a "$OUT/lu_tw.log"
-}
 inv_ab() {
   local round tree
   for round in 1 2; do for tree in ab/old/src src; do
@@ -943,8 +933,7 @@ case "${1:-1}" in
   # off, untimed; offline the chunk loop 1124 -> 809 SASS instructions, 48 -> 24 global loads): compiled tests,
   # row-major factors (ours) A/B twice at 64 and 256 right-hand sides, torch's column-major ones once (no change
   # expected: TW needs unit stride along a row)
-  compiled tw_tests.log 200 8 tests/ops/test_linalg_lu.py -k "word_tiles or test_lu_solve or test_solve_triangular"
-  tw_ab ;;
+  echo "TW_LOADS was removed (fb3ecce): nothing to run" ;;
 110)  # fifty-fifth session, for the next: the small-matrix kernel's column pick (small._column: the group first,
   # 688 -> 654 SASS instructions a 16x16 step, untimed) against fda44a3's, alternated twice in one call; run with
   # carry ["ab"] after `mkdir -p ab/old && git archive fda44a3 src | tar -x -C ab/old` here (ab/ is ignored)
@@ -956,7 +945,7 @@ case "${1:-1}" in
 112)  # (history: run in the fifty-sixth session) fifty-fifth session: 109, 110 and 111 in one call (one machine start, ~450 s); carry ["ab"] as 110
   compiled tw_solve_tests.log 200 8 tests/ops/test_linalg_lu.py \
     -k "word_tiles or test_lu_solve or test_solve_triangular or solve_via_lu"
-  tw_ab; inv_ab; solve_ab ;;
+  inv_ab; solve_ab ;;  # (and 109's TW_LOADS A/B, removed with the knob in fb3ecce)
 113)  # fifty-sixth session: solve_ex past the small kernel over 13 shapes, small.SOLVE_VIA_LU off / on (a process
   # each, scripts/solve_shapes.py); complex64 lu_solve's sweep plans (BLOCKED_PLAN) at 64 / 128 / 256 right-hand
   # sides now that the right-hand sides move as words (the plan was chosen before XW_LOADS)

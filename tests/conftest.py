@@ -133,13 +133,12 @@ def _seed_and_poison(request):
     linear algebra's kernels on every shape they serve (not torch's where it was measured faster)."""
     torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
     alloc.POISON = True
-    enabled = memo.ENABLED
+    enabled, routed = memo.ENABLED, linalg_lu.ROUTE_BY_SPEED
     memo.ENABLED = "launch_memo" in request.keywords  # tests change knobs a replay would not see
     linalg_lu.ROUTE_BY_SPEED = "route_by_speed" in request.keywords
     yield
     alloc.POISON = False
-    memo.ENABLED = enabled
-    linalg_lu.ROUTE_BY_SPEED = True
+    memo.ENABLED, linalg_lu.ROUTE_BY_SPEED = enabled, routed
 
 
 def run_as_user(code: str, timeout: int = 900):

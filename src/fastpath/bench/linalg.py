@@ -176,7 +176,7 @@ def cases() -> list:
         case("lu_solve complex64 k=1", (64, 256, 1), (2, 40, 1), L.lu_solve, torch.linalg.lu_solve,
              _close(1e-5), _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("lu_solve", True),
              graphs=True),
-        # solve past the small kernel: torch's path unless small.SOLVE_VIA_LU (lu_factor_ex + lu_solve)
+        # solve past the small kernel: lu_factor_ex + lu_solve (small.SOLVE_VIA_LU; False: torch's solve_ex)
         case("solve_ex complex64", (64, 256, 256), (2, 40, 20), lambda a, b: L.solve_ex(a, b).result,
              lambda a, b: torch.linalg.solve_ex(a, b).result, _close(1e-5),
              _bytes(lambda s: s[1] * s[1] + 2 * s[1] * s[2], True), _inputs("solve", True)),
