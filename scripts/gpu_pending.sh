@@ -1033,4 +1033,12 @@ print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all())
       --set "ops.linalg.small.PLANS_COMPLEX:16=$p" 2>&1 | grep -v -i warn | grep "linalg " | sed "s/^/plan $p /" \
       | tee -a "$OUT/inv_c64_plan.log"
   done; done ;;
+122)  # fifty-seventh session: the small kernel's steps in a loop a column group (small.GROUP_LOOPS; offline sm_90,
+  # 100K 16x16 float32: a step 654 -> 605 instructions, 284 -> 204 selects): the compiled tests, then the bench's
+  # inv rows off / on alternated twice (complex64 16x16 has one group: a control)
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_small.py 2>&1 | tail -2 | tee "$OUT/small_tests.log"
+  for round in 1 2; do for v in False True; do
+    timeout 120 python3 -m fastpath.bench linalg --only "inv " --graphs --set "ops.linalg.small.GROUP_LOOPS=$v" 2>&1 \
+      | grep -v -i warn | grep "linalg " | sed "s/^/GROUP_LOOPS=$v /" | tee -a "$OUT/group_loops.log"
+  done; done ;;
 esac

@@ -77,6 +77,9 @@ SOLVE_VIA_LU = True
 #: Up to this n the elimination's steps are unrolled (the column of step j is then known
 #: when compiling: no selects over the row's groups for it).
 UNROLL_MAX_N = 4
+#: Past it, one loop of steps a column group of A (the step's body compiled once a group: the group
+#: holding column j is known, so the column pick and the in-place entry touch that group alone).
+GROUP_LOOPS = True
 
 
 @triton.jit
@@ -103,23 +106,30 @@ def _load_row(ptr, b64, in_b, i, sb, sr, sc, width, NG: tl.constexpr, G: tl.cons
 
 
 @triton.jit
-def _column(row, j, NG: tl.constexpr, G: tl.constexpr, CPLX: tl.constexpr):
+def _column(row, j, NG: tl.constexpr, G: tl.constexpr, CPLX: tl.constexpr, JG: tl.constexpr = -1):
     """Entry ``j`` (a runtime index) of a row of groups: ``[BLOCK_B]`` (one reduction), as
-    (re, im) (re twice for real rows). The group holding column j is picked first (a select on a
-    value every lane shares), then its entry: sm_90, 100K 16x16's Gauss-Jordan step 688 -> 654 SASS
-    instructions against masking every group and adding them (``compile_sm90.py``'s COMPILE_LOOPS;
-    the same values bit for bit). H100 against the masked sum (``gpu_pending.sh 110``): 16x16 the same
-    230.6 us, 3x3 in a CUDA graph 36.7 -> 32.5 us."""
+    (re, im) (re twice for real rows). ``JG``: the group holding column j where the caller's loop
+    knows it (else -1). Unknown, the group is picked first (a select on a value every lane shares),
+    then its entry: sm_90, 100K 16x16's Gauss-Jordan step 688 -> 654 SASS instructions against
+    masking every group and adding them (``compile_sm90.py``'s COMPILE_LOOPS; the same values bit
+    for bit). H100 against the masked sum (``gpu_pending.sh 110``): 16x16 the same 230.6 us, 3x3 in a
+    CUDA graph 36.7 -> 32.5 us."""
     at = tl.arange(0, G)[None, :] == j % G
-    grp = row[0]
-    for g in tl.static_range(1, NG):
-        grp = tl.where(j >= g * G, row[g], grp)  # (j is the same for every lane: the group holding column j)
+    if JG >= 0:
+        grp = row[JG]
+    else:
+        grp = row[0]
+        for g in tl.static_range(1, NG):
+            grp = tl.where(j >= g * G, row[g], grp)  # (j is the same for every lane: the group holding column j)
     re = tl.sum(tl.where(at, grp, 0.0), axis=1)
     im = re
     if CPLX:
-        grp = row[NG]
-        for g in tl.static_range(1, NG):
-            grp = tl.where(j >= g * G, row[NG + g], grp)
+        if JG >= 0:
+            grp = row[NG + JG]
+        else:
+            grp = row[NG]
+            for g in tl.static_range(1, NG):
+                grp = tl.where(j >= g * G, row[NG + g], grp)
         im = tl.sum(tl.where(at, grp, 0.0), axis=1)
     return re, im
 
@@ -134,15 +144,18 @@ def _pick(cond, a, b, NT: tl.constexpr):
 
 
 @triton.jit
-def _with_entry(v, g, j, value, G: tl.constexpr, ON: tl.constexpr):
-    """Group ``g`` of a row with its entry in column ``j`` set to ``value`` (with ``ON``)."""
+def _with_entry(v, g, j, value, G: tl.constexpr, ON: tl.constexpr, JG: tl.constexpr = -1):
+    """Group ``g`` of a row with its entry in column ``j`` set to ``value`` (with ``ON``; only
+    group ``JG`` where the caller knows column j lies there, ``JG >= 0``)."""
     if ON:
-        v = tl.where(tl.arange(0, G)[None, :] + g * G == j, value, v)
+        if (JG < 0) or (JG == g):
+            v = tl.where(tl.arange(0, G)[None, :] + g * G == j, value, v)
     return v
 
 
 @triton.jit
-def _scale(x, p_re, p_im, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr, CPLX: tl.constexpr):
+def _scale(x, p_re, p_im, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr, CPLX: tl.constexpr,
+           JG: tl.constexpr = -1):
     """The pivot row divided by the pivot ``p``; in place, column ``j`` becomes ``1 / p``.
     Real: each entry divided (correctly rounded); complex: times ``1 / p`` (Smith's
     reciprocal, no overflow of |p|^2), as LAPACK's getf2 scales."""
@@ -156,20 +169,20 @@ def _scale(x, p_re, p_im, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.con
         re = ()
         im = ()
         for g in tl.static_range(NG):
-            xr = _with_entry(x[g], g, j, 1.0, G, IN_PLACE)
-            xi = _with_entry(x[NG + g], g, j, 0.0, G, IN_PLACE)
+            xr = _with_entry(x[g], g, j, 1.0, G, IN_PLACE, JG)
+            xi = _with_entry(x[NG + g], g, j, 0.0, G, IN_PLACE, JG)
             re = re + (xr * q_re - xi * q_im,)
             im = im + (xr * q_im + xi * q_re,)
         out = re + im
     else:
         for g in tl.static_range(NG):
-            out = out + (_div(_with_entry(x[g], g, j, 1.0, G, IN_PLACE), p_re[:, None]),)
+            out = out + (_div(_with_entry(x[g], g, j, 1.0, G, IN_PLACE, JG), p_re[:, None]),)
     return out
 
 
 @triton.jit
 def _eliminate(is_p, f_re, f_im, prow, row, j, NG: tl.constexpr, G: tl.constexpr, IN_PLACE: tl.constexpr,
-               CPLX: tl.constexpr):
+               CPLX: tl.constexpr, JG: tl.constexpr = -1):
     """The pivot row itself where ``is_p``, else ``row - f * prow``, group by group; in place,
     column ``j`` of the other rows becomes ``-f / p`` (the pivot row holds ``1 / p`` there)."""
     out = ()
@@ -177,8 +190,8 @@ def _eliminate(is_p, f_re, f_im, prow, row, j, NG: tl.constexpr, G: tl.constexpr
         re = ()
         im = ()
         for g in tl.static_range(NG):
-            vr = _with_entry(row[g], g, j, 0.0, G, IN_PLACE)
-            vi = _with_entry(row[NG + g], g, j, 0.0, G, IN_PLACE)
+            vr = _with_entry(row[g], g, j, 0.0, G, IN_PLACE, JG)
+            vi = _with_entry(row[NG + g], g, j, 0.0, G, IN_PLACE, JG)
             pr = prow[g]
             pi = prow[NG + g]
             re = re + (tl.where(is_p[:, None], pr, vr - (f_re[:, None] * pr - f_im[:, None] * pi)),)
@@ -186,7 +199,7 @@ def _eliminate(is_p, f_re, f_im, prow, row, j, NG: tl.constexpr, G: tl.constexpr
         out = re + im
     else:
         for g in tl.static_range(NG):
-            v = _with_entry(row[g], g, j, 0.0, G, IN_PLACE)
+            v = _with_entry(row[g], g, j, 0.0, G, IN_PLACE, JG)
             out = out + (tl.where(is_p[:, None], prow[g], v - f_re[:, None] * prow[g]),)
     return out
 
@@ -194,13 +207,14 @@ def _eliminate(is_p, f_re, f_im, prow, row, j, NG: tl.constexpr, G: tl.constexpr
 @triton.jit
 def _gj_step(a, r, step, info, j, BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: tl.constexpr, GA: tl.constexpr,
              NGR: tl.constexpr, GR: tl.constexpr, NTA: tl.constexpr, NTR: tl.constexpr, INV: tl.constexpr,
-             CPLX: tl.constexpr):
-    """Step ``j`` of the elimination (the kernel's comment above its loop says how)."""
+             CPLX: tl.constexpr, JG: tl.constexpr = -1):
+    """Step ``j`` of the elimination (the kernel's comment above its loop says how); ``JG``: A's
+    column group holding column j when known at compile time (else -1)."""
     dtype = a[0][0].dtype
     col_re = ()
     col_im = ()
     for i in tl.static_range(N):
-        c_re, c_im = _column(a[i], j, NGA, GA, CPLX)
+        c_re, c_im = _column(a[i], j, NGA, GA, CPLX, JG)
         col_re = col_re + (c_re,)
         col_im = col_im + (c_im,)
     best = tl.full([BLOCK_B], -1.0, tl.float32).to(dtype)
@@ -223,12 +237,12 @@ def _gj_step(a, r, step, info, j, BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: t
     pa = a[0]
     for i in tl.static_range(1, N):
         pa = _pick(p == i, a[i], pa, NTA)
-    pa = _scale(pa, pv_re, pv_im, j, NGA, GA, INV, CPLX)
+    pa = _scale(pa, pv_re, pv_im, j, NGA, GA, INV, CPLX, JG)
     na = ()
     ns = ()
     for i in tl.static_range(N):
         is_p = p == i
-        na = na + (_eliminate(is_p, col_re[i], col_im[i], pa, a[i], j, NGA, GA, INV, CPLX),)
+        na = na + (_eliminate(is_p, col_re[i], col_im[i], pa, a[i], j, NGA, GA, INV, CPLX, JG),)
         ns = ns + (tl.where(is_p, j, step[i]),)
     if not INV:
         pr = r[0]
@@ -249,9 +263,10 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
                sab, sar, sac, sbb, sbr, sbc, sxb, sxr, sxc,
                BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: tl.constexpr, GA: tl.constexpr,
                NGR: tl.constexpr, GR: tl.constexpr, INV: tl.constexpr, CPLX: tl.constexpr = False,
-               UNROLL: tl.constexpr = False):
+               UNROLL: tl.constexpr = False, GROUP_LOOPS: tl.constexpr = False):
     """CPLX: the pointers are complex tensors' (re, im) float views, strides in floats.
-    UNROLL: the elimination's steps unrolled (small n)."""
+    UNROLL: the elimination's steps unrolled (small n); else GROUP_LOOPS: one loop of steps a
+    column group of A (its body compiled once a group)."""
     bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     b64 = bidx.to(tl.int64)[:, None]
     in_b = bidx[:, None] < nbatch
@@ -276,7 +291,18 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
     # B beside A.
     if UNROLL:  # j known at compile time: column picks are register moves
         for j in tl.static_range(N):
-            a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX)
+            a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX,
+                                        j // GA)
+    elif GROUP_LOOPS:  # a loop a column group of A: the group holding column j known at compile time
+        for g in tl.static_range(NGA):
+            if (g + 1) * GA <= N:
+                for j in range(g * GA, (g + 1) * GA):
+                    a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV,
+                                                CPLX, g)
+            elif g * GA < N:
+                for j in range(g * GA, N):
+                    a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV,
+                                                CPLX, g)
     else:
         for j in range(N):
             a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX)
@@ -341,7 +367,7 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
     _GJ[(cdiv(nb, block_b),)](
         A3, B3, X3, info, nb, n, k, *A3.stride()[:3], *B3.stride()[:3], *X3.stride()[:3],
         BLOCK_B=block_b, N=n, NGA=n_pad // ga, GA=ga, NGR=k_pad // gr, GR=gr, INV=inv, CPLX=cplx,
-        UNROLL=n <= UNROLL_MAX_N, num_warps=warps)
+        UNROLL=n <= UNROLL_MAX_N, GROUP_LOOPS=GROUP_LOOPS and n_pad // ga > 1, num_warps=warps)
 
 
 # ---------------------------------------------------------------------------- reference
