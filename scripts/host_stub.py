@@ -138,6 +138,12 @@ def main():
             return (torch.zeros if shape in ((2,), ((2,),)) and dtype == torch.int64 else torch.empty)(
                 *shape, dtype=dtype, device=device)
 
+        @staticmethod
+        def empty_strided(shape, stride, dtype, device):  # the memo's replay allocates so
+            if tuple(shape) == (2,) and dtype == torch.int64:
+                return torch.zeros(2, dtype=dtype, device=device)
+            return torch.empty_strided(shape, stride, dtype=dtype, device=device)
+
     bincount_mod.alloc = _Torch()
 
     def bincount_memo():  # the memo's replay allocates through the same stand-in
