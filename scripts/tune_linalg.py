@@ -45,8 +45,17 @@ def inv_plans(n_pad):
 
 
 def set_small(plan):
+    """(group, systems a thread, warps, steps unrolled [, small.GROUP_LOOPS (default True)])"""
     small.PLAN = plan and plan[:3]
     small.UNROLL_MAX_N = 4 if plan is None else 16 if plan[3] else 0
+    if hasattr(small, "GROUP_LOOPS"):
+        small.GROUP_LOOPS = True if plan is None or len(plan) < 5 else plan[4]
+
+
+def square_c64(b, n):
+    g = torch.Generator(device=dev).manual_seed(0)
+    z = torch.complex(torch.randn(b, n, n, generator=g, device=dev), torch.randn(b, n, n, generator=g, device=dev))
+    return z + 2 * n ** 0.5 * torch.eye(n, device=dev)
 
 
 def set_svd(plan):
@@ -96,7 +105,8 @@ TRSM_C64 = [(32, 32, 64, 4, 1), (16, 16, 64, 4, 1), (32, 16, 64, 4, 1), (32, 32,
             (16, 32, 64, 4, 1), (32, 64, 64, 4, 1), (64, 32, 64, 8, 1), (16, 16, 32, 4, 1), (32, 32, 64, 4, 2)]
 TRSM_F32 = [(64, 64, 64, 4, 1), (32, 64, 64, 4, 1), (64, 32, 64, 4, 1), (128, 64, 64, 8, 1), (64, 64, 64, 8, 1),
             (64, 64, 32, 4, 1), (32, 32, 64, 4, 1), (64, 64, 64, 4, 2)]
-LU_PLANS = [(32, (64, 32), 8, "ieee"), (32, 32, 8, "ieee"), (64, 64, 8, "ieee"), (32, 64, 8, "tf32x3"), (32, 64, 8, "ieee")]
+LU_PLANS = [(32, (64, 32), 8, "ieee"), (32, 32, 8, "ieee"), (64, 64, 8, "ieee"), (32, 64, 8, "tf32x3"),
+            (32, 64, 8, "ieee")]
 
 
 def set_lu(plan):
@@ -144,6 +154,7 @@ CASES = [  # (name, input, ours, torch, plans, set plan)
     ("inv 4x4 fp64 1M", lambda: square(1_000_000, 4, torch.float64), inv_ours, inv_torch, inv_plans(4), set_small),
     ("inv 8x8 100K", lambda: square(100_000, 8), inv_ours, inv_torch, inv_plans(8), set_small),
     ("inv 16x16 100K", lambda: square(100_000, 16), inv_ours, inv_torch, inv_plans(16), set_small),
+    ("inv 16x16 c64 100K", lambda: square_c64(100_000, 16), inv_ours, inv_torch, inv_plans(16), set_small),
     ("pinv 8x8 1000", lambda: torch.randn(1000, 8, 8, device=dev), svd.pinv, torch.linalg.pinv, SVD_PLANS, set_svd),
     ("svd 8x8 10000", lambda: torch.randn(10000, 8, 8, device=dev), lambda a: svd.svd(a).S,
      lambda a: torch.linalg.svdvals(a), SVD_PLANS, set_svd),
