@@ -1041,7 +1041,8 @@ print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all())
     timeout 120 python3 -m fastpath.bench linalg --only "inv " --graphs --set "ops.linalg.small.GROUP_LOOPS=$v" 2>&1 \
       | grep -v -i warn | grep "linalg " | sed "s/^/GROUP_LOOPS=$v /" | tee -a "$OUT/group_loops.log"
   done; done ;;
-123)  # fifty-seventh session: 16x16 inverse plans with GROUP_LOOPS (offline sm_90, instructions a step a system:
+123)  # (run twice in the fifty-seventh session: the first run's plans after the first replayed its launch memo)
+  # fifty-seventh session: 16x16 inverse plans with GROUP_LOOPS (offline sm_90, instructions a step a system:
   # float32 (8, 2, 2) 75.6 (81.8 without), (4, 1, 2) 65.6, (4, 1, 1) 65, (8, 4, 1) 56.6 at 255 registers;
   # complex64 (16, 1, 2) 465, (16, 1, 1) 350, (8, 1, 1) 198, (8, 2, 1) 149 at 250 registers), twice
   for round in 1 2; do
@@ -1052,7 +1053,7 @@ print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all())
       (16, 1, 1, False), (8, 1, 1, False), (8, 2, 1, False), (8, 1, 1, False, False)]" \
       2>&1 | grep -v -i warn | tee -a "$OUT/inv16_plans.log"
   done
-  timeout 100 python3 scripts/tune_linalg.py --only "inv 8x8" --seconds 90 --plans "[(4, 1, 1, False, False),
+  timeout 100 python3 scripts/tune_linalg.py --only "inv 8x8 100K" --seconds 90 --plans "[(4, 1, 1, False, False),
     (4, 1, 1, False), (4, 1, 1, False, False), (4, 1, 1, False), (2, 1, 1, False), (4, 1, 2, False)]" \
     2>&1 | grep -v -i warn | tee -a "$OUT/inv16_plans.log" ;;
 esac
