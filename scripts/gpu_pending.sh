@@ -1044,8 +1044,8 @@ print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all())
 123)  # (run twice in the fifty-seventh session: the first run's plans after the first replayed its launch memo)
   # fifty-seventh session: 16x16 inverse plans with GROUP_LOOPS (offline sm_90, instructions a step a system:
   # float32 (8, 2, 2) 75.6 (81.8 without), (4, 1, 2) 65.6, (4, 1, 1) 65, (8, 4, 1) 56.6 at 255 registers;
-  # complex64 (16, 1, 2) 465, (16, 1, 1) 350, (8, 1, 1) 198, (8, 2, 1) 149 at 250 registers), twice
-  for round in 1 2; do
+  # complex64 (16, 1, 2) 465, (16, 1, 1) 350, (8, 1, 1) 198, (8, 2, 1) 149 at 250 registers), ROUNDS times (1)
+  for round in $(seq "${ROUNDS:-1}"); do
     timeout 150 python3 scripts/tune_linalg.py --only "inv 16x16 100K" --seconds 140 --plans "[(8, 2, 2, False, False),
       (8, 2, 2, False), (4, 1, 2, False), (4, 1, 1, False), (4, 1, 4, False), (8, 4, 1, False), (8, 2, 1, False)]" \
       2>&1 | grep -v -i warn | tee -a "$OUT/inv16_plans.log"
