@@ -58,12 +58,18 @@ KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128
 #: groups of 4 58 us, of 8 61-77, of 2 68-145. Groups of 2 at 16x16 spilled and took 198 s
 #: to compile. With the steps unrolled (UNROLL_MAX_N, graphs, bench): 1M 4x4 in groups of 2, one
 #: warp 51.0 us (53.8 looped), groups of 4 87.9 (83.0 looped); 1M 3x3 one a thread 32.5 (34.8).
-PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 1), 8: (4, 1, 1), 16: (8, 2, 2)}
+#: With GROUP_LOOPS (H100, scripts/tune_linalg.py, fifty-seventh session): 100K 16x16 in groups of 8,
+#: 2 systems a thread, one warp 211.8 us (two warps 214.3; 232.7 before GROUP_LOOPS); groups of 4, one
+#: warp 189.2 us, but 30-36 s to compile (four loop copies: Triton's coalesce pass, 26 of 26.1 s), so
+#: not the default; 100K 8x8 in groups of 4 43.1 -> 39.3-40.7 us.
+PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 1), 8: (4, 1, 1), 16: (8, 2, 1)}
 #: Complex systems (two registers an entry): the real plans, but at 4x4 the earlier real plan
-#: (1M complex64 4x4: 584 us looped, 598 unrolled) and at 16x16 one system a thread-group twice
-#: as wide where the real plan holds two (144 registers on sm_90 against 254 in the real
-#: plan's shape, ``ptxas -v``; 100K complex64 16x16 1699 us, 1.00x torch).
-PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (16, 1, 2)}
+#: (1M complex64 4x4: 584 us looped, 598 unrolled) and at 16x16 one system a 16-lane group of one
+#: warp (H100, 100K complex64 16x16: 721.2 us, 2.48x torch, against 1701.6 with two warps, 1.05x:
+#: offline sm_90 a step 931 instructions with 96 barriers -> 699 with none). Groups of 8 with
+#: GROUP_LOOPS are faster still, 2 systems a thread 410.9 us (4.36x), 1 449.8, but take 27-35 s to
+#: compile: set ``PLANS_COMPLEX[16] = (8, 2, 1)`` for many calls on one machine (the compile is cached).
+PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (16, 1, 1)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
 #: Systems past the kernel (n or k above MAX_N, n up to ``lu.SOLVE_MAX_N``) on a device Triton serves:
