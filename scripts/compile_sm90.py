@@ -500,7 +500,11 @@ def _compile_one(item, full: bool = True, smem: bool = False):
                     f.write(kernel.asm[ext])
             loops = f" -> {tag}.ttgir / .ptx" + loops
     except Exception as exc:  # noqa: BLE001 - reported by the parent
-        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}", None, None, ""
+        cause = exc.__cause__ or exc.__context__  # a CompilationError's own message is the source line: the
+        while cause is not None and (cause.__cause__ or cause.__context__):  # innermost cause says why
+            cause = cause.__cause__ or cause.__context__
+        why = f" (caused by {type(cause).__name__}: {' '.join(str(cause).split())[-300:]})" if cause else ""
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[-300:]}{why}", None, None, ""
     stages = opts.get("num_stages") or 3
     if smem and shared > SMEM_LIMIT and stages > 1:  # as fastpath's Launcher does at launch: fewer stages
         return _compile_one((name, sig, consts, attrs, {**opts, "num_stages": stages - 1}), full, smem)
