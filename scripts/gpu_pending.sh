@@ -1056,11 +1056,18 @@ print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all())
   timeout 100 python3 scripts/tune_linalg.py --only "inv 8x8 100K" --seconds 90 --plans "[(4, 1, 1, False, False),
     (4, 1, 1, False), (4, 1, 1, False, False), (4, 1, 1, False), (2, 1, 1, False), (4, 1, 2, False)]" \
     2>&1 | grep -v -i warn | tee -a "$OUT/inv16_plans.log" ;;
-124)  # fifty-seventh session: the new 16x16 plans ((8, 2, 1) float32, (16, 1, 1) complex64) with GROUP_LOOPS: first
-  # calls with an empty Triton cache (the compile) and speed against torch, inverse and solve, n = 8, 12, 16; the
-  # compiled tests; the bench's inv rows (records)
+124)  # fifty-seventh session: GROUP_LOOPS as one loop with the rows' groups rotated (offline: the same
+  # instructions a step as the copied loops, a third of the compile time); 16x16 plans float32 (4, 1, 1),
+  # complex64 (8, 2, 1): plans against the earlier defaults, first calls with an empty Triton cache (the
+  # compile) and speed against torch, inverse and solve, n = 8, 12, 16; the compiled tests; the bench's inv
+  # rows (records)
   export TRITON_CACHE_DIR; TRITON_CACHE_DIR=$(mktemp -d)
-  timeout 300 python3 scripts/small_first_calls.py 2>&1 | grep -v -i warn \
+  timeout 200 python3 scripts/tune_linalg.py --only "inv 16x16 100K" --seconds 190 --plans "[(4, 1, 1, False),
+    (8, 2, 1, False), (8, 2, 2, False), (4, 1, 2, False)]" 2>&1 | grep -v -i warn | tee -a "$OUT/inv16_plans.log"
+  timeout 200 python3 scripts/tune_linalg.py --only "inv 16x16 c64" --seconds 190 --plans "[(8, 2, 1, False),
+    (8, 1, 1, False), (16, 1, 1, False), (16, 1, 2, False)]" 2>&1 | grep -v -i warn | tee -a "$OUT/inv16_plans.log"
+  TRITON_CACHE_DIR=$(mktemp -d)
+  timeout 300 python3 scripts/small_first_calls.py --ns 8,16 2>&1 | grep -v -i warn \
     | tee "$OUT/small_first_calls.log"
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_small.py 2>&1 | tail -2 | tee "$OUT/small_tests.log"
   timeout 150 python3 -m fastpath.bench linalg --only "inv " --graphs --json "$OUT/inv_records.jsonl" 2>&1 \

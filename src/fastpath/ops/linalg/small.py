@@ -58,18 +58,15 @@ KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128
 #: groups of 4 58 us, of 8 61-77, of 2 68-145. Groups of 2 at 16x16 spilled and took 198 s
 #: to compile. With the steps unrolled (UNROLL_MAX_N, graphs, bench): 1M 4x4 in groups of 2, one
 #: warp 51.0 us (53.8 looped), groups of 4 87.9 (83.0 looped); 1M 3x3 one a thread 32.5 (34.8).
-#: With GROUP_LOOPS (H100, scripts/tune_linalg.py, fifty-seventh session): 100K 16x16 in groups of 8,
-#: 2 systems a thread, one warp 211.8 us (two warps 214.3; 232.7 before GROUP_LOOPS); groups of 4, one
-#: warp 189.2 us, but 30-36 s to compile (four loop copies: Triton's coalesce pass, 26 of 26.1 s), so
-#: not the default; 100K 8x8 in groups of 4 43.1 -> 39.3-40.7 us.
-PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 1), 8: (4, 1, 1), 16: (8, 2, 1)}
+#: With GROUP_LOOPS (H100, scripts/tune_linalg.py, fifty-seventh session, with the loops then copied a
+#: group): 100K 16x16 in groups of 4, one warp 189.2 us (groups of 8, 2 systems a thread, one warp 211.8;
+#: two warps 214.3; 232.7 before GROUP_LOOPS); 100K 8x8 in groups of 4 43.1 -> 39.3-40.7 us.
+PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 1), 8: (4, 1, 1), 16: (4, 1, 1)}
 #: Complex systems (two registers an entry): the real plans, but at 4x4 the earlier real plan
-#: (1M complex64 4x4: 584 us looped, 598 unrolled) and at 16x16 one system a 16-lane group of one
-#: warp (H100, 100K complex64 16x16: 721.2 us, 2.48x torch, against 1701.6 with two warps, 1.05x:
-#: offline sm_90 a step 931 instructions with 96 barriers -> 699 with none). Groups of 8 with
-#: GROUP_LOOPS are faster still, 2 systems a thread 410.9 us (4.36x), 1 449.8, but take 27-35 s to
-#: compile: set ``PLANS_COMPLEX[16] = (8, 2, 1)`` for many calls on one machine (the compile is cached).
-PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (16, 1, 1)}
+#: (1M complex64 4x4: 584 us looped, 598 unrolled) and at 16x16 groups of 8 with 2 systems a thread
+#: (H100, 100K complex64 16x16: 410.9 us, 4.36x torch; 1 system a thread 449.8; before GROUP_LOOPS, a
+#: 16-lane group in two warps 1701.6, 1.05x, in one warp 721.2).
+PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (8, 2, 1)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
 #: Systems past the kernel (n or k above MAX_N, n up to ``lu.SOLVE_MAX_N``) on a device Triton serves:
@@ -83,8 +80,9 @@ SOLVE_VIA_LU = True
 #: Up to this n the elimination's steps are unrolled (the column of step j is then known
 #: when compiling: no selects over the row's groups for it).
 UNROLL_MAX_N = 4
-#: Past it, one loop of steps a column group of A (the step's body compiled once a group: the group
-#: holding column j is known, so the column pick and the in-place entry touch that group alone).
+#: Past it, the steps of one column group of A at a time with that group first in every row (the
+#: rows' groups rotated by one after each: register renaming), so that the column pick and the
+#: in-place entry touch one group known when compiling.
 GROUP_LOOPS = True
 
 
@@ -211,16 +209,17 @@ def _eliminate(is_p, f_re, f_im, prow, row, j, NG: tl.constexpr, G: tl.constexpr
 
 
 @triton.jit
-def _gj_step(a, r, step, info, j, BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: tl.constexpr, GA: tl.constexpr,
+def _gj_step(a, r, step, info, j, jc, BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: tl.constexpr, GA: tl.constexpr,
              NGR: tl.constexpr, GR: tl.constexpr, NTA: tl.constexpr, NTR: tl.constexpr, INV: tl.constexpr,
              CPLX: tl.constexpr, JG: tl.constexpr = -1):
-    """Step ``j`` of the elimination (the kernel's comment above its loop says how); ``JG``: A's
-    column group holding column j when known at compile time (else -1)."""
+    """Step ``j`` of the elimination (the kernel's comment above its loop says how); ``jc``: column j's
+    place in A's rows as they are held now (their groups rotated: ``GROUP_LOOPS``); ``JG``: the group
+    holding that place when known at compile time (else -1)."""
     dtype = a[0][0].dtype
     col_re = ()
     col_im = ()
     for i in tl.static_range(N):
-        c_re, c_im = _column(a[i], j, NGA, GA, CPLX, JG)
+        c_re, c_im = _column(a[i], jc, NGA, GA, CPLX, JG)
         col_re = col_re + (c_re,)
         col_im = col_im + (c_im,)
     best = tl.full([BLOCK_B], -1.0, tl.float32).to(dtype)
@@ -243,12 +242,12 @@ def _gj_step(a, r, step, info, j, BLOCK_B: tl.constexpr, N: tl.constexpr, NGA: t
     pa = a[0]
     for i in tl.static_range(1, N):
         pa = _pick(p == i, a[i], pa, NTA)
-    pa = _scale(pa, pv_re, pv_im, j, NGA, GA, INV, CPLX, JG)
+    pa = _scale(pa, pv_re, pv_im, jc, NGA, GA, INV, CPLX, JG)
     na = ()
     ns = ()
     for i in tl.static_range(N):
         is_p = p == i
-        na = na + (_eliminate(is_p, col_re[i], col_im[i], pa, a[i], j, NGA, GA, INV, CPLX, JG),)
+        na = na + (_eliminate(is_p, col_re[i], col_im[i], pa, a[i], jc, NGA, GA, INV, CPLX, JG),)
         ns = ns + (tl.where(is_p, j, step[i]),)
     if not INV:
         pr = r[0]
@@ -271,8 +270,8 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
                NGR: tl.constexpr, GR: tl.constexpr, INV: tl.constexpr, CPLX: tl.constexpr = False,
                UNROLL: tl.constexpr = False, GROUP_LOOPS: tl.constexpr = False):
     """CPLX: the pointers are complex tensors' (re, im) float views, strides in floats.
-    UNROLL: the elimination's steps unrolled (small n); else GROUP_LOOPS: one loop of steps a
-    column group of A (its body compiled once a group)."""
+    UNROLL: the elimination's steps unrolled (small n); else GROUP_LOOPS: a loop of steps a
+    column group of A, its group rotated to the front (module docstring of ``GROUP_LOOPS``)."""
     bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     b64 = bidx.to(tl.int64)[:, None]
     in_b = bidx[:, None] < nbatch
@@ -297,21 +296,24 @@ def _gj_kernel(a_ptr, b_ptr, x_ptr, info_ptr, nbatch, n, k,
     # B beside A.
     if UNROLL:  # j known at compile time: column picks are register moves
         for j in tl.static_range(N):
-            a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX,
+            a, r, step, info = _gj_step(a, r, step, info, j, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX,
                                         j // GA)
-    elif GROUP_LOOPS:  # a loop a column group of A: the group holding column j known at compile time
-        for g in tl.static_range(NGA):
-            if (g + 1) * GA <= N:
-                for j in range(g * GA, (g + 1) * GA):
-                    a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV,
-                                                CPLX, g)
-            elif g * GA < N:
-                for j in range(g * GA, N):
-                    a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV,
-                                                CPLX, g)
+    elif GROUP_LOOPS:  # a group's steps with that group first in every row: its place known when compiling
+        for g in range(NGA):
+            for jj in range(0, tl.minimum(GA, N - g * GA)):
+                a, r, step, info = _gj_step(a, r, step, info, g * GA + jj, jj, BLOCK_B, N, NGA, GA, NGR, GR, NTA,
+                                            NTR, INV, CPLX, 0)
+            na = ()
+            for i in tl.static_range(N):  # the rows' groups rotated by one (register renaming)
+                row = ()
+                for part in tl.static_range(2 if CPLX else 1):
+                    for t in tl.static_range(NGA):
+                        row = row + (a[i][part * NGA + (t + 1) % NGA],)
+                na = na + (row,)
+            a = na
     else:
         for j in range(N):
-            a, r, step, info = _gj_step(a, r, step, info, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX)
+            a, r, step, info = _gj_step(a, r, step, info, j, j, BLOCK_B, N, NGA, GA, NGR, GR, NTA, NTR, INV, CPLX)
     bad = (info != 0)[:, None]  # a singular system gives NaN, never a number
     if INV:
         # Row i of the registers is row step[i] of the inverse with its columns in pivot
