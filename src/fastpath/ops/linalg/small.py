@@ -67,6 +67,13 @@ PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 1), 8: (4, 1, 1), 1
 #: (H100, 100K complex64 16x16: 410.9 us, 4.36x torch; 1 system a thread 449.8; before GROUP_LOOPS, a
 #: 16-lane group in two warps 1701.6, 1.05x, in one warp 721.2).
 PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (8, 2, 1)}
+#: Solves (by n padded to a power of two; else the tables above): B's rows double the registers and the
+#: kernel's size, and the inverses' 16x16 plans compile slowly there (offline sm_90, a 16x16 solve with
+#: 16 right-hand sides: float32 groups of 4 23.5 s, groups of 8 7.5 s at about the same instructions a
+#: system and step; complex64 groups of 8 42-43 s, 16-lane groups 11 s; H100 first calls 29 s and 58 s
+#: at the inverses' plans).
+SOLVE_PLANS = {16: (8, 2, 1)}
+SOLVE_PLANS_COMPLEX = {16: (16, 1, 1)}
 #: Override of the plan table (scripts/tune_linalg.py and test_plans set it); None: the table.
 PLAN = None
 #: Systems past the kernel (n or k above MAX_N, n up to ``lu.SOLVE_MAX_N``) on a device Triton serves:
@@ -362,7 +369,8 @@ def _launch(A3: torch.Tensor, B3, X3: torch.Tensor, info: torch.Tensor, n: int, 
     n_pad, k_pad = next_pow2(n), next_pow2(k)
     cplx = A3.is_complex()
     plans = PLANS_COMPLEX if cplx else PLANS
-    group, per_thread, warps = PLAN or plans.get(n) or plans[n_pad]
+    solve_plan = B3 is not None and (SOLVE_PLANS_COMPLEX if cplx else SOLVE_PLANS).get(n_pad)
+    group, per_thread, warps = PLAN or solve_plan or plans.get(n) or plans[n_pad]
     ga, gr = min(group, n_pad), min(group, k_pad)
     # One program: 32 * warps threads, a system's row spread over at most ``ga`` of them. The
     # tile keeps the plan's shape however small the batch (masks cover the rest): triton 3.6's
