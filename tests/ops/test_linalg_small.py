@@ -63,9 +63,10 @@ def _with_cond(batch, n, cond, dtype, device):
 
 @pytest.mark.parametrize("n,batch,dtype", [
     *[(n, batch, dtype) for n, batch in [(1, (5,)), (3, ()), (4, (2, 3))] for dtype in DTYPES],
-    # the plans of n = 8 and 16 (16 real: test_permutation_needs_pivoting, float32 and float64); 12: the
-    # second column group of 8 short (GROUP_LOOPS' last loop stops at n)
-    (7, (9,), torch.float32), (7, (9,), torch.complex128), (16, (3,), torch.complex64), (12, (5,), torch.float32)])
+    # the plans of n = 8 and 16 (16 real: test_permutation_needs_pivoting, float32 and float64); 13: its last
+    # column group one column wide, an inverse's (groups of 4) and a complex one's (of 8) (GROUP_LOOPS)
+    (7, (9,), torch.float32), (7, (9,), torch.complex128), (16, (3,), torch.complex64), (13, (5,), torch.float32),
+    (13, (4,), torch.complex64)])
 def test_inv_ex(n, batch, dtype, device):
     A = randn(*batch, n, n, dtype=dtype, device=device)
     X, info = linalg.inv_ex(A)

@@ -58,14 +58,14 @@ KERNEL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128
 #: groups of 4 58 us, of 8 61-77, of 2 68-145. Groups of 2 at 16x16 spilled and took 198 s
 #: to compile. With the steps unrolled (UNROLL_MAX_N, graphs, bench): 1M 4x4 in groups of 2, one
 #: warp 51.0 us (53.8 looped), groups of 4 87.9 (83.0 looped); 1M 3x3 one a thread 32.5 (34.8).
-#: With GROUP_LOOPS (H100, scripts/tune_linalg.py, fifty-seventh session, with the loops then copied a
-#: group): 100K 16x16 in groups of 4, one warp 189.2 us (groups of 8, 2 systems a thread, one warp 211.8;
-#: two warps 214.3; 232.7 before GROUP_LOOPS); 100K 8x8 in groups of 4 43.1 -> 39.3-40.7 us.
+#: With GROUP_LOOPS (H100, scripts/tune_linalg.py, fifty-seventh session): 100K 16x16 in groups of 4, one
+#: warp 188.6 us, a first call (the compile) 14.6 s (groups of 8, 2 systems a thread, one warp 206.3 us, 5.1 s;
+#: two warps 210.1; 232.7 before GROUP_LOOPS); 100K 8x8 in groups of 4 43.1 -> 39.3-40.7 us.
 PLANS = {1: (1, 1, 4), 2: (2, 1, 4), 3: (1, 1, 1), 4: (2, 1, 1), 8: (4, 1, 1), 16: (4, 1, 1)}
 #: Complex systems (two registers an entry): the real plans, but at 4x4 the earlier real plan
 #: (1M complex64 4x4: 584 us looped, 598 unrolled) and at 16x16 groups of 8 with 2 systems a thread
-#: (H100, 100K complex64 16x16: 410.9 us, 4.36x torch; 1 system a thread 449.8; before GROUP_LOOPS, a
-#: 16-lane group in two warps 1701.6, 1.05x, in one warp 721.2).
+#: (H100, 100K complex64 16x16: 397.4 us, 4.50x torch, a first call 22.2 s; 1 system a thread 462.4; a
+#: 16-lane group in one warp 720.8, 7.3 s, in two (the plan before GROUP_LOOPS) 1700.2, 1.05x).
 PLANS_COMPLEX = {**PLANS, 4: (4, 1, 4), 16: (8, 2, 1)}
 #: Solves (by n padded to a power of two; else the tables above): B's rows double the registers and the
 #: kernel's size, and the inverses' 16x16 plans compile slowly there (offline sm_90, a 16x16 solve with
