@@ -1072,4 +1072,15 @@ print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all())
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_small.py 2>&1 | tail -2 | tee "$OUT/small_tests.log"
   timeout 150 python3 -m fastpath.bench linalg --only "inv " --graphs --json "$OUT/inv_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " ;;
+125)  # fifty-seventh session, for the next: the solves' own 16x16 plans (small.SOLVE_PLANS, 96185ab; not timed: no
+  # machine could be started; offline sm_90 a step per system 102.5 -> 98 instructions float32, 527 -> 411 complex64,
+  # barriers 96 -> 0) against the inverses' plans and the plans before: first calls with an empty cache, speed
+  for p in "" "ops.linalg.small.SOLVE_PLANS:16=(4, 1, 1)" "ops.linalg.small.SOLVE_PLANS:16=(8, 2, 2);ops.linalg.small.GROUP_LOOPS=False"; do
+    echo "== ${p:-defaults}"; TRITON_CACHE_DIR=$(mktemp -d) timeout 200 python3 -c "
+import runpy, sys
+from fastpath.bench.__main__ import apply_knobs
+apply_knobs([kv for kv in '$p'.split(';') if kv])
+sys.argv = ['small_first_calls.py', '--ns', '16']
+runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep -v -i warn | grep solve
+  done 2>&1 | tee "$OUT/solve_plans.log" ;;
 esac
