@@ -425,6 +425,45 @@ def test_launch_memo_replays_with_the_new_pointers(monkeypatch):
 
 
 @pytest.mark.launch_memo
+def test_tuning_knobs_clear_the_launch_memo(monkeypatch):
+    """A knob set through ``fastpath.bench.harness.knobs`` (how the tuning scripts try variants) reaches
+    the next call: the memo forgets its recorded calls on entering and leaving, so the op's path runs
+    with the knob's value instead of a replay of what the earlier value launched."""
+    import types
+
+    from fastpath._core import memo as M
+    from fastpath.bench.harness import knobs
+    launch = _fast_launch(monkeypatch)
+    fake = _FakeCompilingJit()
+    fake.params = [_FakeParam(n) for n in ("x_ptr", "o_ptr", "BLOCK")]
+    fast = launch.Launcher(fake)
+    mod = types.SimpleNamespace(BLOCK=16)
+
+    def op(x):
+        out = torch.empty_like(x)
+        fast[(1,)](x, out, BLOCK=mod.BLOCK)
+        return out
+
+    def last_block():  # BLOCK of the last launch: a compiling launch's keyword, a direct one's last argument
+        entry = fake.log[-1]
+        return entry[-1]["BLOCK"] if entry[0] == "slow" else entry[-1]
+
+    memo = M.LaunchMemo()
+    memo.device_types = ("cpu",)
+    x = torch.randn(8)
+    for _ in range(2):
+        memo.call(lambda: op(x), (x,))
+    assert last_block() == 16 and fake.log[-1][0] == "direct" and memo.entries
+    with knobs(mod, BLOCK=32):
+        assert not memo.entries
+        memo.call(lambda: op(x), (x,))
+        assert last_block() == 32  # a replay would have launched BLOCK=16 again
+    assert mod.BLOCK == 16 and not memo.entries
+    memo.call(lambda: op(x), (x,))
+    assert last_block() == 16
+
+
+@pytest.mark.launch_memo
 def test_launch_memo_replays_tensor_descriptors(monkeypatch):
     """A tensor descriptor on one of the call's tensors is made again on the new tensor at each
     replay (same shape, strides, block, padding, and class); one on a temporary is not replayable."""

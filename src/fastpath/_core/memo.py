@@ -31,6 +31,7 @@ for arguments that are not plain tensors (their errors come from the op's own ch
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -98,6 +99,18 @@ def replay(entry: _Replay, tensors):
     return outs[0] if entry.single else tuple(outs)
 
 
+#: Every memo (``clear_all``).
+_MEMOS: "weakref.WeakSet[LaunchMemo]" = weakref.WeakSet()
+
+
+def clear_all() -> None:
+    """Forget every memo's recorded calls: after a module knob or plan table changes, the next
+    calls take their op's path again (a replay would keep the launches recorded before the change;
+    ``fastpath.bench.harness.knobs`` calls this on entering and leaving)."""
+    for m in list(_MEMOS):
+        m.entries.clear()
+
+
 class LaunchMemo:
     """``memo.call(fn, tensors, extra)``: ``fn()`` (the op's normal path, which returns one new
     tensor or a tuple of new tensors and Nones), or a replay of its launches when ``tensors``
@@ -109,6 +122,7 @@ class LaunchMemo:
         self.entries: dict = {}
         self.maxsize = maxsize
         self.device_types = ("cuda",)  # where Launcher's cached relaunch runs (tests add "cpu")
+        _MEMOS.add(self)
 
     def call(self, fn: Callable[[], torch.Tensor], tensors: Sequence[Optional[torch.Tensor]],
              extra: tuple = ()):

@@ -2,8 +2,9 @@
 
 Timing on a CUDA GPU: a few warm-up calls, then the median of per-call device-event timings.
 Cold L2 (default): before each timed call, outside the timed region, a buffer of 2x the L2
-size is read (a write would leave dirty lines for the timed call to write back). Hot L2 (cases with ``hot=True``, an extra row): the inputs are rewritten
-in place just before each timed call, as logits are right after the lm_head matmul.
+size is read (a write would leave dirty lines for the timed call to write back). Hot L2 (cases
+with ``hot=True``, an extra row): the inputs are rewritten in place just before each timed call,
+as logits are right after the lm_head matmul.
 Graph mode: many calls captured in one ``torch.cuda.CUDAGraph``, rotating over enough input
 sets that their bytes exceed 2x L2 (cold; a single set for hot), replays timed with events,
 divided by the number of calls. torch is imported only inside the functions that need it.
@@ -261,11 +262,20 @@ def kernel_times(fn, reps: int = 10, before: Optional[Callable] = None, cuda: bo
     return out
 
 
+@contextlib.contextmanager
 def knobs(module, **values):
     """A context that sets a module's tuning knobs (module-level names) and restores them:
-    how the tuning scripts try variants."""
+    how the tuning scripts try variants. Every launch memo is cleared on entering and on leaving
+    (a memo's replay would keep launching what an earlier variant recorded)."""
     from unittest import mock
-    return mock.patch.multiple(module, **values) if values else contextlib.nullcontext()
+
+    from .._core import memo
+    with mock.patch.multiple(module, **values) if values else contextlib.nullcontext():
+        memo.clear_all()
+        try:
+            yield
+        finally:
+            memo.clear_all()
 
 
 class Timer:
