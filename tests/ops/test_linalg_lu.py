@@ -817,6 +817,9 @@ def test_route_by_speed(device, monkeypatch):
     B2 = rand(2048, 3, 1, dtype=_F32, device=device)
     X2 = L.lu_solve(LU2, piv2, B2)
     assert torch_calls == ["lu_factor_ex", "lu_solve"] and torch.equal(X2, solve(LU2, piv2, B2))
+    with pytest.raises(TypeError, match="left"):  # a non-bool left: fastpath's checks, not a routed call
+        L.lu_solve(LU2, piv2, B2, left=1)
+    assert torch_calls == ["lu_factor_ex", "lu_solve"]
     # solve_ex past the small kernel where lu_solve's kernels serve: torch's factors, fastpath's solve
     del torch_calls[:]
     A3 = _pivoted_well_conditioned(2, 20, _F32, device)

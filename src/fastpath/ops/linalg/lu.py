@@ -1033,7 +1033,7 @@ def _routed_to_torch(LU, B, left) -> bool:
     few small systems (H100: 8 float32 16x16 systems with 16 right-hand sides 51.1 against 22.3 us);
     torch's own checks apply."""
     if not (ROUTE_BY_SPEED and type(LU) is torch.Tensor and type(B) is torch.Tensor and LU.dim() >= 2
-            and B.dim() >= 2 and left in (True, False) and LU.dtype in KERNEL_DTYPES and B.dtype == LU.dtype):
+            and B.dim() >= 2 and isinstance(left, bool) and LU.dtype in KERNEL_DTYPES and B.dtype == LU.dtype):
         return False  # (anything else: fastpath's checks and their messages first)
     try:  # (torch.broadcast_shapes takes ~8 us)
         nb = math.prod(broadcast_shape(tuple(LU.shape[:-2]), tuple(B.shape[:-2])))
