@@ -1083,4 +1083,12 @@ apply_knobs([kv for kv in '$p'.split(';') if kv])
 sys.argv = ['small_first_calls.py', '--ns', '16']
 runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep -v -i warn | grep solve
   done 2>&1 | tee "$OUT/solve_plans.log" ;;
+126)  # fifty-eighth session: issue 8's table on the GPU at hand (an H200 is the issue's): every linalg row,
+  # graphs too, with an empty Triton cache's compiles inside the 540 s (records); on an H100, 125 then 120
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    timeout 560 python3 -m fastpath.bench linalg --graphs --json "$OUT/linalg_records.jsonl" 2>&1 | grep -v -i warn \
+      | grep "linalg " | tee "$OUT/linalg_table.log"
+  else
+    bash "$0" 125; bash "$0" 120
+  fi ;;
 esac
