@@ -1091,19 +1091,22 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   else
     bash "$0" 125; bash "$0" 120
   fi ;;
-127)  # fifty-eighth session: the blocked sweep's pipelining and right-hand sides a program, re-measured after
-  # XW loads (offline sm_90, complex64 256 right-hand sides: STAGES 1 -> 2: 233 -> 255 registers, the chunk
-  # loop's 48 global loads become asynchronous copies, 64 -> 96 KB shared; KB 64 -> 32: 165 registers, 3
-  # programs an SM instead of 2): lu_solve of 64 x 256x256, twice alternated
+127)  # fifty-eighth session: the blocked sweep's chunk products chained into the accumulator (triangular.CHAIN_TF32,
+  # offline sm_90 complex64 256 right-hand sides: the chunk loop 1124 -> 878 instructions, 233 -> 255 registers),
+  # its pipelining and right-hand sides a program re-measured after the word loads (STAGES 1 -> 2: the chunk
+  # loop's global loads become asynchronous copies, 64 -> 96 KB shared; KB 64 -> 32: 165 registers, 3 programs
+  # an SM): lu_solve of 64 x 256x256, twice alternated; the compiled lu tests at the defaults
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "solve or tf32" 2>&1 | tail -2 \
+    | tee "$OUT/lu_tests.log"
   for round in 1 2; do
-    for st in 1 2 3; do for p in "(32, 32, 64, 4)" "(32, 32, 32, 4)"; do
-      echo "== STAGES=$st complex64 plan $p"
-      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 1,64,128,256 --set ops.linalg.triangular.STAGES=$st \
-        --plan "BLOCKED_PLAN:complex64=$p" 2>&1 | grep -v -i warn | grep "k="
-    done; done
-    for st in 1 2; do echo "== STAGES=$st float32"
-      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes float32 --ks 1,64,256 --set ops.linalg.triangular.STAGES=$st \
+    for ch in False True; do for st in 1 2; do for p in "(32, 32, 64, 4)" "(32, 32, 32, 4)"; do
+      echo "== CHAIN_TF32=$ch STAGES=$st complex64 plan $p"
+      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128,256 --set ops.linalg.triangular.STAGES=$st \
+        --set ops.linalg.triangular.CHAIN_TF32=$ch --plan "BLOCKED_PLAN:complex64=$p" 2>&1 | grep -v -i warn | grep "k="
+    done; done; done
+    for ch in False True; do echo "== CHAIN_TF32=$ch float32"
+      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes float32 --ks 64,256 --set ops.linalg.triangular.CHAIN_TF32=$ch \
         2>&1 | grep -v -i warn | grep "k="
     done
-  done 2>&1 | tee "$OUT/sweep_stages.log" ;;
+  done 2>&1 | tee "$OUT/sweep_chain.log" ;;
 esac

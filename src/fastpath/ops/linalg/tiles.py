@@ -229,6 +229,29 @@ def _dot(a, b, PREC: tl.constexpr):
 
 
 @triton.jit
+def _tf32_round(x):
+    """float32 ``x`` rounded to TF32's 10 stored mantissa bits (to nearest, ties away from zero, as
+    ``cvt.rna.tf32.f32``), by its bits: the interpreter runs it too."""
+    b = x.to(tl.uint32, bitcast=True)
+    return ((b + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _dot_acc(a, b, acc, PREC: tl.constexpr):
+    """acc + a @ b. ``PREC`` "tf32x3c" (float32): three TF32 tensor-core products chained into acc
+    (a's rounded part and remainder against b's; Triton's "tf32x3" sums them in an accumulator of
+    its own, then adds acc: a second tile in registers and a pass over it); else as :func:`_dot`."""
+    if PREC == "tf32x3c":
+        ab = _tf32_round(a)
+        bb = _tf32_round(b)
+        acc = tl.dot(a - ab, bb, acc, input_precision="tf32")
+        acc = tl.dot(ab, b - bb, acc, input_precision="tf32")
+        return tl.dot(ab, bb, acc, input_precision="tf32")
+    else:
+        return acc + _dot(a, b, PREC)
+
+
+@triton.jit
 def _cdot(ar, ai, br, bi, CPLX: tl.constexpr, PREC: tl.constexpr):
     """a @ b for 2-D (complex) tiles."""
     if CPLX:
