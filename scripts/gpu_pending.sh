@@ -1091,22 +1091,20 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   else
     bash "$0" 125; bash "$0" 120
   fi ;;
-127)  # fifty-eighth session: the blocked sweep's chunk products chained into the accumulator (triangular.CHAIN_TF32,
-  # offline sm_90 complex64 256 right-hand sides: the chunk loop 1124 -> 878 instructions, 233 -> 255 registers),
-  # its pipelining and right-hand sides a program re-measured after the word loads (STAGES 1 -> 2: the chunk
-  # loop's global loads become asynchronous copies, 64 -> 96 KB shared; KB 64 -> 32: 165 registers, 3 programs
-  # an SM): lu_solve of 64 x 256x256, twice alternated; the compiled lu tests at the defaults
+127)  # fifty-eighth session: the blocked sweep's chunk products chained into the accumulator (triangular.CHAIN_TF32)
+  # and its full tiles without masks (EVEN_TILES); offline sm_90, complex64 256 right-hand sides, the chunk loop
+  # (L pass) 1124 -> 878 -> 552 instructions, registers 233 -> 255 -> 204; then pipelining and right-hand sides a
+  # program re-measured (STAGES 2: the chunk loop's loads become asynchronous copies; KB 32): lu_solve of
+  # 64 x 256x256, twice alternated; the compiled lu tests at the defaults
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "solve or tf32" 2>&1 | tail -2 \
     | tee "$OUT/lu_tests.log"
+  T=ops.linalg.triangular
   for round in 1 2; do
-    for ch in False True; do for st in 1 2; do for p in "(32, 32, 64, 4)" "(32, 32, 32, 4)"; do
-      echo "== CHAIN_TF32=$ch STAGES=$st complex64 plan $p"
-      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128,256 --set ops.linalg.triangular.STAGES=$st \
-        --set ops.linalg.triangular.CHAIN_TF32=$ch --plan "BLOCKED_PLAN:complex64=$p" 2>&1 | grep -v -i warn | grep "k="
-    done; done; done
-    for ch in False True; do echo "== CHAIN_TF32=$ch float32"
-      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes float32 --ks 64,256 --set ops.linalg.triangular.CHAIN_TF32=$ch \
-        2>&1 | grep -v -i warn | grep "k="
+    for v in "$T.CHAIN_TF32=False;$T.EVEN_TILES=False" "$T.EVEN_TILES=False" "" "$T.STAGES=2" \
+        "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4)"; do
+      echo "== ${v:-defaults}"; sets=(); IFS=';' read -ra kv <<< "$v"; for x in "${kv[@]}"; do sets+=(--set "$x"); done
+      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 64,128,256 "${sets[@]}" 2>&1 \
+        | grep -v -i warn | grep "k="
     done
   done 2>&1 | tee "$OUT/sweep_chain.log" ;;
 esac

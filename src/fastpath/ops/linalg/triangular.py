@@ -88,6 +88,9 @@ TF32X3_MIN_KB = 32
 #: The blocked sweep's "tf32x3" chunk products as three TF32 products chained into its accumulator
 #: (``tiles._dot_acc``) instead of Triton's, which sums them in a tile of their own and adds it after.
 CHAIN_TF32 = True
+#: The blocked sweep without masks where every row block, chunk and column tile is full (n a multiple
+#: of its NB, NB of its KC, k of its KB): no compares and no predicated loads.
+EVEN_TILES = True
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
 #: The blocked path's diagonal-block inverses by dtype: (M's columns read from memory at each
@@ -409,28 +412,37 @@ def _block_span(s, nblk, n, NB: tl.constexpr, LOWER: tl.constexpr):
 
 
 @triton.jit
-def _xw_offs(rows, s_r, c0, rmask, k, K: tl.constexpr):
+def _below(x, bound, EVEN: tl.constexpr):
+    """``x < bound``, or all true where EVEN (the caller knows it holds: no masks, no compares)."""
+    if EVEN:
+        return tl.full(x.shape, 1, tl.int1)
+    else:
+        return x < bound
+
+
+@triton.jit
+def _xw_offs(rows, s_r, c0, rmask, k, K: tl.constexpr, EVEN: tl.constexpr):
     """Offsets and mask of complex rows ``rows`` at columns c0 .. c0+K-1 (of unit complex stride,
     those below ``k``) as an (R, 2K) tile of words: each row's columns one run along memory."""
     w = tl.arange(0, 2 * K)
     offs = rows.to(tl.int64)[:, None] * s_r + (c0 * 2 + w)[None, :]
-    return offs, rmask[:, None] & (c0 + w // 2 < k)[None, :]
+    return offs, rmask[:, None] & _below(c0 + w // 2, k, EVEN)[None, :]
 
 
 @triton.jit
-def _xw_ld(ptr, rows, s_r, c0, rmask, k, R: tl.constexpr, K: tl.constexpr):
+def _xw_ld(ptr, rows, s_r, c0, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr):
     """Those rows as the real embedding's (2R, K) tile (row 2i: the real parts of rows[i], 2i + 1:
     the imaginary), loaded as runs of words: the (re, im) tile's strided loads are laid a warp down
     the rows, a 32-byte sector for 8 bytes (TTGIR of ``_trsm_kernel``)."""
-    offs, m = _xw_offs(rows, s_r, c0, rmask, k, K)
+    offs, m = _xw_offs(rows, s_r, c0, rmask, k, K, EVEN)
     x = tl.reshape(tl.load(ptr + offs, mask=m, other=0.0), (R, K, 2))
     return tl.reshape(tl.permute(x, (0, 2, 1)), (2 * R, K))
 
 
 @triton.jit
-def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr):
+def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr):
     """:func:`_xw_ld`'s inverse: the (2R, K) tile ``x`` stored as runs of words."""
-    offs, m = _xw_offs(rows, s_r, c0, rmask, k, K)
+    offs, m = _xw_offs(rows, s_r, c0, rmask, k, K, EVEN)
     v = tl.reshape(tl.permute(tl.reshape(x, (R, 2, K)), (0, 2, 1)), (R, 2 * K))
     tl.store(ptr + offs, v.to(ptr.dtype.element_ty), mask=m)
 
@@ -439,13 +451,14 @@ def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr):
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr, XW: tl.constexpr):
+           PREC: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
     Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
     Complex systems run as real ones of twice the size (:func:`_emb_ld`); XW (complex right-hand
-    sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`)."""
+    sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`). EVEN: n
+    a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks)."""
     C: tl.constexpr = 2 if CPLX else 1
     CHAIN: tl.constexpr = PREC == "tf32x3c"  # (the chunks' products chained into -acc)
     PREC_INV: tl.constexpr = "tf32x3" if CHAIN else PREC
@@ -455,16 +468,16 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     q = tl.arange(0, KC * C)
     qp = q % C  # component of a column of M / a row of X
     cc = c0 + tl.arange(0, KB)
-    cmask = (cc < k)[None, :]
+    cmask = _below(cc, k, EVEN)[None, :]
     for s in range(0, nblk):
         i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
         rows = i0 + r // C
-        rmask = rows < n
+        rmask = _below(rows, n, EVEN)
         xmask = rmask[:, None] & cmask
         crows = i0 + tl.arange(0, NB)  # (XW: the block's complex rows)
-        crmask = crows < n
+        crmask = _below(crows, n, EVEN)
         if XW:
-            acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB)
+            acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB, EVEN)
         else:
             srows = _mapped(perm, rows, rmask, SRC_PERM)
             acc = tl.load(src + _vec_off(srows, rp, cc, s_sr, s_sc), mask=xmask, other=0.0)
@@ -472,12 +485,12 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             acc = -acc
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
-            qmask = qc < hi
+            qmask = _below(qc, hi, EVEN)
             a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
             if XW:
                 cq = k0 + tl.arange(0, KC)
-                cqmask = cq < hi
-                x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB)
+                cqmask = _below(cq, hi, EVEN)
+                x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB, EVEN)
             else:
                 drows = _mapped(perm, qc, qmask, DST_PERM)
                 x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
@@ -489,9 +502,10 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             acc = -acc
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
-        acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, r[:, None] >= 0, CPLX, False), acc, PREC_INV)
+        acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, tl.full([NB * C, NB * C], 1, tl.int1), CPLX, False),
+                   acc, PREC_INV)
         if XW:
-            _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB)
+            _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB, EVEN)
         else:
             drows = _mapped(perm, rows, rmask, DST_PERM)
             tl.store(dst + _vec_off(drows, rp, cc, s_dr, s_dc), acc.to(dst.dtype.element_ty), mask=xmask)
@@ -622,7 +636,7 @@ def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, 
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr):
+          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr):
     """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1) or :func:`_sweep`."""
     if FEW == 2:
         _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
@@ -632,7 +646,7 @@ def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, 
                    LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
     else:
         _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
-               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW)
+               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW, EVEN)
 
 
 @triton.jit
@@ -641,7 +655,8 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  BLOCK_B: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr, P: tl.constexpr,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
-                 FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False):
+                 FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False,
+                 EVEN: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -687,17 +702,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
+                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
                 _pass(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
+                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
+                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
                 _pass(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
+                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
         else:
             _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW)
+                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -777,7 +792,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=_sweep_prec(blocked and not few, kb),
-        FEW=few_form, XW=xw,
+        FEW=few_form, XW=xw, EVEN=bool(EVEN_TILES) and blocked and not few and n % nb_rows == 0
+        and nb_rows % kc == 0 and k % kb == 0,
         # (form 1 only: form 2 reads either storage order one way, and a TRANS it ignores would compile twice)
         TRANS=few_form == 1 and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
