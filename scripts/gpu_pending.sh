@@ -1091,7 +1091,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   else
     bash "$0" 125; bash "$0" 120
   fi ;;
-127)  # fifty-eighth session: the blocked sweep's chunk products chained into the accumulator (triangular.CHAIN_TF32)
+127)  # (run in the fifty-eighth session at 83f28bf: CHAIN_TF32 lost accuracy, 3.8e-7 -> 5.9e-6, and is gone; EVEN_TILES
+  # kept; STAGES 2 and KB 32 slower) fifty-eighth session: the blocked sweep's chunk products chained into the accumulator (triangular.CHAIN_TF32)
   # and its full tiles without masks (EVEN_TILES); offline sm_90, complex64 256 right-hand sides, the chunk loop
   # (L pass) 1124 -> 878 -> 552 instructions, registers 233 -> 255 -> 204; then pipelining and right-hand sides a
   # program re-measured (STAGES 2: the chunk loop's loads become asynchronous copies; KB 32): lu_solve of
@@ -1107,4 +1108,23 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
         | grep -v -i warn | grep "k="
     done
   done 2>&1 | tee "$OUT/sweep_chain.log" ;;
+128)  # fifty-eighth session: the blocked sweep's tf32x3 products split by fastpath (triangular.OWN_TF32X3: no NaN
+  # fixup, no zero accumulator's sum; offline sm_90 complex64 256 right-hand sides, with EVEN_TILES, the chunk loop
+  # 808 -> 590 instructions (L pass), 196 -> 218 registers) against Triton's, EVEN_TILES off / on (127: 355 -> 336 us
+  # with the chained products); lu_solve of 64 x 256x256 twice alternated, the compiled lu tests, the bench's lu_solve
+  # and solve_triangular rows (records)
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "solve or tf32" 2>&1 | tail -2 \
+    | tee "$OUT/lu_tests.log"
+  T=ops.linalg.triangular
+  for round in 1 2; do
+    for v in "$T.OWN_TF32X3=False;$T.EVEN_TILES=False" "$T.OWN_TF32X3=False" ""; do
+      echo "== ${v:-defaults}"; sets=(); IFS=';' read -ra kv <<< "$v"; for x in "${kv[@]}"; do sets+=(--set "$x"); done
+      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 64,256 "${sets[@]}" 2>&1 \
+        | grep -v -i warn | grep "k="
+    done
+  done 2>&1 | tee "$OUT/sweep_split.log"
+  timeout 150 python3 -m fastpath.bench linalg --only "lu_solve" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "linalg "
+  timeout 100 python3 -m fastpath.bench linalg --only "solve_triangular" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "linalg " ;;
 esac

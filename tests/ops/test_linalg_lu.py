@@ -7,7 +7,7 @@ import torch
 from fastpath._core.backend import INTERPRET, tl, triton
 from fastpath.ops.linalg import lu as L
 from fastpath.ops.linalg import triangular as T
-from fastpath.ops.linalg.tiles import _dot_acc, _tf32_round
+from fastpath.ops.linalg.tiles import _dot, _tf32_round
 from tests.conftest import noncontig
 from tests.ops.linalg_common import DTYPES, EPS, TOL, _hi, rand
 from tests.tolerances import rel_error
@@ -383,14 +383,13 @@ def _tf32_probe(x_ptr, r_ptr, a_ptr, b_ptr, c_ptr, o_ptr, N: tl.constexpr, M: tl
     tl.store(r_ptr + i, _tf32_round(tl.load(x_ptr + i)))
     m = tl.arange(0, M)
     offs = m[:, None] * M + m[None, :]
-    acc = _dot_acc(tl.load(a_ptr + offs), tl.load(b_ptr + offs), tl.load(c_ptr + offs), "tf32x3c")
-    tl.store(o_ptr + offs, acc)
+    tl.store(o_ptr + offs, tl.load(c_ptr + offs) - _dot(tl.load(a_ptr + offs), tl.load(b_ptr + offs), "tf32x3s"))
 
 
-def test_tf32_round_and_chained_products(device):
-    """The blocked sweep's chained "tf32x3c" products: the rounding to TF32 against one built from
+def test_tf32_round_and_split_products(device):
+    """The blocked sweep's "tf32x3s" products (split by fastpath): the rounding to TF32 against one built from
     frexp in float64 (to nearest, ties away from zero: ties, both signs, zero, the largest finite
-    float32 rounding up to inf), and acc + a @ b against float64 (float32-level error)."""
+    float32 rounding up to inf), and c - a @ b against float64 (float32-level error)."""
     x = torch.randn(1000) * torch.logspace(-30, 30, 1000)
     bits = torch.randint(0, 2 ** 10, (24,), dtype=torch.int32) * 2 ** 13 + 0x1000 + 0x3F800000
     x = torch.cat([x, -x, bits.view(torch.float32), -bits.view(torch.float32), torch.zeros(2),
@@ -404,7 +403,7 @@ def test_tf32_round_and_chained_products(device):
     r, o = torch.empty_like(x, device=device), torch.empty_like(c)
     _tf32_probe[(1,)](x.to(device), r, a, b, c, o, N=x.numel(), M=M)
     assert torch.equal(r.cpu(), ref)
-    exact = c.double() + a.double() @ b.double()
+    exact = c.double() - a.double() @ b.double()
     assert ((o.double() - exact).abs().max() / exact.abs().max()).item() < 4 * M * 2.0 ** -24
 
 

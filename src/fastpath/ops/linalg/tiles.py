@@ -217,18 +217,6 @@ def _maxs2(x, y, axis: tl.constexpr):
 
 
 @triton.jit
-def _dot(a, b, PREC: tl.constexpr):
-    """a @ b in the operands' dtype: float32 products as ``PREC`` ("ieee": exact float32 on
-    the FMA units; "tf32x3": three TF32 tensor-core passes, float32-level accuracy), float64 as
-    is. ``PREC`` has no default: Triton 3.6 does not turn a helper's default string into a
-    constexpr (the sm_90 compile fails where the interpreter runs)."""
-    if a.dtype == tl.float32:
-        return tl.dot(a, b, input_precision=PREC)
-    else:
-        return tl.dot(a, b)
-
-
-@triton.jit
 def _tf32_round(x):
     """float32 ``x`` rounded to TF32's 10 stored mantissa bits (to nearest, ties away from zero, as
     ``cvt.rna.tf32.f32``), by its bits: the interpreter runs it too."""
@@ -237,18 +225,25 @@ def _tf32_round(x):
 
 
 @triton.jit
-def _dot_acc(a, b, acc, PREC: tl.constexpr):
-    """acc + a @ b. ``PREC`` "tf32x3c" (float32): three TF32 tensor-core products chained into acc
-    (a's rounded part and remainder against b's; Triton's "tf32x3" sums them in an accumulator of
-    its own, then adds acc: a second tile in registers and a pass over it); else as :func:`_dot`."""
-    if PREC == "tf32x3c":
+def _dot(a, b, PREC: tl.constexpr):
+    """a @ b in the operands' dtype: float32 products as ``PREC`` ("ieee": exact float32 on
+    the FMA units; "tf32x3": three TF32 tensor-core passes, float32-level accuracy; "tf32x3s": the
+    same three, split here: Triton's form adds a NaN fixup and a zero accumulator's sum, ~96
+    instructions a 64x64 tile, and its result is NaN rather than inf where an operand is infinite),
+    float64 as is. ``PREC`` has no default: Triton 3.6 does not turn a helper's default string into a
+    constexpr (the sm_90 compile fails where the interpreter runs). (The three products chained into
+    a caller's accumulator lost accuracy: 3.8e-7 -> 5.9e-6 relative in a complex64 lu_solve on an
+    H100, the tensor cores' accumulation truncating each partial sum at the accumulator's magnitude.)"""
+    if PREC == "tf32x3s":
         ab = _tf32_round(a)
         bb = _tf32_round(b)
-        acc = tl.dot(a - ab, bb, acc, input_precision="tf32")
-        acc = tl.dot(ab, b - bb, acc, input_precision="tf32")
-        return tl.dot(ab, bb, acc, input_precision="tf32")
+        p = tl.dot(a - ab, bb, input_precision="tf32")  # (the small terms first, as Triton's)
+        p = tl.dot(ab, b - bb, p, input_precision="tf32")
+        return tl.dot(ab, bb, p, input_precision="tf32")
+    elif a.dtype == tl.float32:
+        return tl.dot(a, b, input_precision=PREC)
     else:
-        return acc + _dot(a, b, PREC)
+        return tl.dot(a, b)
 
 
 @triton.jit

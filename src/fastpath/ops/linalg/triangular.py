@@ -35,7 +35,7 @@ from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
 from ..._core.shapes import broadcast_shape
-from .tiles import (_div, _dot, _dot_acc, _eliminate, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3,
+from .tiles import (_div, _dot, _eliminate, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3,
                     kernel_strides, real_view)
 
 #: Dtypes of the kernels (complex through view_as_real) and of torch.linalg.
@@ -85,9 +85,9 @@ FEW_TRANS_MIN_K = {torch.float32: 1, torch.complex64: 2}
 #: 3492 us, so it stays exact too (bench/results/tuning/2026-11-30-lu_tf32x3-7a5b2d6.log).
 TF32X3_PREC = "ieee" if torch.version.hip is not None else "tf32x3"  # (NVIDIA's tensor cores)
 TF32X3_MIN_KB = 32
-#: The blocked sweep's "tf32x3" chunk products as three TF32 products chained into its accumulator
-#: (``tiles._dot_acc``) instead of Triton's, which sums them in a tile of their own and adds it after.
-CHAIN_TF32 = True
+#: The blocked sweep's "tf32x3" products split by fastpath ("tf32x3s", ``tiles._dot``: no NaN fixup,
+#: no zero accumulator's sum) instead of by Triton.
+OWN_TF32X3 = True
 #: The blocked sweep without masks where every row block, chunk and column tile is full (n a multiple
 #: of its NB, NB of its KC, k of its KB): no compares and no predicated loads.
 EVEN_TILES = True
@@ -460,8 +460,6 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`). EVEN: n
     a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks)."""
     C: tl.constexpr = 2 if CPLX else 1
-    CHAIN: tl.constexpr = PREC == "tf32x3c"  # (the chunks' products chained into -acc)
-    PREC_INV: tl.constexpr = "tf32x3" if CHAIN else PREC
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
     rp = r % C  # component of a row
@@ -481,8 +479,6 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         else:
             srows = _mapped(perm, rows, rmask, SRC_PERM)
             acc = tl.load(src + _vec_off(srows, rp, cc, s_sr, s_sc), mask=xmask, other=0.0)
-        if CHAIN:
-            acc = -acc
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = _below(qc, hi, EVEN)
@@ -494,16 +490,11 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
             else:
                 drows = _mapped(perm, qc, qmask, DST_PERM)
                 x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
-            if CHAIN:
-                acc = _dot_acc(a, x, acc, PREC)
-            else:
-                acc -= _dot(a, x, PREC)
-        if CHAIN:
-            acc = -acc
+            acc -= _dot(a, x, PREC)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
         acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, tl.full([NB * C, NB * C], 1, tl.int1), CPLX, False),
-                   acc, PREC_INV)
+                   acc, PREC)
         if XW:
             _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB, EVEN)
         else:
@@ -800,10 +791,10 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
 
 
 def _sweep_prec(dot_sweep: bool, kb: int) -> str:
-    """The products' precision of a launch (the tl.dot sweep's: "tf32x3c" where chained)."""
+    """The products' precision of a launch (the tl.dot sweep's: "tf32x3s" where split by fastpath)."""
     if not dot_sweep or kb < TF32X3_MIN_KB or TF32X3_PREC != "tf32x3":
         return TF32X3_PREC if dot_sweep and kb >= TF32X3_MIN_KB else "ieee"
-    return "tf32x3c" if CHAIN_TF32 else "tf32x3"
+    return "tf32x3s" if OWN_TF32X3 else "tf32x3"
 
 
 #: The kernels take the batch and row terms of B's and X's offsets in int64, the column term
