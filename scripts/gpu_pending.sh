@@ -1111,13 +1111,14 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
 128)  # fifty-eighth session: the blocked sweep's tf32x3 products split by fastpath (triangular.OWN_TF32X3: no NaN
   # fixup, no zero accumulator's sum; offline sm_90 complex64 256 right-hand sides, with EVEN_TILES, the chunk loop
   # 808 -> 590 instructions (L pass), 196 -> 218 registers) against Triton's, EVEN_TILES off / on (127: 355 -> 336 us
-  # with the chained products); lu_solve of 64 x 256x256 twice alternated, the compiled lu tests, the bench's lu_solve
+  # with the chained products), HOIST_OFFSETS off / on (the U pass's chunk loop 660 -> 562); lu_solve of 64 x 256x256 twice alternated, the compiled lu tests, the bench's lu_solve
   # and solve_triangular rows (records)
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "solve or tf32" 2>&1 | tail -2 \
     | tee "$OUT/lu_tests.log"
   T=ops.linalg.triangular
   for round in 1 2; do
-    for v in "$T.OWN_TF32X3=False;$T.EVEN_TILES=False" "$T.OWN_TF32X3=False" ""; do
+    for v in "$T.OWN_TF32X3=False;$T.EVEN_TILES=False;$T.HOIST_OFFSETS=False" "$T.OWN_TF32X3=False;$T.HOIST_OFFSETS=False" \
+        "$T.HOIST_OFFSETS=False" ""; do
       echo "== ${v:-defaults}"; sets=(); IFS=';' read -ra kv <<< "$v"; for x in "${kv[@]}"; do sets+=(--set "$x"); done
       timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 64,256 "${sets[@]}" 2>&1 \
         | grep -v -i warn | grep "k="
