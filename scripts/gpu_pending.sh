@@ -1108,7 +1108,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
         | grep -v -i warn | grep "k="
     done
   done 2>&1 | tee "$OUT/sweep_chain.log" ;;
-128)  # fifty-eighth session: the blocked sweep's tf32x3 products split by fastpath (triangular.OWN_TF32X3: no NaN
+128)  # (run in the fifty-eighth session at b210b76: EVEN_TILES 366 -> 349 us, OWN_TF32X3 -> 332, HOIST_OFFSETS no
+  # change and gone) fifty-eighth session: the blocked sweep's tf32x3 products split by fastpath (triangular.OWN_TF32X3: no NaN
   # fixup, no zero accumulator's sum; offline sm_90 complex64 256 right-hand sides, with EVEN_TILES, the chunk loop
   # 808 -> 590 instructions (L pass), 196 -> 218 registers) against Triton's, EVEN_TILES off / on (127: 355 -> 336 us
   # with the chained products), HOIST_OFFSETS off / on (the U pass's chunk loop 660 -> 562); lu_solve of 64 x 256x256 twice alternated, the compiled lu tests, the bench's lu_solve
@@ -1127,5 +1128,17 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   timeout 150 python3 -m fastpath.bench linalg --only "lu_solve" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg "
   timeout 100 python3 -m fastpath.bench linalg --only "solve_triangular" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "linalg " ;;
+129)  # fifty-eighth session: the diagonal-block inverses with two of M's columns in flight (triangular.DIAG_AHEAD 1 -> 2;
+  # 45.0 of lu_solve's 332 us at 256 right-hand sides; offline sm_90 +2 registers, +5-7 instructions a step):
+  # kernel times, alternated twice; the compiled lu tests; the bench's lu_solve rows (records)
+  for round in 1 2; do for a in 1 2; do
+    echo "== DIAG_AHEAD=$a"
+    timeout 40 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 1,256 --profile \
+      --set ops.linalg.triangular.DIAG_AHEAD=$a 2>&1 | grep -v -i warn | grep "k=\|_kernel"
+  done; done 2>&1 | tee "$OUT/diag_ahead.log"
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "solve or tf32 or diag" 2>&1 \
+    | tail -1 | tee "$OUT/lu_tests.log"
+  timeout 100 python3 -m fastpath.bench linalg --only "lu_solve" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " ;;
 esac

@@ -91,10 +91,6 @@ OWN_TF32X3 = True
 #: The blocked sweep without masks where every row block, chunk and column tile is full (n a multiple
 #: of its NB, NB of its KC, k of its KB): no compares and no predicated loads.
 EVEN_TILES = True
-#: The blocked sweep's chunk offsets (M's tile, X's rows in place) computed once, a chunk moving them by
-#: a scalar (offline sm_90, complex64 256 right-hand sides: the U pass's chunk loop 653 -> 562
-#: instructions, the L pass's 590 -> 587; 218 -> 255 registers).
-HOIST_OFFSETS = True
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
 #: The blocked path's diagonal-block inverses by dtype: (M's columns read from memory at each
@@ -132,6 +128,8 @@ XW_MIN_KB = 32
 #: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
 DIAG_FEW_BLOCKS = 64
+#: Form 2's columns of M in flight: the next (1) or the next two (2).
+DIAG_AHEAD = 2
 DIAG_FEW_PLAN = {torch.float32: (False, 4, None, None)}
 
 
@@ -147,15 +145,7 @@ DIAG_FEW_PLAN = {torch.float32: (False, 4, None, None)}
 def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr):
     """The real embedding of the entries (rows[:, None], cols[None, :]) of a matrix (of its
     conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns."""
-    return _emb_at(ptr, rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), rp, cp, mask, CPLX,
-                   CONJ)
-
-
-@triton.jit
-def _emb_at(ptr, offs, rp, cp, mask, CPLX: tl.constexpr, CONJ: tl.constexpr):
-    """:func:`_emb_ld` at the offsets ``offs`` (rows times their stride, columns times theirs, and
-    the component pick ``rp != cp``)."""
-    a = tl.load(ptr + offs, mask=mask, other=0.0)
+    a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask, other=0.0)
     if CPLX:
         if CONJ:
             a = tl.where(rp[:, None] > cp[None, :], -a, a)
@@ -284,11 +274,11 @@ def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, UNIT: tl.constexpr, CONJ: 
 @triton.jit
 def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
                     NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
-                    CPLX: tl.constexpr):
+                    CPLX: tl.constexpr, AHEAD: tl.constexpr):
     """:func:`_inv_from_mem` with no layout change in a step: X (BB, NB, CB) keeps the layout of
     M's column (BB, NB, 1) (its rows across the lanes), X's row j is a gather (a lane's values
     broadcast, not a reduction), and the diagonal entry's reciprocal is taken when it is loaded,
-    a step ahead (a product on the chain, not a division per column)."""
+    AHEAD (1 or 2) steps ahead (a product on the chain, not a division per column)."""
     r3 = tl.arange(0, NB)[None, :, None]
     cc = c0 + tl.arange(0, CB)[None, None, :]
     xr = (r3 == cc).to(dtype) + tl.zeros([BB, NB, CB], dtype=dtype)
@@ -299,9 +289,15 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
     ok3 = mvalid[:, None, None]
     j, steps = _first_step(c0, CB, NB, LOWER)
     mr, mi, dr, di = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, UNIT, CONJ, CPLX)
-    for s in range(0, steps):
-        jn = _next_col(j, NB, LOWER)
+    jn = _next_col(j, NB, LOWER)
+    if AHEAD == 2:  # (the column after next in flight too)
         nr, ni, ndr, ndi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, UNIT, CONJ, CPLX)
+    for s in range(0, steps):
+        if AHEAD == 2:
+            jf = _next_col(jn, NB, LOWER)
+            fr, fi, fdr, fdi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jf < n), s_tr, s_tc, jf, r3, UNIT, CONJ, CPLX)
+        else:
+            nr, ni, ndr, ndi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, UNIT, CONJ, CPLX)
         jj = tl.zeros([BB, 1, CB], dtype=tl.int32) + j
         xjr = tl.gather(xr, jj, 1)  # row j of X: (BB, 1, CB)
         if CPLX:
@@ -322,17 +318,22 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
             xi = xr
         mr, mi, dr, di = nr, ni, ndr, ndi
         j = jn
+        if AHEAD == 2:
+            nr, ni, ndr, ndi = fr, fi, fdr, fdi
+            jn = jf
+        else:
+            jn = _next_col(j, NB, LOWER)
     return xr, xi
 
 
 @triton.jit
 def _inv_cols(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
               NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
-              CPLX: tl.constexpr, FORM: tl.constexpr):
+              CPLX: tl.constexpr, FORM: tl.constexpr, AHEAD: tl.constexpr):
     """:func:`_inv_one_layout` (FORM 2) or :func:`_inv_from_mem`."""
     if FORM == 2:
         xr, xi = _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
-                                 CONJ, CPLX)
+                                 CONJ, CPLX, AHEAD)
     else:
         xr, xi = _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
                                CONJ, CPLX)
@@ -343,7 +344,7 @@ def _inv_cols(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                      BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
                      CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr,
-                     CB: tl.constexpr):
+                     CB: tl.constexpr, AHEAD: tl.constexpr = 1):
     """Inverses of the (NB, NB) diagonal blocks of M (and of the opposite triangle with the
     opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
     (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity.
@@ -365,10 +366,10 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
         first = tl.program_id(1) < NB // CB  # (the L pass; else the opposite triangle's)
         if first:
             xr, xi = _inv_cols(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B, NB,
-                               CB, LOWER, UNIT, CONJ, CPLX, FROM_MEM)
+                               CB, LOWER, UNIT, CONJ, CPLX, FROM_MEM, AHEAD)
         else:
             xr, xi = _inv_cols(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B, NB,
-                               CB, not LOWER, not UNIT, CONJ, CPLX, FROM_MEM)
+                               CB, not LOWER, not UNIT, CONJ, CPLX, FROM_MEM, AHEAD)
         _st(inv_ptr + tl.where(first, 0, half), offs, xr, xi, valid[:, None, None], CPLX)
     else:
         eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
@@ -463,15 +464,14 @@ def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr, EV
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr, HOIST: tl.constexpr):
+           PREC: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
     Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
     Complex systems run as real ones of twice the size (:func:`_emb_ld`); XW (complex right-hand
     sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`). EVEN: n
-    a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks). HOIST:
-    the chunk tiles' offsets computed once (:data:`HOIST_OFFSETS`)."""
+    a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks)."""
     C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
@@ -480,9 +480,6 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     qp = q % C  # component of a column of M / a row of X
     cc = c0 + tl.arange(0, KB)
     cmask = _below(cc, k, EVEN)[None, :]
-    # a chunk's offsets in M and in X (XW, X's rows in place) less the chunk's own corner: one
-    # scalar a chunk moves them (no address arithmetic a tile's element)
-    a_offs = (r // C)[:, None] * s_tr + (q // C)[None, :] * s_tc + (rp[:, None] != qp[None, :])
     for s in range(0, nblk):
         i0, lo, hi = _block_span(s, nblk, n, NB, LOWER)
         rows = i0 + r // C
@@ -498,19 +495,11 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = _below(qc, hi, EVEN)
-            if HOIST:
-                a = _emb_at(t_ptr + (i0 * s_tr + k0 * s_tc), a_offs, rp, qp, rmask[:, None] & qmask[None, :], CPLX,
-                            CONJ)
-            else:
-                a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
+            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
             if XW:
                 cq = k0 + tl.arange(0, KC)
                 cqmask = _below(cq, hi, EVEN)
-                if DST_PERM or not HOIST:
-                    x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB, EVEN)
-                else:
-                    x = _xw_ld(dst + (tl.zeros([], tl.int64) + k0) * s_dr, tl.arange(0, KC), s_dr, c0, cqmask, k, KC,
-                               KB, EVEN)
+                x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB, EVEN)
             else:
                 drows = _mapped(perm, qc, qmask, DST_PERM)
                 x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
@@ -651,8 +640,7 @@ def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, 
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr,
-          HOIST: tl.constexpr):
+          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr):
     """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1) or :func:`_sweep`."""
     if FEW == 2:
         _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
@@ -662,7 +650,7 @@ def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, 
                    LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
     else:
         _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
-               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW, EVEN, HOIST)
+               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW, EVEN)
 
 
 @triton.jit
@@ -672,7 +660,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
                  FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False,
-                 EVEN: tl.constexpr = False, HOIST: tl.constexpr = False):
+                 EVEN: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -718,17 +706,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, HOIST)
+                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
                 _pass(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, HOIST)
+                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, HOIST)
+                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
                 _pass(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, HOIST)
+                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
         else:
             _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, HOIST)
+                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -801,7 +789,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         _DIAG_INV[(cdiv(total, ib), (2 if lu and from_mem else 1) * (nb_rows // cb))](
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
             BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=from_mem,
-            CB=cb, num_warps=diag_warps)
+            CB=cb, AHEAD=DIAG_AHEAD if from_mem == 2 else 1, num_warps=diag_warps)
     _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
@@ -809,7 +797,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=_sweep_prec(blocked and not few, kb),
         FEW=few_form, XW=xw, EVEN=bool(EVEN_TILES) and blocked and not few and n % nb_rows == 0
-        and nb_rows % kc == 0 and k % kb == 0, HOIST=bool(HOIST_OFFSETS) and blocked and not few,
+        and nb_rows % kc == 0 and k % kb == 0,
         # (form 1 only: form 2 reads either storage order one way, and a TRANS it ignores would compile twice)
         TRANS=few_form == 1 and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
