@@ -1083,7 +1083,7 @@ apply_knobs([kv for kv in '$p'.split(';') if kv])
 sys.argv = ['small_first_calls.py', '--ns', '16']
 runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep -v -i warn | grep solve
   done 2>&1 | tee "$OUT/solve_plans.log" ;;
-126)  # fifty-eighth session: issue 8's table on the GPU at hand (an H200 is the issue's): every linalg row,
+126)  # (waits: no H200 in the fifty-eighth session) fifty-eighth session: issue 8's table on the GPU at hand (an H200 is the issue's): every linalg row,
   # graphs too, with an empty Triton cache's compiles inside the 540 s (records); on an H100, 125 then 120
   if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
     timeout 560 python3 -m fastpath.bench linalg --graphs --json "$OUT/linalg_records.jsonl" 2>&1 | grep -v -i warn \
@@ -1129,7 +1129,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     | grep -v -i warn | grep "linalg "
   timeout 100 python3 -m fastpath.bench linalg --only "solve_triangular" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " ;;
-129)  # fifty-eighth session: the diagonal-block inverses with two of M's columns in flight (triangular.DIAG_AHEAD 1 -> 2;
+129)  # (run in the fifty-eighth session at 971af99: no change, 44-45 us either way; DIAG_AHEAD gone) fifty-eighth session: the diagonal-block inverses with two of M's columns in flight (triangular.DIAG_AHEAD 1 -> 2;
   # 45.0 of lu_solve's 332 us at 256 right-hand sides; offline sm_90 +2 registers, +5-7 instructions a step):
   # kernel times, alternated twice; the compiled lu tests; the bench's lu_solve rows (records)
   for round in 1 2; do for a in 1 2; do

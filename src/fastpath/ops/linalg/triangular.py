@@ -128,8 +128,6 @@ XW_MIN_KB = 32
 #: float32's column blocks were measured on 512 blocks (64 matrices) only; the host-blocked
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
 DIAG_FEW_BLOCKS = 64
-#: Form 2's columns of M in flight: the next (1) or the next two (2).
-DIAG_AHEAD = 2
 DIAG_FEW_PLAN = {torch.float32: (False, 4, None, None)}
 
 
@@ -274,11 +272,11 @@ def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, UNIT: tl.constexpr, CONJ: 
 @triton.jit
 def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
                     NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
-                    CPLX: tl.constexpr, AHEAD: tl.constexpr):
+                    CPLX: tl.constexpr):
     """:func:`_inv_from_mem` with no layout change in a step: X (BB, NB, CB) keeps the layout of
     M's column (BB, NB, 1) (its rows across the lanes), X's row j is a gather (a lane's values
     broadcast, not a reduction), and the diagonal entry's reciprocal is taken when it is loaded,
-    AHEAD (1 or 2) steps ahead (a product on the chain, not a division per column)."""
+    a step ahead (a product on the chain, not a division per column)."""
     r3 = tl.arange(0, NB)[None, :, None]
     cc = c0 + tl.arange(0, CB)[None, None, :]
     xr = (r3 == cc).to(dtype) + tl.zeros([BB, NB, CB], dtype=dtype)
@@ -289,15 +287,9 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
     ok3 = mvalid[:, None, None]
     j, steps = _first_step(c0, CB, NB, LOWER)
     mr, mi, dr, di = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, UNIT, CONJ, CPLX)
-    jn = _next_col(j, NB, LOWER)
-    if AHEAD == 2:  # (the column after next in flight too)
-        nr, ni, ndr, ndi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, UNIT, CONJ, CPLX)
     for s in range(0, steps):
-        if AHEAD == 2:
-            jf = _next_col(jn, NB, LOWER)
-            fr, fi, fdr, fdi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jf < n), s_tr, s_tc, jf, r3, UNIT, CONJ, CPLX)
-        else:
-            nr, ni, ndr, ndi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, UNIT, CONJ, CPLX)
+        jn = _next_col(j, NB, LOWER)
+        nr, ni, ndr, ndi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, UNIT, CONJ, CPLX)
         jj = tl.zeros([BB, 1, CB], dtype=tl.int32) + j
         xjr = tl.gather(xr, jj, 1)  # row j of X: (BB, 1, CB)
         if CPLX:
@@ -318,22 +310,17 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
             xi = xr
         mr, mi, dr, di = nr, ni, ndr, ndi
         j = jn
-        if AHEAD == 2:
-            nr, ni, ndr, ndi = fr, fi, fdr, fdi
-            jn = jf
-        else:
-            jn = _next_col(j, NB, LOWER)
     return xr, xi
 
 
 @triton.jit
 def _inv_cols(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
               NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
-              CPLX: tl.constexpr, FORM: tl.constexpr, AHEAD: tl.constexpr):
+              CPLX: tl.constexpr, FORM: tl.constexpr):
     """:func:`_inv_one_layout` (FORM 2) or :func:`_inv_from_mem`."""
     if FORM == 2:
         xr, xi = _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
-                                 CONJ, CPLX, AHEAD)
+                                 CONJ, CPLX)
     else:
         xr, xi = _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
                                CONJ, CPLX)
@@ -344,7 +331,7 @@ def _inv_cols(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                      BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
                      CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr,
-                     CB: tl.constexpr, AHEAD: tl.constexpr = 1):
+                     CB: tl.constexpr):
     """Inverses of the (NB, NB) diagonal blocks of M (and of the opposite triangle with the
     opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
     (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity.
@@ -366,10 +353,10 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
         first = tl.program_id(1) < NB // CB  # (the L pass; else the opposite triangle's)
         if first:
             xr, xi = _inv_cols(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B, NB,
-                               CB, LOWER, UNIT, CONJ, CPLX, FROM_MEM, AHEAD)
+                               CB, LOWER, UNIT, CONJ, CPLX, FROM_MEM)
         else:
             xr, xi = _inv_cols(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B, NB,
-                               CB, not LOWER, not UNIT, CONJ, CPLX, FROM_MEM, AHEAD)
+                               CB, not LOWER, not UNIT, CONJ, CPLX, FROM_MEM)
         _st(inv_ptr + tl.where(first, 0, half), offs, xr, xi, valid[:, None, None], CPLX)
     else:
         eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
@@ -789,7 +776,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         _DIAG_INV[(cdiv(total, ib), (2 if lu and from_mem else 1) * (nb_rows // cb))](
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
             BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=from_mem,
-            CB=cb, AHEAD=DIAG_AHEAD if from_mem == 2 else 1, num_warps=diag_warps)
+            CB=cb, num_warps=diag_warps)
     _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
