@@ -1141,4 +1141,9 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     | tail -1 | tee "$OUT/lu_tests.log"
   timeout 100 python3 -m fastpath.bench linalg --only "lu_solve" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " ;;
+130)  # fifty-eighth session: 125 at the defaults only (the solves' own 16x16 plans, never timed): first calls with an
+  # empty Triton cache and speed against torch, float32 and complex64 (the fifty-seventh session at the inverses'
+  # plans: compiles 29 s / 58 s, 2.80x / 1.61x torch)
+  TRITON_CACHE_DIR=$(mktemp -d) timeout 250 python3 scripts/small_first_calls.py --ns 16 2>&1 | grep -v -i warn \
+    | tee "$OUT/solve_plans.log" ;;
 esac
