@@ -365,7 +365,8 @@ SIDES = [(True, False), (True, True), (False, False), (False, True)]
     (70, 40, _F32, True, True), (70, 40, _F32, False, True),  # two row blocks, 32-column tiles (tf32x3)
     # full blocks, chunks and column tiles: the sweep without masks (triangular.EVEN_TILES)
     (64, 32, _C64, True, False), (64, 64, _C64, False, True), (128, 64, _F32, True, True),
-    (70, 32, _C64, True, False), (40, 64, _F32, True, False)])  # full column tiles, a partial row block
+    (70, 32, _C64, True, False), (40, 64, _F32, True, False),  # full column tiles, a partial row block
+    (40, 36, _F64, True, False), (40, 36, torch.complex128, False, True)])  # 32-column tiles, 64-bit: plain products
 def test_lu_solve(n, k, left, adjoint, dtype, device):
     A = _pivoted_well_conditioned(2, n, dtype, device)
     B = rand(2, n, k, dtype=dtype, device=device) if left else rand(2, k, n, dtype=dtype, device=device)

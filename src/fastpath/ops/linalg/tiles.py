@@ -234,14 +234,15 @@ def _dot(a, b, PREC: tl.constexpr):
     constexpr (the sm_90 compile fails where the interpreter runs). (The three products chained into
     a caller's accumulator lost accuracy: 3.8e-7 -> 5.9e-6 relative in a complex64 lu_solve on an
     H100, the tensor cores' accumulation truncating each partial sum at the accumulator's magnitude.)"""
-    if PREC == "tf32x3s":
-        ab = _tf32_round(a)
-        bb = _tf32_round(b)
-        p = tl.dot(a - ab, bb, input_precision="tf32")  # (the small terms first, as Triton's)
-        p = tl.dot(ab, b - bb, p, input_precision="tf32")
-        return tl.dot(ab, bb, p, input_precision="tf32")
-    elif a.dtype == tl.float32:
-        return tl.dot(a, b, input_precision=PREC)
+    if a.dtype == tl.float32:
+        if PREC == "tf32x3s":
+            ab = _tf32_round(a)
+            bb = _tf32_round(b)
+            p = tl.dot(a - ab, bb, input_precision="tf32")  # (the small terms first, as Triton's)
+            p = tl.dot(ab, b - bb, p, input_precision="tf32")
+            return tl.dot(ab, bb, p, input_precision="tf32")
+        else:
+            return tl.dot(a, b, input_precision=PREC)
     else:
         return tl.dot(a, b)
 
