@@ -791,10 +791,11 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
 
 
 def _sweep_prec(dot_sweep: bool, kb: int) -> str:
-    """The products' precision of a launch (the tl.dot sweep's: "tf32x3s" where split by fastpath)."""
-    if not dot_sweep or kb < TF32X3_MIN_KB or TF32X3_PREC != "tf32x3":
-        return TF32X3_PREC if dot_sweep and kb >= TF32X3_MIN_KB else "ieee"
-    return "tf32x3s" if OWN_TF32X3 else "tf32x3"
+    """The products' precision of a launch: exact below TF32X3_MIN_KB right-hand sides a program or
+    off the tl.dot sweep, else TF32X3_PREC ("tf32x3s" where fastpath splits the products)."""
+    if not dot_sweep or kb < TF32X3_MIN_KB:
+        return "ieee"
+    return "tf32x3s" if TF32X3_PREC == "tf32x3" and OWN_TF32X3 else TF32X3_PREC
 
 
 #: The kernels take the batch and row terms of B's and X's offsets in int64, the column term
