@@ -1001,7 +1001,9 @@ def lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, *, left: b
 
     Returns
     -------
-    X, contiguous, of the broadcast shape. A zero pivot in U gives inf/NaN, as in torch.
+    X, contiguous, of the broadcast shape. A zero pivot in U gives inf/NaN, as in torch; an
+    infinite entry in a system's LU or B gives NaN in that system's columns on the tf32x3 path
+    (where torch's may hold inf), the other systems unaffected.
 
     Paths: n <= 32 in registers (many matrices per program); n <= 1024 one matrix and up to
     64 right-hand sides per program, blocked (every step one tl.dot, complex systems as real
