@@ -1072,7 +1072,7 @@ print('batch $b pivots out of range: no fault, finite', bool(X.isfinite().all())
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_small.py 2>&1 | tail -2 | tee "$OUT/small_tests.log"
   timeout 150 python3 -m fastpath.bench linalg --only "inv " --graphs --json "$OUT/inv_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " ;;
-125)  # fifty-seventh session, for the next: the solves' own 16x16 plans (small.SOLVE_PLANS, 96185ab; not timed: no
+125)  # (its defaults run as 130 in the fifty-eighth session; the plans before, not rerun) fifty-seventh session, for the next: the solves' own 16x16 plans (small.SOLVE_PLANS, 96185ab; not timed: no
   # machine could be started; offline sm_90 a step per system 102.5 -> 98 instructions float32, 527 -> 411 complex64,
   # barriers 96 -> 0) against the inverses' plans and the plans before: first calls with an empty cache, speed
   for p in "" "ops.linalg.small.SOLVE_PLANS:16=(4, 1, 1)" "ops.linalg.small.SOLVE_PLANS:16=(8, 2, 2);ops.linalg.small.GROUP_LOOPS=False"; do
@@ -1141,7 +1141,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     | tail -1 | tee "$OUT/lu_tests.log"
   timeout 100 python3 -m fastpath.bench linalg --only "lu_solve" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " ;;
-130)  # fifty-eighth session: 125 at the defaults only (the solves' own 16x16 plans, never timed): first calls with an
+130)  # (run in the fifty-eighth session at e8a28d8: float32 7.6 s / 2.86x, complex64 14.4 s / 2.02x) fifty-eighth session: 125 at the defaults only (the solves' own 16x16 plans, never timed): first calls with an
   # empty Triton cache and speed against torch, float32 and complex64 (the fifty-seventh session at the inverses'
   # plans: compiles 29 s / 58 s, 2.80x / 1.61x torch)
   TRITON_CACHE_DIR=$(mktemp -d) timeout 250 python3 scripts/small_first_calls.py --ns 16 2>&1 | grep -v -i warn \
