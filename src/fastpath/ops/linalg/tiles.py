@@ -228,8 +228,9 @@ def _tf32_round(x):
 def _dot(a, b, PREC: tl.constexpr):
     """a @ b in the operands' dtype: float32 products as ``PREC`` ("ieee": exact float32 on
     the FMA units; "tf32x3": three TF32 tensor-core passes, float32-level accuracy; "tf32x3s": the
-    same three, split here: Triton's form adds a NaN fixup and a zero accumulator's sum, ~96
-    instructions a 64x64 tile, and its result is NaN rather than inf where an operand is infinite),
+    same three, split here: Triton's form adds a NaN fixup and a zero accumulator's sum, 96 compares,
+    32 selects and 32 adds a 64x64 tile on sm_90 (the lu_solve sweep's chunk step 808 -> 590
+    instructions offline); its result is NaN rather than inf where an operand is infinite),
     float64 as is. ``PREC`` has no default: Triton 3.6 does not turn a helper's default string into a
     constexpr (the sm_90 compile fails where the interpreter runs). (The three products chained into
     a caller's accumulator lost accuracy: 3.8e-7 -> 5.9e-6 relative in a complex64 lu_solve on an
