@@ -1146,4 +1146,14 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # plans: compiles 29 s / 58 s, 2.80x / 1.61x torch)
   TRITON_CACHE_DIR=$(mktemp -d) timeout 250 python3 scripts/small_first_calls.py --ns 16 2>&1 | grep -v -i warn \
     | tee "$OUT/solve_plans.log" ;;
+131)  # fifty-ninth session: batch_norm's grid-wide rows plan (2-D fp32 1.22x on the H200, target 1.3x): its phases
+  # timed apart (three launches, ROWS_PHASES) and L2 eviction policies (ROWS_EVICT: the reduce's loads kept, the
+  # normalise's loads and stores streamed), then the bench's batch_norm rows with ROWS_EVICT off / on, twice
+  timeout 170 python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 --phases --budget 160 2>&1 \
+    | grep -v -i warn | tee "$OUT/tune_bn.log"
+  for round in 1 2; do for v in False True; do
+    timeout 100 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs \
+      --set ops.batch_norm_kernel.ROWS_EVICT=$v 2>&1 | grep -v -i warn | grep "training " \
+      | sed "s/^/ROWS_EVICT=$v /" | tee -a "$OUT/bn_evict.log"
+  done; done ;;
 esac

@@ -41,14 +41,13 @@ _OFF = {"ROWS_CL": False, "ROWS_2D": False}
 CONFIGS = {
     "nchw_bf16": [{}, {"FUSED_NCHW": True}],
     # (the rows plan's loops through shared memory, ROWS_STAGES: thirty-seventh session)
-    "nhwc_bf16": [{}, {"ROWS_STAGES": 3}, {"ROWS_STAGES": 4}, {"ROWS_STAGES": 3, "ROWS_TILE": 4096},
-                  {"ROWS_STAGES": 5, "ROWS_TILE": 4096}, {"ROWS_STAGES": 4, "ROWS_TILE": 16384, "ROWS_WARPS": 16}],
+    "nhwc_bf16": [{}, {"ROWS_EVICT": True}, {"ROWS_PHASES": True}],
     "nchw_fp16": [{}, {"FUSED_NCHW": True}],
     # (the fused one-tile sweep of 4ed5985: 256x32 tiles of 4 warps best; two launches, 4ed5985-a238ac5: 93-156 us
     # against 85 for the fused one-tile plan; the rows plan's tiles, 48706b2: 8192 best of 2048-8192)
     # (forty-second session: warps of the rows plan's one program an SM, at its 16 KB tiles)
-    "2d_fp32": [{}, {"ROWS_WARPS": 16}, {"ROWS_WARPS": 16, "ROWS_STAGES": 6}, {"ROWS_WARPS": 4},
-                {"ROWS_WARPS": 16, "ROWS_TILE_BYTES": 32768, "ROWS_STAGES": 3}, {"ROWS_WARPS": 16, "ROWS_STAGES": 3}],
+    # (fifty-ninth session: L2 eviction policies, ROWS_EVICT; the phases as three launches, ROWS_PHASES)
+    "2d_fp32": [{}, {"ROWS_EVICT": True}, {"ROWS_PHASES": True}, {"ROWS_PHASES": True, "ROWS_EVICT": True}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).
@@ -157,17 +156,24 @@ def graph_us(call, flush, reps) -> float:
     return 1e3 * median_ms(graph.replay, reps, before=flush)
 
 
-def phases(call, flush) -> list:
-    """(kernel, us) of each launch of one call, from the profiler, cold L2."""
+def phases(call, flush, calls: int = 5) -> list:
+    """(kernel, us) of each launch of one call, from the profiler, cold L2: the median over
+    ``calls`` calls, each profiled alone."""
+    import statistics
+
     import torch
     from torch.profiler import ProfilerActivity, profile
-    flush()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        call()
+    runs = []
+    for _ in range(calls):
+        flush()
         torch.cuda.synchronize()
-    return [(e.name[:24], round(e.device_time, 1)) for e in prof.events()
-            if e.device_time > 0 and e.device_type.name == "CUDA"]
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
+            torch.cuda.synchronize()
+        runs.append([(e.name[:24], e.device_time) for e in prof.events()
+                     if e.device_time > 0 and e.device_type.name == "CUDA"])
+    n = min(len(r) for r in runs)
+    return [(runs[0][i][0], round(statistics.median(r[i][1] for r in runs), 1)) for i in range(n)]
 
 
 def sweep(name, reps, copy_gbps, flush, summary, budget, show_phases) -> None:

@@ -144,6 +144,13 @@ ROWS_COOP = True
 #: 8192x1024 82.7-83.1 -> 81.5-82.1 with 4 or 5 on 4096-element tiles (8192-element fp32 tiles
 #: 83.3-83.9: 255 registers, they spill from 3 on).
 ROWS_STAGES = 4
+#: The grid-wide plan's L2 eviction policies: the reduce's loads "evict_last" (the normalise
+#: reads them again), the normalise's loads and stores "evict_first" (their last use). (Not yet
+#: timed.)
+ROWS_EVICT = False
+#: The grid-wide plan as three launches (reduce, combine, normalise; no barriers), as in the
+#: interpreter: for timing its phases apart.
+ROWS_PHASES = False
 #: The plan only where its row tiles fill every multiprocessor at least this many times (few
 #: rows of many channels, e.g. a BatchNorm1d batch of 64, keep the plans above, parallel over
 #: channels; not measured, a guard against one program doing a whole small batch).
@@ -176,7 +183,7 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL")
+          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -458,8 +465,8 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
 
 @triton.jit
 def _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD: tl.constexpr,
-         TRAINING: tl.constexpr):
-    """Write one tile of y (forward) or dx (backward)."""
+         TRAINING: tl.constexpr, EVICT: tl.constexpr = ""):
+    """Write one tile of y (forward) or dx (backward), with the L2 eviction policy EVICT."""
     if BWD:
         gv = gr.to(tl.float32)
         if TRAINING:
@@ -469,7 +476,7 @@ def _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c
             y = scale[None, :] * gv
     else:
         y = ((xr.to(tl.float32) - pivot[None, :]) - shifted[None, :]) * scale[None, :] + shift[None, :]
-    tl.store(o_ptr + a[:, None] * soa + b[None, :] * sob, y.to(o_ptr.dtype.element_ty), mask=m)
+    tl.store(o_ptr + a[:, None] * soa + b[None, :] * sob, y.to(o_ptr.dtype.element_ty), mask=m, eviction_policy=EVICT)
 
 
 @triton.jit
@@ -697,8 +704,10 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
         tail = (p.LA, C, *(st[0] for st in p.strides), float(R), eps, momentum, R / max(R - 1, 1))
         kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps, STAGES=ROWS_STAGES,
                   **({"launch_cooperative_grid": True} if ROWS_COOP and cooperative_launch() else {}),
+                  **({"EV_RED": "evict_last", "EV_OUT": "evict_first"} if ROWS_EVICT else {}),
                   **{n: flags[n] for n in ("BWD", "HAS_W", "HAS_B", "UPDATE", "STORE_DW", "STORE_DB")})
-        return [(ROWS, (r.programs,), tail, dict(kw, PHASE=ph)) for ph in ((1, 2, 3) if INTERPRET else (0,))]
+        return [(ROWS, (r.programs,), tail, dict(kw, PHASE=ph))
+                for ph in ((1, 2, 3) if INTERPRET or ROWS_PHASES else (0,))]
     if fused:
         return [launch(p.fused, 0, True)]
     # reduce: the last chunk of each group to arrive combines, or a combine launch parallel over channels

@@ -62,6 +62,13 @@ def _rows(t, R, cmask, BR: tl.constexpr):
 
 
 @triton.jit
+def _tile(ptr, a, s, cols, m, EV: tl.constexpr):
+    """The tile of rows ``a`` (row stride ``s``), channels ``cols``, under mask ``m``, with the L2
+    eviction policy EV."""
+    return tl.load(ptr + a[:, None] * s + cols[None, :], mask=m, other=0.0, eviction_policy=EV)
+
+
+@triton.jit
 def _grid_barrier(cnt_ptr, P, SPIN: tl.constexpr):
     """Arrive (after every thread's stores) and wait for all ``P`` programs; False if it gave up."""
     tl.debug_barrier()
@@ -78,12 +85,15 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                     R, C, sx, sg, so, rf, eps, momentum, unbias, BR: tl.constexpr, BC: tl.constexpr,
                     CC: tl.constexpr, KB: tl.constexpr, BWD: tl.constexpr, PHASE: tl.constexpr,
                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_DW: tl.constexpr,
-                    STORE_DB: tl.constexpr, SPIN: tl.constexpr, STAGES: tl.constexpr = 0):
+                    STORE_DB: tl.constexpr, SPIN: tl.constexpr, STAGES: tl.constexpr = 0,
+                    EV_RED: tl.constexpr = "", EV_OUT: tl.constexpr = ""):
     """Pointers as ``_bn_kernel``'s (st: (4, C) mean, rstd, biased var, mean - pivot; ws: (2, C)
     backward sums then (3, C, P) partials; sync: three int32 counters). x, g, out: (R, C) with
     row strides sx, sg, so and contiguous channels. STAGES 0: each loop holds the next tile's
     loads in registers (two tiles in flight); >= 2: the loops are ``tl.range(..., num_stages=STAGES)``
-    (the compiler's copies through shared memory, STAGES - 1 tiles ahead)."""
+    (the compiler's copies through shared memory, STAGES - 1 tiles ahead). EV_RED: the reduce's
+    loads' L2 eviction policy ("evict_last": keep them for the normalise), EV_OUT: the normalise's
+    loads' and stores' ("evict_first": their last use); "" the default."""
     p = tl.program_id(0)
     P = tl.num_programs(0)
     fin_ptr = ws_ptr
@@ -100,27 +110,27 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
             pivot = tl.load(x_ptr + cols, mask=cmask, other=0.0).to(tl.float32)  # x[0, c]
             a, m = _rows(p, R, cmask, BR)
             if (not BWD) or STAGES == 0:  # the first tile (the pipelined backward loads its own)
-                xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                xn = _tile(x_ptr, a, sx, cols, m, EV_RED)
             if BWD:
                 rstd = tl.load(st_ptr + C + cols, mask=cmask, other=0.0)
                 shifted = tl.load(st_ptr + 3 * C + cols, mask=cmask, other=0.0)
                 acc1 = tl.zeros([BR, BC], dtype=tl.float32)
                 acc2 = tl.zeros([BR, BC], dtype=tl.float32)
                 if STAGES == 0:
-                    gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
+                    gn = _tile(g_ptr, a, sg, cols, m, EV_RED)
                     for i in range(0, nt):
                         xv = xn.to(tl.float32)
                         gv = gn.to(tl.float32)
                         a, m = _rows(p + (i + 1) * P, R, cmask, BR)  # the next tile's loads go out first
-                        xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
-                        gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
+                        xn = _tile(x_ptr, a, sx, cols, m, EV_RED)
+                        gn = _tile(g_ptr, a, sg, cols, m, EV_RED)
                         acc1 += gv
                         acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
                 else:
                     for i in tl.range(0, nt, num_stages=STAGES):
                         a, m = _rows(p + i * P, R, cmask, BR)
-                        xv = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0).to(tl.float32)
-                        gv = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0).to(tl.float32)
+                        xv = _tile(x_ptr, a, sx, cols, m, EV_RED).to(tl.float32)
+                        gv = _tile(g_ptr, a, sg, cols, m, EV_RED).to(tl.float32)
                         acc1 += gv
                         acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
                 pp = part_ptr + cols.to(tl.int64) * P + p
@@ -134,13 +144,13 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 acc2 = acc1 * acc1
                 if STAGES == 0:
                     a, m = _rows(p + P, R, cmask, BR)
-                    xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                    xn = _tile(x_ptr, a, sx, cols, m, EV_RED)
                     for i in range(1, nt):
                         mc = m
                         xv = xn.to(tl.float32)
                         cnt += tl.minimum(R - (p + i * P) * BR, BR)
                         a, m = _rows(p + (i + 1) * P, R, cmask, BR)
-                        xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                        xn = _tile(x_ptr, a, sx, cols, m, EV_RED)
                         e = tl.where(mc, (xv - pivot[None, :]) - sk[None, :], 0.0)
                         acc1 += e
                         acc2 += e * e
@@ -148,7 +158,7 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                     for i in tl.range(1, nt, num_stages=STAGES):
                         cnt += tl.minimum(R - (p + i * P) * BR, BR)
                         a, m = _rows(p + i * P, R, cmask, BR)
-                        xv = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0).to(tl.float32)
+                        xv = _tile(x_ptr, a, sx, cols, m, EV_RED).to(tl.float32)
                         e = tl.where(m, (xv - pivot[None, :]) - sk[None, :], 0.0)
                         acc1 += e
                         acc2 += e * e
@@ -202,29 +212,31 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 shift = tl.zeros([BC], dtype=tl.float32)
             if STAGES == 0:
                 a, m = _rows(p + (nt - 1) * P, R, cmask, BR)
-                xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                xn = _tile(x_ptr, a, sx, cols, m, EV_OUT)
                 gn = xn
                 if BWD:
-                    gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
+                    gn = _tile(g_ptr, a, sg, cols, m, EV_OUT)
                 for i in range(0, nt):
                     ac = a
                     mc = m
                     xv = xn
                     gv = gn
                     a, m = _rows(p + (nt - 2 - i) * P, R, cmask, BR)  # i = nt - 1: a negative tile, masked off
-                    xn = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                    xn = _tile(x_ptr, a, sx, cols, m, EV_OUT)
                     gn = xn
                     if BWD:
-                        gn = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
-                    _out(o_ptr, xv, gv, ac, cols, mc, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True)
+                        gn = _tile(g_ptr, a, sg, cols, m, EV_OUT)
+                    _out(o_ptr, xv, gv, ac, cols, mc, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True,
+                         EV_OUT)
             else:
                 for i in tl.range(0, nt, num_stages=STAGES):
                     a, m = _rows(p + (nt - 1 - i) * P, R, cmask, BR)
-                    xv = tl.load(x_ptr + a[:, None] * sx + cols[None, :], mask=m, other=0.0)
+                    xv = _tile(x_ptr, a, sx, cols, m, EV_OUT)
                     gv = xv
                     if BWD:
-                        gv = tl.load(g_ptr + a[:, None] * sg + cols[None, :], mask=m, other=0.0)
-                    _out(o_ptr, xv, gv, a, cols, m, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True)
+                        gv = _tile(g_ptr, a, sg, cols, m, EV_OUT)
+                    _out(o_ptr, xv, gv, a, cols, m, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True,
+                         EV_OUT)
 
     if PHASE == 0:  # the last program out returns the counters to zero for the next launch
         if tl.atomic_add(sync_ptr + 2, 1, sem="relaxed") == P - 1:
