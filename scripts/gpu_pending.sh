@@ -1146,8 +1146,9 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # plans: compiles 29 s / 58 s, 2.80x / 1.61x torch)
   TRITON_CACHE_DIR=$(mktemp -d) timeout 250 python3 scripts/small_first_calls.py --ns 16 2>&1 | grep -v -i warn \
     | tee "$OUT/solve_plans.log" ;;
-131)  # fifty-ninth session: batch_norm's grid-wide rows plan (2-D fp32 1.22x on the H200, target 1.3x): its phases
-  # timed apart (three launches, ROWS_PHASES) and L2 eviction policies (ROWS_EVICT: the reduce's loads kept, the
+131)  # (run in the fifty-ninth session at fb19ab3: the NCHW rows failed to compile, _out's default string;
+  # the phases in 132's comment, ROWS_EVICT -1.8 us on 2-D) fifty-ninth session: batch_norm's grid-wide rows plan
+  # (2-D fp32 1.22x on the H200, target 1.3x): its phases timed apart (three launches, ROWS_PHASES) and L2 eviction policies (ROWS_EVICT: the reduce's loads kept, the
   # normalise's loads and stores streamed), then the bench's batch_norm rows with ROWS_EVICT off / on, twice
   timeout 170 python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 --phases --budget 160 2>&1 \
     | grep -v -i warn | tee "$OUT/tune_bn.log"
@@ -1155,5 +1156,15 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     timeout 100 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs \
       --set ops.batch_norm_kernel.ROWS_EVICT=$v 2>&1 | grep -v -i warn | grep "training " \
       | sed "s/^/ROWS_EVICT=$v /" | tee -a "$OUT/bn_evict.log"
+  done; done ;;
+132)  # fifty-ninth session: 131's phases put the time in the reduce (2-D fp32 forward 18.1 us for 33.5 MB, ~1.85
+  # TB/s; backward 30.9 for 67 MB) and the barriers at ~0 (three launches 37.9 us, one 37.6): programs a
+  # multiprocessor (ROWS_PER_SM) with fewer warps each, then the bench's rows at PLAN against the defaults, twice
+  timeout 200 python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 --phases --budget 190 2>&1 \
+    | grep -v -i warn | tee "$OUT/tune_bn.log"
+  for round in 1 2; do for v in "" "${PLAN:-}"; do
+    timeout 100 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs \
+      $(for kv in $v; do echo "--set ops.batch_norm_kernel.$kv"; done) 2>&1 | grep -v -i warn | grep "training " \
+      | sed "s/^/plan ${v:-defaults} /" | tee -a "$OUT/bn_plan.log"
   done; done ;;
 esac

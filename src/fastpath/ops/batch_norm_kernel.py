@@ -135,6 +135,8 @@ ROWS_TILE = 64 if INTERPRET else 8192
 ROWS_TILE_BYTES = None if INTERPRET else 16384
 ROWS_MAX_BC = 8 if INTERPRET else 1024
 ROWS_WARPS = 8
+#: ... and programs a multiprocessor (all resident at once: the cooperative launch refuses more).
+ROWS_PER_SM = 1
 ROWS_COOP = True
 #: The grid-wide plan's loops: 0 holds the next tile in registers (the next tile's loads issued
 #: before the current one is used); >= 2 pipelines them through shared memory, STAGES - 1 tiles
@@ -183,7 +185,8 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES")
+          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES",
+          "ROWS_PER_SM")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -447,7 +450,7 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             scale = tl.where(seen == gen0, float("nan"), scale)  # never silently wrong values
         if STORE_OUT:
             if ONE:
-                _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
+                _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING, "")
             else:
                 for i in range(0, nt):
                     a, b, m, cnt = _coords(t0 + i * ts, g, LA, LB, BA, BB, NCHW)
@@ -460,13 +463,15 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
                     else:
                         xt = _ld(x_ptr, a, b, m, sxa, sxb)
                         gt = xt
-                    _out(o_ptr, xt, gt, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING)
+                    _out(o_ptr, xt, gt, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING,
+                         "")
 
 
 @triton.jit
 def _out(o_ptr, xr, gr, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD: tl.constexpr,
-         TRAINING: tl.constexpr, EVICT: tl.constexpr = ""):
-    """Write one tile of y (forward) or dx (backward), with the L2 eviction policy EVICT."""
+         TRAINING: tl.constexpr, EVICT: tl.constexpr):
+    """Write one tile of y (forward) or dx (backward), with the L2 eviction policy EVICT ("" the default;
+    no default value: Triton 3.6 does not make a helper's default string a constexpr)."""
     if BWD:
         gv = gr.to(tl.float32)
         if TRAINING:
@@ -655,7 +660,7 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
     rows = None
     if not nchw and (ROWS_2D if S == 1 else ROWS_CL):
         tile = ROWS_TILE if ROWS_TILE_BYTES is None else max(1, min(ROWS_TILE, ROWS_TILE_BYTES // itemsize))
-        rows = rows_grid(LA, C, sms, tile, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
+        rows = rows_grid(LA, C, sms * ROWS_PER_SM, tile, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
         if cdiv(LA, rows.br) < ROWS_MIN_FILL * sms:
             rows = None
     return _Plan(nchw, LA, LB, strides, fused, two, red, split, rows)
