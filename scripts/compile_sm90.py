@@ -90,7 +90,7 @@ def _record(self, grid, args, kwargs):
         else:
             raise TypeError(f"{fn.__name__}: argument {pname} of type {type(v).__name__}")
         key.append((sig[pname], repr(consts.get((i,))), (i,) in attrs))
-    opts = {k: kwargs[k] for k in ("num_warps", "num_stages") if k in kwargs}
+    opts = {k: kwargs[k] for k in ("num_warps", "num_stages", "maxnreg") if k in kwargs}
     name = f"{fn.__module__}.{fn.__name__}"
     _SEEN.setdefault((name, tuple(key), tuple(opts.items())), (name, sig, consts, attrs, opts))
     if RUN_KERNELS:

@@ -1167,4 +1167,20 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
       $(for kv in $v; do echo "--set ops.batch_norm_kernel.$kv"; done) 2>&1 | grep -v -i warn | grep "training " \
       | sed "s/^/plan ${v:-defaults} /" | tee -a "$OUT/bn_plan.log"
   done; done ;;
+133)  # fifty-ninth session: complex64 lu_solve's blocked sweep at 32 right-hand sides a program with its registers
+  # capped at 128 (triangular.BLOCKED_MAXNREG; offline sm_90 156 -> 128 registers, no spills): four programs a
+  # multiprocessor, 512 programs in one wave (uncapped: three, two waves; 64 a program: 218 registers, two, 256
+  # programs); lu_solve of 64 x 256x256, 64-256 right-hand sides, twice alternated, then the kernel times
+  T=ops.linalg.triangular
+  for round in 1 2; do
+    for v in "" "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4);$T.BLOCKED_MAXNREG:complex64={32: 128}" \
+        "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4)"; do
+      echo "== ${v:-defaults}"; sets=(); IFS=';' read -ra kv <<< "$v"; for x in "${kv[@]}"; do sets+=(--set "$x"); done
+      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128,256 "${sets[@]}" 2>&1 \
+        | grep -v -i warn | grep "k="
+    done
+  done 2>&1 | tee "$OUT/sweep_cap.log"
+  timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
+    --set "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4)" --set "$T.BLOCKED_MAXNREG:complex64={32: 128}" 2>&1 \
+    | grep -v -i warn | tee "$OUT/sweep_cap_profile.log" ;;
 esac

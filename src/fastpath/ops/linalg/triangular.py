@@ -91,6 +91,9 @@ OWN_TF32X3 = True
 #: The blocked sweep without masks where every row block, chunk and column tile is full (n a multiple
 #: of its NB, NB of its KC, k of its KB): no compares and no predicated loads.
 EVEN_TILES = True
+#: The blocked sweep's register cap by dtype, then right-hand sides a program, where one is set: more
+#: programs a multiprocessor at a time (65536 registers / (warps x 32 x cap)).
+BLOCKED_MAXNREG = {}
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
 #: The blocked path's diagonal-block inverses by dtype: (M's columns read from memory at each
@@ -787,7 +790,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         and nb_rows % kc == 0 and k % kb == 0,
         # (form 1 only: form 2 reads either storage order one way, and a TRANS it ignores would compile twice)
         TRANS=few_form == 1 and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
-        num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
+        num_warps=warps, **({"num_stages": STAGES} if blocked else {}),
+        **({"maxnreg": cap} if blocked and (cap := BLOCKED_MAXNREG.get(T3.dtype, {}).get(kb)) else {}))
 
 
 def _sweep_prec(dot_sweep: bool, kb: int) -> str:
