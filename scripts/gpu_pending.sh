@@ -1157,7 +1157,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
       --set ops.batch_norm_kernel.ROWS_EVICT=$v 2>&1 | grep -v -i warn | grep "training " \
       | sed "s/^/ROWS_EVICT=$v /" | tee -a "$OUT/bn_evict.log"
   done; done ;;
-132)  # fifty-ninth session: 131's phases put the time in the reduce (2-D fp32 forward 18.1 us for 33.5 MB, ~1.85
+132)  # (run in the fifty-ninth session at 51b883f with PLAN="ROWS_PER_SM=2 ROWS_WARPS=4 ROWS_EVICT=True": 2-D
+  # 103.6 -> 110.3 us, slower; ROWS_PER_SM is gone) fifty-ninth session: 131's phases put the time in the reduce (2-D fp32 forward 18.1 us for 33.5 MB, ~1.85
   # TB/s; backward 30.9 for 67 MB) and the barriers at ~0 (three launches 37.9 us, one 37.6): programs a
   # multiprocessor (ROWS_PER_SM) with fewer warps each, then the bench's rows at PLAN against the defaults, twice
   timeout 200 python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 --phases --budget 190 2>&1 \
@@ -1183,4 +1184,9 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
     --set "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4)" --set "$T.BLOCKED_MAXNREG:complex64={32: 128}" 2>&1 \
     | grep -v -i warn | tee "$OUT/sweep_cap_profile.log" ;;
+134)  # fifty-ninth session: the floor of batch_norm 2-D's reduce phases (a bare cold read of 33.5 / 67 MB, as
+  # x alone and x with g), then the training bench's records (ROWS_EVICT on)
+  timeout 120 python3 scripts/read_bandwidth.py 32 64 2>&1 | grep -v -i warn | tee "$OUT/read_bw.log"
+  timeout 400 python3 -m fastpath.bench training --graphs --json "$OUT/training_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
 esac

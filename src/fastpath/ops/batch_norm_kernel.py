@@ -135,8 +135,6 @@ ROWS_TILE = 64 if INTERPRET else 8192
 ROWS_TILE_BYTES = None if INTERPRET else 16384
 ROWS_MAX_BC = 8 if INTERPRET else 1024
 ROWS_WARPS = 8
-#: ... and programs a multiprocessor (all resident at once: the cooperative launch refuses more).
-ROWS_PER_SM = 1
 ROWS_COOP = True
 #: The grid-wide plan's loops: 0 holds the next tile in registers (the next tile's loads issued
 #: before the current one is used); >= 2 pipelines them through shared memory, STAGES - 1 tiles
@@ -147,11 +145,15 @@ ROWS_COOP = True
 #: 83.3-83.9: 255 registers, they spill from 3 on).
 ROWS_STAGES = 4
 #: The grid-wide plan's L2 eviction policies: the reduce's loads "evict_last" (the normalise
-#: reads them again), the normalise's loads and stores "evict_first" (their last use). (Not yet
-#: timed.)
-ROWS_EVICT = False
+#: reads them again), the normalise's loads and stores "evict_first" (their last use). H100, bench
+#: graph rows, two rounds (fifty-ninth session): 2-D fp32 103.0 / 102.9 -> 101.5 / 100.8 us, NHWC
+#: bf16 156.3 / 156.7 -> 155.3 / 155.3. (Two programs a multiprocessor of 4 warps, all resident:
+#: 2-D 103.6 -> 110.3; the reduce phases are at this GPU's cold-read floor, not short of loads in
+#: flight: forward 18.1 us for 33.5 MB, as a bare read of that size.)
+ROWS_EVICT = True
 #: The grid-wide plan as three launches (reduce, combine, normalise; no barriers), as in the
-#: interpreter: for timing its phases apart.
+#: interpreter: for timing its phases apart (H100, 2-D fp32: 18.1 + 3.9 + 15.9 us forward against
+#: 37.6 in one launch; the barriers cost next to nothing).
 ROWS_PHASES = False
 #: The plan only where its row tiles fill every multiprocessor at least this many times (few
 #: rows of many channels, e.g. a BatchNorm1d batch of 64, keep the plans above, parallel over
@@ -185,8 +187,7 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES",
-          "ROWS_PER_SM")
+          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -660,7 +661,7 @@ def _make_plan(N: int, C: int, S: int, strides: tuple, itemsize: int, device: to
     rows = None
     if not nchw and (ROWS_2D if S == 1 else ROWS_CL):
         tile = ROWS_TILE if ROWS_TILE_BYTES is None else max(1, min(ROWS_TILE, ROWS_TILE_BYTES // itemsize))
-        rows = rows_grid(LA, C, sms * ROWS_PER_SM, tile, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
+        rows = rows_grid(LA, C, sms, tile, ROWS_MAX_BC, ROWS_WARPS, COMBINE_ELEMS)
         if cdiv(LA, rows.br) < ROWS_MIN_FILL * sms:
             rows = None
     return _Plan(nchw, LA, LB, strides, fused, two, red, split, rows)

@@ -44,12 +44,12 @@ class RowsGrid(NamedTuple):
     programs: int
 
 
-def rows_grid(R: int, C: int, progs: int, tile: int, max_bc: int, warps: int, combine_elems: int) -> RowsGrid:
+def rows_grid(R: int, C: int, sms: int, tile: int, max_bc: int, warps: int, combine_elems: int) -> RowsGrid:
     """The launch shape for ``R`` rows of ``C`` channels: tiles of ``tile`` elements with at most
-    ``max_bc`` channels, at most ``progs`` programs (each at least one tile)."""
+    ``max_bc`` channels, at most ``sms`` programs (each at least one tile)."""
     bc = min(next_pow2(C), max_bc)
     br = max(1, min(tile // bc, next_pow2(R)))
-    P = max(1, min(progs, cdiv(R, br)))
+    P = max(1, min(sms, cdiv(R, br)))
     cc = next_pow2(cdiv(C, P))
     return RowsGrid(br, bc, cc, max(1, min(next_pow2(P), combine_elems // cc)), warps, P)
 
