@@ -1173,7 +1173,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # multiprocessor, 512 programs in one wave (uncapped: three, two waves; 64 a program: 218 registers, two, 256
   # programs); lu_solve of 64 x 256x256, 64-256 right-hand sides, twice alternated, then the kernel times
   T=ops.linalg.triangular
-  for round in 1 2; do
+  for round in $(seq "${ROUNDS:-2}"); do
     for v in "" "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4);$T.BLOCKED_MAXNREG:complex64={32: 128}" \
         "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4)"; do
       echo "== ${v:-defaults}"; sets=(); IFS=';' read -ra kv <<< "$v"; for x in "${kv[@]}"; do sets+=(--set "$x"); done
@@ -1185,8 +1185,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     --set "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4)" --set "$T.BLOCKED_MAXNREG:complex64={32: 128}" 2>&1 \
     | grep -v -i warn | tee "$OUT/sweep_cap_profile.log" ;;
 134)  # fifty-ninth session: the floor of batch_norm 2-D's reduce phases (a bare cold read of 33.5 / 67 MB, as
-  # x alone and x with g), then the training bench's records (ROWS_EVICT on)
+  # x alone and x with g), then the training bench's records (ROWS_EVICT on; ONLY: the cases named so)
   timeout 120 python3 scripts/read_bandwidth.py 32 64 2>&1 | grep -v -i warn | tee "$OUT/read_bw.log"
-  timeout 400 python3 -m fastpath.bench training --graphs --json "$OUT/training_records.jsonl" 2>&1 \
+  timeout 400 python3 -m fastpath.bench training --only "${ONLY:-}" --graphs --json "$OUT/training_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
 esac
