@@ -1189,4 +1189,20 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   timeout 120 python3 scripts/read_bandwidth.py 32 64 2>&1 | grep -v -i warn | tee "$OUT/read_bw.log"
   timeout 400 python3 -m fastpath.bench training --only "${ONLY:-}" --graphs --json "$OUT/training_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
+135)  # fifty-ninth session: 133 as the default on trial (complex64's blocked sweep at 32 right-hand sides a program,
+  # registers capped at 128: four programs a multiprocessor): against the plan before, twice alternated; the kernel
+  # times; the bench's lu_solve rows (records); then 134 with ONLY
+  T=ops.linalg.triangular
+  for round in 1 2; do
+    for v in "" "$T.BLOCKED_PLAN:complex64=(32, 32, 64, 4)"; do
+      echo "== ${v:-defaults}"; sets=(); IFS=';' read -ra kv <<< "$v"; for x in "${kv[@]}"; do sets+=(--set "$x"); done
+      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128,256 "${sets[@]}" 2>&1 \
+        | grep -v -i warn | grep "k="
+    done
+  done 2>&1 | tee "$OUT/sweep_cap.log"
+  timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile 2>&1 | grep -v -i warn \
+    | tee "$OUT/sweep_cap_profile.log"
+  timeout 150 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "linalg " | tee "$OUT/lu_table.log"
+  bash "$0" 134 ;;
 esac

@@ -51,7 +51,7 @@ HOST_BLOCK_N = 1024
 #: blocks; KC rows of the solved part a tl.dot; KB right-hand sides a program at most; warps).
 #: KB halves (down to 16) while it is at least twice k or the grid would have fewer programs than
 #: BLOCKED_FILL of the GPU's SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
-BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
+BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 32, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
 #: ... the fraction of the GPU's SMs below which a call's programs halve KB (the rule above), by dtype
 #: (1 where absent). H100, lu_solve of 64 x 256x256 (scripts/lu_solve_rhs.py, fifty-fifth session),
@@ -93,7 +93,7 @@ OWN_TF32X3 = True
 EVEN_TILES = True
 #: The blocked sweep's register cap by dtype, then right-hand sides a program, where one is set: more
 #: programs a multiprocessor at a time (65536 registers / (warps x 32 x cap)).
-BLOCKED_MAXNREG = {}
+BLOCKED_MAXNREG = {torch.complex64: {32: 128}}  # (on trial: gpu_pending.sh 135)
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
 #: The blocked path's diagonal-block inverses by dtype: (M's columns read from memory at each
