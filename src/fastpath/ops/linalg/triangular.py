@@ -51,7 +51,10 @@ HOST_BLOCK_N = 1024
 #: blocks; KC rows of the solved part a tl.dot; KB right-hand sides a program at most; warps).
 #: KB halves (down to 16) while it is at least twice k or the grid would have fewer programs than
 #: BLOCKED_FILL of the GPU's SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
-BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 32, 4),
+#: (complex64 at 32 right-hand sides a program with registers capped at 128 (``maxnreg``), four programs an SM
+#: instead of two: H100, lu_solve of 64 x 256x256 with 256 right-hand sides 330 -> 414 us, the sweep 286 -> 366:
+#: the sweep's time follows its instructions an SM (each program repeats the matrix side), fifty-ninth session.)
+BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
 #: ... the fraction of the GPU's SMs below which a call's programs halve KB (the rule above), by dtype
 #: (1 where absent). H100, lu_solve of 64 x 256x256 (scripts/lu_solve_rhs.py, fifty-fifth session),
@@ -91,9 +94,6 @@ OWN_TF32X3 = True
 #: The blocked sweep without masks where every row block, chunk and column tile is full (n a multiple
 #: of its NB, NB of its KC, k of its KB): no compares and no predicated loads.
 EVEN_TILES = True
-#: The blocked sweep's register cap by dtype, then right-hand sides a program, where one is set: more
-#: programs a multiprocessor at a time (65536 registers / (warps x 32 x cap)).
-BLOCKED_MAXNREG = {torch.complex64: {32: 128}}  # (on trial: gpu_pending.sh 135)
 #: Real components of matrix plus right-hand side per program (register budget of one block).
 TILE_ELEMS = 8192 if INTERPRET else 4096
 #: The blocked path's diagonal-block inverses by dtype: (M's columns read from memory at each
@@ -790,8 +790,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         and nb_rows % kc == 0 and k % kb == 0,
         # (form 1 only: form 2 reads either storage order one way, and a TRANS it ignores would compile twice)
         TRANS=few_form == 1 and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
-        num_warps=warps, **({"num_stages": STAGES} if blocked else {}),
-        **({"maxnreg": cap} if blocked and (cap := BLOCKED_MAXNREG.get(T3.dtype, {}).get(kb)) else {}))
+        num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
 
 
 def _sweep_prec(dot_sweep: bool, kb: int) -> str:
