@@ -52,7 +52,7 @@ HOST_BLOCK_N = 1024
 #: KB halves (down to 16) while it is at least twice k or the grid would have fewer programs than
 #: BLOCKED_FILL of the GPU's SMs. (float64 / complex128 plans: compiled without spills offline, not timed.)
 #: (complex64 at 32 right-hand sides a program with registers capped at 128 (``maxnreg``), four programs an SM
-#: instead of two: H100, lu_solve of 64 x 256x256 with 256 right-hand sides 330 -> 414 us, the sweep 286 -> 366:
+#: instead of two: H100, lu_solve of 64 x 256x256 with 256 right-hand sides 330 -> 414 us, the sweep 285-288 -> 366:
 #: the sweep's time follows its instructions an SM (each program repeats the matrix side), fifty-ninth session.)
 BLOCKED_PLAN = {torch.float32: (64, 64, 64, 4), torch.complex64: (32, 32, 64, 4),
                 torch.float64: (32, 32, 32, 4), torch.complex128: (16, 16, 32, 4)}
