@@ -449,7 +449,13 @@ def case_batch_norm():
     xt = x.detach().clone().requires_grad_()
     yt = F.batch_norm(xt, None, None, w.detach().to(d), b.detach().to(d), training=True)
     tgx, = torch.autograd.grad(yt, xt, g.to(d))
-    ok = (rel(y, ref) <= tol and rel(gx, rgx) <= 10 * rel(tgx, rgx) + tol and rel(rm, rm2) <= 1e-4
+    # dx against its scale |w| rstd |g| (two values a channel: dx is ~0 by cancellation, eps's share, so a
+    # relative error of dx itself measures float32 rounding; torch's is as large, seed 81's (2, 1, 1, 1))
+    dims = [0] + list(range(2, len(shape)))
+    rstd = (x64.detach().var(dim=dims, unbiased=False) + 1e-5).rsqrt()
+    scale = (w64.detach().abs() * rstd).max() * g.double().abs().max() * x.numel() ** 0.5
+    err, terr = (gx.double() - rgx).norm(), (tgx.double() - rgx).norm()
+    ok = (rel(y, ref) <= tol and err <= 10 * terr + tol * scale and rel(rm, rm2) <= 1e-4
           and rel(rv, rv2) <= 1e-4)
     return ok, (d, shape, x.is_contiguous())
 
