@@ -126,7 +126,9 @@ SPREAD = True
 #: H200 (bench, graphs, docs/perf-notes.md): 8192x1024 fp32 85.8 -> 82.7 us (tiles of 8192),
 #: 32x256x56x56 bf16 channels-last 145.8 -> 136.1 us; tiles of 4096: 89.3 / 159.3, 2048:
 #: 107.0 / 226.8, 4 warps: 92.0 / 167.5 (and spills at 8192). Two programs a multiprocessor
-#: do not fit (the cooperative launch refuses them, tiles of 8192 and 4096).
+#: of 8 warps do not fit (the cooperative launch refuses them, tiles of 8192 and 4096); two of 4
+#: warps do and were slower (H100, fifty-ninth session: 2-D 103.6 -> 110.3 us, the reduce phases
+#: being at the cold-read floor, not short of loads in flight).
 ROWS_2D = True
 ROWS_CL = True
 ROWS_TILE = 64 if INTERPRET else 8192
@@ -147,9 +149,8 @@ ROWS_STAGES = 4
 #: The grid-wide plan's L2 eviction policies: the reduce's loads "evict_last" (the normalise
 #: reads them again), the normalise's loads and stores "evict_first" (their last use). H100, bench
 #: graph rows, two rounds (fifty-ninth session): 2-D fp32 103.0 / 102.9 -> 101.5 / 100.8 us, NHWC
-#: bf16 156.3 / 156.7 -> 155.3 / 155.3. (Two programs a multiprocessor of 4 warps, all resident:
-#: 2-D 103.6 -> 110.3; the reduce phases are at this GPU's cold-read floor, not short of loads in
-#: flight: forward 18.1 us for 33.5 MB, as a bare read of that size.)
+#: bf16 156.3 / 156.7 -> 155.3 / 155.3. (The 2-D forward reduce reads 33.5 MB in 18.1 us, as a
+#: bare cold read of that size: scripts/read_bandwidth.py 32, 18.6 us.)
 ROWS_EVICT = True
 #: The grid-wide plan as three launches (reduce, combine, normalise; no barriers), as in the
 #: interpreter: for timing its phases apart (H100, 2-D fp32: 18.1 + 3.9 + 15.9 us forward against
