@@ -1168,7 +1168,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
       $(for kv in $v; do echo "--set ops.batch_norm_kernel.$kv"; done) 2>&1 | grep -v -i warn | grep "training " \
       | sed "s/^/plan ${v:-defaults} /" | tee -a "$OUT/bn_plan.log"
   done; done ;;
-133)  # fifty-ninth session: complex64 lu_solve's blocked sweep at 32 right-hand sides a program with its registers
+133)  # (its plan run as 135 in the fifty-ninth session; BLOCKED_MAXNREG is gone) fifty-ninth session: complex64 lu_solve's blocked sweep at 32 right-hand sides a program with its registers
   # capped at 128 (triangular.BLOCKED_MAXNREG; offline sm_90 156 -> 128 registers, no spills): four programs a
   # multiprocessor, 512 programs in one wave (uncapped: three, two waves; 64 a program: 218 registers, two, 256
   # programs); lu_solve of 64 x 256x256, 64-256 right-hand sides, twice alternated, then the kernel times
@@ -1184,12 +1184,12 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
     --set "$T.BLOCKED_PLAN:complex64=(32, 32, 32, 4)" --set "$T.BLOCKED_MAXNREG:complex64={32: 128}" 2>&1 \
     | grep -v -i warn | tee "$OUT/sweep_cap_profile.log" ;;
-134)  # fifty-ninth session: the floor of batch_norm 2-D's reduce phases (a bare cold read of 33.5 / 67 MB, as
+134)  # (run in the fifty-ninth session at 0b683fc, ONLY=batch_norm: 32 MiB 18.6 us, 64 MiB 32.7 us) fifty-ninth session: the floor of batch_norm 2-D's reduce phases (a bare cold read of 33.5 / 67 MB, as
   # x alone and x with g), then the training bench's records (ROWS_EVICT on; ONLY: the cases named so)
   timeout 120 python3 scripts/read_bandwidth.py 32 64 2>&1 | grep -v -i warn | tee "$OUT/read_bw.log"
   timeout 400 python3 -m fastpath.bench training --only "${ONLY:-}" --graphs --json "$OUT/training_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
-135)  # fifty-ninth session: 133 as the default on trial (complex64's blocked sweep at 32 right-hand sides a program,
+135)  # (run in the fifty-ninth session at 0b683fc: 256 right-hand sides 330 -> 414 us, slower; reverted) fifty-ninth session: 133 as the default on trial (complex64's blocked sweep at 32 right-hand sides a program,
   # registers capped at 128: four programs a multiprocessor): against the plan before, twice alternated; the kernel
   # times; the bench's lu_solve rows (records); then 134 with ONLY
   T=ops.linalg.triangular
