@@ -1205,4 +1205,18 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   timeout 150 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " | tee "$OUT/lu_table.log"
   bash "$0" 134 ;;
+136)  # fifty-ninth session, for the next: complex64 lu_solve's word-tile sweep with its products transposed
+  # (triangular.XW_TRANS, off: X^T M^T, M's tiles the MMA operand read from shared memory; offline sm_90 a chunk
+  # step 590 -> 477 instructions, shared-memory loads 64 -> 8, a block's end 762 -> 964, 218 -> 255 registers):
+  # the compiled word-tile tests, then 64 x 256x256 at 64-256 right-hand sides off / on, twice alternated, the
+  # kernel times at on
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "word_tiles or tf32" 2>&1 \
+    | tail -2 | tee "$OUT/lu_tests.log"
+  for round in 1 2; do for v in False True; do
+    echo "== XW_TRANS=$v"
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 64,128,256 \
+      --set "ops.linalg.triangular.XW_TRANS=$v" 2>&1 | grep -v -i warn | grep "k="
+  done; done 2>&1 | tee "$OUT/xw_trans.log"
+  timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
+    --set "ops.linalg.triangular.XW_TRANS=True" 2>&1 | grep -v -i warn | tee "$OUT/xw_trans_profile.log" ;;
 esac

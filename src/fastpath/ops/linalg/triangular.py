@@ -124,6 +124,12 @@ DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
 #: (32 a program) 328.7 / 326.6 -> 275.1 / 276.6; 64 (16 a program) 475.3 / 470.6 -> 461.5 / 462.1.
 XW_LOADS = True
 XW_MIN_KB = 32
+#: ... and those sweeps' products transposed (X^T M^T: M's tiles become the tensor cores' operand read from
+#: shared memory, X's the one in registers). Offline sm_90 (scripts/compile_sm90.py, COMPILE_LOOPS=_trsm),
+#: complex64 lu_solve of 64 x 256x256 with 256 right-hand sides: a chunk step 590 -> 477 instructions (L
+#: pass; U 653 -> 524; shared-memory loads 64 -> 8), a block's end 762 -> 964, 218 -> 255 registers (two
+#: programs an SM still), ~8% fewer instructions a pass. Not yet timed on a GPU (gpu_pending.sh 136): off.
+XW_TRANS = False
 #: (A row-major complex M's chunks as runs of words too, each entry's 2 x 2 block built in registers, was
 #: slower and is gone: H100, 256 right-hand sides 454 / 456 -> 586 / 591 us; 64: 279 / 281 -> 331 / 333
 #: (gpu_pending.sh 109, fifty-sixth session).)
@@ -143,15 +149,29 @@ DIAG_FEW_PLAN = {torch.float32: (False, 4, None, None)}
 # plain loads).
 
 @triton.jit
-def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr):
+def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, rmask, cmask, CPLX: tl.constexpr, CONJ: tl.constexpr,
+            T: tl.constexpr):
     """The real embedding of the entries (rows[:, None], cols[None, :]) of a matrix (of its
-    conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns."""
-    a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask, other=0.0)
+    conjugate if CONJ), under ``rmask`` / ``cmask``; ``rp`` / ``cp`` the components of the tile's
+    rows / columns. T: its transpose, (cols, rows)."""
+    if T:
+        ri = rows[None, :]
+        rc = rp[None, :]
+        ci = cols[:, None]
+        cc = cp[:, None]
+        m = rmask[None, :] & cmask[:, None]
+    else:
+        ri = rows[:, None]
+        rc = rp[:, None]
+        ci = cols[None, :]
+        cc = cp[None, :]
+        m = rmask[:, None] & cmask[None, :]
+    a = tl.load(ptr + ri * s_r + ci * s_c + (rc != cc), mask=m, other=0.0)
     if CPLX:
         if CONJ:
-            a = tl.where(rp[:, None] > cp[None, :], -a, a)
+            a = tl.where(rc > cc, -a, a)
         else:
-            a = tl.where(rp[:, None] < cp[None, :], -a, a)
+            a = tl.where(rc < cc, -a, a)
     return a
 
 
@@ -433,20 +453,26 @@ def _xw_offs(rows, s_r, c0, rmask, k, K: tl.constexpr, EVEN: tl.constexpr):
 
 
 @triton.jit
-def _xw_ld(ptr, rows, s_r, c0, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr):
+def _xw_ld(ptr, rows, s_r, c0, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr, T: tl.constexpr):
     """Those rows as the real embedding's (2R, K) tile (row 2i: the real parts of rows[i], 2i + 1:
-    the imaginary), loaded as runs of words: the (re, im) tile's strided loads are laid a warp down
-    the rows, a 32-byte sector for 8 bytes (TTGIR of ``_trsm_kernel``)."""
+    the imaginary; T: its transpose, (K, 2R)), loaded as runs of words: the (re, im) tile's strided
+    loads are laid a warp down the rows, a 32-byte sector for 8 bytes (TTGIR of ``_trsm_kernel``)."""
     offs, m = _xw_offs(rows, s_r, c0, rmask, k, K, EVEN)
     x = tl.reshape(tl.load(ptr + offs, mask=m, other=0.0), (R, K, 2))
-    return tl.reshape(tl.permute(x, (0, 2, 1)), (2 * R, K))
+    if T:
+        return tl.reshape(tl.permute(x, (1, 0, 2)), (K, 2 * R))
+    else:
+        return tl.reshape(tl.permute(x, (0, 2, 1)), (2 * R, K))
 
 
 @triton.jit
-def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr):
-    """:func:`_xw_ld`'s inverse: the (2R, K) tile ``x`` stored as runs of words."""
+def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr, T: tl.constexpr):
+    """:func:`_xw_ld`'s inverse: the (2R, K) tile ``x`` (T: (K, 2R)) stored as runs of words."""
     offs, m = _xw_offs(rows, s_r, c0, rmask, k, K, EVEN)
-    v = tl.reshape(tl.permute(tl.reshape(x, (R, 2, K)), (0, 2, 1)), (R, 2 * K))
+    if T:
+        v = tl.reshape(tl.permute(tl.reshape(x, (K, R, 2)), (1, 0, 2)), (R, 2 * K))
+    else:
+        v = tl.reshape(tl.permute(tl.reshape(x, (R, 2, K)), (0, 2, 1)), (R, 2 * K))
     tl.store(ptr + offs, v.to(ptr.dtype.element_ty), mask=m)
 
 
@@ -454,14 +480,16 @@ def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr, EV
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr):
+           PREC: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr, XT: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
     Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
     Complex systems run as real ones of twice the size (:func:`_emb_ld`); XW (complex right-hand
     sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`). EVEN: n
-    a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks)."""
+    a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks). XT
+    (with XW): the products transposed, X^T M^T, so that M's tiles are the tensor cores' operand read
+    from shared memory (``XW_TRANS``)."""
     C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
@@ -478,28 +506,35 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         crows = i0 + tl.arange(0, NB)  # (XW: the block's complex rows)
         crmask = _below(crows, n, EVEN)
         if XW:
-            acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB, EVEN)
+            acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB, EVEN, XT)
         else:
             srows = _mapped(perm, rows, rmask, SRC_PERM)
             acc = tl.load(src + _vec_off(srows, rp, cc, s_sr, s_sc), mask=xmask, other=0.0)
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = _below(qc, hi, EVEN)
-            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
+            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask, qmask, CPLX, CONJ, XT)
             if XW:
                 cq = k0 + tl.arange(0, KC)
                 cqmask = _below(cq, hi, EVEN)
-                x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB, EVEN)
+                x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB, EVEN, XT)
             else:
                 drows = _mapped(perm, qc, qmask, DST_PERM)
                 x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
-            acc -= _dot(a, x, PREC)
+            if XT:
+                acc -= _dot(x, a, PREC)
+            else:
+                acc -= _dot(a, x, PREC)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
-        acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, tl.full([NB * C, NB * C], 1, tl.int1), CPLX, False),
-                   acc, PREC)
+        every = tl.full([NB * C], 1, tl.int1)
+        d = _emb_ld(inv, lr, rp, r // C, rp, NB * C, C, every, every, CPLX, False, XT)
+        if XT:
+            acc = _dot(acc, d, PREC)
+        else:
+            acc = _dot(d, acc, PREC)
         if XW:
-            _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB, EVEN)
+            _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB, EVEN, XT)
         else:
             drows = _mapped(perm, rows, rmask, DST_PERM)
             tl.store(dst + _vec_off(drows, rp, cc, s_dr, s_dc), acc.to(dst.dtype.element_ty), mask=xmask)
@@ -630,7 +665,8 @@ def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, 
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr):
+          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr,
+          XT: tl.constexpr):
     """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1) or :func:`_sweep`."""
     if FEW == 2:
         _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
@@ -640,7 +676,7 @@ def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, 
                    LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
     else:
         _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
-               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW, EVEN)
+               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW, EVEN, XT)
 
 
 @triton.jit
@@ -650,7 +686,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
                  FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False,
-                 EVEN: tl.constexpr = False):
+                 EVEN: tl.constexpr = False, XT: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -696,17 +732,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
+                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
                 _pass(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
+                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
+                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
                 _pass(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
+                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
         else:
             _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
+                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -786,8 +822,8 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=_sweep_prec(blocked and not few, kb),
-        FEW=few_form, XW=xw, EVEN=bool(EVEN_TILES) and blocked and not few and n % nb_rows == 0
-        and nb_rows % kc == 0 and k % kb == 0,
+        FEW=few_form, XW=xw, XT=xw and bool(XW_TRANS),
+        EVEN=bool(EVEN_TILES) and blocked and not few and n % nb_rows == 0 and nb_rows % kc == 0 and k % kb == 0,
         # (form 1 only: form 2 reads either storage order one way, and a TRANS it ignores would compile twice)
         TRANS=few_form == 1 and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
         num_warps=warps, **({"num_stages": STAGES} if blocked else {}))
