@@ -127,8 +127,9 @@ XW_MIN_KB = 32
 #: ... and those sweeps' products transposed (X^T M^T: M's tiles become the tensor cores' operand read from
 #: shared memory, X's the one in registers). Offline sm_90 (scripts/compile_sm90.py, COMPILE_LOOPS=_trsm),
 #: complex64 lu_solve of 64 x 256x256 with 256 right-hand sides: a chunk step 590 -> 477 instructions (L
-#: pass; U 653 -> 524; shared-memory loads 64 -> 8), a block's end 762 -> 964, 218 -> 255 registers (two
-#: programs an SM still), ~8% fewer instructions a pass. Not yet timed on a GPU (gpu_pending.sh 136): off.
+#: pass; U 653 -> 522; shared-memory loads 64 -> 8), a block's end 762 -> 916 (U 753 -> 834; its inverse's
+#: product back in the plain orientation), 218 -> 255 registers (two programs an SM still): 8.5% (L) and 12.4%
+#: (U) fewer instructions a pass. Not yet timed on a GPU (gpu_pending.sh 136): off.
 XW_TRANS = False
 #: (A row-major complex M's chunks as runs of words too, each entry's 2 x 2 block built in registers, was
 #: slower and is gone: H100, 256 right-hand sides 454 / 456 -> 586 / 591 us; 64: 279 / 281 -> 331 / 333
@@ -466,13 +467,10 @@ def _xw_ld(ptr, rows, s_r, c0, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN:
 
 
 @triton.jit
-def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr, T: tl.constexpr):
-    """:func:`_xw_ld`'s inverse: the (2R, K) tile ``x`` (T: (K, 2R)) stored as runs of words."""
+def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr):
+    """:func:`_xw_ld`'s inverse: the (2R, K) tile ``x`` stored as runs of words."""
     offs, m = _xw_offs(rows, s_r, c0, rmask, k, K, EVEN)
-    if T:
-        v = tl.reshape(tl.permute(tl.reshape(x, (K, R, 2)), (1, 0, 2)), (R, 2 * K))
-    else:
-        v = tl.reshape(tl.permute(tl.reshape(x, (R, 2, K)), (0, 2, 1)), (R, 2 * K))
+    v = tl.reshape(tl.permute(tl.reshape(x, (R, 2, K)), (0, 2, 1)), (R, 2 * K))
     tl.store(ptr + offs, v.to(ptr.dtype.element_ty), mask=m)
 
 
@@ -488,8 +486,8 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
     Complex systems run as real ones of twice the size (:func:`_emb_ld`); XW (complex right-hand
     sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`). EVEN: n
     a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks). XT
-    (with XW): the products transposed, X^T M^T, so that M's tiles are the tensor cores' operand read
-    from shared memory (``XW_TRANS``)."""
+    (with XW): the chunks' products transposed, X^T M^T, so that M's tiles are the tensor cores' operand
+    read from shared memory (``XW_TRANS``); the block's solution leaves in the plain orientation."""
     C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
@@ -528,13 +526,13 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
         every = tl.full([NB * C], 1, tl.int1)
-        d = _emb_ld(inv, lr, rp, r // C, rp, NB * C, C, every, every, CPLX, False, XT)
-        if XT:
-            acc = _dot(acc, d, PREC)
+        d = _emb_ld(inv, lr, rp, r // C, rp, NB * C, C, every, every, CPLX, False, False)
+        if XT:  # (D (acc^T)^T: acc^T through shared memory as the second operand, not shuffled into the first)
+            acc = _dot(d, tl.trans(acc), PREC)
         else:
             acc = _dot(d, acc, PREC)
         if XW:
-            _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB, EVEN, XT)
+            _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB, EVEN)
         else:
             drows = _mapped(perm, rows, rmask, DST_PERM)
             tl.store(dst + _vec_off(drows, rp, cc, s_dr, s_dc), acc.to(dst.dtype.element_ty), mask=xmask)
