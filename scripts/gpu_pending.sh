@@ -1207,7 +1207,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   bash "$0" 134 ;;
 136)  # fifty-ninth session, for the next: complex64 lu_solve's word-tile sweep with its products transposed
   # (triangular.XW_TRANS, off: X^T M^T, M's tiles the MMA operand read from shared memory; offline sm_90 a chunk
-  # step 590 -> 477 instructions, shared-memory loads 64 -> 8, a block's end 762 -> 964, 218 -> 255 registers):
+  # step 590 -> 477 instructions, shared-memory loads 64 -> 8, a block's end 762 -> 916, 218 -> 255 registers):
   # the compiled word-tile tests, then 64 x 256x256 at 64-256 right-hand sides off / on, twice alternated, the
   # kernel times at on
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "word_tiles or tf32" 2>&1 \

@@ -129,7 +129,8 @@ XW_MIN_KB = 32
 #: complex64 lu_solve of 64 x 256x256 with 256 right-hand sides: a chunk step 590 -> 477 instructions (L
 #: pass; U 653 -> 522; shared-memory loads 64 -> 8), a block's end 762 -> 916 (U 753 -> 834; its inverse's
 #: product back in the plain orientation), 218 -> 255 registers (two programs an SM still): 8.5% (L) and 12.4%
-#: (U) fewer instructions a pass. Not yet timed on a GPU (gpu_pending.sh 136): off.
+#: (U) fewer instructions a pass (a D^-1 acc product's shuffles avoided: 964 / 922 with acc^T (D^-1)^T). Not yet
+#: timed on a GPU (gpu_pending.sh 136): off.
 XW_TRANS = False
 #: (A row-major complex M's chunks as runs of words too, each entry's 2 x 2 block built in registers, was
 #: slower and is gone: H100, 256 right-hand sides 454 / 456 -> 586 / 591 us; 64: 279 / 281 -> 331 / 333
