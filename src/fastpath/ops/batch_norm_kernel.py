@@ -214,8 +214,11 @@ def _coords(t, g, LA, LB, BA: tl.constexpr, BB: tl.constexpr, NCHW: tl.constexpr
 
 
 @triton.jit
-def _ld(ptr, a, b, m, sa, sb):
-    return tl.load(ptr + a[:, None] * sa + b[None, :] * sb, mask=m, other=0.0)
+def _ld(ptr, a, b, m, sa, sb, EV: tl.constexpr):
+    """The tile of rows ``a``, columns ``b`` (strides ``sa``, ``sb``) under ``m``, with the L2 eviction
+    policy EV ("" the default; no default value: Triton 3.6 does not make a helper's default string a
+    constexpr)."""
+    return tl.load(ptr + a[:, None] * sa + b[None, :] * sb, mask=m, other=0.0, eviction_policy=EV)
 
 
 @triton.jit
@@ -341,13 +344,13 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
     if ONE:  # the chunk is one tile, kept in registers for both passes
         a, b, m, cnt = _coords(t0, g, LA, LB, BA, BB, NCHW)
         if BWD:
-            gr = _ld(g_ptr, a, b, m, sga, sgb)
+            gr = _ld(g_ptr, a, b, m, sga, sgb, "")
             if TRAINING or PHASE != 2:
-                xr = _ld(x_ptr, a, b, m, sxa, sxb)
+                xr = _ld(x_ptr, a, b, m, sxa, sxb, "")
             else:  # inference dx = g * w * rstd: x is not read
                 xr = gr
         else:
-            xr = _ld(x_ptr, a, b, m, sxa, sxb)
+            xr = _ld(x_ptr, a, b, m, sxa, sxb, "")
             gr = xr
     if PHASE == 0:  # the group's generation before this launch combines (read while the tile loads)
         gen = sync_ptr + 2 + 2 * g
@@ -365,8 +368,8 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
                 acc2 = tl.zeros([BA, BB], dtype=tl.float32)
                 for i in range(0, nt):
                     a, b, m, cnt = _coords(t0 + i * ts, g, LA, LB, BA, BB, NCHW)
-                    gv = _ld(g_ptr, a, b, m, sga, sgb).to(tl.float32)
-                    xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
+                    gv = _ld(g_ptr, a, b, m, sga, sgb, "").to(tl.float32)
+                    xv = _ld(x_ptr, a, b, m, sxa, sxb, "").to(tl.float32)
                     acc1 += gv
                     acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
                 s1 = _colsum(acc1, NCHW)
@@ -377,7 +380,7 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
         else:  # statistics of d = x - pivot, centred on the first tile's mean sk
             if not ONE:
                 a, b, m, cnt = _coords(t0, g, LA, LB, BA, BB, NCHW)
-                xr = _ld(x_ptr, a, b, m, sxa, sxb)
+                xr = _ld(x_ptr, a, b, m, sxa, sxb, "")
             d = tl.where(m, xr.to(tl.float32) - pivot[None, :], 0.0)
             sk = _colsum(d, NCHW) / (cnt * 1.0)
             e = tl.where(m, d - sk[None, :], 0.0)
@@ -387,7 +390,7 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             if not ONE:
                 for i in range(1, nt):
                     a, b, m, cnt = _coords(t0 + i * ts, g, LA, LB, BA, BB, NCHW)
-                    xv = _ld(x_ptr, a, b, m, sxa, sxb).to(tl.float32)
+                    xv = _ld(x_ptr, a, b, m, sxa, sxb, "").to(tl.float32)
                     e = tl.where(m, (xv - pivot[None, :]) - sk[None, :], 0.0)
                     acc1 += e
                     acc2 += e * e
@@ -457,13 +460,13 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
                 for i in range(0, nt):
                     a, b, m, cnt = _coords(t0 + i * ts, g, LA, LB, BA, BB, NCHW)
                     if BWD:
-                        gt = _ld(g_ptr, a, b, m, sga, sgb)
+                        gt = _ld(g_ptr, a, b, m, sga, sgb, "")
                         if TRAINING:
-                            xt = _ld(x_ptr, a, b, m, sxa, sxb)
+                            xt = _ld(x_ptr, a, b, m, sxa, sxb, "")
                         else:
                             xt = gt
                     else:
-                        xt = _ld(x_ptr, a, b, m, sxa, sxb)
+                        xt = _ld(x_ptr, a, b, m, sxa, sxb, "")
                         gt = xt
                     _out(o_ptr, xt, gt, a, b, m, soa, sob, pivot, shifted, rstd, scale, shift, c1, c2, BWD, TRAINING,
                          "")

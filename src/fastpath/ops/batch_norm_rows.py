@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from .._core.backend import tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2
-from .batch_norm_kernel import _combine, _out
+from .batch_norm_kernel import _combine, _ld, _out
 
 
 class RowsGrid(NamedTuple):
@@ -59,13 +59,6 @@ def _rows(t, R, cmask, BR: tl.constexpr):
     """Row indices of tile ``t`` and the tile's mask (rows outside [0, R) off)."""
     a = (t * BR + tl.arange(0, BR)).to(tl.int64)
     return a, ((a >= 0) & (a < R))[:, None] & cmask[None, :]
-
-
-@triton.jit
-def _tile(ptr, a, s, cols, m, EV: tl.constexpr):
-    """The tile of rows ``a`` (row stride ``s``), channels ``cols``, under mask ``m``, with the L2
-    eviction policy EV."""
-    return tl.load(ptr + a[:, None] * s + cols[None, :], mask=m, other=0.0, eviction_policy=EV)
 
 
 @triton.jit
@@ -110,27 +103,27 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
             pivot = tl.load(x_ptr + cols, mask=cmask, other=0.0).to(tl.float32)  # x[0, c]
             a, m = _rows(p, R, cmask, BR)
             if (not BWD) or STAGES == 0:  # the first tile (the pipelined backward loads its own)
-                xn = _tile(x_ptr, a, sx, cols, m, EV_RED)
+                xn = _ld(x_ptr, a, cols, m, sx, 1, EV_RED)
             if BWD:
                 rstd = tl.load(st_ptr + C + cols, mask=cmask, other=0.0)
                 shifted = tl.load(st_ptr + 3 * C + cols, mask=cmask, other=0.0)
                 acc1 = tl.zeros([BR, BC], dtype=tl.float32)
                 acc2 = tl.zeros([BR, BC], dtype=tl.float32)
                 if STAGES == 0:
-                    gn = _tile(g_ptr, a, sg, cols, m, EV_RED)
+                    gn = _ld(g_ptr, a, cols, m, sg, 1, EV_RED)
                     for i in range(0, nt):
                         xv = xn.to(tl.float32)
                         gv = gn.to(tl.float32)
                         a, m = _rows(p + (i + 1) * P, R, cmask, BR)  # the next tile's loads go out first
-                        xn = _tile(x_ptr, a, sx, cols, m, EV_RED)
-                        gn = _tile(g_ptr, a, sg, cols, m, EV_RED)
+                        xn = _ld(x_ptr, a, cols, m, sx, 1, EV_RED)
+                        gn = _ld(g_ptr, a, cols, m, sg, 1, EV_RED)
                         acc1 += gv
                         acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
                 else:
                     for i in tl.range(0, nt, num_stages=STAGES):
                         a, m = _rows(p + i * P, R, cmask, BR)
-                        xv = _tile(x_ptr, a, sx, cols, m, EV_RED).to(tl.float32)
-                        gv = _tile(g_ptr, a, sg, cols, m, EV_RED).to(tl.float32)
+                        xv = _ld(x_ptr, a, cols, m, sx, 1, EV_RED).to(tl.float32)
+                        gv = _ld(g_ptr, a, cols, m, sg, 1, EV_RED).to(tl.float32)
                         acc1 += gv
                         acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
                 pp = part_ptr + cols.to(tl.int64) * P + p
@@ -144,13 +137,13 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 acc2 = acc1 * acc1
                 if STAGES == 0:
                     a, m = _rows(p + P, R, cmask, BR)
-                    xn = _tile(x_ptr, a, sx, cols, m, EV_RED)
+                    xn = _ld(x_ptr, a, cols, m, sx, 1, EV_RED)
                     for i in range(1, nt):
                         mc = m
                         xv = xn.to(tl.float32)
                         cnt += tl.minimum(R - (p + i * P) * BR, BR)
                         a, m = _rows(p + (i + 1) * P, R, cmask, BR)
-                        xn = _tile(x_ptr, a, sx, cols, m, EV_RED)
+                        xn = _ld(x_ptr, a, cols, m, sx, 1, EV_RED)
                         e = tl.where(mc, (xv - pivot[None, :]) - sk[None, :], 0.0)
                         acc1 += e
                         acc2 += e * e
@@ -158,7 +151,7 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                     for i in tl.range(1, nt, num_stages=STAGES):
                         cnt += tl.minimum(R - (p + i * P) * BR, BR)
                         a, m = _rows(p + i * P, R, cmask, BR)
-                        xv = _tile(x_ptr, a, sx, cols, m, EV_RED).to(tl.float32)
+                        xv = _ld(x_ptr, a, cols, m, sx, 1, EV_RED).to(tl.float32)
                         e = tl.where(m, (xv - pivot[None, :]) - sk[None, :], 0.0)
                         acc1 += e
                         acc2 += e * e
@@ -212,29 +205,29 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 shift = tl.zeros([BC], dtype=tl.float32)
             if STAGES == 0:
                 a, m = _rows(p + (nt - 1) * P, R, cmask, BR)
-                xn = _tile(x_ptr, a, sx, cols, m, EV_OUT)
+                xn = _ld(x_ptr, a, cols, m, sx, 1, EV_OUT)
                 gn = xn
                 if BWD:
-                    gn = _tile(g_ptr, a, sg, cols, m, EV_OUT)
+                    gn = _ld(g_ptr, a, cols, m, sg, 1, EV_OUT)
                 for i in range(0, nt):
                     ac = a
                     mc = m
                     xv = xn
                     gv = gn
                     a, m = _rows(p + (nt - 2 - i) * P, R, cmask, BR)  # i = nt - 1: a negative tile, masked off
-                    xn = _tile(x_ptr, a, sx, cols, m, EV_OUT)
+                    xn = _ld(x_ptr, a, cols, m, sx, 1, EV_OUT)
                     gn = xn
                     if BWD:
-                        gn = _tile(g_ptr, a, sg, cols, m, EV_OUT)
+                        gn = _ld(g_ptr, a, cols, m, sg, 1, EV_OUT)
                     _out(o_ptr, xv, gv, ac, cols, mc, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True,
                          EV_OUT)
             else:
                 for i in tl.range(0, nt, num_stages=STAGES):
                     a, m = _rows(p + (nt - 1 - i) * P, R, cmask, BR)
-                    xv = _tile(x_ptr, a, sx, cols, m, EV_OUT)
+                    xv = _ld(x_ptr, a, cols, m, sx, 1, EV_OUT)
                     gv = xv
                     if BWD:
-                        gv = _tile(g_ptr, a, sg, cols, m, EV_OUT)
+                        gv = _ld(g_ptr, a, cols, m, sg, 1, EV_OUT)
                     _out(o_ptr, xv, gv, a, cols, m, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True,
                          EV_OUT)
 
