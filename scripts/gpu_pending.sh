@@ -1205,7 +1205,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   timeout 150 python3 -m fastpath.bench linalg --only lu_solve --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " | tee "$OUT/lu_table.log"
   bash "$0" 134 ;;
-136)  # fifty-ninth session, for the next: complex64 lu_solve's word-tile sweep with its products transposed
+136)  # (run in the sixtieth session at b35e31c: 256 right-hand sides 333.3 / 330.3 -> 395.3 / 399.4 us, slower; removed)
+  # fifty-ninth session, for the next: complex64 lu_solve's word-tile sweep with its products transposed
   # (triangular.XW_TRANS, off: X^T M^T, M's tiles the MMA operand read from shared memory; offline sm_90 a chunk
   # step 590 -> 477 instructions, shared-memory loads 64 -> 8, a block's end 762 -> 916, 218 -> 255 registers):
   # the compiled word-tile tests, then 64 x 256x256 at 64-256 right-hand sides off / on, twice alternated, the
@@ -1219,4 +1220,20 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   done; done 2>&1 | tee "$OUT/xw_trans.log"
   timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
     --set "ops.linalg.triangular.XW_TRANS=True" 2>&1 | grep -v -i warn | tee "$OUT/xw_trans_profile.log" ;;
+137)  # sixtieth session: the diagonal-block inverses' steps as a unit triangle's (no select, no division a step;
+  # M^-1 = V^-1 D^-1, V = D^-1 M): the compiled solve tests, then lu_solve at BASE (the base commit's src tree)
+  # and at this one alternated twice, kernel times of each at 256 right-hand sides; the lu rows' records
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
+    -k "diag_inverse or test_lu_solve or test_solve_triangular" 2>&1 | tail -3 | tee "$OUT/tests.log"
+  for round in 1 2; do for src in "$BASE" "$PWD/src"; do
+    echo "== $src"
+    PYTHONPATH=$src timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 1,64,256 2>&1 \
+      | grep -v -i warn | grep "k="
+  done; done 2>&1 | tee "$OUT/diag_unit.log"
+  for src in "$BASE" "$PWD/src"; do
+    PYTHONPATH=$src timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 256 --profile 2>&1 \
+      | grep -v -i warn
+  done 2>&1 | tee "$OUT/diag_unit_profile.log"
+  timeout 200 python3 -m fastpath.bench linalg --only "lu_" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "linalg " | tee "$OUT/lu_table.log" ;;
 esac

@@ -124,14 +124,9 @@ DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
 #: (32 a program) 328.7 / 326.6 -> 275.1 / 276.6; 64 (16 a program) 475.3 / 470.6 -> 461.5 / 462.1.
 XW_LOADS = True
 XW_MIN_KB = 32
-#: ... and those sweeps' products transposed (X^T M^T: M's tiles become the tensor cores' operand read from
-#: shared memory, X's the one in registers). Offline sm_90 (scripts/compile_sm90.py, COMPILE_LOOPS=_trsm),
-#: complex64 lu_solve of 64 x 256x256 with 256 right-hand sides: a chunk step 590 -> 477 instructions (L
-#: pass; U 653 -> 522; shared-memory loads 64 -> 8), a block's end 762 -> 916 (U 753 -> 834; its inverse's
-#: product back in the plain orientation), 218 -> 255 registers (two programs an SM still): 8.5% (L) and 12.4%
-#: (U) fewer instructions a pass (a D^-1 acc product's shuffles avoided: 964 / 922 with acc^T (D^-1)^T). Not yet
-#: timed on a GPU (gpu_pending.sh 136): off.
-XW_TRANS = False
+#: (Those sweeps' products transposed, X^T M^T with M's tiles the tensor cores' operand from shared memory,
+#: took 8.5-12.4% fewer sm_90 instructions a pass and was slower, and is gone: H100, 64 x 256x256 with 256
+#: right-hand sides 333.3 / 330.3 -> 395.3 / 399.4 us, 64: 206 -> 266 (gpu_pending.sh 136, sixtieth session).)
 #: (A row-major complex M's chunks as runs of words too, each entry's 2 x 2 block built in registers, was
 #: slower and is gone: H100, 256 right-hand sides 454 / 456 -> 586 / 591 us; 64: 279 / 281 -> 331 / 333
 #: (gpu_pending.sh 109, fifty-sixth session).)
@@ -151,29 +146,15 @@ DIAG_FEW_PLAN = {torch.float32: (False, 4, None, None)}
 # plain loads).
 
 @triton.jit
-def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, rmask, cmask, CPLX: tl.constexpr, CONJ: tl.constexpr,
-            T: tl.constexpr):
+def _emb_ld(ptr, rows, rp, cols, cp, s_r, s_c, mask, CPLX: tl.constexpr, CONJ: tl.constexpr):
     """The real embedding of the entries (rows[:, None], cols[None, :]) of a matrix (of its
-    conjugate if CONJ), under ``rmask`` / ``cmask``; ``rp`` / ``cp`` the components of the tile's
-    rows / columns. T: its transpose, (cols, rows)."""
-    if T:
-        ri = rows[None, :]
-        rc = rp[None, :]
-        ci = cols[:, None]
-        cc = cp[:, None]
-        m = rmask[None, :] & cmask[:, None]
-    else:
-        ri = rows[:, None]
-        rc = rp[:, None]
-        ci = cols[None, :]
-        cc = cp[None, :]
-        m = rmask[:, None] & cmask[None, :]
-    a = tl.load(ptr + ri * s_r + ci * s_c + (rc != cc), mask=m, other=0.0)
+    conjugate if CONJ); ``rp`` / ``cp`` the components of the tile's rows / columns."""
+    a = tl.load(ptr + rows[:, None] * s_r + cols[None, :] * s_c + (rp[:, None] != cp[None, :]), mask=mask, other=0.0)
     if CPLX:
         if CONJ:
-            a = tl.where(rc > cc, -a, a)
+            a = tl.where(rp[:, None] > cp[None, :], -a, a)
         else:
-            a = tl.where(rc < cc, -a, a)
+            a = tl.where(rp[:, None] < cp[None, :], -a, a)
     return a
 
 
@@ -283,15 +264,42 @@ def _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.const
 
 
 @triton.jit
-def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
+def _after(r3, j, LOWER: tl.constexpr):
+    """Rows past j in the substitution's order (below it if LOWER, above it if not)."""
+    if LOWER:
+        return r3 > j
+    else:
+        return r3 < j
+
+
+@triton.jit
+def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, rdr, rdi, LOWER: tl.constexpr, UNIT: tl.constexpr,
+          CONJ: tl.constexpr, CPLX: tl.constexpr):
     """Column j of the diagonal blocks at ``moff3`` (BB, 1, 1) as (BB, NB, 1) (conjugated if
-    CONJ), and the reciprocal of its diagonal entry as (BB, 1, 1) (one where not ``jok``: column
-    j past n or the block invalid)."""
-    mr, mi, dr, di = _col_diag(t_ptr, moff3 + r3 * s_tr + j * s_tc, rin3 & jok, moff3 + j * (s_tr + s_tc), jok,
-                               UNIT, CONJ, CPLX)
+    CONJ), its rows past j only (zero elsewhere, and where not ``jok``: column j past n or the
+    block invalid); not UNIT: of the unit triangle D^-1 M, row i scaled by (rdr, rdi) = 1 / d_i."""
+    mr, mi, dr, di = _col_diag(t_ptr, moff3 + r3 * s_tr + j * s_tc, rin3 & jok & _after(r3, j, LOWER), moff3, jok,
+                               True, CONJ, CPLX)
     if not UNIT:
-        dr, di = _div(tl.full(dr.shape, 1.0, dr.dtype), tl.zeros(di.shape, di.dtype), dr, di, CPLX)
-    return mr, mi, dr, di
+        mr, mi = _mul(mr, mi, rdr, rdi, CPLX)
+    return mr, mi
+
+
+@triton.jit
+def _recip_diag(t_ptr, moff3, idx3, ok3, s_tr, s_tc, UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
+    """1 / d_i for the diagonal entries i = ``idx3`` of the blocks at ``moff3`` (conjugated if
+    CONJ; one where not ``ok3`` or UNIT)."""
+    dr, di = _ld(t_ptr, moff3 + idx3 * (s_tr + s_tc), ok3, CPLX)
+    dr = tl.where(ok3, dr, 1.0)
+    if UNIT:
+        dr = tl.full(dr.shape, 1.0, dr.dtype)
+    if CPLX:
+        di = tl.where(ok3, di, 0.0)
+        if CONJ:
+            di = -di
+        if UNIT:
+            di = tl.zeros(di.shape, di.dtype)
+    return _div(tl.full(dr.shape, 1.0, dr.dtype), tl.zeros(dr.shape, dr.dtype), dr, di, CPLX)
 
 
 @triton.jit
@@ -300,8 +308,10 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
                     CPLX: tl.constexpr):
     """:func:`_inv_from_mem` with no layout change in a step: X (BB, NB, CB) keeps the layout of
     M's column (BB, NB, 1) (its rows across the lanes), X's row j is a gather (a lane's values
-    broadcast, not a reduction), and the diagonal entry's reciprocal is taken when it is loaded,
-    a step ahead (a product on the chain, not a division per column)."""
+    broadcast, not a reduction). A step is a unit triangle's (no select, no division: M's column
+    is loaded zero outside the rows it updates): not UNIT, M^-1 = V^-1 D^-1 with V = D^-1 M the
+    unit triangle (its columns M's scaled by a lane's 1 / d_i as they load, a step ahead) and
+    the inverse's columns scaled by 1 / d_c at the end."""
     r3 = tl.arange(0, NB)[None, :, None]
     cc = c0 + tl.arange(0, CB)[None, None, :]
     xr = (r3 == cc).to(dtype) + tl.zeros([BB, NB, CB], dtype=dtype)
@@ -310,31 +320,27 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
     moff3 = moff1[:, None, None]
     c3 = col0[:, None, None]
     ok3 = mvalid[:, None, None]
+    rdr, rdi = _recip_diag(t_ptr, moff3, r3, rin3, s_tr, s_tc, UNIT, CONJ, CPLX)  # (rows: 1 / d_i)
     j, steps = _first_step(c0, CB, NB, LOWER)
-    mr, mi, dr, di = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, UNIT, CONJ, CPLX)
+    mr, mi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, rdr, rdi, LOWER, UNIT, CONJ, CPLX)
     for s in range(0, steps):
         jn = _next_col(j, NB, LOWER)
-        nr, ni, ndr, ndi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, UNIT, CONJ, CPLX)
+        nr, ni = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, rdr, rdi, LOWER, UNIT, CONJ,
+                       CPLX)
         jj = tl.zeros([BB, 1, CB], dtype=tl.int32) + j
         xjr = tl.gather(xr, jj, 1)  # row j of X: (BB, 1, CB)
-        if CPLX:
-            xji = tl.gather(xi, jj, 1)
-        else:
-            xji = xjr
-        if not UNIT:
-            xjr, xji = _mul(xjr, xji, dr, di, CPLX)
-        if LOWER:
-            after = r3 > j
-        else:
-            after = r3 < j
         if CPLX:  # (x - m xj, as two fused multiply-adds a component)
-            xi = tl.where(after, xi - mr * xji - mi * xjr, tl.where(r3 == j, xji, xi))
-            xr = tl.where(after, xr - mr * xjr + mi * xji, tl.where(r3 == j, xjr, xr))
+            xji = tl.gather(xi, jj, 1)
+            xi = xi - mr * xji - mi * xjr
+            xr = xr - mr * xjr + mi * xji
         else:
-            xr = tl.where(after, xr - mr * xjr, tl.where(r3 == j, xjr, xr))
+            xr = xr - mr * xjr
             xi = xr
-        mr, mi, dr, di = nr, ni, ndr, ndi
+        mr, mi = nr, ni
         j = jn
+    if not UNIT:
+        cdr, cdi = _recip_diag(t_ptr, moff3, cc, ok3 & (c3 + cc < n), s_tr, s_tc, UNIT, CONJ, CPLX)
+        xr, xi = _mul(xr, xi, cdr, cdi, CPLX)
     return xr, xi
 
 
@@ -455,16 +461,13 @@ def _xw_offs(rows, s_r, c0, rmask, k, K: tl.constexpr, EVEN: tl.constexpr):
 
 
 @triton.jit
-def _xw_ld(ptr, rows, s_r, c0, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr, T: tl.constexpr):
+def _xw_ld(ptr, rows, s_r, c0, rmask, k, R: tl.constexpr, K: tl.constexpr, EVEN: tl.constexpr):
     """Those rows as the real embedding's (2R, K) tile (row 2i: the real parts of rows[i], 2i + 1:
-    the imaginary; T: its transpose, (K, 2R)), loaded as runs of words: the (re, im) tile's strided
-    loads are laid a warp down the rows, a 32-byte sector for 8 bytes (TTGIR of ``_trsm_kernel``)."""
+    the imaginary), loaded as runs of words: the (re, im) tile's strided loads are laid a warp down
+    the rows, a 32-byte sector for 8 bytes (TTGIR of ``_trsm_kernel``)."""
     offs, m = _xw_offs(rows, s_r, c0, rmask, k, K, EVEN)
     x = tl.reshape(tl.load(ptr + offs, mask=m, other=0.0), (R, K, 2))
-    if T:
-        return tl.reshape(tl.permute(x, (1, 0, 2)), (K, 2 * R))
-    else:
-        return tl.reshape(tl.permute(x, (0, 2, 1)), (2 * R, K))
+    return tl.reshape(tl.permute(x, (0, 2, 1)), (2 * R, K))
 
 
 @triton.jit
@@ -479,16 +482,14 @@ def _xw_st(ptr, rows, s_r, c0, x, rmask, k, R: tl.constexpr, K: tl.constexpr, EV
 def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
            SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
            CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-           PREC: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr, XT: tl.constexpr):
+           PREC: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr):
     """One blocked substitution of one matrix: rows of ``src`` (through ``perm`` if SRC_PERM)
     -> rows of ``dst`` (through ``perm`` if DST_PERM), columns c0 .. c0+KB-1; ``inv``: the
     inverses of its diagonal blocks (``_diag_inv_kernel``), so that every step is a tl.dot.
     Block i of NB rows takes the rows solved before it in chunks of KC (one tl.dot each).
     Complex systems run as real ones of twice the size (:func:`_emb_ld`); XW (complex right-hand
     sides of unit stride along a row): their tiles moved as runs of words (:func:`_xw_ld`). EVEN: n
-    a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks). XT
-    (with XW): the chunks' products transposed, X^T M^T, so that M's tiles are the tensor cores' operand
-    read from shared memory (``XW_TRANS``); the block's solution leaves in the plain orientation."""
+    a multiple of NB, NB of KC and k of KB (every block, chunk and column tile full: no masks)."""
     C: tl.constexpr = 2 if CPLX else 1
     nblk = tl.cdiv(n, NB)
     r = tl.arange(0, NB * C)
@@ -505,33 +506,26 @@ def _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k,
         crows = i0 + tl.arange(0, NB)  # (XW: the block's complex rows)
         crmask = _below(crows, n, EVEN)
         if XW:
-            acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB, EVEN, XT)
+            acc = _xw_ld(src, _mapped(perm, crows, crmask, SRC_PERM), s_sr, c0, crmask, k, NB, KB, EVEN)
         else:
             srows = _mapped(perm, rows, rmask, SRC_PERM)
             acc = tl.load(src + _vec_off(srows, rp, cc, s_sr, s_sc), mask=xmask, other=0.0)
         for k0 in range(lo, hi, KC):
             qc = k0 + q // C  # column of M, row of X
             qmask = _below(qc, hi, EVEN)
-            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask, qmask, CPLX, CONJ, XT)
+            a = _emb_ld(t_ptr, rows, rp, qc, qp, s_tr, s_tc, rmask[:, None] & qmask[None, :], CPLX, CONJ)
             if XW:
                 cq = k0 + tl.arange(0, KC)
                 cqmask = _below(cq, hi, EVEN)
-                x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB, EVEN, XT)
+                x = _xw_ld(dst, _mapped(perm, cq, cqmask, DST_PERM), s_dr, c0, cqmask, k, KC, KB, EVEN)
             else:
                 drows = _mapped(perm, qc, qmask, DST_PERM)
                 x = tl.load(dst + _vec_off(drows, qp, cc, s_dr, s_dc), mask=qmask[:, None] & cmask, other=0.0)
-            if XT:
-                acc -= _dot(x, a, PREC)
-            else:
-                acc -= _dot(a, x, PREC)
+            acc -= _dot(a, x, PREC)
         # the inverse blocks (NB, NB) contiguous, of the conjugated blocks already
         lr = (i0 // NB) * NB + r // C
-        every = tl.full([NB * C], 1, tl.int1)
-        d = _emb_ld(inv, lr, rp, r // C, rp, NB * C, C, every, every, CPLX, False, False)
-        if XT:  # (D (acc^T)^T: acc^T through shared memory as the second operand, not shuffled into the first)
-            acc = _dot(d, tl.trans(acc), PREC)
-        else:
-            acc = _dot(d, acc, PREC)
+        acc = _dot(_emb_ld(inv, lr, rp, r // C, rp, NB * C, C, tl.full([NB * C, NB * C], 1, tl.int1), CPLX, False),
+                   acc, PREC)
         if XW:
             _xw_st(dst, _mapped(perm, crows, crmask, DST_PERM), s_dr, c0, acc, crmask, k, NB, KB, EVEN)
         else:
@@ -664,8 +658,7 @@ def _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, 
 def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0,
           SRC_PERM: tl.constexpr, DST_PERM: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
           CONJ: tl.constexpr, CPLX: tl.constexpr, NB: tl.constexpr, KC: tl.constexpr, KB: tl.constexpr,
-          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr,
-          XT: tl.constexpr):
+          PREC: tl.constexpr, FEW: tl.constexpr, TRANS: tl.constexpr, XW: tl.constexpr, EVEN: tl.constexpr):
     """One blocked substitution: :func:`_sweep_few3` (FEW 2), :func:`_sweep_few` (FEW 1) or :func:`_sweep`."""
     if FEW == 2:
         _sweep_few3(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
@@ -675,7 +668,7 @@ def _pass(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, 
                    LOWER, CONJ, CPLX, NB, KC, KB, TRANS)
     else:
         _sweep(t_ptr, s_tr, s_tc, inv, src, s_sr, s_sc, dst, s_dr, s_dc, perm, n, k, c0, SRC_PERM, DST_PERM,
-               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW, EVEN, XT)
+               LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, XW, EVEN)
 
 
 @triton.jit
@@ -685,7 +678,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
                  FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False,
-                 EVEN: tl.constexpr = False, XT: tl.constexpr = False):
+                 EVEN: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -731,17 +724,17 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             tl.debug_barrier()
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
-                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
+                      c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
                 _pass(tb, s_tr, s_tc, inv2, w_ptr + b * swb, swr, swc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
+                      c0, False, True, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
             else:  # B gathered -> X (M1), X -> X (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
+                      c0, True, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
                 _pass(tb, s_tr, s_tc, inv2, x_ptr + b * sxb, sxr, sxc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
+                      c0, False, False, not LOWER, not UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
         else:
             _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, x_ptr + b * sxb, sxr, sxc, perm, n, k,
-                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN, XT)
+                  c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
 
 
 _TRSM = Launcher(_trsm_kernel)
@@ -821,7 +814,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         *(pv.stride() if lu else (0, 0)),
         BLOCK_B=block_b, NB=nb_rows, KC=kc, KB=kb, P=p, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu,
         PERM_OUT=perm_out, CPLX=cplx, BLOCKED=blocked, PREC=_sweep_prec(blocked and not few, kb),
-        FEW=few_form, XW=xw, XT=xw and bool(XW_TRANS),
+        FEW=few_form, XW=xw,
         EVEN=bool(EVEN_TILES) and blocked and not few and n % nb_rows == 0 and nb_rows % kc == 0 and k % kb == 0,
         # (form 1 only: form 2 reads either storage order one way, and a TRANS it ignores would compile twice)
         TRANS=few_form == 1 and k >= FEW_TRANS_MIN_K[T3.dtype] and abs(T3.stride(-2)) < abs(T3.stride(-1)),
