@@ -1220,7 +1220,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   done; done 2>&1 | tee "$OUT/xw_trans.log"
   timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
     --set "ops.linalg.triangular.XW_TRANS=True" 2>&1 | grep -v -i warn | tee "$OUT/xw_trans_profile.log" ;;
-137)  # sixtieth session: the diagonal-block inverses' steps as a unit triangle's (no select, no division a step;
+137)  # (run in the sixtieth session at f11d391: inverses 43.8 -> 41.7 us, float32 35.2 -> 34.3; lu_solve c64 2.87 -> 2.90x)
+  # sixtieth session: the diagonal-block inverses' steps as a unit triangle's (no select, no division a step;
   # M^-1 = V^-1 D^-1, V = D^-1 M): the compiled solve tests, then lu_solve at BASE (the base commit's src tree)
   # and at this one alternated twice, kernel times of each at 256 right-hand sides; the lu rows' records
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
@@ -1236,4 +1237,14 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   done 2>&1 | tee "$OUT/diag_unit_profile.log"
   timeout 200 python3 -m fastpath.bench linalg --only "lu_" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " | tee "$OUT/lu_table.log" ;;
+138)  # sixtieth session: the diagonal-block inverses with the block loaded first (DIAG_PLAN form 3: its lines
+  # cached before the steps' column loads), against form 2, kernel times at 256 right-hand sides, twice alternated
+  for round in 1 2; do
+    for plan in "complex64=(2,1,1,8)" "complex64=(3,1,1,8)" "complex64=(3,1,1,16)" "float32=(2,1,1,16)" \
+        "float32=(3,1,1,16)"; do
+      echo "== $plan"
+      timeout 60 python3 scripts/lu_solve_rhs.py --dtypes "${plan%%=*}" --ks 256 --profile --plan "DIAG_PLAN:$plan" \
+        2>&1 | grep -v -i warn | grep -v "^#"
+    done
+  done 2>&1 | tee "$OUT/diag_pre.log" ;;
 esac

@@ -672,14 +672,14 @@ def test_lu_nonfinite_propagates(n, dtype, device):
 
 # (from_mem, columns a program): the tile form (False) takes all of a block's columns
 @pytest.mark.parametrize("from_mem,cb", [(2, None), (True, None), (False, None), (2, 4), (True, 4), (2, 16),
-                                         (True, 16)])
+                                         (True, 16), (3, None), (3, 4)])
 @pytest.mark.parametrize("n,k,form,dtype", [(40, 20, 0, _C64), (70, 5, 1, _F32), (40, 20, 2, _F64), (70, 5, 3, _C64)])
 def test_solve_triangular_diag_inverses(n, k, form, dtype, from_mem, cb, device, monkeypatch):
     """The blocked path's diagonal-block inverses in each form (triangular.DIAG_PLAN: M's columns
-    read from memory at each step, in one layout (2) or not, or picked out of the tile; one warp
-    a program), from memory in column blocks of ``cb`` too (each starting at its first nonzero row;
-    DIAG_PLAN's fourth entry), against the float64 solve: each form (upper / lower, left / right,
-    unit or not), blocks padded past n."""
+    read from memory at each step, in one layout (2; 3: the block loaded first) or not, or picked out
+    of the tile; one warp a program), from memory in column blocks of ``cb`` too (each starting at its
+    first nonzero row; DIAG_PLAN's fourth entry), against the float64 solve: each form (upper / lower,
+    left / right, unit or not), blocks padded past n."""
     monkeypatch.setitem(T.DIAG_PLAN, dtype, (from_mem, 1, None, cb))
     monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     test_solve_triangular(n, k, *TRI_FORMS[form], dtype, device)
@@ -696,7 +696,7 @@ def test_lu_solve_diag_inverses_two_blocks(adjoint, from_mem, device, monkeypatc
     test_lu_solve(70, 20, True, adjoint, _C64, device)
 
 
-@pytest.mark.parametrize("from_mem", [2, True])
+@pytest.mark.parametrize("from_mem", [2, 3, True])
 @pytest.mark.parametrize("adjoint", [False, True])
 def test_lu_solve_diag_inverse_columns(adjoint, from_mem, device, monkeypatch):
     """lu_solve's two passes' inverses side by side in column blocks, two blocks a program."""

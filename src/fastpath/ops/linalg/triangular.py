@@ -286,32 +286,38 @@ def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, rdr, rdi, LOWER: tl.conste
 
 
 @triton.jit
-def _recip_diag(t_ptr, moff3, idx3, ok3, s_tr, s_tc, UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
-    """1 / d_i for the diagonal entries i = ``idx3`` of the blocks at ``moff3`` (conjugated if
-    CONJ; one where not ``ok3`` or UNIT)."""
-    dr, di = _ld(t_ptr, moff3 + idx3 * (s_tr + s_tc), ok3, CPLX)
-    dr = tl.where(ok3, dr, 1.0)
+def _recip(dr, di, ok3, UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
+    """1 / d for diagonal entries (dr, di) (conjugated if CONJ; one where not ``ok3`` or UNIT)."""
     if UNIT:
         dr = tl.full(dr.shape, 1.0, dr.dtype)
-    if CPLX:
-        di = tl.where(ok3, di, 0.0)
-        if CONJ:
-            di = -di
-        if UNIT:
-            di = tl.zeros(di.shape, di.dtype)
+        di = tl.zeros(dr.shape, dr.dtype)
+    else:
+        dr = tl.where(ok3, dr, 1.0)
+        if CPLX:
+            di = tl.where(ok3, di, 0.0)
+            if CONJ:
+                di = -di
     return _div(tl.full(dr.shape, 1.0, dr.dtype), tl.zeros(dr.shape, dr.dtype), dr, di, CPLX)
+
+
+@triton.jit
+def _recip_diag(t_ptr, moff3, idx3, ok3, s_tr, s_tc, UNIT: tl.constexpr, CONJ: tl.constexpr, CPLX: tl.constexpr):
+    """:func:`_recip` of the diagonal entries i = ``idx3`` of the blocks at ``moff3``."""
+    dr, di = _ld(t_ptr, moff3 + idx3 * (s_tr + s_tc), ok3, CPLX)
+    return _recip(dr, di, ok3, UNIT, CONJ, CPLX)
 
 
 @triton.jit
 def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
                     NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
-                    CPLX: tl.constexpr):
+                    CPLX: tl.constexpr, PRE: tl.constexpr):
     """:func:`_inv_from_mem` with no layout change in a step: X (BB, NB, CB) keeps the layout of
     M's column (BB, NB, 1) (its rows across the lanes), X's row j is a gather (a lane's values
     broadcast, not a reduction). A step is a unit triangle's (no select, no division: M's column
     is loaded zero outside the rows it updates): not UNIT, M^-1 = V^-1 D^-1 with V = D^-1 M the
     unit triangle (its columns M's scaled by a lane's 1 / d_i as they load, a step ahead) and
-    the inverse's columns scaled by 1 / d_c at the end."""
+    the inverse's columns scaled by 1 / d_c at the end. PRE: the whole block loaded first (its lines
+    cached before the steps' column loads; the rows' diagonal entries picked out of it)."""
     r3 = tl.arange(0, NB)[None, :, None]
     cc = c0 + tl.arange(0, CB)[None, None, :]
     xr = (r3 == cc).to(dtype) + tl.zeros([BB, NB, CB], dtype=dtype)
@@ -320,7 +326,17 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
     moff3 = moff1[:, None, None]
     c3 = col0[:, None, None]
     ok3 = mvalid[:, None, None]
-    rdr, rdi = _recip_diag(t_ptr, moff3, r3, rin3, s_tr, s_tc, UNIT, CONJ, CPLX)  # (rows: 1 / d_i)
+    if PRE:
+        cf = tl.arange(0, NB)[None, None, :]
+        tr, ti = _ld(t_ptr, moff3 + r3 * s_tr + cf * s_tc, rin3 & (c3 + cf < n), CPLX)
+        on = r3 == cf
+        pdr = tl.sum(tl.where(on, tr, 0.0), axis=2, keep_dims=True)
+        pdi = tl.sum(tl.where(on, ti, 0.0), axis=2, keep_dims=True)
+        if UNIT:  # (a store that never happens, r3 >= 0 > -n, keeps the block's loads)
+            tl.store(t_ptr + moff3 + r3 * (s_tr + s_tc), pdr + pdi, mask=rin3 & (r3 < -n))
+        rdr, rdi = _recip(pdr, pdi, rin3, UNIT, CONJ, CPLX)  # (rows: 1 / d_i)
+    else:
+        rdr, rdi = _recip_diag(t_ptr, moff3, r3, rin3, s_tr, s_tc, UNIT, CONJ, CPLX)
     j, steps = _first_step(c0, CB, NB, LOWER)
     mr, mi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, rdr, rdi, LOWER, UNIT, CONJ, CPLX)
     for s in range(0, steps):
@@ -348,10 +364,10 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
 def _inv_cols(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
               NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
               CPLX: tl.constexpr, FORM: tl.constexpr):
-    """:func:`_inv_one_layout` (FORM 2) or :func:`_inv_from_mem`."""
-    if FORM == 2:
+    """:func:`_inv_one_layout` (FORM 2; 3: the block loaded first) or :func:`_inv_from_mem`."""
+    if FORM >= 2:
         xr, xi = _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
-                                 CONJ, CPLX)
+                                 CONJ, CPLX, FORM == 3)
     else:
         xr, xi = _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
                                CONJ, CPLX)
