@@ -1246,5 +1246,6 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
       timeout 60 python3 scripts/lu_solve_rhs.py --dtypes "${plan%%=*}" --ks 256 --profile --plan "DIAG_PLAN:$plan" \
         2>&1 | grep -v -i warn | grep -v "^#"
     done
-  done 2>&1 | tee "$OUT/diag_pre.log" ;;
+  done 2>&1 | tee "$OUT/diag_pre.log"
+  (which ncu nsys; ls /usr/local/cuda*/bin 2>/dev/null | grep -i -E "ncu|nsys|nv-nsight") 2>&1 | tee "$OUT/profilers.log" ;;
 esac
