@@ -1247,5 +1247,9 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
         2>&1 | grep -v -i warn | grep -v "^#"
     done
   done 2>&1 | tee "$OUT/diag_pre.log"
-  (which ncu nsys; ls /usr/local/cuda*/bin 2>/dev/null | grep -i -E "ncu|nsys|nv-nsight") 2>&1 | tee "$OUT/profilers.log" ;;
+  # where the inverses' and the sweep's time goes: ncu's warp states (stall reasons), issue and occupancy, one launch each
+  timeout 240 ncu --clock-control none -k "regex:_diag_inv_kernel|_trsm_kernel" -c 2 --section SpeedOfLight \
+    --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+    --section MemoryWorkloadAnalysis python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 2>&1 \
+    | grep -v -i warn | tee "$OUT/diag_ncu.log" | tail -150 ;;
 esac
