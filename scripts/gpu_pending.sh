@@ -1238,17 +1238,18 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   timeout 200 python3 -m fastpath.bench linalg --only "lu_" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " | tee "$OUT/lu_table.log" ;;
 138)  # sixtieth session: the diagonal-block inverses with the block loaded first (DIAG_PLAN form 3: its lines
-  # cached before the steps' column loads), against form 2, kernel times at 256 right-hand sides, twice alternated
+  # cached before the steps' column loads), against form 2, and form 2 at half the programs (16 columns or two
+  # blocks a program), kernel times at 256 right-hand sides, twice alternated
   for round in 1 2; do
-    for plan in "complex64=(2,1,1,8)" "complex64=(3,1,1,8)" "complex64=(3,1,1,16)" "float32=(2,1,1,16)" \
-        "float32=(3,1,1,16)"; do
+    for plan in "complex64=(2,1,1,8)" "complex64=(3,1,1,8)" "complex64=(2,1,1,16)" "complex64=(2,1,2,8)" \
+        "float32=(2,1,1,16)" "float32=(3,1,1,16)"; do
       echo "== $plan"
       timeout 60 python3 scripts/lu_solve_rhs.py --dtypes "${plan%%=*}" --ks 256 --profile --plan "DIAG_PLAN:$plan" \
         2>&1 | grep -v -i warn | grep -v "^#"
     done
   done 2>&1 | tee "$OUT/diag_pre.log"
   # where the inverses' and the sweep's time goes: ncu's warp states (stall reasons), issue and occupancy, one launch each
-  timeout 240 ncu --clock-control none -k "regex:_diag_inv_kernel|_trsm_kernel" -c 2 --section SpeedOfLight \
+  timeout 200 ncu --clock-control none -k "regex:_diag_inv_kernel|_trsm_kernel" -c 2 --section SpeedOfLight \
     --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
     --section MemoryWorkloadAnalysis python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 2>&1 \
     | grep -v -i warn | tee "$OUT/diag_ncu.log" | tail -150 ;;
