@@ -110,8 +110,17 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: or shared memory in a step at one block a program, 102-203 SASS instructions against 168-293 for
 #: complex64, scripts/compile_sm90.py's COMPILE_LOOPS); H100, the same lu_solve's inverses (kernel time,
 #: fifty-second session): complex64 8 columns 51.2 -> 43.2 us, float32 16 columns 21.3 -> 11.8 (32-row
-#: blocks, up to 4 right-hand sides) and 50.6 -> 35.5 (64-row blocks).
-DIAG_PLAN = {torch.float32: (2, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
+#: blocks, up to 4 right-hand sides) and 50.6 -> 35.5 (64-row blocks). Since the sixtieth session a step is a
+#: unit triangle's (68 / 71 instructions for complex64, was 102 / 203; float32 153 / 156, was 221 / 255): H100
+#: 43.8 -> 41.7 us (complex64), 35.2 -> 34.3 (float32). ncu (H200): the inverses are bound by L2 traffic, not
+#: issue (L2 70.9% busy, DRAM 2.3%, 0.49 eligible warps a scheduler): complex64's (re, im) stores are 4-byte
+#: writes a lane 256 bytes apart, 2.1 M partial sectors for 8 MB. First entry 3: form 2 with the whole block
+#: loaded first (its lines cached before the steps' column loads). H200, twice alternated (gpu_pending.sh 138,
+#: lu_solve_rhs.py --profile, 256 right-hand sides): float32 34.0 / 34.5 -> 28.0 / 27.9 us (lu_solve 126.5 /
+#: 126.8 -> 120.2 / 120.2 us, 5.09x -> 5.35x torch; 64-row blocks; the 32-row ones of 1-4 right-hand sides
+#: untimed), complex64 37.2 / 36.8 -> 40.7 / 40.9 (slower: kept at 2); complex64 at 16 columns a program 43.6 /
+#: 44.9, two blocks a program 40.4 / 41.2.
+DIAG_PLAN = {torch.float32: (3, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
 #: Complex right-hand sides of unit stride along a row (B's, X's: row-major) take the blocked sweep's
 #: tiles as runs of words (``_xw_ld`` / ``_xw_st``, then the same products bit for bit): the (re, im)
