@@ -1237,7 +1237,9 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   done 2>&1 | tee "$OUT/diag_unit_profile.log"
   timeout 200 python3 -m fastpath.bench linalg --only "lu_" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " | tee "$OUT/lu_table.log" ;;
-138)  # sixtieth session: the diagonal-block inverses with the block loaded first (DIAG_PLAN form 3: its lines
+138)  # (run in the sixtieth session at 1c0e8e0 on an H200: float32 form 3 34.0 / 34.5 -> 28.0 / 27.9 us, made its
+  # default; complex64 form 3 slower, 37.2 / 36.8 -> 40.7 / 40.9; ncu: the inverses L2-bound, the sweep L1/TEX-bound)
+  # sixtieth session: the diagonal-block inverses with the block loaded first (DIAG_PLAN form 3: its lines
   # cached before the steps' column loads), against form 2, and form 2 at half the programs (16 columns or two
   # blocks a program), kernel times at 256 right-hand sides, twice alternated
   for round in 1 2; do
@@ -1253,4 +1255,20 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
     --section MemoryWorkloadAnalysis python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 2>&1 \
     | grep -v -i warn | tee "$OUT/diag_ncu.log" | tail -150 ;;
+139)  # sixtieth session, for the next: complex64's diagonal-block inverses moving (re, im) word pairs
+  # (triangular.DIAG_WORDS, off: a step's column one 8-byte load a lane, the inverses' rows stored as 16-byte
+  # runs, where ncu found the (re, im) stores' 2.1 M partial L2 sectors for 8 MB): off / on twice alternated,
+  # kernel times at 256 right-hand sides, then lu_solve at 1, 64, 256 right-hand sides each way; the compiled test
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "word_pairs" 2>&1 \
+    | tail -1 | tee "$OUT/words_test.log"
+  for round in 1 2; do for v in False True; do
+    echo "== DIAG_WORDS=$v"
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
+      --set "ops.linalg.triangular.DIAG_WORDS=$v" 2>&1 | grep -v -i warn | grep -v "^#"
+  done; done 2>&1 | tee "$OUT/diag_words.log"
+  for v in False True; do
+    echo "== DIAG_WORDS=$v"
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 1,64,256 \
+      --set "ops.linalg.triangular.DIAG_WORDS=$v" 2>&1 | grep -v -i warn | grep "k="
+  done 2>&1 | tee -a "$OUT/diag_words.log" ;;
 esac

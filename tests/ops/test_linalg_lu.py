@@ -707,6 +707,21 @@ def test_lu_solve_diag_inverse_columns(adjoint, from_mem, device, monkeypatch):
     test_lu_solve(70, 3, False, adjoint, _F32, device)
 
 
+@pytest.mark.parametrize("from_mem", [2, 3])
+def test_diag_inverse_word_pairs(from_mem, device, monkeypatch):
+    """Complex diagonal-block inverses moving (re, im) word pairs (``triangular.DIAG_WORDS``: a step's
+    column one load a lane, the inverse's rows stored as runs of words), in one layout with and without
+    the block loaded first: each solve_triangular form (transposed views, unit or not, padded blocks)
+    and lu_solve's two passes (conjugated for the adjoint) against the float64 solve."""
+    monkeypatch.setattr(T, "DIAG_WORDS", True)
+    monkeypatch.setitem(T.DIAG_PLAN, _C64, (from_mem, 1, None, 8))
+    monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
+    for form in TRI_FORMS:
+        test_solve_triangular(40, 20, *form, _C64, device)
+    for adjoint in (False, True):
+        test_lu_solve(70, 20, True, adjoint, _C64, device)
+
+
 @pytest.mark.parametrize("few_form,trans", [(1, False), (1, True), (2, False)])
 @pytest.mark.parametrize("n,k,form,dtype", [(70, 1, 0, _C64), (70, 3, 1, _F32), (140, 2, 2, _C64), (40, 1, 3, _F64)])
 def test_solve_triangular_few_form(n, k, form, dtype, few_form, trans, device, monkeypatch):

@@ -122,6 +122,11 @@ TILE_ELEMS = 8192 if INTERPRET else 4096
 #: 44.9, two blocks a program 40.4 / 41.2.
 DIAG_PLAN = {torch.float32: (3, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
+#: Complex inverses of forms 2 / 3 moving their entries as (re, im) word pairs: each step's column one 8-byte load a
+#: lane, the inverse's columns stored as one run of words a row (a lane), where the (re, im) stores write 4 bytes a
+#: lane 256 bytes apart (ncu above: 2.1 M partial L2 sectors for 8 MB). Offline sm_90: see the sixtieth session's
+#: perf-notes. Not yet timed (gpu_pending.sh 139): off.
+DIAG_WORDS = False
 #: Complex right-hand sides of unit stride along a row (B's, X's: row-major) take the blocked sweep's
 #: tiles as runs of words (``_xw_ld`` / ``_xw_st``, then the same products bit for bit): the (re, im)
 #: tiles' strided loads and stores were laid a warp down the rows, a 32-byte sector for each 8 bytes
@@ -282,13 +287,36 @@ def _after(r3, j, LOWER: tl.constexpr):
 
 
 @triton.jit
+def _ld_pairs(ptr, coffs, mask):
+    """(re, im) of the complex entries at complex offsets ``coffs`` of a real view: one load of
+    the word pair a lane (``2 * coffs``: the compiler sees the pair 8-byte aligned)."""
+    o = (coffs * 2)[:, :, :, None] + tl.arange(0, 2)[None, None, None, :]
+    return tl.split(tl.load(ptr + o, mask=mask[:, :, :, None], other=0.0))
+
+
+@triton.jit
+def _st_runs(ptr, coffs, xr, xi, mask, BB: tl.constexpr, NB: tl.constexpr, CB: tl.constexpr):
+    """The complex (BB, NB, CB) tile (xr, xi) stored from complex offsets ``coffs`` (BB, NB, 1)
+    on, each row's CB entries one run of 2 CB words."""
+    w = tl.reshape(tl.join(xr, xi), (BB, NB, 2 * CB))
+    tl.store(ptr + coffs * 2 + tl.arange(0, 2 * CB)[None, None, :], w.to(ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, rdr, rdi, LOWER: tl.constexpr, UNIT: tl.constexpr,
-          CONJ: tl.constexpr, CPLX: tl.constexpr):
+          CONJ: tl.constexpr, CPLX: tl.constexpr, WORDS: tl.constexpr):
     """Column j of the diagonal blocks at ``moff3`` (BB, 1, 1) as (BB, NB, 1) (conjugated if
     CONJ), its rows past j only (zero elsewhere, and where not ``jok``: column j past n or the
-    block invalid); not UNIT: of the unit triangle D^-1 M, row i scaled by (rdr, rdi) = 1 / d_i."""
-    mr, mi, dr, di = _col_diag(t_ptr, moff3 + r3 * s_tr + j * s_tc, rin3 & jok & _after(r3, j, LOWER), moff3, jok,
-                               True, CONJ, CPLX)
+    block invalid); not UNIT: of the unit triangle D^-1 M, row i scaled by (rdr, rdi) = 1 / d_i.
+    WORDS (complex): each entry one load of its word pair (``_ld_pairs``; a real view's offsets and
+    strides are even)."""
+    m = rin3 & jok & _after(r3, j, LOWER)
+    if WORDS:
+        mr, mi = _ld_pairs(t_ptr, moff3 // 2 + r3 * (s_tr // 2) + j * (s_tc // 2), m)
+        if CONJ:
+            mi = -mi
+    else:
+        mr, mi, dr, di = _col_diag(t_ptr, moff3 + r3 * s_tr + j * s_tc, m, moff3, jok, True, CONJ, CPLX)
     if not UNIT:
         mr, mi = _mul(mr, mi, rdr, rdi, CPLX)
     return mr, mi
@@ -319,14 +347,15 @@ def _recip_diag(t_ptr, moff3, idx3, ok3, s_tr, s_tc, UNIT: tl.constexpr, CONJ: t
 @triton.jit
 def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
                     NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
-                    CPLX: tl.constexpr, PRE: tl.constexpr):
+                    CPLX: tl.constexpr, PRE: tl.constexpr, WORDS: tl.constexpr):
     """:func:`_inv_from_mem` with no layout change in a step: X (BB, NB, CB) keeps the layout of
     M's column (BB, NB, 1) (its rows across the lanes), X's row j is a gather (a lane's values
     broadcast, not a reduction). A step is a unit triangle's (no select, no division: M's column
     is loaded zero outside the rows it updates): not UNIT, M^-1 = V^-1 D^-1 with V = D^-1 M the
     unit triangle (its columns M's scaled by a lane's 1 / d_i as they load, a step ahead) and
     the inverse's columns scaled by 1 / d_c at the end. PRE: the whole block loaded first (its lines
-    cached before the steps' column loads; the rows' diagonal entries picked out of it)."""
+    cached before the steps' column loads; the rows' diagonal entries picked out of it). WORDS: see
+    :func:`_col3`."""
     r3 = tl.arange(0, NB)[None, :, None]
     cc = c0 + tl.arange(0, CB)[None, None, :]
     xr = (r3 == cc).to(dtype) + tl.zeros([BB, NB, CB], dtype=dtype)
@@ -347,11 +376,12 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
     else:
         rdr, rdi = _recip_diag(t_ptr, moff3, r3, rin3, s_tr, s_tc, UNIT, CONJ, CPLX)
     j, steps = _first_step(c0, CB, NB, LOWER)
-    mr, mi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, rdr, rdi, LOWER, UNIT, CONJ, CPLX)
+    mr, mi = _col3(t_ptr, moff3, rin3, ok3 & (c3 + j < n), s_tr, s_tc, j, r3, rdr, rdi, LOWER, UNIT, CONJ, CPLX,
+                   WORDS)
     for s in range(0, steps):
         jn = _next_col(j, NB, LOWER)
         nr, ni = _col3(t_ptr, moff3, rin3, ok3 & (c3 + jn < n), s_tr, s_tc, jn, r3, rdr, rdi, LOWER, UNIT, CONJ,
-                       CPLX)
+                       CPLX, WORDS)
         jj = tl.zeros([BB, 1, CB], dtype=tl.int32) + j
         xjr = tl.gather(xr, jj, 1)  # row j of X: (BB, 1, CB)
         if CPLX:  # (x - m xj, as two fused multiply-adds a component)
@@ -372,11 +402,11 @@ def _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.con
 @triton.jit
 def _inv_cols(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr, BB: tl.constexpr,
               NB: tl.constexpr, CB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr,
-              CPLX: tl.constexpr, FORM: tl.constexpr):
+              CPLX: tl.constexpr, FORM: tl.constexpr, WORDS: tl.constexpr):
     """:func:`_inv_one_layout` (FORM 2; 3: the block loaded first) or :func:`_inv_from_mem`."""
     if FORM >= 2:
         xr, xi = _inv_one_layout(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
-                                 CONJ, CPLX, FORM == 3)
+                                 CONJ, CPLX, FORM == 3, WORDS)
     else:
         xr, xi = _inv_from_mem(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype, BB, NB, CB, LOWER, UNIT,
                                CONJ, CPLX)
@@ -387,7 +417,7 @@ def _inv_cols(t_ptr, moff1, mvalid, col0, n, s_tr, s_tc, c0, dtype: tl.constexpr
 def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
                      BLOCK_B: tl.constexpr, NB: tl.constexpr, LOWER: tl.constexpr, UNIT: tl.constexpr,
                      CONJ: tl.constexpr, LU: tl.constexpr, CPLX: tl.constexpr, FROM_MEM: tl.constexpr,
-                     CB: tl.constexpr):
+                     CB: tl.constexpr, WORDS: tl.constexpr = False):
     """Inverses of the (NB, NB) diagonal blocks of M (and of the opposite triangle with the
     opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
     (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity.
@@ -409,11 +439,15 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
         first = tl.program_id(1) < NB // CB  # (the L pass; else the opposite triangle's)
         if first:
             xr, xi = _inv_cols(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B, NB,
-                               CB, LOWER, UNIT, CONJ, CPLX, FROM_MEM)
+                               CB, LOWER, UNIT, CONJ, CPLX, FROM_MEM, WORDS)
         else:
             xr, xi = _inv_cols(t_ptr, moff1, valid, col0, n, s_tr, s_tc, c0, t_ptr.dtype.element_ty, BLOCK_B, NB,
-                               CB, not LOWER, not UNIT, CONJ, CPLX, FROM_MEM)
-        _st(inv_ptr + tl.where(first, 0, half), offs, xr, xi, valid[:, None, None], CPLX)
+                               CB, not LOWER, not UNIT, CONJ, CPLX, FROM_MEM, WORDS)
+        if WORDS:
+            _st_runs(inv_ptr + tl.where(first, 0, half), idx.to(tl.int64)[:, None, None] * NB * NB + r3 * NB + c0,
+                     xr, xi, valid[:, None, None], BLOCK_B, NB, CB)
+        else:
+            _st(inv_ptr + tl.where(first, 0, half), offs, xr, xi, valid[:, None, None], CPLX)
     else:
         eye = (r3 == c3).to(t_ptr.dtype.element_ty) + tl.zeros([BLOCK_B, NB, NB], dtype=t_ptr.dtype.element_ty)
         zero = tl.zeros([BLOCK_B, NB, NB], dtype=eye.dtype)
@@ -832,7 +866,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
         _DIAG_INV[(cdiv(total, ib), (2 if lu and from_mem else 1) * (nb_rows // cb))](
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
             BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=from_mem,
-            CB=cb, num_warps=diag_warps)
+            CB=cb, WORDS=bool(DIAG_WORDS) and cplx and from_mem in (2, 3), num_warps=diag_warps)
     _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
