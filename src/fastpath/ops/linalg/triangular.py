@@ -124,8 +124,9 @@ DIAG_PLAN = {torch.float32: (3, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
              torch.float64: (False, 4, None, None), torch.complex128: (False, 4, None, None)}
 #: Complex inverses of forms 2 / 3 moving their entries as (re, im) word pairs: each step's column one 8-byte load a
 #: lane, the inverse's columns stored as one run of words a row (a lane), where the (re, im) stores write 4 bytes a
-#: lane 256 bytes apart (ncu above: 2.1 M partial L2 sectors for 8 MB). Offline sm_90: see the sixtieth session's
-#: perf-notes. Not yet timed (gpu_pending.sh 139): off.
+#: lane 256 bytes apart (ncu above: 2.1 M partial L2 sectors for 8 MB). Offline sm_90 (complex64, 32-row blocks):
+#: the stores 16 st.global.b32 -> 4 st.global.v4.b32 a lane, a step's loads 2 -> 1 (ld.global.v2), 68 -> 70
+#: instructions a step. Not yet timed (gpu_pending.sh 139): off.
 DIAG_WORDS = False
 #: Complex right-hand sides of unit stride along a row (B's, X's: row-major) take the blocked sweep's
 #: tiles as runs of words (``_xw_ld`` / ``_xw_st``, then the same products bit for bit): the (re, im)
