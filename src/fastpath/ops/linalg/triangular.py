@@ -314,10 +314,11 @@ def _col3(t_ptr, moff3, rin3, jok, s_tr, s_tc, j, r3, rdr, rdi, LOWER: tl.conste
     m = rin3 & jok & _after(r3, j, LOWER)
     if WORDS:
         mr, mi = _ld_pairs(t_ptr, moff3 // 2 + r3 * (s_tr // 2) + j * (s_tc // 2), m)
+    else:
+        mr, mi = _ld(t_ptr, moff3 + r3 * s_tr + j * s_tc, m, CPLX)
+    if CPLX:
         if CONJ:
             mi = -mi
-    else:
-        mr, mi, dr, di = _col_diag(t_ptr, moff3 + r3 * s_tr + j * s_tc, m, moff3, jok, True, CONJ, CPLX)
     if not UNIT:
         mr, mi = _mul(mr, mi, rdr, rdi, CPLX)
     return mr, mi
