@@ -1270,5 +1270,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     echo "== DIAG_WORDS=$v"
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 1,64,256 \
       --set "ops.linalg.triangular.DIAG_WORDS=$v" 2>&1 | grep -v -i warn | grep "k="
-  done 2>&1 | tee -a "$OUT/diag_words.log" ;;
+  done 2>&1 | tee -a "$OUT/diag_words.log"
+  # the bench's lu_solve rows with it on (records name the knob in their command; keep them if it becomes the default)
+  timeout 120 python3 -m fastpath.bench linalg --only "lu_solve" --graphs --set "ops.linalg.triangular.DIAG_WORDS=True" \
+    --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
 esac
