@@ -1259,8 +1259,15 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # (triangular.DIAG_WORDS, off: a step's column one 8-byte load a lane, the inverses' rows stored as 16-byte
   # runs, where ncu found the (re, im) stores' 2.1 M partial L2 sectors for 8 MB): off / on twice alternated,
   # kernel times at 256 right-hand sides, then lu_solve at 1, 64, 256 right-hand sides each way; the compiled test
-  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "word_pairs" 2>&1 \
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "word_pairs or tf32" 2>&1 \
     | tail -1 | tee "$OUT/words_test.log"
+  # and the sweep's low parts formed before its first product (triangular.TF32X3_EARLY, off: offline 218 -> 168
+  # registers, a chunk step's barriers 4 -> 2, the same bits), off / on twice, kernel times
+  for round in 1 2; do for v in False True; do
+    echo "== TF32X3_EARLY=$v"
+    timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64,float32 --ks 256 --profile \
+      --set "ops.linalg.triangular.TF32X3_EARLY=$v" 2>&1 | grep -v -i warn | grep -v "^#"
+  done; done 2>&1 | tee "$OUT/tf32_early.log"
   for round in 1 2; do for v in False True; do
     echo "== DIAG_WORDS=$v"
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \

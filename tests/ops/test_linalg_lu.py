@@ -379,18 +379,20 @@ def test_lu_solve(n, k, left, adjoint, dtype, device):
 
 
 @triton.jit
-def _tf32_probe(x_ptr, r_ptr, a_ptr, b_ptr, c_ptr, o_ptr, N: tl.constexpr, M: tl.constexpr):
+def _tf32_probe(x_ptr, r_ptr, a_ptr, b_ptr, c_ptr, o_ptr, N: tl.constexpr, M: tl.constexpr, PREC: tl.constexpr):
     i = tl.arange(0, N)
     tl.store(r_ptr + i, _tf32_round(tl.load(x_ptr + i)))
     m = tl.arange(0, M)
     offs = m[:, None] * M + m[None, :]
-    tl.store(o_ptr + offs, tl.load(c_ptr + offs) - _dot(tl.load(a_ptr + offs), tl.load(b_ptr + offs), "tf32x3s"))
+    tl.store(o_ptr + offs, tl.load(c_ptr + offs) - _dot(tl.load(a_ptr + offs), tl.load(b_ptr + offs), PREC))
 
 
-def test_tf32_round_and_split_products(device):
-    """The blocked sweep's "tf32x3s" products (split by fastpath): the rounding to TF32 against one built from
-    frexp in float64 (to nearest, ties away from zero: ties, both signs, zero, the largest finite
-    float32 rounding up to inf), and c - a @ b against float64 (float32-level error)."""
+@pytest.mark.parametrize("prec", ["tf32x3s", "tf32x3e"])
+def test_tf32_round_and_split_products(prec, device):
+    """The blocked sweep's "tf32x3s" products (split by fastpath; "tf32x3e": both low parts formed first):
+    the rounding to TF32 against one built from frexp in float64 (to nearest, ties away from zero: ties,
+    both signs, zero, the largest finite float32 rounding up to inf), and c - a @ b against float64
+    (float32-level error)."""
     x = torch.randn(1000) * torch.logspace(-30, 30, 1000)
     bits = torch.randint(0, 2 ** 10, (24,), dtype=torch.int32) * 2 ** 13 + 0x1000 + 0x3F800000
     x = torch.cat([x, -x, bits.view(torch.float32), -bits.view(torch.float32), torch.zeros(2),
@@ -402,10 +404,26 @@ def test_tf32_round_and_split_products(device):
     M = 32
     a, b, c = (torch.randn(M, M, device=device) for _ in range(3))
     r, o = torch.empty_like(x, device=device), torch.empty_like(c)
-    _tf32_probe[(1,)](x.to(device), r, a, b, c, o, N=x.numel(), M=M)
+    _tf32_probe[(1,)](x.to(device), r, a, b, c, o, N=x.numel(), M=M, PREC=prec)
     assert torch.equal(r.cpu(), ref)
     exact = c.double() - a.double() @ b.double()
     assert ((o.double() - exact).abs().max() / exact.abs().max()).item() < 4 * M * 2.0 ** -24
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_tf32_early_split_same_bits(dtype, device, monkeypatch):
+    """``triangular.TF32X3_EARLY`` reorders where the sweep's low parts are formed, not the products:
+    lu_solve's solutions bit for bit the same either way (two row blocks with padding, two column blocks
+    of 32 or more right-hand sides: the tf32x3 sweep), and against the float64 solve."""
+    A = _pivoted_well_conditioned(2, 70, dtype, device)
+    LU, piv = torch.linalg.lu_factor(A)
+    B = rand(2, 70, 80, dtype=dtype, device=device)
+    out = []
+    for early in (False, True):
+        monkeypatch.setattr(T, "TF32X3_EARLY", early)
+        out.append(L.lu_solve(LU, piv, B))
+    assert torch.equal(out[0], out[1])
+    _check_solution(out[1], torch.linalg.solve(_ref(A), _ref(B)), A, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])

@@ -91,6 +91,12 @@ TF32X3_MIN_KB = 32
 #: The blocked sweep's "tf32x3" products split by fastpath ("tf32x3s", ``tiles._dot``: no NaN fixup,
 #: no zero accumulator's sum) instead of by Triton.
 OWN_TF32X3 = True
+#: ... with both operands' low parts formed before the first of the three products ("tf32x3e": the same products
+#: in the same order, bit for bit). Offline sm_90 (complex64 lu_solve of 64 x 256x256, 256 right-hand sides): the
+#: sweep 218 -> 168 registers and 48 -> 64 KB of shared memory (two programs an SM either way at 256 right-hand
+#: sides), a chunk step 590 -> 584 instructions with 4 -> 2 barriers (the low part's shared-memory store no longer
+#: waits between two products); float32 255 -> 251 registers, 431 -> 412. Not yet timed (gpu_pending.sh 139): off.
+TF32X3_EARLY = False
 #: The blocked sweep without masks where every row block, chunk and column tile is full (n a multiple
 #: of its NB, NB of its KC, k of its KB): no compares and no predicated loads.
 EVEN_TILES = True
@@ -887,7 +893,9 @@ def _sweep_prec(dot_sweep: bool, kb: int) -> str:
     off the tl.dot sweep, else TF32X3_PREC ("tf32x3s" where fastpath splits the products)."""
     if not dot_sweep or kb < TF32X3_MIN_KB:
         return "ieee"
-    return "tf32x3s" if TF32X3_PREC == "tf32x3" and OWN_TF32X3 else TF32X3_PREC
+    if TF32X3_PREC == "tf32x3" and OWN_TF32X3:
+        return "tf32x3e" if TF32X3_EARLY else "tf32x3s"
+    return TF32X3_PREC
 
 
 #: The kernels take the batch and row terms of B's and X's offsets in int64, the column term
