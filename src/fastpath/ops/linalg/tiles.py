@@ -240,14 +240,13 @@ def _dot(a, b, PREC: tl.constexpr):
         if PREC == "tf32x3s" or PREC == "tf32x3e":
             ab = _tf32_round(a)
             bb = _tf32_round(b)
+            al = a - ab
             if PREC == "tf32x3e":  # (both low parts before the first product: the same products, in order)
-                al = a - ab
                 bl = b - bb
-                p = tl.dot(al, bb, input_precision="tf32")
-                p = tl.dot(ab, bl, p, input_precision="tf32")
-            else:
-                p = tl.dot(a - ab, bb, input_precision="tf32")  # (the small terms first, as Triton's)
-                p = tl.dot(ab, b - bb, p, input_precision="tf32")
+            p = tl.dot(al, bb, input_precision="tf32")  # (the small terms first, as Triton's)
+            if PREC == "tf32x3s":
+                bl = b - bb
+            p = tl.dot(ab, bl, p, input_precision="tf32")
             return tl.dot(ab, bb, p, input_precision="tf32")
         else:
             return tl.dot(a, b, input_precision=PREC)

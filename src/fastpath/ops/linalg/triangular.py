@@ -430,7 +430,8 @@ def _diag_inv_kernel(t_ptr, inv_ptr, total, nblk, n, stb, s_tr, s_tc,
     opposite unit flag, after them, if LU), BLOCK_B blocks per program, to ``inv`` as
     (pass, matrix, block, NB, NB), contiguous. Past n a block is padded with the identity.
     FROM_MEM: the substitution reads M's columns from memory (:func:`_inv_from_mem`), CB of the
-    inverses' columns a program, grid axis 1 = (pass, column block) (the passes side by side)."""
+    inverses' columns a program, grid axis 1 = (pass, column block) (the passes side by side).
+    WORDS (complex, forms 2 / 3): the inverses' rows stored as runs of words (``_st_runs``)."""
     idx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)  # (matrix, block) flattened
     valid = idx < total
     r3 = tl.arange(0, NB)[None, :, None]
