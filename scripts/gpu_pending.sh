@@ -1283,8 +1283,9 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
 140)  # sixty-first session: complex64's sweep at 128 right-hand sides a program, 8 warps (two warpgroups share M's
   # chunk: offline 255 / 250 registers, a chunk step 583 / 567 instructions for 2x the columns of the 4-warp
-  # plan's 584), one program an SM; with TF32X3_EARLY off / on; kernel times at 256 right-hand sides
-  for round in 1 2; do for e in False True; do for plan in "(32,32,64,4)" "(32,32,128,8)"; do
+  # plan's 584), one program an SM; and 4 warps at 128 (one warpgroup, wgmma N = 128: offline 255 / 250 registers,
+  # 788 / 780 a chunk step for 2x the columns); with TF32X3_EARLY off / on; kernel times at 256 right-hand sides
+  for round in 1 2; do for e in False True; do for plan in "(32,32,64,4)" "(32,32,128,8)" "(32,32,128,4)"; do
     echo "== TF32X3_EARLY=$e plan=$plan"
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
       --set "ops.linalg.triangular.TF32X3_EARLY=$e" --plan "BLOCKED_PLAN:complex64=$plan" 2>&1 | grep -v -i warn | grep -v "^#"
