@@ -1278,9 +1278,9 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 1,64,256 \
       --set "ops.linalg.triangular.DIAG_WORDS=$v" 2>&1 | grep -v -i warn | grep "k="
   done 2>&1 | tee -a "$OUT/diag_words.log"
-  # the bench's lu_solve rows with it on (records name the knob in their command; keep them if it becomes the default)
+  # the bench's lu_solve rows with both on (records name the knob in their command; keep them if it becomes the default)
   timeout 120 python3 -m fastpath.bench linalg --only "lu_solve" --graphs --set "ops.linalg.triangular.DIAG_WORDS=True" \
-    --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
+    --set "ops.linalg.triangular.TF32X3_EARLY=True" --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
 140)  # sixty-first session: complex64's sweep at 128 right-hand sides a program, 8 warps (two warpgroups share M's
   # chunk: offline 255 / 250 registers, a chunk step 583 / 567 instructions for 2x the columns of the 4-warp
   # plan's 584), one program an SM; and 4 warps at 128 (one warpgroup, wgmma N = 128: offline 255 / 250 registers,
