@@ -1290,23 +1290,23 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
       --set "ops.linalg.triangular.TF32X3_EARLY=$e" --plan "BLOCKED_PLAN:complex64=$plan" 2>&1 | grep -v -i warn | grep -v "^#"
   done; done; done 2>&1 | tee "$OUT/plan128.log" ;;
-141)  # sixty-first session, 139 + 140 trimmed to one short call (device time left ~760 s after failed starts), in
-  # the order they matter; each part skipped once $SECONDS passes its deadline
+141)  # sixty-first session, 139 + 140 trimmed to one short call (device time left ~650 s after failed starts), in
+  # the order they matter, each part skipped once $SECONDS passes its deadline: DIAG_WORDS off / on twice; then on,
+  # TF32X3_EARLY, then SWEEP_PDL added (the sweep a programmatic dependent launch of the inverses: the row map
+  # tracked before its wait), each twice; the 128-column plans with all three; the compiled tests; the bench rows
   rhs() { timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile "$@" 2>&1 | grep -v -i warn | grep -v "^#"; }
-  T=ops.linalg.triangular
+  T=ops.linalg.triangular; W="--set $T.DIAG_WORDS=True"; E="--set $T.TF32X3_EARLY=True"; D="--set $T.SWEEP_PDL=True"
   for round in 1 2; do for v in False True; do
     echo "== DIAG_WORDS=$v"; rhs --set "$T.DIAG_WORDS=$v"
   done; done 2>&1 | tee "$OUT/diag_words.log"
-  for v in False True; do
-    [ $SECONDS -lt 200 ] && { echo "== TF32X3_EARLY=$v"; rhs --set "$T.TF32X3_EARLY=$v" --set "$T.DIAG_WORDS=True"; }
-  done 2>&1 | tee "$OUT/tf32_early.log"
+  for round in 1 2; do
+    [ $SECONDS -lt 230 ] && { echo "== WORDS + EARLY"; rhs $W $E; echo "== WORDS + EARLY + PDL"; rhs $W $E $D; }
+  done 2>&1 | tee "$OUT/early_pdl.log"
   for plan in "(32,32,128,4)" "(32,32,128,8)"; do
-    [ $SECONDS -lt 250 ] && { echo "== EARLY, WORDS, plan=$plan"; rhs --set "$T.TF32X3_EARLY=True" --set "$T.DIAG_WORDS=True" \
-      --plan "BLOCKED_PLAN:complex64=$plan"; }
+    [ $SECONDS -lt 280 ] && { echo "== WORDS + EARLY + PDL, plan=$plan"; rhs $W $E $D --plan "BLOCKED_PLAN:complex64=$plan"; }
   done 2>&1 | tee "$OUT/plan128.log"
-  [ $SECONDS -lt 300 ] && timeout 100 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
-    -k "word_pairs or tf32" 2>&1 | tail -1 | tee "$OUT/words_test.log"
-  [ $SECONDS -lt 360 ] && timeout 110 python3 -m fastpath.bench linalg --only "lu_solve" --graphs \
-    --set "$T.DIAG_WORDS=True" --set "$T.TF32X3_EARLY=True" --json "$OUT/lu_words_records.jsonl" 2>&1 \
-    | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
+  [ $SECONDS -lt 320 ] && timeout 100 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
+    -k "word_pairs or tf32 or pdl" 2>&1 | tail -1 | tee "$OUT/words_test.log"
+  [ $SECONDS -lt 380 ] && timeout 110 python3 -m fastpath.bench linalg --only "lu_solve" --graphs $W $E $D \
+    --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
 esac

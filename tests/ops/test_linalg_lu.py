@@ -740,6 +740,23 @@ def test_diag_inverse_word_pairs(from_mem, device, monkeypatch):
         test_lu_solve(70, 20, True, adjoint, _C64, device)
 
 
+@pytest.mark.skipif(not _GPU, reason="programmatic dependent launch: compiled CUDA kernels only (sm_90+)")
+@pytest.mark.parametrize("k", [1, 256])
+def test_sweep_pdl(k, device, monkeypatch):
+    """The sweep launched as a programmatic dependent launch of the diagonal inverses (``triangular.SWEEP_PDL``:
+    it tracks the row interchanges before it waits for them): issue-sized lu_solve calls back to back, each
+    pivot set and right-hand side new, both forms (the adjoint's row map applied on the way out), against the
+    float64 solve."""
+    monkeypatch.setattr(T, "SWEEP_PDL", True)
+    for adjoint in (False, True, False):
+        A = rand(64, 256, 256, dtype=_C64, device=device)
+        LU, piv, info = L.lu_factor_ex(A)
+        B = rand(64, 256, k, dtype=_C64, device=device)
+        X = L.lu_solve(LU, piv, B, adjoint=adjoint)
+        ref = torch.linalg.solve(_ref(A).mH if adjoint else _ref(A), _ref(B))
+        _check_solution(X, ref, A, _C64)
+
+
 @pytest.mark.parametrize("few_form,trans", [(1, False), (1, True), (2, False)])
 @pytest.mark.parametrize("n,k,form,dtype", [(70, 1, 0, _C64), (70, 3, 1, _F32), (140, 2, 2, _C64), (40, 1, 3, _F64)])
 def test_solve_triangular_few_form(n, k, form, dtype, few_form, trans, device, monkeypatch):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 
 from ..._core import alloc
-from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
+from ..._core.backend import INTERPRET, num_sms, pdl_start, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
@@ -156,6 +156,10 @@ XW_MIN_KB = 32
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
 DIAG_FEW_BLOCKS = 64
 DIAG_FEW_PLAN = {torch.float32: (False, 4, None, None)}
+#: The sweep launched as a programmatic dependent launch of the diagonal inverses (sm_90+, ``FASTPATH_PDL`` not 0):
+#: its programs start as the inverses' programs exit and track the row interchanges (``_track``: n dependent steps,
+#: which read only the pivots) before they wait for the inverses.
+SWEEP_PDL = False
 
 
 # ---------------------------------------------------------------------------- complex as real
@@ -746,9 +750,10 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
                  FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False,
-                 EVEN: tl.constexpr = False):
+                 EVEN: tl.constexpr = False, PDL: tl.constexpr = 0):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
+        pdl_start(PDL)
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
         r = tl.arange(0, NB)
         b3 = bidx[:, None, None].to(tl.int64)
@@ -790,6 +795,8 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             pos = _track(piv_ptr, b * spb + one, spc, one < 1, pos, 0, n, n)
             tl.store(perm + tl.arange(0, P)[None, :], pos)
             tl.debug_barrier()
+        pdl_start(PDL)  # (the row map above reads the pivots only, which the inverses' kernel does not write)
+        if LU:
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
@@ -806,6 +813,7 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
 
 
 _TRSM = Launcher(_trsm_kernel)
+_TRSM_PDL = Launcher(_trsm_kernel, pdl=True)
 _DIAG_INV = Launcher(_diag_inv_kernel)
 
 
@@ -876,7 +884,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
             BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=from_mem,
             CB=cb, WORDS=bool(DIAG_WORDS) and cplx and from_mem in (2, 3), num_warps=diag_warps)
-    _TRSM[grid](
+    (_TRSM_PDL if blocked and SWEEP_PDL else _TRSM)[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
         *(pv.stride() if lu else (0, 0)),
