@@ -1309,4 +1309,17 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     -k "word_pairs or tf32 or pdl" 2>&1 | tail -1 | tee "$OUT/words_test.log"
   [ $SECONDS -lt 380 ] && timeout 110 python3 -m fastpath.bench linalg --only "lu_solve" --graphs $W $E $D \
     --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
+142)  # 141 reordered for ~300 s of device time (failed starts took the rest): each setting once, then again
+  rhs() { timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile "$@" 2>&1 | grep -v -i warn | grep -v "^#"; }
+  T=ops.linalg.triangular; W="--set $T.DIAG_WORDS=True"; E="--set $T.TF32X3_EARLY=True"; D="--set $T.SWEEP_PDL=True"
+  for round in 1 2; do
+    [ $SECONDS -lt 150 ] && { echo "== base"; rhs; echo "== WORDS"; rhs $W; echo "== WORDS + EARLY"; rhs $W $E;
+      echo "== WORDS + EARLY + PDL"; rhs $W $E $D; }
+  done 2>&1 | tee "$OUT/knobs.log"
+  [ $SECONDS -lt 200 ] && timeout 100 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
+    -k "word_pairs or tf32 or pdl" 2>&1 | tail -1 | tee "$OUT/words_test.log"
+  [ $SECONDS -lt 260 ] && { echo "== WORDS + EARLY + PDL, plan=(32,32,128,4)"; rhs $W $E $D \
+    --plan "BLOCKED_PLAN:complex64=(32,32,128,4)"; } 2>&1 | tee "$OUT/plan128.log"
+  [ $SECONDS -lt 280 ] && timeout 110 python3 -m fastpath.bench linalg --only "lu_solve" --graphs $W $E $D \
+    --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
 esac
