@@ -1255,7 +1255,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
     --section MemoryWorkloadAnalysis python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 2>&1 \
     | grep -v -i warn | tee "$OUT/diag_ncu.log" | tail -150 ;;
-139)  # sixtieth session, for the next: complex64's diagonal-block inverses moving (re, im) word pairs
+139)  # (not run: 142 took its place, sixty-first session) sixtieth session, for the next: complex64's diagonal-block inverses moving (re, im) word pairs
   # (triangular.DIAG_WORDS, off: a step's column one 8-byte load a lane, the inverses' rows stored as 16-byte
   # runs, where ncu found the (re, im) stores' 2.1 M partial L2 sectors for 8 MB): off / on twice alternated,
   # kernel times at 256 right-hand sides, then lu_solve at 1, 64, 256 right-hand sides each way; the compiled test
@@ -1281,7 +1281,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # the bench's lu_solve rows with both on (records name the knob in their command; keep them if it becomes the default)
   timeout 120 python3 -m fastpath.bench linalg --only "lu_solve" --graphs --set "ops.linalg.triangular.DIAG_WORDS=True" \
     --set "ops.linalg.triangular.TF32X3_EARLY=True" --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
-140)  # sixty-first session: complex64's sweep at 128 right-hand sides a program, 8 warps (two warpgroups share M's
+140)  # (not run: 142 took its (32,32,128,4) plan) sixty-first session: complex64's sweep at 128 right-hand sides a program, 8 warps (two warpgroups share M's
   # chunk: offline 255 / 250 registers, a chunk step 583 / 567 instructions for 2x the columns of the 4-warp
   # plan's 584), one program an SM; and 4 warps at 128 (one warpgroup, wgmma N = 128: offline 255 / 250 registers,
   # 788 / 780 a chunk step for 2x the columns); with TF32X3_EARLY off / on; kernel times at 256 right-hand sides
@@ -1290,7 +1290,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile \
       --set "ops.linalg.triangular.TF32X3_EARLY=$e" --plan "BLOCKED_PLAN:complex64=$plan" 2>&1 | grep -v -i warn | grep -v "^#"
   done; done; done 2>&1 | tee "$OUT/plan128.log" ;;
-141)  # sixty-first session, 139 + 140 trimmed to one short call (device time left ~650 s after failed starts), in
+141)  # (not run: 142 took its place; TF32X3_EARLY and SWEEP_PDL are gone) sixty-first session, 139 + 140 trimmed to one short call (device time left ~650 s after failed starts), in
   # the order they matter, each part skipped once $SECONDS passes its deadline: DIAG_WORDS off / on twice; then on,
   # TF32X3_EARLY, then SWEEP_PDL added (the sweep a programmatic dependent launch of the inverses: the row map
   # tracked before its wait), each twice; the 128-column plans with all three; the compiled tests; the bench rows
@@ -1309,7 +1309,9 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     -k "word_pairs or tf32 or pdl" 2>&1 | tail -1 | tee "$OUT/words_test.log"
   [ $SECONDS -lt 380 ] && timeout 110 python3 -m fastpath.bench linalg --only "lu_solve" --graphs $W $E $D \
     --json "$OUT/lu_words_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/lu_words_table.log" ;;
-142)  # 141 reordered for ~300 s of device time (failed starts took the rest): each setting once, then again
+142)  # (run in the sixty-first session at cb0e4ee on an H100: DIAG_WORDS inverses 41.6 -> 14.0 us, lu_solve
+  # 2.87x -> 3.18x, made the default; TF32X3_EARLY sweep +4 us and SWEEP_PDL +0, both removed; (32,32,128,4) sweep
+  # 302 us against 288, slower) 141 reordered for ~300 s of device time (failed starts took the rest): each setting once, then again
   rhs() { timeout 60 python3 scripts/lu_solve_rhs.py --dtypes complex64 --ks 256 --profile "$@" 2>&1 | grep -v -i warn | grep -v "^#"; }
   T=ops.linalg.triangular; W="--set $T.DIAG_WORDS=True"; E="--set $T.TF32X3_EARLY=True"; D="--set $T.SWEEP_PDL=True"
   for round in 1 2; do

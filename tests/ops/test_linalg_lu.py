@@ -379,20 +379,18 @@ def test_lu_solve(n, k, left, adjoint, dtype, device):
 
 
 @triton.jit
-def _tf32_probe(x_ptr, r_ptr, a_ptr, b_ptr, c_ptr, o_ptr, N: tl.constexpr, M: tl.constexpr, PREC: tl.constexpr):
+def _tf32_probe(x_ptr, r_ptr, a_ptr, b_ptr, c_ptr, o_ptr, N: tl.constexpr, M: tl.constexpr):
     i = tl.arange(0, N)
     tl.store(r_ptr + i, _tf32_round(tl.load(x_ptr + i)))
     m = tl.arange(0, M)
     offs = m[:, None] * M + m[None, :]
-    tl.store(o_ptr + offs, tl.load(c_ptr + offs) - _dot(tl.load(a_ptr + offs), tl.load(b_ptr + offs), PREC))
+    tl.store(o_ptr + offs, tl.load(c_ptr + offs) - _dot(tl.load(a_ptr + offs), tl.load(b_ptr + offs), "tf32x3s"))
 
 
-@pytest.mark.parametrize("prec", ["tf32x3s", "tf32x3e"])
-def test_tf32_round_and_split_products(prec, device):
-    """The blocked sweep's "tf32x3s" products (split by fastpath; "tf32x3e": both low parts formed first):
-    the rounding to TF32 against one built from frexp in float64 (to nearest, ties away from zero: ties,
-    both signs, zero, the largest finite float32 rounding up to inf), and c - a @ b against float64
-    (float32-level error)."""
+def test_tf32_round_and_split_products(device):
+    """The blocked sweep's "tf32x3s" products (split by fastpath): the rounding to TF32 against one built from
+    frexp in float64 (to nearest, ties away from zero: ties, both signs, zero, the largest finite
+    float32 rounding up to inf), and c - a @ b against float64 (float32-level error)."""
     x = torch.randn(1000) * torch.logspace(-30, 30, 1000)
     bits = torch.randint(0, 2 ** 10, (24,), dtype=torch.int32) * 2 ** 13 + 0x1000 + 0x3F800000
     x = torch.cat([x, -x, bits.view(torch.float32), -bits.view(torch.float32), torch.zeros(2),
@@ -404,26 +402,10 @@ def test_tf32_round_and_split_products(prec, device):
     M = 32
     a, b, c = (torch.randn(M, M, device=device) for _ in range(3))
     r, o = torch.empty_like(x, device=device), torch.empty_like(c)
-    _tf32_probe[(1,)](x.to(device), r, a, b, c, o, N=x.numel(), M=M, PREC=prec)
+    _tf32_probe[(1,)](x.to(device), r, a, b, c, o, N=x.numel(), M=M)
     assert torch.equal(r.cpu(), ref)
     exact = c.double() - a.double() @ b.double()
     assert ((o.double() - exact).abs().max() / exact.abs().max()).item() < 4 * M * 2.0 ** -24
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
-def test_tf32_early_split_same_bits(dtype, device, monkeypatch):
-    """``triangular.TF32X3_EARLY`` reorders where the sweep's low parts are formed, not the products:
-    lu_solve's solutions bit for bit the same either way (two row blocks with padding, two column blocks
-    of 32 or more right-hand sides: the tf32x3 sweep), and against the float64 solve."""
-    A = _pivoted_well_conditioned(2, 70, dtype, device)
-    LU, piv = torch.linalg.lu_factor(A)
-    B = rand(2, 70, 80, dtype=dtype, device=device)
-    out = []
-    for early in (False, True):
-        monkeypatch.setattr(T, "TF32X3_EARLY", early)
-        out.append(L.lu_solve(LU, piv, B))
-    assert torch.equal(out[0], out[1])
-    _check_solution(out[1], torch.linalg.solve(_ref(A), _ref(B)), A, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
@@ -725,36 +707,20 @@ def test_lu_solve_diag_inverse_columns(adjoint, from_mem, device, monkeypatch):
     test_lu_solve(70, 3, False, adjoint, _F32, device)
 
 
+@pytest.mark.parametrize("words", [True, False])
 @pytest.mark.parametrize("from_mem", [2, 3])
-def test_diag_inverse_word_pairs(from_mem, device, monkeypatch):
+def test_diag_inverse_word_pairs(from_mem, words, device, monkeypatch):
     """Complex diagonal-block inverses moving (re, im) word pairs (``triangular.DIAG_WORDS``: a step's
-    column one load a lane, the inverse's rows stored as runs of words), in one layout with and without
-    the block loaded first: each solve_triangular form (transposed views, unit or not, padded blocks)
-    and lu_solve's two passes (conjugated for the adjoint) against the float64 solve."""
-    monkeypatch.setattr(T, "DIAG_WORDS", True)
+    column one load a lane, the inverse's rows stored as runs of words) or not, in one layout with and
+    without the block loaded first: each solve_triangular form (transposed views, unit or not, padded
+    blocks) and lu_solve's two passes (conjugated for the adjoint) against the float64 solve."""
+    monkeypatch.setattr(T, "DIAG_WORDS", words)
     monkeypatch.setitem(T.DIAG_PLAN, _C64, (from_mem, 1, None, 8))
     monkeypatch.setattr(T, "DIAG_FEW_BLOCKS", 0)  # (small test batches: the plan above, not the few-block one)
     for form in TRI_FORMS:
         test_solve_triangular(40, 20, *form, _C64, device)
     for adjoint in (False, True):
         test_lu_solve(70, 20, True, adjoint, _C64, device)
-
-
-@pytest.mark.skipif(not _GPU, reason="programmatic dependent launch: compiled CUDA kernels only (sm_90+)")
-@pytest.mark.parametrize("k", [1, 256])
-def test_sweep_pdl(k, device, monkeypatch):
-    """The sweep launched as a programmatic dependent launch of the diagonal inverses (``triangular.SWEEP_PDL``:
-    it tracks the row interchanges before it waits for them): issue-sized lu_solve calls back to back, each
-    pivot set and right-hand side new, both forms (the adjoint's row map applied on the way out), against the
-    float64 solve."""
-    monkeypatch.setattr(T, "SWEEP_PDL", True)
-    for adjoint in (False, True, False):
-        A = rand(64, 256, 256, dtype=_C64, device=device)
-        LU, piv, info = L.lu_factor_ex(A)
-        B = rand(64, 256, k, dtype=_C64, device=device)
-        X = L.lu_solve(LU, piv, B, adjoint=adjoint)
-        ref = torch.linalg.solve(_ref(A).mH if adjoint else _ref(A), _ref(B))
-        _check_solution(X, ref, A, _C64)
 
 
 @pytest.mark.parametrize("few_form,trans", [(1, False), (1, True), (2, False)])

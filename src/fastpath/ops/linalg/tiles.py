@@ -230,23 +230,17 @@ def _dot(a, b, PREC: tl.constexpr):
     the FMA units; "tf32x3": three TF32 tensor-core passes, float32-level accuracy; "tf32x3s": the
     same three, split here: Triton's form adds a NaN fixup and a zero accumulator's sum, 96 compares,
     32 selects and 32 adds a 64x64 tile on sm_90 (the lu_solve sweep's chunk step 808 -> 590
-    instructions offline); its result is NaN rather than inf where an operand is infinite; "tf32x3e":
-    the same products with both operands' low parts formed before the first, see triangular.TF32X3_EARLY),
+    instructions offline); its result is NaN rather than inf where an operand is infinite),
     float64 as is. ``PREC`` has no default: Triton 3.6 does not turn a helper's default string into a
     constexpr (the sm_90 compile fails where the interpreter runs). (The three products chained into
     a caller's accumulator lost accuracy: 3.8e-7 -> 5.9e-6 relative in a complex64 lu_solve on an
     H100, the tensor cores' accumulation truncating each partial sum at the accumulator's magnitude.)"""
     if a.dtype == tl.float32:
-        if PREC == "tf32x3s" or PREC == "tf32x3e":
+        if PREC == "tf32x3s":
             ab = _tf32_round(a)
             bb = _tf32_round(b)
-            al = a - ab
-            if PREC == "tf32x3e":  # (both low parts before the first product: the same products, in order)
-                bl = b - bb
-            p = tl.dot(al, bb, input_precision="tf32")  # (the small terms first, as Triton's)
-            if PREC == "tf32x3s":
-                bl = b - bb
-            p = tl.dot(ab, bl, p, input_precision="tf32")
+            p = tl.dot(a - ab, bb, input_precision="tf32")  # (the small terms first, as Triton's)
+            p = tl.dot(ab, b - bb, p, input_precision="tf32")
             return tl.dot(ab, bb, p, input_precision="tf32")
         else:
             return tl.dot(a, b, input_precision=PREC)

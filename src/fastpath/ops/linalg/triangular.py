@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 
 from ..._core import alloc
-from ..._core.backend import INTERPRET, num_sms, pdl_start, tl, triton, use_triton
+from ..._core.backend import INTERPRET, num_sms, tl, triton, use_triton
 from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
@@ -91,12 +91,10 @@ TF32X3_MIN_KB = 32
 #: The blocked sweep's "tf32x3" products split by fastpath ("tf32x3s", ``tiles._dot``: no NaN fixup,
 #: no zero accumulator's sum) instead of by Triton.
 OWN_TF32X3 = True
-#: ... with both operands' low parts formed before the first of the three products ("tf32x3e": the same products
-#: in the same order, bit for bit). Offline sm_90 (complex64 lu_solve of 64 x 256x256, 256 right-hand sides): the
-#: sweep 218 -> 168 registers and 48 -> 64 KB of shared memory (two programs an SM either way at 256 right-hand
-#: sides), a chunk step 590 -> 584 instructions with 4 -> 2 barriers (the low part's shared-memory store no longer
-#: waits between two products); float32 255 -> 251 registers, 431 -> 412. Not yet timed (gpu_pending.sh 139): off.
-TF32X3_EARLY = False
+#: (Both operands' low parts formed before the first of the three products, the same products bit for bit, offline
+#: 218 -> 168 registers and 4 -> 2 barriers a chunk step, was slower and is gone: H100, complex64 lu_solve of 64 x
+#: 256x256 with 256 right-hand sides, the sweep 282.9 / 284.1 -> 287.2 / 288.6 us (gpu_pending.sh 142, sixty-first
+#: session).)
 #: The blocked sweep without masks where every row block, chunk and column tile is full (n a multiple
 #: of its NB, NB of its KC, k of its KB): no compares and no predicated loads.
 EVEN_TILES = True
@@ -132,8 +130,10 @@ DIAG_PLAN = {torch.float32: (3, 1, 1, 16), torch.complex64: (2, 1, 1, 8),
 #: lane, the inverse's columns stored as one run of words a row (a lane), where the (re, im) stores write 4 bytes a
 #: lane 256 bytes apart (ncu above: 2.1 M partial L2 sectors for 8 MB). Offline sm_90 (complex64, 32-row blocks):
 #: the stores 16 st.global.b32 -> 4 st.global.v4.b32 a lane, a step's loads 2 -> 1 (ld.global.v2), 68 -> 70
-#: instructions a step. Not yet timed (gpu_pending.sh 139): off.
-DIAG_WORDS = False
+#: instructions a step. H100, complex64 lu_solve of 64 x 256x256 with 256 right-hand sides (scripts/lu_solve_rhs.py
+#: --profile, twice alternated, gpu_pending.sh 142, sixty-first session): the inverses 41.6 / 41.3 -> 14.0 / 14.0 us,
+#: lu_solve 331.4 / 329.3 -> 300.2 / 302.1 us (2.87x / 2.90x -> 3.18x / 3.15x torch).
+DIAG_WORDS = True
 #: Complex right-hand sides of unit stride along a row (B's, X's: row-major) take the blocked sweep's
 #: tiles as runs of words (``_xw_ld`` / ``_xw_st``, then the same products bit for bit): the (re, im)
 #: tiles' strided loads and stores were laid a warp down the rows, a 32-byte sector for each 8 bytes
@@ -156,10 +156,8 @@ XW_MIN_KB = 32
 #: solve_triangular (8 blocks a call, 1015 us on the H200 at 33d9c21 in the tile form) keeps that form.
 DIAG_FEW_BLOCKS = 64
 DIAG_FEW_PLAN = {torch.float32: (False, 4, None, None)}
-#: The sweep launched as a programmatic dependent launch of the diagonal inverses (sm_90+, ``FASTPATH_PDL`` not 0):
-#: its programs start as the inverses' programs exit and track the row interchanges (``_track``: n dependent steps,
-#: which read only the pivots) before they wait for the inverses.
-SWEEP_PDL = False
+#: (The sweep launched as a programmatic dependent launch of the diagonal inverses, tracking the row interchanges
+#: before its wait, measured no faster and is gone: H100, the same lu_solve 303.0 / 303.3 -> 302.9 / 303.3 us.)
 
 
 # ---------------------------------------------------------------------------- complex as real
@@ -750,10 +748,9 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
                  LOWER: tl.constexpr, UNIT: tl.constexpr, CONJ: tl.constexpr, LU: tl.constexpr,
                  PERM_OUT: tl.constexpr, CPLX: tl.constexpr, BLOCKED: tl.constexpr, PREC: tl.constexpr = "ieee",
                  FEW: tl.constexpr = 0, TRANS: tl.constexpr = False, XW: tl.constexpr = False,
-                 EVEN: tl.constexpr = False, PDL: tl.constexpr = 0):
+                 EVEN: tl.constexpr = False):
     c0 = tl.program_id(1) * KB
     if not BLOCKED:
-        pdl_start(PDL)
         bidx = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
         r = tl.arange(0, NB)
         b3 = bidx[:, None, None].to(tl.int64)
@@ -795,8 +792,6 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
             pos = _track(piv_ptr, b * spb + one, spc, one < 1, pos, 0, n, n)
             tl.store(perm + tl.arange(0, P)[None, :], pos)
             tl.debug_barrier()
-        pdl_start(PDL)  # (the row map above reads the pivots only, which the inverses' kernel does not write)
-        if LU:
             if PERM_OUT:  # B -> W (M1), W -> X scattered (M2)
                 _pass(tb, s_tr, s_tc, inv1, b_ptr + b * sbb, sbr, sbc, w_ptr + b * swb, swr, swc, perm, n, k,
                       c0, False, False, LOWER, UNIT, CONJ, CPLX, NB, KC, KB, PREC, FEW, TRANS, XW, EVEN)
@@ -813,7 +808,6 @@ def _trsm_kernel(t_ptr, b_ptr, w_ptr, x_ptr, piv_ptr, perm_ptr, inv_ptr, nbatch,
 
 
 _TRSM = Launcher(_trsm_kernel)
-_TRSM_PDL = Launcher(_trsm_kernel, pdl=True)
 _DIAG_INV = Launcher(_diag_inv_kernel)
 
 
@@ -884,7 +878,7 @@ def trsm(T3: torch.Tensor, B3: torch.Tensor, X3: torch.Tensor, *, lower: bool, u
             real_view(T3), inv, total, nblk, n, *kernel_strides(T3),
             BLOCK_B=ib, NB=nb_rows, LOWER=lower, UNIT=unit, CONJ=conj, LU=lu, CPLX=cplx, FROM_MEM=from_mem,
             CB=cb, WORDS=bool(DIAG_WORDS) and cplx and from_mem in (2, 3), num_warps=diag_warps)
-    (_TRSM_PDL if blocked and SWEEP_PDL else _TRSM)[grid](
+    _TRSM[grid](
         real_view(T3), real_view(B3), real_view(W3), real_view(X3), pv, perm, inv, nb, n, k,
         *kernel_strides(T3), *kernel_strides(B3), *kernel_strides(W3), *kernel_strides(X3),
         *(pv.stride() if lu else (0, 0)),
@@ -903,7 +897,7 @@ def _sweep_prec(dot_sweep: bool, kb: int) -> str:
     if not dot_sweep or kb < TF32X3_MIN_KB:
         return "ieee"
     if TF32X3_PREC == "tf32x3" and OWN_TF32X3:
-        return "tf32x3e" if TF32X3_EARLY else "tf32x3s"
+        return "tf32x3s"
     return TF32X3_PREC
 
 
