@@ -896,9 +896,7 @@ def _sweep_prec(dot_sweep: bool, kb: int) -> str:
     off the tl.dot sweep, else TF32X3_PREC ("tf32x3s" where fastpath splits the products)."""
     if not dot_sweep or kb < TF32X3_MIN_KB:
         return "ieee"
-    if TF32X3_PREC == "tf32x3" and OWN_TF32X3:
-        return "tf32x3s"
-    return TF32X3_PREC
+    return "tf32x3s" if TF32X3_PREC == "tf32x3" and OWN_TF32X3 else TF32X3_PREC
 
 
 #: The kernels take the batch and row terms of B's and X's offsets in int64, the column term
