@@ -513,20 +513,46 @@ def test_solve_triangular(n, k, upper, left, unit, dtype, device):
     _check_solution(X, ref, Aeff, dtype)
 
 
-def test_solve_triangular_broadcast_views_and_host_blocks(device, monkeypatch):
+def test_solve_triangular_broadcast_views(device):
     A = _triangular((3, 1), 9, torch.float64, False, device)
     B = noncontig(rand(4, 9, 3, dtype=torch.float64, device=device))
     X = T.solve_triangular(A.mT, B, upper=True)  # a transposed view of a lower triangle
     assert X.shape == (3, 4, 9, 3)
     _check_solution(X, torch.linalg.solve_triangular(_ref(A.mT), _ref(B), upper=True), A, torch.float64)
-    monkeypatch.setattr(T, "HOST_BLOCK_N", 24)  # host blocks of 12 rows, torch.matmul updates
-    for upper, left in [(False, True), (True, False)]:
-        A = _triangular((2,), 50, torch.complex64, upper, device)
-        B = rand(2, 50, 4, dtype=torch.complex64, device=device)
+
+
+@pytest.mark.parametrize("form", ["inverse", "sweep"])
+def test_solve_triangular_host_blocks(form, device, monkeypatch):
+    """The large-n path with host blocks of 12 rows: 50 = 4 x 12 + 2 (a short last block), two
+    matrices, each triangle / side / unit form; complex64 and float32."""
+    monkeypatch.setattr(T, "HOST_BLOCK_N", 24)
+    monkeypatch.setattr(T, "HOST_BLOCK", 12)
+    monkeypatch.setattr(T, "HOST_FORM", form)
+    for (upper, left, unit), dtype in zip(TRI_FORMS, [_C64, _F32, _C64, _F32]):
+        A = _triangular((2,), 50, dtype, upper, device)
+        if unit:
+            A = A / (3 * 50 ** 0.5)
+        other = rand(2, 50, 50, dtype=dtype, device=device)
+        A = A + (other.tril(-1) if upper else other.triu(1))  # the other triangle must never be read
+        B = rand(2, 50, 4, dtype=dtype, device=device)
         B = B if left else B.mT
-        X = T.solve_triangular(A, B, upper=upper, left=left)
-        ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper, left=left)
-        _check_solution(X, ref, A, torch.complex64)
+        X = T.solve_triangular(A, B, upper=upper, left=left, unitriangular=unit)
+        ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper, left=left, unitriangular=unit)
+        Aeff = A.triu() if upper else A.tril()
+        if unit:
+            Aeff = Aeff - torch.diag_embed(Aeff.diagonal(dim1=-2, dim2=-1)) + torch.eye(50, dtype=dtype, device=device)
+        _check_solution(X, ref, Aeff, dtype)
+
+
+def test_solve_triangular_host_blocks_blocked_inverses(device, monkeypatch):
+    """Host blocks of 64 rows (the blocked kernel inverts them, identity right-hand sides of batch
+    stride 0): 140 = 2 x 64 + 12, float32, lower, a transposed view of A."""
+    monkeypatch.setattr(T, "HOST_BLOCK_N", 100)
+    monkeypatch.setattr(T, "HOST_BLOCK", 64)
+    A = _triangular((1,), 140, _F32, True, device)
+    B = rand(1, 140, 3, dtype=_F32, device=device)
+    X = T.solve_triangular(A.mT, B, upper=False)
+    _check_solution(X, torch.linalg.solve_triangular(_ref(A.mT), _ref(B), upper=False), A.mT, _F32)
 
 
 @pytest.mark.parametrize("n,left,lu", [(7, True, False), (7, False, True), (40, True, True), (40, False, True)])

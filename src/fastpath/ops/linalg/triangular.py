@@ -22,8 +22,11 @@ through its strides, so a transposed ``T`` is a view, not a copy), optionally co
   ``X = P M2^-1 M1^-1 B`` for the transposed systems). The interchanges are turned into a
   row map without any reduction: each row tracks its position backwards through the swaps.
 
-Large triangular systems (n > ``HOST_BLOCK_N``) are solved block by block from the host:
-the kernel on each diagonal block, ``torch.matmul`` for the update of the rows below.
+Large triangular systems (n > ``HOST_BLOCK_N``) are solved block by block from the host
+(``HOST_FORM``): the diagonal blocks of ``HOST_BLOCK`` rows inverted up front, all in one launch
+(the kernel on identity right-hand sides), then matrix products only, each block's rows
+``X_i = M_ii^-1 R_i`` and the update of the rows not yet solved (``torch.baddbmm``), as GPU trsm
+implementations do with their diagonal blocks.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
 from ..._core.shapes import broadcast_shape
+from .graphs import exact_matmuls
 from .tiles import (_div, _dot, _eliminate, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3,
                     kernel_strides, real_view)
 
@@ -45,8 +49,14 @@ SMALL_N = 32
 #: Software-pipeline stages of the blocked path's chunk loop (H200 sweep: 2 stages took complex64
 #: lu_solve 64 x 256x256 from 554 to 1681 us, float32 from 180 to 243).
 STAGES = 1
-#: Above this n, solve_triangular goes block by block from the host (kernel + torch.matmul).
+#: Above this n, solve_triangular goes block by block from the host (``_host_blocked``).
 HOST_BLOCK_N = 1024
+#: Rows of a host block (a multiple of every ``BLOCKED_PLAN`` row block).
+HOST_BLOCK = 512
+#: The host path's form: "inverse" (the diagonal blocks' inverses up front, in one launch a matrix,
+#: then two matrix products a block) or "sweep" (the kernel on each diagonal block in turn, then the
+#: update: two launches of the kernel and one product a block).
+HOST_FORM = "inverse"
 #: The blocked path's plan by dtype: (NB rows a block, and the size of its inverted diagonal
 #: blocks; KC rows of the solved part a tl.dot; KB right-hand sides a program at most; warps).
 #: KB halves (down to 16) while it is at least twice k or the grid would have fewer programs than
@@ -918,19 +928,71 @@ def _columns_per_call(n: int, k: int, B3: torch.Tensor, X3: torch.Tensor) -> int
 
 
 def _host_blocked(T3, B3, X3, lower: bool, unit: bool) -> None:
-    """Right-looking block substitution for large n: the kernel on each diagonal block
-    (in place in X3), torch.matmul for the update of the remaining rows."""
+    """Block substitution for large n from the host, blocks of ``HOST_BLOCK`` rows
+    (``HOST_FORM``); float32 products exact whatever the user's TF32 setting."""
     n = T3.shape[-1]
-    X3.copy_(B3)
-    hb = HOST_BLOCK_N // 2
+    hb = HOST_BLOCK
     starts = list(range(0, n, hb))
-    for i0 in (starts if lower else starts[::-1]):
-        i1 = min(i0 + hb, n)
-        Xi = X3[:, i0:i1]
-        trsm(T3[:, i0:i1, i0:i1], Xi, Xi, lower=lower, unit=unit)
-        rest = slice(i1, n) if lower else slice(0, i0)
-        if (rest.stop - rest.start) > 0:
-            X3[:, rest].sub_(torch.matmul(T3[:, rest, i0:i1], Xi))
+    order = starts if lower else starts[::-1]
+    with exact_matmuls():
+        if HOST_FORM == "sweep":
+            X3.copy_(B3)
+            for i0 in order:
+                i1 = min(i0 + hb, n)
+                Xi = X3[:, i0:i1]
+                trsm(T3[:, i0:i1, i0:i1], Xi, Xi, lower=lower, unit=unit)
+                rest = slice(i1, n) if lower else slice(0, i0)
+                if rest.stop > rest.start:
+                    X3[:, rest].baddbmm_(T3[:, rest, i0:i1], Xi, alpha=-1)
+            return
+        inverses = _diag_inverses(T3, hb, lower, unit)
+        R = B3.clone()  # the right-hand sides, less the solved blocks' terms
+        for i0 in order:
+            i1 = min(i0 + hb, n)
+            Xi = X3[:, i0:i1]
+            torch.matmul(inverses(i0), R[:, i0:i1], out=Xi)
+            rest = slice(i1, n) if lower else slice(0, i0)
+            if rest.stop > rest.start:
+                R[:, rest].baddbmm_(T3[:, rest, i0:i1], Xi, alpha=-1)
+
+
+#: Identity matrices the diagonal blocks' inversions take as right-hand sides, by (device, dtype, size).
+_EYES: dict = {}
+
+
+def _eye(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """An (n, n) identity, kept for later calls (not while a CUDA graph is captured: its fill
+    would run only on the graph's replays)."""
+    key = (device, dtype, n)
+    eye = _EYES.get(key)
+    if eye is None:
+        eye = torch.eye(n, dtype=dtype, device=device)
+        if not (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+            _EYES[key] = eye
+    return eye
+
+
+def _diag_inverses(T3: torch.Tensor, hb: int, lower: bool, unit: bool):
+    """The inverses of the (hb, hb) diagonal blocks of T3's triangle (the last one n mod hb rows
+    where hb does not divide n): the kernel on identity right-hand sides, the full blocks of a
+    matrix in one launch. Returns ``inverse(i0)``, the (nb, rows, rows) inverses of the block at
+    row i0."""
+    nb, n, _ = T3.shape
+    full = n // hb
+    rem = n - full * hb
+    inv = torch.empty(nb, full, hb, hb, dtype=T3.dtype, device=T3.device)
+    if full:
+        s_b, s_r, s_c = T3.stride()
+        eye = _eye(hb, T3.dtype, T3.device).expand(full, hb, hb)
+        for b in range(nb):  # (one batch stride a launch: the blocks of one matrix)
+            D = T3.as_strided((full, hb, hb), (hb * (s_r + s_c), s_r, s_c), T3.storage_offset() + b * s_b)
+            trsm(D, eye, inv[b], lower=lower, unit=unit)
+    last = None
+    if rem:
+        last = torch.empty(nb, rem, rem, dtype=T3.dtype, device=T3.device)
+        trsm(T3[:, full * hb:, full * hb:], _eye(rem, T3.dtype, T3.device).expand(nb, rem, rem), last,
+             lower=lower, unit=unit)
+    return lambda i0: inv[:, i0 // hb] if i0 < full * hb else last
 
 
 # ---------------------------------------------------------------------------- reference
