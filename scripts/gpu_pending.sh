@@ -1336,10 +1336,10 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # the kernel on each block in turn ("sweep"), host blocks of 128-1024 rows; the compiled triangular tests; the
   # benchmark's row at HOST_BLOCK 512 (the default) and 256
   timeout 200 python3 scripts/solve_tri_host.py 2>&1 | grep -v -i warn | tee "$OUT/host_forms.log"
-  [ $SECONDS -lt 330 ] && timeout 120 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
+  [ $SECONDS -lt 230 ] && timeout 100 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
     -k "solve_triangular" 2>&1 | tail -2 | tee "$OUT/tri_tests.log"
   for hb in 512 256; do
-    [ $SECONDS -lt 450 ] && timeout 70 python3 -m fastpath.bench linalg --only "solve_triangular" --graphs \
+    [ $SECONDS -lt 320 ] && timeout 60 python3 -m fastpath.bench linalg --only "solve_triangular" --graphs \
       --set ops.linalg.triangular.HOST_BLOCK=$hb --json "$OUT/tri_records_$hb.jsonl" 2>&1 | grep -v -i warn \
       | grep "linalg " | tee -a "$OUT/tri_table.log"
   done ;;

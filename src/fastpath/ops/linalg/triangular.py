@@ -1095,7 +1095,8 @@ def solve_triangular(A: torch.Tensor, B: torch.Tensor, *, upper: bool, left: boo
     program in blocks of rows (``BLOCKED_PLAN``), all tl.dot (diagonal blocks inverted up front,
     in parallel; complex systems as real ones of twice the size; float32 / complex64 with 1-4
     right-hand sides: products and sums on the FMA units, ``FEW_PLAN``); larger n block by block
-    from the host (the kernel on 512-row diagonal blocks, ``torch.matmul`` for the updates).
+    from the host (the kernel inverts the ``HOST_BLOCK``-row diagonal blocks, all in one launch;
+    then matrix products, in float32 exact whatever the TF32 setting).
     Devices Triton does not serve and inputs that need gradients take torch.linalg.
 
     Raises
