@@ -1333,14 +1333,12 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
 144)  # the compiled LU / triangular tests (143's second call)
   timeout 560 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py 2>&1 | tail -3 | tee "$OUT/lu_tests.log" ;;
 145)  # sixty-second session: solve_triangular's host path, the diagonal blocks' inverses up front ("inverse") against
-  # the kernel on each block in turn ("sweep"), host blocks of 128-1024 rows; the compiled triangular tests; the
-  # benchmark's row at HOST_BLOCK 512 (the default) and 256
-  timeout 200 python3 scripts/solve_tri_host.py 2>&1 | grep -v -i warn | tee "$OUT/host_forms.log"
-  [ $SECONDS -lt 230 ] && timeout 100 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
-    -k "solve_triangular" 2>&1 | tail -2 | tee "$OUT/tri_tests.log"
-  for hb in 512 256; do
-    [ $SECONDS -lt 320 ] && timeout 60 python3 -m fastpath.bench linalg --only "solve_triangular" --graphs \
-      --set ops.linalg.triangular.HOST_BLOCK=$hb --json "$OUT/tri_records_$hb.jsonl" 2>&1 | grep -v -i warn \
-      | grep "linalg " | tee -a "$OUT/tri_table.log"
-  done ;;
+  # the kernel on each block in turn ("sweep"), host blocks of 128-512 rows; the benchmark's row at the default (512);
+  # the compiled triangular tests if time is left (device time short after failed starts: ~250 s)
+  timeout 150 python3 scripts/solve_tri_host.py --variant "sweep 512:HOST_FORM='sweep'" --variant "inverse 128:HOST_BLOCK=128" \
+    --variant "inverse 256:HOST_BLOCK=256" --variant "inverse 512:HOST_BLOCK=512" 2>&1 | grep -v -i warn | tee "$OUT/host_forms.log"
+  [ $SECONDS -lt 190 ] && timeout 50 python3 -m fastpath.bench linalg --only "solve_triangular" --graphs \
+    --json "$OUT/tri_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/tri_table.log"
+  [ $SECONDS -lt 220 ] && timeout 60 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
+    -k "solve_triangular" 2>&1 | tail -2 | tee "$OUT/tri_tests.log" ;;
 esac
