@@ -1,10 +1,10 @@
-"""solve_triangular's large-n host path (``triangular.HOST_FORM`` / ``HOST_BLOCK``) against torch:
-the issue's 4096x4096 upper system with 512 right-hand sides (the benchmark's inputs), each variant
+"""solve_triangular's large-n host path (``triangular.HOST_BLOCK``, ``HOST_BLOCK_N``) against torch:
+by default the issue's 4096x4096 upper system with 512 right-hand sides (the benchmark's inputs), each variant
 eager (cold L2), in a CUDA graph, and its host time a call (no sync), rounds alternated in one
 process; relative error against a float64 solve; then the kernel times of each variant's call.
 
-    PYTHONPATH=src python3 scripts/solve_tri_host.py [--n 4096] [--k 512] [--rounds 2] \
-        [--variant "inverse 512:HOST_FORM='inverse';HOST_BLOCK=512"]...
+    PYTHONPATH=src python3 scripts/solve_tri_host.py [--n 4096] [--k 512] [--batch 1] [--rounds 2] \
+        [--variant "host 256:HOST_BLOCK=256"] [--variant "kernel:HOST_BLOCK_N=4096"]...
 """
 import argparse
 import ast
@@ -15,17 +15,17 @@ from fastpath._core import memo
 from fastpath.bench.harness import Timer, host_us, kernel_times
 from fastpath.ops.linalg import triangular as T
 
-DEFAULT = ["sweep 512:HOST_FORM='sweep';HOST_BLOCK=512", "inverse 128:HOST_BLOCK=128",
-           "inverse 256:HOST_BLOCK=256", "inverse 512:HOST_BLOCK=512", "inverse 1024:HOST_BLOCK=1024"]
+DEFAULT = ["host 256:HOST_BLOCK=256", "host 512:HOST_BLOCK=512"]
 ap = argparse.ArgumentParser()
 ap.add_argument("--n", type=int, default=4096)
 ap.add_argument("--k", type=int, default=512)
+ap.add_argument("--batch", type=int, default=1)
 ap.add_argument("--rounds", type=int, default=2)
 ap.add_argument("--variant", action="append", default=[])
 args = ap.parse_args()
 memo.ENABLED = False
 
-base = {name: getattr(T, name) for name in ("HOST_FORM", "HOST_BLOCK")}
+base = {name: getattr(T, name) for name in ("HOST_BLOCK", "HOST_BLOCK_N")}
 variants = []
 for spec in args.variant or DEFAULT:
     name, _, sets = spec.partition(":")
@@ -33,10 +33,10 @@ for spec in args.variant or DEFAULT:
     variants.append((name, {k.strip(): ast.literal_eval(v.strip()) for k, v in pairs}))
 
 g = torch.Generator(device="cuda").manual_seed(0)
-n, k = args.n, args.k
-A = torch.randn(1, n, n, generator=g, device="cuda") * n ** -0.5
+n, k, nb = args.n, args.k, args.batch
+A = torch.randn(nb, n, n, generator=g, device="cuda") * n ** -0.5
 A = A.triu() + 2 * torch.eye(n, device="cuda")
-B = torch.randn(1, n, k, generator=g, device="cuda")
+B = torch.randn(nb, n, k, generator=g, device="cuda")
 ref = torch.linalg.solve_triangular(A.double(), B.double(), upper=True)
 timer = Timer(torch.cuda.get_device_properties(0).L2_cache_size)
 torch_fn = lambda: torch.linalg.solve_triangular(A, B, upper=True)  # noqa: E731
@@ -51,7 +51,7 @@ def setting(sets):
         setattr(T, key, v)
 
 
-print(f"{torch.cuda.get_device_name()} torch {torch.__version__} n={n} k={k}")
+print(f"{torch.cuda.get_device_name()} torch {torch.__version__} batch={nb} n={n} k={k}")
 for name, sets in variants:
     setting(sets)
     X = ours()

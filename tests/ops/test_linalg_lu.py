@@ -521,13 +521,11 @@ def test_solve_triangular_broadcast_views(device):
     _check_solution(X, torch.linalg.solve_triangular(_ref(A.mT), _ref(B), upper=True), A, torch.float64)
 
 
-@pytest.mark.parametrize("form", ["inverse", "sweep"])
-def test_solve_triangular_host_blocks(form, device, monkeypatch):
+def test_solve_triangular_host_blocks(device, monkeypatch):
     """The large-n path with host blocks of 12 rows: 50 = 4 x 12 + 2 (a short last block), two
     matrices, each triangle / side / unit form; complex64 and float32."""
     monkeypatch.setattr(T, "HOST_BLOCK_N", 24)
     monkeypatch.setattr(T, "HOST_BLOCK", 12)
-    monkeypatch.setattr(T, "HOST_FORM", form)
     for (upper, left, unit), dtype in zip(TRI_FORMS, [_C64, _F32, _C64, _F32]):
         A = _triangular((2,), 50, dtype, upper, device)
         if unit:

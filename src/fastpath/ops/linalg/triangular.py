@@ -22,8 +22,8 @@ through its strides, so a transposed ``T`` is a view, not a copy), optionally co
   ``X = P M2^-1 M1^-1 B`` for the transposed systems). The interchanges are turned into a
   row map without any reduction: each row tracks its position backwards through the swaps.
 
-Large triangular systems (n > ``HOST_BLOCK_N``) are solved block by block from the host
-(``HOST_FORM``): the diagonal blocks of ``HOST_BLOCK`` rows inverted up front, all in one launch
+Large triangular systems (n > ``HOST_BLOCK_N``) are solved block by block from the host:
+the diagonal blocks of ``HOST_BLOCK`` rows inverted up front, all in one launch
 (the kernel on identity right-hand sides), then matrix products only, each block's rows
 ``X_i = M_ii^-1 R_i`` and the update of the rows not yet solved (``torch.baddbmm``), as GPU trsm
 implementations do with their diagonal blocks.
@@ -51,12 +51,14 @@ SMALL_N = 32
 STAGES = 1
 #: Above this n, solve_triangular goes block by block from the host (``_host_blocked``).
 HOST_BLOCK_N = 1024
-#: Rows of a host block (a multiple of every ``BLOCKED_PLAN`` row block).
+#: Rows of a host block (a multiple of every ``BLOCKED_PLAN`` row block). H100, 4096x4096 upper with
+#: 512 right-hand sides (``scripts/solve_tri_host.py``, sixty-second session, twice alternated): 128 rows
+#: 598 / 600 us in a graph, 1738-1768 eager; 256: 479 / 483, 976-1004; 512: 442 / 443, 610 / 613 (eager
+#: host-bound: 593-604 us of host time a call). The earlier form, the kernel on each diagonal block in
+#: turn then a product (host blocks of 512 rows): 963 / 969 in a graph, 997 / 1002 eager (its kernel has
+#: 32 programs for one matrix's 512 right-hand sides: the diagonal blocks' substitutions were 431 us,
+#: their inverses 285).
 HOST_BLOCK = 512
-#: The host path's form: "inverse" (the diagonal blocks' inverses up front, in one launch a matrix,
-#: then two matrix products a block) or "sweep" (the kernel on each diagonal block in turn, then the
-#: update: two launches of the kernel and one product a block).
-HOST_FORM = "inverse"
 #: The blocked path's plan by dtype: (NB rows a block, and the size of its inverted diagonal
 #: blocks; KC rows of the solved part a tl.dot; KB right-hand sides a program at most; warps).
 #: KB halves (down to 16) while it is at least twice k or the grid would have fewer programs than
@@ -928,23 +930,14 @@ def _columns_per_call(n: int, k: int, B3: torch.Tensor, X3: torch.Tensor) -> int
 
 
 def _host_blocked(T3, B3, X3, lower: bool, unit: bool) -> None:
-    """Block substitution for large n from the host, blocks of ``HOST_BLOCK`` rows
-    (``HOST_FORM``); float32 products exact whatever the user's TF32 setting."""
+    """Block substitution for large n from the host, blocks of ``HOST_BLOCK`` rows: their
+    inverses up front, then two products a block; float32 products exact whatever the user's
+    TF32 setting."""
     n = T3.shape[-1]
     hb = HOST_BLOCK
     starts = list(range(0, n, hb))
     order = starts if lower else starts[::-1]
     with exact_matmuls():
-        if HOST_FORM == "sweep":
-            X3.copy_(B3)
-            for i0 in order:
-                i1 = min(i0 + hb, n)
-                Xi = X3[:, i0:i1]
-                trsm(T3[:, i0:i1, i0:i1], Xi, Xi, lower=lower, unit=unit)
-                rest = slice(i1, n) if lower else slice(0, i0)
-                if rest.stop > rest.start:
-                    X3[:, rest].baddbmm_(T3[:, rest, i0:i1], Xi, alpha=-1)
-            return
         inverses = _diag_inverses(T3, hb, lower, unit)
         R = B3.clone()  # the right-hand sides, less the solved blocks' terms
         for i0 in order:
