@@ -1343,10 +1343,12 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   [ $SECONDS -lt 220 ] && timeout 60 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
     -k "solve_triangular" 2>&1 | tail -2 | tee "$OUT/tri_tests.log" ;;
 146)  # sixty-second session: where the host path should start (HOST_BLOCK_N, 1024 now: n above it): one matrix of
-  # 512 / 1024 / 2048 rows, 512 and 32 right-hand sides, the kernel against the host path; 4 matrices of 1024
+  # 512 / 1024 / 2048 rows, 512 and 32 right-hand sides, the kernel against the host path; 4 matrices of 1024; the host
+  # path against torch at 4096 rows with 1 and 16 right-hand sides (its inversions cost the same whatever k)
   h() { timeout 45 python3 scripts/solve_tri_host.py --rounds 1 "$@" 2>&1 | grep -v -i warn | grep -v "^=="; }
   K="kernel:HOST_BLOCK_N=4096"; H5="host 512:HOST_BLOCK_N=256"; H2="host 256:HOST_BLOCK_N=256;HOST_BLOCK=256"
   { h --n 1024 --variant "$K" --variant "$H5" --variant "$H2"; h --n 1024 --k 32 --variant "$K" --variant "$H5";
     h --n 512 --variant "$K" --variant "$H2"; h --n 1024 --batch 4 --variant "$K" --variant "$H5";
-    h --n 2048 --variant "$K" --variant "$H5"; } | tee "$OUT/route.log" ;;
+    h --n 2048 --variant "$K" --variant "$H5"; h --n 4096 --k 1 --variant "$H5"; h --n 4096 --k 16 --variant "$H5";
+  } | tee "$OUT/route.log" ;;
 esac

@@ -523,16 +523,17 @@ def test_solve_triangular_broadcast_views(device):
 
 def test_solve_triangular_host_blocks(device, monkeypatch):
     """The large-n path with host blocks of 12 rows: 50 = 4 x 12 + 2 (a short last block), two
-    matrices, each triangle / side / unit form; complex64 and float32."""
+    matrices (the inverses a launch a matrix) or six (a launch a block), each triangle / side /
+    unit form; complex64 and float32."""
     monkeypatch.setattr(T, "HOST_BLOCK_N", 24)
     monkeypatch.setattr(T, "HOST_BLOCK", 12)
-    for (upper, left, unit), dtype in zip(TRI_FORMS, [_C64, _F32, _C64, _F32]):
-        A = _triangular((2,), 50, dtype, upper, device)
+    for (upper, left, unit), dtype, nb in zip(TRI_FORMS, [_C64, _F32, _C64, _F32], [2, 6, 6, 2]):
+        A = _triangular((nb,), 50, dtype, upper, device)
         if unit:
             A = A / (3 * 50 ** 0.5)
-        other = rand(2, 50, 50, dtype=dtype, device=device)
+        other = rand(nb, 50, 50, dtype=dtype, device=device)
         A = A + (other.tril(-1) if upper else other.triu(1))  # the other triangle must never be read
-        B = rand(2, 50, 4, dtype=dtype, device=device)
+        B = rand(nb, 50, 4, dtype=dtype, device=device)
         B = B if left else B.mT
         X = T.solve_triangular(A, B, upper=upper, left=left, unitriangular=unit)
         ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper, left=left, unitriangular=unit)

@@ -968,18 +968,22 @@ def _eye(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
 def _diag_inverses(T3: torch.Tensor, hb: int, lower: bool, unit: bool):
     """The inverses of the (hb, hb) diagonal blocks of T3's triangle (the last one n mod hb rows
     where hb does not divide n): the kernel on identity right-hand sides, the full blocks of a
-    matrix in one launch. Returns ``inverse(i0)``, the (nb, rows, rows) inverses of the block at
-    row i0."""
+    matrix in one launch (or, where the matrices outnumber the blocks, a launch a block).
+    Returns ``inverse(i0)``, the (nb, rows, rows) inverses of the block at row i0."""
     nb, n, _ = T3.shape
     full = n // hb
     rem = n - full * hb
     inv = torch.empty(nb, full, hb, hb, dtype=T3.dtype, device=T3.device)
-    if full:
-        s_b, s_r, s_c = T3.stride()
-        eye = _eye(hb, T3.dtype, T3.device).expand(full, hb, hb)
-        for b in range(nb):  # (one batch stride a launch: the blocks of one matrix)
+    s_b, s_r, s_c = T3.stride()
+    eye = _eye(hb, T3.dtype, T3.device) if full else None
+    if 0 < full and nb <= full:  # a launch a matrix, its blocks the kernel's batch (one batch stride)
+        for b in range(nb):
             D = T3.as_strided((full, hb, hb), (hb * (s_r + s_c), s_r, s_c), T3.storage_offset() + b * s_b)
-            trsm(D, eye, inv[b], lower=lower, unit=unit)
+            trsm(D, eye.expand(full, hb, hb), inv[b], lower=lower, unit=unit)
+    else:  # a launch a block, the matrices the batch
+        for i in range(full):
+            rows = slice(i * hb, (i + 1) * hb)
+            trsm(T3[:, rows, rows], eye.expand(nb, hb, hb), inv[:, i], lower=lower, unit=unit)
     last = None
     if rem:
         last = torch.empty(nb, rem, rem, dtype=T3.dtype, device=T3.device)
