@@ -949,7 +949,8 @@ def _host_blocked(T3, B3, X3, lower: bool, unit: bool) -> None:
                 R[:, rest].baddbmm_(T3[:, rest, i0:i1], Xi, alpha=-1)
 
 
-#: Identity matrices the diagonal blocks' inversions take as right-hand sides, by (device, dtype, size).
+#: Identity matrices the diagonal blocks' inversions take as right-hand sides, by (device, dtype, size):
+#: one a host block size (a shorter last block takes a corner of it).
 _EYES: dict = {}
 
 
@@ -975,7 +976,7 @@ def _diag_inverses(T3: torch.Tensor, hb: int, lower: bool, unit: bool):
     rem = n - full * hb
     inv = torch.empty(nb, full, hb, hb, dtype=T3.dtype, device=T3.device)
     s_b, s_r, s_c = T3.stride()
-    eye = _eye(hb, T3.dtype, T3.device) if full else None
+    eye = _eye(hb, T3.dtype, T3.device)  # (its top-left corner is the last block's: one kept a size)
     if 0 < full and nb <= full:  # a launch a matrix, its blocks the kernel's batch (one batch stride)
         for b in range(nb):
             D = T3.as_strided((full, hb, hb), (hb * (s_r + s_c), s_r, s_c), T3.storage_offset() + b * s_b)
@@ -987,8 +988,7 @@ def _diag_inverses(T3: torch.Tensor, hb: int, lower: bool, unit: bool):
     last = None
     if rem:
         last = torch.empty(nb, rem, rem, dtype=T3.dtype, device=T3.device)
-        trsm(T3[:, full * hb:, full * hb:], _eye(rem, T3.dtype, T3.device).expand(nb, rem, rem), last,
-             lower=lower, unit=unit)
+        trsm(T3[:, full * hb:, full * hb:], eye[:rem, :rem].expand(nb, rem, rem), last, lower=lower, unit=unit)
     return lambda i0: inv[:, i0 // hb] if i0 < full * hb else last
 
 
