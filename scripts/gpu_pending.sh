@@ -1333,7 +1333,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
 144)  # the compiled LU / triangular tests (143's second call)
   timeout 560 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py 2>&1 | tail -3 | tee "$OUT/lu_tests.log" ;;
 145)  # (run in the sixty-second session at b4b4b7b on an H100: the inverses up front with host blocks of 512 rows,
-  # 963 -> 442 us in a graph, 1001 -> 613 eager; made the only form, HOST_FORM gone) sixty-second session: solve_triangular's host path, the diagonal blocks' inverses up front ("inverse") against
+  # 963 -> 442 us in a graph, 1001 -> 613 eager; made the only form, HOST_FORM gone; its variants since take knob_ab.py's
+  # module-qualified form) sixty-second session: solve_triangular's host path, the diagonal blocks' inverses up front ("inverse") against
   # the kernel on each block in turn ("sweep"), host blocks of 128-512 rows; the benchmark's row at the default (512);
   # the compiled triangular tests if time is left (device time short after failed starts: ~250 s)
   timeout 150 python3 scripts/solve_tri_host.py --variant "sweep 512:HOST_FORM='sweep'" --variant "inverse 128:HOST_BLOCK=128" \
@@ -1346,7 +1347,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # 512 / 1024 / 2048 rows, 512 and 32 right-hand sides, the kernel against the host path; 4 matrices of 1024; the host
   # path against torch at 4096 rows with 1 and 16 right-hand sides (its inversions cost the same whatever k)
   h() { timeout 45 python3 scripts/solve_tri_host.py --rounds 1 "$@" 2>&1 | grep -v -i warn | grep -v "^=="; }
-  K="kernel:HOST_BLOCK_N=4096"; H5="host 512:HOST_BLOCK_N=256"; H2="host 256:HOST_BLOCK_N=256;HOST_BLOCK=256"
+  M=linalg.triangular; K="kernel:$M.HOST_BLOCK_N=4096"; H5="host 512:$M.HOST_BLOCK_N=256"
+  H2="host 256:$M.HOST_BLOCK_N=256;$M.HOST_BLOCK=256"
   { h --n 1024 --variant "$K" --variant "$H5" --variant "$H2"; h --n 1024 --k 32 --variant "$K" --variant "$H5";
     h --n 512 --variant "$K" --variant "$H2"; h --n 1024 --batch 4 --variant "$K" --variant "$H5";
     h --n 2048 --variant "$K" --variant "$H5"; h --n 4096 --k 1 --variant "$H5"; h --n 4096 --k 16 --variant "$H5";

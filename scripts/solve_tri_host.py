@@ -4,18 +4,20 @@ eager (cold L2), in a CUDA graph, and its host time a call (no sync), rounds alt
 process; relative error against a float64 solve; then the kernel times of each variant's call.
 
     PYTHONPATH=src python3 scripts/solve_tri_host.py [--n 4096] [--k 512] [--batch 1] [--rounds 2] \
-        [--variant "host 256:HOST_BLOCK=256"] [--variant "kernel:HOST_BLOCK_N=4096"]...
+        [--variant "host 256:linalg.triangular.HOST_BLOCK=256"]...
+(a variant as in knob_ab.py: ``NAME:module.KNOB=value;...``, modules under ``fastpath.ops``)
 """
 import argparse
-import ast
 
 import torch
+from knob_ab import apply, knob_defaults, parse
 
 from fastpath._core import memo
 from fastpath.bench.harness import Timer, host_us, kernel_times
 from fastpath.ops.linalg import triangular as T
 
-DEFAULT = ["host 256:HOST_BLOCK=256", "host 512:HOST_BLOCK=512"]
+M = "linalg.triangular"
+DEFAULT = [f"host 256:{M}.HOST_BLOCK=256", f"host 512:{M}.HOST_BLOCK=512"]
 ap = argparse.ArgumentParser()
 ap.add_argument("--n", type=int, default=4096)
 ap.add_argument("--k", type=int, default=512)
@@ -25,12 +27,8 @@ ap.add_argument("--variant", action="append", default=[])
 args = ap.parse_args()
 memo.ENABLED = False
 
-base = {name: getattr(T, name) for name in ("HOST_BLOCK", "HOST_BLOCK_N")}
-variants = []
-for spec in args.variant or DEFAULT:
-    name, _, sets = spec.partition(":")
-    pairs = [a.split("=", 1) for a in sets.split(";") if a.strip()]
-    variants.append((name, {k.strip(): ast.literal_eval(v.strip()) for k, v in pairs}))
+variants = [parse(spec) for spec in args.variant or DEFAULT]
+base = knob_defaults(variants)
 
 g = torch.Generator(device="cuda").manual_seed(0)
 n, k, nb = args.n, args.k, args.batch
@@ -46,14 +44,9 @@ def ours():
     return T.solve_triangular(A, B, upper=True)
 
 
-def setting(sets):
-    for key, v in {**base, **sets}.items():
-        setattr(T, key, v)
-
-
 print(f"{torch.cuda.get_device_name()} torch {torch.__version__} batch={nb} n={n} k={k}")
 for name, sets in variants:
-    setting(sets)
+    apply(base, sets)
     X = ours()
     err = ((X.double() - ref).norm() / ref.norm()).item()
     print(f"{name:14s} rel err {err:.2e}")
@@ -61,7 +54,7 @@ for rnd in range(args.rounds):
     for name, sets in [("torch", None)] + variants:
         fn = torch_fn
         if sets is not None:
-            setting(sets)
+            apply(base, sets)
             fn = ours
         est = timer.estimate_ms(fn, ())
         eager = timer.eager_us(fn, (), False, est)
@@ -69,8 +62,8 @@ for rnd in range(args.rounds):
         host = host_us(fn, 20, 3)
         print(f"round {rnd} {name:14s} eager {eager:8.1f} us  graph {graph:8.1f} us  host {host:7.1f} us")
 for name, sets in variants:
-    setting(sets)
+    apply(base, sets)
     times = kernel_times(ours, 5, timer.flush)
     rows = sorted(times.items(), key=lambda kv: -kv[1][0])
     print(f"== {name}: " + "; ".join(f"{key[:60]} {us:.1f} us x{cnt:g}" for key, (us, cnt) in rows[:8]))
-setting({})
+apply(base)

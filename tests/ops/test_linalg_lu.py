@@ -499,12 +499,22 @@ TRI_FORMS = [(True, True, False), (False, True, True), (True, False, True), (Fal
     (40, 20, *TRI_FORMS[2], _F32), (40, 20, *TRI_FORMS[2], _C64), (70, 5, *TRI_FORMS[2], _F64),
     (40, 20, *TRI_FORMS[3], _F64), (40, 20, *TRI_FORMS[3], _C64), (70, 5, *TRI_FORMS[3], _F32)])
 def test_solve_triangular(n, k, upper, left, unit, dtype, device):
-    A = _triangular((2,), n, dtype, upper, device)
+    _check_triangular_solve(2, n, k, upper, left, unit, dtype, device)
+
+
+def _check_triangular_solve(nb, n, k, upper, left, unit, dtype, device, b_view=False):
+    """solve_triangular of nb random systems against torch's in float64; ``b_view`` (left=False): B a
+    transposed view of an (nb, n, k) tensor rather than a contiguous (nb, k, n) one."""
+    A = _triangular((nb,), n, dtype, upper, device)
     if unit:  # off-diagonal entries as small against the unit diagonal (random ones: cond ~ 2^n, no test)
         A = A / (3 * n ** 0.5)
-    other = rand(2, n, n, dtype=dtype, device=device)
+    other = rand(nb, n, n, dtype=dtype, device=device)
     A = A + (other.tril(-1) if upper else other.triu(1))  # the other triangle must never be read
-    B = rand(2, n, k, dtype=dtype, device=device) if left else rand(2, k, n, dtype=dtype, device=device)
+    if left or b_view:
+        B = rand(nb, n, k, dtype=dtype, device=device)
+        B = B if left else B.mT
+    else:
+        B = rand(nb, k, n, dtype=dtype, device=device)
     X = T.solve_triangular(A, B, upper=upper, left=left, unitriangular=unit)
     ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper, left=left, unitriangular=unit)
     Aeff = (A.triu() if upper else A.tril())
@@ -528,19 +538,7 @@ def test_solve_triangular_host_blocks(device, monkeypatch):
     monkeypatch.setattr(T, "HOST_BLOCK_N", 24)
     monkeypatch.setattr(T, "HOST_BLOCK", 12)
     for (upper, left, unit), dtype, nb in zip(TRI_FORMS, [_C64, _F32, _C64, _F32], [2, 6, 6, 2]):
-        A = _triangular((nb,), 50, dtype, upper, device)
-        if unit:
-            A = A / (3 * 50 ** 0.5)
-        other = rand(nb, 50, 50, dtype=dtype, device=device)
-        A = A + (other.tril(-1) if upper else other.triu(1))  # the other triangle must never be read
-        B = rand(nb, 50, 4, dtype=dtype, device=device)
-        B = B if left else B.mT
-        X = T.solve_triangular(A, B, upper=upper, left=left, unitriangular=unit)
-        ref = torch.linalg.solve_triangular(_ref(A), _ref(B), upper=upper, left=left, unitriangular=unit)
-        Aeff = A.triu() if upper else A.tril()
-        if unit:
-            Aeff = Aeff - torch.diag_embed(Aeff.diagonal(dim1=-2, dim2=-1)) + torch.eye(50, dtype=dtype, device=device)
-        _check_solution(X, ref, Aeff, dtype)
+        _check_triangular_solve(nb, 50, 4, upper, left, unit, dtype, device, b_view=True)
 
 
 def test_solve_triangular_host_blocks_blocked_inverses(device, monkeypatch):
