@@ -977,7 +977,7 @@ def _diag_inverses(T3: torch.Tensor, hb: int, lower: bool, unit: bool):
     inv = torch.empty(nb, full, hb, hb, dtype=T3.dtype, device=T3.device)
     s_b, s_r, s_c = T3.stride()
     eye = _eye(hb, T3.dtype, T3.device)  # (its top-left corner is the last block's: one kept a size)
-    if 0 < full and nb <= full:  # a launch a matrix, its blocks the kernel's batch (one batch stride)
+    if nb <= full:  # a launch a matrix, its blocks the kernel's batch (one batch stride)
         for b in range(nb):
             D = T3.as_strided((full, hb, hb), (hb * (s_r + s_c), s_r, s_c), T3.storage_offset() + b * s_b)
             trsm(D, eye.expand(full, hb, hb), inv[b], lower=lower, unit=unit)
