@@ -1353,4 +1353,12 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     h --n 512 --variant "$K" --variant "$H2"; h --n 1024 --batch 4 --variant "$K" --variant "$H5";
     h --n 2048 --variant "$K" --variant "$H5"; h --n 4096 --k 1 --variant "$H5"; h --n 4096 --k 16 --variant "$H5";
   } | tee "$OUT/route.log" ;;
+147)  # sixty-third session: torch's large complex64 LU (2048: 0.99-1.00x, torch's path) under each linalg library
+  # (cuSOLVER is torch's default for one matrix; MAGMA's getrf factors its panels on the host), 1024-4096 rows,
+  # float32 beside; then, on an H200 only, 143's table (the issue's GPU; the H100 ran it at 686030b)
+  for dt in complex64 float32; do
+    timeout 120 python3 scripts/lu_routes.py --dtype $dt --ns 1024,2048,4096 --batches 1,4 --max-elems 2e9 \
+      --backends default,cusolver,magma 2>&1 | grep -v -i warn
+  done | tee "$OUT/lu_backends.log"
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && bash "$0" 143 ;;
 esac
