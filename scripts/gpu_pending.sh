@@ -1361,4 +1361,18 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
       --backends default,cusolver,magma 2>&1 | grep -v -i warn
   done | tee "$OUT/lu_backends.log"
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && bash "$0" 143 ;;
+148)  # sixty-third session: solve_triangular's host path from a CUDA graph (by the inputs' addresses) from the
+  # second call on, and one matrix above HOST_ONE_N (512) rows from the host: the compiled graph tests (LU, QR, the
+  # host path's), then direct against graphs at 4096 rows (512 and 1 right-hand sides), the kernel against the host
+  # path at one 1024-row matrix, the benchmark's rows
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py tests/ops/test_linalg_qr.py \
+    -k "graph or solve_triangular" 2>&1 | tail -2 | tee "$OUT/graph_tests.log"
+  h() { timeout 60 python3 scripts/solve_tri_host.py "$@" 2>&1 | grep -v -i warn; }
+  M=linalg.triangular
+  { h --variant "direct:$M.GRAPHS=0" --variant "graphs:$M.GRAPHS=2"
+    h --k 1 --rounds 1 --variant "direct:$M.GRAPHS=0" --variant "graphs:$M.GRAPHS=2"
+    h --n 1024 --rounds 1 --variant "kernel:$M.HOST_ONE_N=4096" --variant "host:$M.HOST_ONE_N=512"
+  } | tee "$OUT/host_graphs.log"
+  timeout 60 python3 -m fastpath.bench linalg --only "solve_triangular" --graphs --json "$OUT/tri_records.jsonl" \
+    2>&1 | grep -v -i warn | grep "linalg " | tee "$OUT/tri_table.log" ;;
 esac

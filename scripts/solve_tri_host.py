@@ -63,6 +63,8 @@ for rnd in range(args.rounds):
         print(f"round {rnd} {name:14s} eager {eager:8.1f} us  graph {graph:8.1f} us  host {host:7.1f} us")
 for name, sets in variants:
     apply(base, sets)
+    err = ((ours().double() - ref).norm() / ref.norm()).item()  # (a graph's replay, where the variant keeps one)
+    print(f"{name:14s} rel err after the rounds {err:.2e}")
     times = kernel_times(ours, 5, timer.flush)
     rows = sorted(times.items(), key=lambda kv: -kv[1][0])
     print(f"== {name}: " + "; ".join(f"{key[:60]} {us:.1f} us x{cnt:g}" for key, (us, cnt) in rows[:8]))

@@ -552,6 +552,52 @@ def test_solve_triangular_host_blocks_blocked_inverses(device, monkeypatch):
     _check_solution(X, torch.linalg.solve_triangular(_ref(A.mT), _ref(B), upper=False), A.mT, _F32)
 
 
+def test_solve_triangular_one_matrix_from_host(device, monkeypatch):
+    """One matrix above HOST_ONE_N rows takes the host path (two or more: the kernel), each side."""
+    monkeypatch.setattr(T, "HOST_ONE_N", 20)
+    monkeypatch.setattr(T, "HOST_BLOCK", 12)
+    calls = []
+    host = T._host_blocked
+    monkeypatch.setattr(T, "_host_blocked", lambda *a: calls.append(a[1].shape[0]) or host(*a))
+    for nb, (upper, left, unit) in zip([1, 2, 1], TRI_FORMS):
+        _check_triangular_solve(nb, 30, 5, upper, left, unit, _F32, device, b_view=nb == 2)
+    assert calls == [1, 1]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs of the host path: CUDA only")
+@pytest.mark.parametrize("left", [True, False])
+def test_solve_triangular_host_graph_replays(left, device, monkeypatch):
+    """From the second call on the same inputs on, the host path replays a CUDA graph that reads
+    them where they lie: a replay follows what A and B hold now (changed in place), does not
+    overwrite an earlier result, replays under inference mode and on another stream; other
+    inputs get their own solutions."""
+    monkeypatch.setattr(T, "_GRAPHS", T.GraphCache())
+    monkeypatch.setattr(T, "HOST_BLOCK_N", 100)
+    monkeypatch.setattr(T, "HOST_BLOCK", 64)
+    A = _triangular((1,), 150, _F32, True, device)
+    B = rand(1, 150, 9, dtype=_F32, device=device)
+    B = B if left else B.mT.contiguous()
+    solve = lambda: T.solve_triangular(A, B, upper=True, left=left)  # noqa: E731
+    ref = lambda: torch.linalg.solve_triangular(_ref(A), _ref(B), upper=True, left=left)  # noqa: E731
+    outs = [(solve(), ref())]
+    with torch.inference_mode():
+        outs.append((solve(), ref()))  # captured here
+    assert any(v != "seen" for v in T._GRAPHS.entries.values())
+    B.mul_(-2)
+    A.diagonal(dim1=-2, dim2=-1).add_(1)
+    outs.append((solve(), ref()))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        B.add_(1)
+        outs.append((solve(), ref()))
+    torch.cuda.current_stream().wait_stream(side)
+    B = rand(*B.shape, dtype=_F32, device=device)
+    outs.append((solve(), ref()))
+    for X, R in outs:
+        _check_solution(X, R, A, _F32)
+
+
 @pytest.mark.parametrize("n,left,lu", [(7, True, False), (7, False, True), (40, True, True), (40, False, True)])
 def test_wide_right_hand_sides_in_column_slices(n, left, lu, device, monkeypatch):
     """Right-hand sides whose column offsets would pass int32 (left=False: B's column stride is

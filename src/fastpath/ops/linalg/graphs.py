@@ -23,12 +23,15 @@ def exact_matmuls():
 
 
 class GraphCache:
-    """``cache(key, fn, A, keep)`` returns ``fn(A)`` (a tuple of new tensors, None allowed): run
-    directly on the first call of ``key`` (which compiles the kernels), captured as a CUDA graph
-    on the second (on a private copy of A, kept with the graph's outputs: several times A's
-    memory) and replayed from then on, the outputs cloned. ``in_place`` (optional): what the
-    graph captures instead of ``fn``, the same results but free to overwrite its argument, the
-    private copy (e.g. a factorisation in that copy: one copy of A fewer a call). The ``keep``
+    """``cache(key, fn, A, keep)`` returns ``fn(A)`` (a tuple of new tensors, None allowed; A a
+    tensor or a tuple of them, ``fn(*A)``): run directly on the first call of ``key`` (which
+    compiles the kernels), captured as a CUDA graph on the second (on a private copy of A, kept
+    with the graph's outputs: several times A's memory) and replayed from then on, the outputs
+    cloned. ``in_place`` (optional): what the graph captures instead of ``fn``, the same results
+    but free to overwrite its argument, the private copy (e.g. a factorisation in that copy: one
+    copy of A fewer a call). ``by_address``: no private copy; the graph reads A where it lies, and
+    the key takes A's addresses, shapes and strides (a replay only for tensors at the captured
+    addresses, so it reads them whatever they hold now; ``fn`` must not write A). The ``keep``
     most recently used graphs are kept (a call's ``keep``, so that a module knob can set it).
     Direct calls where graphs cannot help or would be wrong: off CUDA, in Triton's interpreter,
     while the caller is capturing or compiling, or ``keep`` = 0."""
@@ -36,24 +39,29 @@ class GraphCache:
     def __init__(self):
         self.entries: dict = {}
 
-    def __call__(self, key: Hashable, fn: Callable, A: torch.Tensor, keep: int, in_place: Optional[Callable] = None):
-        if (keep <= 0 or INTERPRET or A.device.type != "cuda"
+    def __call__(self, key: Hashable, fn: Callable, A, keep: int, in_place: Optional[Callable] = None,
+                 by_address: bool = False):
+        args = A if isinstance(A, tuple) else (A,)
+        dev = args[0].device
+        if (keep <= 0 or INTERPRET or dev.type != "cuda"
                 or torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()):
-            return fn(A)
+            return fn(*args)
+        if by_address:
+            key = (key, tuple((a.data_ptr(), tuple(a.shape), a.stride(), a.dtype) for a in args))
         entries = self.entries
         entry = entries.pop(key, None)
         if entry is None:  # the first call of this key runs directly
             entries[key] = "seen"
             while len(entries) > 4 * keep:
                 entries.pop(next(iter(entries)))
-            return fn(A)
-        stream = torch.cuda.current_stream(A.device)
+            return fn(*args)
+        stream = torch.cuda.current_stream(dev)
         if entry == "seen":
             with torch.inference_mode(False):  # kept across modes: never inference tensors
-                static = A.contiguous().clone()
+                static = () if by_address else tuple(a.contiguous().clone() for a in args)
                 graph = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(graph):
-                    out = (in_place or fn)(static)
+                    out = (in_place or fn)(*(args if by_address else static))
             entry = [graph, static, out, stream]
         graph, static, out, last = entry
         if last != stream:  # the previous replay (and its outputs' copies) ran on another stream
@@ -63,6 +71,7 @@ class GraphCache:
         captured = [k for k, v in entries.items() if v != "seen"]
         for k in captured[:-keep]:
             entries.pop(k)
-        static.copy_(A)
+        for s, a in zip(static, args):
+            s.copy_(a)
         graph.replay()
         return tuple(None if t is None else t.clone() for t in out)

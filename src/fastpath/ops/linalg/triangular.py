@@ -38,7 +38,7 @@ from ..._core.errors import check_tensor
 from ..._core.launch import Launcher, cdiv, next_pow2, workspace
 from ..._core.registry import register_op
 from ..._core.shapes import broadcast_shape
-from .graphs import exact_matmuls
+from .graphs import GraphCache, exact_matmuls
 from .tiles import (_div, _dot, _eliminate, _ld, _mul, _pick, _st, _tri_solve, check_rhs, flat3,
                     kernel_strides, real_view)
 
@@ -49,8 +49,16 @@ SMALL_N = 32
 #: Software-pipeline stages of the blocked path's chunk loop (H200 sweep: 2 stages took complex64
 #: lu_solve 64 x 256x256 from 554 to 1681 us, float32 from 180 to 243).
 STAGES = 1
-#: Above this n, solve_triangular goes block by block from the host (``_host_blocked``).
+#: Above this n, solve_triangular goes block by block from the host (``_host_blocked``); one matrix
+#: above HOST_ONE_N. H100, one 1024-row upper matrix (``gpu_pending.sh 146``, sixty-third session), in a
+#: graph: 512 right-hand sides 198.8 us on the kernel, 122.7 from the host; 32: 196.6 / 102.1 (torch 223 /
+#: 206); 4 such matrices: 192.1 / 279.0 (the kernel's programs fill the GPU); 512 rows: 80.6 / 74.8.
 HOST_BLOCK_N = 1024
+HOST_ONE_N = 512
+#: CUDA graphs of the host path kept (by shape and the inputs' addresses, ``graphs.GraphCache``): its
+#: ~20 launches and products cost more host time than GPU time on a slow host (H100, 4096x4096 with 512
+#: right-hand sides: ~600-1000 us of host time eager, 440 us in a graph); 0: no graphs.
+GRAPHS = 2
 #: Rows of a host block (a multiple of every ``BLOCKED_PLAN`` row block). H100, 4096x4096 upper with
 #: 512 right-hand sides (``scripts/solve_tri_host.py``, sixty-second session, twice alternated): 128 rows
 #: 598 / 600 us in a graph, 1738-1768 eager; 256: 479 / 483, 976-1004; 512: 442 / 443, 610 / 613 (eager
@@ -929,6 +937,25 @@ def _columns_per_call(n: int, k: int, B3: torch.Tensor, X3: torch.Tensor) -> int
     return step
 
 
+def _host_solve(T3, B3, lower: bool, unit: bool, right: bool) -> torch.Tensor:
+    """X3 (nb, n, k) = M^-1 B3 from the host (``_host_blocked``), from a CUDA graph from the
+    second call on the same inputs (addresses, shapes, strides) on: X3 laid out as the
+    transpose of a contiguous (nb, k, n) if ``right``."""
+    nb, n, k = B3.shape
+
+    def solve(T3, B3):
+        X3 = alloc.empty(nb, k, n, dtype=B3.dtype, device=B3.device).mT if right else \
+            alloc.empty(nb, n, k, dtype=B3.dtype, device=B3.device)
+        _host_blocked(T3, B3, X3, lower, unit)
+        return (X3,)
+
+    key = ("solve_triangular", lower, unit, right, HOST_BLOCK)
+    return _GRAPHS(key, solve, (T3, B3), GRAPHS, by_address=True)[0]
+
+
+_GRAPHS = GraphCache()
+
+
 def _host_blocked(T3, B3, X3, lower: bool, unit: bool) -> None:
     """Block substitution for large n from the host, blocks of ``HOST_BLOCK`` rows: their
     inverses up front, then two products a block; float32 products exact whatever the user's
@@ -1055,16 +1082,17 @@ def _solve_triangular_op(A: torch.Tensor, B: torch.Tensor, upper: bool, left: bo
         return reference_solve_triangular(A, B, upper, left, unitriangular)
     batch, k = rhs_shapes(A, B, left, "solve_triangular")
     n = A.shape[-1]
-    X = alloc.empty(*batch, *((n, k) if left else (k, n)), dtype=A.dtype, device=A.device)
+    shape = (*batch, *((n, k) if left else (k, n)))
     T3 = flat3(A, batch, (n, n))
     if left:  # A X = B
-        B3, X3, lower = flat3(B, batch, (n, k)), X.view(-1, n, k), not upper
+        B3, lower = flat3(B, batch, (n, k)), not upper
     else:  # X A = B  <=>  A^T X^T = B^T: transposed views, the other triangle
-        T3, B3, X3, lower = T3.mT, flat3(B, batch, (k, n)).mT, X.view(-1, k, n).mT, upper
-    if n > HOST_BLOCK_N:
-        _host_blocked(T3, B3, X3, lower, unitriangular)
-    else:
-        trsm(T3, B3, X3, lower=lower, unit=unitriangular)
+        T3, B3, lower = T3.mT, flat3(B, batch, (k, n)).mT, upper
+    if n > HOST_BLOCK_N or (n > HOST_ONE_N and B3.shape[0] == 1):
+        X3 = _host_solve(T3, B3, lower, unitriangular, right=not left)
+        return (X3 if left else X3.mT).reshape(shape)
+    X = alloc.empty(*shape, dtype=A.dtype, device=A.device)
+    trsm(T3, B3, X.view(-1, n, k) if left else X.view(-1, k, n).mT, lower=lower, unit=unitriangular)
     return X
 
 
