@@ -904,6 +904,32 @@ def test_lu_solve_memo_replay(k, dtype, monkeypatch):
 
 
 @pytest.mark.route_by_speed
+def test_torch_route_a_matrix_at_a_time(device, monkeypatch):
+    """Batches of LOOP_MIN_N rows or more on torch's path go a matrix at a time (torch's
+    lu_factor_ex on each, its factors bit for bit, info of a singular one included); a single
+    matrix, rectangular batches and pivot=False take one batched call."""
+    monkeypatch.setattr(L, "LOOP_DEVICES", (device.type,))
+    monkeypatch.setattr(L, "LOOP_MIN_N", 40)
+    factor_ex = torch.linalg.lu_factor_ex
+    shapes = []
+    spy = lambda a, **kw: shapes.append(tuple(a.shape)) or factor_ex(a, **kw)  # noqa: E731
+    monkeypatch.setattr(torch.linalg, "lu_factor_ex", spy)
+    A = _pivoted_well_conditioned(6, 40, _C64, device).view(3, 2, 40, 40)
+    A[1, 0, :, 7] = 0  # singular: info 8
+    LU, piv, info = L.lu_factor_ex(A)
+    assert shapes == [(40, 40)] * 6
+    ref = factor_ex(A)
+    assert torch.equal(LU, ref.LU) and torch.equal(piv, ref.pivots) and torch.equal(info, ref.info)
+    assert info[1, 0] == 8 and info.count_nonzero() == 1
+    for B, kw in ((A[:1, :1], {}), (A[..., :39], {}), (A, {"pivot": False})):
+        shapes.clear()
+        if device.type == "cpu" and kw:  # (torch: pivot=False on CUDA only)
+            continue
+        out = L.lu_factor_ex(B, **kw)
+        assert shapes == [tuple(B.shape)] and torch.equal(out[0], factor_ex(B, **kw).LU)
+
+
+@pytest.mark.route_by_speed
 def test_route_by_speed(device, monkeypatch):
     """``lu.ROUTE_BY_SPEED`` (on by default; the other tests turn it off to check the kernels on small
     shapes): lu_factor_ex, lu_solve and solve_ex past the small kernel take torch.linalg's path on the

@@ -149,6 +149,12 @@ PANEL_RIGHT_CW: Optional[int] = None
 #: (gpu_pending.sh 102, twice): 575.7 / 576.4 -> 563.3 / 564.4 us, the panel launches 402.8 / 403.0 ->
 #: 382.1 / 382.2.
 PANEL_PREFETCH = True
+#: Batches of square matrices from LOOP_MIN_N rows that take torch's path go a matrix at a time on these
+#: devices (``_torch_factor``): torch factors one matrix with cuSOLVER's getrf, a batch with MAGMA's
+#: batched one, 1.6-1.85x slower here. H100 (``gpu_pending.sh 147``): 4 complex64 matrices of 2048
+#: rows 42.2 ms in torch's batch, 22.9 with cuSOLVER; 1024: 14.4 / 9.0 ms (float32 39.4 / 19.2, 13.7 / 8.2).
+LOOP_DEVICES = ("cuda",)
+LOOP_MIN_N = 1024
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -753,6 +759,17 @@ def reference_lu_factor_ex(A: torch.Tensor, pivot: bool = True):
     return tuple(torch.linalg.lu_factor_ex(A, pivot=pivot))
 
 
+def _torch_factor(A: torch.Tensor, pivot: bool):
+    """torch's lu_factor_ex, batches of LOOP_MIN_N rows or more on LOOP_DEVICES a matrix at a time
+    (cuSOLVER's getrf, torch's choice for one matrix, in place of its batched path)."""
+    n = A.shape[-1]
+    nb = math.prod(A.shape[:-2])
+    if not (pivot and A.device.type in LOOP_DEVICES and nb > 1 and A.shape[-2] == n >= LOOP_MIN_N):
+        return reference_lu_factor_ex(A, pivot)
+    outs = [torch.linalg.lu_factor_ex(a) for a in A.reshape(nb, n, n)]
+    return tuple(torch.stack(ts).view(*A.shape[:-2], *ts[0].shape) for ts in zip(*outs))
+
+
 def reference_lu_solve(LU: torch.Tensor, pivots: torch.Tensor, B: torch.Tensor, left: bool = True,
                        adjoint: bool = False) -> torch.Tensor:
     """PyTorch path: ``torch.linalg.lu_solve`` on LU's device."""
@@ -783,7 +800,7 @@ def _lu_factor_ex_op(A: torch.Tensor, pivot: bool) -> Tuple[torch.Tensor, torch.
     batch = tuple(A.shape[:-2])
     if (not kernel_ok(A) or _path(m, n, math.prod(batch), A.dtype) == "torch"
             or not factor_faster(max(m, n), math.prod(batch))):
-        return reference_lu_factor_ex(A, pivot)
+        return _torch_factor(A, pivot)
     if m == 0 or n == 0:
         return (alloc.empty(A.shape, dtype=A.dtype, device=A.device),
                 alloc.empty(*batch, min(m, n), dtype=torch.int32, device=A.device),
