@@ -22,7 +22,8 @@ through its strides, so a transposed ``T`` is a view, not a copy), optionally co
   ``X = P M2^-1 M1^-1 B`` for the transposed systems). The interchanges are turned into a
   row map without any reduction: each row tracks its position backwards through the swaps.
 
-Large triangular systems (n > ``HOST_BLOCK_N``) are solved block by block from the host:
+Large triangular systems (n > ``HOST_BLOCK_N``, one matrix n > ``HOST_ONE_N``) are solved
+block by block from the host (a CUDA graph of it replayed from the second call on the same inputs):
 the diagonal blocks of ``HOST_BLOCK`` rows inverted up front, all in one launch
 (the kernel on identity right-hand sides), then matrix products only, each block's rows
 ``X_i = M_ii^-1 R_i`` and the update of the rows not yet solved (``torch.baddbmm``), as GPU trsm
@@ -1119,9 +1120,11 @@ def solve_triangular(A: torch.Tensor, B: torch.Tensor, *, upper: bool, left: boo
     Paths: n <= 32, whole matrices in registers, many per program; n <= 1024, one matrix per
     program in blocks of rows (``BLOCKED_PLAN``), all tl.dot (diagonal blocks inverted up front,
     in parallel; complex systems as real ones of twice the size; float32 / complex64 with 1-4
-    right-hand sides: products and sums on the FMA units, ``FEW_PLAN``); larger n block by block
-    from the host (the kernel inverts the ``HOST_BLOCK``-row diagonal blocks, all in one launch;
-    then matrix products, in float32 exact whatever the TF32 setting).
+    right-hand sides: products and sums on the FMA units, ``FEW_PLAN``); larger n (one matrix: above
+    ``HOST_ONE_N``) block by block from the host (the kernel inverts the ``HOST_BLOCK``-row diagonal
+    blocks, all in one launch; then matrix products, in float32 exact whatever the TF32 setting),
+    replayed from a CUDA graph from the second call on the same A and B (the same addresses,
+    shapes and strides: the graph reads what they hold at the time; ``GRAPHS``).
     Devices Triton does not serve and inputs that need gradients take torch.linalg.
 
     Raises
