@@ -1378,11 +1378,10 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
 149)  # sixty-third session: 147 found torch's batched LU of 1024-2048 rows (MAGMA, its default from two matrices)
   # 1.6-1.85x slower than cuSOLVER's looped getrf: where batches of torch's path should go a matrix at a time
   # (from 73bffc7 "ours" loops from lu.LOOP_MIN_N = 1024 rows); then, on an H200 only, 143's table
-  for dt in complex64 float32; do
-    timeout 120 python3 scripts/lu_routes.py --dtype $dt --ns 512,1024,2048 --batches 2,16 --max-elems 2.2e9 \
-      --backends default,cusolver 2>&1 | grep -v -i warn
-  done | tee "$OUT/lu_loop.log"
-  timeout 80 python3 -m fastpath.bench linalg --only "lu_factor" --graphs --json "$OUT/lu_records.jsonl" 2>&1 \
+  timeout 60 python3 -m fastpath.bench linalg --only "lu_factor complex64 2048" --json "$OUT/lu_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "linalg " | tee "$OUT/lu_table.log"
-  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ $SECONDS -lt 250 ] && bash "$0" 143 ;;
+  for dt in complex64 float32; do
+    timeout 70 python3 scripts/lu_routes.py --dtype $dt --ns 1024,2048,512 --batches 2,16 --max-elems 2.2e9 \
+      --backends default,cusolver 2>&1 | grep -v -i warn
+  done | tee "$OUT/lu_loop.log" ;;
 esac
