@@ -905,11 +905,12 @@ def test_lu_solve_memo_replay(k, dtype, monkeypatch):
 
 @pytest.mark.route_by_speed
 def test_torch_route_a_matrix_at_a_time(device, monkeypatch):
-    """Batches of LOOP_MIN_N rows or more on torch's path go a matrix at a time (torch's
-    lu_factor_ex on each, its factors bit for bit, info of a singular one included); a single
-    matrix, rectangular batches and pivot=False take one batched call."""
+    """Batches of 2 to LOOP_MAX_BATCH matrices of LOOP_MIN_N rows or more on torch's path go a
+    matrix at a time (torch's lu_factor_ex on each, its factors bit for bit, info of a singular one
+    included); a single matrix, more matrices, rectangular ones and pivot=False take one batched call."""
     monkeypatch.setattr(L, "LOOP_DEVICES", (device.type,))
     monkeypatch.setattr(L, "LOOP_MIN_N", 40)
+    monkeypatch.setattr(L, "LOOP_MAX_BATCH", 6)
     factor_ex = torch.linalg.lu_factor_ex
     shapes = []
     spy = lambda a, **kw: shapes.append(tuple(a.shape)) or factor_ex(a, **kw)  # noqa: E731
@@ -918,10 +919,12 @@ def test_torch_route_a_matrix_at_a_time(device, monkeypatch):
     A[1, 0, :, 7] = 0  # singular: info 8
     LU, piv, info = L.lu_factor_ex(A)
     assert shapes == [(40, 40)] * 6
-    ref = factor_ex(A)
-    assert torch.equal(LU, ref.LU) and torch.equal(piv, ref.pivots) and torch.equal(info, ref.info)
+    refs = [factor_ex(a) for a in A.view(6, 40, 40)]
+    for got, want in zip((LU, piv, info), zip(*refs)):
+        assert torch.equal(got, torch.stack(want).view(got.shape))
     assert info[1, 0] == 8 and info.count_nonzero() == 1
-    for B, kw in ((A[:1, :1], {}), (A[..., :39], {}), (A, {"pivot": False})):
+    assert _reconstruct(LU.view(6, 40, 40), piv.view(6, 40), A.view(6, 40, 40)) <= 8 * 40 * EPS[_C64]
+    for B, kw in ((A[:1, :1], {}), (A[..., :39], {}), (A, {"pivot": False}), (torch.cat([A, A[:1]]), {})):
         shapes.clear()
         if device.type == "cpu" and kw:  # (torch: pivot=False on CUDA only)
             continue

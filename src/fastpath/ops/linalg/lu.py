@@ -155,6 +155,9 @@ PANEL_PREFETCH = True
 #: rows 42.2 ms in torch's batch, 22.9 with cuSOLVER; 1024: 14.4 / 9.0 ms (float32 39.4 / 19.2, 13.7 / 8.2).
 LOOP_DEVICES = ("cuda",)
 LOOP_MIN_N = 1024
+#: ... and up to this many matrices (larger batches not timed: MAGMA's batched kernels gain with the batch,
+#: the loop does not).
+LOOP_MAX_BATCH = 4
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -760,11 +763,12 @@ def reference_lu_factor_ex(A: torch.Tensor, pivot: bool = True):
 
 
 def _torch_factor(A: torch.Tensor, pivot: bool):
-    """torch's lu_factor_ex, batches of LOOP_MIN_N rows or more on LOOP_DEVICES a matrix at a time
-    (cuSOLVER's getrf, torch's choice for one matrix, in place of its batched path)."""
+    """torch's lu_factor_ex, batches of 2 to LOOP_MAX_BATCH matrices of LOOP_MIN_N rows or more on
+    LOOP_DEVICES a matrix at a time (cuSOLVER's getrf, torch's choice for one matrix, in place of its
+    batched path)."""
     n = A.shape[-1]
     nb = math.prod(A.shape[:-2])
-    if not (pivot and A.device.type in LOOP_DEVICES and nb > 1 and A.shape[-2] == n >= LOOP_MIN_N):
+    if not (pivot and A.device.type in LOOP_DEVICES and 1 < nb <= LOOP_MAX_BATCH and A.shape[-2] == n >= LOOP_MIN_N):
         return reference_lu_factor_ex(A, pivot)
     outs = [torch.linalg.lu_factor_ex(a) for a in A.reshape(nb, n, n)]
     return tuple(torch.stack(ts).view(*A.shape[:-2], *ts[0].shape) for ts in zip(*outs))
