@@ -149,15 +149,16 @@ PANEL_RIGHT_CW: Optional[int] = None
 #: (gpu_pending.sh 102, twice): 575.7 / 576.4 -> 563.3 / 564.4 us, the panel launches 402.8 / 403.0 ->
 #: 382.1 / 382.2.
 PANEL_PREFETCH = True
-#: Batches of square matrices from LOOP_MIN_N rows that take torch's path go a matrix at a time on these
-#: devices (``_torch_factor``): torch factors one matrix with cuSOLVER's getrf, a batch with MAGMA's
-#: batched one, 1.6-1.85x slower here. H100 (``gpu_pending.sh 147``): 4 complex64 matrices of 2048
-#: rows 42.2 ms in torch's batch, 22.9 with cuSOLVER; 1024: 14.4 / 9.0 ms (float32 39.4 / 19.2, 13.7 / 8.2).
+#: Small batches of square matrices from LOOP_MIN_N rows that take torch's path go a matrix at a time on
+#: these devices (``_torch_factor``): torch factors one matrix with cuSOLVER's getrf, several with MAGMA's
+#: batched one, which only gains from about 8 matrices. H100, torch's batch against the loop (ms,
+#: ``gpu_pending.sh 147`` / ``149``, ``scripts/lu_routes.py --backends default,cusolver``), complex64 /
+#: float32: 2 of 2048 rows 36.4 / 11.5, 34.1 / 9.6; 4 of 2048 42.2 / 22.9, 39.4 / 19.2; 2 of 1024 13.6 / 4.5,
+#: 11.1 / 4.1; 4 of 1024 13.9 / 9.0, 12.9 / 8.2; 8 of 1024 16.3 / 18.1, 13.6 / 16.5 (MAGMA ahead); 2 of 512
+#: 4.6 / 2.0, 3.0 / 1.9; 4 of 512 4.6 / 4.0, 3.3 / 3.8 (mixed).
 LOOP_DEVICES = ("cuda",)
-LOOP_MIN_N = 1024
-#: ... and up to this many matrices (larger batches not timed: MAGMA's batched kernels gain with the batch,
-#: the loop does not).
-LOOP_MAX_BATCH = 4
+#: (rows, most matrices) the loop takes: from 1024 rows 2-4 matrices, from 512 two.
+LOOP_BATCHES = ((1024, 4), (512, 2))
 #: CUDA graphs kept of that path's host loop (the most recently used shapes, replayed from a
 #: shape's second call on, ``graphs.GraphCache``); 0: no graphs.
 GRAPHS = 2
@@ -578,12 +579,16 @@ def solve_faster(n: int, nb: int, k: int, cplx: bool) -> bool:
     batches of 256 or more of 48-128 rows with fewer than 16 right-hand sides (512: 0.64-0.99x); up to 16
     rows with 16 or more right-hand sides and 8 or more systems (0.53-0.86x); fewer than 4 systems of 512
     rows or more with up to 64 right-hand sides (one complex64 1024x1024: 0.42-0.50x, 0.19x at k=64); fewer
-    than 4 float32 systems of 32-64 rows with 16 or more right-hand sides (one: 0.51-0.83x)."""
+    than 4 float32 systems of 32-64 rows with 16 or more right-hand sides (one: 0.51-0.83x); complex
+    batches of 16 or more of 1024 rows with 16 or more right-hand sides (sixty-third session: 16 complex64
+    1024x1024 with 16, 0.54x: torch's solve takes a faster form from 16 systems; 8: 3.22x; one right-hand
+    side 3.19x)."""
     if not ROUTE_BY_SPEED:
         return True
     return not (nb >= 2048 or (cplx and nb >= 256 and 48 <= n <= 128 and k < 16)
                 or (n <= 16 and k >= 16 and nb >= 8) or (nb < 4 and n >= 512 and k <= 64)
-                or (not cplx and nb < 4 and 32 <= n <= 64 and k >= 16))
+                or (not cplx and nb < 4 and 32 <= n <= 64 and k >= 16)
+                or (cplx and nb >= 16 and n >= 1024 and k >= 16))
 
 
 def _rotation(device, M: int, W: int, warps: int) -> int:
@@ -763,12 +768,12 @@ def reference_lu_factor_ex(A: torch.Tensor, pivot: bool = True):
 
 
 def _torch_factor(A: torch.Tensor, pivot: bool):
-    """torch's lu_factor_ex, batches of 2 to LOOP_MAX_BATCH matrices of LOOP_MIN_N rows or more on
-    LOOP_DEVICES a matrix at a time (cuSOLVER's getrf, torch's choice for one matrix, in place of its
-    batched path)."""
+    """torch's lu_factor_ex, small batches of square matrices on LOOP_DEVICES a matrix at a time
+    (cuSOLVER's getrf, torch's choice for one matrix, in place of its batched path; LOOP_BATCHES)."""
     n = A.shape[-1]
     nb = math.prod(A.shape[:-2])
-    if not (pivot and A.device.type in LOOP_DEVICES and 1 < nb <= LOOP_MAX_BATCH and A.shape[-2] == n >= LOOP_MIN_N):
+    most = max((b for rows, b in LOOP_BATCHES if n >= rows), default=0)
+    if not (pivot and A.device.type in LOOP_DEVICES and 1 < nb <= most and A.shape[-2] == n):
         return reference_lu_factor_ex(A, pivot)
     outs = [torch.linalg.lu_factor_ex(a) for a in A.reshape(nb, n, n)]
     return tuple(torch.stack(ts).view(*A.shape[:-2], *ts[0].shape) for ts in zip(*outs))
