@@ -149,8 +149,8 @@ PANEL_RIGHT_CW: Optional[int] = None
 #: (gpu_pending.sh 102, twice): 575.7 / 576.4 -> 563.3 / 564.4 us, the panel launches 402.8 / 403.0 ->
 #: 382.1 / 382.2.
 PANEL_PREFETCH = True
-#: Small batches of square matrices from LOOP_MIN_N rows that take torch's path go a matrix at a time on
-#: these devices (``_torch_factor``): torch factors one matrix with cuSOLVER's getrf, several with MAGMA's
+#: Small batches of large square matrices that take torch's path go a matrix at a time on these devices
+#: (``_torch_factor``, ``LOOP_BATCHES``): torch factors one matrix with cuSOLVER's getrf, several with MAGMA's
 #: batched one, which only gains from about 8 matrices. H100, torch's batch against the loop (ms,
 #: ``gpu_pending.sh 147`` / ``149``, ``scripts/lu_routes.py --backends default,cusolver``), complex64 /
 #: float32: 2 of 2048 rows 36.4 / 11.5, 34.1 / 9.6; 4 of 2048 42.2 / 22.9, 39.4 / 19.2; 2 of 1024 13.6 / 4.5,
