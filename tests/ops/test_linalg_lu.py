@@ -938,6 +938,27 @@ def test_torch_route_a_matrix_at_a_time(device, monkeypatch):
 
 
 @pytest.mark.route_by_speed
+def test_solve_ex_factors_a_matrix_at_a_time(device, monkeypatch):
+    """solve_ex of 2 systems of 512 rows with 3 right-hand sides (torch's solve would be the faster):
+    factored as lu_factor_ex does it, a matrix at a time (not torch's batched solve_ex), then
+    torch's lu_solve; torch's solutions and info, a singular member included."""
+    from fastpath.ops.linalg import small as S
+    monkeypatch.setattr(L, "LOOP_DEVICES", (device.type,))
+    calls = []
+    for name in ("lu_factor_ex", "lu_solve", "solve_ex"):
+        fn = getattr(torch.linalg, name)
+        monkeypatch.setattr(torch.linalg, name, lambda *a, _fn=fn, _name=name, **kw: calls.append(
+            (_name, a[0].dim())) or _fn(*a, **kw))
+    A = _pivoted_well_conditioned(2, 512, _F32, device)
+    A[0, :, 100] = 0
+    B = rand(2, 512, 3, dtype=_F32, device=device)
+    X, info = S.solve_ex(A, B)
+    assert calls == [("lu_factor_ex", 2), ("lu_factor_ex", 2), ("lu_solve", 3)]
+    assert torch.equal(info.cpu(), torch.linalg.lu_factor_ex(_ref(A)).info.to(torch.int32)) and info[0] > 0
+    _check_solution(X[1:], torch.linalg.solve(_ref(A[1:]), _ref(B[1:])), A[1:], _F32)
+
+
+@pytest.mark.route_by_speed
 def test_route_by_speed(device, monkeypatch):
     """``lu.ROUTE_BY_SPEED`` (on by default; the other tests turn it off to check the kernels on small
     shapes): lu_factor_ex, lu_solve and solve_ex past the small kernel take torch.linalg's path on the

@@ -767,15 +767,22 @@ def reference_lu_factor_ex(A: torch.Tensor, pivot: bool = True):
     return tuple(torch.linalg.lu_factor_ex(A, pivot=pivot))
 
 
-def _torch_factor(A: torch.Tensor, pivot: bool):
-    """torch's lu_factor_ex, small batches of square matrices on LOOP_DEVICES a matrix at a time
-    (cuSOLVER's getrf, torch's choice for one matrix, in place of its batched path; LOOP_BATCHES)."""
+def factor_loops(A: torch.Tensor, pivot: bool = True) -> bool:
+    """torch's path factors A a matrix at a time: a small batch of large square matrices on
+    LOOP_DEVICES (``LOOP_BATCHES``)."""
     n = A.shape[-1]
     nb = math.prod(A.shape[:-2])
     most = max((b for rows, b in LOOP_BATCHES if n >= rows), default=0)
-    if not (pivot and A.device.type in LOOP_DEVICES and 1 < nb <= most and A.shape[-2] == n):
+    return pivot and A.device.type in LOOP_DEVICES and 1 < nb <= most and A.shape[-2] == n
+
+
+def _torch_factor(A: torch.Tensor, pivot: bool):
+    """torch's lu_factor_ex, where ``factor_loops`` a matrix at a time (cuSOLVER's getrf, torch's
+    choice for one matrix, in place of its batched path)."""
+    if not factor_loops(A, pivot):
         return reference_lu_factor_ex(A, pivot)
-    outs = [torch.linalg.lu_factor_ex(a) for a in A.reshape(nb, n, n)]
+    n = A.shape[-1]
+    outs = [torch.linalg.lu_factor_ex(a) for a in A.reshape(-1, n, n)]
     return tuple(torch.stack(ts).view(*A.shape[:-2], *ts[0].shape) for ts in zip(*outs))
 
 

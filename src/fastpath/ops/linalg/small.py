@@ -83,6 +83,8 @@ PLAN = None
 #: 32x32 with 32 right-hand sides 301.7 us, its lu_factor_ex 61.2, ours 73.0, its lu_solve 239.0, ours
 #: 100.7); the same ``info``. H100 (scripts/solve_shapes.py, fifty-sixth session): complex64 64 x 256x256
 #: with 256 right-hand sides 3.0 ms -> 1.03 ms (2.9x), float32 64 x 256x256 5.35x, 8 x 512x512 (k=16) 4.8x.
+#: Also wherever torch's path factors a matrix at a time (``lu.factor_loops``: torch's solve_ex would factor
+#: 2-4 large matrices with MAGMA's slower batched getrf; not timed end to end).
 SOLVE_VIA_LU = True
 #: Up to this n the elimination's steps are unrolled (the column of step j is then known
 #: when compiling: no selects over the row's groups for it).
@@ -479,8 +481,9 @@ def _solve_fake(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Ten
 def _solve_ex_op(A: torch.Tensor, B: torch.Tensor, left: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     batch, n, k, vector = _solve_shapes(A, B, left)
     if not _kernel_ok(A, B, n=n, k=k) or A.numel() == 0 or B.numel() == 0:
-        if (SOLVE_VIA_LU and A.numel() and B.numel() and _kernel_ok(A, B, n=1) and n <= lu.SOLVE_MAX_N
-                and lu.solve_faster(n, math.prod(batch), k, A.is_complex())):
+        if (SOLVE_VIA_LU and A.numel() and B.numel() and _kernel_ok(A, B, n=1)
+                and (lu.factor_loops(A) or n <= lu.SOLVE_MAX_N
+                     and lu.solve_faster(n, math.prod(batch), k, A.is_complex()))):
             return _solve_by_lu(A, B, left, vector)
         return reference_solve_ex(A, B, left)
     X = alloc.empty(_out_shape(batch, n, k, vector, left), dtype=A.dtype, device=A.device)
