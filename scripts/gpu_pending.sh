@@ -1384,4 +1384,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     timeout 70 python3 scripts/lu_routes.py --dtype $dt --ns 1024,2048,512 --batches 2,16 --max-elems 2.2e9 \
       --backends default,cusolver 2>&1 | grep -v -i warn
   done | tee "$OUT/lu_loop.log" ;;
+150)  # sixty-third session, for the next: solve_ex of 2-4 large systems through the LU loop (5ae7dc3; the last three
+  # shapes of solve_shapes.py) against torch's solve_ex, every shape once; then 143 on an H200
+  timeout 200 python3 scripts/solve_shapes.py 2>&1 | grep -v -i warn | tee "$OUT/solve_shapes.log"
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && bash "$0" 143 ;;
 esac

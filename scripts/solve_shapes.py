@@ -20,7 +20,8 @@ SHAPES = [(64, 256, 256, "complex64"), (64, 256, 1, "complex64"), (64, 64, 64, "
           (10_000, 24, 1, "float32"), (1000, 32, 32, "float32"), (8, 512, 16, "float32"),
           (1, 1024, 1, "float32"), (1, 1024, 1024, "float32"),
           (2, 256, 16, "float32"), (4, 256, 16, "complex64"), (16, 128, 8, "float32"), (1000, 48, 1, "float32"),
-          (1000, 64, 1, "float32"), (1000, 64, 1, "complex64"), (10_000, 32, 1, "float32")]
+          (1000, 64, 1, "float32"), (1000, 64, 1, "complex64"), (10_000, 32, 1, "float32"),
+          (2, 1024, 16, "complex64"), (2, 2048, 1, "float32"), (4, 1024, 64, "float32")]
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--set", action="append", default=[], help="MODULE.KNOB=VALUE (module under fastpath)")
