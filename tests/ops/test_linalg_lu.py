@@ -903,6 +903,17 @@ def test_lu_solve_memo_replay(k, dtype, monkeypatch):
     assert any(v is not None for v in L._LU_SOLVE_MEMO.entries.values())  # recorded, then replayed
 
 
+def _spy_linalg(monkeypatch, *names):
+    """The calls of these torch.linalg functions from here on, as (name, shape of the first argument)."""
+    calls = []
+    for name in names:
+        def wrapped(*args, _fn=getattr(torch.linalg, name), _name=name, **kwargs):
+            calls.append((_name, tuple(args[0].shape)))
+            return _fn(*args, **kwargs)
+        monkeypatch.setattr(torch.linalg, name, wrapped)
+    return calls
+
+
 @pytest.mark.route_by_speed
 def test_torch_route_a_matrix_at_a_time(device, monkeypatch):
     """Small batches of large matrices on torch's path go a matrix at a time (LOOP_BATCHES: here up
@@ -912,29 +923,27 @@ def test_torch_route_a_matrix_at_a_time(device, monkeypatch):
     monkeypatch.setattr(L, "LOOP_DEVICES", (device.type,))
     monkeypatch.setattr(L, "LOOP_BATCHES", ((40, 6), (30, 2)))
     factor_ex = torch.linalg.lu_factor_ex
-    shapes = []
-    spy = lambda a, **kw: shapes.append(tuple(a.shape)) or factor_ex(a, **kw)  # noqa: E731
-    monkeypatch.setattr(torch.linalg, "lu_factor_ex", spy)
+    calls = _spy_linalg(monkeypatch, "lu_factor_ex")
     A = _pivoted_well_conditioned(6, 40, _C64, device).view(3, 2, 40, 40)
     A[1, 0, :, 7] = 0  # singular: info 8
     LU, piv, info = L.lu_factor_ex(A)
-    assert shapes == [(40, 40)] * 6
+    assert calls == [("lu_factor_ex", (40, 40))] * 6
     refs = [factor_ex(a) for a in A.view(6, 40, 40)]
     for got, want in zip((LU, piv, info), zip(*refs)):
         assert torch.equal(got, torch.stack(want).view(got.shape))
     assert info[1, 0] == 8 and info.count_nonzero() == 1
     assert _reconstruct(LU.view(6, 40, 40), piv.view(6, 40), A.view(6, 40, 40)) <= 8 * 40 * EPS[_C64]
     C = A[:, :, :30, :30]
-    shapes.clear()
+    calls.clear()
     L.lu_factor_ex(C[0])
-    assert shapes == [(30, 30)] * 2
+    assert calls == [("lu_factor_ex", (30, 30))] * 2
     for B, kw in ((A[:1, :1], {}), (A[..., :39], {}), (A, {"pivot": False}), (torch.cat([A, A[:1]]), {}),
                   (C[:2], {}), (A[..., :29, :29], {})):
-        shapes.clear()
+        calls.clear()
         if device.type == "cpu" and kw:  # (torch: pivot=False on CUDA only)
             continue
         out = L.lu_factor_ex(B, **kw)
-        assert shapes == [tuple(B.shape)] and torch.equal(out[0], factor_ex(B, **kw).LU)
+        assert calls == [("lu_factor_ex", tuple(B.shape))] and torch.equal(out[0], factor_ex(B, **kw).LU)
 
 
 @pytest.mark.route_by_speed
@@ -944,16 +953,12 @@ def test_solve_ex_factors_a_matrix_at_a_time(device, monkeypatch):
     torch's lu_solve; torch's solutions and info, a singular member included."""
     from fastpath.ops.linalg import small as S
     monkeypatch.setattr(L, "LOOP_DEVICES", (device.type,))
-    calls = []
-    for name in ("lu_factor_ex", "lu_solve", "solve_ex"):
-        fn = getattr(torch.linalg, name)
-        monkeypatch.setattr(torch.linalg, name, lambda *a, _fn=fn, _name=name, **kw: calls.append(
-            (_name, a[0].dim())) or _fn(*a, **kw))
     A = _pivoted_well_conditioned(2, 512, _F32, device)
     A[0, :, 100] = 0
     B = rand(2, 512, 3, dtype=_F32, device=device)
+    calls = _spy_linalg(monkeypatch, "lu_factor_ex", "lu_solve", "solve_ex")
     X, info = S.solve_ex(A, B)
-    assert calls == [("lu_factor_ex", 2), ("lu_factor_ex", 2), ("lu_solve", 3)]
+    assert calls == [("lu_factor_ex", (512, 512))] * 2 + [("lu_solve", (2, 512, 512))]
     assert torch.equal(info.cpu(), torch.linalg.lu_factor_ex(_ref(A)).info.to(torch.int32)) and info[0] > 0
     _check_solution(X[1:], torch.linalg.solve(_ref(A[1:]), _ref(B[1:])), A[1:], _F32)
 
@@ -965,57 +970,50 @@ def test_route_by_speed(device, monkeypatch):
     shapes where it was measured faster (``lu.factor_faster`` / ``lu.solve_faster``) and the kernels
     elsewhere; both give torch's answers."""
     from fastpath.ops.linalg import small as S
-    factor_ex, solve, solve_ex = torch.linalg.lu_factor_ex, torch.linalg.lu_solve, torch.linalg.solve_ex
-    torch_calls = []
-
-    def spy(name, fn):
-        def wrapped(*args, **kwargs):
-            torch_calls.append(name)
-            return fn(*args, **kwargs)
-        monkeypatch.setattr(torch.linalg, name, wrapped)
-    for name, fn in (("lu_factor_ex", factor_ex), ("lu_solve", solve), ("solve_ex", solve_ex)):
-        spy(name, fn)
+    factor_ex, solve = torch.linalg.lu_factor_ex, torch.linalg.lu_solve
+    calls = _spy_linalg(monkeypatch, "lu_factor_ex", "lu_solve", "solve_ex")
+    called = lambda: [name for name, _ in calls]  # noqa: E731
     # up to SMALL_N rows: torch's factorisation (0.14-0.90x); its factors, bit for bit
     A = _pivoted_well_conditioned(3, 12, _C64, device)
     LU, piv, info = L.lu_factor_ex(A)
-    assert torch_calls == ["lu_factor_ex"]
+    assert called() == ["lu_factor_ex"]
     ref = factor_ex(A)
     assert torch.equal(LU, ref.LU) and torch.equal(piv, ref.pivots) and not info.any()
     # a few systems of a few rows: fastpath's lu_solve (2.5x at one 16x16 system)
     B = rand(3, 12, 2, dtype=_C64, device=device)
     X = L.lu_solve(LU, piv, B)
-    assert torch_calls == ["lu_factor_ex"]
+    assert called() == ["lu_factor_ex"]
     _check_solution(X, torch.linalg.solve(_ref(A), _ref(B)), A, _C64)
     # 2048 systems or more: torch's lu_solve (4096: 0.29-0.98x), before fastpath's checks
     A2 = _pivoted_well_conditioned(2048, 3, _F32, device)
     LU2, piv2, _ = factor_ex(A2)
     B2 = rand(2048, 3, 1, dtype=_F32, device=device)
     X2 = L.lu_solve(LU2, piv2, B2)
-    assert torch_calls == ["lu_factor_ex", "lu_solve"] and torch.equal(X2, solve(LU2, piv2, B2))
+    assert called() == ["lu_factor_ex", "lu_solve"] and torch.equal(X2, solve(LU2, piv2, B2))
     with pytest.raises(TypeError, match="left"):  # a non-bool left: fastpath's checks, not a routed call
         L.lu_solve(LU2, piv2, B2, left=1)
-    assert torch_calls == ["lu_factor_ex", "lu_solve"]
+    assert called() == ["lu_factor_ex", "lu_solve"]
     # solve_ex past the small kernel where lu_solve's kernels serve: torch's factors, fastpath's solve
-    del torch_calls[:]
+    del calls[:]
     A3 = _pivoted_well_conditioned(2, 20, _F32, device)
     B3 = rand(2, 20, 3, dtype=_F32, device=device)
     X3, info3 = S.solve_ex(A3, B3)
-    assert torch_calls == ["lu_factor_ex"] and not info3.any()
+    assert called() == ["lu_factor_ex"] and not info3.any()
     _check_solution(X3, torch.linalg.solve(_ref(A3), _ref(B3)), A3, _F32)
     # ... and torch's solve_ex where neither would be ours (2048 systems)
-    del torch_calls[:]
+    del calls[:]
     A4 = _pivoted_well_conditioned(2048, 20, _F32, device)
     B4 = rand(2048, 20, 1, dtype=_F32, device=device)
     X4 = S.solve_ex(A4, B4).result
-    assert torch_calls == ["solve_ex"]
+    assert called() == ["solve_ex"]
     _check_solution(X4, torch.linalg.solve(_ref(A4), _ref(B4)), A4, _F32)
     # 16 complex systems of 1024 rows with 16 right-hand sides: torch's lu_solve (ours 0.54x)
     A5 = rand(16, 1024, 1024, dtype=_C64, device=device) + 64 * torch.eye(1024, device=device)
     LU5, piv5, _ = factor_ex(A5)
     B5 = rand(16, 1024, 16, dtype=_C64, device=device)
-    del torch_calls[:]
+    del calls[:]
     X5 = L.lu_solve(LU5, piv5, B5)
-    assert torch_calls == ["lu_solve"] and torch.equal(X5, solve(LU5, piv5, B5))
+    assert called() == ["lu_solve"] and torch.equal(X5, solve(LU5, piv5, B5))
 
 
 @pytest.mark.skipif(INTERPRET, reason="the GPU's form of the fault; the interpreter's: the test below")
