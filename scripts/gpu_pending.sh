@@ -1388,4 +1388,7 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # shapes of solve_shapes.py) against torch's solve_ex, every shape once; then 143 on an H200
   timeout 200 python3 scripts/solve_shapes.py 2>&1 | grep -v -i warn | tee "$OUT/solve_shapes.log"
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && bash "$0" 143 ;;
+151)  # sixty-fourth session: on an H200, 143 (the issue's table: its GPU); on an H100, 150's solve_ex shapes
+  if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then bash "$0" 143
+  else timeout 200 python3 scripts/solve_shapes.py 2>&1 | grep -v -i warn | tee "$OUT/solve_shapes.log"; fi ;;
 esac
