@@ -1388,7 +1388,21 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
   # shapes of solve_shapes.py) against torch's solve_ex, every shape once; then 143 on an H200
   timeout 200 python3 scripts/solve_shapes.py 2>&1 | grep -v -i warn | tee "$OUT/solve_shapes.log"
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && bash "$0" 143 ;;
-151)  # sixty-fourth session: on an H200, 143 (the issue's table: its GPU); on an H100, 150's solve_ex shapes
+151)  # (run at 9a0e863 on an H100: the solve_ex shapes, log ...-s64-solve_shapes-9a0e863-h100.log) sixty-fourth
+  # session: on an H200, 143 (the issue's table: its GPU); on an H100, 150's solve_ex shapes
   if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then bash "$0" 143
   else timeout 200 python3 scripts/solve_shapes.py 2>&1 | grep -v -i warn | tee "$OUT/solve_shapes.log"; fi ;;
+152)  # sixty-fourth session: on an H200 first 143 (the issue's table, its GPU); then the graph tests (LU, QR, the
+  # triangular host path and the graph cache's dropped keys, GraphCache.DROPPED_WAIT), then the cache's test with
+  # DROPPED_WAIT = 0 (the old behaviour: it must fail)
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 \
+    && timeout 480 python3 -m fastpath.bench linalg --graphs --json "$OUT/linalg_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "linalg " | tee "$OUT/linalg_table.log"
+  G=src/fastpath/ops/linalg/graphs.py
+  { echo "== DROPPED_WAIT = 8"
+    timeout $((585 - SECONDS)) python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
+      tests/ops/test_linalg_qr.py -k "graph" 2>&1 | tail -3
+    cp $G /tmp/graphs.py; sed -i 's/DROPPED_WAIT = 8/DROPPED_WAIT = 0/' $G; echo "== DROPPED_WAIT = 0 (must fail)"
+    timeout 30 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "graph_cache" 2>&1 | tail -3
+    cp /tmp/graphs.py $G; } | tee "$OUT/graph_cache.log" ;;
 esac

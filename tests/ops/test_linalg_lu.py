@@ -598,6 +598,30 @@ def test_solve_triangular_host_graph_replays(left, device, monkeypatch):
         _check_solution(X, R, A, _F32)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs: CUDA only")
+def test_graph_cache_cycling_past_keep_does_not_capture_every_pass(device):
+    """Three input sets cycled through a cache that keeps two graphs: a dropped graph's key runs
+    directly for its next DROPPED_WAIT calls, so the captures are a few, not one a pass; a key
+    called alone afterwards is captured again and replays; every result right."""
+    cache = T.GraphCache()
+    captures = []
+
+    def fn(a):
+        captures.append(torch.cuda.is_current_stream_capturing())
+        return (a * 2 + 1,)
+    xs = [rand(64, device=device) for _ in range(3)]
+    for _ in range(12):
+        for x in xs:
+            torch.testing.assert_close(cache("k", fn, x, 2, by_address=True)[0], x * 2 + 1)
+    assert sum(captures) <= 6, sum(captures)  # 36 calls: one capture a pass would be 30
+    before = sum(captures)
+    for _ in range(cache.DROPPED_WAIT + 4):
+        calls = len(captures)
+        xs[0].add_(1)
+        torch.testing.assert_close(cache("k", fn, xs[0], 2, by_address=True)[0], xs[0] * 2 + 1)
+    assert sum(captures) <= before + 1 and len(captures) == calls  # the last call a replay
+
+
 @pytest.mark.parametrize("n,left,lu", [(7, True, False), (7, False, True), (40, True, True), (40, False, True)])
 def test_wide_right_hand_sides_in_column_slices(n, left, lu, device, monkeypatch):
     """Right-hand sides whose column offsets would pass int32 (left=False: B's column stride is

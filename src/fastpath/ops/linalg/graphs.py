@@ -32,9 +32,14 @@ class GraphCache:
     copy of A fewer a call). ``by_address``: no private copy; the graph reads A where it lies, and
     the key takes A's addresses, shapes and strides (a replay only for tensors at the captured
     addresses, so it reads them whatever they hold now; ``fn`` must not write A). The ``keep``
-    most recently used graphs are kept (a call's ``keep``, so that a module knob can set it).
+    most recently used graphs are kept (a call's ``keep``, so that a module knob can set it); a
+    key whose graph was dropped for a newer one runs directly for its next ``DROPPED_WAIT``
+    calls before it may be captured again, so that callers cycling through more keys than
+    ``keep`` pay a capture (more host time than a direct call) every few passes, not on each.
     Direct calls where graphs cannot help or would be wrong: off CUDA, in Triton's interpreter,
     while the caller is capturing or compiling, or ``keep`` = 0."""
+
+    DROPPED_WAIT = 8
 
     def __init__(self):
         self.entries: dict = {}
@@ -50,8 +55,8 @@ class GraphCache:
             key = (key, tuple((a.data_ptr(), tuple(a.shape), a.stride(), a.dtype) for a in args))
         entries = self.entries
         entry = entries.pop(key, None)
-        if entry is None:  # the first call of this key runs directly
-            entries[key] = "seen"
+        if entry is None or isinstance(entry, int):  # a key's first call runs directly, as do the
+            entries[key] = entry - 1 if entry else "seen"  # next calls of a key whose graph was dropped
             while len(entries) > 4 * keep:
                 entries.pop(next(iter(entries)))
             return fn(*args)
@@ -68,9 +73,9 @@ class GraphCache:
             stream.wait_stream(last)
             entry[3] = stream
         entries[key] = entry  # most recent last
-        captured = [k for k, v in entries.items() if v != "seen"]
+        captured = [k for k, v in entries.items() if isinstance(v, list)]
         for k in captured[:-keep]:
-            entries.pop(k)
+            entries[k] = max(self.DROPPED_WAIT - 1, 0)  # calls left after the next, then "seen"
         for s, a in zip(static, args):
             s.copy_(a)
         graph.replay()
