@@ -47,11 +47,15 @@ def test_cli_generate_and_errors(capsys, tmp_path, reference_paths):
     out, err = capsys.readouterr()
     assert out.startswith(DEFAULT_PROMPT) and len(out) > len(DEFAULT_PROMPT)
     assert "tok/s" in err
-    assert cli.main(["generate", "--model", str(tmp_path / "nope"), "--prompt", "x"]) == 1
-    assert "nope" in capsys.readouterr().err
+    for extra in (["generate", "--prompt", "x"], ["bench-decode"]):
+        assert cli.main(extra[:1] + ["--model", str(tmp_path / "nope")] + extra[1:]) == 1
+        assert f"--model: '{tmp_path / 'nope'}' is not a directory" in capsys.readouterr().err
     assert cli.main(["generate", "--model", str(tmp_path), "--prompt", "x"]) == 1
     err = capsys.readouterr().err
     assert "error" in err and str(tmp_path) in err
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')  # the architecture is said first
+    assert cli.main(["generate", "--model", str(tmp_path), "--prompt", "x"]) == 1
+    assert "model_type 'gpt2' is not supported" in capsys.readouterr().err
     assert cli.main(["bench-decode", "--config", "qwen3-8b"]) == 1
     assert "--random-weights" in capsys.readouterr().err
     assert cli.main(["bench-decode", "--config", "nope", "--random-weights"]) == 1

@@ -40,6 +40,13 @@ def _fp8(args, path) -> bool:
     return True
 
 
+def _model_dir(path: str) -> None:
+    """A --model that is not a directory, said as such (not as its first missing file)."""
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--model: {path!r} is not a directory (expected a Hugging Face checkpoint: "
+                                "config.json, tokenizer.json and *.safetensors)")
+
+
 def generate(args) -> int:
     from ..models.config import ModelConfig
     from ..models.loader import load
@@ -51,11 +58,12 @@ def generate(args) -> int:
     if prompt is None:
         raise ValueError("--prompt: give a prompt for --model")
     device, dtype = _device_dtype(args)
+    _model_dir(path)
+    cfg = ModelConfig.from_dir(path)  # (an unsupported architecture is said before a missing tokenizer)
     tok = Tokenizer(path)
     fp8 = _fp8(args, path)
     template_vars = {"enable_thinking": False} if args.no_thinking else {}
     n_prompt = len(tok.encode(prompt, chat=args.chat, **template_vars))
-    cfg = ModelConfig.from_dir(path)
     if n_prompt + args.max_new_tokens + 1 > cfg.max_position:  # (before loading any weight)
         if n_prompt + 1 >= cfg.max_position:
             raise ValueError(f"--prompt: {n_prompt} tokens, the model has {cfg.max_position} positions")
@@ -98,6 +106,8 @@ def bench_decode(args) -> int:
         raise ValueError("--config: named configs have no weights; add --random-weights")
     if args.random_weights and not args.config:
         raise ValueError("--random-weights: needs --config NAME")
+    if args.model:
+        _model_dir(args.model)
     fp8 = _fp8(args, args.model)
     if args.model:
         model = load(args.model, device=device, dtype=dtype, fp8=fp8, layers=args.layers)
