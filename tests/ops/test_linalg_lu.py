@@ -1008,6 +1008,13 @@ def test_route_by_speed(device, monkeypatch):
     assert called() == ["lu_factor_ex"]
     ref = factor_ex(A)
     assert torch.equal(LU, ref.LU) and torch.equal(piv, ref.pivots) and not info.any()
+    # ... and lu_factor there is torch's own call, its own check (no Python between its sync and the return)
+    own = _spy_linalg(monkeypatch, "lu_factor")
+    assert torch.equal(L.lu_factor(A).LU, ref.LU) and own == [("lu_factor", (3, 12, 12))]
+    A1 = A.clone()
+    A1[1, :, 4] = 0
+    with pytest.raises(torch.linalg.LinAlgError, match=r"^torch.linalg.lu_factor: \(Batch element 1\): U\[5,5\] is "):
+        L.lu_factor(A1)  # (torch raises a RuntimeError; fastpath's paths all the LinAlgError subclass)
     # a few systems of a few rows: fastpath's lu_solve (2.5x at one 16x16 system)
     B = rand(3, 12, 2, dtype=_C64, device=device)
     X = L.lu_solve(LU, piv, B)
