@@ -1405,4 +1405,11 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     cp $G /tmp/graphs.py; sed -i 's/DROPPED_WAIT = 8/DROPPED_WAIT = 0/' $G; echo "== DROPPED_WAIT = 0 (must fail)"
     timeout 30 python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py -k "graph_cache" 2>&1 | tail -3
     cp /tmp/graphs.py $G; } | tee "$OUT/graph_cache.log" ;;
+153)  # sixty-fourth session: lu_factor on torch's route calls torch's lu_factor itself (152 on the H200 at 0db300c:
+  # one 2048x2048 complex64 0.99x, 5590.0 against 5552.1 us, through _factor_ex + our own zero-pivot check): the
+  # bench row three times, then the LU route / singular tests compiled
+  for r in 1 2 3; do timeout 60 python3 -m fastpath.bench linalg --only "lu_factor complex64 2048" \
+    --json "$OUT/lu2048_records.jsonl" 2>&1 | grep -v -i warn | grep "linalg "; done | tee "$OUT/lu2048.log"
+  timeout $((580 - SECONDS)) python3 -m pytest -q -p no:cacheprovider tests/ops/test_linalg_lu.py \
+    -k "route_by_speed or singular or a_matrix_at_a_time" 2>&1 | tail -2 | tee "$OUT/lu_route_tests.log" ;;
 esac
