@@ -1414,10 +1414,13 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     -k "route_by_speed or singular or a_matrix_at_a_time" 2>&1 | tail -2 | tee "$OUT/lu_route_tests.log" ;;
 154)  # sixty-fifth session: 153 (pending), then batch_norm 2-D's reduce against other reads of its bytes
   # (scripts/colsum_probe.py: fastpath.linear / torch.sum of 33.6 MB, the reduce's shape with its plan's knobs
-  # free), take's floor (gather_floor.py), and the phases of today's plan (tune_batch_norm.py --phases)
+  # free), take's floor (gather_floor.py), the phases of today's plan (tune_batch_norm.py --phases); the
+  # split-K counts of 14336 -> 4096 at 4 and 16 rows (issue 3's 88% of copy: 87.8 / 86.1%)
   timeout 200 bash "$0" 153
   timeout 170 python3 scripts/colsum_probe.py 2>&1 | grep -v -i warn | tee "$OUT/colsum_probe.log"
   timeout 60 python3 scripts/gather_floor.py 2>&1 | grep -v -i warn | tee "$OUT/gather_floor.log"
-  timeout $((590 - SECONDS)) python3 scripts/tune_batch_norm.py --only 2d_fp32 --phases --workers 4 2>&1 \
-    | grep -v -i warn | tee "$OUT/tune_bn_2d.log" ;;
+  timeout $((480 - SECONDS)) python3 scripts/tune_batch_norm.py --only 2d_fp32 --phases --workers 4 2>&1 \
+    | grep -v -i warn | tee "$OUT/tune_bn_2d.log"
+  for r in 4 16; do timeout $((590 - SECONDS)) python3 scripts/split_probe.py --rows $r --splits 1,2,3,4,6,8 \
+    --shapes 14336x4096x0x0 2>&1 | grep -v -i warn; done | tee "$OUT/split_14336.log" ;;
 esac
