@@ -9,7 +9,10 @@ strided (p, p + P, ...: the rows plan's order) or as one contiguous run a progra
 reads a second matrix as the backward's reduce does (g and x: 67 MB). Kernel times from the
 profiler, the median of 5 calls each after an L2 flush (as ``tune_batch_norm.py --phases``).
 
-    PYTHONPATH=src python3 scripts/colsum_probe.py
+    PYTHONPATH=src python3 scripts/colsum_probe.py [--features]
+
+``--features``: only the forward reduce with batch_norm's features switched one at a time
+(``bn_features``) and the rows plan's own reduce launch.
 """
 import os
 import statistics
@@ -53,6 +56,71 @@ def _colsum(x_ptr, g_ptr, part_ptr, R, C, BR: tl.constexpr, BC: tl.constexpr, TW
             acc2 += x * x
     tl.store(part_ptr + p * BC + cols, tl.sum(acc1, axis=0))
     tl.store(part_ptr + (P + p) * BC + cols, tl.sum(acc2, axis=0))
+
+
+@triton.jit
+def _ld(ptrs, m, EVICT: tl.constexpr):
+    if EVICT:
+        return tl.load(ptrs, mask=m, other=0.0, eviction_policy="evict_last")
+    else:
+        return tl.load(ptrs, mask=m, other=0.0)
+
+
+@triton.jit
+def _bnlike(x_ptr, part_ptr, R, C, BR: tl.constexpr, BC: tl.constexpr, STAGES: tl.constexpr, PIVOT: tl.constexpr,
+            FIRST: tl.constexpr, CMASK: tl.constexpr, SCATTER: tl.constexpr, EVICT: tl.constexpr,
+            OUTER: tl.constexpr, WHERE: tl.constexpr):
+    # The forward reduce of batch_norm's rows plan (strided tiles, one program an SM), its features
+    # switchable: PIVOT subtract row 0; FIRST the first tile outside the loop centring the rest on its
+    # column means (a sum across warps), the loop from 1; CMASK the channel mask in the load's mask;
+    # SCATTER the partials stored a channel's P values together (cols * P + p) as three rows; EVICT
+    # evict_last loads; OUTER the loop inside a loop over channel blocks; WHERE masked values zeroed.
+    p = tl.program_id(0)
+    P = tl.num_programs(0)
+    T = tl.cdiv(R, BR)
+    nt = tl.cdiv(T - p, P)
+    if OUTER:
+        hi = C
+    else:
+        hi = BC
+    for c0 in range(0, hi, BC):
+        cols = c0 + tl.arange(0, BC)
+        cm = cols < C
+        if PIVOT:
+            pivot = tl.load(x_ptr + cols, mask=cm, other=0.0)
+        else:
+            pivot = tl.zeros([BC], dtype=tl.float32)
+        rows = (p * BR + tl.arange(0, BR)).to(tl.int64)
+        m = (rows < R)[:, None] & cm[None, :] if CMASK else (rows < R)[:, None]
+        sk = tl.zeros([BC], dtype=tl.float32)
+        acc1 = tl.zeros([BR, BC], dtype=tl.float32)
+        i0 = 0
+        if FIRST:
+            x = _ld(x_ptr + rows[:, None] * C + cols[None, :], m, EVICT)
+            d = tl.where(m, x - pivot[None, :], 0.0)
+            sk = tl.sum(d, axis=0) / BR
+            acc1 = tl.where(m, d - sk[None, :], 0.0)
+            i0 = 1
+        acc2 = acc1 * acc1
+        for i in tl.range(i0, nt, num_stages=STAGES):
+            rows = ((p + i * P) * BR + tl.arange(0, BR)).to(tl.int64)
+            m = (rows < R)[:, None] & cm[None, :] if CMASK else (rows < R)[:, None]
+            x = _ld(x_ptr + rows[:, None] * C + cols[None, :], m, EVICT)
+            e = (x - pivot[None, :]) - sk[None, :]
+            if WHERE:
+                e = tl.where(m, e, 0.0)
+            acc1 += e
+            acc2 += e * e
+        s1 = tl.sum(acc1, axis=0)
+        s2 = tl.sum(acc2, axis=0)
+        if SCATTER:
+            pp = part_ptr + cols.to(tl.int64) * P + p
+            tl.store(pp, s1, mask=cm)
+            tl.store(pp + C * P, sk + s1, mask=cm)
+            tl.store(pp + 2 * C * P, s2 - s1 * s1, mask=cm)
+        else:
+            tl.store(part_ptr + p * BC + cols, s1)
+            tl.store(part_ptr + (P + p) * BC + cols, s2)
 
 
 #: (programs an SM, rows a tile, warps, stages, contiguous runs)
@@ -107,6 +175,9 @@ def main() -> int:
         call()
         print(f"{name:<48} kernel {kernel_us(call, flush):7.2f} us  graph {graph_us(call, flush, 20):7.2f} us",
               flush=True)
+    if "--features" in sys.argv:  # only the forward reduce's features (bn_features)
+        bn_features(x, flush, sms)
+        return 0
     want1, want2 = x.sum(0).double(), (x * x).sum(0).double()
     wg1, wg2 = g.sum(0).double(), (g * x).sum(0).double()
     for per_sm, br, warps, stages, contig in VARIANTS:
@@ -130,7 +201,44 @@ def main() -> int:
             except Exception as exc:  # a plan that does not compile or fit: say so, go on
                 print(f"colsum {per_sm}/SM BR {br} w{warps} s{stages} two={two}: {type(exc).__name__}: "
                       f"{str(exc).splitlines()[0][:100]}", flush=True)
+    bn_features(x, flush, sms)
     return 0
+
+
+FEATURES = ("PIVOT", "FIRST", "CMASK", "SCATTER", "EVICT", "OUTER", "WHERE")
+
+
+def bn_features(x, flush, sms) -> None:
+    """The forward reduce's features: none, each alone, all, all but each; then the rows plan's own
+    forward reduce (ROWS_PHASES: its first launch)."""
+    import torch.nn.functional as F
+
+    from fastpath.ops import batch_norm_kernel as bnk
+    R, C = x.shape
+    part = torch.empty(3 * sms * C, device=x.device)
+    sets = [()] + [(f,) for f in FEATURES] + [FEATURES] + [tuple(g for g in FEATURES if g != f) for f in FEATURES]
+    for on in sets:
+        def call():
+            _bnlike[(sms,)](x, part, R, C, BR=4, BC=C, STAGES=4, num_warps=8, **{f: f in on for f in FEATURES})
+        try:
+            call()
+            label = "none" if not on else ("all" if len(on) == len(FEATURES) else "+".join(on) if len(on) == 1
+                                           else "all but " + next(f for f in FEATURES if f not in on))
+            print(f"bn-like reduce {label:<20} kernel {kernel_us(call, flush):7.2f} us", flush=True)
+        except Exception as exc:
+            print(f"bn-like reduce {on}: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}", flush=True)
+    w, b = torch.ones(C, device=x.device), torch.zeros(C, device=x.device)
+    old = bnk.ROWS_PHASES
+    bnk.ROWS_PHASES = True
+    try:
+        import fastpath
+        call = lambda: fastpath.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
+        call()
+        ref = F.batch_norm(x, None, None, w, b, training=True)
+        print(f"rows plan forward (3 launches) kernels {kernel_us(call, flush):7.2f} us, max err "
+              f"{(call() - ref).abs().max().item():.1e}", flush=True)
+    finally:
+        bnk.ROWS_PHASES = old
 
 
 if __name__ == "__main__":
