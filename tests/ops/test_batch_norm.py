@@ -218,6 +218,8 @@ MODES = {
                                        "COMBINE_ELEMS": 8, "ROWS_MIN_FILL": 0},
     "grid-wide rows, whole rows": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 256, "ROWS_MAX_BC": 256,
                                    "ROWS_MIN_FILL": 0},
+    "grid-wide rows, masked pipelined loops": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
+                                               "COMBINE_ELEMS": 8, "ROWS_FULL": False, "ROWS_MIN_FILL": 0},
     "grid-wide rows, next tile in registers": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
                                                "COMBINE_ELEMS": 8, "ROWS_STAGES": 0, "ROWS_MIN_FILL": 0},
 }
@@ -232,9 +234,11 @@ def knobs():
 
 
 #: The inputs of test_kernel_modes: NCHW float32 and bfloat16; read as rows of channels, 2-D float32
-#: and channels-last bfloat16 (its contiguous gradient takes the NCHW plan).
+#: and channels-last bfloat16 (its contiguous gradient takes the NCHW plan); 2-D with as many row
+#: tiles as the interpreter's 4 programs (the grid-wide plan's partial last tile a program's only one).
 INPUTS = {"nchw": ((3, 5, 7, 9), None, torch.float32), "nchw16": ((3, 4, 33), None, torch.bfloat16),
-          "2d": ((70, 20), None, torch.float32), "cl": ((5, 6, 4, 3), "cl", torch.bfloat16)}
+          "2d": ((70, 20), None, torch.float32), "cl": ((5, 6, 4, 3), "cl", torch.bfloat16),
+          "2d13": ((13, 20), None, torch.float32)}
 #: (mode, training, inputs). The fused and grid-wide plans are training's (inference takes the
 #: two-launch plan); the grid-wide ones are for rows of channels, and so are the last two
 #: two-launch modes (NCHW always combines in the last chunk, as "many chunks"). Inference: the
@@ -251,7 +255,8 @@ MODE_CASES = [
     ("two launches, the last chunk combines", True, "2d"),
     ("two launches, the last chunk combines", False, "2d"),
     ("two launches, a combine launch over channels", True, "2d"),
-    ("grid-wide rows, channel blocks", True, "2d cl"),
+    ("grid-wide rows, channel blocks", True, "2d cl 2d13"),  # 2d13: one tile a program, the last one partial
+    ("grid-wide rows, masked pipelined loops", True, "2d cl 2d13"),
     ("grid-wide rows, channel blocks", False, "2d"),  # the two-launch plan; its combine loops, 2 chunks a step
     ("grid-wide rows, whole rows", True, "2d cl"),
     ("grid-wide rows, next tile in registers", True, "2d cl"),

@@ -152,6 +152,12 @@ ROWS_STAGES = 4
 #: bf16 156.3 / 156.7 -> 155.3 / 155.3. (The 2-D forward reduce reads 33.5 MB in 18.1 us, as a
 #: bare cold read of that size: scripts/read_bandwidth.py 32, 18.6 us.)
 ROWS_EVICT = True
+#: The grid-wide plan's pipelined loops (ROWS_STAGES >= 2) over whole tiles without row masks or
+#: selects, a partial last tile apart, and the backward reduce's rstd after its sum: the forward
+#: reduce's loop 156 -> ~125 instructions an iteration (sm_90, scripts/compile_sm90.py
+#: COMPILE_LOOPS), where a column sum of the same reads with 125 ran at 12.7 us on the H100 against
+#: the reduce's 18.2 (scripts/colsum_probe.py).
+ROWS_FULL = True
 #: The grid-wide plan as three launches (reduce, combine, normalise; no barriers), as in the
 #: interpreter: for timing its phases apart (H100, 2-D fp32: 18.1 + 3.9 + 15.9 us forward against
 #: 37.6 in one launch; the barriers cost next to nothing).
@@ -188,7 +194,7 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES")
+          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES", "ROWS_FULL")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -713,6 +719,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
         r = p.rows
         tail = (p.LA, C, *(st[0] for st in p.strides), float(R), eps, momentum, R / max(R - 1, 1))
         kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps, STAGES=ROWS_STAGES,
+                  FULL=ROWS_FULL,
                   **({"launch_cooperative_grid": True} if ROWS_COOP and cooperative_launch() else {}),
                   **({"EV_RED": "evict_last", "EV_OUT": "evict_first"} if ROWS_EVICT else {}),
                   **{n: flags[n] for n in ("BWD", "HAS_W", "HAS_B", "UPDATE", "STORE_DW", "STORE_DB")})
