@@ -99,15 +99,26 @@ def _cmp_case(op, shape, dtype, **kw):
                 nbytes=lambda s, i: _numel(s) * (2 * i + (item_out or i)), **kw)
 
 
-def _take_inputs(shape, dtype, device, seed):
+def _take_inputs(shape, dtype, device, seed, order="random"):
+    """``take``'s source and int64 indices: uniform over [-n, n) (``random``), the same wrapped
+    into [0, n) and sorted (``sorted``: the same reads in address order), or ``0 .. m - 1``
+    (``contiguous``: a copy). A random 4-byte read costs DRAM a whole sector, so only the last
+    can reach copy bandwidth (``scripts/gather_floor.py``)."""
     import torch
     g = torch.Generator(device=device).manual_seed(seed)
     n_src, n_idx = shape
     x = torch.randn(n_src, generator=g, device=device).to(getattr(torch, dtype))
-    return x, torch.randint(-n_src, n_src, (n_idx,), generator=g, device=device)
+    idx = torch.randint(-n_src, n_src, (n_idx,), generator=g, device=device)
+    if order == "sorted":
+        idx = torch.where(idx < 0, idx + n_src, idx).sort().values
+    elif order == "contiguous":
+        idx = torch.arange(n_idx, device=device)
+    return x, idx
 
 
 def cases() -> list:
+    import functools
+
     import torch
 
     from ..ops import elementwise as ew
@@ -124,9 +135,11 @@ def cases() -> list:
         Case(suite="elementwise", name="take 16M of 64M", shape=(1 << 26, 1 << 24), dtype="float32",
              ours=ew.take, native=torch.take, check=_exact, make=_take_inputs, cpu_shape=(5000, 777),
              nbytes=lambda s, i: s[1] * (8 + 2 * i), target=("pct_copy", 85.0), capturable=False),
-        Case(suite="elementwise", name="take nosync 16M of 64M", shape=(1 << 26, 1 << 24), dtype="float32",
-             ours=lambda x, i: ew.take(x, i, validate=False), native=torch.take, check=_exact,
-             make=_take_inputs, cpu_shape=(5000, 777), nbytes=lambda s, i: s[1] * (8 + 2 * i)),
+        *(Case(suite="elementwise", name=f"take nosync 16M of 64M{label}", shape=(1 << 26, 1 << 24),
+               dtype="float32", ours=lambda x, i: ew.take(x, i, validate=False), native=torch.take, check=_exact,
+               make=functools.partial(_take_inputs, order=order), cpu_shape=(5000, 777),
+               nbytes=lambda s, i: s[1] * (8 + 2 * i))
+          for label, order in (("", "random"), (", sorted", "sorted"), (", contiguous", "contiguous"))),
         _cmp_case("lt", (1 << 26,), "uint32", target=("pct_copy", 85.0), quick=True),
         _cmp_case("ge", (1 << 26,), "uint64", target=("pct_copy", 85.0)),
         _cmp_case("eq", (1 << 26,), "uint8", target=("pct_copy", 85.0)),
