@@ -88,7 +88,8 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
     loads' L2 eviction policy ("evict_last": keep them for the normalise), EV_OUT: the normalise's
     loads' and stores' ("evict_first": their last use); "" the default. FULL (with STAGES >= 2): the
     pipelined loops take only whole tiles, without row masks or selects, and the last tile of the
-    rows, when partial, apart; the backward reduce multiplies by rstd once, after its sum."""
+    rows, when partial, apart; the backward reduce multiplies by rstd once, after its sum, and the
+    backward normalise folds rstd into c2."""
     p = tl.program_id(0)
     P = tl.num_programs(0)
     fin_ptr = ws_ptr
@@ -264,14 +265,19 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                         gv = _ld(g_ptr, a, cols, m, sg, 1, EV_OUT)
                     _out(o_ptr, xv, gv, a, cols, m, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True,
                          EV_OUT)
+                k2 = c2 * rstd  # dx = scale * ((g - c1) - (x - pivot - shifted) * rstd * c2), one product fewer
                 for i in tl.range(part_last.to(tl.int32), nt, num_stages=STAGES):
                     a = ((p + (nt - 1 - i) * P) * BR + tl.arange(0, BR)).to(tl.int64)
                     xv = _ld(x_ptr, a, cols, cmask[None, :], sx, 1, EV_OUT)
-                    gv = xv
                     if BWD:
-                        gv = _ld(g_ptr, a, cols, cmask[None, :], sg, 1, EV_OUT)
-                    _out(o_ptr, xv, gv, a, cols, cmask[None, :], so, 1, pivot, shifted, rstd, scale, shift, c1, c2,
-                         BWD, True, EV_OUT)
+                        gv = _ld(g_ptr, a, cols, cmask[None, :], sg, 1, EV_OUT).to(tl.float32)
+                        d = (xv.to(tl.float32) - pivot[None, :]) - shifted[None, :]
+                        y = scale[None, :] * ((gv - c1[None, :]) - d * k2[None, :])
+                        tl.store(o_ptr + a[:, None] * so + cols[None, :], y.to(o_ptr.dtype.element_ty),
+                                 mask=cmask[None, :], eviction_policy=EV_OUT)
+                    else:
+                        _out(o_ptr, xv, xv, a, cols, cmask[None, :], so, 1, pivot, shifted, rstd, scale, shift, c1, c2,
+                             BWD, True, EV_OUT)
             else:
                 for i in tl.range(0, nt, num_stages=STAGES):
                     a, m = _rows(p + (nt - 1 - i) * P, R, cmask, BR)
