@@ -1423,18 +1423,18 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     | grep -v -i warn | tee "$OUT/tune_bn_2d.log"
   for r in 4 16; do timeout $((590 - SECONDS)) python3 scripts/split_probe.py --rows $r --splits 1,2,3,4,6,8 \
     --shapes 14336x4096x0x0 2>&1 | grep -v -i warn; done | tee "$OUT/split_14336.log" ;;
-155)  # sixty-fifth session: batch_norm 2-D's forward reduce (18.2 us on the H100 against 12.7 for the same reads
-  # in colsum_probe's kernel):
-  # its features one at a time; then the pipelined loops over whole tiles (ROWS_FULL, new default) against
-  # the masked ones: phases, and the bench's batch_norm rows alternated twice; take's rows (random, sorted,
-  # contiguous indices) if time is left
-  timeout 110 python3 scripts/colsum_probe.py --features 2>&1 | grep -v -i warn | tee "$OUT/bn_features.log"
-  timeout 130 python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 --phases --workers 8 2>&1 \
-    | grep -v -i warn | grep -v run_backward | tee "$OUT/tune_bn_full.log"
+155)  # sixty-fifth session: batch_norm's grid-wide plan with its pipelined loops over whole tiles (ROWS_FULL, new
+  # default; 2-D's forward reduce ran at 18.2 us on the H100 where colsum_probe read its bytes in 12.7): the bench's
+  # batch_norm rows alternated twice, the phases, take's rows (random, sorted, contiguous indices), then the
+  # forward reduce's features one at a time (colsum_probe --features), each while time is left
   for r in 1 2; do for v in False True; do echo "== ROWS_FULL=$v"
-    timeout $((590 - SECONDS)) python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs \
+    timeout 100 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs \
       --set ops.batch_norm_kernel.ROWS_FULL=$v --json "$OUT/bn_full_$v.jsonl" 2>&1 | grep -v -i warn \
       | grep "training "; done; done | tee "$OUT/bn_full_ab.log"
-  [ $SECONDS -lt 530 ] && timeout $((595 - SECONDS)) python3 -m fastpath.bench elementwise --only take --graphs \
-    --json "$OUT/take_records.jsonl" 2>&1 | grep -v -i warn | grep "elementwise " | tee "$OUT/take.log" ;;
+  [ $SECONDS -lt 300 ] && timeout $((400 - SECONDS)) python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 \
+    --phases --workers 8 2>&1 | grep -v -i warn | grep -v run_backward | tee "$OUT/tune_bn_full.log"
+  [ $SECONDS -lt 380 ] && timeout $((440 - SECONDS)) python3 -m fastpath.bench elementwise --only take --graphs \
+    --json "$OUT/take_records.jsonl" 2>&1 | grep -v -i warn | grep "elementwise " | tee "$OUT/take.log"
+  [ $SECONDS -lt 420 ] && timeout $((480 - SECONDS)) python3 scripts/colsum_probe.py --features 2>&1 \
+    | grep -v -i warn | tee "$OUT/bn_features.log" ;;
 esac
