@@ -1431,10 +1431,10 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     timeout 100 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs \
       --set ops.batch_norm_kernel.ROWS_FULL=$v --json "$OUT/bn_full_$v.jsonl" 2>&1 | grep -v -i warn \
       | grep "training "; done; done | tee "$OUT/bn_full_ab.log"
-  [ $SECONDS -lt 300 ] && timeout $((400 - SECONDS)) python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 \
+  [ $SECONDS -lt 250 ] && timeout $((330 - SECONDS)) python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 \
     --phases --workers 8 2>&1 | grep -v -i warn | grep -v run_backward | tee "$OUT/tune_bn_full.log"
-  [ $SECONDS -lt 380 ] && timeout $((440 - SECONDS)) python3 -m fastpath.bench elementwise --only take --graphs \
+  [ $SECONDS -lt 320 ] && timeout $((380 - SECONDS)) python3 -m fastpath.bench elementwise --only take --graphs \
     --json "$OUT/take_records.jsonl" 2>&1 | grep -v -i warn | grep "elementwise " | tee "$OUT/take.log"
-  [ $SECONDS -lt 420 ] && timeout $((480 - SECONDS)) python3 scripts/colsum_probe.py --features 2>&1 \
+  [ $SECONDS -lt 330 ] && timeout $((390 - SECONDS)) python3 scripts/colsum_probe.py --features 2>&1 \
     | grep -v -i warn | tee "$OUT/bn_features.log" ;;
 esac
