@@ -1437,4 +1437,15 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     --json "$OUT/take_records.jsonl" 2>&1 | grep -v -i warn | grep "elementwise " | tee "$OUT/take.log"
   [ $SECONDS -lt 330 ] && timeout $((390 - SECONDS)) python3 scripts/colsum_probe.py --features 2>&1 \
     | grep -v -i warn | tee "$OUT/bn_features.log" ;;
+156)  # sixty-fifth session: batch_norm's grid-wide plan with its partials stored a program's row at a time
+  # (ROWS_PART_BY_CHUNK, new default; 155's features probe: the (C, P) stores cost 5.7 us of the forward reduce's
+  # 18.1 on the H100): the bench's batch_norm rows alternated, then its compiled large-size tests, the phases
+  for r in 1 2; do for v in False True; do echo "== ROWS_PART_BY_CHUNK=$v"
+    timeout 90 python3 -m fastpath.bench training --only "batch_norm fwd+bwd" --graphs \
+      --set ops.batch_norm_kernel.ROWS_PART_BY_CHUNK=$v --json "$OUT/bn_chunk_$v.jsonl" 2>&1 | grep -v -i warn \
+      | grep "training "; done; done | tee "$OUT/bn_chunk_ab.log"
+  timeout $((330 - SECONDS)) python3 -m pytest -q -p no:cacheprovider tests/ops/test_batch_norm.py -k large_gpu \
+    2>&1 | tail -2 | tee "$OUT/bn_large_tests.log"
+  [ $SECONDS -lt 330 ] && timeout $((380 - SECONDS)) python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 \
+    --phases --workers 8 2>&1 | grep -v -i warn | grep -v run_backward | tee "$OUT/tune_bn_chunk.log" ;;
 esac

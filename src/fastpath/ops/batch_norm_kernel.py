@@ -158,6 +158,11 @@ ROWS_EVICT = True
 #: COMPILE_LOOPS), where a column sum of the same reads with 125 ran at 12.7 us on the H100 against
 #: the reduce's 18.2 (scripts/colsum_probe.py).
 ROWS_FULL = True
+#: The grid-wide plan's partials stored a program's row of C channels at a time ((3, P, C)), not a
+#: channel's P values together ((3, C, P), a program's stores P apart): in that layout every L2 line
+#: of the partials was written by 32 programs at once, 4 bytes each, and the forward reduce took
+#: 18.1 us where the same loop with contiguous stores took 12.4 (H100, colsum_probe --features).
+ROWS_PART_BY_CHUNK = True
 #: The grid-wide plan as three launches (reduce, combine, normalise; no barriers), as in the
 #: interpreter: for timing its phases apart (H100, 2-D fp32: 18.1 + 3.9 + 15.9 us forward against
 #: 37.6 in one launch; the barriers cost next to nothing).
@@ -194,7 +199,8 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES", "ROWS_FULL")
+          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES", "ROWS_FULL",
+          "ROWS_PART_BY_CHUNK")
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -237,20 +243,30 @@ def _colsum(v, NCHW: tl.constexpr):
 
 
 @triton.jit
+def _part_offsets(cols, ks, K, C, BY_CHUNK: tl.constexpr):
+    """Offsets [len(ks), len(cols)] of chunks ``ks`` of channels ``cols`` in a (C, K) or, BY_CHUNK, (K, C) plane."""
+    if BY_CHUNK:
+        return ks.to(tl.int64)[:, None] * C + cols[None, :]
+    else:
+        return cols.to(tl.int64)[None, :] * K + ks[:, None]
+
+
+@triton.jit
 def _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cmask, pivot, K, C, rf, eps, momentum,
              unbias, KB: tl.constexpr, GC: tl.constexpr, BWD: tl.constexpr, UPDATE: tl.constexpr,
-             STORE_DW: tl.constexpr, STORE_DB: tl.constexpr):
-    """Merge the ``K`` chunk partials (3, C, K) of channels ``cols``: backward, sum g and sum
-    g * xhat into fin (and dweight / dbias); forward, Chan's formula into the statistics (and
-    the running statistics)."""
+             STORE_DW: tl.constexpr, STORE_DB: tl.constexpr, BY_CHUNK: tl.constexpr):
+    """Merge the ``K`` chunk partials of channels ``cols``, three planes of C x K, each (C, K) (a
+    channel's K values contiguous) or, BY_CHUNK, (K, C) (a chunk's C values contiguous): backward,
+    sum g and sum g * xhat into fin (and dweight / dbias); forward, Chan's formula into the
+    statistics (and the running statistics)."""
     ks = tl.arange(0, KB)
-    ck = C * K  # partials (3, C, K): a channel's K values are contiguous (3 C K < 2**31: the workspace)
+    ck = C * K  # (3 C K < 2**31: the workspace)
     if BWD:
         sum_g = tl.zeros([GC], dtype=tl.float32)
         sum_gx = tl.zeros([GC], dtype=tl.float32)
         for k0 in range(0, K, KB):
             pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
-            qp = part_ptr + cols.to(tl.int64)[None, :] * K + (k0 + ks)[:, None]
+            qp = part_ptr + _part_offsets(cols, k0 + ks, K, C, BY_CHUNK)
             sum_g += tl.sum(tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
             sum_gx += tl.sum(tl.load(qp + ck, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
         tl.store(fin_ptr + cols, sum_g, mask=cmask)
@@ -265,7 +281,7 @@ def _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cm
         m2 = tl.zeros([GC], dtype=tl.float32)
         for k0 in range(0, K, KB):  # Chan's merge, KB chunks at a time
             pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
-            qp = part_ptr + cols.to(tl.int64)[None, :] * K + (k0 + ks)[:, None]
+            qp = part_ptr + _part_offsets(cols, k0 + ks, K, C, BY_CHUNK)
             nk = tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg")
             mk = tl.load(qp + ck, mask=pm, other=0.0, cache_modifier=".cg")
             nb = tl.sum(nk, axis=0)
@@ -414,7 +430,7 @@ def _bn_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, dw_ptr
             arrive = sync_ptr + 1 + 2 * g
             if tl.atomic_add(arrive, 1, sem="acq_rel") == K - 1:  # the last chunk of the group combines
                 _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cmask, pivot, K, C, rf, eps,
-                         momentum, unbias, KB, GC, BWD, UPDATE, STORE_DW, STORE_DB)
+                         momentum, unbias, KB, GC, BWD, UPDATE, STORE_DW, STORE_DB, False)
                 tl.debug_barrier()  # the combined values are written before they are published
                 tl.atomic_xchg(arrive, 0)  # every chunk has arrived: ready for the next launch
                 if PHASE == 0:
@@ -522,7 +538,7 @@ def _bn_combine_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr
     else:
         pivot = tl.zeros([GC], dtype=tl.float32)
     _combine(ws_ptr + 2 * C, ws_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cmask, pivot, K, C, rf, eps,
-             momentum, unbias, KB, GC, BWD, UPDATE, STORE_DW, STORE_DB)
+             momentum, unbias, KB, GC, BWD, UPDATE, STORE_DW, STORE_DB, False)
 
 
 _BN, _UPDATE, _COMBINE = Launcher(_bn_kernel), Launcher(_bn_update_kernel), Launcher(_bn_combine_kernel)
@@ -719,7 +735,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
         r = p.rows
         tail = (p.LA, C, *(st[0] for st in p.strides), float(R), eps, momentum, R / max(R - 1, 1))
         kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps, STAGES=ROWS_STAGES,
-                  FULL=ROWS_FULL,
+                  FULL=ROWS_FULL, BY_CHUNK=ROWS_PART_BY_CHUNK,
                   **({"launch_cooperative_grid": True} if ROWS_COOP and cooperative_launch() else {}),
                   **({"EV_RED": "evict_last", "EV_OUT": "evict_first"} if ROWS_EVICT else {}),
                   **{n: flags[n] for n in ("BWD", "HAS_W", "HAS_B", "UPDATE", "STORE_DW", "STORE_DB")})

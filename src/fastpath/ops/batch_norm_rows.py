@@ -62,6 +62,15 @@ def _rows(t, R, cmask, BR: tl.constexpr):
 
 
 @triton.jit
+def _part_at(cols, p, P, C, BY_CHUNK: tl.constexpr):
+    """Offsets of program ``p``'s partials of channels ``cols`` in a (P, C) or (C, P) plane."""
+    if BY_CHUNK:
+        return p.to(tl.int64) * C + cols
+    else:
+        return cols.to(tl.int64) * P + p
+
+
+@triton.jit
 def _grid_barrier(cnt_ptr, P, SPIN: tl.constexpr):
     """Arrive (after every thread's stores) and wait for all ``P`` programs; False if it gave up."""
     tl.debug_barrier()
@@ -79,7 +88,8 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                     CC: tl.constexpr, KB: tl.constexpr, BWD: tl.constexpr, PHASE: tl.constexpr,
                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_DW: tl.constexpr,
                     STORE_DB: tl.constexpr, SPIN: tl.constexpr, STAGES: tl.constexpr = 0,
-                    EV_RED: tl.constexpr = "", EV_OUT: tl.constexpr = "", FULL: tl.constexpr = False):
+                    EV_RED: tl.constexpr = "", EV_OUT: tl.constexpr = "", FULL: tl.constexpr = False,
+                    BY_CHUNK: tl.constexpr = False):
     """Pointers as ``_bn_kernel``'s (st: (4, C) mean, rstd, biased var, mean - pivot; ws: (2, C)
     backward sums then (3, C, P) partials; sync: three int32 counters). x, g, out: (R, C) with
     row strides sx, sg, so and contiguous channels. STAGES 0: each loop holds the next tile's
@@ -89,7 +99,8 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
     loads' and stores' ("evict_first": their last use); "" the default. FULL (with STAGES >= 2): the
     pipelined loops take only whole tiles, without row masks or selects, and the last tile of the
     rows, when partial, apart; the backward reduce multiplies by rstd once, after its sum, and the
-    backward normalise folds rstd into c2."""
+    backward normalise folds rstd into c2. BY_CHUNK: the partials' planes (P, C), each program's row
+    stored whole (else (C, P): a program's values P apart, every line written by many programs)."""
     p = tl.program_id(0)
     P = tl.num_programs(0)
     fin_ptr = ws_ptr
@@ -146,7 +157,7 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 s2 = tl.sum(acc2, axis=0)
                 if FULL and STAGES != 0:
                     s2 = s2 * rstd
-                pp = part_ptr + cols.to(tl.int64) * P + p
+                pp = part_ptr + _part_at(cols, p, P, C, BY_CHUNK)
                 tl.store(pp, tl.sum(acc1, axis=0), mask=cmask)
                 tl.store(pp + C * P, s2, mask=cmask)
             else:  # d = x - pivot, centred on the first tile's mean sk (squares do not cancel)
@@ -193,7 +204,7 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 s1 = tl.sum(acc1, axis=0)
                 s2 = tl.sum(acc2, axis=0)
                 nf = cnt * 1.0
-                pp = part_ptr + cols.to(tl.int64) * P + p
+                pp = part_ptr + _part_at(cols, p, P, C, BY_CHUNK)
                 tl.store(pp, s1 * 0.0 + nf, mask=cmask)
                 tl.store(pp + C * P, sk + s1 / nf, mask=cmask)
                 tl.store(pp + 2 * C * P, tl.maximum(s2 - s1 * (s1 / nf), 0.0), mask=cmask)
@@ -209,7 +220,7 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
         else:
             pv = tl.load(x_ptr + cc, mask=ccm, other=0.0).to(tl.float32)
         _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cc, ccm, pv, P, C, rf, eps, momentum,
-                 unbias, KB, CC, BWD, UPDATE, STORE_DW, STORE_DB)
+                 unbias, KB, CC, BWD, UPDATE, STORE_DW, STORE_DB, BY_CHUNK)
     if PHASE == 0:
         ok = _grid_barrier(sync_ptr + 1, P, SPIN) & ok
 
