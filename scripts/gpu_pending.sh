@@ -1423,7 +1423,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     | grep -v -i warn | tee "$OUT/tune_bn_2d.log"
   for r in 4 16; do timeout $((590 - SECONDS)) python3 scripts/split_probe.py --rows $r --splits 1,2,3,4,6,8 \
     --shapes 14336x4096x0x0 2>&1 | grep -v -i warn; done | tee "$OUT/split_14336.log" ;;
-155)  # sixty-fifth session: batch_norm's grid-wide plan with its pipelined loops over whole tiles (ROWS_FULL, new
+155)  # (ran at ff48da2 on an H100; ROWS_FULL timed the same and was removed since: its A/B no longer runs) sixty-fifth
+  # session: batch_norm's grid-wide plan with its pipelined loops over whole tiles (ROWS_FULL, new
   # default; 2-D's forward reduce ran at 18.2 us on the H100 where colsum_probe read its bytes in 12.7): the bench's
   # batch_norm rows alternated twice, the phases, take's rows (random, sorted, contiguous indices), then the
   # forward reduce's features one at a time (colsum_probe --features), each while time is left

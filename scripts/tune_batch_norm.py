@@ -41,15 +41,18 @@ _OFF = {"ROWS_CL": False, "ROWS_2D": False}
 CONFIGS = {
     "nchw_bf16": [{}, {"FUSED_NCHW": True}],
     # (the rows plan's loops through shared memory, ROWS_STAGES: thirty-seventh session)
-    "nhwc_bf16": [{}, {"ROWS_FULL": False}, {"ROWS_PHASES": True}, {"ROWS_PHASES": True, "ROWS_FULL": False}],
+    "nhwc_bf16": [{}, {"ROWS_PART_BY_CHUNK": False}, {"ROWS_PHASES": True},
+                  {"ROWS_PHASES": True, "ROWS_PART_BY_CHUNK": False}],
     "nchw_fp16": [{}, {"FUSED_NCHW": True}],
     # (the fused one-tile sweep of 4ed5985: 256x32 tiles of 4 warps best; two launches, 4ed5985-a238ac5: 93-156 us
     # against 85 for the fused one-tile plan; the rows plan's tiles, 48706b2: 8192 best of 2048-8192)
     # (forty-second session: warps of the rows plan's one program an SM, at its 16 KB tiles)
     # (fifty-ninth session: L2 eviction policies, ROWS_EVICT, kept; the phases as three launches, ROWS_PHASES:
     # the reduce phases at the cold-read floor; two or four programs a multiprocessor of 4 or 2 warps: slower)
-    # (sixty-fifth session: the pipelined loops over whole tiles unmasked, ROWS_FULL)
-    "2d_fp32": [{}, {"ROWS_FULL": False}, {"ROWS_PHASES": True}, {"ROWS_PHASES": True, "ROWS_FULL": False}],
+    # (sixty-fifth session: loops over whole tiles unmasked, ROWS_FULL, timed the same and removed; the partials
+    # a program's row at a time, ROWS_PART_BY_CHUNK)
+    "2d_fp32": [{}, {"ROWS_PART_BY_CHUNK": False}, {"ROWS_PHASES": True},
+                {"ROWS_PHASES": True, "ROWS_PART_BY_CHUNK": False}],
 }
 #: ||ours - float64|| / ||float64|| bound by output dtype (y and dx in the input's dtype, dweight
 #: and dbias float32: sums in float32 are good to ~1e-6).

@@ -218,9 +218,8 @@ MODES = {
                                        "COMBINE_ELEMS": 8, "ROWS_MIN_FILL": 0},
     "grid-wide rows, whole rows": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 256, "ROWS_MAX_BC": 256,
                                    "ROWS_MIN_FILL": 0},
-    "grid-wide rows, masked loops, partials by channel": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16,
-                                                          "ROWS_MAX_BC": 4, "COMBINE_ELEMS": 8, "ROWS_FULL": False,
-                                                          "ROWS_PART_BY_CHUNK": False, "ROWS_MIN_FILL": 0},
+    "grid-wide rows, partials by channel": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
+                                            "COMBINE_ELEMS": 8, "ROWS_PART_BY_CHUNK": False, "ROWS_MIN_FILL": 0},
     "grid-wide rows, next tile in registers": {"ROWS_2D": True, "ROWS_CL": True, "ROWS_TILE": 16, "ROWS_MAX_BC": 4,
                                                "COMBINE_ELEMS": 8, "ROWS_STAGES": 0, "ROWS_MIN_FILL": 0},
 }
@@ -257,7 +256,7 @@ MODE_CASES = [
     ("two launches, the last chunk combines", False, "2d"),
     ("two launches, a combine launch over channels", True, "2d"),
     ("grid-wide rows, channel blocks", True, "2d cl 2d13"),  # 2d13: one tile a program, the last one partial
-    ("grid-wide rows, masked loops, partials by channel", True, "2d cl 2d13"),
+    ("grid-wide rows, partials by channel", True, "2d cl 2d13"),
     ("grid-wide rows, channel blocks", False, "2d"),  # the two-launch plan; its combine loops, 2 chunks a step
     ("grid-wide rows, whole rows", True, "2d cl"),
     ("grid-wide rows, next tile in registers", True, "2d cl"),

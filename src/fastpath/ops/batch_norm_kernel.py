@@ -127,8 +127,8 @@ SPREAD = True
 #: 32x256x56x56 bf16 channels-last 145.8 -> 136.1 us; tiles of 4096: 89.3 / 159.3, 2048:
 #: 107.0 / 226.8, 4 warps: 92.0 / 167.5 (and spills at 8192). Two programs a multiprocessor
 #: of 8 warps do not fit (the cooperative launch refuses them, tiles of 8192 and 4096); two of 4
-#: warps do and were slower (H100, fifty-ninth session: 2-D 103.6 -> 110.3 us, the reduce phases
-#: being at the cold-read floor, not short of loads in flight).
+#: warps do and were slower (H100, fifty-ninth session: 2-D 103.6 -> 110.3 us; the reduce phases
+#: are not short of loads in flight).
 ROWS_2D = True
 ROWS_CL = True
 ROWS_TILE = 64 if INTERPRET else 8192
@@ -149,19 +149,16 @@ ROWS_STAGES = 4
 #: The grid-wide plan's L2 eviction policies: the reduce's loads "evict_last" (the normalise
 #: reads them again), the normalise's loads and stores "evict_first" (their last use). H100, bench
 #: graph rows, two rounds (fifty-ninth session): 2-D fp32 103.0 / 102.9 -> 101.5 / 100.8 us, NHWC
-#: bf16 156.3 / 156.7 -> 155.3 / 155.3. (The 2-D forward reduce reads 33.5 MB in 18.1 us, as a
-#: bare cold read of that size: scripts/read_bandwidth.py 32, 18.6 us.)
+#: bf16 156.3 / 156.7 -> 155.3 / 155.3. (The 2-D forward reduce's 18.1 us for 33.5 MB was not a
+#: cold-read floor: a column sum of the same reads takes 12.7, scripts/colsum_probe.py; see
+#: ROWS_PART_BY_CHUNK.)
 ROWS_EVICT = True
-#: The grid-wide plan's pipelined loops (ROWS_STAGES >= 2) over whole tiles without row masks or
-#: selects, a partial last tile apart, and the backward reduce's rstd after its sum: the forward
-#: reduce's loop 156 -> ~125 instructions an iteration (sm_90, scripts/compile_sm90.py
-#: COMPILE_LOOPS), where a column sum of the same reads with 125 ran at 12.7 us on the H100 against
-#: the reduce's 18.2 (scripts/colsum_probe.py).
-ROWS_FULL = True
 #: The grid-wide plan's partials stored a program's row of C channels at a time ((3, P, C)), not a
 #: channel's P values together ((3, C, P), a program's stores P apart): in that layout every L2 line
 #: of the partials was written by 32 programs at once, 4 bytes each, and the forward reduce took
-#: 18.1 us where the same loop with contiguous stores took 12.4 (H100, colsum_probe --features).
+#: 18.1 us where the same loop with contiguous stores took 12.4 (H100, colsum_probe --features;
+#: the bench rows with this layout: not yet timed on a GPU, gpu_pending.sh 156). (Loops over whole
+#: tiles without masks or selects, 156 -> 133 instructions an iteration, timed the same and removed.)
 ROWS_PART_BY_CHUNK = True
 #: The grid-wide plan as three launches (reduce, combine, normalise; no barriers), as in the
 #: interpreter: for timing its phases apart (H100, 2-D fp32: 18.1 + 3.9 + 15.9 us forward against
@@ -199,7 +196,7 @@ _KNOBS = ("TILE_BYTES", "LOOP_TILE_BYTES", "WARPS", "LOOP_WARPS", "MAX_BC", "MAX
           "FUSED_MAX_TILES", "FUSED_NCHW", "COMBINE_ELEMS", "TILE_BYTES_2D", "MAX_BC_2D", "WARPS_2D", "REVERSE",
           "MAX_BC_TWO", "SPLIT_COMBINE", "COMBINE_BC", "FUSED_CL", "FUSED_2D", "SPREAD", "RED_TILE_BYTES", "RED_TILES",
           "RED_WARPS", "RED_WAVES", "ROWS_2D", "ROWS_CL", "ROWS_TILE", "ROWS_MAX_BC", "ROWS_WARPS",
-          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES", "ROWS_FULL",
+          "ROWS_COOP", "ROWS_STAGES", "ROWS_TILE_BYTES", "ROWS_MIN_FILL", "ROWS_EVICT", "ROWS_PHASES",
           "ROWS_PART_BY_CHUNK")
 
 
@@ -735,7 +732,7 @@ def _steps(p: _Plan, C: int, eps: float, momentum: float, fused: bool, reduce: b
         r = p.rows
         tail = (p.LA, C, *(st[0] for st in p.strides), float(R), eps, momentum, R / max(R - 1, 1))
         kw = dict(BR=r.br, BC=r.bc, CC=r.cc, KB=r.kb, SPIN=SPIN_LIMIT, num_warps=r.warps, STAGES=ROWS_STAGES,
-                  FULL=ROWS_FULL, BY_CHUNK=ROWS_PART_BY_CHUNK,
+                  BY_CHUNK=ROWS_PART_BY_CHUNK,
                   **({"launch_cooperative_grid": True} if ROWS_COOP and cooperative_launch() else {}),
                   **({"EV_RED": "evict_last", "EV_OUT": "evict_first"} if ROWS_EVICT else {}),
                   **{n: flags[n] for n in ("BWD", "HAS_W", "HAS_B", "UPDATE", "STORE_DW", "STORE_DB")})

@@ -7,7 +7,7 @@ memory) three times:
 
 1. reduce: per channel the chunk's partial, as in :mod:`.batch_norm_kernel` (forward
    (count, mean, M2) of ``x - pivot`` centred on the first tile's mean; backward sum g and
-   sum g * xhat), written to the (3, C, P) partials; the next tile's loads are issued before
+   sum g * xhat), written to the (3, P, C) partials (``BY_CHUNK``); the next tile's loads are issued before
    the current one is summed (two tiles in flight a program);
 2. grid barrier; combine: program ``p`` merges channels ``p * CC ...`` over the ``P``
    partials (Chan's formula, ``_combine``) into the statistics (and running statistics) or
@@ -88,26 +88,21 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                     CC: tl.constexpr, KB: tl.constexpr, BWD: tl.constexpr, PHASE: tl.constexpr,
                     HAS_W: tl.constexpr, HAS_B: tl.constexpr, UPDATE: tl.constexpr, STORE_DW: tl.constexpr,
                     STORE_DB: tl.constexpr, SPIN: tl.constexpr, STAGES: tl.constexpr = 0,
-                    EV_RED: tl.constexpr = "", EV_OUT: tl.constexpr = "", FULL: tl.constexpr = False,
-                    BY_CHUNK: tl.constexpr = False):
-    """Pointers as ``_bn_kernel``'s (st: (4, C) mean, rstd, biased var, mean - pivot; ws: (2, C)
-    backward sums then (3, C, P) partials; sync: three int32 counters). x, g, out: (R, C) with
-    row strides sx, sg, so and contiguous channels. STAGES 0: each loop holds the next tile's
-    loads in registers (two tiles in flight); >= 2: the loops are ``tl.range(..., num_stages=STAGES)``
-    (the compiler's copies through shared memory, STAGES - 1 tiles ahead). EV_RED: the reduce's
-    loads' L2 eviction policy ("evict_last": keep them for the normalise), EV_OUT: the normalise's
-    loads' and stores' ("evict_first": their last use); "" the default. FULL (with STAGES >= 2): the
-    pipelined loops take only whole tiles, without row masks or selects, and the last tile of the
-    rows, when partial, apart; the backward reduce multiplies by rstd once, after its sum, and the
-    backward normalise folds rstd into c2. BY_CHUNK: the partials' planes (P, C), each program's row
-    stored whole (else (C, P): a program's values P apart, every line written by many programs)."""
+                    EV_RED: tl.constexpr = "", EV_OUT: tl.constexpr = "", BY_CHUNK: tl.constexpr = False):
+    """Pointers as ``_bn_kernel``'s (st: (4, C) mean, rstd, biased var, mean - pivot; ws: (2, C) backward sums
+    then (3, P, C) partials ((3, C, P) without BY_CHUNK); sync: three int32 counters). x, g, out: (R, C) with
+    row strides sx, sg, so and contiguous channels. STAGES 0: each loop holds the next tile's loads in registers
+    (two tiles in flight); >= 2: the loops are ``tl.range(..., num_stages=STAGES)`` (the compiler's copies
+    through shared memory, STAGES - 1 tiles ahead). EV_RED: the reduce's loads' L2 eviction policy
+    ("evict_last": keep them for the normalise), EV_OUT: the normalise's loads' and stores' ("evict_first":
+    their last use); "" the default. BY_CHUNK: the partials' planes (P, C), each program's row stored whole
+    (else (C, P): a program's values P apart, every line written by many programs)."""
     p = tl.program_id(0)
     P = tl.num_programs(0)
     fin_ptr = ws_ptr
     part_ptr = ws_ptr + 2 * C
     T = tl.cdiv(R, BR)
     nt = tl.cdiv(T - p, P)  # this program's tiles: p, p + P, ... (P <= T: at least one)
-    part_last = ((R % BR) != 0) & ((T - 1 - p) % P == 0)  # the last tile, partial, is this program's
     ok = True
 
     # ------------------------------------------------------------ reduce
@@ -134,19 +129,6 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                         gn = _ld(g_ptr, a, cols, m, sg, 1, EV_RED)
                         acc1 += gv
                         acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
-                elif FULL:  # g * (x - pivot - shifted) summed, times rstd after the sum
-                    for i in tl.range(0, nt - part_last.to(tl.int32), num_stages=STAGES):
-                        a = ((p + i * P) * BR + tl.arange(0, BR)).to(tl.int64)
-                        xv = _ld(x_ptr, a, cols, cmask[None, :], sx, 1, EV_RED).to(tl.float32)
-                        gv = _ld(g_ptr, a, cols, cmask[None, :], sg, 1, EV_RED).to(tl.float32)
-                        acc1 += gv
-                        acc2 += gv * ((xv - pivot[None, :]) - shifted[None, :])
-                    if part_last:  # masked rows load g = 0: nothing to select
-                        a, m = _rows(T - 1, R, cmask, BR)
-                        xv = _ld(x_ptr, a, cols, m, sx, 1, EV_RED).to(tl.float32)
-                        gv = _ld(g_ptr, a, cols, m, sg, 1, EV_RED).to(tl.float32)
-                        acc1 += gv
-                        acc2 += gv * ((xv - pivot[None, :]) - shifted[None, :])
                 else:
                     for i in tl.range(0, nt, num_stages=STAGES):
                         a, m = _rows(p + i * P, R, cmask, BR)
@@ -154,12 +136,9 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                         gv = _ld(g_ptr, a, cols, m, sg, 1, EV_RED).to(tl.float32)
                         acc1 += gv
                         acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
-                s2 = tl.sum(acc2, axis=0)
-                if FULL and STAGES != 0:
-                    s2 = s2 * rstd
                 pp = part_ptr + _part_at(cols, p, P, C, BY_CHUNK)
                 tl.store(pp, tl.sum(acc1, axis=0), mask=cmask)
-                tl.store(pp + C * P, s2, mask=cmask)
+                tl.store(pp + C * P, tl.sum(acc2, axis=0), mask=cmask)
             else:  # d = x - pivot, centred on the first tile's mean sk (squares do not cancel)
                 cnt = tl.minimum(R - p * BR, BR)
                 d = tl.where(m, xn.to(tl.float32) - pivot[None, :], 0.0)
@@ -178,21 +157,6 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                         e = tl.where(mc, (xv - pivot[None, :]) - sk[None, :], 0.0)
                         acc1 += e
                         acc2 += e * e
-                elif FULL:  # whole tiles unmasked; a partial last tile (not the first) apart
-                    tail = part_last & (nt > 1)
-                    for i in tl.range(1, nt - tail.to(tl.int32), num_stages=STAGES):
-                        a = ((p + i * P) * BR + tl.arange(0, BR)).to(tl.int64)
-                        xv = _ld(x_ptr, a, cols, cmask[None, :], sx, 1, EV_RED).to(tl.float32)
-                        e = (xv - pivot[None, :]) - sk[None, :]
-                        acc1 += e
-                        acc2 += e * e
-                    if tail:
-                        a, m = _rows(T - 1, R, cmask, BR)
-                        xv = _ld(x_ptr, a, cols, m, sx, 1, EV_RED).to(tl.float32)
-                        e = tl.where(m, (xv - pivot[None, :]) - sk[None, :], 0.0)
-                        acc1 += e
-                        acc2 += e * e
-                    cnt = nt * BR - tl.where(part_last, T * BR - R, 0)
                 else:
                     for i in tl.range(1, nt, num_stages=STAGES):
                         cnt += tl.minimum(R - (p + i * P) * BR, BR)
@@ -267,28 +231,6 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                         gn = _ld(g_ptr, a, cols, m, sg, 1, EV_OUT)
                     _out(o_ptr, xv, gv, ac, cols, mc, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True,
                          EV_OUT)
-            elif FULL:  # the partial last tile (the first from the last) apart, then whole tiles unmasked
-                if part_last:
-                    a, m = _rows(T - 1, R, cmask, BR)
-                    xv = _ld(x_ptr, a, cols, m, sx, 1, EV_OUT)
-                    gv = xv
-                    if BWD:
-                        gv = _ld(g_ptr, a, cols, m, sg, 1, EV_OUT)
-                    _out(o_ptr, xv, gv, a, cols, m, so, 1, pivot, shifted, rstd, scale, shift, c1, c2, BWD, True,
-                         EV_OUT)
-                k2 = c2 * rstd  # dx = scale * ((g - c1) - (x - pivot - shifted) * rstd * c2), one product fewer
-                for i in tl.range(part_last.to(tl.int32), nt, num_stages=STAGES):
-                    a = ((p + (nt - 1 - i) * P) * BR + tl.arange(0, BR)).to(tl.int64)
-                    xv = _ld(x_ptr, a, cols, cmask[None, :], sx, 1, EV_OUT)
-                    if BWD:
-                        gv = _ld(g_ptr, a, cols, cmask[None, :], sg, 1, EV_OUT).to(tl.float32)
-                        d = (xv.to(tl.float32) - pivot[None, :]) - shifted[None, :]
-                        y = scale[None, :] * ((gv - c1[None, :]) - d * k2[None, :])
-                        tl.store(o_ptr + a[:, None] * so + cols[None, :], y.to(o_ptr.dtype.element_ty),
-                                 mask=cmask[None, :], eviction_policy=EV_OUT)
-                    else:
-                        _out(o_ptr, xv, xv, a, cols, cmask[None, :], so, 1, pivot, shifted, rstd, scale, shift, c1, c2,
-                             BWD, True, EV_OUT)
             else:
                 for i in tl.range(0, nt, num_stages=STAGES):
                     a, m = _rows(p + (nt - 1 - i) * P, R, cmask, BR)
