@@ -196,7 +196,7 @@ def main() -> int:
                 k, gr = kernel_us(call, flush), graph_us(call, flush, 20)
                 mb = (2 if two else 1) * x.nbytes / 1e6
                 print(f"colsum {'x,g' if two else 'x  '} {per_sm:>2}/SM BR {br:>2} w{warps} s{stages} "
-                      f"{'contig ' if contig else 'strided'} P {P:>4}: kernel {k:7.2f} us ({mb / k:5.0f} GB/s) "
+                      f"{'contig ' if contig else 'strided'} P {P:>4}: kernel {k:7.2f} us ({mb / k:5.2f} TB/s) "
                       f"graph {gr:7.2f} us  err {err:.1e}", flush=True)
             except Exception as exc:  # a plan that does not compile or fit: say so, go on
                 print(f"colsum {per_sm}/SM BR {br} w{warps} s{stages} two={two}: {type(exc).__name__}: "
