@@ -15,7 +15,6 @@ profiler, the median of 5 calls each after an L2 flush (as ``tune_batch_norm.py 
 (``bn_features``) and the rows plan's own reduce launch.
 """
 import os
-import statistics
 import sys
 
 import torch
@@ -140,18 +139,10 @@ VARIANTS = [
 ]
 
 
-def kernel_us(call, flush, calls=5) -> float:
-    """Summed kernel time of one call (profiler), the median over ``calls`` cold-L2 calls."""
-    from torch.profiler import ProfilerActivity, profile
-    runs = []
-    for _ in range(calls):
-        flush()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            call()
-            torch.cuda.synchronize()
-        runs.append(sum(e.device_time for e in prof.events() if e.device_time > 0 and e.device_type.name == "CUDA"))
-    return statistics.median(runs)
+def kernel_us(call, flush) -> float:
+    """Kernel time of one call (profiler, cold L2): each launch's median of 5 calls, summed."""
+    from tune_batch_norm import phases
+    return sum(us for _, us in phases(call, flush))
 
 
 def main() -> int:
