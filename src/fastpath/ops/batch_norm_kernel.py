@@ -241,11 +241,12 @@ def _colsum(v, NCHW: tl.constexpr):
 
 @triton.jit
 def _part_offsets(cols, ks, K, C, BY_CHUNK: tl.constexpr):
-    """Offsets [len(ks), len(cols)] of chunks ``ks`` of channels ``cols`` in a (C, K) or, BY_CHUNK, (K, C) plane."""
+    """Offsets of chunks ``ks`` of channels ``cols`` (broadcast against each other) in a (C, K) or,
+    BY_CHUNK, (K, C) plane of partials."""
     if BY_CHUNK:
-        return ks.to(tl.int64)[:, None] * C + cols[None, :]
+        return ks.to(tl.int64) * C + cols
     else:
-        return cols.to(tl.int64)[None, :] * K + ks[:, None]
+        return cols.to(tl.int64) * K + ks
 
 
 @triton.jit
@@ -263,7 +264,7 @@ def _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cm
         sum_gx = tl.zeros([GC], dtype=tl.float32)
         for k0 in range(0, K, KB):
             pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
-            qp = part_ptr + _part_offsets(cols, k0 + ks, K, C, BY_CHUNK)
+            qp = part_ptr + _part_offsets(cols[None, :], (k0 + ks)[:, None], K, C, BY_CHUNK)
             sum_g += tl.sum(tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
             sum_gx += tl.sum(tl.load(qp + ck, mask=pm, other=0.0, cache_modifier=".cg"), axis=0)
         tl.store(fin_ptr + cols, sum_g, mask=cmask)
@@ -278,7 +279,7 @@ def _combine(part_ptr, fin_ptr, st_ptr, rm_ptr, rv_ptr, dw_ptr, db_ptr, cols, cm
         m2 = tl.zeros([GC], dtype=tl.float32)
         for k0 in range(0, K, KB):  # Chan's merge, KB chunks at a time
             pm = ((k0 + ks) < K)[:, None] & cmask[None, :]
-            qp = part_ptr + _part_offsets(cols, k0 + ks, K, C, BY_CHUNK)
+            qp = part_ptr + _part_offsets(cols[None, :], (k0 + ks)[:, None], K, C, BY_CHUNK)
             nk = tl.load(qp, mask=pm, other=0.0, cache_modifier=".cg")
             mk = tl.load(qp + ck, mask=pm, other=0.0, cache_modifier=".cg")
             nb = tl.sum(nk, axis=0)

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from .._core.backend import tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2
-from .batch_norm_kernel import _combine, _ld, _out
+from .batch_norm_kernel import _combine, _ld, _out, _part_offsets
 
 
 class RowsGrid(NamedTuple):
@@ -59,15 +59,6 @@ def _rows(t, R, cmask, BR: tl.constexpr):
     """Row indices of tile ``t`` and the tile's mask (rows outside [0, R) off)."""
     a = (t * BR + tl.arange(0, BR)).to(tl.int64)
     return a, ((a >= 0) & (a < R))[:, None] & cmask[None, :]
-
-
-@triton.jit
-def _part_at(cols, p, P, C, BY_CHUNK: tl.constexpr):
-    """Offsets of program ``p``'s partials of channels ``cols`` in a (P, C) or (C, P) plane."""
-    if BY_CHUNK:
-        return p.to(tl.int64) * C + cols
-    else:
-        return cols.to(tl.int64) * P + p
 
 
 @triton.jit
@@ -136,7 +127,7 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                         gv = _ld(g_ptr, a, cols, m, sg, 1, EV_RED).to(tl.float32)
                         acc1 += gv
                         acc2 += gv * (((xv - pivot[None, :]) - shifted[None, :]) * rstd[None, :])
-                pp = part_ptr + _part_at(cols, p, P, C, BY_CHUNK)
+                pp = part_ptr + _part_offsets(cols, p, P, C, BY_CHUNK)
                 tl.store(pp, tl.sum(acc1, axis=0), mask=cmask)
                 tl.store(pp + C * P, tl.sum(acc2, axis=0), mask=cmask)
             else:  # d = x - pivot, centred on the first tile's mean sk (squares do not cancel)
@@ -168,7 +159,7 @@ def _bn_rows_kernel(x_ptr, g_ptr, o_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, st_ptr, d
                 s1 = tl.sum(acc1, axis=0)
                 s2 = tl.sum(acc2, axis=0)
                 nf = cnt * 1.0
-                pp = part_ptr + _part_at(cols, p, P, C, BY_CHUNK)
+                pp = part_ptr + _part_offsets(cols, p, P, C, BY_CHUNK)
                 tl.store(pp, s1 * 0.0 + nf, mask=cmask)
                 tl.store(pp + C * P, sk + s1 / nf, mask=cmask)
                 tl.store(pp + 2 * C * P, tl.maximum(s2 - s1 * (s1 / nf), 0.0), mask=cmask)
