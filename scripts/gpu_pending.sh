@@ -1449,4 +1449,17 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     2>&1 | tail -2 | tee "$OUT/bn_large_tests.log"
   [ $SECONDS -lt 330 ] && timeout $((380 - SECONDS)) python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 \
     --phases --workers 8 2>&1 | grep -v -i warn | grep -v run_backward | tee "$OUT/tune_bn_chunk.log" ;;
+157)  # sixty-sixth session: mse_loss's evict-first streams (ops.loss.STREAM_EVICT) and evict-last forward reads
+  # (FWD_KEEP), both off ('none' 8192x4096 bf16 1.27x on the H200, 1.3x asked): the bench's mse rows alternated
+  # twice, the loss tests compiled with both on; on an H200 then the whole training table (issue 10's records)
+  E1="--set ops.loss.STREAM_EVICT=True"
+  for r in 1 2; do for v in "" "$E1" "$E1 --set ops.loss.FWD_KEEP=True"; do echo "== ${v:-default}"
+    timeout 60 python3 -m fastpath.bench training --only mse_loss --graphs $v 2>&1 | grep -v -i warn \
+      | grep "training "; done; done | tee "$OUT/mse_evict_ab.log"
+  timeout 120 python3 -c "import sys, pytest, fastpath.ops.loss as L; L.STREAM_EVICT = L.FWD_KEEP = True
+sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_loss.py']))" 2>&1 | tail -2 \
+    | tee "$OUT/loss_tests_evict.log"
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 \
+    && timeout $((590 - SECONDS)) python3 -m fastpath.bench training --graphs --json "$OUT/training_records.jsonl" \
+    2>&1 | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
 esac
