@@ -1449,7 +1449,8 @@ runpy.run_path('scripts/small_first_calls.py', run_name='__main__')" 2>&1 | grep
     2>&1 | tail -2 | tee "$OUT/bn_large_tests.log"
   [ $SECONDS -lt 330 ] && timeout $((380 - SECONDS)) python3 scripts/tune_batch_norm.py --only 2d_fp32 nhwc_bf16 \
     --phases --workers 8 2>&1 | grep -v -i warn | grep -v run_backward | tee "$OUT/tune_bn_chunk.log" ;;
-157)  # sixty-sixth session: mse_loss's evict-first streams (ops.loss.STREAM_EVICT) and evict-last forward reads
+157)  # (ran at d1c333c on an H100: 'none' graph 130.2 / 130.6 us default, 130.0 / 129.6 evict-first, 129.5 / 129.6
+  # with evict-last too: noise; the knobs were removed) sixty-sixth session: mse_loss's evict-first streams (ops.loss.STREAM_EVICT) and evict-last forward reads
   # (FWD_KEEP), both off ('none' 8192x4096 bf16 1.27x on the H200, 1.3x asked): the bench's mse rows alternated
   # twice, the loss tests compiled with both on; on an H200 then the whole training table (issue 10's records)
   E1="--set ops.loss.STREAM_EVICT=True"

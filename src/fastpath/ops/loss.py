@@ -43,11 +43,6 @@ PROGRAMS_PER_SM = 4
 MAP_BLOCK, MAP_WARPS = (256, 4) if INTERPRET else (4096, 8)
 #: The backward walks the tiles from the last, to meet the forward's last reads in L2.
 BWD_REVERSE = True
-#: The 'none' forward's loss stores and all the backward's reads and stores marked evict-first,
-#: so that L2 keeps the operands the backward reads again rather than bytes nothing reads back.
-STREAM_EVICT = False
-#: The 'none' forward's operand reads marked evict-last (the backward reads them again).
-FWD_KEEP = False
 #: The most programs that write a partial sum (the second launch adds them in one block).
 MAX_PARTIALS = 1024
 #: Tests set this to run the 64-bit index path on small inputs.
@@ -72,8 +67,7 @@ def _tile(t, BLOCK: tl.constexpr, IDX64: tl.constexpr):
 
 
 @triton.jit
-def _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3, STRIDED: tl.constexpr,
-          EVICT: tl.constexpr):
+def _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3, STRIDED: tl.constexpr):
     """(a - b) in float32 at flat indices ``offs``, and the multi-index (zeros unless STRIDED)."""
     if STRIDED:
         i0, i1, i2, i3 = _index4(offs, D1, D2, D3)
@@ -87,8 +81,7 @@ def _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3, sb0, sb1, sb
 @triton.jit
 def _mse_fwd_kernel(a_ptr, b_ptr, out_ptr, n, num_tiles, D1, D2, D3, sa0, sa1, sa2, sa3,
                     sb0, sb1, sb2, sb3, BLOCK: tl.constexpr, REDUCE: tl.constexpr,
-                    STRIDED: tl.constexpr, IDX64: tl.constexpr, EVICT: tl.constexpr = "",
-                    KEEP: tl.constexpr = ""):
+                    STRIDED: tl.constexpr, IDX64: tl.constexpr):
     """REDUCE=False: out[i] = (a - b)^2 per tile. REDUCE=True: program p sums tiles
     p, p + P, ... and writes out[p] (a float32 partial)."""
     pid = tl.program_id(0)
@@ -98,15 +91,15 @@ def _mse_fwd_kernel(a_ptr, b_ptr, out_ptr, n, num_tiles, D1, D2, D3, sa0, sa1, s
             offs = _tile(t, BLOCK, IDX64)
             mask = offs < n
             d, _0, _1, _2, _3 = _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3,
-                                      sb0, sb1, sb2, sb3, STRIDED, KEEP)
+                                      sb0, sb1, sb2, sb3, STRIDED)
             acc += d * d
         tl.store(out_ptr + pid, tl.sum(acc, axis=0))
     else:
         offs = _tile(pid, BLOCK, IDX64)
         mask = offs < n
         d, _0, _1, _2, _3 = _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3,
-                                  sb0, sb1, sb2, sb3, STRIDED, KEEP)
-        tl.store(out_ptr + offs, (d * d).to(out_ptr.dtype.element_ty), mask=mask, eviction_policy=EVICT)
+                                  sb0, sb1, sb2, sb3, STRIDED)
+        tl.store(out_ptr + offs, (d * d).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -120,8 +113,7 @@ def _sum_kernel(part_ptr, out_ptr, P, scale, P_PAD: tl.constexpr):
 def _mse_bwd_kernel(a_ptr, b_ptr, g_ptr, da_ptr, db_ptr, n, D1, D2, D3, sa0, sa1, sa2, sa3,
                     sb0, sb1, sb2, sb3, sg0, sg1, sg2, sg3, scale, BLOCK: tl.constexpr,
                     G_SCALAR: tl.constexpr, NEED_A: tl.constexpr, NEED_B: tl.constexpr,
-                    STRIDED: tl.constexpr, IDX64: tl.constexpr, REVERSE: tl.constexpr = False,
-                    EVICT: tl.constexpr = ""):
+                    STRIDED: tl.constexpr, IDX64: tl.constexpr, REVERSE: tl.constexpr = False):
     """da = 2 * scale * (a - b) * g, db = -da (g: a scalar for mean/sum, a tensor for none).
     REVERSE: tiles from the last (the programs start about in launch order, so the first ones
     read what the forward read last, while it is still in L2)."""
@@ -133,22 +125,18 @@ def _mse_bwd_kernel(a_ptr, b_ptr, g_ptr, da_ptr, db_ptr, n, D1, D2, D3, sa0, sa1
     if G_SCALAR:  # issued first: the scalar's latency overlaps the operands'
         g = tl.load(g_ptr).to(tl.float32)
     d, i0, i1, i2, i3 = _diff(a_ptr, b_ptr, offs, mask, D1, D2, D3, sa0, sa1, sa2, sa3,
-                              sb0, sb1, sb2, sb3, STRIDED, EVICT)
+                              sb0, sb1, sb2, sb3, STRIDED)
     if not G_SCALAR:
         g = tl.load(g_ptr + _offs(offs, i0, i1, i2, i3, sg0, sg1, sg2, sg3, STRIDED),
-                    mask=mask, other=0.0, eviction_policy=EVICT).to(tl.float32)
+                    mask=mask, other=0.0).to(tl.float32)
     da = (2.0 * scale) * d * g
     if NEED_A:
-        tl.store(da_ptr + offs, da.to(da_ptr.dtype.element_ty), mask=mask, eviction_policy=EVICT)
+        tl.store(da_ptr + offs, da.to(da_ptr.dtype.element_ty), mask=mask)
     if NEED_B:
-        tl.store(db_ptr + offs, (-da).to(db_ptr.dtype.element_ty), mask=mask, eviction_policy=EVICT)
+        tl.store(db_ptr + offs, (-da).to(db_ptr.dtype.element_ty), mask=mask)
 
 
 _FWD, _SUM, _BWD = Launcher(_mse_fwd_kernel), Launcher(_sum_kernel), Launcher(_mse_bwd_kernel)
-
-
-def _evict() -> str:
-    return "evict_first" if STREAM_EVICT else ""
 
 
 def _kernel_ok(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> bool:
@@ -203,8 +191,7 @@ def _forward(a: torch.Tensor, b: torch.Tensor, reduction: str, out_dtype: torch.
         out = alloc.empty(shape, dtype=out_dtype, device=a.device)
         if n:
             _FWD[(tiles,)](a, b, out, n, tiles, *sizes[1:], *sa, *sb, BLOCK=block, REDUCE=False,
-                           STRIDED=strided, IDX64=idx64, EVICT=_evict(),
-                           KEEP="evict_last" if FWD_KEEP else "", num_warps=warps)
+                           STRIDED=strided, IDX64=idx64, num_warps=warps)
         return out
     per_sm = min(per_sm or PROGRAMS_PER_SM, _resident(block, warps, strided, idx64))
     progs = min(tiles, per_sm * num_sms(a.device), MAX_PARTIALS)
@@ -235,8 +222,7 @@ def _backward_kernel(a, b, g, reduction, need_a, need_b, block: Optional[int] = 
         _BWD[(cdiv(n, block),)](a, b, g, da if need_a else db, db if need_b else da, n, *sizes[1:],
                                 *sa, *sb, *sg, 1.0 / max(n, 1) if reduction == "mean" else 1.0,
                                 BLOCK=block, G_SCALAR=scalar, NEED_A=need_a, NEED_B=need_b,
-                                STRIDED=strided, IDX64=idx64, REVERSE=BWD_REVERSE, EVICT=_evict(),
-                                num_warps=warps)
+                                STRIDED=strided, IDX64=idx64, REVERSE=BWD_REVERSE, num_warps=warps)
     return da, db
 
 
