@@ -1463,4 +1463,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_loss.py'])
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 \
     && timeout $((590 - SECONDS)) python3 -m fastpath.bench training --graphs --json "$OUT/training_records.jsonl" \
     2>&1 | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
+158)  # sixty-sixth session: the whole training table at the final batch_norm plan (partials by chunk), on
+  # whichever GPU comes (issue 10's records: the H200's; the H100's rows were from 9b0c5fa)
+  timeout 400 python3 -m fastpath.bench training --graphs --json "$OUT/training_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
 esac
