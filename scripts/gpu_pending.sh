@@ -1467,4 +1467,10 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_loss.py'])
   # whichever GPU comes (issue 10's records: the H200's; the H100's rows were from 9b0c5fa)
   timeout 400 python3 -m fastpath.bench training --graphs --json "$OUT/training_records.jsonl" 2>&1 \
     | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
+159)  # sixty-sixth session: on an H200, the training table (158) and the elementwise table (take, frexp,
+  # heaviside, the unsigned comparisons: issue 10's other figures); on an H100, nothing more to learn there
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
+  bash "$0" 158
+  timeout $((580 - SECONDS)) python3 -m fastpath.bench elementwise --graphs --json "$OUT/elementwise_records.jsonl" \
+    2>&1 | grep -v -i warn | grep "elementwise " | tee "$OUT/elementwise_table.log" ;;
 esac
