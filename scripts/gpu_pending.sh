@@ -1473,4 +1473,13 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_loss.py'])
   bash "$0" 158
   timeout $((580 - SECONDS)) python3 -m fastpath.bench elementwise --graphs --json "$OUT/elementwise_records.jsonl" \
     2>&1 | grep -v -i warn | grep "elementwise " | tee "$OUT/elementwise_table.log" ;;
+160)  # sixty-sixth session: validated bincount's range read back through page-locked words (ops.bincount.READBACK
+  # 'pinned', off) against tolist (H100 at 4e374c0: 84.3 us, 2.85x; 3x asked): the bench's bincount rows alternated
+  # twice, then the bincount tests compiled with 'pinned'
+  for r in 1 2; do for v in tolist pinned; do echo "== READBACK=$v"
+    timeout 60 python3 -m fastpath.bench training --only "bincount uniform" --set "ops.bincount.READBACK='$v'" 2>&1 \
+      | grep -v -i warn | grep "training "; done; done | tee "$OUT/bincount_readback.log"
+  timeout $((500 - SECONDS)) python3 -c "import sys, pytest, fastpath.ops.bincount as B; B.READBACK = 'pinned'
+sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.py']))" 2>&1 | tail -2 \
+    | tee "$OUT/bincount_tests_pinned.log" ;;
 esac

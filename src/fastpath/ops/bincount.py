@@ -43,6 +43,7 @@ replay its launches (:mod:`fastpath._core.memo`).
 """
 from __future__ import annotations
 
+import threading
 from typing import Optional
 
 import torch
@@ -86,6 +87,9 @@ SMEM_COPIES = 16
 #: only when a value lies past them). 0: as many as the largest shared histogram holds (8192
 #: counts or float32 sums, 4096 float64 sums).
 SPEC_BINS = 64 if INTERPRET else 0
+#: How ``validate=True`` reads the values' range back: "tolist" (a copy to pageable memory) or
+#: "pinned" (an asynchronous copy into this thread's page-locked words, then a wait on the stream).
+READBACK = "tolist"
 #: Element offsets from which the kernel indexes in int64 (tests lower it).
 I64_FROM = 2**31
 INDEX_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -445,13 +449,28 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
                        "pass validate=False with minlength set to the number of bins")
     guess = minlength or _spec_bins(weights)
     out, span = _MEMO.call(lambda: _bincount_op(input, weights, guess, True), (input, weights), (guess, True))
-    low, high = span.tolist()  # the one host sync
+    low, high = _read_range(span)  # the one host sync
     if low < 0:
         raise ValueError(f"input: bincount needs non-negative values, got {low}")
     size = max(high + 1, minlength)
     if size <= guess:
         return out if size == guess else out[:size]
     return _bincount_op(input, weights, size, False)[0]  # a value past the bins counted: again, with all
+
+
+_PINNED = threading.local()
+
+
+def _read_range(span: torch.Tensor) -> list:
+    """The two range words on the host (READBACK says how)."""
+    if READBACK != "pinned" or span.device.type != "cuda":
+        return span.tolist()
+    host = getattr(_PINNED, "words", None)
+    if host is None:
+        host = _PINNED.words = torch.empty(2, dtype=torch.int64, pin_memory=True)
+    host.copy_(span, non_blocking=True)
+    torch.cuda.current_stream(span.device).synchronize()
+    return host.tolist()
 
 
 def _spec_bins(weights: Optional[torch.Tensor]) -> int:
