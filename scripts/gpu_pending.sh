@@ -1473,7 +1473,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_loss.py'])
   bash "$0" 158
   timeout $((580 - SECONDS)) python3 -m fastpath.bench elementwise --graphs --json "$OUT/elementwise_records.jsonl" \
     2>&1 | grep -v -i warn | grep "elementwise " | tee "$OUT/elementwise_table.log" ;;
-160)  # sixty-sixth session: validated bincount's range read back through page-locked words (ops.bincount.READBACK
+160)  # (ran at d46c16f on an H100: 16M values 86.3 / 81.9 -> 82.9 / 78.2 us, 2.80 / 2.91x -> 2.94 / 3.04x; tests
+  # 44 passed; the knob is fastpath._core.readback.MODE since) sixty-sixth session: validated bincount's range read back through page-locked words (ops.bincount.READBACK
   # 'pinned', off) against tolist (H100 at 4e374c0: 84.3 us, 2.85x; 3x asked): the bench's bincount rows alternated
   # twice, then the bincount tests compiled with 'pinned'
   for r in 1 2; do for v in tolist pinned; do echo "== READBACK=$v"
@@ -1482,4 +1483,14 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_loss.py'])
   timeout $((500 - SECONDS)) python3 -c "import sys, pytest, fastpath.ops.bincount as B; B.READBACK = 'pinned'
 sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.py']))" 2>&1 | tail -2 \
     | tee "$OUT/bincount_tests_pinned.log" ;;
+161)  # sixty-sixth session, the last call: the validating reads through page-locked words shared by bincount and
+  # take (fastpath._core.readback, "pinned" by default): take's validated rows alternated with "tolist" twice, the
+  # bincount rows for the records, the tests that read back (compiled; warnings listed)
+  for r in 1 2; do for v in tolist pinned; do echo "== MODE=$v"
+    timeout 60 python3 -m fastpath.bench elementwise --only "take" --set "_core.readback.MODE='$v'" 2>&1 \
+      | grep -v -i warn | grep "elementwise " | grep -v nosync; done; done | tee "$OUT/take_readback.log"
+  timeout 90 python3 -m fastpath.bench training --only bincount --graphs --json "$OUT/bincount_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "training " | tee "$OUT/bincount_table.log"
+  timeout $((560 - SECONDS)) python3 -m pytest -q -rw -p no:cacheprovider tests/test_core.py tests/ops/test_bincount.py \
+    tests/ops/test_elementwise.py -k "read_back or bincount or take" 2>&1 | tail -12 | tee "$OUT/readback_tests.log" ;;
 esac

@@ -607,3 +607,16 @@ def test_rel_error_counts_imaginary_parts():
     with pytest.raises(AssertionError, match="relative error"):
         assert_close(b, a)
     assert_close(a.clone(), a)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="page-locked reads need a CUDA device")
+def test_read_back_waits_for_the_stream():
+    """The validating calls' read (bincount's range, take's error word) through page-locked
+    words: each read sees the value a long kernel wrote just before it on the stream."""
+    from fastpath._core import readback
+    big = torch.ones(1 << 24, device="cuda")
+    for dtype in (torch.int64, torch.int32, torch.float32):
+        t = torch.zeros(3, dtype=dtype, device="cuda")
+        for k in range(1, 4):
+            t.copy_(torch.arange(3, device="cuda") + big.sum().to(torch.int64) // (1 << 24) * k)
+            assert readback.read_back(t) == [k + i for i in range(3)]

@@ -35,7 +35,7 @@ use float atomics (order-dependent rounding, as PyTorch's CUDA kernel).
 Sizes and syncs: the output has ``max(max(input) + 1, minlength)`` bins. ``validate=True``
 counts into ``minlength`` bins (``SPEC_BINS`` when ``minlength`` is 0) and the kernel keeps the
 values' range (two int64 words: an atomic min of the negative values, an atomic max); one host
-sync reads it back (``torch.bincount`` syncs too; on CUDA into page-locked words, ``READBACK``) to
+sync reads it back (``torch.bincount`` syncs too; on CUDA into page-locked words: ``_core.readback``) to
 raise on a negative value, to cut the counted bins to size, or, when a value lies past them, to
 count again with all of them.
 ``validate=False`` skips that read: no sync, CUDA-graph capturable, the size is ``minlength``
@@ -44,7 +44,6 @@ replay its launches (:mod:`fastpath._core.memo`).
 """
 from __future__ import annotations
 
-import threading
 from typing import Optional
 
 import torch
@@ -54,6 +53,7 @@ from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_t
 from .._core.errors import check_tensor, require_no_capture
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
+from .._core.readback import read_back
 from .._core.registry import register_op
 
 # Tuning knobs (scripts/tune_bincount.py sweeps them on a GPU). The interpreter uses small
@@ -88,10 +88,6 @@ SMEM_COPIES = 16
 #: only when a value lies past them). 0: as many as the largest shared histogram holds (8192
 #: counts or float32 sums, 4096 float64 sums).
 SPEC_BINS = 64 if INTERPRET else 0
-#: How ``validate=True`` reads the values' range back: "tolist" (a copy to pageable memory) or
-#: "pinned" (an asynchronous copy into this thread's page-locked words, then a wait on the stream;
-#: H100, 16M values: 86.3 / 81.9 -> 82.9 / 78.2 us a call, bench/results/tuning/*-s66-bincount_readback*).
-READBACK = "pinned"
 #: Element offsets from which the kernel indexes in int64 (tests lower it).
 I64_FROM = 2**31
 INDEX_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -451,28 +447,13 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
                        "pass validate=False with minlength set to the number of bins")
     guess = minlength or _spec_bins(weights)
     out, span = _MEMO.call(lambda: _bincount_op(input, weights, guess, True), (input, weights), (guess, True))
-    low, high = _read_range(span)  # the one host sync
+    low, high = read_back(span)  # the one host sync
     if low < 0:
         raise ValueError(f"input: bincount needs non-negative values, got {low}")
     size = max(high + 1, minlength)
     if size <= guess:
         return out if size == guess else out[:size]
     return _bincount_op(input, weights, size, False)[0]  # a value past the bins counted: again, with all
-
-
-_PINNED = threading.local()
-
-
-def _read_range(span: torch.Tensor) -> list:
-    """The two range words on the host (READBACK says how)."""
-    if READBACK != "pinned" or span.device.type != "cuda":
-        return span.tolist()
-    host = getattr(_PINNED, "words", None)
-    if host is None:
-        host = _PINNED.words = torch.empty(2, dtype=torch.int64, pin_memory=True)
-    host.copy_(span, non_blocking=True)
-    torch.cuda.current_stream(span.device).synchronize()
-    return host.tolist()
 
 
 def _spec_bins(weights: Optional[torch.Tensor]) -> int:

@@ -33,6 +33,7 @@ from .._core.backend import tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor, require_no_capture
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
+from .._core.readback import read_back
 from .._core.registry import register_op
 from .._core.shapes import broadcast_pair, broadcast_shape
 
@@ -595,7 +596,7 @@ def _take_op(x: torch.Tensor, i: torch.Tensor, validate: bool) -> torch.Tensor:
                     NDIM_X=_ndim(xs), NDIM_I=_ndim(isz), CHECK=validate,
                     IDX64=_needs_int64(n, block, isz, si) or _needs_int64(x.numel(), 0, xs, sx),
                     BLOCK=block, num_warps=warps)
-        if validate and bool(flag[0].item()):  # the one host sync; validate=False skips it
+        if validate and read_back(flag)[0]:  # the one host sync; validate=False skips it
             flag.zero_()  # the word is zero between calls: no fill launch on the good path
             raise IndexError(f"index: out of range for input of {x.numel()} elements "
                              f"(valid: [{-x.numel()}, {x.numel() - 1}])")
