@@ -1493,4 +1493,13 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
   R=src/fastpath/_core/readback.py; cp $R /tmp/readback.py; sed -i 's/^    torch.cuda.current_stream(t.device).synchronize()/    pass/' $R
   { echo "== without the wait (must fail)"; timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_core.py \
     -k read_back 2>&1 | tail -2; } | tee -a "$OUT/readback_tests.log"; cp /tmp/readback.py $R ;;
+162)  # sixty-sixth session, found at its end (H100, d005319): tests/ops/test_bincount.py's
+  # test_kernel_variants[BLOCK=32-SUM_TILE=(2, 8)] failed 1 run in 5 with tolist reads (and a variant of the same
+  # test in 1 of 6 earlier runs, a weighted check); 14 other runs passed. Which check and which bins: the variant
+  # 40 times (first failure in full), then every other bincount test 20 times (do the default plans ever fail?)
+  for r in $(seq 40); do timeout 30 python3 -m pytest -x -q -p no:cacheprovider tests/ops/test_bincount.py \
+    -k "kernel_variants and BLOCK=32" --tb=long 2>&1 > /tmp/bc.log || { echo "run $r failed"; tail -60 /tmp/bc.log; break; }
+  done | tee "$OUT/bincount_flake.log"
+  for r in $(seq 20); do [ $SECONDS -lt 540 ] && timeout 40 python3 -m pytest -q -p no:cacheprovider \
+    tests/ops/test_bincount.py -k "not BLOCK=32" 2>&1 | tail -1; done | sort | uniq -c | tee -a "$OUT/bincount_flake.log" ;;
 esac
