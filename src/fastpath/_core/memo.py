@@ -80,15 +80,18 @@ class _Desc:
         return new
 
 
-def replay(entry: _Replay, tensors):
+def replay(entry: _Replay, tensors, ptrs: Optional[list] = None, dev=None):
     """New outputs, and the recorded launches with ``tensors``' and their pointers: each
     launch's recorded argument list (grid, stream, kernel and every argument as ``run``
-    takes them) copied, the call's pointers and descriptors put at their places."""
-    dev = tensors[0].device
+    takes them) copied, the call's pointers and descriptors put at their places. ``ptrs``
+    (the tensors' pointers, 0 for None) and ``dev`` (their device), when the caller has them."""
+    if dev is None:
+        dev = tensors[0].device
+    if ptrs is None:
+        ptrs = [t.data_ptr() if t is not None else 0 for t in tensors]
     # (empty_strided for every output: its argument parsing is cheaper than empty's, 0.9 against 1.4 us)
     outs = [None if o is None else torch.empty_strided(o[0], o[1], dtype=o[2], device=dev) for o in entry.outs]
-    ptrs = [t.data_ptr() if t is not None else 0 for t in tensors] + [o.data_ptr() if o is not None else 0
-                                                                      for o in outs]
+    ptrs = ptrs + [o.data_ptr() if o is not None else 0 for o in outs]
     for run, full, patches, descs in entry.launches:
         args = full.copy()
         for pos, i in patches:
@@ -129,14 +132,17 @@ class LaunchMemo:
         if not ENABLED or not L.FAST_LAUNCH or L.INTERPRET:
             return fn()
         grad = torch.is_grad_enabled()
-        parts = []
+        parts, ptrs = [], []
         for t in tensors:  # plain tensors (not a subclass, not a wrong type: fn's checks name it)
             if t is None:
                 parts.append(None)
+                ptrs.append(0)
             elif type(t) not in _PLAIN or grad and t.requires_grad:
                 return fn()
             else:
-                parts.append((t.shape, t.stride(), t.dtype, t.device, not t.data_ptr() & 15))
+                p = t.data_ptr()
+                ptrs.append(p)
+                parts.append((t.shape, t.stride(), t.dtype, t.device, not p & 15))
         if parts[0] is None:
             return fn()
         device = parts[0][3]
@@ -152,8 +158,8 @@ class LaunchMemo:
         if entry is not None:
             if dev is not None and dev != torch.cuda.current_device():  # tensors on another GPU: its context
                 with torch.cuda.device(dev):
-                    return replay(entry, tensors)
-            return replay(entry, tensors)
+                    return replay(entry, tensors, ptrs, device)
+            return replay(entry, tensors, ptrs, device)
         if ("skip", key) in self.entries:
             return fn()
         records: list = []
