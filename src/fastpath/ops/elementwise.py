@@ -596,7 +596,7 @@ def _take_op(x: torch.Tensor, i: torch.Tensor, validate: bool) -> torch.Tensor:
                     NDIM_X=_ndim(xs), NDIM_I=_ndim(isz), CHECK=validate,
                     IDX64=_needs_int64(n, block, isz, si) or _needs_int64(x.numel(), 0, xs, sx),
                     BLOCK=block, num_warps=warps)
-        if validate and read_back(flag)[0]:  # the one host sync; validate=False skips it
+        if validate and read_back(flag[:1])[0]:  # the one host sync, one word; validate=False skips it
             flag.zero_()  # the word is zero between calls: no fill launch on the good path
             raise IndexError(f"index: out of range for input of {x.numel()} elements "
                              f"(valid: [{-x.numel()}, {x.numel() - 1}])")
