@@ -80,15 +80,11 @@ class _Desc:
         return new
 
 
-def replay(entry: _Replay, tensors, ptrs: Optional[list] = None, dev=None):
-    """New outputs, and the recorded launches with ``tensors``' and their pointers: each
-    launch's recorded argument list (grid, stream, kernel and every argument as ``run``
-    takes them) copied, the call's pointers and descriptors put at their places. ``ptrs``
-    (the tensors' pointers, 0 for None) and ``dev`` (their device), when the caller has them."""
-    if dev is None:
-        dev = tensors[0].device
-    if ptrs is None:
-        ptrs = [t.data_ptr() if t is not None else 0 for t in tensors]
+def replay(entry: _Replay, tensors, ptrs: list, dev: torch.device):
+    """New outputs on ``dev``, and the recorded launches with ``tensors``' and their pointers
+    (``ptrs``, 0 for None, as the key read them): each launch's recorded argument list (grid,
+    stream, kernel and every argument as ``run`` takes them) copied, the call's pointers and
+    descriptors put at their places."""
     # (empty_strided for every output: its argument parsing is cheaper than empty's, 0.9 against 1.4 us)
     outs = [None if o is None else torch.empty_strided(o[0], o[1], dtype=o[2], device=dev) for o in entry.outs]
     ptrs = ptrs + [o.data_ptr() if o is not None else 0 for o in outs]

@@ -156,9 +156,11 @@ ROWS_EVICT = True
 #: The grid-wide plan's partials stored a program's row of C channels at a time ((3, P, C)), not a
 #: channel's P values together ((3, C, P), a program's stores P apart): in that layout every L2 line
 #: of the partials was written by 32 programs at once, 4 bytes each, and the forward reduce took
-#: 18.1 us where the same loop with contiguous stores took 12.4 (H100, colsum_probe --features;
-#: the bench rows with this layout: not yet timed on a GPU, gpu_pending.sh 156). (Loops over whole
-#: tiles without masks or selects, 156 -> 133 instructions an iteration, timed the same and removed.)
+#: 18.1 us where the same loop with contiguous stores took 12.4 (H100, colsum_probe --features).
+#: Bench graph rows, H100, alternated twice (sixty-sixth session, gpu_pending.sh 156): 2-D fp32
+#: 101.4 / 101.4 -> 93.1 / 93.1 us (1.19x -> 1.30x cuDNN), channels-last unchanged (156.2 -> 155.7 /
+#: 156.0). (Loops over whole tiles without masks or selects, 156 -> 133 instructions an iteration,
+#: timed the same and removed.)
 ROWS_PART_BY_CHUNK = True
 #: The grid-wide plan as three launches (reduce, combine, normalise; no barriers), as in the
 #: interpreter: for timing its phases apart (H100, 2-D fp32: 18.1 + 3.9 + 15.9 us forward against
