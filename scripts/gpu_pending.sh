@@ -1511,4 +1511,12 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
   for r in $(seq 10); do [ $SECONDS -lt 540 ] && timeout 40 python3 -m pytest -q -p no:cacheprovider tests/ops/test_bincount.py 2>&1 | tail -1
   done | sort | uniq -c | tee -a "$OUT/bincount_flake.log"
   bash "$0" 159 ;;
+164)  # sixty-seventh session, the last call: what ran on no GPU since last session's end (take's one-word read
+  # fe4eeb4, the memo's replay arguments f2c8be3), compiled: the take, memo and read-back tests (warnings listed), then
+  # the random sweep compiled (fuzz_ops --cuda: every op against PyTorch, eager calls replaying their launch memos;
+  # last compiled in the forty-sixth session) for what time is left
+  timeout 150 python3 -m pytest -q -rw -p no:cacheprovider tests/test_core.py tests/ops/test_elementwise.py \
+    tests/ops/test_bincount.py -k "take or memo or read_back or bincount" 2>&1 | tail -15 | tee "$OUT/take_memo_tests.log"
+  timeout $((380 - SECONDS)) python3 scripts/fuzz_ops.py 67 $((350 - SECONDS)) --cuda 2>&1 | grep -v -i warn | tail -25 \
+    | tee "$OUT/fuzz_cuda.log" ;;
 esac
