@@ -24,7 +24,7 @@ def read_back(t: torch.Tensor) -> list:
     key = (t.dtype, t.numel())
     host = held.get(key)
     if host is None:
-        host = held[key] = torch.empty(t.numel(), dtype=t.dtype, pin_memory=True)
+        host = held[key] = torch.empty(t.numel(), dtype=t.dtype, device="cpu", pin_memory=True)
     host.copy_(t, non_blocking=True)
     torch.cuda.current_stream(t.device).synchronize()
     return host.tolist()

@@ -62,7 +62,7 @@ def run(model: Transformer, *, prompt_len: int = 512, new_tokens: int = 256, bat
     eng = Engine(model, max_seq=prompt_len + new_tokens + 8, batch=batch, graphs=graphs,
                  side_stream=side_stream)
     g = torch.Generator().manual_seed(seed)
-    prompts = torch.randint(0, model.cfg.vocab_size, (batch, prompt_len), generator=g).tolist()
+    prompts = torch.randint(0, model.cfg.vocab_size, (batch, prompt_len), generator=g, device="cpu").tolist()
     prefill_s, decode_tps = [], []
     for i in range(1 + max(1, repeats)):
         n = sum(1 for _ in eng.generate_step(prompts, new_tokens, SamplingParams(0.0)))

@@ -167,7 +167,7 @@ class Engine:
         graph = self._graph_for(B, sp) if self.graphs else None
         self.step_idx.zero_()
         ring, R = self.lag + 1, self.ring.shape[0]
-        host = [torch.empty(B, dtype=torch.int64, pin_memory=cuda) for _ in range(ring)]
+        host = [torch.empty(B, dtype=torch.int64, device="cpu", pin_memory=cuda) for _ in range(ring)]
         events = [torch.cuda.Event() if cuda else None for _ in range(ring)]
         side = torch.cuda.Stream(self.device) if self.side_stream else None
         stepped = [torch.cuda.Event() for _ in range(ring)] if side is not None else None

@@ -191,7 +191,7 @@ def _fill_bits(value: float, dtype: torch.dtype) -> int:
     ``dtype`` exactly as F.pad converts it (its checks differ from ``fill_``'s): F.pad itself
     pads a one-element CPU tensor. Cached; a host computation, no device sync."""
     try:
-        t = F.pad(torch.zeros(1, dtype=dtype), (1, 0), value=value)[0]
+        t = F.pad(torch.zeros(1, dtype=dtype, device="cpu"), (1, 0), value=value)[0]
     except RuntimeError as exc:
         raise ValueError(f"value: {value!r} cannot be converted to {dtype} without overflow") from exc
     return int(t.view(_BITS_VIEW[t.element_size()]).item())
