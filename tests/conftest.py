@@ -4,6 +4,7 @@
 collection, before any fastpath module loads. With it set, fastpath's public functions
 take their Triton path on CPU tensors, so the tests exercise the public API.
 """
+import contextlib
 import os
 import zlib
 
@@ -182,6 +183,18 @@ def greedy_hf(model, ids, n):
     out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, min_new_tokens=n,
                          do_sample=False, pad_token_id=0)
     return out[0, len(ids):].tolist()
+
+
+def greedy_ours_cpu(path, ids, n, default_device=None):
+    """``n`` greedy tokens of fastpath's engine after ``ids``, the checkpoint ``path`` loaded on the
+    CPU (float32, reference paths) with ``default_device`` as torch's default device meanwhile
+    (None: as it is): tensors the loader, model or engine make without naming a device land there."""
+    from fastpath.engine.generate import Engine
+    from fastpath.models.loader import load
+
+    with torch.device(default_device) if default_device else contextlib.nullcontext():
+        model = load(path, device="cpu", dtype=torch.float32, progress=False)
+        return [r[0] for r in Engine(model, max_seq=len(ids) + n + 1).generate_step([ids], n)]
 
 
 @pytest.fixture(scope="module")

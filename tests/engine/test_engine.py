@@ -11,7 +11,7 @@ from fastpath.engine.commands import DEFAULT_MODEL, DEFAULT_PROMPT  # noqa: E402
 from fastpath.engine.generate import Engine, SamplingParams, generate  # noqa: E402
 from fastpath.engine.tokenizer import StreamDecoder, Tokenizer  # noqa: E402
 from fastpath.models.loader import load  # noqa: E402
-from tests.conftest import DEVICE  # noqa: E402
+from tests.conftest import DEVICE, greedy_ours_cpu  # noqa: E402
 
 
 
@@ -32,6 +32,13 @@ def test_embedded_checkpoint_generates_what_transformers_generates(reference_pat
     text = generate(eng, tok, DEFAULT_PROMPT, 40, SamplingParams(0.0))
     assert text == want_text
     assert len(text) > 40  # real text, not an early stop
+
+
+def test_embedded_model_under_another_default_device(reference_paths):
+    """torch.set_default_device elsewhere ("meta": no data) changes nothing: the loader, the model
+    and the engine name the device of every tensor they make."""
+    ids = Tokenizer(DEFAULT_MODEL).encode(DEFAULT_PROMPT)
+    assert greedy_ours_cpu(DEFAULT_MODEL, ids, 8, "meta") == greedy_ours_cpu(DEFAULT_MODEL, ids, 8)
 
 
 def test_stream_decoder_pieces_add_up():

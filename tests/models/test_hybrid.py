@@ -23,7 +23,7 @@ from fastpath.models import safetensors as st  # noqa: E402
 from fastpath.models.config import ModelConfig, named  # noqa: E402
 from fastpath.models.loader import load  # noqa: E402
 from fastpath.ops import linear  # noqa: E402
-from tests.conftest import DEVICE, greedy_hf  # noqa: E402
+from tests.conftest import DEVICE, greedy_hf, greedy_ours_cpu  # noqa: E402
 
 logging.getLogger("transformers").setLevel(logging.ERROR)  # "falling back to the PyTorch implementation"
 
@@ -86,6 +86,14 @@ def test_logits_and_greedy_match_transformers(arch, tmp_path, reference_paths):
     assert [r[0] for r in eng.generate_step([ids], 32, chunk=5)] == want, f"{arch}: greedy tokens (chunk 5)"
     # the engine reused: a prefill at position 0 starts the row from zero state again
     assert [r[0] for r in eng.generate_step([ids], 6)] == want[:6], f"{arch}: greedy tokens (reused cache)"
+
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_load_and_decode_under_another_default_device(arch, tmp_path, reference_paths):
+    """With torch's default device elsewhere ("meta": no data), the same tokens as without."""
+    _, path = _hf_model(arch, tmp_path)
+    ids = torch.randint(0, V, (9,)).tolist()
+    assert greedy_ours_cpu(path, ids, 6, "meta") == greedy_ours_cpu(path, ids, 6)
 
 
 @pytest.mark.parametrize("arch", list(ARCHS))

@@ -155,12 +155,12 @@ class ModelConfig(Dims):
 
 
 def rope_inv_freq(cfg: ModelConfig):
-    """Inverse frequencies (head_dim / 2,) as transformers computes them: default, linear and
-    llama3 scaling."""
+    """Inverse frequencies (head_dim / 2,), on the CPU, as transformers computes them: default,
+    linear and llama3 scaling."""
     import torch
 
     D = cfg.head_dim
-    inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, D, 2, dtype=torch.int64).float() / D))
+    inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, D, 2, dtype=torch.int64, device="cpu").float() / D))
     sc = cfg.rope_scaling
     if not sc:
         return inv

@@ -122,7 +122,7 @@ def rope_perm(D: int, r: int) -> torch.Tensor:
     """New head dim -> old: rotated pairs ``(i, i + r/2)`` to ``(i, i + D/2)``, the rest after."""
     rh, rest = r // 2, list(range(r, D))
     half = len(rest) // 2
-    return torch.tensor(list(range(rh)) + rest[:half] + list(range(rh, r)) + rest[half:])
+    return torch.tensor(list(range(rh)) + rest[:half] + list(range(rh, r)) + rest[half:], device="cpu")
 
 
 class GatedDeltaNet(Mixer):
@@ -192,8 +192,8 @@ class Qwen35Moe(HybridLM):
     def rope_inv_freq(self) -> torch.Tensor:
         cfg = self.cfg
         r = cfg.rotary_dim
-        inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, r, 2, dtype=torch.int64).float() / r))
-        return torch.cat((inv, torch.zeros(cfg.head_dim // 2 - r // 2)))  # frequency 0: pass-through pairs
+        inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, r, 2, dtype=torch.int64, device="cpu").float() / r))
+        return torch.cat((inv, torch.zeros(cfg.head_dim // 2 - r // 2, device="cpu")))  # frequency 0: passed through
 
 
 Model, Config = Qwen35Moe, Qwen35MoeConfig

@@ -49,7 +49,7 @@ class SafetensorsFile:
         dtype, shape = self.info(name)
         b, e = self.header[name]["data_offsets"]
         if e == b:
-            return torch.empty(shape, dtype=dtype)
+            return torch.empty(shape, dtype=dtype, device="cpu")
         buf = torch.frombuffer(self._map, dtype=torch.uint8, count=e - b, offset=self._start + b)
         return buf.view(dtype).reshape(shape)
 
