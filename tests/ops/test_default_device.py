@@ -56,7 +56,51 @@ def _cases():
         "causal_conv3d": lambda: fastpath.causal_conv3d(vid, _rand(2, 3, 2, 3, 3), padding=(1, 1, 1)),
         "causal_conv1d": lambda: fastpath.causal_conv1d(_rand(1, 6, 5), _rand(6, 3), activation="silu"),
         "inv": lambda: fastpath.linalg.inv(_rand(3, 4, 4) + 4 * torch.eye(4, device=DEVICE)),
+        "solve_ex": lambda: fastpath.linalg.solve_ex(_rand(2, 5, 5) + 5 * torch.eye(5, device=DEVICE), _rand(2, 5, 2)),
+        "lu_factor_ex": lambda: fastpath.linalg.lu_factor_ex(_rand(2, 6, 6)),
+        "lu_solve": lambda: fastpath.linalg.lu_solve(*fastpath.linalg.lu_factor(_rand(2, 6, 6)), _rand(2, 6, 1)),
+        "det": lambda: fastpath.linalg.det(_rand(3, 4, 4)),
+        "slogdet": lambda: fastpath.linalg.slogdet(_rand(3, 4, 4)),
+        "solve_triangular": lambda: fastpath.linalg.solve_triangular(
+            _rand(2, 5, 5).triu() + 3 * torch.eye(5, device=DEVICE), _rand(2, 5, 3), upper=True),
+        "qr": lambda: fastpath.linalg.qr(_rand(3, 6, 4)),
+        "svd": lambda: fastpath.linalg.svd(_rand(3, 4, 4)),
+        "pinv": lambda: fastpath.linalg.pinv(_rand(3, 5, 3)),
+        "log_softmax": lambda: fastpath.log_softmax(x, -1),
+        "minimum uint16": lambda: fastpath.minimum(_ids(20, 60000).to(torch.uint16), _ids(20, 60000).to(torch.uint16)),
+        "scaled_mm rowwise": lambda: _scaled_mm(x, w),
+        "quantize_fp8 blockwise": lambda: fastpath.quantize_fp8(_rand(4, 256), "blockwise"),
+        "router": lambda: fastpath.router(h1, _rand(E, 32), 2),
+        "gated_delta_rule_step": lambda: fastpath.gated_delta_rule_step(
+            _rand(1, 2, 16), _rand(1, 2, 16), _rand(1, 4, 16), -_rand(1, 4).abs(), _rand(1, 4).sigmoid(),
+            torch.zeros(1, 4, 16, 16, device=DEVICE)),
+        "chunk_gated_delta_rule": lambda: fastpath.chunk_gated_delta_rule(
+            _rand(1, 9, 2, 16), _rand(1, 9, 2, 16), _rand(1, 9, 4, 16), -_rand(1, 9, 4).abs(), _rand(1, 9, 4).sigmoid()),
+        "channel_rms_norm": lambda: fastpath.channel_rms_norm(vid, torch.ones(3, 1, 1, 1, device=DEVICE), 0.0,
+                                                              silu=True),
+        "conv1d": lambda: fastpath.conv1d(_rand(1, 4, 9), _rand(6, 4, 3), padding=1),
+        "mse_loss backward": lambda: _grads(lambda a: fastpath.mse_loss(a, x.flip(0)), x),
+        "dropout backward": lambda: _grads(lambda a: fastpath.dropout(a, 0.3, generator=_gen()), x),
+        "batch_norm backward": lambda: _grads(
+            lambda a: fastpath.batch_norm(a, None, None, torch.ones(5, device=DEVICE), None, training=True),
+            _rand(4, 5, 3)),
     }
+
+
+def _scaled_mm(x, w):
+    qa, sa = fastpath.quantize_fp8(x, "rowwise")
+    qw, sw = fastpath.quantize_fp8(w, "rowwise")
+    return fastpath.scaled_mm(qa, qw.t(), sa, fastpath.ScalingType.RowWise, sw.t(), fastpath.ScalingType.RowWise,
+                              output_dtype=torch.float32)
+
+
+def _grads(fn, a):
+    """``fn(a)`` and the gradient of its sum with respect to ``a`` (the backward run where the
+    default device is set too)."""
+    a = a.detach().requires_grad_()
+    out = fn(a)
+    (g,) = torch.autograd.grad(out.sum(), a)
+    return out.detach(), g
 
 
 def _gen():
