@@ -75,7 +75,8 @@ def _cases():
             _rand(1, 2, 16), _rand(1, 2, 16), _rand(1, 4, 16), -_rand(1, 4).abs(), _rand(1, 4).sigmoid(),
             torch.zeros(1, 4, 16, 16, device=DEVICE)),
         "chunk_gated_delta_rule": lambda: fastpath.chunk_gated_delta_rule(
-            _rand(1, 9, 2, 16), _rand(1, 9, 2, 16), _rand(1, 9, 4, 16), -_rand(1, 9, 4).abs(), _rand(1, 9, 4).sigmoid()),
+            _rand(1, 9, 2, 16), _rand(1, 9, 2, 16), _rand(1, 9, 4, 16), -_rand(1, 9, 4).abs(),
+            _rand(1, 9, 4).sigmoid()),
         "channel_rms_norm": lambda: fastpath.channel_rms_norm(vid, torch.ones(3, 1, 1, 1, device=DEVICE), 0.0,
                                                               silu=True),
         "conv1d": lambda: fastpath.conv1d(_rand(1, 4, 9), _rand(6, 4, 3), padding=1),
