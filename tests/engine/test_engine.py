@@ -34,11 +34,19 @@ def test_embedded_checkpoint_generates_what_transformers_generates(reference_pat
     assert len(text) > 40  # real text, not an early stop
 
 
-def test_embedded_model_under_another_default_device(reference_paths):
-    """torch.set_default_device elsewhere ("meta": no data) changes nothing: the loader, the model
-    and the engine name the device of every tensor they make."""
+def test_embedded_model_under_another_default_device_or_dtype(reference_paths):
+    """torch's default device elsewhere ("meta": no data) or its default dtype float16 (as model
+    constructors set it for a while) changes nothing: the loader, the model and the engine name the
+    device and dtype of every tensor they make."""
     ids = Tokenizer(DEFAULT_MODEL).encode(DEFAULT_PROMPT)
-    assert greedy_ours_cpu(DEFAULT_MODEL, ids, 8, "meta") == greedy_ours_cpu(DEFAULT_MODEL, ids, 8)
+    want = greedy_ours_cpu(DEFAULT_MODEL, ids, 8)
+    assert greedy_ours_cpu(DEFAULT_MODEL, ids, 8, "meta") == want
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float16)
+    try:
+        assert greedy_ours_cpu(DEFAULT_MODEL, ids, 8) == want
+    finally:
+        torch.set_default_dtype(old)
 
 
 def test_stream_decoder_pieces_add_up():

@@ -1,10 +1,12 @@
 """The public ops under another default device (``torch.set_default_device`` / ``with
-torch.device(...)``, as gpt-fast-style code and some Hugging Face loading paths set it): with
-every input on the test device, each op must give what it gives without the default device
-set, on the inputs' device. A tensor the op makes without naming a device would land on the
-default device ("meta" here): a kernel launched on it, a read back from it or an output there
-fails the test. (The compiled sweep found bincount's and take's validating read and pad's fill
-value made that way.)"""
+torch.device(...)``, as gpt-fast-style code and some Hugging Face loading paths set it) or
+default dtype: with every input on the test device, each op must give what it gives without
+the default set, on the inputs' device. A tensor the op makes without naming a device would
+land on the default device ("meta" here): a kernel launched on it, a read back from it or an
+output there fails the test; one made without a dtype would be float64. (The compiled sweep
+found bincount's and take's validating read and pad's fill value made that way.)"""
+import contextlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,7 +16,15 @@ from tests.conftest import DEVICE
 
 
 def _rand(*shape, dtype=torch.float32):
-    return torch.randn(*shape, device=DEVICE).to(dtype)
+    return torch.randn(*shape, device=DEVICE, dtype=torch.float32).to(dtype)
+
+
+def _ones(*shape):
+    return torch.ones(*shape, device=DEVICE, dtype=torch.float32)
+
+
+def _eye(n):
+    return torch.eye(n, device=DEVICE, dtype=torch.float32)
 
 
 def _ids(n, hi):
@@ -34,7 +44,7 @@ def _cases():
     return {
         "linear": lambda: fastpath.linear(x[:1], w),
         "softmax": lambda: fastpath.softmax(x, -1),
-        "rms_norm": lambda: fastpath.rms_norm(x, torch.ones(40, device=DEVICE), 1e-6),
+        "rms_norm": lambda: fastpath.rms_norm(x, _ones(40), 1e-6),
         "pad value": lambda: fastpath.pad(vid, (1, 1, 1, 1, 2, 0), value=0.25),
         "pad replicate": lambda: fastpath.pad(vid, (1, 2, 0, 1, 1, 0), mode="replicate"),
         "bincount validated": lambda: fastpath.bincount(_ids(50, 7), minlength=9),
@@ -55,14 +65,14 @@ def _cases():
         "sample greedy": lambda: fastpath.sample(x, temperature=0.0),
         "causal_conv3d": lambda: fastpath.causal_conv3d(vid, _rand(2, 3, 2, 3, 3), padding=(1, 1, 1)),
         "causal_conv1d": lambda: fastpath.causal_conv1d(_rand(1, 6, 5), _rand(6, 3), activation="silu"),
-        "inv": lambda: fastpath.linalg.inv(_rand(3, 4, 4) + 4 * torch.eye(4, device=DEVICE)),
-        "solve_ex": lambda: fastpath.linalg.solve_ex(_rand(2, 5, 5) + 5 * torch.eye(5, device=DEVICE), _rand(2, 5, 2)),
+        "inv": lambda: fastpath.linalg.inv(_rand(3, 4, 4) + 4 * _eye(4)),
+        "solve_ex": lambda: fastpath.linalg.solve_ex(_rand(2, 5, 5) + 5 * _eye(5), _rand(2, 5, 2)),
         "lu_factor_ex": lambda: fastpath.linalg.lu_factor_ex(_rand(2, 6, 6)),
         "lu_solve": lambda: fastpath.linalg.lu_solve(*fastpath.linalg.lu_factor(_rand(2, 6, 6)), _rand(2, 6, 1)),
         "det": lambda: fastpath.linalg.det(_rand(3, 4, 4)),
         "slogdet": lambda: fastpath.linalg.slogdet(_rand(3, 4, 4)),
         "solve_triangular": lambda: fastpath.linalg.solve_triangular(
-            _rand(2, 5, 5).triu() + 3 * torch.eye(5, device=DEVICE), _rand(2, 5, 3), upper=True),
+            _rand(2, 5, 5).triu() + 3 * _eye(5), _rand(2, 5, 3), upper=True),
         "qr": lambda: fastpath.linalg.qr(_rand(3, 6, 4)),
         "svd": lambda: fastpath.linalg.svd(_rand(3, 4, 4)),
         "pinv": lambda: fastpath.linalg.pinv(_rand(3, 5, 3)),
@@ -73,17 +83,17 @@ def _cases():
         "router": lambda: fastpath.router(h1, _rand(E, 32), 2),
         "gated_delta_rule_step": lambda: fastpath.gated_delta_rule_step(
             _rand(1, 2, 16), _rand(1, 2, 16), _rand(1, 4, 16), -_rand(1, 4).abs(), _rand(1, 4).sigmoid(),
-            torch.zeros(1, 4, 16, 16, device=DEVICE)),
+            0 * _ones(1, 4, 16, 16)),
         "chunk_gated_delta_rule": lambda: fastpath.chunk_gated_delta_rule(
             _rand(1, 9, 2, 16), _rand(1, 9, 2, 16), _rand(1, 9, 4, 16), -_rand(1, 9, 4).abs(),
             _rand(1, 9, 4).sigmoid()),
-        "channel_rms_norm": lambda: fastpath.channel_rms_norm(vid, torch.ones(3, 1, 1, 1, device=DEVICE), 0.0,
+        "channel_rms_norm": lambda: fastpath.channel_rms_norm(vid, _ones(3, 1, 1, 1), 0.0,
                                                               silu=True),
         "conv1d": lambda: fastpath.conv1d(_rand(1, 4, 9), _rand(6, 4, 3), padding=1),
         "mse_loss backward": lambda: _grads(lambda a: fastpath.mse_loss(a, x.flip(0)), x),
         "dropout backward": lambda: _grads(lambda a: fastpath.dropout(a, 0.3, generator=_gen()), x),
         "batch_norm backward": lambda: _grads(
-            lambda a: fastpath.batch_norm(a, None, None, torch.ones(5, device=DEVICE), None, training=True),
+            lambda a: fastpath.batch_norm(a, None, None, _ones(5), None, training=True),
             _rand(4, 5, 3)),
     }
 
@@ -115,13 +125,29 @@ def _flat(out):
     return [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(o, torch.Tensor)]
 
 
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+DEFAULTS = {"device meta": lambda: torch.device("meta"), "dtype float64": lambda: _default_dtype(torch.float64)}
+
+
+@pytest.mark.parametrize("default", list(DEFAULTS))
 @pytest.mark.parametrize("name", list(CASES))
-def test_ops_ignore_the_default_device(name):
-    """Each case twice from the same seed (its random inputs alike), the second time under "meta"."""
+def test_ops_ignore_the_default_device_and_dtype(name, default):
+    """Each case twice from the same seed (its random inputs alike), the second time with torch's
+    default device "meta" (no data) or its default dtype float64 (an op's own float tensor made
+    without a dtype would be float64)."""
     torch.manual_seed(0)
     ref = _flat(CASES[name]())
     torch.manual_seed(0)
-    with torch.device("meta"):
+    with DEFAULTS[default]():
         out = _flat(CASES[name]())
     assert len(out) == len(ref)
     for o, r in zip(out, ref):
