@@ -2,6 +2,8 @@
 skewed data, every path (register histogram, atomics with each skew handling, weighted
 atomics, finishing in the counting launch or in a second one), the flag word, sizes and
 validation."""
+import contextlib
+
 import pytest
 import torch
 
@@ -116,6 +118,39 @@ def test_validate_false_skips_out_of_range_without_sync():
     big = torch.randint(0, 2000, (3000,), device=DEVICE)
     assert torch.equal(bincount(big, minlength=1000, validate=False).cpu(),
                        _ref(big[big < 1000], minlength=1000))
+
+
+@contextlib.contextmanager
+def _deterministic(warn_only=False):
+    torch.use_deterministic_algorithms(True, warn_only=warn_only)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_deterministic_mode_as_torch(monkeypatch):
+    """Under torch.use_deterministic_algorithms(True): counts and the interpreter's (sequential)
+    sums run; weighted sums through a GPU's atomics raise as torch.bincount's do on CUDA, or warn
+    with warn_only=True (then still summed right)."""
+    x = torch.randint(0, 30, (700,), device=DEVICE)
+    w = torch.randn(700, device=DEVICE)
+    with _deterministic():
+        assert torch.equal(bincount(x, minlength=40).cpu(), _ref(x, minlength=40))
+        if DEVICE.type == "cuda":
+            with pytest.raises(RuntimeError, match="fastpath.bincount with weights .* deterministic"):
+                bincount(x, w, minlength=40)
+        else:
+            _assert_float32_sums(bincount(x, w, minlength=40), x, w, 40)
+            monkeypatch.setattr(bc, "INTERPRET", False)  # as compiled: the check before any launch
+            monkeypatch.setattr(bc, "use_triton", lambda t: True)
+            with pytest.raises(RuntimeError, match="fastpath.bincount with weights .* deterministic"):
+                bincount(x, w, minlength=40)
+            monkeypatch.undo()
+    with _deterministic(warn_only=True):
+        with pytest.warns(UserWarning, match="deterministic") if DEVICE.type == "cuda" else contextlib.nullcontext():
+            _assert_float32_sums(bincount(x, w, minlength=40), x, w, 40)
+    _assert_float32_sums(bincount(x, w, minlength=40), x, w, 40)  # the mode off: no alert
 
 
 def test_errors():

@@ -34,6 +34,22 @@ def require_fp8() -> None:
                            "does not have; install torch 2.1 or newer")
 
 
+def alert_nondeterministic(what: str) -> None:
+    """PyTorch's answer to an op without a deterministic algorithm under
+    ``torch.use_deterministic_algorithms(True)``: a RuntimeError, or a warning with
+    ``warn_only=True``; nothing when the mode is off."""
+    if not torch.are_deterministic_algorithms_enabled():
+        return
+    msg = (f"{what} does not have a deterministic implementation, but you set "
+           "'torch.use_deterministic_algorithms(True)'. Turn determinism off around this call, or pass "
+           "warn_only=True there, if that is acceptable for your application.")
+    if torch.is_deterministic_algorithms_warn_only_enabled():
+        import warnings
+        warnings.warn(msg, UserWarning, stacklevel=3)
+    else:
+        raise RuntimeError(msg)
+
+
 def _capturing(device: torch.device) -> bool:
     return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
 

@@ -50,7 +50,7 @@ import torch
 
 from .._core import alloc
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
-from .._core.errors import check_tensor, require_no_capture
+from .._core.errors import alert_nondeterministic, check_tensor, require_no_capture
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
 from .._core.readback import read_back
@@ -413,7 +413,9 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
     ValueError naming ``input`` for a non-1-D tensor or a negative value (validate=True),
     ``weights`` for another shape or device, ``minlength`` for a negative value or for
     ``validate=False`` with ``minlength == 0``; RuntimeError for ``validate=True`` (on a
-    non-empty input) inside a CUDA graph capture, where its host sync cannot run.
+    non-empty input) inside a CUDA graph capture, where its host sync cannot run; with
+    weights on a GPU under ``torch.use_deterministic_algorithms(True)``, RuntimeError (a
+    warning with ``warn_only=True``), as ``torch.bincount`` (the sums' order varies).
 
     Example
     -------
@@ -435,6 +437,8 @@ def bincount(input: torch.Tensor, weights: Optional[torch.Tensor] = None, minlen
             raise ValueError(f"weights: expected a tensor on {input.device}, got {weights.device}")
     if isinstance(minlength, bool) or not isinstance(minlength, int) or minlength < 0:
         raise ValueError(f"minlength: expected an int >= 0, got {minlength!r}")
+    if weights is not None and not INTERPRET and use_triton(input):  # float sums through atomics, in
+        alert_nondeterministic("fastpath.bincount with weights on a GPU")  # the order they land
     if not validate:
         if minlength == 0:
             raise ValueError("minlength: validate=False needs minlength > 0, the output size "
