@@ -34,6 +34,7 @@ from .._core import alloc
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, pdl_trigger, tl, triton, triton_reason, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
+from .._core.autocast import autocast_dtype, cast
 from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from .._core.shapes import broadcast_shape
@@ -662,6 +663,12 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     >>> fastpath.scaled_dot_product_attention(q, k, v, enable_gqa=True, kv_len=lens).shape
     torch.Size([1, 32, 1, 128])
     """
+    dt = autocast_dtype(query)
+    if dt is not None:  # as autocast runs F.scaled_dot_product_attention: float inputs in the region's dtype
+        query, key, value, attn_mask, out_gate = cast(dt, query, key, value, attn_mask, out_gate)
+        with torch.autocast(query.device.type, enabled=False):
+            return scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                                                kv_len=kv_len, window=window, out_gate=out_gate)
     call = lambda: _checked_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale,  # noqa: E731
                                  enable_gqa, kv_len, window, out_gate)
     if not (type(dropout_p) in (int, float) and type(scale) in (int, float, type(None))

@@ -32,6 +32,7 @@ from .._core import alloc
 from .._core.backend import num_sms, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import cdiv
+from .._core.autocast import autocast_dtype, cast
 from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from . import matvec
@@ -253,6 +254,11 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     >>> fastpath.linear(x, w).shape
     torch.Size([1, 1, 11008])
     """
+    dt = autocast_dtype(x)
+    if dt is not None:  # as autocast runs F.linear: the inputs in the region's dtype
+        x, weight, bias = cast(dt, x, weight, bias)
+        with torch.autocast(x.device.type, enabled=False):
+            return linear(x, weight, bias, weight_scale=weight_scale)
     return _MEMO.call(lambda: _checked_linear(x, weight, bias, weight_scale), (x, weight, bias, weight_scale))
 
 
@@ -275,6 +281,11 @@ def linear_swiglu(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     projection nor the two elementwise kernels exist. More rows: :func:`linear` and the two
     ops. Inference only (no autograd). Eager calls like an earlier one replay its launch
     (:mod:`fastpath._core.memo`)."""
+    dt = autocast_dtype(x)
+    if dt is not None:  # as autocast runs the projection (F.linear), then the activation on its output
+        x, weight, bias = cast(dt, x, weight, bias)
+        with torch.autocast(x.device.type, enabled=False):
+            return linear_swiglu(x, weight, bias, weight_scale=weight_scale)
     return _MEMO.call(lambda: _checked_swiglu(x, weight, bias, weight_scale), (x, weight, bias, weight_scale),
                       ("swiglu",))
 
