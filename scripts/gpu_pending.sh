@@ -1523,8 +1523,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
   # words on the CPU by name: bincount / take raised under torch.set_default_device('cuda')), the tests that hold
   # them, then the compiled random sweep again (fuzz_ops --cuda, float32 causal_conv3d now judged against cuDNN's TF32)
   timeout 200 python3 -m pytest -q -rw -p no:cacheprovider tests/ops/test_default_device.py tests/ops/test_autocast.py \
-    tests/ops/test_bincount.py::test_deterministic_mode_as_torch tests/engine/test_engine.py \
-    tests/models/test_hybrid.py -k "default_device or autocast or deterministic" 2>&1 | tail -8 | tee "$OUT/default_device_tests.log"
+    tests/ops/test_bincount.py::test_deterministic_mode_as_torch tests/ops/test_autograd_paths.py tests/engine/test_engine.py \
+    tests/models/test_hybrid.py -k "default_device or autocast or deterministic or grad" 2>&1 | tail -8 | tee "$OUT/default_device_tests.log"
   timeout $((560 - SECONDS)) python3 scripts/fuzz_ops.py 68 $((530 - SECONDS)) --cuda 2>&1 | grep -v -i warn | tail -25 \
     | tee "$OUT/fuzz_cuda.log" ;;
 esac

@@ -209,6 +209,12 @@ def triton_reason(device: torch.device | str) -> str | None:
     return _gpu_reason(device.index if device.index is not None else torch.cuda.current_device())
 
 
+def needs_grad(*tensors) -> bool:
+    """Autograd is recording and one of ``tensors`` requires a gradient: an inference-only
+    kernel must leave such a call to its PyTorch path, whose ops autograd records."""
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
+
 def use_triton(t: torch.Tensor) -> bool:
     """True when the Triton kernels serve tensor ``t``'s device."""
     return triton_reason(t.device) is None

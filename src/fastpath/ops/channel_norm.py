@@ -23,7 +23,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, tl, triton, triton_reason, use_triton
+from .._core.backend import INTERPRET, tl, triton, triton_reason, needs_grad, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
@@ -249,7 +249,8 @@ def channel_rms_norm(x: torch.Tensor, gamma: torch.Tensor, bias=None, *,
     A new tensor of ``x``'s shape and dtype in ``x``'s memory format (as ``torch.empty_like``:
     contiguous stays contiguous, channels-last stays channels-last, non-dense views give a
     dense tensor). No host synchronisation (CUDA-graph capturable);
-    ``torch.compile(fullgraph=True)`` traces it. No autograd. More than 4096 channels take
+    ``torch.compile(fullgraph=True)`` traces it. Under autograd (an input that requires grad)
+    the PyTorch path, which autograd records. More than 4096 channels take
     the PyTorch path.
 
     Raises
@@ -289,6 +290,8 @@ def channel_rms_norm(x: torch.Tensor, gamma: torch.Tensor, bias=None, *,
     eps = _real("eps", eps, "a non-negative float")
     if not eps >= 0:
         raise ValueError(f"eps: expected a non-negative float, got {eps!r}")
+    if needs_grad(x, gamma, bias_t, input_bias):  # the kernel has no backward: torch's ops, which autograd records
+        return reference_channel_rms_norm(x, gamma, bias, scale=scale, eps=eps, silu=silu, input_bias=input_bias)
     return _channel_norm_op(x, gamma, bias_t, bias_value, scale, eps, bool(silu), input_bias)
 
 

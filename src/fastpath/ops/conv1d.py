@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import INTERPRET, pdl_start, pdl_trigger, tl, triton, use_triton
+from .._core.backend import INTERPRET, pdl_start, pdl_trigger, tl, triton, needs_grad, use_triton
 from .._core.errors import FLOAT_DTYPES, KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
@@ -191,10 +191,6 @@ def _check_dw(x, weight, bias, state, activation, fname: str):
     return weight, activation is not None
 
 
-def _grad_needed(*ts) -> bool:
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in ts)
-
-
 def _ccf_fake(x, weight, bias, state, silu, state_len):
     B, C, _ = x.shape
     S = state.shape[2] if state is not None else state_len
@@ -254,7 +250,7 @@ def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
         state_len = K - 1
     if state is None and (isinstance(state_len, bool) or not isinstance(state_len, int) or state_len < 0):
         raise ValueError(f"state_len: expected a non-negative int, got {state_len!r}")
-    if _grad_needed(x, weight, bias, state):
+    if needs_grad(x, weight, bias, state):
         return reference_causal_conv1d(x, weight, bias, state, "silu" if silu else None, state_len)
     return _causal_conv1d_op(x, weight, bias, state, silu, state_len)
 
@@ -302,7 +298,7 @@ def causal_conv1d_update(x: torch.Tensor, state: torch.Tensor, weight: torch.Ten
         raise ValueError(f"x: expected (B, C) or (B, C, T), got shape {tuple(x.shape)}")
     check_tensor("state", state)
     weight, silu = _check_dw(x, weight, bias, state, activation, "causal_conv1d_update")
-    if _grad_needed(x, weight, bias):
+    if needs_grad(x, weight, bias):
         x3 = x if x.dim() == 3 else x[:, :, None]
         out, new_state = reference_causal_conv1d(x3, weight, bias, state, "silu" if silu else None)
         with torch.no_grad():
@@ -376,7 +372,7 @@ def short_conv(bcx: torch.Tensor, state: torch.Tensor, weight: torch.Tensor,
     check_tensor("state", state)
     C = bcx.shape[-1] // 3
     weight, _ = _check_dw(bcx.transpose(1, 2)[:, :C], weight, bias, state, None, "short_conv")
-    if _grad_needed(bcx, weight, bias):
+    if needs_grad(bcx, weight, bias):
         out, new_state = reference_short_conv(bcx, state, weight, bias)
         with torch.no_grad():
             state.copy_(new_state)
@@ -502,7 +498,7 @@ def conv1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     if x.shape[2] + pad_l + pad_r < dilation * (K - 1) + 1:
         raise ValueError(f"input: length {x.shape[2]} with padding ({pad_l}, {pad_r}) is shorter than the "
                          f"dilated kernel ({dilation * (K - 1) + 1})")
-    if _grad_needed(x, weight, bias):
+    if needs_grad(x, weight, bias):
         out = reference_conv1d(x, weight, bias, stride, pad_l, pad_r, dilation, groups)
     else:
         out = _conv1d_op(x, weight, bias, stride, pad_l, pad_r, dilation, groups)

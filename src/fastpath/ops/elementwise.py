@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 import torch
 
 from .._core import alloc
-from .._core.backend import tl, triton, triton_reason, use_triton
+from .._core.backend import tl, triton, triton_reason, needs_grad, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor, require_no_capture
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
@@ -347,6 +347,8 @@ def _checked_frexp(input):
     check_tensor("input", input)
     if not input.dtype.is_floating_point:
         raise TypeError(f"input: frexp needs a floating-point tensor, got {input.dtype}")
+    if needs_grad(input):  # the kernel has no backward: torch.frexp, which autograd records
+        return reference_frexp(input)
     return _frexp_op(input)
 
 
@@ -420,6 +422,8 @@ def _checked_heaviside(input, values):
     except RuntimeError:
         raise ValueError(f"values: shape {tuple(values.shape)} does not broadcast with input's "
                          f"{tuple(input.shape)}") from None
+    if needs_grad(input, values):  # torch.heaviside: autograd records it (and says it has no derivative)
+        return reference_heaviside(input, values)
     return _heaviside_op(input, values)
 
 
@@ -648,6 +652,8 @@ def take(input: torch.Tensor, index: torch.Tensor, *, validate: bool = True) -> 
         raise IndexError("index: cannot take from an empty input")
     if index.device != input.device and index.dim() > 0:
         raise ValueError(f"index: expected a tensor on {input.device}, got {index.device}")
+    if needs_grad(input):  # the kernel has no backward: torch's take, which autograd records
+        return reference_take(input, index, bool(validate))
     return _take_op(input, index, bool(validate))
 
 

@@ -38,7 +38,8 @@ from typing import Optional, Tuple
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, num_sms, pdl_start, pdl_trigger, tl, triton, triton_reason, use_triton
+from .._core.backend import (INTERPRET, num_sms, pdl_start, pdl_trigger, tl, triton, triton_reason, needs_grad,
+                             use_triton)
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.registry import register_op
@@ -535,8 +536,14 @@ def _shape(name, t, want, what):
         raise ValueError(f"{name}: expected shape {tuple(want)} {what}, got {tuple(t.shape)}")
 
 
-def _check_raw(A_log, dt_bias, HV: int, device) -> None:
-    """Qwen3.5's raw-gate parameters: both or neither, float ``(HV,)`` on ``device``."""
+def _check_raw(A_log, dt_bias, HV: int, device, *tensors) -> None:
+    """Qwen3.5's raw-gate parameters: both or neither, float ``(HV,)`` on ``device``; and no
+    input that autograd would need a gradient of (``tensors``: the kernels have no backward)."""
+    if needs_grad(A_log, dt_bias, *tensors):
+        raise NotImplementedError(
+            "q, k, v, g, beta: the gated delta kernels are inference-only (no backward), and an input requires "
+            "grad with autograd recording; run under torch.no_grad() / inference_mode(), or use "
+            "fastpath.reference_gated_delta_rule (PyTorch ops) for gradients")
     if (A_log is None) != (dt_bias is None):
         raise ValueError("A_log, dt_bias: give both (raw gates) or neither")
     for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
@@ -659,7 +666,7 @@ def gated_delta_rule_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: 
             raise ValueError(f"state_indices: expected a tensor on {q.device}, got {state_indices.device}")
         if state.dim() != 4 or tuple(state.shape[1:]) != (HV, Dk, Dv):
             raise ValueError(f"state: expected a pool of shape (N, {HV}, {Dk}, {Dv}), got {tuple(state.shape)}")
-    _check_raw(A_log, dt_bias, HV, q.device)
+    _check_raw(A_log, dt_bias, HV, q.device, q, k, v, g, beta, state)
     o = _step_op(q, k, v, g, beta, state, state_indices, sc, bool(use_qk_l2norm), A_log, dt_bias)
     return o.unsqueeze(1) if four else o
 
@@ -713,7 +720,7 @@ def chunk_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g:
     >>> o, state = fastpath.chunk_gated_delta_rule(q, k, v, g, beta)
     """
     sc = _check_seq(q, k, v, g, beta, initial_state, scale)
-    _check_raw(A_log, dt_bias, v.shape[2], q.device)
+    _check_raw(A_log, dt_bias, v.shape[2], q.device, q, k, v, g, beta, initial_state)
     if chunk_size is None:
         chunk_size = DEFAULT_CHUNK
     if chunk_size not in (16, 32, 64):
@@ -733,7 +740,7 @@ def recurrent_gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     several tokens per decode step) it beats the chunked form; same arguments and results.
     """
     sc = _check_seq(q, k, v, g, beta, initial_state, scale)
-    _check_raw(A_log, dt_bias, v.shape[2], q.device)
+    _check_raw(A_log, dt_bias, v.shape[2], q.device, q, k, v, g, beta, initial_state)
     o, s = _chunk_op(q, k, v, g, beta, initial_state, sc, bool(use_qk_l2norm), 0, A_log, dt_bias)
     return o, (s if output_final_state else None)
 

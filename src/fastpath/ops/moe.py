@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, triton_reason, use_triton
+from .._core.backend import INTERPRET, TL_DTYPES, triton_reason, needs_grad, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
@@ -139,6 +139,18 @@ def _route_fake(router_logits, top_k, sigmoid, norm, expert_bias, scale, eps, sh
             router_logits.new_empty(shape, dtype=torch.int64))
 
 
+def _route_reference(router_logits, top_k, sigmoid, norm, expert_bias, scale, eps, shared):
+    """:func:`route` by :func:`reference_route` (float32 weights), the shared slot appended."""
+    E = router_logits.shape[-1] - shared
+    w, ids = reference_route(router_logits[..., :E], top_k, "sigmoid" if sigmoid else "softmax", norm,
+                             expert_bias, scale, norm_eps=eps)
+    w = w.float()
+    if shared:
+        g = torch.sigmoid(router_logits[..., E:].float())
+        w, ids = torch.cat((w, g), -1), torch.cat((ids, torch.full_like(ids[..., :1], E)), -1)
+    return w, ids
+
+
 @register_op("route", fake=_route_fake)
 def _route_op(router_logits: torch.Tensor, top_k: int, sigmoid: bool, norm: bool,
               expert_bias: Optional[torch.Tensor], scale: float, eps: float,
@@ -147,13 +159,7 @@ def _route_op(router_logits: torch.Tensor, top_k: int, sigmoid: bool, norm: bool
     lead = router_logits.shape[:-1]
     if (not use_triton(router_logits) or router_logits.dtype not in KERNEL_DTYPES or E > MAX_ROUTE_EXPERTS
             or (expert_bias is not None and expert_bias.dtype not in KERNEL_DTYPES)):
-        w, ids = reference_route(router_logits[..., :E], top_k, "sigmoid" if sigmoid else "softmax", norm,
-                                 expert_bias, scale, norm_eps=eps)
-        w = w.float()
-        if shared:
-            g = torch.sigmoid(router_logits[..., E:].float())
-            w, ids = torch.cat((w, g), -1), torch.cat((ids, torch.full_like(ids[..., :1], E)), -1)
-        return w, ids
+        return _route_reference(router_logits, top_k, sigmoid, norm, expert_bias, scale, eps, shared)
     x = router_logits.reshape(-1, E + shared)  # a view for any collapsible layout
     T, k = x.shape[0], top_k + shared
     w = alloc.empty(T, k, dtype=torch.float32, device=x.device)
@@ -211,8 +217,8 @@ def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", nor
     rounding). NaN logits rank first, as in ``torch.topk``. DeepSeek-V3's group-limited
     choice (``n_group > 1``) is not modelled: with one group it is this function.
 
-    No host synchronisation; one Triton program per token. ``torch.compile`` traces it; no
-    autograd.
+    No host synchronisation; one Triton program per token. ``torch.compile`` traces it. Under
+    autograd (an input that requires grad) the PyTorch path, which autograd records.
 
     Raises
     ------
@@ -234,6 +240,9 @@ def route(router_logits: torch.Tensor, top_k: int, scoring: str = "softmax", nor
         raise ValueError("router_logits: expected shape (..., num_experts), got a 0-d tensor")
     expert_bias = _check_route(router_logits.shape[-1] - bool(shared_gate), top_k, scoring, expert_bias,
                                router_logits.device, "router_logits")
+    if needs_grad(router_logits, expert_bias):  # the kernel has no backward: torch's ops, which autograd records
+        return _route_reference(router_logits, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
+                                float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
     return _route_op(router_logits, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
                      float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
 
@@ -352,7 +361,7 @@ def router(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, scorin
     ``(topk_weights float32, topk_ids int64)`` of shape ``(T, top_k)`` (``top_k + 1`` with
     ``shared_gate``), equal to :func:`route` of the logits ``F.linear`` returns: the kernel
     rounds each logit to ``hidden_states.dtype`` before routing, as ``F.linear`` does. No host
-    synchronisation; no autograd.
+    synchronisation. Under autograd: ``linear``, then :func:`route`'s PyTorch path.
 
     Raises
     ------
@@ -361,6 +370,9 @@ def router(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, scorin
     """
     x = hidden_states
     expert_bias = _check_router(x, weight, top_k, scoring, expert_bias, shared_gate)
+    if needs_grad(x, weight, expert_bias):  # the kernel has no backward: linear, then torch's routing ops
+        return _route_reference(linear(x, weight), top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
+                                float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
     return _router_op(x, weight, top_k, scoring == "sigmoid", bool(norm_topk_prob), expert_bias,
                       float(routed_scaling_factor), _norm_eps(scoring, norm_eps), bool(shared_gate))
 
@@ -401,13 +413,14 @@ def rms_norm_router(hidden_states: torch.Tensor, norm_weight: torch.Tensor, eps:
 
     Returns ``(topk_weights, topk_ids, x, h)``; ``h`` is ``hidden_states`` itself without a
     residual. Arguments and errors as :func:`~fastpath.ops.norm.rms_norm` and :func:`router`
-    (``eps`` is the norm's). No host synchronisation; no autograd.
+    (``eps`` is the norm's). No host synchronisation. Under autograd: the two calls (their PyTorch paths).
     """
     x = hidden_states
     norm_check(x, norm_weight, residual, None, "silu", eps, "hidden_states", "norm_weight")
     kw = dict(scoring=scoring, norm_topk_prob=norm_topk_prob, expert_bias=expert_bias,
               routed_scaling_factor=routed_scaling_factor, shared_gate=shared_gate)
-    if not FUSE_NORM or x.dim() != 2 or norm_weight.dtype not in KERNEL_DTYPES:
+    if (not FUSE_NORM or x.dim() != 2 or norm_weight.dtype not in KERNEL_DTYPES
+            or needs_grad(x, norm_weight, weight, residual, expert_bias)):  # (autograd: the calls' PyTorch paths)
         return _norm_then_router(x, norm_weight, eps, weight, top_k, residual, zero_centered, kw)
     expert_bias = _check_router(x, weight, top_k, scoring, expert_bias, shared_gate)
     if not _router_kernel_ok(x, weight, expert_bias, bool(shared_gate)):
@@ -438,8 +451,8 @@ def moe_layer(hidden_states: torch.Tensor, weight: torch.Tensor, top_k: int, gat
     routes after all the others) and every program of the gate/up row kernel routes its own
     token from them before its weight loads; one of each token's programs stores the ids and
     weights the down kernel reads. Otherwise (more tokens, other devices, ``ROUTE_IN_EXPERTS``
-    off) the two calls. Arguments and errors as :func:`router` and :func:`fused_experts`. No
-    host synchronisation; no autograd.
+    off, or under autograd) the two calls. Arguments and errors as :func:`router` and
+    :func:`fused_experts`. No host synchronisation.
 
     Example
     -------
@@ -537,6 +550,8 @@ def _moe_fused(x, rms, weight, top_k, gate_up_proj, down_proj, gate_up_scale, do
     """``(out, h)`` of :func:`moe_layer` / :func:`rms_norm_moe` (``rms``: ``(norm weight, eps,
     residual, zero_centered)`` or None) by the three launches, after every check; None where
     they do not apply (the caller then makes the two calls)."""
+    if needs_grad(x, weight, gate_up_proj, down_proj, *(rms[:1] + rms[2:3] if rms else ()), kw["expert_bias"]):
+        return None  # autograd: the separate calls, which take their PyTorch paths
     if not (ROUTE_IN_EXPERTS and FORCE_PATH is None and isinstance(x, torch.Tensor) and x.dim() == 2
             and 0 < x.shape[0] <= min(ROUTER_MAX_T, K.ROWS_MAX_T) and use_triton(x) and x.dtype in KERNEL_DTYPES
             and (rms is None or FUSE_NORM)):
@@ -989,7 +1004,8 @@ def fused_experts(hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weig
     (:mod:`fastpath.ops.grouped_mm`), ``PREFILL_CHUNK`` (4096) tokens at a time, with float32
     temporaries of ``chunk * k * (2I + H)`` elements (no host synchronisation either). On
     devices Triton does not serve, and for float64, :func:`reference_fused_experts` runs.
-    Inference only (no autograd). ``torch.compile`` traces it as one op.
+    The kernels have no backward: under autograd (an input that requires grad) the call takes
+    :func:`reference_fused_experts`, which autograd records. ``torch.compile`` traces it as one op.
 
     Raises
     ------
@@ -1035,6 +1051,11 @@ def _checked_experts(hidden_states, topk_ids, topk_weights, gate_up_proj, down_p
             first = bad.nonzero()[0].tolist()
             raise ValueError(f"topk_ids: expected ids in [0, {E}) (num_experts), got {int(topk_ids[tuple(first)])} "
                              f"at {tuple(first)}")
+    if needs_grad(hidden_states, topk_weights, gate_up_proj, down_proj, gate_up_bias, down_bias):
+        return reference_fused_experts(  # the kernels have no backward: torch's ops, which autograd records
+            hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, activation=activation,
+            gate_up_bias=gate_up_bias, down_bias=down_bias, gate_up_scale=gate_up_scale, down_scale=down_scale,
+            interleaved=interleaved, swiglu_alpha=swiglu_alpha, swiglu_limit=swiglu_limit)
     return _fused_experts_op(hidden_states, topk_ids, topk_weights, gate_up_proj, down_proj, gate_up_bias,
                              down_bias, gate_up_scale, down_scale, code, bool(interleaved), float(swiglu_alpha),
                              float(swiglu_limit))

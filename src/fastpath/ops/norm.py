@@ -26,7 +26,8 @@ from typing import Optional, Tuple
 import torch
 
 from .._core import alloc
-from .._core.backend import INTERPRET, TL_DTYPES, pdl_start, pdl_trigger, tl, triton, triton_reason, use_triton
+from .._core.backend import (INTERPRET, TL_DTYPES, pdl_start, pdl_trigger, tl, triton, triton_reason, needs_grad,
+                             use_triton)
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2
 from .._core.memo import LaunchMemo
@@ -375,7 +376,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
     -------
     ``out`` of ``x``'s shape and dtype; ``(out, new_residual)`` when ``residual`` is given.
     No host synchronisation (CUDA-graph capturable); ``torch.compile(fullgraph=True)``
-    traces it. No autograd.
+    traces it. Under autograd (an input that requires grad) the PyTorch path, which autograd
+    records.
 
     Raises
     ------
@@ -394,6 +396,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, *,
 
 def _checked_rms_norm(x, weight, eps, residual, zero_centered, gate, gate_activation):
     _check(x, weight, residual, gate, gate_activation, eps)
+    if needs_grad(x, weight, residual, gate):  # the kernels have no backward: torch's ops, which autograd records
+        return reference_rms_norm(x, weight, eps, residual=residual, zero_centered=zero_centered, gate=gate,
+                                  gate_activation=gate_activation)
     if residual is None:
         return _rms_norm_op(x, weight, float(eps), bool(zero_centered), gate, ACTIVATIONS[gate_activation])
     return _add_rms_norm_op(x, residual, weight, float(eps), bool(zero_centered), gate, ACTIVATIONS[gate_activation])
