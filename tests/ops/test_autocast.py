@@ -1,7 +1,9 @@
 """Inside ``torch.autocast`` the ops whose PyTorch counterparts autocast runs in lower precision
 (``F.linear``, ``F.scaled_dot_product_attention``; ``linear_swiglu``'s projection) take their float
 inputs in the region's dtype, as autocast casts them for PyTorch's op: the result has that dtype
-and matches the float64 computation on the cast inputs. Outside a region nothing is cast."""
+and matches the float64 computation on the cast inputs. Those it runs in float32 on this device
+type (softmax, log_softmax on CUDA; mse_loss on CUDA and the CPU) return what PyTorch's op returns
+in the same region. Outside a region nothing is cast."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -56,3 +58,20 @@ def test_no_cast_outside_a_region_or_for_float64():
         assert fastpath.linear(x, w).dtype == torch.float32
     with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
         assert fastpath.linear(x.double(), w.double()).dtype == torch.float64  # float64 is left alone
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_float32_ops_under_autocast_as_torch(dt):
+    """Each op against PyTorch's own in the same region: the same dtype (float32 where this device
+    type's autocast runs the op in float32, else the input's) and the same values."""
+    x, y = randn(3, 40, dtype=dt), randn(3, 40, dtype=dt)
+    pairs = {"softmax": (fastpath.softmax, torch.softmax), "log_softmax": (fastpath.log_softmax, torch.log_softmax)}
+    with torch.autocast(DEVICE.type, dtype=dt):
+        for name, (ours, theirs) in pairs.items():
+            out, ref = ours(x, -1), theirs(x, -1)
+            assert out.dtype == ref.dtype, name
+            assert_close(out, ref, out.dtype if out.dtype == torch.float32 else dt, tol=None)
+        for reduction in ("mean", "none"):
+            out, ref = fastpath.mse_loss(x, y, reduction=reduction), F.mse_loss(x, y, reduction=reduction)
+            assert out.dtype == ref.dtype == torch.float32, reduction
+            assert_close(out, F.mse_loss(x.double(), y.double(), reduction=reduction), torch.float32)

@@ -24,6 +24,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
+from .._core.autocast import autocast_fp32, cast
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
 from .._core.errors import KERNEL_DTYPES, check_tensor
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
@@ -381,6 +382,8 @@ def mse_loss(input: torch.Tensor, target: torch.Tensor, reduction: str = "mean")
         check_tensor(name, t)
         if not t.dtype.is_floating_point:
             raise TypeError(f"{name}: mse_loss needs a floating-point tensor, got {t.dtype}")
+    if autocast_fp32("mse_loss", input) or autocast_fp32("mse_loss", target):  # as autocast runs F.mse_loss:
+        input, target = cast(torch.float32, input, target)  # in float32
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction: expected one of 'none', 'mean', 'sum', got {reduction!r}")
     if target.device != input.device:

@@ -23,6 +23,7 @@ from typing import Optional
 import torch
 
 from .._core import alloc
+from .._core.autocast import autocast_fp32
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
 from .._core.backend import INTERPRET, num_sms, tl, triton, triton_reason, use_triton
@@ -294,6 +295,8 @@ def softmax(input: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype] = N
     >>> fastpath.softmax(torch.tensor([[1.0, 2.0, 3.0]]), dim=-1)
     tensor([[0.0900, 0.2447, 0.6652]])
     """
+    if dtype is None and autocast_fp32("softmax", input):  # as autocast runs torch.softmax: in float32
+        dtype = torch.float32
     return _MEMO.call(lambda: _softmax_op(*_checked(input, dim, dtype, "softmax"), False, dtype), (input,),
                       (dim, dtype, False))
 
@@ -310,6 +313,8 @@ def log_softmax(input: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype]
     >>> fastpath.log_softmax(torch.tensor([0.0, 0.0]), dim=0)
     tensor([-0.6931, -0.6931])
     """
+    if dtype is None and autocast_fp32("log_softmax", input):  # as autocast runs torch.log_softmax
+        dtype = torch.float32
     return _MEMO.call(lambda: _softmax_op(*_checked(input, dim, dtype, "log_softmax"), True, dtype), (input,),
                       (dim, dtype, True))
 
