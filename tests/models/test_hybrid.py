@@ -216,11 +216,13 @@ def test_state_save_restore_undoes_decode_steps(tmp_path, reference_paths):
 
 
 @pytest.mark.parametrize("arch", list(ARCHS))
-def test_random_model_and_bench_run(arch, tmp_path, reference_paths):
-    """``bench-decode --random-weights`` builds the right class and runs its loop."""
+def test_random_model_and_bench_run(arch, tmp_path, reference_paths, capsys):
+    """``bench-decode --random-weights`` builds the right class (saying how far it is) and runs its loop."""
     _, path = _hf_model(arch, tmp_path)
     cfg = ModelConfig.from_dir(path).with_layers(2)
     model = bench.random_model(cfg, device=DEVICE, dtype=torch.float32)
+    nbytes = sum(b.numel() * b.element_size() for n, b in model.named_buffers() if n != "inv_freq")
+    assert f"random weights {nbytes / 1e6:6.1f} / {nbytes / 1e6:.1f} MB (100%" in capsys.readouterr().err
     assert type(model).__name__ == {"qwen3_5_moe": "Qwen35Moe", "lfm2_moe": "Lfm2Moe"}[arch]
     r = bench.run(model, prompt_len=6, new_tokens=3, graphs=False)
     assert r["new_tokens"] == 3 and r["bytes_per_token"] > 0

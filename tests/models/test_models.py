@@ -7,6 +7,8 @@ six models: those run fastpath's PyTorch reference paths (``FASTPATH_DISABLE_TRI
 semantics), and one test runs Qwen3-MoE with the kernels interpreted. On a GPU everything
 runs compiled.
 """
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -182,7 +184,7 @@ def _rewrite(path, transform):
         json.dump({"metadata": {}, "weight_map": weight_map}, fh)
 
 
-def test_sharded_and_fp8_block_scaled_checkpoints(tmp_path, reference_paths):
+def test_sharded_and_fp8_block_scaled_checkpoints(tmp_path, reference_paths, capsys):
     """A checkpoint split over shards with an index, and one stored as FP8 with 32x32 block
     scales (``weight_scale_inv``), load to the same model as the plain float32 one."""
     if not hasattr(torch, "float8_e4m3fn"):
@@ -196,7 +198,9 @@ def test_sharded_and_fp8_block_scaled_checkpoints(tmp_path, reference_paths):
     names = sorted(hf.state_dict())
     _rewrite(path, lambda t: [{k: v for k, v in t.items() if k < names[len(names) // 2]},
                               {k: v for k, v in t.items() if k >= names[len(names) // 2]}])
-    sharded = load(path, device=DEVICE, dtype=torch.float32, progress=False)
+    capsys.readouterr()
+    sharded = load(path, device=DEVICE, dtype=torch.float32)  # the status line on stderr, to 100%
+    assert f"loading {Path(path).name} " in (err := capsys.readouterr().err) and "(100%" in err
     sharded.setup_cache(1, 16)
     assert torch.equal(sharded.prefill(ids, 0, last_only=False), ref)
 

@@ -16,17 +16,20 @@ from ..models.transformer import Transformer
 from .generate import Engine, SamplingParams
 
 
-def random_model(cfg: ModelConfig, *, device, dtype=torch.bfloat16, fp8: bool = False, seed: int = 0) -> Transformer:
-    """The model with random weights (std 0.02, norms 1), filled tensor by tensor on the device."""
-    from ..models.loader import check_fits, new_model
+def random_model(cfg: ModelConfig, *, device, dtype=torch.bfloat16, fp8: bool = False, seed: int = 0,
+                 progress: bool = True) -> Transformer:
+    """The model with random weights (std 0.02, norms 1), filled tensor by tensor on the device
+    (``progress``: a status line on stderr, as loading a checkpoint has: tens of GB take
+    minutes on a CPU)."""
+    from ..models.loader import Progress, check_fits, new_model
 
     device = torch.device(device)
     check_fits(cfg, device, dtype, fp8)
     model = new_model(cfg, dtype=dtype, device=device, fp8=fp8)
     gen = torch.Generator(device).manual_seed(seed)
-    for name, buf in model.named_buffers():
-        if name == "inv_freq":
-            continue
+    bufs = [(name, buf) for name, buf in model.named_buffers() if name != "inv_freq"]
+    bar = Progress(sum(b.numel() * b.element_size() for _, b in bufs), "random weights") if progress else None
+    for name, buf in bufs:
         if "norm" in name:
             buf.fill_(1.0)
         elif "scale" in name:
@@ -36,6 +39,8 @@ def random_model(cfg: ModelConfig, *, device, dtype=torch.bfloat16, fp8: bool = 
                 chunk.copy_(torch.randn(chunk.shape, device=device, generator=gen, dtype=dtype) * 64)
         else:
             buf.normal_(0.0, 0.02, generator=gen)
+        if bar is not None:
+            bar.add(buf.numel() * buf.element_size())
     return model
 
 

@@ -36,8 +36,8 @@ _IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.weight_scale_inv|\.weight_scale|
 class Progress:
     """One status line on stderr, rewritten at most every half second."""
 
-    def __init__(self, total: int, what: str, stream=sys.stderr):
-        self.total, self.what, self.stream = max(total, 1), what, stream
+    def __init__(self, total: int, what: str, stream=None):
+        self.total, self.what, self.stream = max(total, 1), what, stream or sys.stderr
         self.done, self.t0, self.last = 0, time.perf_counter(), 0.0
 
     def add(self, n: int) -> None:
