@@ -550,7 +550,7 @@ def _moe_fused(x, rms, weight, top_k, gate_up_proj, down_proj, gate_up_scale, do
     """``(out, h)`` of :func:`moe_layer` / :func:`rms_norm_moe` (``rms``: ``(norm weight, eps,
     residual, zero_centered)`` or None) by the three launches, after every check; None where
     they do not apply (the caller then makes the two calls)."""
-    if needs_grad(x, weight, gate_up_proj, down_proj, *(rms[:1] + rms[2:3] if rms else ()), kw["expert_bias"]):
+    if needs_grad(x, weight, gate_up_proj, down_proj, kw["expert_bias"], *(rms or ())):
         return None  # autograd: the separate calls, which take their PyTorch paths
     if not (ROUTE_IN_EXPERTS and FORCE_PATH is None and isinstance(x, torch.Tensor) and x.dim() == 2
             and 0 < x.shape[0] <= min(ROUTER_MAX_T, K.ROWS_MAX_T) and use_triton(x) and x.dtype in KERNEL_DTYPES
