@@ -1527,4 +1527,13 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     tests/models/test_hybrid.py -k "default_device or autocast or deterministic or grad" 2>&1 | tail -8 | tee "$OUT/default_device_tests.log"
   timeout $((560 - SECONDS)) python3 scripts/fuzz_ops.py 68 $((530 - SECONDS)) --cuda 2>&1 | grep -v -i warn | tail -25 \
     | tee "$OUT/fuzz_cuda.log" ;;
+166)  # sixty-eighth session: issue 3's ceilings: every bf16 linear row and the scaled_mm rows at M <= 16 timed as
+  # the bench's graph rows beside the fastest read-only kernel of the same weight bytes (scripts/linear_ceiling.py),
+  # then 165's compiled tests
+  timeout 330 python3 scripts/linear_ceiling.py --json "$OUT/linear_ceiling.jsonl" 2>&1 | grep -v -i warn \
+    | tee "$OUT/linear_ceiling.log"
+  timeout $((570 - SECONDS)) python3 -m pytest -q -rw -p no:cacheprovider tests/ops/test_default_device.py \
+    tests/ops/test_autocast.py tests/ops/test_bincount.py::test_deterministic_mode_as_torch tests/ops/test_autograd_paths.py \
+    tests/engine/test_engine.py tests/models/test_hybrid.py -k "default_device or autocast or deterministic or grad" 2>&1 \
+    | tail -8 | tee "$OUT/default_device_tests.log" ;;
 esac
