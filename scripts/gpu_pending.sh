@@ -1536,4 +1536,11 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     tests/ops/test_autocast.py tests/ops/test_bincount.py::test_deterministic_mode_as_torch tests/ops/test_autograd_paths.py \
     tests/engine/test_engine.py tests/models/test_hybrid.py -k "default_device or autocast or deterministic or grad" 2>&1 \
     | tail -8 | tee "$OUT/default_device_tests.log" ;;
+167)  # sixty-eighth session: 166's ceilings (on an H100: bf16 ceiling 1.19x at every row count, the best read plans at
+  # the sweep's edge of 8 programs an SM) with up to 32 programs an SM and 512-word steps, then the compiled random
+  # sweep (fuzz_ops --cuda, seed 68) for what time is left
+  timeout 300 python3 scripts/linear_ceiling.py --json "$OUT/linear_ceiling.jsonl" 2>&1 | grep -v -i warn \
+    | tee "$OUT/linear_ceiling.log"
+  timeout $((570 - SECONDS)) python3 scripts/fuzz_ops.py 68 $((540 - SECONDS)) --cuda 2>&1 | grep -v -i warn | tail -25 \
+    | tee "$OUT/fuzz_cuda.log" ;;
 esac

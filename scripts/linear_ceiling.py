@@ -41,7 +41,7 @@ def _read_kernel(x_ptr, out_ptr, n, per_prog, BLOCK: tl.constexpr, PDL: tl.const
 
 _READ = Launcher(_read_kernel, pdl=True)
 #: (programs an SM, int32 words a program reads a step, warps)
-PLANS = [(p, b, w) for p in (1, 2, 4, 8) for b in (1024, 2048, 4096) for w in (4, 8)]
+PLANS = [(p, b, w) for p in (2, 4, 8, 16, 32) for b in (512, 1024, 2048, 4096) for w in (4, 8)]
 
 
 def words_of(t: torch.Tensor) -> torch.Tensor:
@@ -83,7 +83,7 @@ def main() -> int:
     cases += [c for c in fp8_bench.cases() if c.shape[0] <= 16]
     if args.quick:
         cases = [c for c in cases if c.shape[0] == 1]
-    plans = PLANS[::5] if args.quick else PLANS
+    plans = PLANS[::7] if args.quick else PLANS
     dev = torch.device("cuda")
     one = torch.zeros(1, dtype=torch.int32, device=dev)
     empty = reader((1, 1024, 4), sms)
