@@ -1543,4 +1543,9 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     | tee "$OUT/linear_ceiling.log"
   timeout $((570 - SECONDS)) python3 scripts/fuzz_ops.py 68 $((540 - SECONDS)) --cuda 2>&1 | grep -v -i warn | tail -25 \
     | tee "$OUT/fuzz_cuda.log" ;;
+168)  # sixty-eighth session: on an H200 only (issue 3's figures are the H200's): the ceilings of 167, then 159's tables
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
+  timeout 120 python3 scripts/linear_ceiling.py --json "$OUT/linear_ceiling.jsonl" 2>&1 | grep -v -i warn \
+    | tee "$OUT/linear_ceiling.log"
+  bash "$0" 159 ;;
 esac
