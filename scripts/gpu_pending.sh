@@ -1545,7 +1545,10 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     | tee "$OUT/fuzz_cuda.log" ;;
 168)  # sixty-eighth session: on an H200 only (issue 3's figures are the H200's): the ceilings of 167, then 159's tables
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
-  timeout 120 python3 scripts/linear_ceiling.py --json "$OUT/linear_ceiling.jsonl" 2>&1 | grep -v -i warn \
+  timeout 100 python3 scripts/linear_ceiling.py --json "$OUT/linear_ceiling.jsonl" 2>&1 | grep -v -i warn \
     | tee "$OUT/linear_ceiling.log"
-  bash "$0" 159 ;;
+  timeout 330 python3 -m fastpath.bench training --graphs --json "$OUT/training_records.jsonl" 2>&1 \
+    | grep -v -i warn | grep "training " | tee "$OUT/training_table.log"
+  timeout $((575 - SECONDS)) python3 -m fastpath.bench elementwise --graphs --json "$OUT/elementwise_records.jsonl" \
+    2>&1 | grep -v -i warn | grep "elementwise " | tee "$OUT/elementwise_table.log" ;;
 esac
