@@ -11,8 +11,8 @@ inputs that span more than 2x the L2, divided by the calls), in one process:
 
 A kernel that must read the weights once takes at least ``min(read, ours)``, so
 ``torch / min(read, ours)`` is the most any kernel can gain on that row, and the geometric mean
-of those ceilings bounds the issue's "1.3x (geometric mean)". ``empty``: a one-program kernel
-that reads nothing, the per-call cost no kernel avoids.
+of those ceilings bounds the issue's "1.3x (geometric mean)". ``empty``: the read kernel as one
+program over one word, the per-call cost no kernel avoids.
 
     PYTHONPATH=src python3 scripts/linear_ceiling.py [--json OUT] [--quick]
 """
