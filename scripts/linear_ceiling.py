@@ -6,7 +6,7 @@ inputs that span more than 2x the L2, divided by the calls), in one process:
 * ``torch``: F.linear / torch._scaled_mm, as the bench's rows;
 * ``ours``: fastpath, as the bench's rows;
 * ``read``: the fastest of a sweep of read-only Triton kernels over the weight's bytes alone
-  (no activations, no output, one integer sum a program), launched as fastpath's kernels are
+  (no activations, no output, one int32 sum a program), launched as fastpath's kernels are
   (programmatic dependent launches: a call's ramp overlaps the previous call's tail).
 
 A kernel that must read the weights once takes at least ``min(read, ours)``, so
@@ -19,25 +19,17 @@ program over one word, the per-call cost no kernel avoids.
 import argparse
 import json
 import math
+import os
+import sys
 
 import torch
 import triton
 import triton.language as tl
 
-from fastpath._core.backend import pdl_start
 from fastpath._core.launch import Launcher
 
-
-@triton.jit
-def _read_kernel(x_ptr, out_ptr, n, per_prog, BLOCK: tl.constexpr, PDL: tl.constexpr = 0):
-    pdl_start(PDL)
-    start = tl.program_id(0).to(tl.int64) * per_prog
-    acc = tl.zeros([BLOCK], dtype=tl.int32)
-    for off in tl.range(0, per_prog, BLOCK):
-        idx = start + off + tl.arange(0, BLOCK)
-        acc += tl.load(x_ptr + idx, mask=idx < n, other=0)
-    tl.store(out_ptr + tl.program_id(0), tl.sum(acc))
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from read_bandwidth import _read_kernel  # noqa: E402  (the bare read, here over int32 words)
 
 _READ = Launcher(_read_kernel, pdl=True)
 #: (programs an SM, int32 words a program reads a step, warps)
@@ -62,7 +54,7 @@ def reader(plan, sms: int):
         out = outs.get(grid)
         if out is None:
             out = outs[grid] = torch.empty(grid, dtype=torch.int32, device=w.device)
-        _READ[(grid,)](w, out, n, per_prog, BLOCK=block, num_warps=warps)
+        _READ[(grid,)](w, out, n, per_prog, BLOCK=block, ACC=tl.int32, num_warps=warps)
     return read
 
 

@@ -18,15 +18,21 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
+from fastpath._core.backend import pdl_start
+
 
 @triton.jit
-def _read_kernel(x_ptr, out_ptr, n, per_prog, BLOCK: tl.constexpr):  # per_prog: a multiple of BLOCK
+def _read_kernel(x_ptr, out_ptr, n, per_prog, BLOCK: tl.constexpr, ACC: tl.constexpr = tl.float32,
+                 PDL: tl.constexpr = 0):
+    # per_prog: a multiple of BLOCK; ACC: the sum's dtype (tl.int32 for int32 words: no conversion);
+    # PDL: as fastpath's kernels (a Launcher(..., pdl=True) sets it)
+    pdl_start(PDL)
     pid = tl.program_id(0)
     start = pid.to(tl.int64) * per_prog
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    acc = tl.zeros([BLOCK], dtype=ACC)
     for off in tl.range(0, per_prog, BLOCK):
         idx = start + off + tl.arange(0, BLOCK)
-        acc += tl.load(x_ptr + idx, mask=idx < n, other=0.0).to(tl.float32)
+        acc += tl.load(x_ptr + idx, mask=idx < n, other=0).to(ACC)
     tl.store(out_ptr + pid, tl.sum(acc))
 
 
