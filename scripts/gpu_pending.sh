@@ -1558,4 +1558,12 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     | tee "$OUT/linear_ceiling.log"
   timeout $((240 - SECONDS)) python3 -m fastpath.bench training --only batch_norm --graphs \
     --json "$OUT/training_records.jsonl" 2>&1 | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
+170)  # sixty-ninth session: the one-token experts in one persistent launch (ops.moe_persistent): the MoE tests
+  # compiled, the one-token layer's variants alternated (scripts/moe_persist_ab.py), then the engine A/B
+  timeout 240 python3 -m pytest -q -p no:cacheprovider -n 8 tests/ops/test_moe.py tests/ops/test_norm_fused.py 2>&1 \
+    | tail -6 | tee "$OUT/moe_tests.log"
+  timeout 150 python3 scripts/moe_persist_ab.py 2>&1 | grep -v -i warn | tee "$OUT/moe_persist_ab.log"
+  timeout $((585 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8 \
+    --layers 16 --rounds 2 --variant "two kernels:moe_persistent.MAX_T=0" --variant "persistent:moe_persistent.MAX_T=1" \
+    --json "$OUT/knob_ab.json" 2>&1 | grep -v -i warn | tail -12 | tee "$OUT/knob_ab.log" ;;
 esac
