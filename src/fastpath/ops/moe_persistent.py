@@ -221,7 +221,8 @@ def launch(x, ids, tw, w1, mode1, e5m2_1, w2, mode2, e5m2_2, gu_scale, d_scale, 
             *strides(gu_bias), row_mul, up_off, float(alpha), float(limit), w2.stride(0), w2.stride(1), w2.stride(2),
             *strides(d_scale), *strides(d_bias), out.stride(0), out.stride(1), lg, rb, float(rscale), float(reps))
     flags = dict(TOPK=k, MODE1=mode1, E5M2_1=e5m2_1, MODE2=mode2, E5M2_2=e5m2_2,
-                 HAS_SCALE1=gu_scale is not None, HAS_SCALE2=d_scale is not None, HAS_BIAS1=gu_bias is not None, HAS_BIAS2=d_bias is not None,
+                 HAS_SCALE1=gu_scale is not None, HAS_SCALE2=d_scale is not None,
+                 HAS_BIAS1=gu_bias is not None, HAS_BIAS2=d_bias is not None,
                  ACT=code, RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h,
                  BLOCK_N=block_n, BLOCK_K=block_k, SPLITS=splits, STAGES=p.stages, LINES=lines, num_warps=p.warps,
                  **rflags)
