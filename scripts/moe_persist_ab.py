@@ -4,7 +4,7 @@ Qwen3-30B-A3B shapes, bf16 and fp8 experts, each call a CUDA graph replayed with
 the variants alternated over rounds in one process; then each variant's output against the
 two-kernel one (relative max difference) and the kernel times of one call from the profiler.
 
-    PYTHONPATH=src python3 scripts/moe_persist_ab.py [--rounds 3] [--tokens 1]
+    PYTHONPATH=src python3 scripts/moe_persist_ab.py [--rounds 3] [--tokens 1] [--replays]
 """
 import argparse
 import os
@@ -22,11 +22,35 @@ VARIANTS = {  # name -> knobs of ops.moe_persistent
     "two row kernels": dict(MAX_T=0),
     "persistent 16 x 3, prefetch": dict(MAX_T=8),
     "persistent 16 x 3, no prefetch": dict(MAX_T=8, PREFETCH=False),
-    "persistent 8 x 1": dict(MAX_T=8, BLOCK_N=8, SPLITS=1),
-    "persistent 8 x 2": dict(MAX_T=8, BLOCK_N=8, SPLITS=2),
-    "persistent 32 x 6": dict(MAX_T=8, BLOCK_N=32, SPLITS=6),
+    "16 x 3, no prefetch, 168 regs": dict(MAX_T=8, PREFETCH=False, MAXNREG=168),
+    "16 x 3, no prefetch, 128 regs": dict(MAX_T=8, PREFETCH=False, MAXNREG=128),
+    "16 x 3, prefetch, 168 regs": dict(MAX_T=8, MAXNREG=168),
+    "8 x 1, no prefetch, 168 regs": dict(MAX_T=8, BLOCK_N=8, SPLITS=1, PREFETCH=False, MAXNREG=168),
 }
-DEFAULTS = {k: getattr(MP, k) for k in ("MAX_T", "PREFETCH", "BLOCK_N", "SPLITS")}
+PROFILED = ("two row kernels", "persistent 16 x 3, no prefetch", "16 x 3, no prefetch, 168 regs")
+
+
+class GateUpOnly:
+    """A stand-in for ``_EXPERTS`` that launches the gate/up part alone (``PHASES`` 1: no
+    waits, no down part; the output is not written), to time that part inside the kernel."""
+
+    def __init__(self, inner):
+        self.inner, self.fn, self.module = inner, inner.fn, inner.module
+
+    def __getitem__(self, grid):
+        return lambda *a, **kw: self.inner[grid](*a, **{**kw, "PHASES": 1})
+
+
+def resources():
+    """(registers, shared bytes, programs resident) of each compiled persistent kernel so far."""
+    out = []
+    for kernel, _ in MP._EXPERTS.kernels.values():
+        kernel._init_handles()
+        out.append((kernel.n_regs, kernel.metadata.shared))
+    return out, sorted(set(MP._GRIDS.values()))
+
+
+DEFAULTS = {k: getattr(MP, k) for k in ("MAX_T", "PREFETCH", "BLOCK_N", "SPLITS", "MAXNREG")}
 
 
 def setting(knobs):
@@ -39,6 +63,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=1)
+    ap.add_argument("--replays", action="store_true", help="then 2000 replays of one graph, checked")
     a = ap.parse_args()
     for fp8 in (False, True):
         x, router, gu, dn, sc = inputs(a.tokens, fp8)
@@ -57,10 +82,22 @@ def main():
         for name in VARIANTS:
             d = float((outs[name] - base).abs().max() / base.abs().max())
             print(f"{tag} {name:<32} graph us {times[name]}  max diff vs two kernels {d:.1e}", flush=True)
-        for name in ("two row kernels", "persistent 16 x 3, prefetch"):
+        for name in PROFILED:
             setting(VARIANTS[name])
             print(f"{tag} {name} kernel times: {kernel_times(fn)}", flush=True)
+            if name != "two row kernels":
+                real = MP._EXPERTS
+                MP._EXPERTS = GateUpOnly(real)
+                try:
+                    memo.clear_all()
+                    print(f"{tag} {name}, gate/up part alone: {kernel_times(fn)}", flush=True)
+                finally:
+                    MP._EXPERTS = real
+                    memo.clear_all()
+        print(f"{tag} compiled (registers, shared bytes); resident programs: {resources()}", flush=True)
         setting({})
+    if not a.replays:
+        return
     # many replays of one graph: every replay must give the first one's output (counters reset)
     setting(VARIANTS["persistent 16 x 3, prefetch"])
     x, router, gu, dn, sc = inputs(a.tokens, True, seed=1)

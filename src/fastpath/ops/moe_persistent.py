@@ -38,6 +38,9 @@ MAX_T = 1
 BLOCK_N, SPLITS = 16, 3
 #: L2 prefetch of each program's down rows before its gate/up stream.
 PREFETCH = True
+#: Registers a thread is held to (Triton's ``maxnreg``), so that more programs fit; None: as
+#: compiled.
+MAXNREG = None
 #: Programs of the launch (tests; None: one an item, at most the resident ones). The
 #: interpreter runs programs one at a time, so there only 1 takes the one-launch mode.
 FORCE_GRID = None
@@ -225,7 +228,7 @@ def launch(x, ids, tw, w1, mode1, e5m2_1, w2, mode2, e5m2_2, gu_scale, d_scale, 
                  HAS_BIAS1=gu_bias is not None, HAS_BIAS2=d_bias is not None,
                  ACT=code, RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h,
                  BLOCK_N=block_n, BLOCK_K=block_k, SPLITS=splits, STAGES=p.stages, LINES=lines, num_warps=p.warps,
-                 **rflags)
+                 **rflags, **({"maxnreg": MAXNREG} if MAXNREG and not INTERPRET else {}))
     items = max(T * k * nI, T * splits * nN)
     if INTERPRET:
         if FORCE_GRID is not None:
