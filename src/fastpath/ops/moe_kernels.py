@@ -414,25 +414,21 @@ def _slot_ids(ids_ptr, tw_ptr, t, sit, sij, stt, stj, lg_ptr, rb_ptr, E, rscale,
 
 
 @triton.jit
-def _gate_up_pair(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, pair, ib, H, NI, E,
+def _gate_up_pair(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, pair, ib, idq, wv, H, NI, E,
                   sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                  lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps,
-                  TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
+                  tw_ptr, stw, TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
                   HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr,
                   BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr, ROUTE: tl.constexpr,
-                  SIGMOID: tl.constexpr, HAS_RBIAS: tl.constexpr, RNORM: tl.constexpr, SHARED: tl.constexpr,
-                  BLOCK_E: tl.constexpr, BITONIC: tl.constexpr, PDL: tl.constexpr):
+                  PDL: tl.constexpr):
     # One (token t, slot j) pair and column block ib of I, no tensor cores: the pair's gate
     # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
     # are summed over H at the end; h[t * TOPK + j, i] = act(gate_i, up_i), rounded to h's
-    # dtype. The last slot of t naming an expert computes it; the other slots and ids
-    # outside [0, E) do nothing. ROUTE: the ids come from t's router logits (_slot_ids); the
-    # pair of slot 0 and column block 0 stores t's ids and weights (ids, tw) for the down kernel.
+    # dtype. idq / wv: t's ids and weights (_slot_ids). The last slot of t naming an expert
+    # computes it; the other slots and ids outside [0, E) do nothing. ROUTE (ids routed from
+    # t's logits): the pair of slot 0 and column block 0 stores them (ids, tw) for the down kernel.
     t = (pair // TOPK).to(tl.int64)
     j = pair % TOPK
     q = tl.arange(0, BLOCK_K8)
-    idq, wv = _slot_ids(ids_ptr, tw_ptr, t, sit, sij, stw, 1, lg_ptr, rb_ptr, E, rscale, reps, TOPK, BLOCK_K8,
-                        ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
     if ROUTE:
         if (j == 0) & (ib == 0):
             tl.store(tw_ptr + t * stw + q, wv, mask=q < TOPK)
@@ -474,10 +470,13 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          BITONIC: tl.constexpr = False, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # grid: (token, slot) pair x column block of I (_gate_up_pair)
-    _gate_up_pair(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, tl.program_id(0), tl.program_id(1), H, NI, E,
+    pair = tl.program_id(0)
+    idq, wv = _slot_ids(ids_ptr, tw_ptr, (pair // TOPK).to(tl.int64), sit, sij, stw, 1, lg_ptr, rb_ptr, E, rscale,
+                        reps, TOPK, BLOCK_K8, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
+    _gate_up_pair(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, pair, tl.program_id(1), idq, wv, H, NI, E,
                   sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                  lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps, TOPK, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, RNE,
-                  BLOCK_K8, BLOCK_I, BLOCK_H, STAGES, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC, PDL)
+                  tw_ptr, stw, TOPK, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, RNE, BLOCK_K8, BLOCK_I, BLOCK_H, STAGES,
+                  ROUTE, PDL)
 
 
 @triton.jit

@@ -102,26 +102,29 @@ def _experts_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, h_ptr, w2_pt
     nN = tl.cdiv(H, BLOCK_N)
     G = T * TOPK * nI
     D = T * SPLITS * nN
+    # the first down item's token, routed once: its ids serve the prefetch, the gate/up items of
+    # the same token and the down item
+    t0 = (tl.minimum(pid, D - 1) // (nN * SPLITS)).to(tl.int64)
+    idq_d, twq_d = _slot_ids(ids_ptr, tw_ptr, t0, sit, sij, stt, stj, lg_ptr, rb_ptr, E, rscale, reps, TOPK,
+                             BLOCK_K8, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
     if PHASES % 2 == 1:
         if LINES > 0:
             if pid < D:
-                nb = pid % nN
-                ts = pid // nN
-                s = ts % SPLITS
-                t = (ts // SPLITS).to(tl.int64)
-                idq, twq = _slot_ids(ids_ptr, tw_ptr, t, sit, sij, stt, stj, lg_ptr, rb_ptr, E, rscale, reps, TOPK,
-                                     BLOCK_K8, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
-                k_lo = s * NB_SPLIT * BLOCK_I
-                _prefetch_rows(w2_ptr, idq, E, nb * BLOCK_N + tl.arange(0, BLOCK_N), k_lo,
+                k_lo = (pid // nN) % SPLITS * NB_SPLIT * BLOCK_I
+                _prefetch_rows(w2_ptr, idq_d, E, pid % nN * BLOCK_N + tl.arange(0, BLOCK_N), k_lo,
                                tl.minimum(NI, k_lo + NB_SPLIT * BLOCK_I), H, swe2, swn2, TOPK, BLOCK_K8, LINES)
         for g in range(pid, G, P):
             pair = g // nI
             ib = g % nI
-            _gate_up_pair(x_ptr, ids_ptr, w1_ptr, s1_ptr, b1_ptr, h_ptr, pair, ib, H, NI, E,
+            t = (pair // TOPK).to(tl.int64)
+            idq, twq = idq_d, twq_d
+            if t != t0:
+                idq, twq = _slot_ids(ids_ptr, tw_ptr, t, sit, sij, stt, stj, lg_ptr, rb_ptr, E, rscale, reps, TOPK,
+                                     BLOCK_K8, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
+            _gate_up_pair(x_ptr, ids_ptr, w1_ptr, s1_ptr, b1_ptr, h_ptr, pair, ib, idq, twq, H, NI, E,
                           sxt, sxh, sit, sij, swe1, swn1, swk1, sse1, ssn1, sbe1, sbn1, row_mul, up_off, alpha, limit,
-                          lg_ptr, rb_ptr, tw_ptr, stt, rscale, reps, TOPK, MODE1, E5M2_1, HAS_SCALE1, HAS_BIAS1, ACT,
-                          RNE, BLOCK_K8, BLOCK_I, BLOCK_H, STAGES, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E,
-                          BITONIC, 0)
+                          tw_ptr, stt, TOPK, MODE1, E5M2_1, HAS_SCALE1, HAS_BIAS1, ACT, RNE, BLOCK_K8, BLOCK_I,
+                          BLOCK_H, STAGES, ROUTE, 0)
             if PHASES == 3:
                 tl.debug_barrier()  # every thread's h columns are written before the release
                 tl.atomic_add(cnt_ptr + (pair // TOPK) * SPLITS + ib // NB_SPLIT, 1, sem="release")
@@ -133,8 +136,10 @@ def _experts_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, h_ptr, w2_pt
             t = (ts // SPLITS).to(tl.int64)
             k_lo = s * NB_SPLIT * BLOCK_I
             b_lo = s * NB_SPLIT
-            idq, twq = _slot_ids(ids_ptr, tw_ptr, t, sit, sij, stt, stj, lg_ptr, rb_ptr, E, rscale, reps, TOPK,
-                                 BLOCK_K8, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
+            idq, twq = idq_d, twq_d
+            if t != t0:
+                idq, twq = _slot_ids(ids_ptr, tw_ptr, t, sit, sij, stt, stj, lg_ptr, rb_ptr, E, rscale, reps, TOPK,
+                                     BLOCK_K8, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
             if PHASES == 3:
                 _wait_split(cnt_ptr, ts, TOPK * (tl.minimum(nI, b_lo + NB_SPLIT) - b_lo), nN)
             offs_n = nb * BLOCK_N + tl.arange(0, BLOCK_N)
