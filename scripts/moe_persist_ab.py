@@ -21,11 +21,12 @@ from fastpath.ops import moe, moe_persistent as MP  # noqa: E402
 VARIANTS = {  # name -> knobs of ops.moe_persistent
     "two row kernels": dict(MAX_T=0),
     "persistent 16 x 3, prefetch": dict(MAX_T=8),
-    "persistent 16 x 3, no prefetch": dict(MAX_T=8, PREFETCH=False),
-    "16 x 3, no prefetch, 168 regs": dict(MAX_T=8, PREFETCH=False, MAXNREG=168),
-    "16 x 3, no prefetch, 128 regs": dict(MAX_T=8, PREFETCH=False, MAXNREG=128),
+    "persistent 16 x 3, no prefetch": dict(MAX_T=8, PREFETCH=0),
+    "16 x 3, no prefetch, 168 regs": dict(MAX_T=8, PREFETCH=0, MAXNREG=168),
+    "16 x 3, no prefetch, 128 regs": dict(MAX_T=8, PREFETCH=0, MAXNREG=128),
     "16 x 3, prefetch, 168 regs": dict(MAX_T=8, MAXNREG=168),
-    "8 x 1, no prefetch, 168 regs": dict(MAX_T=8, BLOCK_N=8, SPLITS=1, PREFETCH=False, MAXNREG=168),
+    "16 x 3, prefetch after, 168 regs": dict(MAX_T=8, PREFETCH=2, MAXNREG=168),
+    "8 x 1, no prefetch, 168 regs": dict(MAX_T=8, BLOCK_N=8, SPLITS=1, PREFETCH=0, MAXNREG=168),
 }
 PROFILED = ("two row kernels", "persistent 16 x 3, no prefetch", "16 x 3, no prefetch, 168 regs")
 

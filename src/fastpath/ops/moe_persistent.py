@@ -36,8 +36,9 @@ MAX_T = 1
 #: The down part's (outputs a program, I splits) for one token: the default gives as many
 #: down items as gate/up items at Qwen3-30B-A3B's shapes (16 x 3 x 128 = 384).
 BLOCK_N, SPLITS = 16, 3
-#: L2 prefetch of each program's down rows before its gate/up stream.
-PREFETCH = True
+#: L2 prefetch of each program's down rows: 1 before its gate/up stream, 2 after it (before
+#: the wait), 0 none.
+PREFETCH = 1
 #: Registers a thread is held to (Triton's ``maxnreg``), so that more programs fit; None: as
 #: compiled.
 MAXNREG = None
@@ -66,6 +67,16 @@ def _prefetch_rows(w_ptr, idq, E, offs_n, k_lo, k_hi, H, swe, swn, TOPK: tl.cons
 
 
 @triton.jit
+def _prefetch_item(w_ptr, idq, E, pid, D, nN, NB_SPLIT, NI, H, swe, swn, TOPK: tl.constexpr, BLOCK_K8: tl.constexpr,
+                   BLOCK_I: tl.constexpr, BLOCK_N: tl.constexpr, SPLITS: tl.constexpr, LINES: tl.constexpr):
+    # _prefetch_rows of down item pid (if there is one): its outputs and I split, ids idq
+    if pid < D:
+        k_lo = (pid // nN) % SPLITS * NB_SPLIT * BLOCK_I
+        _prefetch_rows(w_ptr, idq, E, pid % nN * BLOCK_N + tl.arange(0, BLOCK_N), k_lo,
+                       tl.minimum(NI, k_lo + NB_SPLIT * BLOCK_I), H, swe, swn, TOPK, BLOCK_K8, LINES)
+
+
+@triton.jit
 def _wait_split(cnt_ptr, c, target, waiters):
     # Spin until counter c reaches target (acquire: the h columns its arrivals wrote are
     # visible), then count this waiter past; the last of `waiters` returns the counter to zero.
@@ -88,6 +99,7 @@ def _experts_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, h_ptr, w2_pt
                     HAS_BIAS2: tl.constexpr, ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr,
                     BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                     SPLITS: tl.constexpr, STAGES: tl.constexpr, PHASES: tl.constexpr, LINES: tl.constexpr,
+                    PREFETCH_AT: tl.constexpr,
                     ROUTE: tl.constexpr = False, SIGMOID: tl.constexpr = False, HAS_RBIAS: tl.constexpr = False,
                     RNORM: tl.constexpr = False, SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
                     BITONIC: tl.constexpr = False, PDL: tl.constexpr = 0):
@@ -108,11 +120,9 @@ def _experts_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, h_ptr, w2_pt
     idq_d, twq_d = _slot_ids(ids_ptr, tw_ptr, t0, sit, sij, stt, stj, lg_ptr, rb_ptr, E, rscale, reps, TOPK,
                              BLOCK_K8, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
     if PHASES % 2 == 1:
-        if LINES > 0:
-            if pid < D:
-                k_lo = (pid // nN) % SPLITS * NB_SPLIT * BLOCK_I
-                _prefetch_rows(w2_ptr, idq_d, E, pid % nN * BLOCK_N + tl.arange(0, BLOCK_N), k_lo,
-                               tl.minimum(NI, k_lo + NB_SPLIT * BLOCK_I), H, swe2, swn2, TOPK, BLOCK_K8, LINES)
+        if LINES > 0 and PREFETCH_AT == 1:
+            _prefetch_item(w2_ptr, idq_d, E, pid, D, nN, NB_SPLIT, NI, H, swe2, swn2, TOPK, BLOCK_K8, BLOCK_I, BLOCK_N,
+                           SPLITS, LINES)
         for g in range(pid, G, P):
             pair = g // nI
             ib = g % nI
@@ -128,6 +138,9 @@ def _experts_kernel(x_ptr, ids_ptr, tw_ptr, w1_ptr, s1_ptr, b1_ptr, h_ptr, w2_pt
             if PHASES == 3:
                 tl.debug_barrier()  # every thread's h columns are written before the release
                 tl.atomic_add(cnt_ptr + (pair // TOPK) * SPLITS + ib // NB_SPLIT, 1, sem="release")
+        if LINES > 0 and PREFETCH_AT == 2:
+            _prefetch_item(w2_ptr, idq_d, E, pid, D, nN, NB_SPLIT, NI, H, swe2, swn2, TOPK, BLOCK_K8, BLOCK_I, BLOCK_N,
+                           SPLITS, LINES)
     if PHASES >= 2:
         for d in range(pid, D, P):
             nb = d % nN
@@ -232,7 +245,8 @@ def launch(x, ids, tw, w1, mode1, e5m2_1, w2, mode2, e5m2_2, gu_scale, d_scale, 
                  HAS_SCALE1=gu_scale is not None, HAS_SCALE2=d_scale is not None,
                  HAS_BIAS1=gu_bias is not None, HAS_BIAS2=d_bias is not None,
                  ACT=code, RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h,
-                 BLOCK_N=block_n, BLOCK_K=block_k, SPLITS=splits, STAGES=p.stages, LINES=lines, num_warps=p.warps,
+                 BLOCK_N=block_n, BLOCK_K=block_k, SPLITS=splits, STAGES=p.stages, LINES=lines,
+                 PREFETCH_AT=int(PREFETCH), num_warps=p.warps,
                  **rflags, **({"maxnreg": MAXNREG} if MAXNREG and not INTERPRET else {}))
     items = max(T * k * nI, T * splits * nN)
     if INTERPRET:
