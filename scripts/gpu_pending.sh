@@ -1558,7 +1558,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     | tee "$OUT/linear_ceiling.log"
   timeout $((240 - SECONDS)) python3 -m fastpath.bench training --only batch_norm --graphs \
     --json "$OUT/training_records.jsonl" 2>&1 | grep -v -i warn | grep "training " | tee "$OUT/training_table.log" ;;
-170)  # sixty-ninth session: the one-token experts in one persistent launch (ops.moe_persistent): the MoE tests
+170)  # sixty-ninth session (ops.moe_persistent and scripts/moe_persist_ab.py as at ea1776e, removed after: slower):
+  # the one-token experts in one persistent launch: the MoE tests
   # compiled, the one-token layer's variants alternated (scripts/moe_persist_ab.py), then the engine A/B
   timeout 240 python3 -m pytest -q -p no:cacheprovider -n 8 tests/ops/test_moe.py tests/ops/test_norm_fused.py 2>&1 \
     | tail -6 | tee "$OUT/moe_tests.log"

@@ -12,7 +12,6 @@ from fastpath._core.launch import workspace
 from fastpath.ops import grouped_mm as GM
 from fastpath.ops import moe
 from fastpath.ops import moe_kernels as MK
-from fastpath.ops import moe_persistent as MP
 from tests.conftest import noncontig, randn
 from tests.tolerances import assert_close
 
@@ -94,14 +93,11 @@ def poison_workspaces(device, T, k, dtype, h=H, i=NI):
 
 @pytest.fixture
 def path(monkeypatch):
-    """Force a path for every token count: "rows" (the two row kernels, up to ROWS_MAX_T tokens
-    by default), "persist" (the row kernels' work in one persistent launch, up to MP.MAX_T
-    tokens by default), "decode" (gate/up + down + combine) or "prefill" (sort + grouped GEMMs)."""
+    """Force a path for every token count: "rows" (the row kernels, up to ROWS_MAX_T tokens by
+    default), "decode" (gate/up + down + combine) or "prefill" (sort + grouped GEMMs)."""
     def force(p):
-        rows = p in ("rows", "persist")
-        monkeypatch.setattr(MK, "ROWS_MAX_T", 64 if rows else 0)
-        monkeypatch.setattr(MP, "MAX_T", 64 if p == "persist" else 0)
-        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if rows else p)
+        monkeypatch.setattr(MK, "ROWS_MAX_T", 64 if p == "rows" else 0)
+        monkeypatch.setattr(moe, "FORCE_PATH", "decode" if p == "rows" else p)
     return force
 
 
@@ -281,7 +277,7 @@ DECODE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("T,E,k,dtype,p", [c + (p,) for p in ("rows", "persist") for c in DECODE_CASES[:4]]
+@pytest.mark.parametrize("T,E,k,dtype,p", [c + ("rows",) for c in DECODE_CASES[:4]]
                          + [c + ("decode",) for c in DECODE_CASES])
 def test_decode(T, E, k, dtype, p, path, device):
     path(p)
@@ -294,7 +290,7 @@ def test_decode(T, E, k, dtype, p, path, device):
     assert_close(out, experts64(x, ids, w, gu, dn))
 
 
-@pytest.mark.parametrize("p", ["rows", "persist", "decode"])
+@pytest.mark.parametrize("p", ["rows", "decode"])
 @pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
 def test_decode_activations(act, p, path, device):
     path(p)
@@ -392,7 +388,7 @@ def test_prefill_chunks_and_decode_tiles(monkeypatch, path, device):
     assert_close(moe.fused_experts(x, ids, w, gu, dn), ref)
 
 
-@pytest.mark.parametrize("p", ["rows", "persist", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_nan_stays_in_its_token(p, path, device):
     """A NaN in one token's activations makes that token's output NaN and no other."""
     path(p)
@@ -415,7 +411,7 @@ def test_no_tokens(device):
     assert w.shape == ids.shape == (0, 2)
 
 
-@pytest.mark.parametrize("p", ["rows", "persist", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_empty_and_crowded_experts(p, path, device):
     """All tokens on expert 3 (k = 1), then every token on experts 5 and 3 (the others empty)."""
     path(p)
@@ -429,7 +425,7 @@ def test_empty_and_crowded_experts(p, path, device):
         assert_close(moe.fused_experts(x, i, ww, gu, dn), experts64(x, i, ww, gu, dn))
 
 
-@pytest.mark.parametrize("p", ["rows", "persist", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_strided_views(p, path, device):
     """Weights stored (E, H, 2I) / (E, I, H) and passed as transposed views; strided activations,
     ids and weights; int32 ids; bfloat16 weights."""
@@ -447,7 +443,7 @@ def test_strided_views(p, path, device):
 
 # ---------------------------------------------------------------------------- gpt-oss, FP8
 
-@pytest.mark.parametrize("p", ["rows", "persist", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_gpt_oss(p, path, device):
     """Interleaved gate/up, biases, the clamped activation (gate/up values reach the limit)."""
     path(p)
@@ -502,7 +498,7 @@ def _fp8_native_ok(device) -> bool:
 
 
 @needs_fp8
-@pytest.mark.parametrize("p", ["rows", "persist", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 @pytest.mark.parametrize("decode", ["bits", "native"])
 def test_fp8_experts(p, decode, path, monkeypatch, device):
     """fp8 decoded from its bits (everywhere) or converted by the hardware (NVIDIA 8.9+)."""
@@ -523,31 +519,6 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
     # fp8 gate/up only, 16-bit down projection
     out = moe.fused_experts(x, ids, w, q1, dn, gate_up_scale=s1)
     assert_close(out, experts64(x, ids, w, q1, dn, gu_s=s1))
-
-
-@pytest.mark.parametrize("grid", [1, 2, 5])
-def test_persistent_grids(grid, path, monkeypatch, device):
-    """The one persistent launch with fewer programs than items (each program loops over gate/up
-    items, then down items; grid 1 runs the waits and counters in the interpreter too): fp8
-    interleaved gate/up with biases, a repeated and an out-of-range id, every I split summed;
-    twice, and every counter back at zero after."""
-    path("persist")
-    monkeypatch.setattr(MP, "FORCE_GRID", grid)
-    T, E, k = 3, 8, 3
-    x = randn(T, H, dtype=torch.bfloat16, device=device)
-    gu, dn = make_experts(E, torch.bfloat16, device)
-    (q1, s1), (q2, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
-    gb = randn(E, 2 * NI, dtype=torch.bfloat16, device=device)
-    db = randn(E, H, dtype=torch.bfloat16, device=device)
-    ids = torch.tensor([[2, 7, 2], [0, 9, 5], [-1, 3, 4]], device=device)
-    w = torch.rand(T, k, device=device) + 0.1
-    ref = experts64(x, ids, w, q1, q2, gu_s=s1, d_s=s2, gu_b=gb, d_b=db, interleaved=True)
-    for _ in range(2):
-        out = moe.fused_experts(x, ids, w, q1, q2, gate_up_scale=s1, down_scale=s2, gate_up_bias=gb, down_bias=db,
-                                interleaved=True)
-        assert_close(out, ref)
-    for name in ("moe.persist.cnt", "moe.persist.tick"):
-        assert not bool(workspace(device, name, 1, torch.int32, zeroed=True).any())
 
 
 @pytest.mark.parametrize("fp8,prescale", [(False, True), (True, True), (True, False)])
@@ -578,7 +549,7 @@ def test_decode_widest_tiles(fp8, prescale, path, monkeypatch, device):
 
 # ---------------------------------------------------------------------------- bad ids, errors
 
-@pytest.mark.parametrize("p", ["rows", "persist", "decode", "prefill"])
+@pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
 def test_ids_out_of_range(p, path, device):
     """Ids outside [0, E) (transformers masks slots with id E) and repeated ids never crash:
     the former add nothing, the latter count once per slot."""

@@ -8,7 +8,6 @@ import torch
 
 from fastpath.ops import linear as L
 from fastpath.ops import matvec, moe
-from fastpath.ops import moe_persistent as MP
 from fastpath.ops.fp8 import quantize_fp8
 from fastpath.ops.linear import rms_norm_linear
 from fastpath.ops.norm import reference_rms_norm
@@ -267,15 +266,11 @@ MOE_CASES = {  # scoring, norm_topk_prob, expert bias, stacked shared expert, sc
                                         ("softmax, a stacked shared expert", 3, True),
                                         ("sigmoid, expert bias, scaled", 3, False),
                                         ("softmax, renormalised", 5, False)])
-@pytest.mark.parametrize("persist", [False, True])
-def test_rms_norm_moe(case, T, fp8, persist, monkeypatch, device):
+def test_rms_norm_moe(case, T, fp8, monkeypatch, device):
     """The norm, router and experts with the routing in the gate/up programs: equal to
     ``rms_norm_router`` then ``fused_experts`` (bit for bit: the same arithmetic), and, float32,
     close to the float64 norm, routing and experts; twice (nothing left over between calls).
-    ``moe_layer`` (no norm) equals ``router`` then ``fused_experts``. ``persist``: the experts
-    in one persistent launch at every token count (else up to its default MAX_T)."""
-    if persist:
-        monkeypatch.setattr(MP, "MAX_T", 64)
+    ``moe_layer`` (no norm) equals ``router`` then ``fused_experts``."""
     scoring, norm, has_bias, shared, scale = MOE_CASES[case]
     H, I, E, k = 40, 24, 9, 3
     x = randn(T, H, device=device, scale=3.0)

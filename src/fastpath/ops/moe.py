@@ -39,7 +39,6 @@ from .._core.launch import Launcher, cdiv, next_pow2, workspace
 from .._core.memo import LaunchMemo
 from .._core.registry import register_op
 from . import moe_kernels as K
-from . import moe_persistent as MP
 from .grouped_mm import grouped_mm
 from .linear import linear
 from .norm import _check as norm_check, rms_norm
@@ -759,10 +758,6 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
         rargs = (lg, rbias if rbias is not None else dummy, tw, tw.stride(0), float(scale), float(eps))
         rflags = dict(ROUTE=True, SIGMOID=sigmoid, HAS_RBIAS=rbias is not None, RNORM=norm, SHARED=shared,
                       BLOCK_E=block_e, BITONIC=bitonic)
-    if T <= MP.MAX_T:
-        MP.launch(x, ids, tw, w1, mode1, e5m2_1, w2, mode2, e5m2_2, gu_scale, d_scale, gu_bias, d_bias, h, out, code,
-                  row_mul, up_off, alpha, limit, p, rargs, rflags, _s)
-        return out
     _GATE_UP_ROWS[(T * k, cdiv(NI, p.block_i))](
         x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
         H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),

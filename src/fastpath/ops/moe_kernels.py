@@ -393,72 +393,6 @@ def _entry(v, q, j):
 
 
 @triton.jit
-def _slot_ids(ids_ptr, tw_ptr, t, sit, sij, stt, stj, lg_ptr, rb_ptr, E, rscale, reps,
-              TOPK: tl.constexpr, BLOCK_K8: tl.constexpr, ROUTE: tl.constexpr, SIGMOID: tl.constexpr,
-              HAS_RBIAS: tl.constexpr, RNORM: tl.constexpr, SHARED: tl.constexpr, BLOCK_E: tl.constexpr,
-              BITONIC: tl.constexpr):
-    """Token ``t``'s expert ids (-1 past the slots) and weights, BLOCK_K8 each: loaded from
-    ``ids`` / ``tw``, or (ROUTE) routed here from its router logits (lg, rows of E float32:
-    E - SHARED routed experts, then a stacked shared expert's gate; rb the expert bias, rscale /
-    reps the routing's scale and eps) as the router kernel would (:func:`_route_vals`, TOPK -
-    SHARED routed slots)."""
-    q = tl.arange(0, BLOCK_K8)
-    if ROUTE:
-        iv, wv, slots = _route_vals(lg_ptr, t, E, 1, rb_ptr, E - SHARED, rscale, reps, TOPK - SHARED, SIGMOID,
-                                    HAS_RBIAS, RNORM, SHARED, BLOCK_E, BLOCK_K8, BITONIC)
-        idq = tl.where(slots, iv, -1).to(ids_ptr.dtype.element_ty)
-    else:
-        idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1)
-        wv = tl.load(tw_ptr + t * stt + q * stj, mask=q < TOPK, other=0.0).to(tl.float32)
-    return idq, wv
-
-
-@triton.jit
-def _gate_up_pair(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, pair, ib, idq, wv, H, NI, E,
-                  sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                  tw_ptr, stw, TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
-                  HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr,
-                  BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr, ROUTE: tl.constexpr,
-                  PDL: tl.constexpr):
-    # One (token t, slot j) pair and column block ib of I, no tensor cores: the pair's gate
-    # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
-    # are summed over H at the end; h[t * TOPK + j, i] = act(gate_i, up_i), rounded to h's
-    # dtype. idq / wv: t's ids and weights (_slot_ids). The last slot of t naming an expert
-    # computes it; the other slots and ids outside [0, E) do nothing. ROUTE (ids routed from
-    # t's logits): the pair of slot 0 and column block 0 stores them (ids, tw) for the down kernel.
-    t = (pair // TOPK).to(tl.int64)
-    j = pair % TOPK
-    q = tl.arange(0, BLOCK_K8)
-    if ROUTE:
-        if (j == 0) & (ib == 0):
-            tl.store(tw_ptr + t * stw + q, wv, mask=q < TOPK)
-            tl.store(ids_ptr + t * sit + q * sij, idq, mask=q < TOPK)
-    e = _entry(idq, q, j).to(tl.int64)
-    later = tl.sum(((idq == e) & (q > j)).to(tl.int32), axis=0)
-    if (later == 0) & (e >= 0) & (e < E):
-        offs_i = ib * BLOCK_I + tl.arange(0, BLOCK_I)
-        imask = offs_i < NI
-        rows_g = (offs_i * row_mul).to(tl.int64)
-        rows_u = rows_g + up_off
-        w_e = w_ptr + e * swe
-        acc_g = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
-        acc_u = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
-        for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
-            offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
-            kmask = offs_k < H
-            x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
-            wmask = imask[:, None] & kmask[None, :]
-            wk = w_e + offs_k[None, :] * swk
-            acc_g += _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
-            acc_u += _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
-        pdl_trigger(PDL)
-        h = _gate_up_finish(tl.sum(acc_g, axis=1)[None, :], tl.sum(acc_u, axis=1)[None, :], s_ptr, b_ptr, e,
-                            rows_g, rows_u, imask, sse, ssn, sbe, sbn, alpha, limit, HAS_SCALE, HAS_BIAS, ACT)
-        tl.store(h_ptr + pair.to(tl.int64) * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
-                 mask=imask[None, :])
-
-
-@triton.jit
 def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
                          lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps,
@@ -469,35 +403,80 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          RNORM: tl.constexpr = False, SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
                          BITONIC: tl.constexpr = False, PDL: tl.constexpr = 0):
     pdl_start(PDL)
-    # grid: (token, slot) pair x column block of I (_gate_up_pair)
+    # One (token t, slot j) pair and BLOCK_I columns of I, no tensor cores: the pair's gate
+    # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
+    # are summed over H at the end; h[t * TOPK + j, i] = act(gate_i, up_i), rounded to h's
+    # dtype. The last slot of t naming an expert computes it; the other slots and ids
+    # outside [0, E) exit at once.
+    # ROUTE: the ids come from routing t's router logits (lg, rows of E float32: E - SHARED
+    # routed experts, then a stacked shared expert's gate; rb the expert bias, rscale / reps the
+    # routing's scale and eps) here, as the router kernel would (_route_vals, TOPK - SHARED
+    # routed slots); the program of slot 0 and column block 0 stores t's ids and weights (ids,
+    # tw) for the down kernel.
     pair = tl.program_id(0)
-    idq, wv = _slot_ids(ids_ptr, tw_ptr, (pair // TOPK).to(tl.int64), sit, sij, stw, 1, lg_ptr, rb_ptr, E, rscale,
-                        reps, TOPK, BLOCK_K8, ROUTE, SIGMOID, HAS_RBIAS, RNORM, SHARED, BLOCK_E, BITONIC)
-    _gate_up_pair(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, pair, tl.program_id(1), idq, wv, H, NI, E,
-                  sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                  tw_ptr, stw, TOPK, MODE, E5M2, HAS_SCALE, HAS_BIAS, ACT, RNE, BLOCK_K8, BLOCK_I, BLOCK_H, STAGES,
-                  ROUTE, PDL)
+    t = (pair // TOPK).to(tl.int64)
+    j = pair % TOPK
+    q = tl.arange(0, BLOCK_K8)
+    if ROUTE:
+        iv, wv, slots = _route_vals(lg_ptr, t, E, 1, rb_ptr, E - SHARED, rscale, reps, TOPK - SHARED, SIGMOID,
+                                    HAS_RBIAS, RNORM, SHARED, BLOCK_E, BLOCK_K8, BITONIC)
+        idq = tl.where(slots, iv, -1).to(ids_ptr.dtype.element_ty)
+        if (j == 0) & (tl.program_id(1) == 0):
+            tl.store(tw_ptr + t * stw + q, wv, mask=slots)
+            tl.store(ids_ptr + t * sit + q * sij, idq, mask=slots)
+    else:
+        idq = tl.load(ids_ptr + t * sit + q * sij, mask=q < TOPK, other=-1)
+    e = _entry(idq, q, j).to(tl.int64)
+    later = tl.sum(((idq == e) & (q > j)).to(tl.int32), axis=0)
+    if (later > 0) | (e < 0) | (e >= E):
+        return
+    offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    imask = offs_i < NI
+    rows_g = (offs_i * row_mul).to(tl.int64)
+    rows_u = rows_g + up_off
+    w_e = w_ptr + e * swe
+    acc_g = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
+    for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
+        offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
+        kmask = offs_k < H
+        x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
+        wmask = imask[:, None] & kmask[None, :]
+        wk = w_e + offs_k[None, :] * swk
+        acc_g += _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        acc_u += _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+    pdl_trigger(PDL)
+    h = _gate_up_finish(tl.sum(acc_g, axis=1)[None, :], tl.sum(acc_u, axis=1)[None, :], s_ptr, b_ptr, e, rows_g,
+                        rows_u, imask, sse, ssn, sbe, sbn, alpha, limit, HAS_SCALE, HAS_BIAS, ACT)
+    tl.store(h_ptr + pair.to(tl.int64) * NI + offs_i[None, :], _cast(h, h_ptr.dtype.element_ty, RNE),
+             mask=imask[None, :])
 
 
 @triton.jit
-def _down_sum(h_ptr, idq, twq, w_ptr, s_ptr, b_ptr, t, offs_n, k_lo, k_hi, H, NI, E,
-              swe, swn, swk, sse, ssn, sbe, sbn,
-              TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
-              HAS_BIAS: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-              STAGES: tl.constexpr, H_CG: tl.constexpr):
-    # Token t, outputs offs_n, every slot, the I columns [k_lo, k_hi): float32
-    # sum_j w_j * (s[e_j, n] * (D[e_j, n, k_lo:k_hi] . h[t * TOPK + o_j, k_lo:k_hi]) + bias[e_j, n] (k_lo 0 only))
-    # over the slots j with e_j = idq[j] in [0, E), o_j the last slot of t naming e_j (whose
-    # pair wrote h), w_j = twq[j]; summed in the fixed order of (j, K block). The down rows of
-    # the outputs stream whole, slot after slot, in one pipelined loop. H_CG: h read from L2
-    # (.cg), as data another program of the same launch wrote.
+def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, NI, E,
+                      sit, sij, stt, stj, swe, swn, swk, sse, ssn, sbe, sbn, sot, soh,
+                      TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
+                      HAS_BIAS: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr = 0):
+    pdl_start(PDL)
+    # Token t, BLOCK_N outputs, every slot: out[t, n] = sum_j w[t, j] * (s[e_j, n] * (D[e_j, n] .
+    # h[t * TOPK + o_j]) + bias[e_j, n]) over the slots j with e_j = ids[t, j] in [0, E), o_j the
+    # last slot of t naming e_j (whose program wrote h); one float32 sum in the fixed order of
+    # (j, K block), rounded once. No tensor cores, no combine launch: the down rows of the
+    # BLOCK_N outputs stream whole, slot after slot, in one pipelined loop.
+    t = tl.program_id(1).to(tl.int64)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = offs_n < H
     q = tl.arange(0, BLOCK_K8)
-    n_k = tl.cdiv(k_hi - k_lo, BLOCK_K)
+    qm = q < TOPK
+    idq = tl.load(ids_ptr + t * sit + q * sij, mask=qm, other=-1)
+    twq = tl.load(tw_ptr + t * stt + q * stj, mask=qm, other=0.0).to(tl.float32)
+    n_k = tl.cdiv(NI, BLOCK_K)
     acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
     extra = tl.zeros([BLOCK_N], dtype=tl.float32)
     for it in tl.range(0, TOPK * n_k, num_stages=STAGES):
         j = it // n_k
-        k0 = k_lo + (it % n_k) * BLOCK_K
+        k0 = (it % n_k) * BLOCK_K
         e = _entry(idq, q, j).to(tl.int64)
         valid = (e >= 0) & (e < E)
         e = tl.where(valid, e, 0)
@@ -506,12 +485,8 @@ def _down_sum(h_ptr, idq, twq, w_ptr, s_ptr, b_ptr, t, offs_n, k_lo, k_hi, H, NI
         offs_k = k0 + tl.arange(0, BLOCK_K)
         # bounds, not `mask & valid`: Triton's interpreter makes a bool vector & a bool scalar int
         n_lim = tl.where(valid, H, 0)
-        kmask = offs_k < tl.where(valid, k_hi, 0)
-        h_at = h_ptr + (t * TOPK + owner) * NI + offs_k
-        if H_CG:
-            hk = tl.load(h_at, mask=kmask, other=0.0, cache_modifier=".cg").to(tl.float32) * wj
-        else:
-            hk = tl.load(h_at, mask=kmask, other=0.0).to(tl.float32) * wj
+        kmask = offs_k < tl.where(valid, NI, 0)
+        hk = tl.load(h_ptr + (t * TOPK + owner) * NI + offs_k, mask=kmask, other=0.0).to(tl.float32) * wj
         rmask = offs_n < n_lim
         wd = _load_as(w_ptr + e * swe + offs_n.to(tl.int64)[:, None] * swn + offs_k.to(tl.int64)[None, :] * swk,
                       rmask[:, None] & kmask[None, :], MODE, E5M2, tl.float32)
@@ -524,28 +499,9 @@ def _down_sum(h_ptr, idq, twq, w_ptr, s_ptr, b_ptr, t, offs_n, k_lo, k_hi, H, NI
             bias = tl.load(b_ptr + e * sbe + offs_n * sbn, mask=offs_n < tl.where(k0 == 0, n_lim, 0),
                            other=0.0).to(tl.float32)
             extra += wj * bias
-    return tl.sum(acc, axis=1) + extra
-
-
-@triton.jit
-def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, NI, E,
-                      sit, sij, stt, stj, swe, swn, swk, sse, ssn, sbe, sbn, sot, soh,
-                      TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
-                      HAS_BIAS: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr,
-                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr = 0):
-    pdl_start(PDL)
-    # Token t, BLOCK_N outputs, every slot and all of I (_down_sum), rounded once: no
-    # combine launch.
-    t = tl.program_id(1).to(tl.int64)
-    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    q = tl.arange(0, BLOCK_K8)
-    qm = q < TOPK
-    idq = tl.load(ids_ptr + t * sit + q * sij, mask=qm, other=-1)
-    twq = tl.load(tw_ptr + t * stt + q * stj, mask=qm, other=0.0).to(tl.float32)
-    res = _down_sum(h_ptr, idq, twq, w_ptr, s_ptr, b_ptr, t, offs_n, 0, NI, H, NI, E, swe, swn, swk, sse, ssn,
-                    sbe, sbn, TOPK, MODE, E5M2, HAS_SCALE, HAS_BIAS, BLOCK_K8, BLOCK_N, BLOCK_K, STAGES, False)
     pdl_trigger(PDL)
-    tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=offs_n < H)
+    res = tl.sum(acc, axis=1) + extra
+    tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
 
 
 @triton.jit
