@@ -1582,7 +1582,7 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
   timeout 120 ncu --clock-control none -k "regex:_gate_up_rows|_down_rows" -c 6 --section SpeedOfLight \
     --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
     python3 scripts/fp8_alu_once.py 2>&1 | grep -v -i warn | tee "$OUT/rows_ncu.log" | tail -40
-  timeout $((585 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8 --layers 16 \
+  timeout $((470 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8 --layers 16 \
     --rounds 2 --variant "native:moe.FP8_DECODE=None" --variant "alu:moe.FP8_DECODE='alu'" \
     --json "$OUT/knob_ab.json" 2>&1 | grep -v -i warn | tail -10 | tee "$OUT/knob_ab.log" ;;
 esac
