@@ -92,7 +92,16 @@ def with_plan(fn, plan, gu_opts, dn_opts):
         K.decode_plan, moe._GATE_UP, moe._DOWN, K.ROWS_MAX_T = orig
 
 
-def rows_sweep(dtypes=("fp8", "bf16")):
+#: The rows sweep's candidates: gate/up (block_i, block_h, warps, stages) and down (block_n, block_k,
+#: warps, stages), each list timed in order until its time budget ends. FOCUSED: the fp8 plans
+#: with whole-row columns (16) and deeper pipelines that the first sweep's order reached late or not.
+ROWS_GRID = (list(itertools.product((8, 4, 16), (512, 1024, 256), (4, 8), (3, 4, 2))),
+             list(itertools.product((8, 4, 16, 2), (1024, 512, 256), (4, 8), (3, 4, 2))))
+FOCUSED_GRID = (list(itertools.product((16,), (256, 512, 1024), (4,), (3, 4, 6))),
+                list(itertools.product((8, 16), (1024,), (4,), (3, 4, 6))))
+
+
+def rows_sweep(dtypes=("fp8", "bf16"), grid=ROWS_GRID, budget=70):
     """One token, R calls with different experts back to back in one CUDA graph (the way a
     decode step runs them; scripts/stream_probe.py): the row kernels' default plan against
     the three kernels, then the row kernels' blocks, warps and stages,
@@ -131,18 +140,18 @@ def rows_sweep(dtypes=("fp8", "bf16")):
                 return repr(e)[:80]
             finally:
                 K.rows_plan, moe._GATE_UP_ROWS, moe._DOWN_ROWS = orig
-        deadline = time.time() + 70
+        deadline = time.time() + budget
         best_a = (base.block_i, base.block_h, base.warps, base.stages, 1e9)
-        for bi, bh, wp, st in itertools.product((8, 4, 16), (512, 1024, 256), (4, 8), (3, 4, 2)):
+        for bi, bh, wp, st in grid[0]:
             if time.time() > deadline:
                 break
             us = timed(dataclasses.replace(base, block_i=bi, block_h=bh), dict(num_warps=wp, STAGES=st), {})
             rows.append(("gate/up", bi, bh, wp, st, us))
             if isinstance(us, float) and us < best_a[-1]:
                 best_a = (bi, bh, wp, st, us)
-        deadline = time.time() + 70
+        deadline = time.time() + budget
         pa = dataclasses.replace(base, block_i=best_a[0], block_h=best_a[1])
-        for bn, bk, wp, st in itertools.product((8, 4, 16, 2), (1024, 512, 256), (4, 8), (3, 4, 2)):
+        for bn, bk, wp, st in grid[1]:
             if time.time() > deadline:
                 break
             us = timed(dataclasses.replace(pa, block_n=bn, block_k=min(bk, base.block_k)),
@@ -214,6 +223,8 @@ def main():
                     "and a sweep of the row kernels' plan, then stop")
     ap.add_argument("--rows-t", action="store_true", help="row kernels against the three kernels by token "
                     "count, then stop")
+    ap.add_argument("--rows-focused", action="store_true", help="--rows over FOCUSED_GRID (16 columns, deeper "
+                    "pipelines) with no time limit")
     ap.add_argument("--tokens", type=int, default=1, help="tokens of the default profile and sweep (1)")
     ap.add_argument("--dtypes", default="bf16,fp8", help="experts of the default profile and sweeps")
     ap.add_argument("--budget", type=float, default=100, help="seconds of each kernel's sweep (100)")
@@ -221,8 +232,9 @@ def main():
     a = ap.parse_args()
     T = a.tokens
     rec = {}
-    if a.router or a.rows or a.rows_t:
-        rec.update(router_times() if a.router else rows_sweep(a.dtypes.split(",")) if a.rows else rows_by_tokens())
+    if a.router or a.rows or a.rows_t or a.rows_focused:
+        rec.update(router_times() if a.router else rows_sweep(a.dtypes.split(",")) if a.rows
+                   else rows_sweep(a.dtypes.split(","), FOCUSED_GRID, 1e9) if a.rows_focused else rows_by_tokens())
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(rec, f, indent=1)
