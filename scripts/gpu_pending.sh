@@ -1582,8 +1582,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
   timeout 90 ncu --clock-control none -k "regex:_gate_up_rows|_down_rows" -c 6 --section SpeedOfLight \
     --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
     python3 scripts/fp8_alu_once.py 2>&1 | grep -v -i warn | tee "$OUT/rows_ncu.log" | tail -40 ;;
-173)  # sixty-ninth session: the fp8 row kernels' plans the first rows sweep reached late or not (16 columns, 256-1024
-  # wide steps, 3-6 stages; scripts/moe_profile.py --rows-focused), then ncu of each row kernel once (172's)
+173)  # sixty-ninth session: the fp8 row kernels with deeper pipelines (5, 6 stages beside 3, 4; the earlier sweeps
+  # stopped at 4; scripts/moe_profile.py --rows-focused), then ncu of each row kernel once (172's)
   FASTPATH_LAUNCH_MEMO=0 timeout 150 python3 scripts/moe_profile.py --rows-focused --dtypes fp8 \
     --json "$OUT/rows_focused.json" 2>&1 | grep -v -i warn | tee "$OUT/rows_focused.log"
   timeout $((235 - SECONDS)) ncu --clock-control none -k "regex:_gate_up_rows|_down_rows" -c 6 --section SpeedOfLight \
