@@ -1573,8 +1573,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
 172)  # sixty-ninth session: fp8 weights decoded on the integer / float32 units ("alu", fp8.bits._decode_e4m3_alu)
   # against the conversion unit ("native") in the one-token MoE row kernels: the exact-decode tests compiled, the
   # FP8 layer row per mode (bench, graphs), ncu of each row kernel once (bf16, native, alu)
-  timeout 60 python3 -m pytest -q -p no:cacheprovider -n 4 tests/ops/test_fp8.py tests/ops/test_moe.py \
-    -k "every_e4m3 or (fp8_experts and rows)" 2>&1 | tail -4 | tee "$OUT/fp8_tests.log"
+  timeout 60 python3 -m pytest -q -p no:cacheprovider -n 4 tests/ops/test_linear.py tests/ops/test_moe.py \
+    -k "fp8_every_code or (fp8_experts and rows)" 2>&1 | tail -4 | tee "$OUT/fp8_tests.log"
   for m in None "'alu'"; do
     timeout 55 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe.FP8_DECODE=$m" \
       --json "$OUT/moe_fp8_modes.jsonl" 2>&1 | grep -v -i warn | grep "fp8 vs" | sed "s/^/$m /"
