@@ -1589,4 +1589,11 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
   timeout $((235 - SECONDS)) ncu --clock-control none -k "regex:_gate_up_rows|_down_rows" -c 6 --section SpeedOfLight \
     --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
     python3 scripts/fp8_alu_once.py 2>&1 | grep -v -i warn | tee "$OUT/rows_ncu.log" | tail -40 ;;
+174)  # seventieth session: 172 without its ncu (173 takes the same ncu)
+  timeout 60 python3 -m pytest -q -p no:cacheprovider -n 4 tests/ops/test_linear.py tests/ops/test_moe.py \
+    -k "fp8_every_code or (fp8_experts and rows)" 2>&1 | tail -4 | tee "$OUT/fp8_tests.log"
+  for m in None "'alu'" None "'alu'"; do
+    timeout 55 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe.FP8_DECODE=$m" \
+      --json "$OUT/moe_fp8_modes.jsonl" 2>&1 | grep -v -i warn | grep "fp8 vs" | sed "s/^/$m /"
+  done | tee "$OUT/moe_fp8_modes.log" ;;
 esac
