@@ -1596,4 +1596,14 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     timeout 55 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe.FP8_DECODE=$m" \
       --json "$OUT/moe_fp8_modes.jsonl" 2>&1 | grep -v -i warn | grep "fp8 vs" | sed "s/^/$m /"
   done | tee "$OUT/moe_fp8_modes.log" ;;
+175)  # seventieth session: the fp8 rows plan ROWS_FP8 (a 7-tuple of moe_kernels.ROWS_TUNED, e.g. "(16, 256, 8, 1024, 4,
+  # 5, 5)") against the default in the engine (16 layers, two rounds) and the FP8 layer bench row under each
+  new="moe_kernels.ROWS_TUNED={1: $ROWS_FP8, 2: (16, 256, 8, 1024, 4, 3, 3), 4: (8, 256, 4, 1024, 4, 3, 3)}"
+  for v in "" "$new"; do
+    timeout 55 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs ${v:+--set "ops.$v"} \
+      --json "$OUT/moe_fp8_plan.jsonl" 2>&1 | grep -v -i warn | grep "fp8 vs" | sed "s/^/[${v:-default}] /"
+  done | tee "$OUT/moe_fp8_plan.log"
+  timeout $((585 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8,qwen3.6-35b-a3b:fp8 \
+    --layers 16 --rounds 2 --variant "default:" --variant "plan:$new" \
+    --json "$OUT/knob_ab.json" 2>&1 | grep -v -i warn | tail -12 | tee "$OUT/knob_ab.log" ;;
 esac

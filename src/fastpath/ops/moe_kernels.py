@@ -680,20 +680,21 @@ class RowsPlan:
     block_k: int  # down: I chunk of a loop step
     block_k8: int  # slots, rounded up to a power of two
     warps: int
-    stages: int
+    stages: int  # gate/up pipeline stages
+    down_stages: int
 
 
-#: (block_i, block_h, block_n, block_k cap, warps, stages) by weight bytes. H200, Qwen3-30B-A3B
+#: (block_i, block_h, block_n, block_k cap, warps, gate/up stages, down stages) by weight bytes. H200, Qwen3-30B-A3B
 #: shapes, 24 one-token calls with different experts in one graph (scripts/moe_profile.py
 #: --rows, e30c2f8): fp8 16.9 us (split-I slices 24.9, three kernels 32.0), bf16 23.2 (25.6,
 #: 30.5); the plans within 3% of the best share these blocks. float32: not measured.
-ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}
+ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3, 3), 2: (16, 256, 8, 1024, 4, 3, 3), 4: (8, 256, 4, 1024, 4, 3, 3)}
 
 
 def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
     """Block sizes of the row kernels (plain int math)."""
     k8 = max(2, next_pow2(k))
     if INTERPRET:
-        return RowsPlan(16, 16, 16, 16, k8, 4, 1)  # tests: H 40, I 24: several blocks and masked tails
-    bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
-    return RowsPlan(bi, bh, bn, min(bk, max(16, next_pow2(NI))), k8, warps, stages)
+        return RowsPlan(16, 16, 16, 16, k8, 4, 1, 1)  # tests: H 40, I 24: several blocks and masked tails
+    bi, bh, bn, bk, warps, stages, down_stages = ROWS_TUNED[w_bytes]
+    return RowsPlan(bi, bh, bn, min(bk, max(16, next_pow2(NI))), k8, warps, stages, down_stages)
