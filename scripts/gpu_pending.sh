@@ -1606,4 +1606,10 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
   timeout $((585 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8,qwen3.6-35b-a3b:fp8 \
     --layers 16 --rounds 2 --variant "default:" --variant "plan:$new" \
     --json "$OUT/knob_ab.json" 2>&1 | grep -v -i warn | tail -12 | tee "$OUT/knob_ab.log" ;;
+176)  # seventieth session: decode attention's keys a split at the bench's ~776 keys (128 -> 6 splits of 4 KV heads,
+  # 24 programs; 64 -> 12; 32 -> 16, MAX_SPLITS): never timed below 128 in the engine (24th session: 128 / 256 / 512)
+  timeout $((585 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b,qwen3-8b,qwen3-30b-a3b:fp8 \
+    --layers 16 --rounds 2 --variant "128:attention.MIN_KV_PER_SPLIT=128" --variant "64:attention.MIN_KV_PER_SPLIT=64" \
+    --variant "32:attention.MIN_KV_PER_SPLIT=32" \
+    --json "$OUT/knob_ab_split.json" 2>&1 | grep -v -i warn | tail -14 | tee "$OUT/knob_ab_split.log" ;;
 esac
