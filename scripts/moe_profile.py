@@ -99,7 +99,8 @@ def with_plan(fn, plan, gu_opts, dn_opts):
 ROWS_GRID = (list(itertools.product((8, 4, 16), (512, 1024, 256), (4, 8), (3, 4, 2))),
              list(itertools.product((8, 4, 16, 2), (1024, 512, 256), (4, 8), (3, 4, 2))))
 FOCUSED_GRID = (list(itertools.product((16,), (256, 512), (4,), (3, 4, 5, 6))),
-                list(itertools.product((8, 4, 16), (1024,), (4,), (3, 4, 5, 6))))
+                list(itertools.product((8, 4, 16), (1024,), (4,), (3, 4, 5, 6)))
+                + list(itertools.product((8, 4), (256,), (4,), (6, 8))))
 
 
 def rows_sweep(dtypes=("fp8", "bf16"), grid=ROWS_GRID, budget=70):
