@@ -81,6 +81,14 @@ def test_cli_generate_and_errors(capsys, tmp_path, reference_paths):
     assert "--max-new-tokens: at most" in err and "1024 positions" in err and "loading" not in err
     assert cli.main(["generate", "--prompt", "def f(x): return x " * 400]) == 1
     assert "--prompt:" in capsys.readouterr().err
+    # bad numbers are said before any file is read (here: a directory without a config) or text is written
+    for bad, said in ((["--max-new-tokens", "0"], "--max-new-tokens: expected >= 1, got 0"),
+                      (["--temperature", "-1"], "temperature: expected a finite value >= 0"),
+                      (["--temperature", "1", "--top-p", "1.5"], "top_p: expected"),
+                      (["--temperature", "1", "--top-k", "0"], "top_k: expected")):
+        assert cli.main(["generate", "--model", str(tmp_path / "empty"), "--prompt", "x"] + bad) == 1
+        out, err = capsys.readouterr()
+        assert said in err and out == "", (bad, err)
 
 
 def test_engine_argument_errors(reference_paths):

@@ -57,6 +57,9 @@ def generate(args) -> int:
     prompt = args.prompt if args.prompt is not None else (DEFAULT_PROMPT if args.model is None else None)
     if prompt is None:
         raise ValueError("--prompt: give a prompt for --model")
+    if args.max_new_tokens < 1:  # (the arguments' own checks before any file is read)
+        raise ValueError(f"--max-new-tokens: expected >= 1, got {args.max_new_tokens}")
+    sp = SamplingParams(args.temperature, args.top_k if args.temperature > 0 else None, args.top_p)
     device, dtype = _device_dtype(args)
     _model_dir(path)
     cfg = ModelConfig.from_dir(path)  # (an unsupported architecture is said before a missing tokenizer)
@@ -72,7 +75,6 @@ def generate(args) -> int:
     model = load(path, device=device, dtype=dtype, fp8=fp8, config=cfg)
     eng = Engine(model, max_seq=n_prompt + args.max_new_tokens + 1)
     torch.manual_seed(args.seed)
-    sp = SamplingParams(args.temperature, args.top_k if args.temperature > 0 else None, args.top_p)
     if args.model is None:
         print(f"[embedded model: a 3M-parameter Qwen3-MoE trained on Python's docs, {path}]", file=sys.stderr)
     sys.stdout.write(prompt)

@@ -18,7 +18,7 @@ from typing import Iterator, Optional
 
 import torch
 
-from ..ops.sampling import sample
+from ..ops.sampling import check_params, sample
 from .advance import advance
 from ..models.transformer import Transformer
 
@@ -28,6 +28,9 @@ class SamplingParams:
     temperature: float = 0.0
     top_k: Optional[int] = None
     top_p: Optional[float] = None
+
+    def __post_init__(self):
+        check_params(self.temperature, self.top_k, self.top_p)
 
     def key(self) -> tuple:
         return (float(self.temperature), self.top_k, self.top_p)

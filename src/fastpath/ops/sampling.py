@@ -538,16 +538,7 @@ def _checked(logits, temperature, top_k, top_p, generator):
         raise ValueError(f"logits: expected shape (V,) or (B, V), got {tuple(logits.shape)}")
     if logits.shape[-1] == 0:
         raise ValueError(f"logits: the vocabulary dimension is empty, shape {tuple(logits.shape)}")
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature: expected a float, got {type(temperature).__name__}")
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature: expected a finite value >= 0, got {temperature}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral)
-                              or top_k < 1):
-        raise ValueError(f"top_k: expected None or an int >= 1, got {top_k!r}")
-    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real)
-                              or not 0.0 < top_p <= 1.0):
-        raise ValueError(f"top_p: expected None or a float in (0, 1], got {top_p!r}")
+    check_params(temperature, top_k, top_p)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator: expected a torch.Generator, got {type(generator).__name__}")
     if generator is not None and generator.device.type != logits.device.type:
@@ -559,6 +550,21 @@ def _checked(logits, temperature, top_k, top_p, generator):
         seeds = torch.randint(0, 2 ** 62, (x.shape[0],), generator=generator, device=x.device)
     return x, seeds, float(temperature), int(top_k or 0), float(1.0 if top_p is None else top_p)
 
+
+
+def check_params(temperature, top_k, top_p) -> None:
+    """The sampling parameters' checks (``sample``'s, also made by ``SamplingParams`` when built,
+    so a command line says a bad one before loading any weight)."""
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature: expected a float, got {type(temperature).__name__}")
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature: expected a finite value >= 0, got {temperature}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral)
+                              or top_k < 1):
+        raise ValueError(f"top_k: expected None or an int >= 1, got {top_k!r}")
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real)
+                              or not 0.0 < top_p <= 1.0):
+        raise ValueError(f"top_p: expected None or a float in (0, 1], got {top_p!r}")
 
 def sample(logits: torch.Tensor, temperature: float = 1.0, top_k: Optional[int] = None,
            top_p: Optional[float] = None, generator: Optional[torch.Generator] = None) -> torch.Tensor:
