@@ -89,6 +89,10 @@ def test_cli_generate_and_errors(capsys, tmp_path, reference_paths):
         assert cli.main(["generate", "--model", str(tmp_path / "empty"), "--prompt", "x"] + bad) == 1
         out, err = capsys.readouterr()
         assert said in err and out == "", (bad, err)
+    for flag in ("--batch", "--prompt-len", "--new-tokens", "--layers"):  # before building 8B of random weights
+        assert cli.main(["bench-decode", "--config", "qwen3-8b", "--random-weights", flag, "0"]) == 1
+        err = capsys.readouterr().err
+        assert f"{flag}: expected >= 1, got 0" in err and "building" not in err, (flag, err)
 
 
 def test_engine_argument_errors(reference_paths):

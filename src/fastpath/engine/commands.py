@@ -103,6 +103,10 @@ def bench_decode(args) -> int:
     from ..models.loader import load
     from . import bench
 
+    for name in ("batch", "prompt_len", "new_tokens", "layers"):  # (before any weight is built or read)
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise ValueError(f"--{name.replace('_', '-')}: expected >= 1, got {v}")
     device, dtype = _device_dtype(args)
     if args.config and not args.random_weights:
         raise ValueError("--config: named configs have no weights; add --random-weights")
