@@ -1603,7 +1603,7 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     timeout 55 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs ${v:+--set "ops.$v"} \
       --json "$OUT/moe_fp8_plan.jsonl" 2>&1 | grep -v -i warn | grep "fp8 vs" | sed "s/^/[${v:-default}] /"
   done | tee "$OUT/moe_fp8_plan.log"
-  timeout $((585 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8,qwen3.6-35b-a3b:fp8 \
+  timeout $((${END_S:-585} - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8,qwen3.6-35b-a3b:fp8 \
     --layers 16 --rounds 2 --variant "default:" --variant "plan:$new" \
     --json "$OUT/knob_ab.json" 2>&1 | grep -v -i warn | tail -12 | tee "$OUT/knob_ab.log" ;;
 176)  # seventieth session: decode attention's keys a split at the bench's ~776 keys (128 -> 6 splits of 4 KV heads,
@@ -1612,4 +1612,18 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     --layers 16 --rounds 2 --variant "128:attention.MIN_KV_PER_SPLIT=128" --variant "64:attention.MIN_KV_PER_SPLIT=64" \
     --variant "32:attention.MIN_KV_PER_SPLIT=32" \
     --json "$OUT/knob_ab_split.json" 2>&1 | grep -v -i warn | tail -14 | tee "$OUT/knob_ab_split.log" ;;
+177)  # seventieth session: 173's sweep (no ncu), its best fp8 gate/up and down plans taken as ROWS_FP8 into 175's
+  # bench row and engine A/B in the same call, then ncu of the row kernels if time is left
+  FASTPATH_LAUNCH_MEMO=0 timeout 170 python3 scripts/moe_profile.py --rows-focused --dtypes fp8 \
+    --json "$OUT/rows_focused.json" 2>&1 | grep -v -i warn | tee "$OUT/rows_focused.log"
+  ROWS_FP8=$(python3 -c "
+import json; r = json.load(open('$OUT/rows_focused.json'))['fp8 rows sweep']
+f = [x for x in r if isinstance(x[-1], float)]
+g = min((x for x in f if x[0] == 'gate/up'), key=lambda x: x[-1]); d = min((x for x in f if x[0] == 'down'), key=lambda x: x[-1])
+print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
+  echo "ROWS_FP8=$ROWS_FP8" | tee "$OUT/rows_fp8_choice.log"
+  END_S=$((575 - SECONDS)) ROWS_FP8="$ROWS_FP8" bash "$0" 175
+  [ $SECONDS -lt 480 ] && timeout $((585 - SECONDS)) ncu --clock-control none -k "regex:_gate_up_rows|_down_rows" -c 6 \
+    --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
+    python3 scripts/fp8_alu_once.py 2>&1 | grep -v -i warn | tee "$OUT/rows_ncu.log" | tail -40 ;;
 esac
