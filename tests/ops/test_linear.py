@@ -185,11 +185,10 @@ def test_fp8_weight_only_many_rows(rows, xdtype, route, monkeypatch, device):
 
 
 @needs_fp8
-@pytest.mark.parametrize("decode", ["native", "bits", "alu"])
+@pytest.mark.parametrize("decode", ["native", "bits"])
 def test_fp8_every_code(decode, split_k, monkeypatch, device):
-    """Every one of the 256 e4m3fn bit patterns through the kernel's decoding (NaN included;
-    "alu": on the integer and float32 units), with K split over programs: row n of the weight
-    repeats code n, so out[n] = 64 * value."""
+    """Every one of the 256 e4m3fn bit patterns through the kernel's decoding (NaN included),
+    with K split over programs: row n of the weight repeats code n, so out[n] = 64 * value."""
     monkeypatch.setattr(L, "FP8_DECODE", decode)
     split_k(3)
     codes = torch.arange(256, dtype=torch.uint8, device=device).view(torch.float8_e4m3fn)

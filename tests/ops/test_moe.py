@@ -499,10 +499,9 @@ def _fp8_native_ok(device) -> bool:
 
 @needs_fp8
 @pytest.mark.parametrize("p", ["rows", "decode", "prefill"])
-@pytest.mark.parametrize("decode", ["bits", "native", "alu"])
+@pytest.mark.parametrize("decode", ["bits", "native"])
 def test_fp8_experts(p, decode, path, monkeypatch, device):
-    """fp8 decoded from its bits (everywhere; "alu": e4m3 on the integer and float32 units) or
-    converted by the hardware (NVIDIA 8.9+)."""
+    """fp8 decoded from its bits (everywhere) or converted by the hardware (NVIDIA 8.9+)."""
     if decode == "native" and not _fp8_native_ok(device):
         pytest.skip("native fp8 loads need an NVIDIA GPU of compute capability 8.9+ (not the interpreter)")
     path(p)

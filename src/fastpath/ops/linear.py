@@ -84,7 +84,7 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
     w = Operand(weight.t())
     if weight_scale is not None:
         mode = _fp8_mode(x.device)
-        w = Operand((weight.view(torch.uint8) if mode in (2, 3) else weight).t(), mode)
+        w = Operand((weight.view(torch.uint8) if mode == 2 else weight).t(), mode)
     plan = matvec.plan(M, N, K, x.device, x.dtype if x.dtype != torch.float32 else None,
                        b_bytes=1 if weight_scale is not None else weight.element_size(), norm=plain_norm,
                        group=norm.group if norm is not None else 0, glu=glu,

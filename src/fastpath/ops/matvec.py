@@ -34,7 +34,7 @@ from typing import Optional
 
 from .._core.backend import INTERPRET, TL_DTYPES, num_sms, pdl_start, pdl_trigger, tl, triton
 from .._core.launch import Launcher, cdiv, next_pow2, workspace
-from .fp8.bits import _decode, _decode_e4m3_alu
+from .fp8.bits import _decode
 from .norm import group_gated_rows, normed_rows, round_to, rows_rstd, weighted_rows
 
 
@@ -62,8 +62,6 @@ def _convert(raw, WT: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, DT: 
         out = raw.to(DT)
     elif MODE == 1:
         out = raw.to(WT, bitcast=True).to(DT)
-    elif MODE == 3 and not E5M2:
-        out = _decode_e4m3_alu(raw).to(DT)
     else:
         out = _decode(raw, E5M2).to(DT)
     return out

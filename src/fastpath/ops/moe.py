@@ -665,7 +665,7 @@ def _operand(w: torch.Tensor, scaled: bool):
         return w, 0, False
     mode = _fp8_mode(w.device)
     e5m2 = w.dtype == getattr(torch, "float8_e5m2", None)
-    return (w.view(torch.uint8) if mode in (2, 3) else w), mode, e5m2
+    return (w.view(torch.uint8) if mode == 2 else w), mode, e5m2
 
 
 def _dot_dtype(x: torch.Tensor, mode: int):

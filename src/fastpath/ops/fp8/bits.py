@@ -23,11 +23,10 @@ def fp8_max(dtype: torch.dtype) -> float:
 
 def fp8_load_mode(device: torch.device, override=None) -> int:
     """How kernels load an fp8 operand: 1 = as float8, converted by the hardware; 2 = as
-    uint8 bits decoded exactly in registers (older GPUs, ROCm, the interpreter); 3 = e4m3 loaded
-    as bits and decoded on the integer / float32 units (:func:`_decode_e4m3_alu`, an A/B knob:
-    override "alu"). Tests force one with ``override`` = "native", "bits" or "alu"."""
+    uint8 bits decoded exactly in registers (older GPUs, ROCm, the interpreter). Tests force
+    one with ``override`` = "native" or "bits"."""
     if override is not None:
-        return {"native": 1, "alu": 3}.get(override, 2)
+        return 1 if override == "native" else 2
     return 1 if fp8_hardware(device) else 2
 
 
@@ -60,17 +59,6 @@ def _decode(b, E5M2: tl.constexpr):
         sub = tl.where((u & 128) != 0, -sub, sub)
         v = tl.where(e == 0, sub, v)
         return tl.where((e == 15) & (m == 7), float("nan"), v)
-
-
-@triton.jit
-def _decode_e4m3_alu(b):
-    """uint8 e4m3fn bits -> float32 (exact, NaN kept) on the integer and float32 units, not the
-    conversion unit: the sign and the 7 magnitude bits placed as a float32's sign, exponent and
-    mantissa (the exponent 120 short: zero, subnormals and normals alike), times 2^120."""
-    u = b.to(tl.int32)
-    bits = ((u << 24) >> 4) & -2014314496  # 0x87F00000: the sign (arithmetic shift) and 7 bits
-    v = bits.to(tl.float32, bitcast=True) * 1.329227995784916e36  # 2^120
-    return tl.where((u & 127) == 127, float("nan"), v)
 
 
 @triton.jit
