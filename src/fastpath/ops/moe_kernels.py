@@ -687,7 +687,9 @@ class RowsPlan:
 #: (block_i, block_h, block_n, block_k cap, warps, gate/up stages, down stages) by weight bytes. H200, Qwen3-30B-A3B
 #: shapes, 24 one-token calls with different experts in one graph (scripts/moe_profile.py
 #: --rows, e30c2f8): fp8 16.9 us (split-I slices 24.9, three kernels 32.0), bf16 23.2 (25.6,
-#: 30.5); the plans within 3% of the best share these blocks. float32: not measured.
+#: 30.5); the plans within 3% of the best share these blocks. float32: not measured. Deeper fp8
+#: pipelines (H100, --rows-focused, 91ab736): gate/up 3 / 4 / 5 / 6 stages 18.85 / 18.80 / 19.27 /
+#: 19.12 us, down 18.82 / 19.31 / 19.95 / 20.35: no gain (the kernels are not bound by bytes in flight).
 ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3, 3), 2: (16, 256, 8, 1024, 4, 3, 3), 4: (8, 256, 4, 1024, 4, 3, 3)}
 
 
