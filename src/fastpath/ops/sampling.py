@@ -551,7 +551,6 @@ def _checked(logits, temperature, top_k, top_p, generator):
     return x, seeds, float(temperature), int(top_k or 0), float(1.0 if top_p is None else top_p)
 
 
-
 def check_params(temperature, top_k, top_p) -> None:
     """The sampling parameters' checks (``sample``'s, also made by ``SamplingParams`` when built,
     so a command line says a bad one before loading any weight)."""
@@ -565,6 +564,7 @@ def check_params(temperature, top_k, top_p) -> None:
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real)
                               or not 0.0 < top_p <= 1.0):
         raise ValueError(f"top_p: expected None or a float in (0, 1], got {top_p!r}")
+
 
 def sample(logits: torch.Tensor, temperature: float = 1.0, top_k: Optional[int] = None,
            top_p: Optional[float] = None, generator: Optional[torch.Generator] = None) -> torch.Tensor:
