@@ -521,6 +521,32 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
     assert_close(out, experts64(x, ids, w, q1, dn, gu_s=s1))
 
 
+@pytest.mark.parametrize("i", [24, 20, 16])
+@pytest.mark.parametrize("tail,slot_sum", [(True, True), (True, False), (False, True), (False, False)])
+def test_rows_down_tail(i, tail, slot_sum, path, monkeypatch, device):
+    """The down row kernel with I as two tiles a step (``DOWN_TAIL``: 24 = 16 + 8, 20 = 16 + 8
+    with the last 4 columns masked; 16 a power of two: one tile) or as 16-wide steps with a
+    masked last one; each slot's products summed before their scale where a step holds all of I
+    (``DOWN_SLOT_SUM``) or scaled one by one; fp8 with scales and bf16, float64 reference."""
+    path("rows")
+    monkeypatch.setattr(MK, "DOWN_TAIL", tail)
+    monkeypatch.setattr(MK, "DOWN_SLOT_SUM", slot_sum)
+    if backend.INTERPRET:
+        p = MK.rows_plan(2, i, 2)
+        assert p.block_k2 == (8 if tail and i != 16 else 0)
+        assert p.slot_sum == (slot_sum and (tail or i == 16))
+    T, E, k = 3, 8, 2
+    x = randn(T, H, dtype=torch.bfloat16, device=device)
+    gu, dn = make_experts(E, torch.bfloat16, device, i=i)
+    w, ids = routing(T, E, k, device)
+    poison_workspaces(device, T, k, torch.bfloat16, i=i)
+    assert_close(moe.fused_experts(x, ids, w, gu, dn), experts64(x, ids, w, gu, dn))
+    if HAS_FP8:
+        (gu, s1), (dn, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
+        out = moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=s1, down_scale=s2)
+        assert_close(out, experts64(x, ids, w, gu, dn, gu_s=s1, d_s=s2))
+
+
 @pytest.mark.parametrize("fp8,prescale", [(False, True), (True, True), (True, False)])
 def test_decode_widest_tiles(fp8, prescale, path, monkeypatch, device):
     """64 tokens on the three decode kernels with the plan's widest blocks (one SM pretended,

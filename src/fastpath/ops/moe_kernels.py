@@ -453,17 +453,32 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
 
 
 @triton.jit
+def _down_rows_tile(hrow, wrow, offs_n, offs_k, rmask, kmask, swn, swk, MODE: tl.constexpr, E5M2: tl.constexpr):
+    """(D[e, offs_n, offs_k], h[owner row, offs_k]) in float32 (``hrow`` / ``wrow``: the owner's h
+    row and expert e's weights)."""
+    hk = tl.load(hrow + offs_k, mask=kmask, other=0.0).to(tl.float32)
+    wd = _load_as(wrow + offs_n.to(tl.int64)[:, None] * swn + offs_k.to(tl.int64)[None, :] * swk,
+                  rmask[:, None] & kmask[None, :], MODE, E5M2, tl.float32)
+    return wd, hk
+
+
+@triton.jit
 def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, NI, E,
                       sit, sij, stt, stj, swe, swn, swk, sse, ssn, sbe, sbn, sot, soh,
                       TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
                       HAS_BIAS: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr, BLOCK_N: tl.constexpr,
-                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, PDL: tl.constexpr = 0):
+                      BLOCK_K: tl.constexpr, STAGES: tl.constexpr, BLOCK_K2: tl.constexpr = 0,
+                      SLOT_SUM: tl.constexpr = False, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # Token t, BLOCK_N outputs, every slot: out[t, n] = sum_j w[t, j] * (s[e_j, n] * (D[e_j, n] .
     # h[t * TOPK + o_j]) + bias[e_j, n]) over the slots j with e_j = ids[t, j] in [0, E), o_j the
-    # last slot of t naming e_j (whose program wrote h); one float32 sum in the fixed order of
-    # (j, K block), rounded once. No tensor cores, no combine launch: the down rows of the
-    # BLOCK_N outputs stream whole, slot after slot, in one pipelined loop.
+    # last slot of t naming e_j (whose program wrote h); float32 sums in a fixed order, rounded
+    # once. No tensor cores, no combine launch: the down rows of the BLOCK_N outputs stream whole,
+    # slot after slot, in one pipelined loop.
+    # BLOCK_K2 > 0 (then BLOCK_K < NI <= BLOCK_K + BLOCK_K2): a second tile of BLOCK_K2 columns at
+    # BLOCK_K each step, so that I = 768 runs as 512 + 256 columns, not as 1024 with a masked
+    # quarter. SLOT_SUM (a step holds all of I): each step sums its slot's products into BLOCK_N
+    # dots and scales those (s[e_j, n] * w_j once an output, not once a weight).
     t = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = offs_n < H
@@ -471,9 +486,10 @@ def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, N
     qm = q < TOPK
     idq = tl.load(ids_ptr + t * sit + q * sij, mask=qm, other=-1)
     twq = tl.load(tw_ptr + t * stt + q * stj, mask=qm, other=0.0).to(tl.float32)
-    n_k = tl.cdiv(NI, BLOCK_K)
-    acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
-    extra = tl.zeros([BLOCK_N], dtype=tl.float32)
+    n_k = 1 if BLOCK_K2 > 0 else tl.cdiv(NI, BLOCK_K)
+    acc = tl.zeros([BLOCK_N, 1 if SLOT_SUM else BLOCK_K], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_N, BLOCK_K2 if (BLOCK_K2 > 0) and not SLOT_SUM else 1], dtype=tl.float32)
+    extra = tl.zeros([BLOCK_N], dtype=tl.float32)  # biases, and SLOT_SUM's scaled dots
     for it in tl.range(0, TOPK * n_k, num_stages=STAGES):
         j = it // n_k
         k0 = (it % n_k) * BLOCK_K
@@ -482,25 +498,44 @@ def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, N
         e = tl.where(valid, e, 0)
         owner = tl.max(tl.where(idq == e, q, -1), axis=0)
         wj = _entry(twq, q, j)
-        offs_k = k0 + tl.arange(0, BLOCK_K)
         # bounds, not `mask & valid`: Triton's interpreter makes a bool vector & a bool scalar int
         n_lim = tl.where(valid, H, 0)
-        kmask = offs_k < tl.where(valid, NI, 0)
-        hk = tl.load(h_ptr + (t * TOPK + owner) * NI + offs_k, mask=kmask, other=0.0).to(tl.float32) * wj
+        k_lim = tl.where(valid, NI, 0)
         rmask = offs_n < n_lim
-        wd = _load_as(w_ptr + e * swe + offs_n.to(tl.int64)[:, None] * swn + offs_k.to(tl.int64)[None, :] * swk,
-                      rmask[:, None] & kmask[None, :], MODE, E5M2, tl.float32)
+        hrow = h_ptr + (t * TOPK + owner) * NI
+        wrow = w_ptr + e * swe
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        wd, hk = _down_rows_tile(hrow, wrow, offs_n, offs_k, rmask, offs_k < k_lim, swn, swk, MODE, E5M2)
+        if BLOCK_K2 > 0:
+            offs_k2 = BLOCK_K + tl.arange(0, BLOCK_K2)
+            wd2, hk2 = _down_rows_tile(hrow, wrow, offs_n, offs_k2, rmask, offs_k2 < k_lim, swn, swk, MODE, E5M2)
         if HAS_SCALE:
-            sc = tl.load(s_ptr + e * sse + offs_n * ssn, mask=rmask, other=0.0)
-            acc += wd * (sc[:, None] * hk[None, :])
+            scw = tl.load(s_ptr + e * sse + offs_n * ssn, mask=rmask, other=0.0) * wj
         else:
-            acc += wd * hk[None, :]
+            scw = tl.zeros([BLOCK_N], dtype=tl.float32) + wj
+        if SLOT_SUM:
+            dots = tl.sum(wd * hk[None, :], axis=1)
+            if BLOCK_K2 > 0:
+                dots += tl.sum(wd2 * hk2[None, :], axis=1)
+            extra += dots * scw
+        elif HAS_SCALE:
+            acc += wd * (scw[:, None] * hk[None, :])
+            if BLOCK_K2 > 0:
+                acc2 += wd2 * (scw[:, None] * hk2[None, :])
+        else:
+            acc += wd * (hk * wj)[None, :]
+            if BLOCK_K2 > 0:
+                acc2 += wd2 * (hk2 * wj)[None, :]
         if HAS_BIAS:
             bias = tl.load(b_ptr + e * sbe + offs_n * sbn, mask=offs_n < tl.where(k0 == 0, n_lim, 0),
                            other=0.0).to(tl.float32)
             extra += wj * bias
     pdl_trigger(PDL)
-    res = tl.sum(acc, axis=1) + extra
+    res = extra
+    if not SLOT_SUM:
+        res += tl.sum(acc, axis=1)
+        if BLOCK_K2 > 0:
+            res += tl.sum(acc2, axis=1)
     tl.store(out_ptr + t * sot + offs_n * soh, _cast(res, out_ptr.dtype.element_ty, RNE), mask=nmask)
 
 
@@ -682,6 +717,8 @@ class RowsPlan:
     warps: int
     stages: int  # gate/up pipeline stages
     down_stages: int
+    block_k2: int = 0  # down: a second I tile of a step (_down_rows_kernel's BLOCK_K2; 0: none)
+    slot_sum: bool = False  # down: a step's slot summed into dots before its scale (SLOT_SUM)
 
 
 #: (block_i, block_h, block_n, block_k cap, warps, gate/up stages, down stages) by weight bytes. H200, Qwen3-30B-A3B
@@ -693,10 +730,31 @@ class RowsPlan:
 ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3, 3), 2: (16, 256, 8, 1024, 4, 3, 3), 4: (8, 256, 4, 1024, 4, 3, 3)}
 
 
+#: The down row kernel covers an I that is not a power of two, when one step would hold it, in two
+#: power-of-two tiles (I = 768: 512 + 256) instead of one with masked columns (1024, a quarter idle).
+DOWN_TAIL = True
+#: Where a step holds all of I, the down row kernel sums each slot's products before scaling them
+#: (one multiply an output and slot instead of one a weight).
+DOWN_SLOT_SUM = True
+
+
+def down_k_blocks(NI: int, cap: int) -> tuple:
+    """(BLOCK_K, BLOCK_K2) of the down row kernel for I = NI, K steps of at most ``cap``."""
+    full = min(cap, max(8, next_pow2(NI)))
+    lo = full // 2
+    tail = max(8, next_pow2(NI - lo)) if NI > lo else 0
+    if DOWN_TAIL and full == next_pow2(NI) and NI < full and lo >= 8 and lo + tail < full:
+        return lo, tail
+    return full, 0
+
+
 def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
     """Block sizes of the row kernels (plain int math)."""
     k8 = max(2, next_pow2(k))
-    if INTERPRET:
-        return RowsPlan(16, 16, 16, 16, k8, 4, 1, 1)  # tests: H 40, I 24: several blocks and masked tails
+    if INTERPRET:  # tests: H 40, I 24: several blocks and masked tails, or I as 16 + 8 (DOWN_TAIL)
+        bk, bk2 = down_k_blocks(NI, 32)
+        bk = bk if bk2 else 16
+        return RowsPlan(16, 16, 16, bk, k8, 4, 1, 1, bk2, DOWN_SLOT_SUM and bk + bk2 >= NI)
     bi, bh, bn, bk, warps, stages, down_stages = ROWS_TUNED[w_bytes]
-    return RowsPlan(bi, bh, bn, min(bk, max(16, next_pow2(NI))), k8, warps, stages, down_stages)
+    bk, bk2 = down_k_blocks(NI, bk)
+    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, down_stages, bk2, DOWN_SLOT_SUM and bk + bk2 >= NI)
