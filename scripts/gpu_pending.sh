@@ -1630,13 +1630,13 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
 178)  # seventieth session: the down row kernel's DOWN_TAIL (768 = 512 + 256) and DOWN_SLOT_SUM against the old
   # form (offline sm_90 loop a step, fp8 / bf16: old 394 / 336 instructions, tail 365 / 294, both 366 / 347 at 56
   # registers): compiled tests, the layer bench row by variant, the engine A/B
-  timeout 100 python3 -m pytest -q -p no:cacheprovider -n 8 tests/ops/test_moe.py -k "rows or fp8_experts or gpt_oss" \
+  timeout 70 python3 -m pytest -q -p no:cacheprovider -n 8 tests/ops/test_moe.py -k "rows or fp8_experts or gpt_oss" \
     2>&1 | tail -3 | tee "$OUT/moe_tests.log"
   for v in "True;True" "True;False" "False;False"; do
     timeout 50 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe_kernels.DOWN_TAIL=${v%;*}" \
       --set "ops.moe_kernels.DOWN_SLOT_SUM=${v#*;}" 2>&1 | grep -v -i warn | grep "graph" | sed "s/^/[$v] /"
   done | tee "$OUT/moe_down_variants.log"
-  timeout $((450 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,qwen3-30b-a3b,qwen3.6-35b-a3b:fp8 \
+  timeout $((380 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,qwen3-30b-a3b,qwen3.6-35b-a3b:fp8 \
     --layers 16 --rounds 2 --variant "both:moe_kernels.DOWN_TAIL=True;moe_kernels.DOWN_SLOT_SUM=True" \
     --variant "tail:moe_kernels.DOWN_TAIL=True;moe_kernels.DOWN_SLOT_SUM=False" \
     --variant "old:moe_kernels.DOWN_TAIL=False;moe_kernels.DOWN_SLOT_SUM=False" \
