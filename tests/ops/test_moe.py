@@ -522,19 +522,20 @@ def test_fp8_experts(p, decode, path, monkeypatch, device):
 
 
 @pytest.mark.parametrize("i", [24, 20, 16])
-@pytest.mark.parametrize("tail,slot_sum", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.parametrize("tail,slot_sum", [(True, 1), (True, 0), (False, 1), (False, 2), (False, 0)])
 def test_rows_down_tail(i, tail, slot_sum, path, monkeypatch, device):
     """The down row kernel with I as two tiles a step (``DOWN_TAIL``: 24 = 16 + 8, 20 = 16 + 8
     with the last 4 columns masked; 16 a power of two: one tile) or as 16-wide steps with a
-    masked last one; each slot's products summed before their scale where a step holds all of I
-    (``DOWN_SLOT_SUM``) or scaled one by one; fp8 with scales and bf16, float64 reference."""
+    masked last one; each step's products summed before their scale where I takes at most
+    ``slot_sum`` steps (``DOWN_SLOT_SUM_STEPS``; 0: scaled one by one); fp8 with scales and bf16,
+    float64 reference."""
     path("rows")
     monkeypatch.setattr(MK, "DOWN_TAIL", tail)
-    monkeypatch.setattr(MK, "DOWN_SLOT_SUM", slot_sum)
+    monkeypatch.setattr(MK, "DOWN_SLOT_SUM_STEPS", slot_sum)
     if backend.INTERPRET:
         p = MK.rows_plan(2, i, 2)
         assert p.block_k2 == (8 if tail and i != 16 else 0)
-        assert p.slot_sum == (slot_sum and (tail or i == 16))
+        assert p.slot_sum == ((1 if tail or i == 16 else 2) <= slot_sum)
     T, E, k = 3, 8, 2
     x = randn(T, H, dtype=torch.bfloat16, device=device)
     gu, dn = make_experts(E, torch.bfloat16, device, i=i)

@@ -748,8 +748,8 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
     T, H, k, E, NI, out, gu_scale, d_scale, (w1, mode1, e5m2_1), (w2, mode2, e5m2_2), wb = _setup(
         x, ids, gate_up, down, gu_scale, d_scale)
     p = K.rows_plan(k, NI, wb)
-    if (p.block_k2 or p.slot_sum) and p.block_k + p.block_k2 < NI:  # (a swept plan; rows_plan never)
-        raise ValueError(f"rows plan: down steps of {p.block_k} + {p.block_k2} columns must hold I = {NI}")
+    if p.block_k2 and p.block_k + p.block_k2 < NI:  # (a swept plan; rows_plan never)
+        raise ValueError(f"rows plan: a down step of {p.block_k} + {p.block_k2} columns must hold I = {NI}")
     h = workspace(x.device, f"moe.h.{x.dtype}", T * k * NI, x.dtype)
     dummy = out
     row_mul, up_off = (2, 1) if interleaved else (1, NI)

@@ -477,8 +477,8 @@ def _down_rows_kernel(h_ptr, ids_ptr, tw_ptr, w_ptr, s_ptr, b_ptr, out_ptr, H, N
     # slot after slot, in one pipelined loop.
     # BLOCK_K2 > 0 (then BLOCK_K < NI <= BLOCK_K + BLOCK_K2): a second tile of BLOCK_K2 columns at
     # BLOCK_K each step, so that I = 768 runs as 512 + 256 columns, not as 1024 with a masked
-    # quarter. SLOT_SUM (a step holds all of I): each step sums its slot's products into BLOCK_N
-    # dots and scales those (s[e_j, n] * w_j once an output, not once a weight).
+    # quarter. SLOT_SUM: each step sums its products into BLOCK_N dots and scales those (s[e_j, n]
+    # * w_j once an output, not once a weight).
     t = tl.program_id(1).to(tl.int64)
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = offs_n < H
@@ -733,9 +733,10 @@ ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3, 3), 2: (16, 256, 8, 1024, 4, 3, 3), 4:
 #: The down row kernel covers an I that is not a power of two, when one step would hold it, in two
 #: power-of-two tiles (I = 768: 512 + 256) instead of one with masked columns (1024, a quarter idle).
 DOWN_TAIL = True
-#: Where a step holds all of I, the down row kernel sums each slot's products before scaling them
-#: (one multiply an output and slot instead of one a weight).
+#: Where I takes at most DOWN_SLOT_SUM_STEPS steps, the down row kernel sums each step's products
+#: into dots before scaling them (one multiply an output and step instead of one a weight).
 DOWN_SLOT_SUM = True
+DOWN_SLOT_SUM_STEPS = 1
 
 
 def down_k_blocks(NI: int, cap: int) -> tuple:
@@ -754,7 +755,11 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
     if INTERPRET:  # tests: H 40, I 24: several blocks and masked tails, or I as 16 + 8 (DOWN_TAIL)
         bk, bk2 = down_k_blocks(NI, 32)
         bk = bk if bk2 else 16
-        return RowsPlan(16, 16, 16, bk, k8, 4, 1, 1, bk2, DOWN_SLOT_SUM and bk + bk2 >= NI)
+        return RowsPlan(16, 16, 16, bk, k8, 4, 1, 1, bk2, _slot_sum(NI, bk, bk2))
     bi, bh, bn, bk, warps, stages, down_stages = ROWS_TUNED[w_bytes]
     bk, bk2 = down_k_blocks(NI, bk)
-    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, down_stages, bk2, DOWN_SLOT_SUM and bk + bk2 >= NI)
+    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, down_stages, bk2, _slot_sum(NI, bk, bk2))
+
+
+def _slot_sum(NI: int, bk: int, bk2: int) -> bool:
+    return DOWN_SLOT_SUM and (1 if bk2 else -(-NI // bk)) <= DOWN_SLOT_SUM_STEPS
