@@ -1641,4 +1641,11 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     --variant "tail:moe_kernels.DOWN_TAIL=True;moe_kernels.DOWN_SLOT_SUM=False" \
     --variant "old:moe_kernels.DOWN_TAIL=False;moe_kernels.DOWN_SLOT_SUM=False" \
     --json "$OUT/knob_ab_down.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_down.log" ;;
+179)  # seventieth session: the down row kernel's slot sum over LFM2.5's two steps of I (1792 = 2 x 1024, the second
+  # masked at 768): DOWN_SLOT_SUM_STEPS 2 against 1 in the engine, after the compiled tail tests
+  timeout 60 python3 -m pytest -q -p no:cacheprovider -n 8 tests/ops/test_moe.py -k "rows_down_tail" 2>&1 | tail -2 \
+    | tee "$OUT/moe_tests.log"
+  timeout $((200 - SECONDS)) python3 scripts/knob_ab.py --configs lfm2.5-8b-a1b:fp8,lfm2.5-8b-a1b --layers 16 --rounds 2 \
+    --variant "two steps:moe_kernels.DOWN_SLOT_SUM_STEPS=2" --variant "one step:moe_kernels.DOWN_SLOT_SUM_STEPS=1" \
+    --json "$OUT/knob_ab_steps.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_steps.log" ;;
 esac
