@@ -1627,7 +1627,8 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   [ $SECONDS -lt 480 ] && timeout $((585 - SECONDS)) ncu --clock-control none -k "regex:_gate_up_rows|_down_rows" -c 6 \
     --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
     python3 scripts/moe_rows_once.py 2>&1 | grep -v -i warn | tee "$OUT/rows_ncu.log" | tail -40 ;;
-178)  # seventieth session: the down row kernel's DOWN_TAIL (768 = 512 + 256) and DOWN_SLOT_SUM against the old
+178)  # (run at ab12283; DOWN_SLOT_SUM=False is DOWN_SLOT_SUM_STEPS=0 since)
+  # seventieth session: the down row kernel's DOWN_TAIL (768 = 512 + 256) and DOWN_SLOT_SUM against the old
   # form (offline sm_90 loop a step, fp8 / bf16: old 394 / 336 instructions, tail 365 / 294, both 366 / 347 at 56
   # registers): compiled tests, the layer bench row by variant, the engine A/B
   timeout 70 python3 -m pytest -q -p no:cacheprovider -n 8 tests/ops/test_moe.py -k "rows or fp8_experts or gpt_oss" \

@@ -158,7 +158,7 @@ def rows_sweep(dtypes=("fp8", "bf16"), grid=ROWS_GRID, budget=70):
                 break
             k1, k2 = K.down_k_blocks(I, bk)  # (a step's I tiles from the cap, as rows_plan)
             us = timed(dataclasses.replace(pa, block_n=bn, block_k=k1, block_k2=k2,
-                                           slot_sum=K._slot_sum(I, k1, k2)),
+                                           slot_sum=K.down_slot_sum(I, k1, k2)),
                        dict(num_warps=best_a[2], STAGES=best_a[3]), dict(num_warps=wp, STAGES=st))
             rows.append(("down", bn, bk, wp, st, us))
         rows.sort(key=lambda r: (r[0], r[-1] if isinstance(r[-1], float) else 1e9))
