@@ -548,6 +548,29 @@ def test_rows_down_tail(i, tail, slot_sum, path, monkeypatch, device):
         assert_close(out, experts64(x, ids, w, gu, dn, gu_s=s1, d_s=s2))
 
 
+@pytest.mark.parametrize("act", ["silu", "gelu"])
+@pytest.mark.parametrize("row_sum", [True, False])
+def test_rows_gate_up_row_sum(row_sum, act, path, monkeypatch, device):
+    """The gate/up row kernel summing each step's products at once (``GATE_UP_ROW_SUM``) or
+    keeping per-column partial sums; H = 40 in 16-wide steps (the last masked), bf16 and fp8 with
+    scales, gpt-oss's interleaved rows with biases; float64 reference."""
+    path("rows")
+    monkeypatch.setattr(MK, "GATE_UP_ROW_SUM", row_sum)
+    T, E, k = 3, 8, 2
+    x = randn(T, H, dtype=torch.bfloat16, device=device)
+    gu, dn = make_experts(E, torch.bfloat16, device)
+    w, ids = routing(T, E, k, device)
+    poison_workspaces(device, T, k, torch.bfloat16)
+    assert_close(moe.fused_experts(x, ids, w, gu, dn, activation=act), experts64(x, ids, w, gu, dn, act))
+    gu_b = randn(E, 2 * NI, dtype=torch.bfloat16, device=device)
+    out = moe.fused_experts(x, ids, w, gu, dn, gate_up_bias=gu_b, interleaved=True, activation=act)
+    assert_close(out, experts64(x, ids, w, gu, dn, act, gu_b=gu_b, interleaved=True))
+    if HAS_FP8:
+        (gu, s1), (dn, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
+        out = moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=s1, down_scale=s2, activation=act)
+        assert_close(out, experts64(x, ids, w, gu, dn, act, gu_s=s1, d_s=s2))
+
+
 @pytest.mark.parametrize("fp8,prescale", [(False, True), (True, True), (True, False)])
 def test_decode_widest_tiles(fp8, prescale, path, monkeypatch, device):
     """64 tokens on the three decode kernels with the plan's widest blocks (one SM pretended,

@@ -401,7 +401,7 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr,
                          ROUTE: tl.constexpr = False, SIGMOID: tl.constexpr = False, HAS_RBIAS: tl.constexpr = False,
                          RNORM: tl.constexpr = False, SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
-                         BITONIC: tl.constexpr = False, PDL: tl.constexpr = 0):
+                         BITONIC: tl.constexpr = False, ROW_SUM: tl.constexpr = False, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # One (token t, slot j) pair and BLOCK_I columns of I, no tensor cores: the pair's gate
     # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
@@ -435,16 +435,23 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     rows_g = (offs_i * row_mul).to(tl.int64)
     rows_u = rows_g + up_off
     w_e = w_ptr + e * swe
-    acc_g = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
-    acc_u = tl.zeros([BLOCK_I, BLOCK_H], dtype=tl.float32)
+    # ROW_SUM: each step's products summed into BLOCK_I sums at once (fewer registers, a reduction a step)
+    acc_g = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
+    acc_u = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
     for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
         x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
         wmask = imask[:, None] & kmask[None, :]
         wk = w_e + offs_k[None, :] * swk
-        acc_g += _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
-        acc_u += _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        pg = _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        pu = _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        if ROW_SUM:
+            acc_g += tl.sum(pg, axis=1)[:, None]
+            acc_u += tl.sum(pu, axis=1)[:, None]
+        else:
+            acc_g += pg
+            acc_u += pu
     pdl_trigger(PDL)
     h = _gate_up_finish(tl.sum(acc_g, axis=1)[None, :], tl.sum(acc_u, axis=1)[None, :], s_ptr, b_ptr, e, rows_g,
                         rows_u, imask, sse, ssn, sbe, sbn, alpha, limit, HAS_SCALE, HAS_BIAS, ACT)
@@ -718,6 +725,7 @@ class RowsPlan:
     stages: int  # gate/up pipeline stages
     down_stages: int
     block_k2: int = 0  # down: a second I tile of a step (_down_rows_kernel's BLOCK_K2; 0: none)
+    row_sum: bool = False  # gate/up: a step's products summed at once (ROW_SUM)
     slot_sum: bool = False  # down: a step's slot summed into dots before its scale (SLOT_SUM)
 
 
@@ -737,6 +745,9 @@ DOWN_TAIL = True
 #: products into dots before scaling them (one multiply an output and step instead of one a weight).
 #: H100, 16 layers: one step (Qwen3-30B-A3B) +2.2% FP8, +0.4% bf16; two (LFM2.5's I = 1792) -0.6%.
 DOWN_SLOT_SUM_STEPS = 1
+#: The gate/up row kernel sums each step's products into its BLOCK_I gate and up sums at once,
+#: instead of keeping [BLOCK_I, BLOCK_H] float32 partial sums (an A/B knob, not timed yet).
+GATE_UP_ROW_SUM = False
 
 
 def down_k_blocks(NI: int, cap: int) -> tuple:
@@ -755,10 +766,10 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
     if INTERPRET:  # tests: H 40, I 24: several blocks and masked tails, or I as 16 + 8 (DOWN_TAIL)
         bk, bk2 = down_k_blocks(NI, 32)
         bk = bk if bk2 else 16
-        return RowsPlan(16, 16, 16, bk, k8, 4, 1, 1, bk2, down_slot_sum(NI, bk, bk2))
+        return RowsPlan(16, 16, 16, bk, k8, 4, 1, 1, bk2, GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
     bi, bh, bn, bk, warps, stages, down_stages = ROWS_TUNED[w_bytes]
     bk, bk2 = down_k_blocks(NI, bk)
-    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, down_stages, bk2, down_slot_sum(NI, bk, bk2))
+    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, down_stages, bk2, GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
 
 
 def down_slot_sum(NI: int, bk: int, bk2: int) -> bool:
