@@ -1597,7 +1597,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     timeout 55 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe.FP8_DECODE=$m" \
       --json "$OUT/moe_fp8_modes.jsonl" 2>&1 | grep -v -i warn | grep "fp8 vs" | sed "s/^/$m /"
   done | tee "$OUT/moe_fp8_modes.log" ;;
-175)  # seventieth session: the fp8 rows plan ROWS_FP8 (a 7-tuple of moe_kernels.ROWS_TUNED, e.g. "(16, 256, 8, 1024, 4,
+175)  # (run at 91ab736, when ROWS_TUNED had a 7th entry, the down stages: removed since, 6-tuples)
+  # seventieth session: the fp8 rows plan ROWS_FP8 (a 7-tuple of moe_kernels.ROWS_TUNED, e.g. "(16, 256, 8, 1024, 4,
   # 5, 5)") against the default in the engine (16 layers, two rounds) and the FP8 layer bench row under each
   new="moe_kernels.ROWS_TUNED={1: $ROWS_FP8, 2: (16, 256, 8, 1024, 4, 3, 3), 4: (8, 256, 4, 1024, 4, 3, 3)}"
   for v in "" "$new"; do
@@ -1613,7 +1614,8 @@ sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/ops/test_bincount.p
     --layers 16 --rounds 2 --variant "128:attention.MIN_KV_PER_SPLIT=128" --variant "64:attention.MIN_KV_PER_SPLIT=64" \
     --variant "32:attention.MIN_KV_PER_SPLIT=32" \
     --json "$OUT/knob_ab_split.json" 2>&1 | grep -v -i warn | tail -14 | tee "$OUT/knob_ab_split.log" ;;
-177)  # seventieth session: 173's sweep (no ncu), its best fp8 gate/up and down plans taken as ROWS_FP8 into 175's
+177)  # (run at 91ab736; 7-tuples as 175)
+  # seventieth session: 173's sweep (no ncu), its best fp8 gate/up and down plans taken as ROWS_FP8 into 175's
   # bench row and engine A/B in the same call, then ncu of the row kernels if time is left
   FASTPATH_LAUNCH_MEMO=0 timeout 170 python3 scripts/moe_profile.py --rows-focused --dtypes fp8 \
     --json "$OUT/rows_focused.json" 2>&1 | grep -v -i warn | tee "$OUT/rows_focused.log"

@@ -773,7 +773,7 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
         H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),
         w2.stride(0), w2.stride(1), w2.stride(2), *_s(d_scale), *_s(d_bias), out.stride(0), out.stride(1),
         TOPK=k, MODE=mode2, E5M2=e5m2_2, HAS_SCALE=d_scale is not None, HAS_BIAS=d_bias is not None,
-        RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_N=p.block_n, BLOCK_K=p.block_k, STAGES=p.down_stages,
+        RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_N=p.block_n, BLOCK_K=p.block_k, STAGES=p.stages,
         BLOCK_K2=p.block_k2, SLOT_SUM=p.slot_sum,
         num_warps=p.warps)
     return out

@@ -722,20 +722,19 @@ class RowsPlan:
     block_k: int  # down: I chunk of a loop step
     block_k8: int  # slots, rounded up to a power of two
     warps: int
-    stages: int  # gate/up pipeline stages
-    down_stages: int
+    stages: int
     block_k2: int = 0  # down: a second I tile of a step (_down_rows_kernel's BLOCK_K2; 0: none)
     row_sum: bool = False  # gate/up: a step's products summed at once (ROW_SUM)
     slot_sum: bool = False  # down: a step's slot summed into dots before its scale (SLOT_SUM)
 
 
-#: (block_i, block_h, block_n, block_k cap, warps, gate/up stages, down stages) by weight bytes. H200, Qwen3-30B-A3B
+#: (block_i, block_h, block_n, block_k cap, warps, stages) by weight bytes. H200, Qwen3-30B-A3B
 #: shapes, 24 one-token calls with different experts in one graph (scripts/moe_profile.py
 #: --rows, e30c2f8): fp8 16.9 us (split-I slices 24.9, three kernels 32.0), bf16 23.2 (25.6,
 #: 30.5); the plans within 3% of the best share these blocks. float32: not measured. Deeper fp8
 #: pipelines (H100, --rows-focused, 91ab736): gate/up 3 / 4 / 5 / 6 stages 18.85 / 18.80 / 19.27 /
 #: 19.12 us, down 18.82 / 19.31 / 19.95 / 20.35: no gain (the kernels are not bound by bytes in flight).
-ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3, 3), 2: (16, 256, 8, 1024, 4, 3, 3), 4: (8, 256, 4, 1024, 4, 3, 3)}
+ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}
 
 
 #: The down row kernel covers an I that is not a power of two, when one step would hold it, in two
@@ -753,10 +752,11 @@ GATE_UP_ROW_SUM = False
 def down_k_blocks(NI: int, cap: int) -> tuple:
     """(BLOCK_K, BLOCK_K2) of the down row kernel for I = NI, K steps of at most ``cap``."""
     full = min(cap, max(8, next_pow2(NI)))
-    lo = full // 2
-    tail = max(8, next_pow2(NI - lo)) if NI > lo else 0
-    if DOWN_TAIL and full == next_pow2(NI) and NI < full and lo >= 8 and lo + tail < full:
-        return lo, tail
+    if DOWN_TAIL and full == next_pow2(NI):  # one step holds I: split it where that saves columns
+        lo = full // 2
+        tail = max(8, next_pow2(NI - lo))
+        if lo + tail < full:
+            return lo, tail
     return full, 0
 
 
@@ -766,10 +766,10 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
     if INTERPRET:  # tests: H 40, I 24: several blocks and masked tails, or I as 16 + 8 (DOWN_TAIL)
         bk, bk2 = down_k_blocks(NI, 32)
         bk = bk if bk2 else 16
-        return RowsPlan(16, 16, 16, bk, k8, 4, 1, 1, bk2, GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
-    bi, bh, bn, bk, warps, stages, down_stages = ROWS_TUNED[w_bytes]
+        return RowsPlan(16, 16, 16, bk, k8, 4, 1, bk2, GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
+    bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
     bk, bk2 = down_k_blocks(NI, bk)
-    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, down_stages, bk2, GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
+    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, bk2, GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
 
 
 def down_slot_sum(NI: int, bk: int, bk2: int) -> bool:
