@@ -1664,4 +1664,14 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     --layers 16 --rounds 2 --variant "row sum:moe_kernels.GATE_UP_ROW_SUM=True" \
     --variant "partials:moe_kernels.GATE_UP_ROW_SUM=False" \
     --json "$OUT/knob_ab_row_sum.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_row_sum.log" ;;
+181)  # seventy-first session, on an H200 only (the issues' figures are the H200's): issue 4's MoE table and the MoE
+  # models' decode records with the down row kernel of the seventieth session (dense models unchanged by it)
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: 181 skipped"; exit 0; }
+  timeout 170 python3 -m fastpath.bench moe --graphs --json "$OUT/bench.jsonl" 2>&1 | grep -v -i warn \
+    | tee "$OUT/moe_table.log" | grep -E "graph" | tail -12
+  for cfg in "qwen3-30b-a3b" "qwen3-30b-a3b --fp8" "qwen3.6-35b-a3b" "qwen3.6-35b-a3b --fp8" "lfm2.5-8b-a1b" \
+      "lfm2.5-8b-a1b --fp8"; do
+    timeout $((570 - SECONDS)) python3 -m fastpath bench-decode --config $cfg --random-weights \
+      --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
+  done | tee "$OUT/decode.log" ;;
 esac
