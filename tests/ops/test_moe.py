@@ -555,7 +555,7 @@ def test_rows_gate_up_row_sum(row_sum, act, path, monkeypatch, device):
     keeping per-column partial sums; H = 40 in 16-wide steps (the last masked), bf16 and fp8 with
     scales, gpt-oss's interleaved rows with biases; float64 reference."""
     path("rows")
-    monkeypatch.setattr(MK, "GATE_UP_ROW_SUM", row_sum)
+    monkeypatch.setattr(MK, "GATE_UP_ROW_SUM", (1, 2, 4) if row_sum else ())
     T, E, k = 3, 8, 2
     x = randn(T, H, dtype=torch.bfloat16, device=device)
     gu, dn = make_experts(E, torch.bfloat16, device)

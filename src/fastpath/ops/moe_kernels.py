@@ -744,9 +744,10 @@ DOWN_TAIL = True
 #: products into dots before scaling them (one multiply an output and step instead of one a weight).
 #: H100, 16 layers: one step (Qwen3-30B-A3B) +2.2% FP8, +0.4% bf16; two (LFM2.5's I = 1792) -0.6%.
 DOWN_SLOT_SUM_STEPS = 1
-#: The gate/up row kernel sums each step's products into its BLOCK_I gate and up sums at once,
-#: instead of keeping [BLOCK_I, BLOCK_H] float32 partial sums (an A/B knob, not timed yet).
-GATE_UP_ROW_SUM = False
+#: Weight bytes (1: fp8) at which the gate/up row kernel sums each step's products into its BLOCK_I
+#: gate and up sums at once instead of keeping [BLOCK_I, BLOCK_H] float32 partial sums. H200, 16
+#: layers (gpu_pending.sh 180, b1cf092): Qwen3-30B-A3B FP8 +1.2%, bf16 -0.1%, LFM2.5 FP8 +0.0%.
+GATE_UP_ROW_SUM = (1,)
 
 
 def down_k_blocks(NI: int, cap: int) -> tuple:
@@ -766,10 +767,11 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
     if INTERPRET:  # tests: H 40, I 24: several blocks and masked tails, or I as 16 + 8 (DOWN_TAIL)
         bk, bk2 = down_k_blocks(NI, 32)
         bk = bk if bk2 else 16
-        return RowsPlan(16, 16, 16, bk, k8, 4, 1, bk2, GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
+        return RowsPlan(16, 16, 16, bk, k8, 4, 1, bk2, w_bytes in GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
     bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
     bk, bk2 = down_k_blocks(NI, bk)
-    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, bk2, GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
+    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, bk2, w_bytes in GATE_UP_ROW_SUM,
+                   down_slot_sum(NI, bk, bk2))
 
 
 def down_slot_sum(NI: int, bk: int, bk2: int) -> bool:
