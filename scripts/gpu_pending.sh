@@ -1674,7 +1674,7 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     timeout $((570 - SECONDS)) python3 -m fastpath bench-decode --config $cfg --random-weights \
       --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
   done | tee "$OUT/decode.log" ;;
-182)  # seventy-first session: GATE_UP_ROW_SUM on for fp8 weights (180 on the H200 at b1cf092: Qwen3-30B-A3B FP8
+182)  # seventy-first session: GATE_UP_ROW_SUM on for fp8 weights (180 on the H200 at 3b849e4: Qwen3-30B-A3B FP8
   # +1.2%, bf16 -0.1%, LFM2.5 FP8 0): compiled MoE tests, issue 4's FP8 row, the FP8 decode records (H200 only)
   compiled moe_tests.log 120 8 tests/ops/test_moe.py tests/ops/test_grouped_mm.py
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: records skipped"; exit 0; }

@@ -746,7 +746,7 @@ DOWN_TAIL = True
 DOWN_SLOT_SUM_STEPS = 1
 #: Weight bytes (1: fp8) at which the gate/up row kernel sums each step's products into its BLOCK_I
 #: gate and up sums at once instead of keeping [BLOCK_I, BLOCK_H] float32 partial sums. H200, 16
-#: layers (gpu_pending.sh 180, b1cf092): Qwen3-30B-A3B FP8 +1.2%, bf16 -0.1%, LFM2.5 FP8 +0.0%.
+#: layers (gpu_pending.sh 180, 3b849e4): Qwen3-30B-A3B FP8 +1.2%, bf16 -0.1%, LFM2.5 FP8 +0.0%.
 GATE_UP_ROW_SUM = (1,)
 
 
