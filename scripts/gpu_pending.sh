@@ -1684,4 +1684,8 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     timeout $((560 - SECONDS)) python3 -m fastpath bench-decode --config $cfg --random-weights \
       --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
   done | tee "$OUT/decode.log" ;;
+183)  # seventy-first session: the fp8 gate/up row kernel's blocks, warps and stages again now that it sums each step
+  # at once (64 registers instead of 120 offline): scripts/moe_profile.py --rows (ROWS_GRID, 70 s a kernel)
+  FASTPATH_LAUNCH_MEMO=0 timeout 240 python3 scripts/moe_profile.py --rows --dtypes fp8 --json "$OUT/rows_sweep.json" \
+    2>&1 | grep -v -i warn | tee "$OUT/rows_sweep.log" ;;
 esac
