@@ -1651,7 +1651,8 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   timeout $((200 - SECONDS)) python3 scripts/knob_ab.py --configs lfm2.5-8b-a1b:fp8,lfm2.5-8b-a1b --layers 16 --rounds 2 \
     --variant "two steps:moe_kernels.DOWN_SLOT_SUM_STEPS=2" --variant "one step:moe_kernels.DOWN_SLOT_SUM_STEPS=1" \
     --json "$OUT/knob_ab_steps.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_steps.log" ;;
-180)  # seventieth session: the gate/up row kernel's ROW_SUM (each step summed at once; offline sm_90 fp8 / bf16 loop
+180)  # (ran at 3b849e4 on an H200; GATE_UP_ROW_SUM holds weight byte sizes since, (1,): set it to (1, 2) / ())
+  # seventieth session: the gate/up row kernel's ROW_SUM (each step summed at once; offline sm_90 fp8 / bf16 loop
   # 245 / 250 -> 306 / 357 instructions a step, 120 / 119 -> 64 / 71 registers; the down kernel's slot sum gained at
   # an equal count): compiled tests, the layer bench row each way, the engine A/B
   timeout 60 python3 -m pytest -q -p no:cacheprovider -n 8 tests/ops/test_moe.py -k "row_sum or rows_down_tail" 2>&1 \
