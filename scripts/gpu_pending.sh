@@ -1689,4 +1689,12 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   # at once (64 registers instead of 120 offline): scripts/moe_profile.py --rows (ROWS_GRID, 70 s a kernel)
   FASTPATH_LAUNCH_MEMO=0 timeout 240 python3 scripts/moe_profile.py --rows --dtypes fp8 --json "$OUT/rows_sweep.json" \
     2>&1 | grep -v -i warn | tee "$OUT/rows_sweep.log" ;;
+184)  # seventy-first session: 182's records only (its tests passed on an H100 at 5e37da8: 195), for the last seconds
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: records skipped"; exit 0; }
+  timeout 50 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --json "$OUT/bench.jsonl" 2>&1 \
+    | grep -v -i warn | grep graph
+  for cfg in "qwen3-30b-a3b --fp8" "qwen3.6-35b-a3b --fp8" "lfm2.5-8b-a1b --fp8"; do
+    timeout 70 python3 -m fastpath bench-decode --config $cfg --random-weights \
+      --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
+  done | tee "$OUT/decode.log" ;;
 esac
