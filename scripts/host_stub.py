@@ -80,6 +80,8 @@ def main():
     gate_up, down = torch.randn(E, 2 * I, H).bfloat16(), torch.randn(E, H, I).bfloat16()
     ids = torch.tensor([[0, 3, 5, 7, 9, 11, 13, 15]])
     tw = torch.full((1, 8), 0.125)
+    h8 = h.expand(8, H).contiguous()
+    offs8 = torch.bincount(ids.reshape(-1), minlength=E).cumsum(0).to(torch.int32)
     u8a = torch.randint(0, 255, (256, 256), dtype=torch.uint8)
     u8b = torch.randint(0, 255, (256, 256), dtype=torch.uint8)
     xb = torch.randn(256, 256).bfloat16()
@@ -200,6 +202,8 @@ def main():
                  lambda: on_cpu(attention_mod._MEMO, lambda: fastpath.scaled_dot_product_attention(q, k, v,
                                                                                                   enable_gqa=True))),
              "fastpath.fused_experts one token, top-8": lambda: fastpath.fused_experts(h, ids, tw, gate_up, down),
+             "fastpath.grouped_mm one token's 8 rows, 16 groups": (
+                 lambda: fastpath.grouped_mm(h8, gate_up.transpose(1, 2), offs=offs8)),
              "fastpath.eq uint8": lambda: fastpath.eq(u8a, u8b),
              "fastpath.eq uint8, a replay of the launch memo": lambda: on_cpu(ew_mod._MEMO_CMP,
                                                                               lambda: fastpath.eq(u8a, u8b)),
