@@ -556,6 +556,7 @@ def test_rows_gate_up_row_sum(row_sum, act, path, monkeypatch, device):
     scales, gpt-oss's interleaved rows with biases; float64 reference."""
     path("rows")
     monkeypatch.setattr(MK, "GATE_UP_ROW_SUM", (1, 2, 4) if row_sum else ())
+    assert all(MK.rows_plan(2, NI, wb).row_sum == row_sum for wb in (1, 2))  # the knob reaches both plans
     T, E, k = 3, 8, 2
     x = randn(T, H, dtype=torch.bfloat16, device=device)
     gu, dn = make_experts(E, torch.bfloat16, device)
