@@ -1697,4 +1697,11 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     timeout 70 python3 -m fastpath bench-decode --config $cfg --random-weights \
       --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
   done | tee "$OUT/decode.log" ;;
+186)  # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
+  # ratios; the standing ones were measured beside the fastpath of 2026-11-30)
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: 186 skipped"; exit 0; }
+  for cfg in "qwen3-30b-a3b" "lfm2.5-8b-a1b" "qwen3.6-35b-a3b" "qwen3-8b"; do
+    timeout $((585 - SECONDS)) python3 -m fastpath bench-decode --config $cfg --random-weights --hf \
+      --json "$OUT/decode.jsonl" 2>&1 | grep -E "tok/s|Error|error" | tail -4
+  done | tee "$OUT/decode_hf.log" ;;
 esac
