@@ -1697,6 +1697,18 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     timeout 70 python3 -m fastpath bench-decode --config $cfg --random-weights \
       --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
   done | tee "$OUT/decode.log" ;;
+185)  # seventy-second session: the gate/up row kernel's next step in registers (GATE_UP_AHEAD: no shared memory, no
+  # pipeline barrier; offline sm_90 fp8 109 registers, 407 instructions a step with x's layout change through shared
+  # memory, 8 warps 69 / 214) against the cp.async pipeline, at 4 and 8 warps: compiled tests, the FP8 layer row
+  compiled moe_tests.log 90 8 tests/ops/test_moe.py -k "row_sum"
+  w8="ops.moe_kernels.ROWS_TUNED:1=(16, 256, 8, 1024, 8, 3)"
+  for r in 1 2; do
+    for v in "pipe" "ahead" "ahead w8" "pipe w8"; do
+      a=(); [[ $v == ahead* ]] && a+=(--set "ops.moe_kernels.GATE_UP_AHEAD=(1,)"); [[ $v == *w8 ]] && a+=(--set "$w8")
+      timeout 50 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs "${a[@]}" 2>&1 | grep -v -i warn \
+        | grep "graph" | sed "s/^/[$v] /"
+    done
+  done | tee "$OUT/moe_ahead.log" ;;
 186)  # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
   # ratios; the standing ones were measured beside the fastpath of 2026-11-30)
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: 186 skipped"; exit 0; }
