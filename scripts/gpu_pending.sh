@@ -1697,7 +1697,8 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     timeout 70 python3 -m fastpath bench-decode --config $cfg --random-weights \
       --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
   done | tee "$OUT/decode.log" ;;
-185)  # seventy-second session: the gate/up row kernel's next step in registers (GATE_UP_AHEAD: no shared memory, no
+185)  # (ran on an H100 at f0b06e1: the registers form 5% slower; GATE_UP_AHEAD removed since)
+  # seventy-second session: the gate/up row kernel's next step in registers (GATE_UP_AHEAD: no shared memory, no
   # pipeline barrier; offline sm_90 fp8 109 registers, 407 instructions a step with x's layout change through shared
   # memory, 8 warps 69 / 214) against the cp.async pipeline, at 4 and 8 warps: compiled tests, the FP8 layer row
   compiled moe_tests.log 90 8 tests/ops/test_moe.py -k "row_sum"

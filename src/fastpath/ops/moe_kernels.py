@@ -36,7 +36,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, pdl_start, pdl_trigger, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _convert, _dot16, _load_as, _load_raw, _mm, _pow2_of_amax
+from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
 from .norm import normed_rows, rows_rstd
 
 #: Activation codes of the kernels (``ACT``).
@@ -393,35 +393,6 @@ def _entry(v, q, j):
 
 
 @triton.jit
-def _gate_up_rows_load(xrow, w_e, rows_g, rows_u, imask, k0, H, sxh, swn, swk, MODE: tl.constexpr,
-                       BLOCK_H: tl.constexpr):
-    """A step of the gate/up row kernel: x[k0:k0 + BLOCK_H] and the stored gate and up tiles (fp8 as
-    bits); nothing past H (a step from H on loads nothing)."""
-    offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
-    kmask = offs_k < H
-    wmask = imask[:, None] & kmask[None, :]
-    wk = w_e + offs_k[None, :] * swk
-    x = tl.load(xrow + offs_k * sxh, mask=kmask, other=0.0)
-    return x, _load_raw(wk + rows_g[:, None] * swn, wmask, MODE), _load_raw(wk + rows_u[:, None] * swn, wmask, MODE)
-
-
-@triton.jit
-def _gate_up_rows_add(acc_g, acc_u, x, g, u, WT: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr,
-                      ROW_SUM: tl.constexpr):
-    """:func:`_gate_up_rows_load`'s step added to the gate and up sums (float32 products)."""
-    xf = x.to(tl.float32)[None, :]
-    pg = _convert(g, WT, MODE, E5M2, tl.float32) * xf
-    pu = _convert(u, WT, MODE, E5M2, tl.float32) * xf
-    if ROW_SUM:
-        acc_g += tl.sum(pg, axis=1)[:, None]
-        acc_u += tl.sum(pu, axis=1)[:, None]
-    else:
-        acc_g += pg
-        acc_u += pu
-    return acc_g, acc_u
-
-
-@triton.jit
 def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
                          lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps,
@@ -467,18 +438,20 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     # ROW_SUM: each step's products summed into BLOCK_I sums at once (fewer registers, a reduction a step)
     acc_g = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
-    xrow = x_ptr + t * sxt
-    if STAGES == 0:  # the next step's tiles loaded into registers while this one's are summed (no shared memory)
-        xn, gn, un = _gate_up_rows_load(xrow, w_e, rows_g, rows_u, imask, 0, H, sxh, swn, swk, MODE, BLOCK_H)
-        for k0 in tl.range(0, H, BLOCK_H, num_stages=1):
-            xc, gc, uc = xn, gn, un
-            xn, gn, un = _gate_up_rows_load(xrow, w_e, rows_g, rows_u, imask, k0 + BLOCK_H, H, sxh, swn, swk, MODE,
-                                            BLOCK_H)
-            acc_g, acc_u = _gate_up_rows_add(acc_g, acc_u, xc, gc, uc, w_ptr.dtype.element_ty, MODE, E5M2, ROW_SUM)
-    else:
-        for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
-            xc, gc, uc = _gate_up_rows_load(xrow, w_e, rows_g, rows_u, imask, k0, H, sxh, swn, swk, MODE, BLOCK_H)
-            acc_g, acc_u = _gate_up_rows_add(acc_g, acc_u, xc, gc, uc, w_ptr.dtype.element_ty, MODE, E5M2, ROW_SUM)
+    for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
+        offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
+        kmask = offs_k < H
+        x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
+        wmask = imask[:, None] & kmask[None, :]
+        wk = w_e + offs_k[None, :] * swk
+        pg = _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        pu = _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        if ROW_SUM:
+            acc_g += tl.sum(pg, axis=1)[:, None]
+            acc_u += tl.sum(pu, axis=1)[:, None]
+        else:
+            acc_g += pg
+            acc_u += pu
     pdl_trigger(PDL)
     h = _gate_up_finish(tl.sum(acc_g, axis=1)[None, :], tl.sum(acc_u, axis=1)[None, :], s_ptr, b_ptr, e, rows_g,
                         rows_u, imask, sse, ssn, sbe, sbn, alpha, limit, HAS_SCALE, HAS_BIAS, ACT)
@@ -753,7 +726,6 @@ class RowsPlan:
     block_k2: int = 0  # down: a second I tile of a step (_down_rows_kernel's BLOCK_K2; 0: none)
     row_sum: bool = False  # gate/up: a step's products summed at once (ROW_SUM)
     slot_sum: bool = False  # down: a step's slot summed into dots before its scale (SLOT_SUM)
-    ahead: bool = False  # gate/up: the next step's tiles in registers instead of `stages` (STAGES 0)
 
 
 #: (block_i, block_h, block_n, block_k cap, warps, stages) by weight bytes. H200, Qwen3-30B-A3B
@@ -776,10 +748,6 @@ DOWN_SLOT_SUM_STEPS = 1
 #: gate and up sums at once instead of keeping [BLOCK_I, BLOCK_H] float32 partial sums. H200, 16
 #: layers (gpu_pending.sh 180, 3b849e4): Qwen3-30B-A3B FP8 +1.2%, bf16 -0.1%, LFM2.5 FP8 +0.0%.
 GATE_UP_ROW_SUM = (1,)
-#: Weight bytes at which the gate/up row kernel loads the next step's tiles into registers while it
-#: sums the current one (no shared memory, no barrier a step) instead of pipelining through shared
-#: memory at the plan's stages. An A/B knob, off: not yet timed.
-GATE_UP_AHEAD = ()
 
 
 def down_k_blocks(NI: int, cap: int) -> tuple:
@@ -799,12 +767,11 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
     if INTERPRET:  # tests: H 40, I 24: several blocks and masked tails, or I as 16 + 8 (DOWN_TAIL)
         bk, bk2 = down_k_blocks(NI, 32)
         bk = bk if bk2 else 16
-        return RowsPlan(16, 16, 16, bk, k8, 4, 1, bk2, w_bytes in GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2),
-                        w_bytes in GATE_UP_AHEAD)
+        return RowsPlan(16, 16, 16, bk, k8, 4, 1, bk2, w_bytes in GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
     bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
     bk, bk2 = down_k_blocks(NI, bk)
     return RowsPlan(bi, bh, bn, bk, k8, warps, stages, bk2, w_bytes in GATE_UP_ROW_SUM,
-                    down_slot_sum(NI, bk, bk2), w_bytes in GATE_UP_AHEAD)
+                   down_slot_sum(NI, bk, bk2))
 
 
 def down_slot_sum(NI: int, bk: int, bk2: int) -> bool:
