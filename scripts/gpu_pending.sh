@@ -1710,6 +1710,20 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
         | grep "graph" | sed "s/^/[$v] /"
     done
   done | tee "$OUT/moe_ahead.log" ;;
+187)  # seventy-second session: the fp8 row plan with 16 down outputs a program and 4 stages, the best of two H100 sweeps
+  # (183 at f0b06e1: down 17.92 against 18.21 us at the default 8 outputs / 3 stages, gate/up at 4 stages 18.26 against
+  # 18.22; the seventieth's 17.82 against 18.06): the FP8 layer row each way, then the engine A/B
+  d16="ops.moe_kernels.ROWS_TUNED:1=(16, 256, 16, 1024, 4, 4)"
+  for v in default d16 default d16; do
+    a=(); [[ $v == d16 ]] && a+=(--set "$d16")
+    timeout 50 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs "${a[@]}" 2>&1 | grep -v -i warn \
+      | grep "graph" | sed "s/^/[$v] /"
+  done | tee "$OUT/moe_d16.log"
+  timeout $((420 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,lfm2.5-8b-a1b:fp8,qwen3.6-35b-a3b:fp8 \
+    --layers 16 --rounds 2 \
+    --variant "d16:moe_kernels.ROWS_TUNED={1: (16, 256, 16, 1024, 4, 4), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}" \
+    --variant "default:moe_kernels.ROWS_TUNED={1: (16, 256, 8, 1024, 4, 3), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}" \
+    --json "$OUT/knob_ab_d16.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_d16.log" ;;
 186)  # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
   # ratios; the standing ones were measured beside the fastpath of 2026-11-30)
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: 186 skipped"; exit 0; }
