@@ -1724,6 +1724,14 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     --variant "d16:moe_kernels.ROWS_TUNED={1: (16, 256, 16, 1024, 4, 4), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}" \
     --variant "default:moe_kernels.ROWS_TUNED={1: (16, 256, 8, 1024, 4, 3), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}" \
     --json "$OUT/knob_ab_d16.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_d16.log" ;;
+188)  # seventy-second session: the gate/up row kernel's programs each starting their H steps at their own step
+  # (GATE_UP_ROTATE; all programs read the same 256-byte column of their 2 KB fp8 rows at once otherwise; offline sm_90
+  # 305 instructions a step, 71 registers, against 306 / 64): compiled tests, the FP8 layer row alternated twice
+  compiled moe_tests.log 60 8 tests/ops/test_moe.py -k "row_sum"
+  for v in False True False True; do
+    timeout 30 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe_kernels.GATE_UP_ROTATE=$v" \
+      2>&1 | grep -v -i warn | grep "graph" | sed "s/^/[rotate $v] /"
+  done | tee "$OUT/moe_rotate.log" ;;
 186)  # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
   # ratios; the standing ones were measured beside the fastpath of 2026-11-30)
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: 186 skipped"; exit 0; }

@@ -549,13 +549,15 @@ def test_rows_down_tail(i, tail, slot_sum, path, monkeypatch, device):
 
 
 @pytest.mark.parametrize("act", ["silu", "gelu"])
-@pytest.mark.parametrize("row_sum", [True, False])
-def test_rows_gate_up_row_sum(row_sum, act, path, monkeypatch, device):
+@pytest.mark.parametrize("row_sum,rotate", [(True, False), (False, False), (True, True), (False, True)])
+def test_rows_gate_up_row_sum(row_sum, rotate, act, path, monkeypatch, device):
     """The gate/up row kernel summing each step's products at once (``GATE_UP_ROW_SUM``) or
-    keeping per-column partial sums; H = 40 in 16-wide steps (the last masked), bf16 and fp8 with
-    scales, gpt-oss's interleaved rows with biases; float64 reference."""
+    keeping per-column partial sums, each program's H steps from column 0 or from its own step
+    on, wrapping around (``GATE_UP_ROTATE``); H = 40 in 16-wide steps (the last masked), bf16 and
+    fp8 with scales, gpt-oss's interleaved rows with biases; float64 reference."""
     path("rows")
     monkeypatch.setattr(MK, "GATE_UP_ROW_SUM", (1, 2, 4) if row_sum else ())
+    monkeypatch.setattr(MK, "GATE_UP_ROTATE", rotate)
     assert all(MK.rows_plan(2, NI, wb).row_sum == row_sum for wb in (1, 2))  # the knob reaches both plans
     T, E, k = 3, 8, 2
     x = randn(T, H, dtype=torch.bfloat16, device=device)

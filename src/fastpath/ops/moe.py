@@ -767,7 +767,7 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
         float(alpha), float(limit), *rargs,
         TOPK=k, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None, HAS_BIAS=gu_bias is not None, ACT=code,
         RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h, STAGES=p.stages,
-        ROW_SUM=p.row_sum, num_warps=p.warps, **rflags)
+        ROW_SUM=p.row_sum, ROTATE=K.GATE_UP_ROTATE, num_warps=p.warps, **rflags)
     _DOWN_ROWS[(cdiv(H, p.block_n), T)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
         H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),

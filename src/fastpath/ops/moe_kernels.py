@@ -401,7 +401,8 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr,
                          ROUTE: tl.constexpr = False, SIGMOID: tl.constexpr = False, HAS_RBIAS: tl.constexpr = False,
                          RNORM: tl.constexpr = False, SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
-                         BITONIC: tl.constexpr = False, ROW_SUM: tl.constexpr = False, PDL: tl.constexpr = 0):
+                         BITONIC: tl.constexpr = False, ROW_SUM: tl.constexpr = False, ROTATE: tl.constexpr = False,
+                         PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # One (token t, slot j) pair and BLOCK_I columns of I, no tensor cores: the pair's gate
     # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
@@ -438,7 +439,15 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     # ROW_SUM: each step's products summed into BLOCK_I sums at once (fewer registers, a reduction a step)
     acc_g = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
-    for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
+    # ROTATE: each program starts its H steps at its own step and wraps around, so that programs
+    # running at once read different columns of their rows
+    h_end = tl.cdiv(H, BLOCK_H) * BLOCK_H
+    rot = ((pair + tl.program_id(1)) % tl.cdiv(H, BLOCK_H)) * BLOCK_H
+    for k_step in tl.range(0, H, BLOCK_H, num_stages=STAGES):
+        if ROTATE:
+            k0 = tl.where(k_step + rot >= h_end, k_step + rot - h_end, k_step + rot)
+        else:
+            k0 = k_step
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
         x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
@@ -748,6 +757,9 @@ DOWN_SLOT_SUM_STEPS = 1
 #: gate and up sums at once instead of keeping [BLOCK_I, BLOCK_H] float32 partial sums. H200, 16
 #: layers (gpu_pending.sh 180, 3b849e4): Qwen3-30B-A3B FP8 +1.2%, bf16 -0.1%, LFM2.5 FP8 +0.0%.
 GATE_UP_ROW_SUM = (1,)
+#: The gate/up row kernel's programs start their H steps at (pair + column block) mod the step count
+#: and wrap around, instead of all at column 0. An A/B knob, off: not yet timed.
+GATE_UP_ROTATE = False
 
 
 def down_k_blocks(NI: int, cap: int) -> tuple:
