@@ -1732,6 +1732,10 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     timeout 30 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe_kernels.GATE_UP_ROTATE=$v" \
       2>&1 | grep -v -i warn | grep "graph" | sed "s/^/[rotate $v] /"
   done | tee "$OUT/moe_rotate.log" ;;
+189)  # seventy-second session: the one-token experts' per-call cost that does not scale with bytes (perf-notes, "what
+  # the FP8 layer shares with the bf16 one": F ~ 8 us inferred for the layer from two points and an assumed rate)
+  FASTPATH_LAUNCH_MEMO=0 timeout 200 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
+    | grep -v -i warn | tee "$OUT/fixed.log" ;;
 186)  # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
   # ratios; the standing ones were measured beside the fastpath of 2026-11-30)
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: 186 skipped"; exit 0; }

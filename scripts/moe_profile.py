@@ -4,7 +4,7 @@ Qwen3-30B-A3B shapes (128 experts, top-8, hidden 2048, width 768), bf16 and fp8 
 Per kernel device time from the profiler (eager, L2 flushed before each call), then the
 layer and each configuration in a CUDA graph replayed with a cold L2. Run on a GPU machine:
 
-    PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py [--sweep | --rows | --router]
+    PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py [--sweep | --rows | --router | --fixed]
         [--tokens T] [--dtypes bf16,fp8] [--budget SECONDS] [--json OUT]
 
 (the launch memo off for --sweep: it would replay the default plan at every point)
@@ -168,6 +168,45 @@ def rows_sweep(dtypes=("fp8", "bf16"), grid=ROWS_GRID, budget=70):
     return rec
 
 
+def fixed_cost(dtypes=("bf16", "fp8"), Hs=(1024, 2048, 3072, 4096), Is=(384, 768, 1152, 1536)):
+    """The one-token experts' cost that does not scale with their bytes: R calls with different
+    experts in one CUDA graph (as --rows) at hidden sizes ``Hs`` (width 768) and widths ``Is``
+    (hidden 2048), 128 experts, top-8; each series fitted as us = F + bytes / B (least squares).
+    F: launches, ramps, first-load latency, the h round trip, tails; B: the streaming rate."""
+    from stream_probe import R, per_launch_us
+    rec = {}
+    gen = torch.Generator().manual_seed(3)
+    ids_all = torch.stack([torch.randperm(E, generator=gen)[:TOPK] for _ in range(R)]).to(dev)
+    w = torch.full((1, TOPK), 1.0 / TOPK, device=dev)
+    for fp8 in (d == "fp8" for d in dtypes):
+        tag = "fp8" if fp8 else "bf16"
+        for series, shapes in (("H", [(h, I) for h in Hs]), ("I", [(H, i) for i in Is])):
+            pts = []
+            for h, i in shapes:
+                g = torch.Generator(device=dev).manual_seed(h + i)
+                x = torch.randn(1, h, generator=g, device=dev).bfloat16()
+                gu = (torch.randn(E, 2 * i, h, generator=g, device=dev) * h ** -0.5).bfloat16()
+                dn = (torch.randn(E, h, i, generator=g, device=dev) * i ** -0.5).bfloat16()
+                sc = (None, None)
+                if fp8:
+                    (gu, s1), (dn, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
+                    sc = (s1, s2)
+                calls = [lambda r=r: moe.fused_experts(x, ids_all[r:r + 1], w, gu, dn, gate_up_scale=sc[0],
+                                                       down_scale=sc[1]) for r in range(R)]
+                nbytes = TOPK * 3 * h * i * gu.element_size()
+                pts.append((h, i, nbytes, per_launch_us(calls, flush)))
+            n = len(pts)
+            mb = [p[2] / 1e6 for p in pts]
+            us = [p[3] for p in pts]
+            mx, my = sum(mb) / n, sum(us) / n
+            slope = sum((a - mx) * (b - my) for a, b in zip(mb, us)) / sum((a - mx) ** 2 for a in mb)
+            fit = {"F us": round(my - slope * mx, 2), "B TB/s": round(1 / slope, 3) if slope > 0 else None,
+                   "points (H, I, bytes, us)": [(h, i, b, round(t, 2)) for h, i, b, t in pts]}
+            rec[f"{tag} fixed cost by {series}"] = fit
+            print(tag, series, fit, flush=True)
+    return rec
+
+
 def rows_by_tokens(Ts=(1, 2, 3, 4, 6, 8, 16)):
     """The row kernels against the three kernels by token count, bf16 and fp8, R calls with
     different routings in one CUDA graph (how ROWS_MAX_T was chosen)."""
@@ -229,6 +268,8 @@ def main():
                     "count, then stop")
     ap.add_argument("--rows-focused", action="store_true", help="--rows over FOCUSED_GRID (5 and 6 stages "
                     "beside 3 and 4) with no time limit")
+    ap.add_argument("--fixed", action="store_true", help="one-token experts at several hidden sizes and "
+                    "widths, each series fitted as us = F + bytes / B, then stop")
     ap.add_argument("--tokens", type=int, default=1, help="tokens of the default profile and sweep (1)")
     ap.add_argument("--dtypes", default="bf16,fp8", help="experts of the default profile and sweeps")
     ap.add_argument("--budget", type=float, default=100, help="seconds of each kernel's sweep (100)")
@@ -236,8 +277,9 @@ def main():
     a = ap.parse_args()
     T = a.tokens
     rec = {}
-    if a.router or a.rows or a.rows_t or a.rows_focused:
-        rec.update(router_times() if a.router else rows_sweep(a.dtypes.split(",")) if a.rows
+    if a.router or a.rows or a.rows_t or a.rows_focused or a.fixed:
+        rec.update(fixed_cost(a.dtypes.split(",")) if a.fixed else router_times() if a.router
+                   else rows_sweep(a.dtypes.split(",")) if a.rows
                    else rows_sweep(a.dtypes.split(","), FOCUSED_GRID, 1e9) if a.rows_focused else rows_by_tokens())
         if a.json:
             with open(a.json, "w") as f:
