@@ -743,6 +743,8 @@ class RowsPlan:
 #: 30.5); the plans within 3% of the best share these blocks. float32: not measured. Deeper fp8
 #: pipelines (H100, --rows-focused, 91ab736): gate/up 3 / 4 / 5 / 6 stages 18.85 / 18.80 / 19.27 /
 #: 19.12 us, down 18.82 / 19.31 / 19.95 / 20.35: no gain (the kernels are not bound by bytes in flight).
+#: The H100 sweeps' best fp8 down plan (16 outputs, 4 stages) lost on the H200 (gpu_pending.sh 187: FP8
+#: layer +1.6%, Qwen3-30B-A3B FP8 -0.7%, LFM2.5 FP8 -2.1%): choose these on the H200.
 ROWS_TUNED = {1: (16, 256, 8, 1024, 4, 3), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}
 
 
