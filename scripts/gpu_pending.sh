@@ -1685,11 +1685,13 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     timeout $((560 - SECONDS)) python3 -m fastpath bench-decode --config $cfg --random-weights \
       --json "$OUT/decode.jsonl" 2>&1 | grep "tok/s" | tail -1
   done | tee "$OUT/decode.log" ;;
-183)  # seventy-first session: the fp8 gate/up row kernel's blocks, warps and stages again now that it sums each step
+183)  # (ran on an H100 at f0b06e1: the default gate/up plan the best, down 16 outputs / 4 stages -1.6%)
+  # seventy-first session: the fp8 gate/up row kernel's blocks, warps and stages again now that it sums each step
   # at once (64 registers instead of 120 offline): scripts/moe_profile.py --rows (ROWS_GRID, 70 s a kernel)
   FASTPATH_LAUNCH_MEMO=0 timeout 240 python3 scripts/moe_profile.py --rows --dtypes fp8 --json "$OUT/rows_sweep.json" \
     2>&1 | grep -v -i warn | tee "$OUT/rows_sweep.log" ;;
-184)  # seventy-first session: 182's records only (its tests passed on an H100 at 5e37da8: 195), for the last seconds
+184)  # (ran on the H200 at dc2897d: FP8 layer 19.47 us, 1.29x; Qwen3-30B-A3B FP8 480.6 tok/s)
+  # seventy-first session: 182's records only (its tests passed on an H100 at 5e37da8: 195), for the last seconds
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: records skipped"; exit 0; }
   timeout 50 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --json "$OUT/bench.jsonl" 2>&1 \
     | grep -v -i warn | grep graph
@@ -1710,7 +1712,8 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
         | grep "graph" | sed "s/^/[$v] /"
     done
   done | tee "$OUT/moe_ahead.log" ;;
-187)  # seventy-second session: the fp8 row plan with 16 down outputs a program and 4 stages, the best of two H100 sweeps
+187)  # (ran on the H200 at dc2897d without Qwen3.6 and with 40 s bench runs: d16 lost, -0.7% / -2.1%)
+  # seventy-second session: the fp8 row plan with 16 down outputs a program and 4 stages, the best of two H100 sweeps
   # (183 at f0b06e1: down 17.92 against 18.21 us at the default 8 outputs / 3 stages, gate/up at 4 stages 18.26 against
   # 18.22; the seventieth's 17.82 against 18.06): the FP8 layer row each way, then the engine A/B
   d16="ops.moe_kernels.ROWS_TUNED:1=(16, 256, 16, 1024, 4, 4)"
@@ -1736,7 +1739,8 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   # the FP8 layer shares with the bf16 one": F ~ 8 us inferred for the layer from two points and an assumed rate)
   FASTPATH_LAUNCH_MEMO=0 timeout 200 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fixed.log" ;;
-186)  # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
+186)  # (ran on the H200 at dc2897d: 39.2x / 30.3x / 49.2x / 25.6x)
+  # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
   # ratios; the standing ones were measured beside the fastpath of 2026-11-30)
   nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: 186 skipped"; exit 0; }
   for cfg in "qwen3-30b-a3b" "lfm2.5-8b-a1b" "qwen3.6-35b-a3b" "qwen3-8b"; do
