@@ -1739,6 +1739,18 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   # the FP8 layer shares with the bf16 one": F ~ 8 us inferred for the layer from two points and an assumed rate)
   FASTPATH_LAUNCH_MEMO=0 timeout 200 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fixed.log" ;;
+190)  # seventy-second session: the down weights prefetched into L2 by the gate/up row programs (DOWN_PREFETCH:
+  # prefetch.global.L2::evict_last, each program a share of its expert's down rows, before its stream; the gate/up
+  # loads evict_first): compiled tests, the layer rows alternated twice, the engine A/B
+  compiled moe_tests.log 90 8 tests/ops/test_moe.py -k "prefetch or row_sum"
+  for v in False True False True; do
+    timeout 30 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe_kernels.DOWN_PREFETCH=$v" \
+      2>&1 | grep -v -i warn | grep "graph" | sed "s/^/[prefetch $v] /"
+  done | tee "$OUT/moe_prefetch.log"
+  timeout $((400 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,qwen3-30b-a3b,lfm2.5-8b-a1b:fp8 \
+    --layers 16 --rounds 2 --variant "prefetch:moe_kernels.DOWN_PREFETCH=True" \
+    --variant "off:moe_kernels.DOWN_PREFETCH=False" \
+    --json "$OUT/knob_ab_prefetch.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_prefetch.log" ;;
 186)  # (ran on the H200 at dc2897d: 39.2x / 30.3x / 49.2x / 25.6x)
   # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
   # ratios; the standing ones were measured beside the fastpath of 2026-11-30)

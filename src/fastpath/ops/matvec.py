@@ -39,19 +39,20 @@ from .norm import group_gated_rows, normed_rows, round_to, rows_rstd, weighted_r
 
 
 @triton.jit
-def _load_as(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr):
+def _load_as(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr, EVICT: tl.constexpr = ""):
     """Load a tile and convert it to ``DT`` (exact for fp8 into any of fp32/bf16/fp16)."""
-    return _convert(_load_raw(ptrs, mask, MODE), ptrs.dtype.element_ty, MODE, E5M2, DT)
+    return _convert(_load_raw(ptrs, mask, MODE, EVICT), ptrs.dtype.element_ty, MODE, E5M2, DT)
 
 
 @triton.jit
-def _load_raw(ptrs, mask, MODE: tl.constexpr):
+def _load_raw(ptrs, mask, MODE: tl.constexpr, EVICT: tl.constexpr = ""):
     """:func:`_load_as`'s load alone (masked elements zero): the stored values, fp8 as its bits
-    (``MODE`` 1: a float8 ``other=`` cannot be expressed), for :func:`_convert` later."""
+    (``MODE`` 1: a float8 ``other=`` cannot be expressed), for :func:`_convert` later. ``EVICT``:
+    the load's L2 eviction policy (Triton's ``eviction_policy``; "" the default)."""
     if MODE == 1:  # (if / else: a return inside a constexpr if gave the wrong tile type, sm_90)
-        raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0)
+        raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0, eviction_policy=EVICT)
     else:
-        raw = tl.load(ptrs, mask=mask, other=0)
+        raw = tl.load(ptrs, mask=mask, other=0, eviction_policy=EVICT)
     return raw
 
 
