@@ -46,6 +46,16 @@ compiled() {
   timeout "$secs" python3 -m pytest -q -n "$n" -p no:cacheprovider -rf --tb=short "$@" > "$OUT/$log" 2>&1
   grep -E "^FAILED|^ERROR" "$OUT/$log" | head -20; tail -1 "$OUT/$log"
 }
+# issue 4's FP8 layer row (and the bf16 one beside it), module knob $1 ("module.KNOB") set to each later argument in
+# turn (log $2)
+layer_ab() {
+  local knob=$1 log=$2 v
+  shift 2
+  for v in "$@"; do
+    timeout 30 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "$knob=$v" 2>&1 | grep -v -i warn \
+      | grep "graph" | sed "s/^/[$v] /"
+  done | tee "$OUT/$log"
+}
 # complex64 lu_solve with 256 right-hand sides at each BLOCKED_PLAN entry given (log $1), then the lu_solve records
 solve_plans_records() {
   local log=$1 p
@@ -1731,10 +1741,7 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   # (GATE_UP_ROTATE; all programs read the same 256-byte column of their 2 KB fp8 rows at once otherwise; offline sm_90
   # 305 instructions a step, 71 registers, against 306 / 64): compiled tests, the FP8 layer row alternated twice
   compiled moe_tests.log 60 8 tests/ops/test_moe.py -k "row_sum"
-  for v in False True False True; do
-    timeout 30 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe_kernels.GATE_UP_ROTATE=$v" \
-      2>&1 | grep -v -i warn | grep "graph" | sed "s/^/[rotate $v] /"
-  done | tee "$OUT/moe_rotate.log" ;;
+  layer_ab ops.moe_kernels.GATE_UP_ROTATE moe_rotate.log False True False True ;;
 189)  # seventy-second session: the one-token experts' per-call cost that does not scale with bytes (perf-notes, "what
   # the FP8 layer shares with the bf16 one": F ~ 8 us inferred for the layer from two points and an assumed rate)
   FASTPATH_LAUNCH_MEMO=0 timeout 200 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
@@ -1743,10 +1750,7 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   # prefetch.global.L2::evict_last, each program a share of its expert's down rows, before its stream; the gate/up
   # loads evict_first): compiled tests, the layer rows alternated twice, the engine A/B
   compiled moe_tests.log 90 8 tests/ops/test_moe.py -k "prefetch or row_sum"
-  for v in False True False True; do
-    timeout 30 python3 -m fastpath.bench moe --only "fp8 vs bf16" --graphs --set "ops.moe_kernels.DOWN_PREFETCH=$v" \
-      2>&1 | grep -v -i warn | grep "graph" | sed "s/^/[prefetch $v] /"
-  done | tee "$OUT/moe_prefetch.log"
+  layer_ab ops.moe_kernels.DOWN_PREFETCH moe_prefetch.log False True False True
   timeout $((400 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,qwen3-30b-a3b,lfm2.5-8b-a1b:fp8 \
     --layers 16 --rounds 2 --variant "prefetch:moe_kernels.DOWN_PREFETCH=True" \
     --variant "off:moe_kernels.DOWN_PREFETCH=False" \

@@ -28,12 +28,12 @@ flush = _flush_buffer(dev)
 H, I, E, TOPK = 2048, 768, 128, 8
 
 
-def inputs(T, fp8, seed=0):
+def inputs(T, fp8, seed=0, h=H, i=I):
     g = torch.Generator(device=dev).manual_seed(seed)
-    x = torch.randn(T, H, generator=g, device=dev).bfloat16()
-    router = (torch.randn(E, H, generator=g, device=dev) * H ** -0.5).bfloat16()
-    gu = (torch.randn(E, 2 * I, H, generator=g, device=dev) * H ** -0.5).bfloat16()
-    dn = (torch.randn(E, H, I, generator=g, device=dev) * I ** -0.5).bfloat16()
+    x = torch.randn(T, h, generator=g, device=dev).bfloat16()
+    router = (torch.randn(E, h, generator=g, device=dev) * h ** -0.5).bfloat16()
+    gu = (torch.randn(E, 2 * i, h, generator=g, device=dev) * h ** -0.5).bfloat16()
+    dn = (torch.randn(E, h, i, generator=g, device=dev) * i ** -0.5).bfloat16()
     scales = (None, None)
     if fp8:
         (gu, sgu), (dn, sd) = moe.quantize_experts(gu), moe.quantize_experts(dn)
@@ -103,6 +103,15 @@ FOCUSED_GRID = (list(itertools.product((16,), (256, 512), (4,), (3, 4, 5, 6))),
                 + list(itertools.product((8, 4), (256,), (4,), (6, 8))))
 
 
+def one_token_routes(seed):
+    """For R one-token calls (scripts/stream_probe.py's R): each call's TOPK distinct experts, and
+    equal weights."""
+    from stream_probe import R
+    gen = torch.Generator().manual_seed(seed)
+    ids_all = torch.stack([torch.randperm(E, generator=gen)[:TOPK] for _ in range(R)]).to(dev)
+    return ids_all, torch.full((1, TOPK), 1.0 / TOPK, device=dev)
+
+
 def rows_sweep(dtypes=("fp8", "bf16"), grid=ROWS_GRID, budget=70):
     """One token, R calls with different experts back to back in one CUDA graph (the way a
     decode step runs them; scripts/stream_probe.py): the row kernels' default plan against
@@ -110,9 +119,7 @@ def rows_sweep(dtypes=("fp8", "bf16"), grid=ROWS_GRID, budget=70):
     gate/up first (down at its default), then down (gate/up at the best)."""
     from stream_probe import R, per_launch_us
     rec = {}
-    gen = torch.Generator().manual_seed(1)
-    ids_all = torch.stack([torch.randperm(E, generator=gen)[:TOPK] for _ in range(R)]).to(dev)
-    w = torch.full((1, TOPK), 1.0 / TOPK, device=dev)
+    ids_all, w = one_token_routes(1)
     for fp8 in (d == "fp8" for d in dtypes):
         tag = "fp8" if fp8 else "bf16"
         x, router, gu, dn, sc = inputs(1, fp8)
@@ -175,22 +182,13 @@ def fixed_cost(dtypes=("bf16", "fp8"), Hs=(1024, 2048, 3072, 4096), Is=(384, 768
     F: launches, ramps, first-load latency, the h round trip, tails; B: the streaming rate."""
     from stream_probe import R, per_launch_us
     rec = {}
-    gen = torch.Generator().manual_seed(3)
-    ids_all = torch.stack([torch.randperm(E, generator=gen)[:TOPK] for _ in range(R)]).to(dev)
-    w = torch.full((1, TOPK), 1.0 / TOPK, device=dev)
+    ids_all, w = one_token_routes(3)
     for fp8 in (d == "fp8" for d in dtypes):
         tag = "fp8" if fp8 else "bf16"
         for series, shapes in (("H", [(h, I) for h in Hs]), ("I", [(H, i) for i in Is])):
             pts = []
             for h, i in shapes:
-                g = torch.Generator(device=dev).manual_seed(h + i)
-                x = torch.randn(1, h, generator=g, device=dev).bfloat16()
-                gu = (torch.randn(E, 2 * i, h, generator=g, device=dev) * h ** -0.5).bfloat16()
-                dn = (torch.randn(E, h, i, generator=g, device=dev) * i ** -0.5).bfloat16()
-                sc = (None, None)
-                if fp8:
-                    (gu, s1), (dn, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
-                    sc = (s1, s2)
+                x, _, gu, dn, sc = inputs(1, fp8, h + i, h, i)
                 calls = [lambda r=r: moe.fused_experts(x, ids_all[r:r + 1], w, gu, dn, gate_up_scale=sc[0],
                                                        down_scale=sc[1]) for r in range(R)]
                 nbytes = TOPK * 3 * h * i * gu.element_size()
