@@ -456,6 +456,7 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     acc_u = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
     # ROTATE: each program starts its H steps at its own step and wraps around, so that programs
     # running at once read different columns of their rows
+    EV: tl.constexpr = "evict_first" if PF_LINES > 0 else ""  # (the prefetched down rows stay in L2)
     h_end = tl.cdiv(H, BLOCK_H) * BLOCK_H
     rot = ((pair + tl.program_id(1)) % tl.cdiv(H, BLOCK_H)) * BLOCK_H
     for k_step in tl.range(0, H, BLOCK_H, num_stages=STAGES):
@@ -468,9 +469,8 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
         x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
         wmask = imask[:, None] & kmask[None, :]
         wk = w_e + offs_k[None, :] * swk
-        ev: tl.constexpr = "evict_first" if PF_LINES > 0 else ""  # (the prefetched down rows stay)
-        pg = _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32, ev) * x[None, :]
-        pu = _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32, ev) * x[None, :]
+        pg = _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32, EV) * x[None, :]
+        pu = _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32, EV) * x[None, :]
         if ROW_SUM:
             acc_g += tl.sum(pg, axis=1)[:, None]
             acc_u += tl.sum(pu, axis=1)[:, None]
