@@ -582,9 +582,9 @@ def test_down_prefetch_plan(monkeypatch):
     w2 = torch.zeros(E, H, NI, dtype=torch.bfloat16)
     monkeypatch.setattr(moe, "INTERPRET", False)
     monkeypatch.setattr(MK, "DOWN_PREFETCH", True)
-    lines = -(-(H * NI * 2) // 128)  # 1920 bytes: 15 lines, 8 a part over 2 parts
-    assert moe.down_prefetch_plan(w2, H, NI, 2) == (H * NI * 2, -(-lines // 2), H * NI * 2, 8)
-    assert moe.down_prefetch_plan(w2, H, NI, 1) == (H * NI * 2, lines, H * NI * 2, 16)
+    # 40 x 24 bf16 = 1920 bytes an expert: 15 lines of 128, 8 a part over 2 parts (16 lanes for 15 in one)
+    assert moe.down_prefetch_plan(w2, H, NI, 2) == (1920, 8, 1920, 8)
+    assert moe.down_prefetch_plan(w2, H, NI, 1) == (1920, 15, 1920, 16)
     assert moe.down_prefetch_plan(w2.transpose(1, 2).contiguous().transpose(1, 2), H, NI, 2) == (0, 0, 0, 0)
     monkeypatch.setattr(MK, "DOWN_PREFETCH", False)
     assert moe.down_prefetch_plan(w2, H, NI, 2) == (0, 0, 0, 0)

@@ -454,11 +454,11 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     # ROW_SUM: each step's products summed into BLOCK_I sums at once (fewer registers, a reduction a step)
     acc_g = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
-    # ROTATE: each program starts its H steps at its own step and wraps around, so that programs
-    # running at once read different columns of their rows
     EV: tl.constexpr = "evict_first" if PF_LINES > 0 else ""  # (the prefetched down rows stay in L2)
-    h_end = tl.cdiv(H, BLOCK_H) * BLOCK_H
-    rot = ((pair + tl.program_id(1)) % tl.cdiv(H, BLOCK_H)) * BLOCK_H
+    if ROTATE:  # each program starts its H steps at its own step and wraps around, so that programs
+        # running at once read different columns of their rows
+        h_end = tl.cdiv(H, BLOCK_H) * BLOCK_H
+        rot = ((pair + tl.program_id(1)) % tl.cdiv(H, BLOCK_H)) * BLOCK_H
     for k_step in tl.range(0, H, BLOCK_H, num_stages=STAGES):
         if ROTATE:
             k0 = tl.where(k_step + rot >= h_end, k_step + rot - h_end, k_step + rot)
