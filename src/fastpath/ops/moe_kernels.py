@@ -36,7 +36,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, pdl_start, pdl_trigger, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
+from .matvec import _dot16, _load_as, _load_as_ev, _mm, _pow2_of_amax
 from .norm import normed_rows, rows_rstd
 
 #: Activation codes of the kernels (``ACT``).
@@ -469,8 +469,8 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
         x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
         wmask = imask[:, None] & kmask[None, :]
         wk = w_e + offs_k[None, :] * swk
-        pg = _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32, EV) * x[None, :]
-        pu = _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32, EV) * x[None, :]
+        pg = _load_as_ev(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32, EV) * x[None, :]
+        pu = _load_as_ev(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32, EV) * x[None, :]
         if ROW_SUM:
             acc_g += tl.sum(pg, axis=1)[:, None]
             acc_u += tl.sum(pu, axis=1)[:, None]
