@@ -1755,6 +1755,18 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     --layers 16 --rounds 2 --variant "prefetch:moe_kernels.DOWN_PREFETCH=True" \
     --variant "off:moe_kernels.DOWN_PREFETCH=False" \
     --json "$OUT/knob_ab_prefetch.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_prefetch.log" ;;
+191)  # seventy-third session (little device time left): 190 failed to compile under triton 3.6 (a default string
+  # argument in matvec._load_as, fixed in 6129f8c): the compiled MoE / fp8 linear tests, both knobs' layer rows, the
+  # fixed cost (189), and the engine A/B for DOWN_PREFETCH only while time is left
+  compiled moe_tests.log 120 8 tests/ops/test_moe.py tests/ops/test_linear.py -k "prefetch or row_sum or fp8 or rows"
+  layer_ab ops.moe_kernels.DOWN_PREFETCH moe_prefetch.log False True False True
+  layer_ab ops.moe_kernels.GATE_UP_ROTATE moe_rotate.log False True False True
+  FASTPATH_LAUNCH_MEMO=0 timeout 150 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
+    | grep -v -i warn | tee "$OUT/fixed.log"
+  [ $SECONDS -lt 330 ] && timeout $((560 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8 \
+    --layers 16 --rounds 2 --variant "prefetch:moe_kernels.DOWN_PREFETCH=True" \
+    --variant "off:moe_kernels.DOWN_PREFETCH=False" \
+    --json "$OUT/knob_ab_prefetch.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_prefetch.log" ;;
 186)  # (ran on the H200 at dc2897d: 39.2x / 30.3x / 49.2x / 25.6x)
   # seventy-second session, on an H200 only: transformers beside today's fastpath in the same run (issues 6 and 7's
   # ratios; the standing ones were measured beside the fastpath of 2026-11-30)
