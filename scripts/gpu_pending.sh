@@ -1758,7 +1758,7 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
 191)  # seventy-third session (little device time left): 190 failed to compile under triton 3.6 (a default string
   # argument in matvec._load_as, fixed in 6129f8c): the compiled MoE / fp8 linear tests, both knobs' layer rows, the
   # fixed cost (189), and the engine A/B for DOWN_PREFETCH only while time is left
-  compiled moe_tests.log 120 8 tests/ops/test_moe.py tests/ops/test_linear.py -k "prefetch or row_sum or fp8 or rows"
+  compiled moe_tests.log 90 8 tests/ops/test_moe.py tests/ops/test_linear.py -k "prefetch or row_sum or fp8 or rows"
   layer_ab ops.moe_kernels.DOWN_PREFETCH moe_prefetch.log False True False True
   layer_ab ops.moe_kernels.GATE_UP_ROTATE moe_rotate.log False True False True
   FASTPATH_LAUNCH_MEMO=0 timeout 150 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
