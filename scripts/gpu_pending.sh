@@ -1746,8 +1746,9 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   # the FP8 layer shares with the bf16 one": F ~ 8 us inferred for the layer from two points and an assumed rate)
   FASTPATH_LAUNCH_MEMO=0 timeout 200 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fixed.log" ;;
-190)  # (ran on an H100 at e3696f2 in the seventy-third session: nothing compiled under triton 3.6, fixed in 6129f8c;
-  # 191 runs its parts in one call) seventy-second session: the down weights prefetched into L2 by the gate/up row programs (DOWN_PREFETCH:
+190)  # (ran on an H100 at e3696f2 in the seventy-third session: nothing compiled under triton 3.6, fixed in
+  # 6129f8c; 191 runs its parts in one call) seventy-second session: the down weights prefetched into L2 by the
+  # gate/up row programs (DOWN_PREFETCH:
   # prefetch.global.L2::evict_last, each program a share of its expert's down rows, before its stream; the gate/up
   # loads evict_first): compiled tests, the layer rows alternated twice, the engine A/B
   compiled moe_tests.log 90 8 tests/ops/test_moe.py -k "prefetch or row_sum"

@@ -55,7 +55,7 @@ def _load_as_ev(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.const
 def _load_raw(ptrs, mask, MODE: tl.constexpr, EVICT: tl.constexpr):
     """:func:`_load_as`'s load alone (masked elements zero): the stored values, fp8 as its bits
     (``MODE`` 1: a float8 ``other=`` cannot be expressed), for :func:`_convert` later. ``EVICT``:
-    the load's L2 eviction policy (Triton's ``eviction_policy``; "" the default)."""
+    the load's L2 eviction policy (Triton's ``eviction_policy``; "": Triton's default)."""
     if MODE == 1:  # (if / else: a return inside a constexpr if gave the wrong tile type, sm_90)
         raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0, eviction_policy=EVICT)
     else:
