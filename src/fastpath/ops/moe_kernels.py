@@ -780,8 +780,10 @@ GATE_UP_ROW_SUM = (1,)
 GATE_UP_ROTATE = False
 #: The gate/up row kernel's programs ask L2 for their expert's down weights (each program a share,
 #: ``evict_last``) before their own stream, whose loads then go ``evict_first``, so that the down
-#: row kernel finds them in L2. Off where Triton's interpreter runs (no PTX). An A/B knob, off: not yet
-#: timed (the sixty-ninth session's persistent kernel prefetched without eviction hints and lost).
+#: row kernel finds them in L2. Triton 3.6 (torch 2.11's) drops ``evict_first`` on the pipelined
+#: loads and keeps the prefetch; 3.9 keeps both. Off where Triton's interpreter runs (no PTX). An A/B
+#: knob, off: not yet timed (the sixty-ninth session's persistent kernel prefetched without eviction
+#: hints and lost).
 DOWN_PREFETCH = False
 
 
@@ -805,8 +807,7 @@ def rows_plan(k: int, NI: int, w_bytes: int) -> RowsPlan:
         return RowsPlan(16, 16, 16, bk, k8, 4, 1, bk2, w_bytes in GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
     bi, bh, bn, bk, warps, stages = ROWS_TUNED[w_bytes]
     bk, bk2 = down_k_blocks(NI, bk)
-    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, bk2, w_bytes in GATE_UP_ROW_SUM,
-                   down_slot_sum(NI, bk, bk2))
+    return RowsPlan(bi, bh, bn, bk, k8, warps, stages, bk2, w_bytes in GATE_UP_ROW_SUM, down_slot_sum(NI, bk, bk2))
 
 
 def down_slot_sum(NI: int, bk: int, bk2: int) -> bool:
