@@ -1737,34 +1737,19 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
     --variant "d16:moe_kernels.ROWS_TUNED={1: (16, 256, 16, 1024, 4, 4), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}" \
     --variant "default:moe_kernels.ROWS_TUNED={1: (16, 256, 8, 1024, 4, 3), 2: (16, 256, 8, 1024, 4, 3), 4: (8, 256, 4, 1024, 4, 3)}" \
     --json "$OUT/knob_ab_d16.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_d16.log" ;;
-188)  # seventy-second session: the gate/up row kernel's programs each starting their H steps at their own step
-  # (GATE_UP_ROTATE; all programs read the same 256-byte column of their 2 KB fp8 rows at once otherwise; offline sm_90
-  # 305 instructions a step, 71 registers, against 306 / 64): compiled tests, the FP8 layer row alternated twice
-  compiled moe_tests.log 60 8 tests/ops/test_moe.py -k "row_sum"
-  layer_ab ops.moe_kernels.GATE_UP_ROTATE moe_rotate.log False True False True ;;
 189)  # seventy-second session: the one-token experts' per-call cost that does not scale with bytes (perf-notes, "what
   # the FP8 layer shares with the bf16 one": F ~ 8 us inferred for the layer from two points and an assumed rate)
   FASTPATH_LAUNCH_MEMO=0 timeout 200 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fixed.log" ;;
-190)  # (ran on an H100 at e3696f2 in the seventy-third session: nothing compiled under triton 3.6, fixed in
-  # 6129f8c; 191 runs its parts in one call) seventy-second session: the down weights prefetched into L2 by the
-  # gate/up row programs (DOWN_PREFETCH:
-  # prefetch.global.L2::evict_last, each program a share of its expert's down rows, before its stream; the gate/up
-  # loads evict_first): compiled tests, the layer rows alternated twice, the engine A/B
-  compiled moe_tests.log 90 8 tests/ops/test_moe.py -k "prefetch or row_sum"
-  layer_ab ops.moe_kernels.DOWN_PREFETCH moe_prefetch.log False True False True
-  timeout $((400 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8,qwen3-30b-a3b,lfm2.5-8b-a1b:fp8 \
-    --layers 16 --rounds 2 --variant "prefetch:moe_kernels.DOWN_PREFETCH=True" \
-    --variant "off:moe_kernels.DOWN_PREFETCH=False" \
-    --json "$OUT/knob_ab_prefetch.json" 2>&1 | grep -v -i warn | grep decode | tee "$OUT/knob_ab_prefetch.log" ;;
-191)  # seventy-third session (little device time left): 190 failed to compile under triton 3.6 (a default string
-  # argument in matvec._load_as, fixed in 6129f8c): the compiled MoE / fp8 linear tests, both knobs' layer rows, the
-  # fixed cost (189), and the engine A/B for DOWN_PREFETCH only while time is left
+188|190|191)  # seventy-third session: the seventy-second's 188 (GATE_UP_ROTATE: programs starting their H steps at
+  # their own step) and 190 (DOWN_PREFETCH: the gate/up programs prefetching their expert's down rows into L2), in one
+  # call (190 ran on an H100 at e3696f2 and nothing compiled under triton 3.6: a default string argument in
+  # matvec._load_as, fixed in 6129f8c): the compiled MoE / fp8 linear tests, both knobs' layer rows, the fixed cost
+  # (189), and the engine A/B for DOWN_PREFETCH only while time is left
   compiled moe_tests.log 90 8 tests/ops/test_moe.py tests/ops/test_linear.py -k "prefetch or row_sum or fp8 or rows"
   layer_ab ops.moe_kernels.DOWN_PREFETCH moe_prefetch.log False True False True
   layer_ab ops.moe_kernels.GATE_UP_ROTATE moe_rotate.log False True False True
-  FASTPATH_LAUNCH_MEMO=0 timeout 150 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
-    | grep -v -i warn | tee "$OUT/fixed.log"
+  OUT=$OUT bash "$0" 189
   [ $SECONDS -lt 330 ] && timeout $((560 - SECONDS)) python3 scripts/knob_ab.py --configs qwen3-30b-a3b:fp8 \
     --layers 16 --rounds 2 --variant "prefetch:moe_kernels.DOWN_PREFETCH=True" \
     --variant "off:moe_kernels.DOWN_PREFETCH=False" \
