@@ -1741,7 +1741,9 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   # the FP8 layer shares with the bf16 one": F ~ 8 us inferred for the layer from two points and an assumed rate)
   FASTPATH_LAUNCH_MEMO=0 timeout 200 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fixed.log" ;;
-188|190|191)  # seventy-third session: the seventy-second's 188 (GATE_UP_ROTATE: programs starting their H steps at
+188|190|191)  # (ran on an H100 at eae8352: DOWN_PREFETCH FP8 layer 21.2 -> 24.4 us, Qwen3-30B-A3B FP8 16 layers -6.3%;
+  # GATE_UP_ROTATE +1.2%; both removed in the seventy-fourth session; fixed cost bf16 4.5 us, fp8 6.0 us)
+  # seventy-third session: the seventy-second's 188 (GATE_UP_ROTATE: programs starting their H steps at
   # their own step) and 190 (DOWN_PREFETCH: the gate/up programs prefetching their expert's down rows into L2), in one
   # call (190 ran on an H100 at e3696f2 and nothing compiled under triton 3.6: a default string argument in
   # matvec._load_as, fixed in 6129f8c): the compiled MoE / fp8 linear tests, both knobs' layer rows, the fixed cost

@@ -549,15 +549,13 @@ def test_rows_down_tail(i, tail, slot_sum, path, monkeypatch, device):
 
 
 @pytest.mark.parametrize("act", ["silu", "gelu"])
-@pytest.mark.parametrize("row_sum,rotate", [(True, False), (False, False), (True, True), (False, True)])
-def test_rows_gate_up_row_sum(row_sum, rotate, act, path, monkeypatch, device):
+@pytest.mark.parametrize("row_sum", [True, False])
+def test_rows_gate_up_row_sum(row_sum, act, path, monkeypatch, device):
     """The gate/up row kernel summing each step's products at once (``GATE_UP_ROW_SUM``) or
-    keeping per-column partial sums, each program's H steps from column 0 or from its own step
-    on, wrapping around (``GATE_UP_ROTATE``); H = 40 in 16-wide steps (the last masked), bf16 and
-    fp8 with scales, gpt-oss's interleaved rows with biases; float64 reference."""
+    keeping per-column partial sums; H = 40 in 16-wide steps (the last masked), bf16 and fp8 with
+    scales, gpt-oss's interleaved rows with biases; float64 reference."""
     path("rows")
     monkeypatch.setattr(MK, "GATE_UP_ROW_SUM", (1, 2, 4) if row_sum else ())
-    monkeypatch.setattr(MK, "GATE_UP_ROTATE", rotate)
     assert all(MK.rows_plan(2, NI, wb).row_sum == row_sum for wb in (1, 2))  # the knob reaches both plans
     T, E, k = 3, 8, 2
     x = randn(T, H, dtype=torch.bfloat16, device=device)
@@ -572,46 +570,6 @@ def test_rows_gate_up_row_sum(row_sum, rotate, act, path, monkeypatch, device):
         (gu, s1), (dn, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
         out = moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=s1, down_scale=s2, activation=act)
         assert_close(out, experts64(x, ids, w, gu, dn, act, gu_s=s1, d_s=s2))
-
-
-def test_down_prefetch_plan(monkeypatch):
-    """The gate/up row kernel's L2 prefetch of the down weights (``DOWN_PREFETCH``): each expert's H x I
-    bytes in 128-byte lines split over the column blocks, none when off, under Triton's interpreter
-    (no PTX there) or for rows that are not contiguous. Host arithmetic only."""
-    E = 3
-    w2 = torch.zeros(E, H, NI, dtype=torch.bfloat16)
-    monkeypatch.setattr(moe, "INTERPRET", False)
-    monkeypatch.setattr(MK, "DOWN_PREFETCH", True)
-    # 40 x 24 bf16 = 1920 bytes an expert: 15 lines of 128, 8 a part over 2 parts (16 lanes for 15 in one)
-    assert moe.down_prefetch_plan(w2, H, NI, 2) == (1920, 8, 1920, 8)
-    assert moe.down_prefetch_plan(w2, H, NI, 1) == (1920, 15, 1920, 16)
-    assert moe.down_prefetch_plan(w2.transpose(1, 2).contiguous().transpose(1, 2), H, NI, 2) == (0, 0, 0, 0)
-    monkeypatch.setattr(MK, "DOWN_PREFETCH", False)
-    assert moe.down_prefetch_plan(w2, H, NI, 2) == (0, 0, 0, 0)
-    monkeypatch.setattr(MK, "DOWN_PREFETCH", True)
-    monkeypatch.setattr(moe, "INTERPRET", True)
-    assert moe.down_prefetch_plan(w2, H, NI, 2) == (0, 0, 0, 0)
-
-
-def test_rows_down_prefetch(path, monkeypatch, device):
-    """The row kernels with the down weights prefetched into L2 by the gate/up programs (on a GPU; the
-    interpreter runs without it) and the gate/up loads marked evict-first: the same sums, bf16 and
-    fp8 with scales, contiguous and transposed down weights; float64 reference. (The knob off is
-    every other rows test.)"""
-    path("rows")
-    monkeypatch.setattr(MK, "DOWN_PREFETCH", True)
-    T, E, k = 3, 8, 2
-    x = randn(T, H, dtype=torch.bfloat16, device=device)
-    gu, dn = make_experts(E, torch.bfloat16, device)
-    w, ids = routing(T, E, k, device)
-    poison_workspaces(device, T, k, torch.bfloat16)
-    assert_close(moe.fused_experts(x, ids, w, gu, dn), experts64(x, ids, w, gu, dn))
-    dn_t = dn.transpose(1, 2).contiguous().transpose(1, 2)  # (E, H, I) with I strided: no prefetch
-    assert_close(moe.fused_experts(x, ids, w, gu, dn_t), experts64(x, ids, w, gu, dn_t))
-    if HAS_FP8:
-        (gu, s1), (dn, s2) = moe.quantize_experts(gu), moe.quantize_experts(dn)
-        out = moe.fused_experts(x, ids, w, gu, dn, gate_up_scale=s1, down_scale=s2)
-        assert_close(out, experts64(x, ids, w, gu, dn, gu_s=s1, d_s=s2))
 
 
 @pytest.mark.parametrize("fp8,prescale", [(False, True), (True, True), (True, False)])

@@ -41,25 +41,17 @@ from .norm import group_gated_rows, normed_rows, round_to, rows_rstd, weighted_r
 @triton.jit
 def _load_as(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr):
     """Load a tile and convert it to ``DT`` (exact for fp8 into any of fp32/bf16/fp16)."""
-    return _load_as_ev(ptrs, mask, MODE, E5M2, DT, "")
+    return _convert(_load_raw(ptrs, mask, MODE), ptrs.dtype.element_ty, MODE, E5M2, DT)
 
 
 @triton.jit
-def _load_as_ev(ptrs, mask, MODE: tl.constexpr, E5M2: tl.constexpr, DT: tl.constexpr, EVICT: tl.constexpr):
-    """:func:`_load_as` with the load's L2 eviction policy ``EVICT`` (no default: triton 3.6 hands a
-    jit helper's default string over as a str, not a constexpr, and fails to compile)."""
-    return _convert(_load_raw(ptrs, mask, MODE, EVICT), ptrs.dtype.element_ty, MODE, E5M2, DT)
-
-
-@triton.jit
-def _load_raw(ptrs, mask, MODE: tl.constexpr, EVICT: tl.constexpr):
+def _load_raw(ptrs, mask, MODE: tl.constexpr):
     """:func:`_load_as`'s load alone (masked elements zero): the stored values, fp8 as its bits
-    (``MODE`` 1: a float8 ``other=`` cannot be expressed), for :func:`_convert` later. ``EVICT``:
-    the load's L2 eviction policy (Triton's ``eviction_policy``; "": Triton's default)."""
+    (``MODE`` 1: a float8 ``other=`` cannot be expressed), for :func:`_convert` later."""
     if MODE == 1:  # (if / else: a return inside a constexpr if gave the wrong tile type, sm_90)
-        raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0, eviction_policy=EVICT)
+        raw = tl.load(ptrs.to(tl.pointer_type(tl.uint8)), mask=mask, other=0)
     else:
-        raw = tl.load(ptrs, mask=mask, other=0, eviction_policy=EVICT)
+        raw = tl.load(ptrs, mask=mask, other=0)
     return raw
 
 
@@ -288,10 +280,10 @@ def _mv_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, bias_ptr, out_ptr, ws_ptr, cnt_ptr,
             bmask = kmask[:, None] & nmask[None, :]
             b_ptrs = b_cols + offs_k[:, None] * sbk
             b_ptrs_up = b_cols + n_up * sbn + offs_k[:, None] * sbk
-            raw = _load_raw(b_ptrs, bmask, B_MODE, "")
+            raw = _load_raw(b_ptrs, bmask, B_MODE)
             raw_up = raw
             if GLU:
-                raw_up = _load_raw(b_ptrs_up, bmask, B_MODE, "")
+                raw_up = _load_raw(b_ptrs_up, bmask, B_MODE)
         rstd = rows_rstd(a_ptr, r_ptr, nr_ptr, offs_m.to(tl.int64), mmask, K, sam, sak, srm, srk, snm, eps, HAS_RES,
                          False, BLOCK_M, NORM_K)
         if W_FIRST:

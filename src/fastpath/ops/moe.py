@@ -739,18 +739,6 @@ def _launch_decode(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale
     return out
 
 
-def down_prefetch_plan(w2: torch.Tensor, H: int, NI: int, parts: int) -> tuple:
-    """(bytes an expert, lines a part, bytes of an expert's down weights, lines constexpr) of the gate/up
-    row kernel's L2 prefetch of the down weights (``moe_kernels.DOWN_PREFETCH``), each expert's
-    H x I weights split over the ``parts`` column blocks; (0, 0, 0, 0): none (off, Triton's
-    interpreter, or rows that are not contiguous)."""
-    if not K.DOWN_PREFETCH or INTERPRET or w2.stride(2) != 1 or w2.stride(1) != NI:
-        return 0, 0, 0, 0
-    total = H * NI * w2.element_size()
-    chunk = cdiv(cdiv(total, 128), parts)
-    return w2.stride(0) * w2.element_size(), chunk, total, next_pow2(chunk)
-
-
 def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, code, interleaved,
                  alpha, limit, route=None) -> torch.Tensor:
     """Up to ROWS_MAX_T tokens: every program streams whole weight rows without tensor cores,
@@ -772,16 +760,14 @@ def _launch_rows(x, ids, tw, gate_up, down, gu_bias, d_bias, gu_scale, d_scale, 
         rargs = (lg, rbias if rbias is not None else dummy, tw, tw.stride(0), float(scale), float(eps))
         rflags = dict(ROUTE=True, SIGMOID=sigmoid, HAS_RBIAS=rbias is not None, RNORM=norm, SHARED=shared,
                       BLOCK_E=block_e, BITONIC=bitonic)
-    nb = cdiv(NI, p.block_i)
-    pf = down_prefetch_plan(w2, H, NI, nb)
-    _GATE_UP_ROWS[(T * k, nb)](
+    _GATE_UP_ROWS[(T * k, cdiv(NI, p.block_i))](
         x, ids, w1, gu_scale if gu_scale is not None else dummy, gu_bias if gu_bias is not None else dummy, h,
         H, NI, E, x.stride(0), x.stride(1), ids.stride(0), ids.stride(1),
         w1.stride(0), w1.stride(1), w1.stride(2), *_s(gu_scale), *_s(gu_bias), row_mul, up_off,
-        float(alpha), float(limit), *rargs, w2, *pf[:3],
+        float(alpha), float(limit), *rargs,
         TOPK=k, MODE=mode1, E5M2=e5m2_1, HAS_SCALE=gu_scale is not None, HAS_BIAS=gu_bias is not None, ACT=code,
         RNE=INTERPRET, BLOCK_K8=p.block_k8, BLOCK_I=p.block_i, BLOCK_H=p.block_h, STAGES=p.stages,
-        ROW_SUM=p.row_sum, ROTATE=K.GATE_UP_ROTATE, PF_LINES=pf[3], num_warps=p.warps, **rflags)
+        ROW_SUM=p.row_sum, num_warps=p.warps, **rflags)
     _DOWN_ROWS[(cdiv(H, p.block_n), T)](
         h, ids, tw, w2, d_scale if d_scale is not None else dummy, d_bias if d_bias is not None else dummy, out,
         H, NI, E, ids.stride(0), ids.stride(1), tw.stride(0), tw.stride(1),

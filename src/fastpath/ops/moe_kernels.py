@@ -36,7 +36,7 @@ import torch
 
 from .._core.backend import INTERPRET, num_sms, pdl_start, pdl_trigger, tl, triton
 from .._core.launch import cdiv, next_pow2
-from .matvec import _dot16, _load_as, _load_as_ev, _mm, _pow2_of_amax
+from .matvec import _dot16, _load_as, _mm, _pow2_of_amax
 from .norm import normed_rows, rows_rstd
 
 #: Activation codes of the kernels (``ACT``).
@@ -393,29 +393,15 @@ def _entry(v, q, j):
 
 
 @triton.jit
-def _prefetch_l2(base, part, chunk, total, LINES: tl.constexpr):
-    """Ask L2 to fetch (and keep: ``evict_last``) the 128-byte lines ``part * chunk`` up to
-    ``(part + 1) * chunk`` (at most ``LINES``) of the ``total`` bytes at ``base``; no data reaches
-    the program. Hopper's ``prefetch.global.L2::evict_last``; lines past ``total`` are not asked."""
-    q = tl.arange(0, LINES)
-    line = (part * chunk + q).to(tl.int64)
-    ok = (q < chunk) & (line * 128 < total)
-    tl.inline_asm_elementwise("{ .reg .pred p; setp.ne.s32 p, $2, 0; @p prefetch.global.L2::evict_last [$1]; "
-                              "mov.u32 $0, 0; }", "=r,l,r", [base + line * 128, ok.to(tl.int32)], dtype=tl.int32,
-                              is_pure=False, pack=1)
-
-
-@triton.jit
 def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
                          sxt, sxh, sit, sij, swe, swn, swk, sse, ssn, sbe, sbn, row_mul, up_off, alpha, limit,
-                         lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps, w2_ptr, pf_e, pf_chunk, pf_total,
+                         lg_ptr, rb_ptr, tw_ptr, stw, rscale, reps,
                          TOPK: tl.constexpr, MODE: tl.constexpr, E5M2: tl.constexpr, HAS_SCALE: tl.constexpr,
                          HAS_BIAS: tl.constexpr, ACT: tl.constexpr, RNE: tl.constexpr, BLOCK_K8: tl.constexpr,
                          BLOCK_I: tl.constexpr, BLOCK_H: tl.constexpr, STAGES: tl.constexpr,
                          ROUTE: tl.constexpr = False, SIGMOID: tl.constexpr = False, HAS_RBIAS: tl.constexpr = False,
                          RNORM: tl.constexpr = False, SHARED: tl.constexpr = 0, BLOCK_E: tl.constexpr = 2,
-                         BITONIC: tl.constexpr = False, ROW_SUM: tl.constexpr = False, ROTATE: tl.constexpr = False,
-                         PF_LINES: tl.constexpr = 0, PDL: tl.constexpr = 0):
+                         BITONIC: tl.constexpr = False, ROW_SUM: tl.constexpr = False, PDL: tl.constexpr = 0):
     pdl_start(PDL)
     # One (token t, slot j) pair and BLOCK_I columns of I, no tensor cores: the pair's gate
     # and up rows stream once, as whole contiguous rows, into float32 products with x_t that
@@ -444,8 +430,6 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     later = tl.sum(((idq == e) & (q > j)).to(tl.int32), axis=0)
     if (later > 0) | (e < 0) | (e >= E):
         return
-    if PF_LINES > 0:  # expert e's down weights (pf_total contiguous bytes), this program's share, into L2
-        _prefetch_l2(w2_ptr.to(tl.pointer_type(tl.uint8)) + e * pf_e, tl.program_id(1), pf_chunk, pf_total, PF_LINES)
     offs_i = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
     imask = offs_i < NI
     rows_g = (offs_i * row_mul).to(tl.int64)
@@ -454,23 +438,14 @@ def _gate_up_rows_kernel(x_ptr, ids_ptr, w_ptr, s_ptr, b_ptr, h_ptr, H, NI, E,
     # ROW_SUM: each step's products summed into BLOCK_I sums at once (fewer registers, a reduction a step)
     acc_g = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
     acc_u = tl.zeros([BLOCK_I, 1 if ROW_SUM else BLOCK_H], dtype=tl.float32)
-    EV: tl.constexpr = "evict_first" if PF_LINES > 0 else ""  # (the prefetched down rows stay in L2)
-    if ROTATE:  # each program starts its H steps at its own step and wraps around, so that programs
-        # running at once read different columns of their rows
-        h_end = tl.cdiv(H, BLOCK_H) * BLOCK_H
-        rot = ((pair + tl.program_id(1)) % tl.cdiv(H, BLOCK_H)) * BLOCK_H
-    for k_step in tl.range(0, H, BLOCK_H, num_stages=STAGES):
-        if ROTATE:
-            k0 = tl.where(k_step + rot >= h_end, k_step + rot - h_end, k_step + rot)
-        else:
-            k0 = k_step
+    for k0 in tl.range(0, H, BLOCK_H, num_stages=STAGES):
         offs_k = (k0 + tl.arange(0, BLOCK_H)).to(tl.int64)
         kmask = offs_k < H
         x = tl.load(x_ptr + t * sxt + offs_k * sxh, mask=kmask, other=0.0).to(tl.float32)
         wmask = imask[:, None] & kmask[None, :]
         wk = w_e + offs_k[None, :] * swk
-        pg = _load_as_ev(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32, EV) * x[None, :]
-        pu = _load_as_ev(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32, EV) * x[None, :]
+        pg = _load_as(wk + rows_g[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
+        pu = _load_as(wk + rows_u[:, None] * swn, wmask, MODE, E5M2, tl.float32) * x[None, :]
         if ROW_SUM:
             acc_g += tl.sum(pg, axis=1)[:, None]
             acc_u += tl.sum(pu, axis=1)[:, None]
@@ -775,16 +750,6 @@ DOWN_SLOT_SUM_STEPS = 1
 #: gate and up sums at once instead of keeping [BLOCK_I, BLOCK_H] float32 partial sums. H200, 16
 #: layers (gpu_pending.sh 180, 3b849e4): Qwen3-30B-A3B FP8 +1.2%, bf16 -0.1%, LFM2.5 FP8 +0.0%.
 GATE_UP_ROW_SUM = (1,)
-#: The gate/up row kernel's programs start their H steps at (pair + column block) mod the step count
-#: and wrap around, instead of all at column 0. An A/B knob, off: not yet timed.
-GATE_UP_ROTATE = False
-#: The gate/up row kernel's programs ask L2 for their expert's down weights (each program a share,
-#: ``evict_last``) before their own stream, whose loads then go ``evict_first``, so that the down
-#: row kernel finds them in L2. Triton 3.6 (torch 2.11's) drops ``evict_first`` on the pipelined
-#: loads and keeps the prefetch; 3.9 keeps both. Off where Triton's interpreter runs (no PTX). An A/B
-#: knob, off: not yet timed (the sixty-ninth session's persistent kernel prefetched without eviction
-#: hints and lost).
-DOWN_PREFETCH = False
 
 
 def down_k_blocks(NI: int, cap: int) -> tuple:
