@@ -4,7 +4,8 @@ Qwen3-30B-A3B shapes (128 experts, top-8, hidden 2048, width 768), bf16 and fp8 
 Per kernel device time from the profiler (eager, L2 flushed before each call), then the
 layer and each configuration in a CUDA graph replayed with a cold L2. Run on a GPU machine:
 
-    PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py [--sweep | --rows | --router | --fixed]
+    PYTHONPATH=src FASTPATH_LAUNCH_MEMO=0 python3 scripts/moe_profile.py
+        [--sweep | --rows | --router | --fixed [--parts]]
         [--tokens T] [--dtypes bf16,fp8] [--budget SECONDS] [--json OUT]
 
 (the launch memo off for --sweep: it would replay the default plan at every point)
@@ -175,33 +176,57 @@ def rows_sweep(dtypes=("fp8", "bf16"), grid=ROWS_GRID, budget=70):
     return rec
 
 
-def fixed_cost(dtypes=("bf16", "fp8"), Hs=(1024, 2048, 3072, 4096), Is=(384, 768, 1152, 1536)):
+class _NoLaunch:
+    """A launcher stand-in that launches nothing (``--fixed --parts``: one row kernel timed alone)."""
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: None
+
+
+def _fit(pts):
+    """Least squares of us = F + bytes / B over [(H, I, bytes, us)]."""
+    n, mb, us = len(pts), [p[2] / 1e6 for p in pts], [p[3] for p in pts]
+    mx, my = sum(mb) / n, sum(us) / n
+    slope = sum((a - mx) * (b - my) for a, b in zip(mb, us)) / sum((a - mx) ** 2 for a in mb)
+    return {"F us": round(my - slope * mx, 2), "B TB/s": round(1 / slope, 3) if slope > 0 else None,
+            "points (H, I, bytes, us)": [(h, i, b, round(t, 2)) for h, i, b, t in pts]}
+
+
+def fixed_cost(dtypes=("bf16", "fp8"), Hs=(1024, 2048, 3072, 4096), Is=(384, 768, 1152, 1536), parts=False):
     """The one-token experts' cost that does not scale with their bytes: R calls with different
     experts in one CUDA graph (as --rows) at hidden sizes ``Hs`` (width 768) and widths ``Is``
     (hidden 2048), 128 experts, top-8; each series fitted as us = F + bytes / B (least squares).
-    F: launches, ramps, first-load latency, the h round trip, tails; B: the streaming rate."""
+    F: launches, ramps, first-load latency, the h round trip, tails; B: the streaming rate. The
+    width series changes the gate/up grid with the width, so only the hidden-size one isolates F.
+    ``parts``: the hidden-size series again with each row kernel alone (the other one's launch
+    replaced by nothing; the down kernel then reads whatever h holds, its timing unchanged), each
+    fitted against its own bytes (gate/up two thirds of them, down one third)."""
     from stream_probe import R, per_launch_us
     rec = {}
     ids_all, w = one_token_routes(3)
+    series = [("H", [(h, I) for h in Hs], None), ("I", [(H, i) for i in Is], None)]
+    if parts:
+        series = [series[0], ("H, gate/up alone", series[0][1], "_DOWN_ROWS"),
+                  ("H, down alone", series[0][1], "_GATE_UP_ROWS")]
     for fp8 in (d == "fp8" for d in dtypes):
         tag = "fp8" if fp8 else "bf16"
-        for series, shapes in (("H", [(h, I) for h in Hs]), ("I", [(H, i) for i in Is])):
+        for name, shapes, stub in series:
             pts = []
             for h, i in shapes:
                 x, _, gu, dn, sc = inputs(1, fp8, h + i, h, i)
                 calls = [lambda r=r: moe.fused_experts(x, ids_all[r:r + 1], w, gu, dn, gate_up_scale=sc[0],
                                                        down_scale=sc[1]) for r in range(R)]
-                nbytes = TOPK * 3 * h * i * gu.element_size()
-                pts.append((h, i, nbytes, per_launch_us(calls, flush)))
-            n = len(pts)
-            mb = [p[2] / 1e6 for p in pts]
-            us = [p[3] for p in pts]
-            mx, my = sum(mb) / n, sum(us) / n
-            slope = sum((a - mx) * (b - my) for a, b in zip(mb, us)) / sum((a - mx) ** 2 for a in mb)
-            fit = {"F us": round(my - slope * mx, 2), "B TB/s": round(1 / slope, 3) if slope > 0 else None,
-                   "points (H, I, bytes, us)": [(h, i, b, round(t, 2)) for h, i, b, t in pts]}
-            rec[f"{tag} fixed cost by {series}"] = fit
-            print(tag, series, fit, flush=True)
+                share = {None: 3, "_DOWN_ROWS": 2, "_GATE_UP_ROWS": 1}[stub]
+                nbytes = TOPK * share * h * i * gu.element_size()
+                saved = getattr(moe, stub) if stub else None
+                try:
+                    if stub:
+                        setattr(moe, stub, _NoLaunch())
+                    pts.append((h, i, nbytes, per_launch_us(calls, flush)))
+                finally:
+                    if stub:
+                        setattr(moe, stub, saved)
+            rec[f"{tag} fixed cost by {name}"] = fit = _fit(pts)
+            print(tag, name, fit, flush=True)
     return rec
 
 
@@ -268,6 +293,8 @@ def main():
                     "beside 3 and 4) with no time limit")
     ap.add_argument("--fixed", action="store_true", help="one-token experts at several hidden sizes and "
                     "widths, each series fitted as us = F + bytes / B, then stop")
+    ap.add_argument("--parts", action="store_true", help="with --fixed: the hidden-size series with each row "
+                    "kernel alone too, instead of the width series")
     ap.add_argument("--tokens", type=int, default=1, help="tokens of the default profile and sweep (1)")
     ap.add_argument("--dtypes", default="bf16,fp8", help="experts of the default profile and sweeps")
     ap.add_argument("--budget", type=float, default=100, help="seconds of each kernel's sweep (100)")
@@ -276,7 +303,7 @@ def main():
     T = a.tokens
     rec = {}
     if a.router or a.rows or a.rows_t or a.rows_focused or a.fixed:
-        rec.update(fixed_cost(a.dtypes.split(",")) if a.fixed else router_times() if a.router
+        rec.update(fixed_cost(a.dtypes.split(","), parts=a.parts) if a.fixed else router_times() if a.router
                    else rows_sweep(a.dtypes.split(",")) if a.rows
                    else rows_sweep(a.dtypes.split(","), FOCUSED_GRID, 1e9) if a.rows_focused else rows_by_tokens())
         if a.json:
