@@ -1767,7 +1767,7 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
 192)  # seventy-fourth session: 189's fixed-cost fit on an H200 (it ran on an H100 at eae8352: bf16 F 4.5 us, B 3.06
   # TB/s; fp8 F 6.0 us, B 3.00 by hidden size), where the FP8 layer gains 1.29x over bf16 against the H100's 1.50x;
   # the FP8 / bf16 layer rows beside it; --parts: each row kernel's own fit too (where fp8's extra 1.5 us of F is)
-  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || echo "not an H200: the fit repeats the H100's"
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || echo "an H100: its hidden-size fits repeat eae8352's, the parts are new"
   FASTPATH_LAUNCH_MEMO=0 timeout 240 python3 scripts/moe_profile.py --fixed --parts --json "$OUT/fixed_parts.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fixed_parts.log"
   for r in 1 2; do
