@@ -1742,7 +1742,8 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
   FASTPATH_LAUNCH_MEMO=0 timeout 200 python3 scripts/moe_profile.py --fixed --json "$OUT/fixed.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fixed.log" ;;
 188|190|191)  # (ran on an H100 at eae8352: DOWN_PREFETCH FP8 layer 21.2 -> 24.4 us, Qwen3-30B-A3B FP8 16 layers -6.3%;
-  # GATE_UP_ROTATE +1.2%; both removed in the seventy-fourth session; fixed cost bf16 4.5 us, fp8 6.0 us)
+  # GATE_UP_ROTATE +1.2%; both removed in the seventy-fourth session, so this case no longer runs; fixed cost bf16
+  # 4.5 us, fp8 6.0 us)
   # seventy-third session: the seventy-second's 188 (GATE_UP_ROTATE: programs starting their H steps at
   # their own step) and 190 (DOWN_PREFETCH: the gate/up programs prefetching their expert's down rows into L2), in one
   # call (190 ran on an H100 at e3696f2 and nothing compiled under triton 3.6: a default string argument in
@@ -1767,7 +1768,8 @@ print((g[1], g[2], d[1], d[2], 4, g[4], d[4]))") || exit 1
 192)  # seventy-fourth session: 189's fixed-cost fit on an H200 (it ran on an H100 at eae8352: bf16 F 4.5 us, B 3.06
   # TB/s; fp8 F 6.0 us, B 3.00 by hidden size), where the FP8 layer gains 1.29x over bf16 against the H100's 1.50x;
   # the FP8 / bf16 layer rows beside it; --parts: each row kernel's own fit too (where fp8's extra 1.5 us of F is)
-  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || echo "an H100: its hidden-size fits repeat eae8352's, the parts are new"
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 \
+    || echo "an H100: its hidden-size fits repeat eae8352's, the parts are new"
   FASTPATH_LAUNCH_MEMO=0 timeout 240 python3 scripts/moe_profile.py --fixed --parts --json "$OUT/fixed_parts.json" 2>&1 \
     | grep -v -i warn | tee "$OUT/fixed_parts.log"
   for r in 1 2; do

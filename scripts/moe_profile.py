@@ -11,10 +11,12 @@ layer and each configuration in a CUDA graph replayed with a cold L2. Run on a G
 (the launch memo off for --sweep: it would replay the default plan at every point)
 """
 import argparse
+import contextlib
 import dataclasses
 import itertools
 import json
 import time
+from unittest.mock import patch
 
 import torch
 import torch.nn.functional as F
@@ -176,12 +178,6 @@ def rows_sweep(dtypes=("fp8", "bf16"), grid=ROWS_GRID, budget=70):
     return rec
 
 
-class _NoLaunch:
-    """A launcher stand-in that launches nothing (``--fixed --parts``: one row kernel timed alone)."""
-    def __getitem__(self, grid):
-        return lambda *args, **kwargs: None
-
-
 def _fit(pts):
     """Least squares of us = F + bytes / B over [(H, I, bytes, us)]."""
     n, mb, us = len(pts), [p[2] / 1e6 for p in pts], [p[3] for p in pts]
@@ -215,16 +211,9 @@ def fixed_cost(dtypes=("bf16", "fp8"), Hs=(1024, 2048, 3072, 4096), Is=(384, 768
                 x, _, gu, dn, sc = inputs(1, fp8, h + i, h, i)
                 calls = [lambda r=r: moe.fused_experts(x, ids_all[r:r + 1], w, gu, dn, gate_up_scale=sc[0],
                                                        down_scale=sc[1]) for r in range(R)]
-                share = {None: 3, "_DOWN_ROWS": 2, "_GATE_UP_ROWS": 1}[stub]
-                nbytes = TOPK * share * h * i * gu.element_size()
-                saved = getattr(moe, stub) if stub else None
-                try:
-                    if stub:
-                        setattr(moe, stub, _NoLaunch())
+                nbytes = TOPK * {None: 3, "_DOWN_ROWS": 2, "_GATE_UP_ROWS": 1}[stub] * h * i * gu.element_size()
+                with patch.object(moe, stub) if stub else contextlib.nullcontext():  # (a MagicMock: no launch)
                     pts.append((h, i, nbytes, per_launch_us(calls, flush)))
-                finally:
-                    if stub:
-                        setattr(moe, stub, saved)
             rec[f"{tag} fixed cost by {name}"] = fit = _fit(pts)
             print(tag, name, fit, flush=True)
     return rec
